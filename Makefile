@@ -1,0 +1,40 @@
+# kflow: `make run` runs the offline demo pipeline, `make test` the test suite.
+# Both create .venv and install the pinned stack on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test test-all lint format bench clean
+
+$(STAMP): pyproject.toml requirements.lock
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "kflow needs Python 3.11, found " + sys.version.split()[0]'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev]'
+	touch $@
+
+run: $(STAMP)
+	$(BIN)/kflow run pipeline/configs/demo.yaml
+
+# A representative, real subset (real MNIST, real Beam pipelines and training runs):
+# everything but the tests marked slow. Under 15 minutes on 2 cores.
+test: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow" -q
+
+test-all: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: $(STAMP)
+	$(BIN)/python bench/mnist_pipeline.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

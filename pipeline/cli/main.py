@@ -1,0 +1,116 @@
+"""The `kflow` command line: validate, run and show pipelines.
+
+Exit codes: 0 success, 1 a run failed, 2 a bad config or bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from pipeline.dsl.config import ConfigError, PipelineConfig, load_config
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    _configure_logging(args.verbose)
+    try:
+        return args.command(args)
+    except ConfigError as error:
+        print(f"kflow: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kflow", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="also show Beam's and TensorFlow's logs")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    def with_config(command: argparse.ArgumentParser) -> None:
+        command.add_argument("config", help="pipeline config (YAML)")
+        command.add_argument(
+            "--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+            help="override a config field, e.g. --set trainer.epochs=5 (repeatable)",
+        )
+
+    validate = commands.add_parser("validate", help="check a config against the schema")
+    with_config(validate)
+    validate.set_defaults(command=_validate)
+
+    run = commands.add_parser("run", help="run a pipeline locally on Apache Beam")
+    with_config(run)
+    run.add_argument("--pipeline-root", help="where runs go (overrides pipeline_root)")
+    run.add_argument("--until", metavar="COMPONENT", help="run up to and including this component")
+    run.add_argument("--no-cache", action="store_true", help="run every component even if a cached result exists")
+    run.set_defaults(command=_run)
+
+    show = commands.add_parser("show", help="print a run as a table")
+    show.add_argument("run_dir", help="a run folder, or a pipeline folder for its newest run")
+    show.set_defaults(command=_show)
+    return parser
+
+
+def _load(args: argparse.Namespace) -> PipelineConfig:
+    overrides = list(args.overrides)
+    if getattr(args, "pipeline_root", None):
+        overrides.append(f"pipeline_root={args.pipeline_root}")
+    return load_config(args.config, overrides)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    config = _load(args)
+    print(f"{args.config}: valid (pipeline {config.name!r}, dataset {config.data['dataset']!r})")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = _load(args)
+    # Imported here so that `kflow validate` and `kflow show` start fast.
+    from pipeline.cli.show import format_run
+    from pipeline.runners.beam_dag_runner import BeamDagRunner, PipelineFailed
+    from pipeline.standard_pipeline import build_pipeline
+
+    pipeline = build_pipeline(config)
+    if args.until:
+        if args.until not in {node.id for node in pipeline.components}:
+            choices = ", ".join(node.id for node in pipeline.components)
+            raise ConfigError([f"--until: no component {args.until!r} (choose from {choices})"])
+        pipeline = pipeline.until(args.until)
+    try:
+        result = BeamDagRunner(enable_cache=not args.no_cache).run(pipeline, config.pipeline_root)
+    except PipelineFailed as failure:
+        print(format_run(failure.result.record), file=sys.stderr)
+        print(f"kflow: {failure}\nkflow: details in {failure.result.run_dir / 'run.json'}", file=sys.stderr)
+        return EXIT_FAILED
+    print(format_run(result.record))
+    print(f"run folder: {result.run_dir}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from pipeline.cli.show import show
+
+    try:
+        print(show(args.run_dir))
+    except FileNotFoundError as error:
+        print(f"kflow: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
+    if not verbose:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        for noisy in ("apache_beam", "absl", "tensorflow", "h5py"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""Artifact types: typed handles on the folders that components read and write.
+
+An artifact is a folder (`uri`) whose layout its class documents. Layouts follow
+TFX's standard artifacts so that tools which know TFX find their way around.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+
+class Artifact:
+    """A typed folder produced by one component execution and read by others."""
+
+    type_name: ClassVar[str] = "Artifact"
+    # The KFP artifact schema this type maps to when compiled for Kubeflow.
+    kfp_schema_title: ClassVar[str] = "system.Artifact"
+
+    def __init__(self, uri: str | Path):
+        self.uri = str(uri)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.uri)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(uri={self.uri!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.uri == other.uri  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.uri))
+
+    def write_json(self, name: str, payload: Any) -> Path:
+        """Writes `payload` as pretty JSON to `{uri}/{name}` and returns the path."""
+        target = self.path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+        return target
+
+    def read_json(self, name: str) -> Any:
+        return json.loads((self.path / name).read_text())
+
+
+class Examples(Artifact):
+    """Split examples as gzipped TFRecord files of `tf.train.Example`.
+
+    Layout:
+        {uri}/Split-{split}/data_tfrecord-{shard:05d}-of-{shards:05d}.gz
+        {uri}/stats.json   counts: {"read": N, "accepted": {split: n}, "rejected": {reason: n}}
+    """
+
+    type_name = "Examples"
+    kfp_schema_title = "system.Dataset"
+
+    def split_uri(self, split: str) -> Path:
+        return self.path / f"Split-{split}"
+
+    @property
+    def splits(self) -> list[str]:
+        return sorted(p.name[len("Split-") :] for p in self.path.glob("Split-*") if p.is_dir())
+
+    def split_files(self, split: str) -> list[str]:
+        files = sorted(str(p) for p in self.split_uri(split).glob("*.gz"))
+        if not files:
+            raise FileNotFoundError(f"no TFRecord files for split {split!r} under {self.split_uri(split)}")
+        return files
+
+    @property
+    def stats(self) -> dict:
+        return self.read_json("stats.json")
+
+
+class Schema(Artifact):
+    """A TensorFlow Metadata `Schema` proto in text format: `{uri}/schema.pbtxt`."""
+
+    type_name = "Schema"
+
+    @property
+    def file(self) -> Path:
+        return self.path / "schema.pbtxt"
+
+
+class Rejects(Artifact):
+    """Records an ingest component refused, each kept with the reason and its source position.
+
+    Layout: `{uri}/rejects.jsonl`, one JSON object a line:
+        {"reason": str, "kind": "invalid" | "filtered", "position": str, "record": ...}
+    """
+
+    type_name = "Rejects"
+    kfp_schema_title = "system.Dataset"
+
+    @property
+    def file(self) -> Path:
+        return self.path / "rejects.jsonl"
+
+    def read(self) -> list[dict]:
+        if not self.file.exists():
+            return []
+        return [json.loads(line) for line in self.file.read_text().splitlines() if line]
+
+
+class Model(Artifact):
+    """A trained Keras model.
+
+    Layout:
+        {uri}/model.keras          the Keras model, for Keras users and for evaluation
+        {uri}/Format-Serving/      the exported TensorFlow SavedModel, for serving
+    """
+
+    type_name = "Model"
+    kfp_schema_title = "system.Model"
+
+    @property
+    def keras_file(self) -> Path:
+        return self.path / "model.keras"
+
+    @property
+    def serving_uri(self) -> Path:
+        return self.path / "Format-Serving"
+
+
+class ModelRun(Artifact):
+    """What happened while training: `{uri}/logs/` (TensorBoard) and `{uri}/history.json`."""
+
+    type_name = "ModelRun"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.path / "logs"
+
+    @property
+    def history(self) -> dict:
+        return self.read_json("history.json")
+
+
+class ModelEvaluation(Artifact):
+    """Evaluation results: `{uri}/metrics.json`."""
+
+    type_name = "ModelEvaluation"
+    kfp_schema_title = "system.Metrics"
+
+    @property
+    def metrics(self) -> dict:
+        return self.read_json("metrics.json")
+
+
+class ModelBlessing(Artifact):
+    """The gate's verdict: an empty `{uri}/BLESSED` or `{uri}/NOT_BLESSED` file,
+    and `{uri}/blessing.json` with every check, its value, its bound and its result."""
+
+    type_name = "ModelBlessing"
+
+    @property
+    def blessed(self) -> bool:
+        if (self.path / "BLESSED").exists():
+            return True
+        if (self.path / "NOT_BLESSED").exists():
+            return False
+        raise FileNotFoundError(f"{self.uri} holds neither BLESSED nor NOT_BLESSED")
+
+    def set_blessed(self, blessed: bool, checks: list[dict]) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        (self.path / ("BLESSED" if blessed else "NOT_BLESSED")).touch()
+        self.write_json("blessing.json", {"blessed": blessed, "checks": checks})
+
+
+ARTIFACT_TYPES: dict[str, type[Artifact]] = {
+    cls.type_name: cls
+    for cls in (Artifact, Examples, Schema, Rejects, Model, ModelRun, ModelEvaluation, ModelBlessing)
+}

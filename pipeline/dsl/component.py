@@ -1,0 +1,148 @@
+"""Components: a typed spec (inputs, outputs, parameters) plus the path of the executor.
+
+A component class declares its `spec`; an instance is a node of a pipeline, wired
+to upstream outputs through channels. The executor is named by import path and
+is a plain function taking artifacts and parameters as keyword arguments, so it
+can be called without any runner:
+
+    run(examples=Examples(...), model=Model(...), epochs=3)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Mapping
+
+from pipeline.dsl.artifacts import Artifact
+
+_REQUIRED = object()
+
+_JSON_TYPES: dict[type, tuple[type, ...]] = {
+    int: (int,),
+    float: (int, float),
+    str: (str,),
+    bool: (bool,),
+    dict: (dict,),
+    list: (list,),
+}
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A JSON-typed execution parameter.
+
+    `affects_output=False` marks parameters such as runner options that change how
+    a component runs but not what it produces; they are left out of the cache key.
+    """
+
+    type: type
+    default: Any = _REQUIRED
+    optional: bool = False
+    affects_output: bool = True
+    description: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED and not self.optional
+
+    def check(self, name: str, value: Any) -> None:
+        if value is None and (self.optional or self.default is None):
+            return
+        allowed = _JSON_TYPES[self.type]
+        if isinstance(value, bool) and self.type is not bool:
+            allowed = ()
+        if not isinstance(value, allowed):
+            raise TypeError(f"parameter {name!r} must be {self.type.__name__}, got {type(value).__name__}: {value!r}")
+
+
+@dataclass(frozen=True)
+class ComponentSpec:
+    inputs: Mapping[str, type[Artifact]] = field(default_factory=dict)
+    outputs: Mapping[str, type[Artifact]] = field(default_factory=dict)
+    parameters: Mapping[str, Parameter] = field(default_factory=dict)
+    executor: str = ""  # "package.module:function"
+
+
+@dataclass(frozen=True)
+class Channel:
+    """An output of one node, as seen by the nodes that consume it."""
+
+    producer: str
+    output: str
+    type: type[Artifact]
+
+
+class Component:
+    """A node of a pipeline: a component spec bound to inputs and parameter values."""
+
+    spec: ClassVar[ComponentSpec]
+
+    def __init__(self, id: str, *, parameters: Mapping[str, Any] | None = None, **inputs: Channel):
+        self.id = id
+        self.inputs = self._bind_inputs(inputs)
+        self.parameters = self._bind_parameters(dict(parameters or {}))
+        self.outputs = {name: Channel(id, name, kind) for name, kind in self.spec.outputs.items()}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(id={self.id!r})"
+
+    @property
+    def upstream(self) -> set[str]:
+        return {channel.producer for channel in self.inputs.values()}
+
+    def _bind_inputs(self, inputs: Mapping[str, Channel]) -> dict[str, Channel]:
+        unknown = set(inputs) - set(self.spec.inputs)
+        if unknown:
+            raise ValueError(f"{self.id}: unknown inputs {sorted(unknown)}; expected {sorted(self.spec.inputs)}")
+        for name, kind in self.spec.inputs.items():
+            if name not in inputs:
+                raise ValueError(f"{self.id}: input {name!r} ({kind.type_name}) is not wired")
+            if not issubclass(inputs[name].type, kind):
+                raise TypeError(
+                    f"{self.id}: input {name!r} wants {kind.type_name}, "
+                    f"got {inputs[name].type.type_name} from {inputs[name].producer}.{inputs[name].output}"
+                )
+        return dict(inputs)
+
+    def _bind_parameters(self, values: dict[str, Any]) -> dict[str, Any]:
+        unknown = set(values) - set(self.spec.parameters)
+        if unknown:
+            raise ValueError(f"{self.id}: unknown parameters {sorted(unknown)}")
+        bound = {}
+        for name, parameter in self.spec.parameters.items():
+            if name in values:
+                value = values[name]
+            elif parameter.required:
+                raise ValueError(f"{self.id}: parameter {name!r} is required")
+            else:
+                value = None if parameter.default is _REQUIRED else parameter.default
+            parameter.check(name, value)
+            bound[name] = value
+        return bound
+
+    @property
+    def cache_parameters(self) -> dict[str, Any]:
+        """The parameters that determine the outputs, i.e. the ones in the cache key."""
+        return {k: v for k, v in self.parameters.items() if self.spec.parameters[k].affects_output}
+
+    @classmethod
+    def code_version(cls) -> str:
+        """A hash of the component's source folder: editing the component invalidates its cache."""
+        folder = Path(inspect.getfile(cls)).parent
+        digest = hashlib.sha256()
+        for source in sorted(folder.rglob("*.py")):
+            digest.update(str(source.relative_to(folder)).encode())
+            digest.update(source.read_bytes())
+        return digest.hexdigest()[:16]
+
+
+def load_executor(path: str) -> Callable[..., Any]:
+    """Imports an executor function named `package.module:function`."""
+    module_name, _, function_name = path.partition(":")
+    if not function_name:
+        raise ValueError(f"executor path {path!r} must look like 'package.module:function'")
+    return getattr(importlib.import_module(module_name), function_name)

@@ -1,0 +1,169 @@
+"""Loading a pipeline config: YAML file → `--set` overrides → JSON Schema validation with defaults.
+
+Errors are `ConfigError`s whose lines name the offending field by its dotted path
+(`trainer.epochs: must be ≥ 1`), so the CLI can print them and exit 2.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+import yaml
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; `problems` holds one `path: message` line each."""
+
+    def __init__(self, problems: list[str], source: str | None = None):
+        self.problems = problems
+        self.source = source
+        where = f"{source}: " if source else ""
+        super().__init__(where + ("invalid config:\n  " if len(problems) > 1 else "") + "\n  ".join(problems))
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """A validated config with every default filled in."""
+
+    name: str
+    pipeline_root: str
+    data: dict[str, Any]
+    trainer: dict[str, Any] = field(default_factory=dict)
+    evaluator: dict[str, Any] = field(default_factory=dict)
+    beam: dict[str, Any] = field(default_factory=dict)
+    source: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "pipeline_root": self.pipeline_root,
+            "data": self.data,
+            "trainer": self.trainer,
+            "evaluator": self.evaluator,
+            "beam": self.beam,
+        }
+
+    @property
+    def beam_args(self) -> list[str]:
+        """The `beam` section as Beam pipeline arguments."""
+        args = [f"--runner={self.beam['runner']}"]
+        for key, value in sorted(self.beam["options"].items()):
+            if isinstance(value, bool):
+                value = str(value).lower()
+            args.append(f"--{key}={value}")
+        return args
+
+
+def config_schema() -> dict[str, Any]:
+    return json.loads(resources.files("schemas").joinpath("config.schema.json").read_text())
+
+
+def load_config(path: str | Path, overrides: Iterable[str] = ()) -> PipelineConfig:
+    """Reads a YAML config, applies `a.b=value` overrides, validates it and fills defaults."""
+    source = str(path)
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError([f"no such config file: {path}"]) from None
+    except yaml.YAMLError as error:
+        raise ConfigError([f"not valid YAML: {error}"], source) from None
+    if not isinstance(raw, dict):
+        raise ConfigError(["(top level): must be a mapping of fields"], source)
+    for override in overrides:
+        apply_override(raw, override)
+    return validate_config(raw, source)
+
+
+def apply_override(config: dict[str, Any], override: str) -> None:
+    """Sets `a.b.c=value` in place; the value is read as YAML (`5` is an int, `[1, 2]` a list)."""
+    key, sep, text = override.partition("=")
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise ConfigError([f"--set {override!r}: expected FIELD.PATH=VALUE, e.g. trainer.epochs=5"])
+    try:
+        value = yaml.safe_load(text) if text else ""
+    except yaml.YAMLError:
+        value = text
+    parts = key.split(".")
+    node = config
+    for depth, part in enumerate(parts[:-1]):
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError([f"--set {override!r}: {'.'.join(parts[: depth + 1])} is not a mapping"])
+        node = child
+    node[parts[-1]] = value
+
+
+def validate_config(raw: dict[str, Any], source: str | None = None) -> PipelineConfig:
+    instance = copy.deepcopy(raw)
+    validator = _DefaultFillingValidator(config_schema())
+    errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if errors:
+        raise ConfigError(sorted({line for error in errors for line in _describe(error)}), source)
+    return PipelineConfig(source=source, **instance)
+
+
+def _fill_defaults(validator_class: type) -> type:
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def properties_with_defaults(validator, properties, instance, schema):
+        if validator.is_type(instance, "object"):
+            for name, subschema in properties.items():
+                if "default" in subschema and name not in instance:
+                    instance[name] = copy.deepcopy(subschema["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": properties_with_defaults})
+
+
+_DefaultFillingValidator = _fill_defaults(jsonschema.Draft202012Validator)
+
+_TYPE_NAMES = {
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "object": "a mapping",
+    "array": "a list",
+    "boolean": "true or false",
+    "null": "null",
+}
+
+
+def _describe(error: jsonschema.ValidationError) -> list[str]:
+    path = ".".join(str(part) for part in error.absolute_path)
+    value = error.validator_value
+    got = f" (got {json.dumps(error.instance)})" if not isinstance(error.instance, (dict, list)) else ""
+    match error.validator:
+        case "type":
+            names = [_TYPE_NAMES.get(t, t) for t in ([value] if isinstance(value, str) else value)]
+            message = f"must be {' or '.join(names)}{got}"
+        case "minimum":
+            message = f"must be ≥ {value}{got}"
+        case "maximum":
+            message = f"must be ≤ {value}{got}"
+        case "exclusiveMinimum":
+            message = f"must be > {value}{got}"
+        case "enum":
+            message = f"must be one of {', '.join(map(str, value))}{got}"
+        case "pattern":
+            message = f"must match {value}{got}"
+        case "minLength":
+            message = "must not be empty"
+        case "minProperties":
+            message = "must not be empty"
+        case "required":
+            missing = [name for name in value if name not in error.instance]
+            path = ".".join(filter(None, [path, missing[0] if missing else ""]))
+            message = "is required"
+        case "additionalProperties" if isinstance(error.instance, dict):
+            allowed = sorted(error.schema.get("properties", {}))
+            extras = sorted(set(error.instance) - set(allowed))
+            return [f"{'.'.join(filter(None, [path, extra]))}: unknown field (allowed: {', '.join(allowed)})" for extra in extras]
+        case _:
+            message = error.message
+    return [f"{path or '(top level)'}: {message}"]

@@ -1,0 +1,133 @@
+"""Runs a pipeline DAG as one Apache Beam pipeline, in the spirit of TFX's BeamDagRunner.
+
+Nodes are grouped in waves by depth (a node's wave is one more than its deepest
+upstream node's). Each wave is a stage: a PCollection of its node ids whose DoFn
+runs each node, taking the earlier waves' outputs as side inputs, so Beam starts
+it only once its upstream nodes finished. TFX gives each component a stage of its
+own; Beam's local runner executes stages one after another, so that layout would
+serialise independent branches, whereas the elements of one stage are spread over
+the workers: with `--direct_num_workers=2 --direct_running_mode=multi_threading`,
+independent nodes really run in parallel.
+The runner knows nothing of datasets or TensorFlow: executors are imported by path.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipeline.dsl.component import Component
+from pipeline.dsl.dag import Pipeline
+from pipeline.runners.node_runner import ArtifactRef, NodeFailed, run_node
+from pipeline.runners.run_record import RunRecord, new_run_id
+
+log = logging.getLogger("kflow")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_dir: Path
+    status: str
+    record: dict[str, Any]
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "succeeded"
+
+
+class PipelineFailed(RuntimeError):
+    def __init__(self, message: str, result: RunResult):
+        super().__init__(message)
+        self.result = result
+
+
+class _RunNode(beam.DoFn):
+    def __init__(self, nodes: list[Component], run_dir: str, enable_cache: bool):
+        self._nodes = {node.id: node for node in nodes}
+        self._run_dir = run_dir
+        self._enable_cache = enable_cache
+
+    def process(self, node_id, *earlier_waves):
+        upstream: dict[str, dict[str, ArtifactRef]] = {}
+        for wave in earlier_waves:
+            for outputs in wave:
+                upstream.update(outputs)
+        outputs = run_node(self._nodes[node_id], RunRecord(self._run_dir), upstream, self._enable_cache)
+        yield {node_id: outputs}
+
+
+def waves(pipeline: Pipeline) -> list[list[Component]]:
+    """The nodes grouped by depth: every node's upstream nodes are in earlier waves."""
+    depth: dict[str, int] = {}
+    for node in pipeline.topological_order():
+        depth[node.id] = 1 + max((depth[up] for up in node.upstream), default=-1)
+    grouped: list[list[Component]] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
+    for node in pipeline.topological_order():
+        grouped[depth[node.id]].append(node)
+    return grouped
+
+
+class BeamDagRunner:
+    """Runs a `Pipeline` under `<pipeline_root>/<pipeline name>/<run_id>/`."""
+
+    def __init__(self, beam_args: list[str] | None = None, enable_cache: bool = True):
+        self.beam_args = beam_args
+        self.enable_cache = enable_cache
+
+    def run(self, pipeline: Pipeline, pipeline_root: str | Path, run_id: str | None = None) -> RunResult:
+        run_id = run_id or new_run_id()
+        run_dir = Path(pipeline_root).resolve() / pipeline.name / run_id
+        record = RunRecord.create(run_dir, pipeline.name, run_id, pipeline.metadata)
+        log.info("run %s of pipeline %s: %s", run_id, pipeline.name, run_dir)
+        beam_args = self.beam_args if self.beam_args is not None else pipeline.beam_args
+        started = time.perf_counter()
+        status = "failed"
+        error: BaseException | None = None
+        try:
+            with beam.Pipeline(options=PipelineOptions(beam_args)) as beam_pipeline:
+                done: list[beam.PCollection] = []
+                for number, wave in enumerate(waves(pipeline)):
+                    name = f"Wave{number}[{','.join(node.id for node in wave)}]"
+                    done.append(
+                        beam_pipeline
+                        | f"{name}/Nodes" >> beam.Create([node.id for node in wave])
+                        # Spreads the wave's nodes over the workers instead of one bundle.
+                        | f"{name}/Spread" >> beam.Reshuffle()
+                        | f"{name}/Run"
+                        >> beam.ParDo(
+                            _RunNode(wave, str(run_dir), self.enable_cache),
+                            *[beam.pvalue.AsList(earlier) for earlier in done],
+                        )
+                    )
+            status = "succeeded"
+        except BaseException as caught:  # Record the run as failed, even on Ctrl-C, then re-raise.
+            error = caught
+            status = "cancelled" if isinstance(caught, KeyboardInterrupt) else "failed"
+            if isinstance(caught, KeyboardInterrupt):
+                raise
+        finally:
+            record.finish(status, time.perf_counter() - started)
+        result = RunResult(run_dir, status, record.load())
+        if error is not None:
+            raise PipelineFailed(_failure_message(error, result), result) from error
+        return result
+
+
+def _failure_message(error: BaseException, result: RunResult) -> str:
+    """Beam wraps executor errors in its own; name the failed component instead."""
+    failed = [node for node, entry in result.record["components"].items() if entry.get("status") == "failed"]
+    if failed:
+        entry = result.record["components"][failed[0]]
+        return f"component {failed[0]!r} failed: {entry.get('error')}"
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, NodeFailed):
+            return str(cause)
+        cause = cause.__cause__ or cause.__context__
+    return f"pipeline failed: {type(error).__name__}: {error}"

@@ -1,0 +1,126 @@
+"""Runs one pipeline node: cache lookup, staging, the executor call, atomic publish, record.
+
+Outputs are written under `<run_dir>/.staging/<node>-<random>/<output>/` and the
+whole folder is renamed to `<run_dir>/<node>/` only when the executor returned,
+so a crash or a kill never leaves a partial artifact at a published path.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
+from pipeline.dsl.component import Component, load_executor
+from pipeline.runners.cache import artifact_fingerprint, execution_fingerprint, find_cached
+from pipeline.runners.run_record import RunRecord
+
+log = logging.getLogger("kflow")
+
+STAGING = ".staging"
+
+
+@dataclass(frozen=True)
+class ArtifactRef:
+    """A published artifact as it travels between nodes and into run.json."""
+
+    type: str
+    uri: str
+    fingerprint: str
+
+    def open(self) -> Artifact:
+        return ARTIFACT_TYPES[self.type](self.uri)
+
+    def to_json(self) -> dict[str, str]:
+        return {"type": self.type, "uri": self.uri, "fingerprint": self.fingerprint}
+
+
+class NodeFailed(RuntimeError):
+    def __init__(self, node_id: str, error: BaseException):
+        self.node_id = node_id
+        super().__init__(f"component {node_id!r} failed: {type(error).__name__}: {error}")
+
+
+def run_node(
+    node: Component,
+    record: RunRecord,
+    upstream: dict[str, dict[str, ArtifactRef]],
+    enable_cache: bool = True,
+) -> dict[str, ArtifactRef]:
+    """Runs `node` given its upstream nodes' outputs and returns its own outputs."""
+    inputs = {name: upstream[channel.producer][channel.output] for name, channel in node.inputs.items()}
+    fingerprint = execution_fingerprint(node, {name: ref.fingerprint for name, ref in inputs.items()})
+    common = {
+        "component": f"{type(node).__module__}.{type(node).__qualname__}",
+        "code_version": type(node).code_version(),
+        "fingerprint": fingerprint,
+        "parameters": node.parameters,
+        "inputs": {name: ref.to_json() for name, ref in inputs.items()},
+    }
+
+    cached = find_cached(record.run_dir.parent, node.id, fingerprint) if enable_cache else None
+    if cached:
+        outputs = {name: ArtifactRef(**ref) for name, ref in cached["outputs"].items()}
+        record.set_component(
+            node.id,
+            **common,
+            status="cached",
+            seconds=0.0,
+            cached_from=cached["run_id"],
+            outputs={name: ref.to_json() for name, ref in outputs.items()},
+            summary=cached.get("summary", {}),
+        )
+        log.info("%s: cached, reusing the outputs of run %s", node.id, cached["run_id"])
+        return outputs
+
+    staging = record.run_dir / STAGING / f"{node.id}-{secrets.token_hex(4)}"
+    final = record.run_dir / node.id
+    staged = {name: kind(staging / name) for name, kind in node.spec.outputs.items()}
+    for artifact in staged.values():
+        artifact.path.mkdir(parents=True)
+    record.set_component(node.id, **common, status="running")
+    log.info("%s: running", node.id)
+    started = time.perf_counter()
+    try:
+        executor = load_executor(node.spec.executor)
+        summary = executor(**{n: ref.open() for n, ref in inputs.items()}, **staged, **node.parameters) or {}
+    except BaseException as error:
+        seconds = time.perf_counter() - started
+        record.set_component(
+            node.id, status="failed", seconds=round(seconds, 3), error=f"{type(error).__name__}: {error}",
+            traceback=traceback.format_exc(limit=20),
+        )
+        log.error("%s: failed after %.1f s: %s: %s", node.id, seconds, type(error).__name__, error)
+        raise NodeFailed(node.id, error) from error
+    os.rename(staging, final)
+    seconds = time.perf_counter() - started
+    outputs = {
+        name: ArtifactRef(kind.type_name, str(final / name), artifact_fingerprint(fingerprint, name))
+        for name, kind in node.spec.outputs.items()
+    }
+    record.set_component(
+        node.id,
+        status="succeeded",
+        seconds=round(seconds, 3),
+        outputs={name: ref.to_json() for name, ref in outputs.items()},
+        summary=_jsonable(summary),
+    )
+    log.info("%s: succeeded in %.1f s", node.id, seconds)
+    return outputs
+
+
+def _jsonable(summary: Any) -> dict[str, Any]:
+    if not isinstance(summary, dict):
+        return {"result": str(summary)}
+    return {str(k): v if isinstance(v, (int, float, str, bool, type(None))) else str(v) for k, v in summary.items()}
+
+
+def published_outputs(run_dir: Path) -> list[Path]:
+    """The published component folders of a run (staging excluded)."""
+    return sorted(p for p in run_dir.iterdir() if p.is_dir() and p.name != STAGING)

@@ -1,0 +1,1 @@
+"""Tiny components for testing runners: real files, real Beam, no TensorFlow."""

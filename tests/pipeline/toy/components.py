@@ -1,0 +1,38 @@
+from pipeline.dsl.artifacts import Artifact, Examples
+from pipeline.dsl.component import Component, ComponentSpec, Parameter
+
+EXECUTORS = "tests.pipeline.toy.executors"
+
+
+class Produce(Component):
+    """Writes `value` into {numbers}/value.txt."""
+
+    spec = ComponentSpec(
+        outputs={"numbers": Examples},
+        parameters={
+            "value": Parameter(int, default=1),
+            "sleep": Parameter(float, default=0.0),
+            "label": Parameter(str, default="", affects_output=False),
+        },
+        executor=f"{EXECUTORS}:produce",
+    )
+
+
+class Add(Component):
+    """Reads one or two numbers artifacts and writes their sum plus `add`."""
+
+    spec = ComponentSpec(
+        inputs={"left": Examples, "right": Examples},
+        outputs={"total": Artifact},
+        parameters={"add": Parameter(int, default=0)},
+        executor=f"{EXECUTORS}:add",
+    )
+
+
+class Double(Component):
+    spec = ComponentSpec(
+        inputs={"numbers": Examples},
+        outputs={"doubled": Examples},
+        parameters={"fail": Parameter(bool, default=False), "sleep": Parameter(float, default=0.0)},
+        executor=f"{EXECUTORS}:double",
+    )

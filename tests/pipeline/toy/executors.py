@@ -1,0 +1,29 @@
+import time
+
+
+def _stamp(artifact, started):
+    (artifact.path / "interval.txt").write_text(f"{started} {time.time()}")
+
+
+def produce(*, numbers, value, sleep, label):
+    started = time.time()
+    time.sleep(sleep)
+    (numbers.path / "value.txt").write_text(str(value))
+    _stamp(numbers, started)
+    return {"value": value}
+
+
+def add(*, left, right, total, add):
+    result = sum(int((a.path / "value.txt").read_text()) for a in (left, right)) + add
+    (total.path / "value.txt").write_text(str(result))
+    return {"total": result}
+
+
+def double(*, numbers, doubled, fail, sleep):
+    (doubled.path / "partial.txt").write_text("written before the work finished")
+    time.sleep(sleep)
+    if fail:
+        raise RuntimeError("asked to fail")
+    value = int((numbers.path / "value.txt").read_text())
+    (doubled.path / "value.txt").write_text(str(2 * value))
+    return {"value": 2 * value}
