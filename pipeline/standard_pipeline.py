@@ -58,7 +58,10 @@ def _ingest(config: PipelineConfig) -> Component:
     component = INGEST_COMPONENTS.get(data["dataset"])
     if component is None:
         raise ConfigError(
-            [f"data.dataset: {data['dataset']!r} has no ingest component yet (available: {', '.join(INGEST_COMPONENTS)})"],
+            [
+                f"data.dataset: {data['dataset']!r} has no ingest component yet "
+                f"(available: {', '.join(INGEST_COMPONENTS)})"
+            ],
             config.source,
         )
     return component(

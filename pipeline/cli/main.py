@@ -35,7 +35,11 @@ def _parser() -> argparse.ArgumentParser:
     def with_config(command: argparse.ArgumentParser) -> None:
         command.add_argument("config", help="pipeline config (YAML)")
         command.add_argument(
-            "--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+            "--set",
+            dest="overrides",
+            action="append",
+            default=[],
+            metavar="FIELD=VALUE",
             help="override a config field, e.g. --set trainer.epochs=5 (repeatable)",
         )
 

@@ -35,7 +35,7 @@ def format_run(record: dict[str, Any]) -> str:
         + (f"  {record['seconds']:.1f} s" if "seconds" in record else ""),
     ]
     for row in rows:
-        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths)) + "  " + row[3])
+        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)) + "  " + row[3])
     return "\n".join(line.rstrip() for line in lines)
 
 

@@ -170,6 +170,5 @@ class ModelBlessing(Artifact):
 
 
 ARTIFACT_TYPES: dict[str, type[Artifact]] = {
-    cls.type_name: cls
-    for cls in (Artifact, Examples, Schema, Rejects, Model, ModelRun, ModelEvaluation, ModelBlessing)
+    cls.type_name: cls for cls in (Artifact, Examples, Schema, Rejects, Model, ModelRun, ModelEvaluation, ModelBlessing)
 }

@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from pipeline.dsl.artifacts import Artifact
 

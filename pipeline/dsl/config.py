@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import jsonschema
 import yaml
@@ -163,7 +164,10 @@ def _describe(error: jsonschema.ValidationError) -> list[str]:
         case "additionalProperties" if isinstance(error.instance, dict):
             allowed = sorted(error.schema.get("properties", {}))
             extras = sorted(set(error.instance) - set(allowed))
-            return [f"{'.'.join(filter(None, [path, extra]))}: unknown field (allowed: {', '.join(allowed)})" for extra in extras]
+            return [
+                f"{'.'.join(filter(None, [path, extra]))}: unknown field (allowed: {', '.join(allowed)})"
+                for extra in extras
+            ]
         case _:
             message = error.message
     return [f"{path or '(top level)'}: {message}"]

@@ -93,7 +93,10 @@ def run_node(
     except BaseException as error:
         seconds = time.perf_counter() - started
         record.set_component(
-            node.id, status="failed", seconds=round(seconds, 3), error=f"{type(error).__name__}: {error}",
+            node.id,
+            status="failed",
+            seconds=round(seconds, 3),
+            error=f"{type(error).__name__}: {error}",
             traceback=traceback.format_exc(limit=20),
         )
         log.error("%s: failed after %.1f s: %s: %s", node.id, seconds, type(error).__name__, error)

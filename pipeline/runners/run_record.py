@@ -18,9 +18,10 @@ import fcntl
 import json
 import os
 import secrets
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 RUN_FILE = "run.json"
 
@@ -30,7 +31,7 @@ def new_run_id() -> str:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 class RunRecord:

@@ -125,7 +125,12 @@ def test_independent_branches_run_in_parallel_with_several_workers(tmp_path):
     result = BeamDagRunner(beam_args=args).run(Pipeline("toy", [left, right, total]), tmp_path)
 
     intervals = [
-        [float(x) for x in (Path(result.record["components"][n]["outputs"]["numbers"]["uri"]) / "interval.txt").read_text().split()]
+        [
+            float(x)
+            for x in (Path(result.record["components"][n]["outputs"]["numbers"]["uri"]) / "interval.txt")
+            .read_text()
+            .split()
+        ]
         for n in ("left", "right")
     ]
     (start_a, end_a), (start_b, end_b) = intervals

@@ -1,0 +1,105 @@
+"""Benchmark: the MNIST pipeline's orchestration overhead and the Trainer's throughput.
+
+Runs `kflow run pipeline/configs/mnist.yaml` (no cache) on real MNIST as a
+subprocess, then, in this process, a plain Keras `model.fit` on the same images as
+in-memory arrays with the same model and batch size. Prints:
+
+- orchestration overhead = (wall time of the `kflow run` command - sum of the
+  component times in run.json) / wall time;  goal ≤ 10 %
+- Trainer ratio = Trainer examples/s (measured around its fit) / plain fit examples/s;  goal ≥ 0.9
+
+Usage: .venv/bin/python bench/mnist_pipeline.py [--data ../shared/datasets/mnist] [--epochs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "mnist"
+
+
+def run_pipeline(data: Path, epochs: int, batch_size: int, root: Path) -> tuple[float, dict]:
+    command = [
+        sys.executable,
+        "-m",
+        "pipeline.cli.main",
+        "run",
+        str(REPO / "pipeline" / "configs" / "mnist.yaml"),
+        "--pipeline-root",
+        str(root),
+        "--no-cache",
+        "--set",
+        f"data.source.path={data}",
+        "--set",
+        f"trainer.epochs={epochs}",
+        "--set",
+        f"trainer.batch_size={batch_size}",
+        "--set",
+        "evaluator.thresholds={}",
+    ]
+    started = time.perf_counter()
+    subprocess.run(command, check=True, cwd=REPO)
+    wall = time.perf_counter() - started
+    record = json.loads(next((root / "mnist").glob("*/run.json")).read_text())
+    return wall, record
+
+
+def plain_fit(data: Path, train_examples: int, epochs: int, batch_size: int) -> float:
+    """Examples per second of a plain `model.fit` on in-memory arrays."""
+    import keras
+    import numpy as np
+
+    from components.trainer.models.mnist_convnet import build_mnist_convnet
+
+    with np.load(data / "mnist.npz") as arrays:
+        x, y = arrays["x_train"][:train_examples], arrays["y_train"][:train_examples]
+    keras.utils.set_random_seed(42)
+    model = build_mnist_convnet()
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    started = time.perf_counter()
+    model.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=0)
+    return len(x) * epochs / (time.perf_counter() - started)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=128)
+    args = parser.parse_args()
+    if not (args.data / "mnist.npz").exists():
+        print(f"no mnist.npz under {args.data}: pass --data", file=sys.stderr)
+        return 2
+
+    with tempfile.TemporaryDirectory() as root:
+        wall, record = run_pipeline(args.data.resolve(), args.epochs, args.batch_size, Path(root))
+    components = record["components"]
+    component_seconds = sum(entry["seconds"] for entry in components.values())
+    overhead = wall - component_seconds
+    train = components["train"]["summary"]
+    train_examples = components["ingest"]["summary"]["train"]
+    plain = plain_fit(args.data, train_examples, args.epochs, args.batch_size)
+
+    print(
+        "\nMNIST pipeline benchmark",
+        f"({args.epochs} epochs, batch {args.batch_size}, {train_examples} train examples)",
+    )
+    for node, entry in components.items():
+        print(f"  {node:<9} {entry['seconds']:8.1f} s")
+    print(f"  kflow run wall time      {wall:8.1f} s")
+    print(f"  orchestration overhead   {overhead:8.1f} s = {overhead / wall:6.1%} of the run   (goal ≤ 10 %)")
+    print(f"  Trainer                  {train['examples_per_second']:8.0f} examples/s")
+    print(f"  plain model.fit          {plain:8.0f} examples/s")
+    print(f"  Trainer / plain          {train['examples_per_second'] / plain:8.2f}             (goal ≥ 0.9)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

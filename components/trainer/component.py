@@ -1,0 +1,38 @@
+"""The Trainer component: Examples + Schema in, a trained Model and its ModelRun out."""
+
+from __future__ import annotations
+
+from pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
+from pipeline.dsl.component import Component, ComponentSpec, Parameter
+
+
+class Trainer(Component):
+    """Fits a registered Keras model (`model_name`) on Split-train, validating on Split-eval.
+
+    Outputs `model` (model.keras and the serving SavedModel in Format-Serving/) and
+    `model_run` (TensorBoard logs and history.json with per-epoch metrics and throughput).
+    """
+
+    spec = ComponentSpec(
+        inputs={"examples": Examples, "schema": Schema},
+        outputs={"model": Model, "model_run": ModelRun},
+        parameters={
+            "model_name": Parameter(str, default="mnist_convnet", description="a name in the model registry"),
+            "strategy": Parameter(
+                str,
+                default="default",
+                description="default | mirrored (multi_worker_mirrored and parameter_server come later)",
+            ),
+            "epochs": Parameter(int, default=3),
+            "batch_size": Parameter(int, default=128, description="the global batch size"),
+            "optimizer": Parameter(str, default="adam", description="adam | adamw | sgd"),
+            "learning_rate": Parameter(float, default=0.001),
+            "steps_per_epoch": Parameter(int, optional=True, description="unset: one pass over the train split"),
+            "seed": Parameter(int, default=42),
+            "shuffle_buffer": Parameter(int, default=10000, description="in examples; 0 turns shuffling off"),
+            "early_stopping_patience": Parameter(
+                int, optional=True, description="unset: off; else epochs without val_loss improvement"
+            ),
+        },
+        executor="components.trainer.executor:run",
+    )

@@ -1,0 +1,26 @@
+"""The convnet of the Keras example `examples/vision/mnist_convnet.py`.
+
+The model takes raw uint8 images and rescales them itself, so the exported
+SavedModel serves the same bytes the Examples hold.
+"""
+
+from __future__ import annotations
+
+import keras
+
+IMAGE_SHAPE = (28, 28)
+
+
+def build_mnist_convnet(num_classes: int = 10) -> keras.Model:
+    """Builds the (uncompiled) convnet: uint8 [batch, 28, 28] in, class probabilities out."""
+    inputs = keras.Input(shape=IMAGE_SHAPE, dtype="uint8", name="image")
+    x = keras.layers.Rescaling(1.0 / 255)(inputs)
+    x = keras.layers.Reshape((*IMAGE_SHAPE, 1))(x)
+    x = keras.layers.Conv2D(32, kernel_size=(3, 3), activation="relu")(x)
+    x = keras.layers.MaxPooling2D(pool_size=(2, 2))(x)
+    x = keras.layers.Conv2D(64, kernel_size=(3, 3), activation="relu")(x)
+    x = keras.layers.MaxPooling2D(pool_size=(2, 2))(x)
+    x = keras.layers.Flatten()(x)
+    x = keras.layers.Dropout(0.5)(x)
+    outputs = keras.layers.Dense(num_classes, activation="softmax", name="probabilities")(x)
+    return keras.Model(inputs, outputs, name="mnist_convnet")

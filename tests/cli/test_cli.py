@@ -1,0 +1,79 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli.main import main
+from pipeline.dsl.dag import Pipeline
+from pipeline.runners.beam_dag_runner import BeamDagRunner
+from tests.pipeline.toy.components import Double, Produce
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
+
+
+def kflow(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.cli.main", *map(str, args)], capture_output=True, text=True, cwd=REPO
+    )
+
+
+def test_validate_accepts_the_demo_config():
+    result = kflow("validate", DEMO)
+    assert result.returncode == 0, result.stderr
+    assert "valid" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "override, field",
+    [("trainer.epochs=0", "trainer.epochs: must be ≥ 1"), ("trainer.epochz=3", "trainer.epochz: unknown field")],
+)
+def test_validate_exits_2_naming_the_field_without_a_traceback(override, field):
+    result = kflow("validate", DEMO, "--set", override)
+    assert result.returncode == 2
+    assert field in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_validate_a_wrong_type_in_a_file(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text(DEMO.read_text().replace("batch_size: 32", "batch_size: thirty-two"))
+    result = kflow("validate", config)
+    assert result.returncode == 2
+    assert 'trainer.batch_size: must be an integer (got "thirty-two")' in result.stderr
+
+
+def test_run_rejects_an_unknown_until_component(tmp_path):
+    assert main(["run", str(DEMO), "--pipeline-root", str(tmp_path), "--until", "deploy"]) == 2
+
+
+def test_run_rejects_a_dataset_without_ingest_component(tmp_path, capsys):
+    assert main(["run", str(DEMO), "--set", "data.dataset=quora", "--pipeline-root", str(tmp_path)]) == 2
+    assert "data.dataset: 'quora' has no ingest component yet" in capsys.readouterr().err
+
+
+def test_show_prints_each_component_with_status_seconds_and_figures(tmp_path, capsys):
+    produce = Produce("produce", parameters={"value": 21})
+    double = Double("double", numbers=produce.outputs["numbers"])
+    result = BeamDagRunner().run(Pipeline("toy", [produce, double]), tmp_path)
+
+    assert main(["show", str(result.run_dir)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"pipeline toy  run {result.run_dir.name}  status succeeded")
+    assert lines[2].split()[:2] == ["produce", "succeeded"]
+    assert lines[3].split()[:2] == ["double", "succeeded"] and lines[3].endswith("value=42")
+
+    # A pipeline folder shows its newest run.
+    assert main(["show", str(tmp_path / "toy")]) == 0
+    assert result.run_dir.name in capsys.readouterr().out
+
+
+def test_show_on_a_folder_without_runs_exits_2(tmp_path):
+    assert main(["show", str(tmp_path)]) == 2
+
+
+def test_run_json_is_valid_json_after_a_run(tmp_path):
+    result = BeamDagRunner().run(Pipeline("toy", [Produce("produce")]), tmp_path)
+    assert json.loads((result.run_dir / "run.json").read_text())["status"] == "succeeded"

@@ -1,0 +1,127 @@
+"""The evaluator executor, called directly with a hand-built deterministic model."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+
+from components.evaluator.executor import run
+from pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation
+from tests.components.fixtures import read_split, write_examples, write_schema
+
+
+def bar_detector() -> keras.Model:
+    """A fixed linear model that scores class k by the brightness of rows 2k+2..2k+4.
+
+    Class 3 carries a negative bias, so it is often mistaken and per-class accuracy varies.
+    """
+    inputs = keras.Input(shape=(28, 28), dtype="uint8")
+    x = keras.layers.Rescaling(1.0 / 255)(inputs)
+    x = keras.layers.Flatten()(x)
+    dense = keras.layers.Dense(10, activation="softmax")
+    outputs = dense(x)
+    kernel = np.zeros((28, 28, 10), dtype=np.float32)
+    for label in range(10):
+        kernel[2 * label + 2 : 2 * label + 5, :, label] = 0.05
+    bias = np.zeros(10, dtype=np.float32)
+    bias[3] = -2.5
+    dense.set_weights([kernel.reshape(784, 10), bias])
+    return keras.Model(inputs, outputs)
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("evaluator-inputs")
+    examples = write_examples(root / "examples", counts={"train": 20, "test": 300}, shards=3)
+    model = Model(root / "model")
+    model.path.mkdir()
+    bar_detector().save(model.keras_file)
+    return examples, write_schema(root / "schema"), model
+
+
+def evaluate(inputs, tmp_path, **parameters):
+    examples, schema, model = inputs
+    evaluation, blessing = ModelEvaluation(tmp_path / "evaluation"), ModelBlessing(tmp_path / "blessing")
+    summary = run(examples=examples, schema=schema, model=model, evaluation=evaluation, blessing=blessing, **parameters)
+    return summary, evaluation, blessing
+
+
+def test_metrics_match_a_numpy_computation(inputs, tmp_path):
+    summary, evaluation, blessing = evaluate(inputs, tmp_path, batch_size=64)
+
+    examples, _, model = inputs
+    images, labels = read_split(examples, "test")
+    probabilities = keras.models.load_model(model.keras_file).predict(images, verbose=0).astype(np.float64)
+    picked = np.clip(probabilities[np.arange(len(labels)), labels], 1e-7, 1 - 1e-7)
+    hits = probabilities.argmax(axis=1) == labels
+    metrics = evaluation.metrics
+
+    assert metrics["split"] == "test"
+    assert metrics["example_count"] == 300
+    assert metrics["accuracy"] == pytest.approx(hits.mean(), abs=1e-5)
+    assert metrics["loss"] == pytest.approx(-np.log(picked).mean(), abs=1e-5)
+    for label in range(10):
+        of_label = labels == label
+        assert metrics["per_class_count"][str(label)] == of_label.sum()
+        assert metrics["per_class_accuracy"][str(label)] == pytest.approx(hits[of_label].mean(), abs=1e-5)
+    # The model is good but not perfect, so the numbers above are not trivial.
+    assert 0.5 < metrics["accuracy"] < 1.0
+    assert metrics["per_class_accuracy"]["3"] < metrics["per_class_accuracy"]["0"]
+
+    assert summary == {"accuracy": metrics["accuracy"], "loss": metrics["loss"], "blessed": True}
+    assert blessing.blessed
+    assert blessing.read_json("blessing.json") == {"blessed": True, "checks": []}
+
+
+def test_thresholds_that_hold_bless_the_model(inputs, tmp_path):
+    thresholds = {"accuracy": {"lower_bound": 0.5}, "loss": {"upper_bound": 5.0}, "example_count": {"lower_bound": 1}}
+    summary, evaluation, blessing = evaluate(inputs, tmp_path, thresholds=thresholds)
+    assert summary["blessed"]
+    assert blessing.blessed
+    assert (blessing.path / "BLESSED").exists()
+    checks = blessing.read_json("blessing.json")["checks"]
+    assert {(check["metric"], check["bound"]) for check in checks} == {
+        ("accuracy", "lower_bound"), ("loss", "upper_bound"), ("example_count", "lower_bound"),
+    }  # fmt: skip
+    assert all(check["passed"] for check in checks)
+
+
+def test_a_failing_lower_bound_withholds_the_blessing(inputs, tmp_path):
+    thresholds = {"accuracy": {"lower_bound": 0.999}, "loss": {"upper_bound": 5.0}}
+    summary, evaluation, blessing = evaluate(inputs, tmp_path, thresholds=thresholds)
+    assert not summary["blessed"]
+    assert not blessing.blessed
+    assert (blessing.path / "NOT_BLESSED").exists()
+    verdict = blessing.read_json("blessing.json")
+    assert verdict["blessed"] is False
+    failed = [check for check in verdict["checks"] if not check["passed"]]
+    assert failed == [
+        {
+            "metric": "accuracy",
+            "value": evaluation.metrics["accuracy"],
+            "bound": "lower_bound",
+            "threshold": 0.999,
+            "passed": False,
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("thresholds", "message"),
+    [
+        ({"auc": {"lower_bound": 0.9}}, "unknown metric 'auc'"),
+        ({"accuracy": {"lower": 0.9}}, "unknown bound 'lower'"),
+        ({"accuracy": {}}, "non-empty"),
+        ({"accuracy": {"lower_bound": "high"}}, "must be a number"),
+    ],
+)
+def test_malformed_thresholds_are_refused(inputs, tmp_path, thresholds, message):
+    with pytest.raises(ValueError, match=message):
+        evaluate(inputs, tmp_path, thresholds=thresholds)
+    assert not (tmp_path / "blessing").exists()
+
+
+def test_a_missing_split_is_named(inputs, tmp_path):
+    with pytest.raises(ValueError, match="no split 'eval'"):
+        evaluate(inputs, tmp_path, split="eval")

@@ -1,0 +1,38 @@
+"""The Trainer spec: its contract with the pipeline builder, and no TensorFlow at import time."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from components.trainer import Trainer
+from pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
+from pipeline.dsl.component import Channel
+from tests.components.fixtures import REPO
+
+
+def test_spec_wiring_and_defaults():
+    spec = Trainer.spec
+    assert dict(spec.inputs) == {"examples": Examples, "schema": Schema}
+    assert dict(spec.outputs) == {"model": Model, "model_run": ModelRun}
+    assert spec.executor == "components.trainer.executor:run"
+    trainer = Trainer(
+        "train", examples=Channel("ingest", "examples", Examples), schema=Channel("ingest", "schema", Schema)
+    )
+    assert trainer.parameters == {
+        "model_name": "mnist_convnet",
+        "strategy": "default",
+        "epochs": 3,
+        "batch_size": 128,
+        "optimizer": "adam",
+        "learning_rate": 0.001,
+        "steps_per_epoch": None,
+        "seed": 42,
+        "shuffle_buffer": 10000,
+        "early_stopping_patience": None,
+    }
+
+
+def test_importing_the_component_does_not_import_tensorflow():
+    code = "import sys, components.trainer; assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)

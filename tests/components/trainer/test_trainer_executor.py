@@ -1,0 +1,115 @@
+"""The trainer executor, called directly on a small learnable Examples artifact."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from components.trainer.executor import run
+from pipeline.dsl.artifacts import Model, ModelRun
+from tests.components.fixtures import make_arrays, write_examples, write_schema
+
+EPOCHS = 3
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("trainer-inputs")
+    return write_examples(root / "examples"), write_schema(root / "schema")
+
+
+@pytest.fixture(scope="module")
+def trained(inputs, tmp_path_factory):
+    """One training run shared by the tests that only read its outputs."""
+    examples, schema = inputs
+    root = tmp_path_factory.mktemp("trainer-outputs")
+    model, model_run = Model(root / "model"), ModelRun(root / "model_run")
+    summary = run(
+        examples=examples, schema=schema, model=model, model_run=model_run, epochs=EPOCHS, batch_size=32, seed=7
+    )
+    return model, model_run, summary
+
+
+def test_training_learns_the_classes(trained):
+    _, model_run, summary = trained
+    losses = [epoch["loss"] for epoch in model_run.history["per_epoch"]]
+    assert losses[-1] < losses[0]
+    assert summary["epochs"] == EPOCHS
+    assert summary["accuracy"] > 0.9
+    assert summary["val_accuracy"] > 0.9
+    assert summary["loss"] == pytest.approx(losses[-1])
+
+
+def test_history_records_every_epoch_and_the_throughput(trained):
+    _, model_run, summary = trained
+    history = model_run.history
+    assert history["epochs"] == EPOCHS
+    assert [epoch["epoch"] for epoch in history["per_epoch"]] == [1, 2, 3]
+    assert {"loss", "accuracy", "val_loss", "val_accuracy", "seconds", "examples_per_second"} <= set(
+        history["per_epoch"][0]
+    )
+    assert history["train_examples"] == 400
+    assert history["eval_examples"] == 100
+    assert history["examples_trained"] == 400 * EPOCHS
+    assert history["train_seconds"] > 0
+    assert history["examples_per_second"] > 0
+    assert summary["examples_per_second"] == history["examples_per_second"]
+
+
+def test_tensorboard_event_files_are_written(trained):
+    _, model_run, _ = trained
+    for run_name in ("train", "validation"):
+        assert list((model_run.log_dir / run_name).glob("events.out.tfevents.*")), run_name
+
+
+def test_serving_savedmodel_predicts_like_the_keras_model(trained):
+    model, _, _ = trained
+    keras_model = keras.models.load_model(model.keras_file)
+    images, _ = make_arrays(16, seed=99)
+    expected = keras_model.predict_on_batch(images)
+
+    serving = tf.saved_model.load(str(model.serving_uri)).signatures["serving_default"]
+    outputs = serving(tf.constant(images, dtype=tf.uint8))
+    (served,) = outputs.values()
+    np.testing.assert_allclose(served.numpy(), expected, rtol=1e-5, atol=1e-6)
+    assert keras_model.input_shape == (None, 28, 28)
+
+
+def test_mirrored_strategy_with_steps_per_epoch_and_early_stopping(inputs, tmp_path):
+    examples, schema = inputs
+    model_run = ModelRun(tmp_path / "model_run")
+    summary = run(
+        examples=examples, schema=schema, model=Model(tmp_path / "model"), model_run=model_run,
+        strategy="mirrored", epochs=2, batch_size=32, steps_per_epoch=4, optimizer="sgd", learning_rate=0.01,
+        early_stopping_patience=1,
+    )  # fmt: skip
+    history = model_run.history
+    assert history["replicas"] >= 1
+    assert history["examples_trained"] == 4 * 32 * summary["epochs"]
+    assert (tmp_path / "model" / "model.keras").is_file()
+
+
+@pytest.mark.parametrize("strategy", ["multi_worker_mirrored", "parameter_server"])
+def test_distributed_strategies_are_refused_for_now(inputs, tmp_path, strategy):
+    examples, schema = inputs
+    with pytest.raises(ValueError, match="distributed"):
+        run(examples=examples, schema=schema, model=Model(tmp_path / "m"), model_run=ModelRun(tmp_path / "r"),
+            strategy=strategy)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"strategy": "tpu"}, "unknown strategy 'tpu'"),
+        ({"optimizer": "rmsprop"}, "unknown optimizer 'rmsprop'"),
+        ({"model_name": "resnet"}, "unknown model 'resnet'"),
+        ({"epochs": 0}, "epochs must be at least 1"),
+    ],
+)
+def test_bad_parameters_are_refused(inputs, tmp_path, arguments, message):
+    examples, schema = inputs
+    with pytest.raises(ValueError, match=message):
+        run(examples=examples, schema=schema, model=Model(tmp_path / "m"), model_run=ModelRun(tmp_path / "r"),
+            **arguments)  # fmt: skip

@@ -1,0 +1,88 @@
+"""The offline demo DAG end to end through the CLI: ingest → train → evaluate, caching, re-runs."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
+
+
+def only_run(root: Path, pipeline="demo") -> Path:
+    runs = sorted((root / pipeline).glob("*/run.json"))
+    return runs[-1].parent
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("root")
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(root)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=900,
+    )
+    seconds = time.perf_counter() - started
+    assert result.returncode == 0, result.stderr[-3000:]
+    return root, only_run(root), seconds, result
+
+
+def test_demo_runs_every_component_and_blesses_an_accurate_model(first_run):
+    root, run_dir, _, result = first_run
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "succeeded"
+    assert [(node, entry["status"]) for node, entry in record["components"].items()] == [
+        ("ingest", "succeeded"),
+        ("train", "succeeded"),
+        ("evaluate", "succeeded"),
+    ]
+    stats = json.loads((run_dir / "ingest" / "examples" / "stats.json").read_text())
+    assert stats["read"] == 1797
+    assert sum(stats["accepted"].values()) + sum(stats["rejected"].values()) == 1797
+    metrics = json.loads((run_dir / "evaluate" / "evaluation" / "metrics.json").read_text())
+    assert metrics["accuracy"] >= 0.95
+    assert metrics["example_count"] == stats["accepted"]["test"]
+    assert (run_dir / "evaluate" / "blessing" / "BLESSED").exists()
+    assert (run_dir / "train" / "model" / "model.keras").is_file()
+    assert (run_dir / "train" / "model" / "Format-Serving" / "saved_model.pb").is_file()
+    # The run prints its table, and the train step its progress.
+    assert "evaluate" in result.stdout and "succeeded" in result.stdout
+    assert "epoch 1/" in result.stderr
+
+
+def test_a_second_run_is_fully_cached_and_fast(first_run, run_kflow):
+    root, first_dir, first_seconds, _ = first_run
+    started = time.perf_counter()
+    result = run_kflow("run", DEMO, "--pipeline-root", root)
+    seconds = time.perf_counter() - started
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads((only_run(root) / "run.json").read_text())
+    assert {entry["status"] for entry in record["components"].values()} == {"cached"}
+    assert {entry["cached_from"] for entry in record["components"].values()} == {first_dir.name}
+    assert seconds < 0.25 * first_seconds, (seconds, first_seconds)
+
+
+def test_changing_epochs_reruns_train_and_evaluate_but_not_ingest(first_run, run_kflow):
+    root, _, _, _ = first_run
+    result = run_kflow("run", DEMO, "--pipeline-root", root, "--set", "trainer.epochs=2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads((only_run(root) / "run.json").read_text())
+    statuses = {node: entry["status"] for node, entry in record["components"].items()}
+    assert statuses == {"ingest": "cached", "train": "succeeded", "evaluate": "succeeded"}
+    assert json.loads((only_run(root) / "train" / "model_run" / "history.json").read_text())["epochs"] == 2
+
+
+def test_until_ingest_runs_ingest_only(tmp_path, run_kflow):
+    result = run_kflow(
+        "run", DEMO, "--pipeline-root", tmp_path, "--until", "ingest", "--set", "data.source.max_records=200"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads((only_run(tmp_path) / "run.json").read_text())
+    assert list(record["components"]) == ["ingest"]

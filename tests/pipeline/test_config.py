@@ -1,0 +1,96 @@
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.dsl.config import ConfigError, apply_override, load_config
+
+CONFIGS = Path(__file__).resolve().parents[2] / "pipeline" / "configs"
+
+
+def write(tmp_path, data):
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+MINIMAL = {"name": "mnist", "data": {"dataset": "mnist"}}
+
+
+@pytest.mark.parametrize("name", ["demo.yaml", "mnist.yaml"])
+def test_shipped_configs_are_valid(name):
+    config = load_config(CONFIGS / name)
+    assert config.data["dataset"] == "mnist"
+
+
+def test_defaults_are_filled_from_the_schema(tmp_path):
+    config = load_config(write(tmp_path, MINIMAL))
+    assert config.pipeline_root == "runs"
+    assert config.trainer["epochs"] == 3
+    assert config.trainer["optimizer"] == {"name": "adam", "learning_rate": 0.001}
+    assert config.data["split"] == {"train": 9, "eval": 1}
+    assert config.data["source"] == {"path": None, "format": "auto", "max_records": None}
+    assert config.beam_args == ["--runner=DirectRunner"]
+
+
+def test_overrides_set_nested_fields_with_yaml_values(tmp_path):
+    config = load_config(
+        write(tmp_path, MINIMAL),
+        ["trainer.epochs=7", "trainer.optimizer.learning_rate=0.01", "beam.options.direct_num_workers=2"],
+    )
+    assert config.trainer["epochs"] == 7
+    assert config.trainer["optimizer"]["learning_rate"] == 0.01
+    assert config.beam_args == ["--runner=DirectRunner", "--direct_num_workers=2"]
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("trainer.epochs=0", "trainer.epochs: must be ≥ 1 (got 0)"),
+        ("trainer.epochs=three", 'trainer.epochs: must be an integer (got "three")'),
+        ("trainer.strategy=horovod", "trainer.strategy: must be one of default, mirrored"),
+        ("trainer.wings=2", "trainer.wings: unknown field (allowed: batch_size,"),
+        ("colour=blue", "colour: unknown field"),
+        ("data.split.train=0", "data.split.train: must be ≥ 1"),
+        ("evaluator.thresholds.accuracy.at_least=0.9", "evaluator.thresholds.accuracy.at_least: unknown field"),
+        ("name=Not A Name", "name: must match"),
+    ],
+)
+def test_errors_name_the_offending_field(tmp_path, override, message):
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, MINIMAL), [override])
+    assert any(problem.startswith(message) for problem in caught.value.problems), caught.value.problems
+
+
+def test_a_missing_required_field_is_named(tmp_path):
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, {"name": "x", "data": {}}))
+    assert caught.value.problems == ["data.dataset: is required"]
+
+
+def test_every_problem_is_reported_at_once(tmp_path):
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, MINIMAL), ["trainer.epochs=0", "trainer.batch_size=-1"])
+    assert len(caught.value.problems) == 2
+
+
+@pytest.mark.parametrize("bad", ["trainer.epochs", "=5", "trainer..epochs=5"])
+def test_malformed_overrides_are_rejected(bad):
+    with pytest.raises(ConfigError, match="expected FIELD.PATH=VALUE"):
+        apply_override({}, bad)
+
+
+def test_an_override_through_a_scalar_is_rejected():
+    with pytest.raises(ConfigError, match="trainer is not a mapping"):
+        apply_override({"trainer": 3}, "trainer.epochs=5")
+
+
+def test_unreadable_files_give_config_errors(tmp_path):
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "missing.yaml")
+    (tmp_path / "broken.yaml").write_text("name: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(tmp_path / "broken.yaml")
+    (tmp_path / "list.yaml").write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="must be a mapping"):
+        load_config(tmp_path / "list.yaml")
