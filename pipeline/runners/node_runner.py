@@ -7,6 +7,7 @@ so a crash or a kill never leaves a partial artifact at a published path.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import secrets
@@ -24,6 +25,7 @@ from pipeline.runners.run_record import RunRecord
 log = logging.getLogger("kflow")
 
 STAGING = ".staging"
+WORK = ".work"
 
 
 @dataclass(frozen=True)
@@ -88,8 +90,13 @@ def run_node(
     log.info("%s: running", node.id)
     started = time.perf_counter()
     try:
-        executor = load_executor(node.spec.executor)
-        summary = executor(**{n: ref.open() for n, ref in inputs.items()}, **staged, **node.parameters) or {}
+        summary = invoke_executor(
+            node.spec.executor,
+            inputs={name: ref.open() for name, ref in inputs.items()},
+            outputs=staged,
+            parameters=node.parameters,
+            working_dir=record.run_dir.parent / WORK / f"{node.id}-{fingerprint}",
+        )
     except BaseException as error:
         seconds = time.perf_counter() - started
         record.set_component(
@@ -116,6 +123,26 @@ def run_node(
     )
     log.info("%s: succeeded in %.1f s", node.id, seconds)
     return outputs
+
+
+def invoke_executor(
+    executor_path: str,
+    inputs: dict[str, Artifact],
+    outputs: dict[str, Artifact],
+    parameters: dict[str, Any],
+    working_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Calls a component's executor with its artifacts and parameters; the one way every runner does it.
+
+    An executor that takes a `working_dir` keyword gets a folder that survives a crash and is
+    the same for every execution with the same fingerprint (e.g. for training checkpoints).
+    """
+    executor = load_executor(executor_path)
+    extra: dict[str, Any] = {}
+    if working_dir is not None and "working_dir" in inspect.signature(executor).parameters:
+        working_dir.mkdir(parents=True, exist_ok=True)
+        extra["working_dir"] = working_dir
+    return executor(**inputs, **outputs, **parameters, **extra) or {}
 
 
 def _jsonable(summary: Any) -> dict[str, Any]:

@@ -186,3 +186,14 @@ def test_a_killed_run_leaves_no_partial_artifact_and_the_rerun_reuses_finished_w
     assert result.record["components"]["produce"]["status"] == "cached"
     assert result.record["components"]["produce"]["cached_from"] == killed_run.name
     assert result.record["components"]["double"]["status"] == "succeeded"
+
+
+def test_an_executor_gets_a_working_dir_that_outlives_a_failed_execution(tmp_path):
+    from tests.pipeline.toy.components import CountAttempts
+
+    pipeline = Pipeline("toy", [CountAttempts("count", parameters={"value": 2})])
+    with pytest.raises(PipelineFailed, match="attempt 1 of 2"):
+        BeamDagRunner().run(pipeline, tmp_path)
+    result = BeamDagRunner().run(pipeline, tmp_path)
+    assert read_value(result.record["components"]["count"]["outputs"]["numbers"]["uri"]) == 2
+    assert len(list((tmp_path / "toy" / ".work").iterdir())) == 1

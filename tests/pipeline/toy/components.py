@@ -36,3 +36,13 @@ class Double(Component):
         parameters={"fail": Parameter(bool, default=False), "sleep": Parameter(float, default=0.0)},
         executor=f"{EXECUTORS}:double",
     )
+
+
+class CountAttempts(Component):
+    """Fails until it has been executed `value` times; keeps count in its working dir."""
+
+    spec = ComponentSpec(
+        outputs={"numbers": Examples},
+        parameters={"value": Parameter(int, default=2)},
+        executor=f"{EXECUTORS}:count_attempts",
+    )

@@ -27,3 +27,13 @@ def double(*, numbers, doubled, fail, sleep):
     value = int((numbers.path / "value.txt").read_text())
     (doubled.path / "value.txt").write_text(str(2 * value))
     return {"value": 2 * value}
+
+
+def count_attempts(*, numbers, value, working_dir):
+    """Counts its executions in the working dir, which outlives each execution."""
+    attempts = working_dir / "attempts.txt"
+    count = int(attempts.read_text()) + 1 if attempts.exists() else 1
+    attempts.write_text(str(count))
+    (numbers.path / "value.txt").write_text(str(count))
+    if count < value:
+        raise RuntimeError(f"attempt {count} of {value}")

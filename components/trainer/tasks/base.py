@@ -1,0 +1,64 @@
+"""What the training loop needs to know about a task (MNIST digits, WikiText-2 MLM, Quora classification).
+
+A task turns Examples into batches and builds its model; the Trainer's loop knows
+nothing else about the data. Tasks are also used by the Evaluator, so that both read
+the data in the same way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import keras
+import tensorflow as tf
+from tensorflow_metadata.proto.v0 import schema_pb2
+
+from pipeline.dsl.artifacts import Examples
+
+
+class Task:
+    """Base class: subclasses set `name`, `default_model` and implement the methods below.
+
+    Datasets yield batches `(x, y)` or `(x, y, sample_weight)`; `x` may be a dict of
+    tensors. The loop computes `loss(y, model(x), sample_weight)` per example and
+    averages over the global batch (`tf.nn.compute_average_loss`), so `loss` must be a
+    `keras.losses.Loss` built with `reduction=None`.
+    """
+
+    name: ClassVar[str]
+    default_model: ClassVar[str]
+    # The validation metric to watch for early stopping and best-model choice, and its direction.
+    monitor: ClassVar[str] = "val_loss"
+    monitor_mode: ClassVar[str] = "min"
+
+    def __init__(self, schema: schema_pb2.Schema, model_name: str | None = None, model_options: dict | None = None):
+        self.schema = schema
+        self.model_name = model_name or self.default_model
+        self.model_options = dict(model_options or {})
+
+    def prepare(self, examples: Examples, assets_dir: Path) -> dict[str, Any]:
+        """One-off work before training, from the training split (e.g. a WordPiece vocabulary).
+
+        Writes what the model needs at serving time into `assets_dir` (copied into the Model
+        artifact) and returns figures worth logging. Called once, by the chief only.
+        """
+        return {}
+
+    def load_assets(self, assets_dir: Path) -> None:
+        """Reads what `prepare` wrote (every worker calls this before building datasets/models)."""
+
+    def dataset(
+        self, examples: Examples, split: str, *, batch_size: int, training: bool, seed: int, shuffle_buffer: int = 0
+    ) -> tf.data.Dataset:
+        raise NotImplementedError
+
+    def build_model(self) -> keras.Model:
+        """The uncompiled Keras model (built inside the strategy scope by the caller)."""
+        raise NotImplementedError
+
+    def loss(self) -> keras.losses.Loss:
+        raise NotImplementedError
+
+    def metrics(self) -> list[keras.metrics.Metric]:
+        return []
