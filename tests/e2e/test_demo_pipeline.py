@@ -86,3 +86,39 @@ def test_until_ingest_runs_ingest_only(tmp_path, run_kflow):
     assert result.returncode == 0, result.stderr[-3000:]
     record = json.loads((only_run(tmp_path) / "run.json").read_text())
     assert list(record["components"]) == ["ingest"]
+
+
+def test_killing_a_run_during_training_publishes_nothing_and_the_rerun_reuses_ingest(tmp_path):
+    command = [sys.executable, "-m", "pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(tmp_path)]
+    process = subprocess.Popen(
+        [*command, "--set", "trainer.epochs=200"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            runs = list((tmp_path / "demo").glob("*/run.json"))
+            components = json.loads(runs[0].read_text())["components"] if runs else {}
+            if components.get("train", {}).get("status") == "running" and list(
+                (runs[0].parent / ".staging").glob("train-*/model_run/logs")
+            ):
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("training never started")
+    finally:
+        process.kill()
+        process.wait(timeout=60)
+
+    killed = runs[0].parent
+    assert (killed / "ingest" / "examples" / "stats.json").is_file()
+    assert not (killed / "train").exists(), "a killed Trainer must not publish its model"
+    assert list((killed / ".staging").glob("train-*"))
+
+    result = subprocess.run(
+        [*command, "--set", "trainer.epochs=2"], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads((only_run(tmp_path) / "run.json").read_text())
+    assert record["components"]["ingest"]["status"] == "cached"
+    assert record["components"]["ingest"]["cached_from"] == killed.name
+    assert record["components"]["train"]["status"] == "succeeded"
