@@ -150,7 +150,3 @@ def _jsonable(summary: Any) -> dict[str, Any]:
         return {"result": str(summary)}
     return {str(k): v if isinstance(v, (int, float, str, bool, type(None))) else str(v) for k, v in summary.items()}
 
-
-def published_outputs(run_dir: Path) -> list[Path]:
-    """The published component folders of a run (staging excluded)."""
-    return sorted(p for p in run_dir.iterdir() if p.is_dir() and p.name != STAGING)
