@@ -10,15 +10,41 @@ from pathlib import Path
 
 from components.evaluator import Evaluator
 from components.mnist_ingest import MnistIngest
+from components.quora_ingest import QuoraIngest
 from components.trainer import Trainer
+from components.wikitext2_ingest import WikiText2Ingest
 from pipeline.dsl.component import Component
 from pipeline.dsl.config import ConfigError, PipelineConfig
 from pipeline.dsl.dag import Pipeline
+from pipeline.runners.run_record import earlier_runs
 
-INGEST_COMPONENTS: dict[str, type[Component]] = {"mnist": MnistIngest}
+INGEST_COMPONENTS: dict[str, type[Component]] = {
+    "mnist": MnistIngest,
+    "wikitext2": WikiText2Ingest,
+    "quora": QuoraIngest,
+}
+# The data.filters fields each dataset's ingest takes (max_invalid_fraction: all of them).
+_FILTERS = {
+    "mnist": (),
+    "wikitext2": ("min_chars", "max_chars", "drop_headings", "drop_blank", "deduplicate"),
+    "quora": ("max_chars",),
+}
+_FILTER_DEFAULTS = {
+    "min_chars": None,
+    "max_chars": None,
+    "drop_headings": True,
+    "drop_blank": True,
+    "deduplicate": False,
+}
 
 
-def build_pipeline(config: PipelineConfig) -> Pipeline:
+def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipeline:
+    """The ingest → train → evaluate pipeline of `config`.
+
+    `local_runs=True` (`kflow run`) lets `evaluator.baseline: latest_blessed` look for the
+    latest blessed model among the earlier local runs; otherwise (e.g. when compiling for
+    Kubeflow) that baseline resolves to none, so the built pipeline depends on the config only.
+    """
     ingest = _ingest(config)
     trainer = config.trainer
     train = Trainer(
@@ -36,6 +62,17 @@ def build_pipeline(config: PipelineConfig) -> Pipeline:
             "early_stopping_patience": trainer["early_stopping_patience"],
             "shuffle_buffer": trainer["shuffle_buffer"],
             "seed": trainer["seed"],
+            "task": config.data["dataset"],
+            "model_options": trainer["model_options"],
+            "workers": trainer["workers"],
+            "parameter_servers": trainer["parameter_servers"],
+            "max_restarts": trainer["max_restarts"],
+            "weight_decay": float(trainer["optimizer"]["weight_decay"]),
+            "schedule": trainer["optimizer"]["schedule"],
+            "warmup_steps": trainer["optimizer"]["warmup_steps"],
+            "mixed_precision": trainer["mixed_precision"],
+            "checkpoint_every_steps": trainer["checkpoint_every_steps"],
+            "log_every_steps": trainer["log_every_steps"],
         },
     )
     evaluate = Evaluator(
@@ -43,7 +80,13 @@ def build_pipeline(config: PipelineConfig) -> Pipeline:
         examples=ingest.outputs["examples"],
         schema=ingest.outputs["schema"],
         model=train.outputs["model"],
-        parameters={key: config.evaluator[key] for key in ("split", "batch_size", "thresholds")},
+        model_run=train.outputs["model_run"],
+        parameters={
+            **{key: config.evaluator[key] for key in ("split", "batch_size", "thresholds", "slices", "seed")},
+            "task": config.data["dataset"],
+            "baseline_model_uri": resolve_baseline(config, local_runs=local_runs),
+            "model_options": trainer["model_options"],
+        },
     )
     return Pipeline(
         name=config.name,
@@ -64,18 +107,79 @@ def _ingest(config: PipelineConfig) -> Component:
             ],
             config.source,
         )
-    return component(
-        "ingest",
-        parameters={
-            "source_path": _absolute(data["source"]["path"]),
-            "source_format": data["source"]["format"],
-            "max_records": data["source"]["max_records"],
-            "split": data["split"],
-            "shards_per_split": data["shards_per_split"],
-            "max_invalid_fraction": float(data["filters"]["max_invalid_fraction"]),
-            "beam_args": config.beam_args,
-        },
-    )
+    dataset, filters, problems = data["dataset"], data["filters"], []
+    if dataset == "quora" and "test" not in data["split"]:
+        problems.append(
+            "data.split.test: quora's CSV has no labelled test split; "
+            "give it a share, e.g. {train: 8, eval: 1, test: 1}"
+        )
+    if dataset != "quora" and set(data["split"]) - {"train", "eval"}:
+        unusable = sorted(set(data["split"]) - {"train", "eval"})
+        problems.append(
+            f"data.split: {dataset} uses its source's own test split, so it cannot use {unusable} "
+            f"(data.split.test is for quora)"
+        )
+    for name, default in _FILTER_DEFAULTS.items():
+        if name not in _FILTERS[dataset] and filters.get(name, default) != default:
+            problems.append(f"data.filters.{name}: not used by {dataset} (only by the text datasets that list it)")
+    if problems:
+        raise ConfigError(problems, config.source)
+    parameters = {
+        "source_path": _absolute(data["source"]["path"]),
+        "source_format": data["source"]["format"],
+        "max_records": data["source"]["max_records"],
+        "split": data["split"],
+        "shards_per_split": data["shards_per_split"],
+        "max_invalid_fraction": float(data["filters"]["max_invalid_fraction"]),
+        "beam_args": config.beam_args,
+    }
+    # Dataset-specific filters; a null keeps the component's default (wikitext2 min_chars 101, quora max_chars 1000).
+    parameters.update({name: filters[name] for name in _FILTERS[dataset] if filters.get(name) is not None})
+    return component("ingest", parameters=parameters)
+
+
+def resolve_baseline(config: PipelineConfig, *, local_runs: bool = True) -> str | None:
+    """The Model URI the Evaluator's change thresholds compare against (evaluator.baseline).
+
+    `latest_blessed` (TFX's LatestBlessedModelResolver): the model evaluated by the newest
+    earlier run of this pipeline whose `evaluate` blessed it; `none`; or a Model folder.
+    Resolved when the pipeline is built, so the URI is a parameter of the Evaluator and
+    part of its cache key: a verdict is reused only against the same baseline.
+    """
+    baseline = config.evaluator["baseline"]
+    if baseline == "none" or (baseline == "latest_blessed" and not local_runs):
+        return None
+    if baseline != "latest_blessed":
+        path = Path(baseline).expanduser().resolve()
+        if not (path / "model.keras").is_file():
+            raise ConfigError(
+                [f"evaluator.baseline: {baseline!r} is not a Model folder (no model.keras); "
+                 "use latest_blessed, none or a Model artifact path such as runs/demo/<run_id>/train/model"],
+                config.source,
+            )  # fmt: skip
+        return str(path)
+    return latest_blessed_model(Path(config.pipeline_root).expanduser().resolve() / config.name, config.to_dict())
+
+
+def latest_blessed_model(pipeline_dir: Path, config: dict | None = None) -> str | None:
+    """The URI of the model blessed by the newest run under `pipeline_dir`, or None.
+
+    When that run had the same `data` and `trainer` config as `config`, this run evaluates
+    the same (cached) model again: comparing it with itself says nothing, so it keeps the
+    baseline that run was blessed against, and a re-run stays fully cached.
+    """
+    for run in earlier_runs(pipeline_dir):
+        entry = run.get("components", {}).get("evaluate", {})
+        if entry.get("status") not in ("succeeded", "cached"):
+            continue
+        blessing_uri = entry.get("outputs", {}).get("blessing", {}).get("uri")
+        model_uri = entry.get("inputs", {}).get("model", {}).get("uri")
+        if blessing_uri and model_uri and (Path(blessing_uri) / "BLESSED").exists() and Path(model_uri).is_dir():
+            earlier = run.get("metadata", {}).get("config", {})
+            if config is not None and all(earlier.get(key) == config.get(key) for key in ("data", "trainer")):
+                return entry.get("parameters", {}).get("baseline_model_uri")
+            return model_uri
+    return None
 
 
 def _absolute(path: str | None) -> str | None:

@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
-from pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, Schema
+from pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
 from pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 
 class Evaluator(Component):
-    """Computes loss, accuracy and per-class accuracy of `model` on `split`, then checks the thresholds.
+    """Computes the task's metrics of `model` on `split` (overall and per slice), then gates the model.
 
-    `thresholds` follows TFMA's naming, e.g. {"accuracy": {"lower_bound": 0.98}, "loss": {"upper_bound": 0.1}};
-    the model is blessed when every bound holds (and always when there are none).
+    `thresholds` (see components/evaluator/gate.py), e.g.
+    {"accuracy": {"lower_bound": 0.98, "max_drop": 0.002}, "loss": {"upper_bound": 0.1}}:
+    value bounds, and change bounds against the model at `baseline_model_uri` (the pipeline
+    builder resolves it, by default to the latest blessed model of the pipeline). The
+    baseline's URI is a parameter that affects the output, so a cached verdict is reused
+    only against the same baseline.
     """
 
     spec = ComponentSpec(
-        inputs={"examples": Examples, "schema": Schema, "model": Model},
+        inputs={"examples": Examples, "schema": Schema, "model": Model, "model_run": ModelRun},
         outputs={"evaluation": ModelEvaluation, "blessing": ModelBlessing},
         parameters={
             "split": Parameter(str, default="test"),
             "batch_size": Parameter(int, default=256),
-            "thresholds": Parameter(dict, default={}, description="{metric: {lower_bound: x, upper_bound: y}}"),
+            "thresholds": Parameter(
+                dict, default={}, description="{metric: {lower_bound, upper_bound, max_drop, max_rise}}"
+            ),
+            "task": Parameter(str, default="mnist", description="the task whose metrics to compute (data.dataset)"),
+            "slices": Parameter(list, default=[], description="[{by: label} | {by: length, boundaries: [...]}]"),
+            "baseline_model_uri": Parameter(str, default=None, description="the Model to compare against, if any"),
+            "seed": Parameter(int, default=0, description="seed of the evaluation randomness (MLM masks)"),
+            "model_options": Parameter(dict, default={}, description="the Trainer's model_options (data options)"),
         },
         executor="components.evaluator.executor:run",
     )

@@ -1,26 +1,33 @@
-"""Evaluator executor: streams one split through the trained model, writes its metrics, blesses or not."""
+"""Evaluator executor: streams one split through the model, computes the task's metrics over slices,
+compares them with thresholds and with a baseline model, writes the blessing, the plots and a report.
+
+Artifacts written:
+    evaluation/metrics.json      the task's metrics, `slices` {slice: {key: metrics}}, `baseline` metrics
+    evaluation/kfp_metrics.json  {"scalars": {name: number}, "confusion_matrix": {categories, matrix}, "roc": …}
+                                 for KFP's Metrics / ClassificationMetrics artifacts
+    evaluation/report.html       one static page: verdict, checks, metrics, slice table, plots (*.png)
+    blessing/BLESSED | NOT_BLESSED, blessing.json {"blessed", "baseline_model", "checks": [...]}
+"""
 
 from __future__ import annotations
 
+import importlib
 import logging
-from numbers import Real
+from pathlib import Path
 from typing import Any
 
 import keras
 import numpy as np
 
-from components.util.examples_dataset import image_shape, make_dataset
-from components.util.schema import feature_spec, int_domain, load_schema
-from pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, Schema
+from components.evaluator.gate import check_thresholds, describe, run_checks
+from components.evaluator.metrics import METRICS as TASK_METRICS
+from components.evaluator.metrics.base import TaskMetrics, subset
+from components.evaluator.report import training_curves, write_report
+from components.trainer.tasks import TASKS
+from components.util.schema import load_schema
+from pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
 
 log = logging.getLogger("kflow.evaluator")
-
-IMAGE_FEATURE = "image"
-LABEL_FEATURE = "label"
-
-# The top-level numeric entries of metrics.json: the metrics a threshold may name.
-METRICS = ("example_count", "accuracy", "loss")
-BOUNDS = ("lower_bound", "upper_bound")
 
 
 def run(
@@ -30,115 +37,165 @@ def run(
     model: Model,
     evaluation: ModelEvaluation,
     blessing: ModelBlessing,
+    model_run: ModelRun | None = None,
     split: str = "test",
     batch_size: int = 256,
     thresholds: dict[str, dict[str, float]] | None = None,
+    task: str = "mnist",
+    slices: list[dict[str, Any]] | None = None,
+    baseline_model_uri: str | None = None,
+    seed: int = 0,
+    eval_split: str = "eval",
+    model_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Evaluates `model` on `split`, writes `evaluation/metrics.json` and the blessing.
+    """Evaluates `model` (and the baseline model, if any) on `split`; writes metrics, report and blessing.
 
-    Loss is the sparse categorical crossentropy averaged over examples; per-class
-    accuracy is the recall of each class (correct / count among examples of that label).
+    `slices`: [{"by": "label"} | {"by": "length", "boundaries": [20, 40, 80]}]; `seed` fixes the
+    task's evaluation randomness (the MLM masks). Returns the summary `kflow show` prints.
     """
-    thresholds = thresholds or {}
-    check_thresholds(thresholds)
+    thresholds, slices = thresholds or {}, slices or []
+    metrics_class = _metrics_class(task)
+    check_thresholds(thresholds, list(metrics_class.SCALARS))
+    _check_slices(slices, metrics_class)
     if split not in examples.splits:
         raise ValueError(f"the Examples have no split {split!r} (splits: {', '.join(examples.splits) or 'none'})")
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-
+    if metrics_class.needs_eval_pass and eval_split not in examples.splits:
+        raise ValueError(f"the {task} metrics choose a threshold on the {eval_split!r} split, which the Examples lack")
     parsed_schema = load_schema(schema.file)
-    low, high = int_domain(parsed_schema, LABEL_FEATURE)
-    if low != 0:
-        raise ValueError(f"labels must be class indices starting at 0; the schema's label domain is {low}..{high}")
-    dataset = make_dataset(
-        examples.split_files(split), feature_spec(parsed_schema), batch_size=batch_size,
-        image_feature=IMAGE_FEATURE, label_feature=LABEL_FEATURE,
-        image_shape=image_shape(parsed_schema, IMAGE_FEATURE), cache=False,
-    )  # fmt: skip
-    keras_model = keras.models.load_model(model.keras_file)
-    metrics = evaluate(keras_model, dataset, num_classes=high + 1)
-    metrics = {"split": split, **metrics}
-    evaluation.write_json("metrics.json", metrics)
-    log.info(
-        "evaluate: %s split, %d examples: accuracy=%.4f loss=%.4f",
-        split, metrics["example_count"], metrics["accuracy"], metrics["loss"],
-    )  # fmt: skip
+    measure = _Measure(task, metrics_class, parsed_schema, examples, split, eval_split, batch_size, seed)
+    measure.model_options = dict(model_options or {})
 
-    checks = [
-        {
-            "metric": metric,
-            "value": metrics[metric],
-            "bound": bound,
-            "threshold": threshold,
-            "passed": bool(metrics[metric] >= threshold if bound == "lower_bound" else metrics[metric] <= threshold),
-        }
-        for metric, bounds in sorted(thresholds.items())
-        for bound, threshold in sorted(bounds.items())
-    ]
+    overall, by_slice = measure(model, slices)
+    metrics = {"split": split, "task": task, "seed": seed, **overall.result()}
+    metrics["slices"] = {
+        name: {key: accumulator.result() for key, accumulator in sorted(keys.items())}
+        for name, keys in by_slice.items()
+    }
+    baseline_metrics = None
+    if baseline_model_uri:
+        baseline_model = Model(baseline_model_uri)
+        if not baseline_model.keras_file.exists():
+            raise ValueError(f"the baseline model {baseline_model_uri} has no {baseline_model.keras_file.name}")
+        baseline_overall, _ = measure(baseline_model, [])
+        baseline_metrics = baseline_overall.result()
+        metrics["baseline"] = {"model": baseline_model_uri, **_scalars(baseline_metrics)}
+    evaluation.write_json("metrics.json", metrics)
+    log.info("evaluate: %s split, %d examples: %s", split, metrics["example_count"], _scalars(overall.result()))
+
+    checks = run_checks(thresholds, metrics, baseline_metrics)
     blessed = all(check["passed"] for check in checks)
     blessing.set_blessed(blessed, checks)
+    if baseline_model_uri:
+        blessing.write_json(
+            "blessing.json", {"blessed": blessed, "baseline_model": baseline_model_uri, "checks": checks}
+        )
     for check in checks:
-        relation = ">=" if check["bound"] == "lower_bound" else "<="
-        log.info(
-            "evaluate: %s %s %.4f %s %g: %s",
-            "check" if check["passed"] else "FAILED check",
-            check["metric"], check["value"], relation, check["threshold"], "passed" if check["passed"] else "failed",
-        )  # fmt: skip
+        log.info("evaluate: check %s", describe(check))
     log.info("evaluate: %s (%d checks)", "BLESSED" if blessed else "NOT BLESSED", len(checks))
-    return {"accuracy": metrics["accuracy"], "loss": metrics["loss"], "blessed": blessed}
 
+    scalars = _scalars(metrics)
+    evaluation.write_json("kfp_metrics.json", {"scalars": scalars, **overall.kfp_metrics()})
+    figures = overall.plots(evaluation.path)
+    if model_run is not None and (model_run.path / "history.json").exists():
+        figures = training_curves(model_run.history, evaluation.path) + figures
+    write_report(
+        evaluation.path / "report.html", task=task, metrics=metrics, checks=checks, blessed=blessed,
+        baseline_uri=baseline_model_uri, figures=figures,
+    )  # fmt: skip
 
-def evaluate(keras_model: keras.Model, dataset: Any, num_classes: int) -> dict[str, Any]:
-    """Example count, mean crossentropy, accuracy and per-class accuracy of a probability-output model.
-
-    `dataset` yields `(images, labels)` batches; it is streamed, one batch in memory at a time.
-    """
-    counts = np.zeros(num_classes, dtype=np.int64)
-    correct = np.zeros(num_classes, dtype=np.int64)
-    loss_sum = 0.0
-    for images, labels in dataset.as_numpy_iterator():
-        if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
-            raise ValueError(
-                f"a label is outside the schema's domain 0..{num_classes - 1}: {labels.min()}..{labels.max()}"
-            )
-        probabilities = np.asarray(keras_model.predict_on_batch(images), dtype=np.float64)
-        loss_sum += float(np.sum(crossentropy(probabilities, labels)))
-        hits = probabilities.argmax(axis=1) == labels
-        counts += np.bincount(labels, minlength=num_classes)
-        correct += np.bincount(labels[hits], minlength=num_classes)
-    total = int(counts.sum())
-    if total == 0:
-        raise ValueError("the split holds no examples")
-    return {
-        "example_count": total,
-        "accuracy": float(correct.sum() / total),
-        "loss": loss_sum / total,
-        "per_class_accuracy": {
-            str(label): (float(correct[label] / counts[label]) if counts[label] else None)
-            for label in range(num_classes)
-        },
-        "per_class_count": {str(label): int(counts[label]) for label in range(num_classes)},
+    summary: dict[str, Any] = {
+        key: scalars[key] for key in metrics_class.SCALARS if key in scalars and key != "example_count"
     }
+    summary["blessed"] = blessed
+    failed = [describe(check) for check in checks if not check["passed"]]
+    if failed:
+        summary["failed_checks"] = failed
+    if baseline_model_uri:
+        summary["baseline_model"] = baseline_model_uri
+    return summary
 
 
-def crossentropy(probabilities: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Per-example sparse categorical crossentropy, with Keras' clipping of probabilities to [eps, 1 - eps]."""
-    epsilon = keras.config.epsilon()
-    picked = probabilities[np.arange(len(labels)), labels]
-    return -np.log(np.clip(picked, epsilon, 1.0 - epsilon))
+class _Measure:
+    """Streams a split through a model into the task's accumulators (overall and per slice)."""
+
+    def __init__(self, task, metrics_class, schema, examples, split, eval_split, batch_size, seed):
+        self.task, self.metrics_class, self.schema = task, metrics_class, schema
+        self.examples, self.split, self.eval_split = examples, split, eval_split
+        self.batch_size, self.seed = batch_size, seed
+        self.model_options: dict[str, Any] = {}
+
+    def __call__(self, model: Model, slices: list[dict[str, Any]]) -> tuple[TaskMetrics, dict[str, dict]]:
+        task_object = _task(self.task, self.schema, model, self.model_options)
+        keras_model = keras.models.load_model(model.keras_file)
+        prototype = self.metrics_class(**_metric_options(task_object))
+        if prototype.needs_eval_pass:
+            self._stream(task_object, keras_model, self.eval_split, prototype, [])
+            prototype.choose_threshold()
+        overall, by_slice = prototype.new(), {}
+        self._stream(task_object, keras_model, self.split, overall, slices, by_slice)
+        return overall, by_slice
+
+    def _stream(self, task_object, keras_model, split, overall, slices, by_slice=None) -> None:
+        batches = task_object.dataset(self.examples, split, batch_size=self.batch_size, training=False, seed=self.seed)
+        for batch in batches.as_numpy_iterator():
+            x, y = batch[0], batch[1]
+            weight = batch[2] if len(batch) > 2 else None
+            outputs = np.asarray(keras_model.predict_on_batch(x), dtype=np.float64)
+            overall.update(x, y, outputs, weight)
+            for spec in slices:
+                keys = overall.slice_keys(spec["by"], x, y, spec.get("boundaries") or [])
+                accumulators = by_slice.setdefault(spec["by"], {})
+                for key in np.unique(keys):
+                    rows = keys == key
+                    accumulators.setdefault(str(key), overall.new()).update(
+                        subset(x, rows), y[rows], outputs[rows], None if weight is None else weight[rows]
+                    )
 
 
-def check_thresholds(thresholds: Any) -> None:
-    """Raises ValueError unless `thresholds` looks like {metric: {"lower_bound" | "upper_bound": number}}."""
-    if not isinstance(thresholds, dict):
-        raise ValueError(f"thresholds must be a mapping of metric name to bounds, got {thresholds!r}")
-    for metric, bounds in thresholds.items():
-        if metric not in METRICS:
-            raise ValueError(f"threshold on unknown metric {metric!r}; metrics with thresholds: {', '.join(METRICS)}")
-        if not isinstance(bounds, dict) or not bounds:
-            raise ValueError(f"threshold {metric!r} must be a non-empty mapping such as {{'lower_bound': 0.9}}")
-        for bound, value in bounds.items():
-            if bound not in BOUNDS:
-                raise ValueError(f"threshold {metric!r} has unknown bound {bound!r}; use lower_bound or upper_bound")
-            if isinstance(value, bool) or not isinstance(value, Real):
-                raise ValueError(f"threshold {metric}.{bound} must be a number, got {value!r}")
+def _metrics_class(task: str) -> type[TaskMetrics]:
+    if task not in TASK_METRICS:
+        raise ValueError(f"no evaluator metrics for task {task!r} (available: {', '.join(TASK_METRICS)})")
+    module, name = TASK_METRICS[task].split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _task(task: str, schema: Any, model: Model, model_options: dict[str, Any]):
+    if task not in TASKS:
+        raise ValueError(f"no trainer task {task!r} to read the data with (available: {', '.join(TASKS)})")
+    module, name = TASKS[task].split(":")
+    task_object = getattr(importlib.import_module(module), name)(schema, model_options=model_options)
+    assets = Path(model.path) / "assets"
+    if assets.exists():
+        task_object.load_assets(assets)
+    return task_object
+
+
+def _metric_options(task_object: Any) -> dict[str, Any]:
+    num_classes = getattr(task_object, "num_classes", None)
+    return {"num_classes": num_classes} if num_classes else {}
+
+
+def _check_slices(slices: Any, metrics_class: type[TaskMetrics]) -> None:
+    if not isinstance(slices, list):
+        raise ValueError(f"slices must be a list such as [{{'by': 'label'}}], got {slices!r}")
+    for index, spec in enumerate(slices):
+        if not isinstance(spec, dict) or spec.get("by") not in metrics_class.SLICES:
+            raise ValueError(
+                f"slices[{index}]: {spec!r} is not a slice of this task; "
+                f"slice by: {', '.join(metrics_class.SLICES) or 'nothing'}"
+            )
+        if spec["by"] == "length" and not spec.get("boundaries"):
+            raise ValueError(f"slices[{index}]: a length slice needs boundaries, e.g. [20, 40, 80]")
+        unknown = set(spec) - {"by", "boundaries"}
+        if unknown:
+            raise ValueError(f"slices[{index}]: unknown keys {sorted(unknown)} (allowed: by, boundaries)")
+
+
+def _scalars(metrics: dict[str, Any]) -> dict[str, float]:
+    return {
+        key: value
+        for key, value in metrics.items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "seed"
+    }

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from components.mnist_ingest.records import record_key, reject, stable_hash
+from components.util.source_resolution import DATA_DIR_ENV, find_source
 
 log = logging.getLogger(__name__)
 
@@ -145,13 +146,15 @@ def resolve(source_path: str | None, source_format: str) -> tuple[str, Path | No
     if source_format == "tfds":
         return source_format, None if source_path is None else Path(source_path).expanduser()
     if source_path is None:
-        if source_format in ("auto", "npz") and default_npz().is_file():
-            return "npz", default_npz()
-        raise ValueError(
-            f"no MNIST source: set source_path to a mnist.npz file or to a folder holding mnist.npz or the four "
-            f"IDX files, or put mnist.npz at {default_npz()}, or set source_format to 'download' to fetch it "
-            f"(needs internet)"
-        )
+        # $KFLOW_DATA_DIR, then ~/.keras/datasets and the TFDS data dir (components/util/source_resolution.py).
+        found = find_source("mnist", None, (_NPZ_NAME, "mnist")) if source_format in ("auto", "npz", "idx") else None
+        if found is None:
+            raise ValueError(
+                f"no MNIST source: set source_path to a mnist.npz file or to a folder holding mnist.npz or the four "
+                f"IDX files, or put mnist.npz at {default_npz()} or in ${DATA_DIR_ENV}, or set source_format to "
+                f"'download' to fetch it (needs internet)"
+            )
+        source_path = str(found)
 
     path = Path(source_path).expanduser()
     if not path.exists():

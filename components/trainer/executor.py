@@ -8,13 +8,20 @@ read neither files nor protos and the input pipeline keeps up with the model.
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import keras
 import tensorflow as tf
 
+from components.trainer.launcher import launch
+from components.trainer.loop import TrainConfig, is_chief, make_optimizer, run_server, tf_config, train
 from components.trainer.models import MODELS, build_model
+from components.trainer.worker import load_task
 from components.util.examples_dataset import image_shape, make_dataset
 from components.util.schema import feature_spec, int_domain, load_schema
 from pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
@@ -49,13 +56,55 @@ def run(
     seed: int = 42,
     shuffle_buffer: int = 10000,
     early_stopping_patience: int | None = None,
+    task: str = "mnist",
+    model_options: dict | None = None,
+    workers: int = 2,
+    parameter_servers: int = 1,
+    max_restarts: int = 0,
+    weight_decay: float = 0.0,
+    schedule: str = "constant",
+    warmup_steps: int = 0,
+    mixed_precision: bool = False,
+    checkpoint_every_steps: int | None = None,
+    log_every_steps: int = 100,
+    working_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Trains `model_name` on Split-train (validating on Split-eval when present) and exports it.
+    """Trains the task's model on Split-train (validating on Split-eval when present) and exports it.
 
     `batch_size` is the global batch size: with "mirrored" it is divided among the replicas.
     Writes `model.keras` and the serving SavedModel into `model`, TensorBoard logs and
     `history.json` into `model_run`, and returns the last epoch's metrics.
+
+    MNIST under "default"/"mirrored" trains with `model.fit` on a cached dataset (the fastest
+    path); every other case runs the custom loop of `components.trainer.loop`, in this process
+    or, for "multi_worker_mirrored"/"parameter_server" without a TF_CONFIG, on a local cluster
+    of `workers` (+ `parameter_servers`) processes started here. `working_dir` keeps the
+    checkpoints a re-run resumes from.
     """
+    if strategy not in STRATEGIES + DISTRIBUTED_STRATEGIES:
+        raise ValueError(
+            f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES + DISTRIBUTED_STRATEGIES)}"
+        )
+    config = TrainConfig(
+        strategy=strategy, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
+        optimizer=optimizer, learning_rate=learning_rate, weight_decay=weight_decay, schedule=schedule,
+        warmup_steps=warmup_steps, mixed_precision=mixed_precision,
+        early_stopping_patience=early_stopping_patience, shuffle_buffer=shuffle_buffer, seed=seed,
+        checkpoint_every_steps=checkpoint_every_steps, log_every_steps=log_every_steps,
+    )  # fmt: skip
+    config.validate()
+    if (
+        strategy in DISTRIBUTED_STRATEGIES
+        or task != "mnist"
+        or model_name != "mnist_convnet"
+        or model_options
+        or mixed_precision
+    ):
+        return _run_loop(
+            task=task, model_name=model_name, model_options=model_options or {}, examples=examples, schema=schema,
+            model=model, model_run=model_run, config=config, workers=workers, parameter_servers=parameter_servers,
+            max_restarts=max_restarts, working_dir=working_dir,
+        )  # fmt: skip
     distribution = _distribution_strategy(strategy)
     if model_name not in MODELS:
         raise ValueError(f"unknown model {model_name!r}; registered models: {', '.join(sorted(MODELS))}")
@@ -106,7 +155,7 @@ def run(
     with distribution.scope():
         keras_model = build_model(model_name, num_classes=high + 1)
         keras_model.compile(
-            optimizer=OPTIMIZERS[optimizer](learning_rate=learning_rate),
+            optimizer=make_optimizer(config, total_steps=epochs * -(-examples_per_epoch // batch_size)),
             loss="sparse_categorical_crossentropy",
             metrics=["accuracy"],
         )
@@ -211,16 +260,82 @@ class EpochLog(keras.callbacks.Callback):
         log.info("train: epoch %d/%d %s (%.1f s, %.0f ex/s)", epoch + 1, self.total_epochs, shown, seconds, speed)
 
 
+def _run_loop(
+    *, task: str, model_name: str, model_options: dict, examples: Examples, schema: Schema, model: Model,
+    model_run: ModelRun, config: TrainConfig, workers: int, parameter_servers: int, max_restarts: int,
+    working_dir: Path | None,
+) -> dict[str, Any]:  # fmt: skip
+    config.validate()
+    if max_restarts < 0:
+        raise ValueError(f"max_restarts must not be negative, got {max_restarts}")
+    if config.strategy in DISTRIBUTED_STRATEGIES and workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    if config.strategy == "parameter_server" and parameter_servers < 1:
+        raise ValueError(f"strategy parameter_server needs parameter_servers >= 1, got {parameter_servers}")
+    # The builder's default model is MNIST's; other tasks then use their own default model.
+    chosen = None if task != "mnist" and model_name == "mnist_convnet" else model_name
+    task_object = load_task(task, schema.file, chosen, model_options)
+    temporary = None
+    if working_dir is None:
+        temporary = tempfile.mkdtemp(prefix="kflow-trainer-")
+        working_dir = Path(temporary)
+    try:
+        # Inside a cluster (TF_CONFIG, e.g. Kubeflow pods) every task runs this executor: PS-strategy
+        # workers and parameter servers only serve; non-chief workers prepare assets privately.
+        cluster = tf_config()
+        role = cluster.get("task") or {}
+        if config.strategy == "parameter_server" and role.get("type") in ("worker", "ps"):
+            run_server(threads=max(len(cluster["cluster"].get("worker", [])) + 1, 4))
+            return {}
+        if is_chief(cluster):
+            assets_dir = model.path / "assets"
+        else:
+            assets_dir = Path(working_dir) / f"assets-{role.get('type')}-{role.get('index')}"
+        task_object.prepare(examples, assets_dir)
+        spec = {
+            "task": task, "schema_file": str(schema.file), "model_name": task_object.model_name,
+            "model_options": model_options, "examples": examples.uri, "model": model.uri, "model_run": model_run.uri,
+            "working_dir": str(working_dir), "assets_dir": str(assets_dir), "config": config.to_json(),
+        }  # fmt: skip
+        if config.strategy in DISTRIBUTED_STRATEGIES and not os.environ.get("TF_CONFIG"):
+            log.info(
+                "train: starting a local %s cluster: %d worker(s)%s", config.strategy, workers,
+                f", {parameter_servers} parameter server(s) and a coordinator"
+                if config.strategy == "parameter_server" else "",
+            )  # fmt: skip
+            restarts = launch(
+                spec, spec_dir=Path(working_dir) / "launch", workers=workers,
+                parameter_servers=parameter_servers if config.strategy == "parameter_server" else 0,
+                max_restarts=max_restarts,
+            )  # fmt: skip
+            history = model_run.history
+            history["restarts"] = restarts
+            model_run.write_json("history.json", history)
+        else:
+            history = train(
+                task_object, examples=examples, model=model, model_run=model_run, config=config,
+                working_dir=Path(working_dir), assets_dir=assets_dir,
+            )  # fmt: skip
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+    last = history["per_epoch"][-1] if history["per_epoch"] else {}
+    return {
+        "epochs": history["epochs"],
+        "loss": last.get("loss"),
+        "accuracy": last.get("accuracy"),
+        "val_accuracy": last.get("val_accuracy"),
+        "examples_per_second": history["examples_per_second"],
+        "final_step": history["final_step"],
+        "start_step": history["start_step"],
+    }
+
+
 def _distribution_strategy(name: str) -> tf.distribute.Strategy:
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "mirrored":
         return tf.distribute.MirroredStrategy()
-    if name in DISTRIBUTED_STRATEGIES:
-        raise ValueError(
-            f"strategy {name!r} is not supported by this trainer yet: it arrives with the distributed "
-            f"(multi-process) trainer; use one of {', '.join(STRATEGIES)}"
-        )
     raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES + DISTRIBUTED_STRATEGIES)}")
 
 

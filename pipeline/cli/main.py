@@ -1,4 +1,4 @@
-"""The `kflow` command line: validate, run and show pipelines.
+"""The `kflow` command line: validate, run, show, compile and submit pipelines.
 
 Exit codes: 0 success, 1 a run failed, 2 a bad config or bad arguments.
 """
@@ -54,6 +54,22 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-cache", action="store_true", help="run every component even if a cached result exists")
     run.set_defaults(command=_run)
 
+    compile_ = commands.add_parser("compile", help="compile a pipeline to Kubeflow Pipelines YAML (KFP v2 IR)")
+    with_config(compile_)
+    compile_.add_argument("-o", "--output", default="pipeline.yaml", help="where to write it (default pipeline.yaml)")
+    compile_.add_argument("--image", help="the container image every task runs (overrides kubeflow.image)")
+    compile_.set_defaults(command=_compile)
+
+    submit = commands.add_parser("submit", help="compile a pipeline and start a run on a Kubeflow Pipelines endpoint")
+    with_config(submit)
+    submit.add_argument("--endpoint", required=True, help="the KFP API server, e.g. http://localhost:8080")
+    submit.add_argument("--experiment", default="Default", help="experiment name (created when missing)")
+    submit.add_argument("--run-name", help="run name (default: the pipeline name and a timestamp)")
+    submit.add_argument("--namespace", help="the user namespace, for multi-user Kubeflow")
+    submit.add_argument("--image", help="the container image every task runs (overrides kubeflow.image)")
+    submit.add_argument("-o", "--output", help="also keep the compiled pipeline.yaml here")
+    submit.set_defaults(command=_submit)
+
     show = commands.add_parser("show", help="print a run as a table")
     show.add_argument("run_dir", help="a run folder, or a pipeline folder for its newest run")
     show.set_defaults(command=_show)
@@ -80,7 +96,7 @@ def _run(args: argparse.Namespace) -> int:
     from pipeline.runners.beam_dag_runner import BeamDagRunner, PipelineFailed
     from pipeline.standard_pipeline import build_pipeline
 
-    pipeline = build_pipeline(config)
+    pipeline = build_pipeline(config, local_runs=True)
     if args.until:
         if args.until not in {node.id for node in pipeline.components}:
             choices = ", ".join(node.id for node in pipeline.components)
@@ -94,7 +110,42 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     print(format_run(result.record))
     print(f"run folder: {result.run_dir}")
-    return 0
+    return _gate(result.record, config.evaluator.get("on_not_blessed", "fail"))
+
+
+def _gate(record: dict, on_not_blessed: str) -> int:
+    """Exit 1 (fail) or 0 with a warning (warn) when the run's Evaluator did not bless the model."""
+    import json
+    from pathlib import Path
+
+    blessing = record.get("components", {}).get("evaluate", {}).get("outputs", {}).get("blessing")
+    if not blessing or not (Path(blessing["uri"]) / "NOT_BLESSED").exists():
+        return 0
+    try:
+        checks = json.loads((Path(blessing["uri"]) / "blessing.json").read_text()).get("checks", [])
+    except (OSError, json.JSONDecodeError):
+        checks = []
+    failed = ", ".join(
+        f"{check['metric']} {check['bound']} {check['threshold']:g} (value {check['value']:.4g})"
+        for check in checks
+        if not check.get("passed")
+    )
+    level = "error" if on_not_blessed == "fail" else "warning"
+    print(f"kflow: {level}: the model is NOT BLESSED; failed checks: {failed or 'see blessing.json'}", file=sys.stderr)
+    print(f"kflow: details in {Path(blessing['uri']) / 'blessing.json'}", file=sys.stderr)
+    return EXIT_FAILED if on_not_blessed == "fail" else 0
+
+
+def _compile(args: argparse.Namespace) -> int:
+    from pipeline.compiler.commands import compile_command
+
+    return compile_command(args)
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from pipeline.compiler.commands import submit_command
+
+    return submit_command(args)
 
 
 def _show(args: argparse.Namespace) -> int:

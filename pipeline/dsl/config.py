@@ -38,6 +38,7 @@ class PipelineConfig:
     trainer: dict[str, Any] = field(default_factory=dict)
     evaluator: dict[str, Any] = field(default_factory=dict)
     beam: dict[str, Any] = field(default_factory=dict)
+    kubeflow: dict[str, Any] = field(default_factory=dict)
     source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -48,6 +49,7 @@ class PipelineConfig:
             "trainer": self.trainer,
             "evaluator": self.evaluator,
             "beam": self.beam,
+            "kubeflow": self.kubeflow,
         }
 
     @property

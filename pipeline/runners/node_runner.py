@@ -149,4 +149,3 @@ def _jsonable(summary: Any) -> dict[str, Any]:
     if not isinstance(summary, dict):
         return {"result": str(summary)}
     return {str(k): v if isinstance(v, (int, float, str, bool, type(None))) else str(v) for k, v in summary.items()}
-

@@ -49,11 +49,6 @@ def test_run_rejects_an_unknown_until_component(tmp_path):
     assert main(["run", str(DEMO), "--pipeline-root", str(tmp_path), "--until", "deploy"]) == 2
 
 
-def test_run_rejects_a_dataset_without_ingest_component(tmp_path, capsys):
-    assert main(["run", str(DEMO), "--set", "data.dataset=quora", "--pipeline-root", str(tmp_path)]) == 2
-    assert "data.dataset: 'quora' has no ingest component yet" in capsys.readouterr().err
-
-
 def test_show_prints_each_component_with_status_seconds_and_figures(tmp_path, capsys):
     produce = Produce("produce", parameters={"value": 21})
     double = Double("double", numbers=produce.outputs["numbers"])

@@ -27,7 +27,8 @@ def test_defaults_are_filled_from_the_schema(tmp_path):
     config = load_config(write(tmp_path, MINIMAL))
     assert config.pipeline_root == "runs"
     assert config.trainer["epochs"] == 3
-    assert config.trainer["optimizer"] == {"name": "adam", "learning_rate": 0.001}
+    assert config.trainer["optimizer"]["name"] == "adam"
+    assert config.trainer["optimizer"]["learning_rate"] == 0.001
     assert config.data["split"] == {"train": 9, "eval": 1}
     assert config.data["source"] == {"path": None, "format": "auto", "max_records": None}
     assert config.beam_args == ["--runner=DirectRunner"]

@@ -1,7 +1,8 @@
 """The model registry: the names a pipeline config may give `trainer.model`.
 
-Each entry is a factory `build(num_classes=...) -> keras.Model` returning an
-uncompiled model that takes uint8 images; the trainer compiles it.
+Each entry is a factory returning an uncompiled `keras.Model`; its keyword arguments
+come from the task (e.g. `num_classes`, `vocabulary_size`, `vocabulary`) and from the
+config's `trainer.model_options`.
 """
 
 from __future__ import annotations
@@ -10,10 +11,14 @@ from collections.abc import Callable
 
 import keras
 
+from components.trainer.models.bert_mlm import build_bert_mlm
 from components.trainer.models.mnist_convnet import build_mnist_convnet
+from components.trainer.models.text_classifier import build_text_classifier
 
 MODELS: dict[str, Callable[..., keras.Model]] = {
     "mnist_convnet": build_mnist_convnet,
+    "bert_mlm": build_bert_mlm,
+    "text_classifier": build_text_classifier,
 }
 
 
@@ -25,4 +30,4 @@ def build_model(name: str, **kwargs) -> keras.Model:
     return factory(**kwargs)
 
 
-__all__ = ["MODELS", "build_model", "build_mnist_convnet"]
+__all__ = ["MODELS", "build_bert_mlm", "build_mnist_convnet", "build_model", "build_text_classifier"]

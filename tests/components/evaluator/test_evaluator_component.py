@@ -1,15 +1,15 @@
-"""The Evaluator spec and its wiring to the Trainer's output."""
+"""The Evaluator spec and its wiring to the Trainer's outputs."""
 
 from __future__ import annotations
 
 from components.evaluator import Evaluator
-from pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, Schema
+from pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
 from pipeline.dsl.component import Channel
 
 
 def test_spec_wiring_and_defaults():
     spec = Evaluator.spec
-    assert dict(spec.inputs) == {"examples": Examples, "schema": Schema, "model": Model}
+    assert dict(spec.inputs) == {"examples": Examples, "schema": Schema, "model": Model, "model_run": ModelRun}
     assert dict(spec.outputs) == {"evaluation": ModelEvaluation, "blessing": ModelBlessing}
     assert spec.executor == "components.evaluator.executor:run"
     evaluator = Evaluator(
@@ -17,10 +17,30 @@ def test_spec_wiring_and_defaults():
         examples=Channel("ingest", "examples", Examples),
         schema=Channel("ingest", "schema", Schema),
         model=Channel("train", "model", Model),
+        model_run=Channel("train", "model_run", ModelRun),
         parameters={"thresholds": {"accuracy": {"lower_bound": 0.98}}},
     )
     assert evaluator.parameters == {
         "split": "test",
         "batch_size": 256,
         "thresholds": {"accuracy": {"lower_bound": 0.98}},
+        "task": "mnist",
+        "slices": [],
+        "baseline_model_uri": None,
+        "seed": 0,
+        "model_options": {},
     }
+
+
+def test_the_baseline_model_is_part_of_the_cache_key():
+    """A cached verdict must not be reused against a different baseline model."""
+    channels = {
+        "examples": Channel("ingest", "examples", Examples),
+        "schema": Channel("ingest", "schema", Schema),
+        "model": Channel("train", "model", Model),
+        "model_run": Channel("train", "model_run", ModelRun),
+    }
+    first = Evaluator("evaluate", parameters={"baseline_model_uri": "/runs/a/train/model"}, **channels)
+    second = Evaluator("evaluate", parameters={"baseline_model_uri": "/runs/b/train/model"}, **channels)
+    assert first.cache_parameters["baseline_model_uri"] == "/runs/a/train/model"
+    assert first.cache_parameters != second.cache_parameters

@@ -30,7 +30,27 @@ def test_spec_wiring_and_defaults():
         "seed": 42,
         "shuffle_buffer": 10000,
         "early_stopping_patience": None,
+        "task": "mnist",
+        "model_options": {},
+        "workers": 2,
+        "parameter_servers": 1,
+        "max_restarts": 0,
+        "weight_decay": 0.0,
+        "schedule": "constant",
+        "warmup_steps": 0,
+        "mixed_precision": False,
+        "checkpoint_every_steps": None,
+        "log_every_steps": 100,
     }
+    assert not spec.parameters["log_every_steps"].affects_output
+
+
+def test_every_parameter_reaches_the_executor():
+    code = (
+        "import inspect; from components.trainer import Trainer; from components.trainer.executor import run;"
+        "missing = set(Trainer.spec.parameters) - set(inspect.signature(run).parameters); assert not missing, missing"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
 
 def test_importing_the_component_does_not_import_tensorflow():

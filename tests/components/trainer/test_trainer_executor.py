@@ -91,12 +91,20 @@ def test_mirrored_strategy_with_steps_per_epoch_and_early_stopping(inputs, tmp_p
     assert (tmp_path / "model" / "model.keras").is_file()
 
 
-@pytest.mark.parametrize("strategy", ["multi_worker_mirrored", "parameter_server"])
-def test_distributed_strategies_are_refused_for_now(inputs, tmp_path, strategy):
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"strategy": "parameter_server", "parameter_servers": 0}, "parameter_servers >= 1"),
+        ({"strategy": "multi_worker_mirrored", "workers": 0}, "workers must be at least 1"),
+        ({"strategy": "multi_worker_mirrored", "max_restarts": -1}, "max_restarts"),
+        ({"schedule": "step"}, "schedule 'step'"),
+    ],
+)
+def test_bad_cluster_and_schedule_settings_are_refused(inputs, tmp_path, arguments, message):
     examples, schema = inputs
-    with pytest.raises(ValueError, match="distributed"):
+    with pytest.raises(ValueError, match=message):
         run(examples=examples, schema=schema, model=Model(tmp_path / "m"), model_run=ModelRun(tmp_path / "r"),
-            strategy=strategy)  # fmt: skip
+            **arguments)  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,106 @@
+"""Benchmark: the Trainer's examples/s under each strategy, as ratios to a plain `model.fit`.
+
+Ingests the first `--records` MNIST records (real data, ../shared/datasets/mnist/mnist.npz)
+with the mnist_ingest executor into a temporary dir (all into Split-train, so no validation
+time is counted), then trains mnist_convnet with the same global batch size and epochs:
+
+- plain        `model.fit` on the same images as in-memory numpy arrays (the reference)
+- default      the Trainer executor, strategy default (model.fit on a cached tf.data pipeline)
+- default-loop the custom loop (components/trainer/loop.py) in this process, default strategy
+- multi_worker_mirrored  the Trainer with a local cluster of 2 worker processes
+- parameter_server       the Trainer with 2 workers, 1 PS and a coordinator
+
+Trainer figures are the examples/s the Trainer measures around its training epochs (first
+epoch included: tracing, cache filling); the wall column adds start-up (processes, TF import,
+data counting, export). On one machine the cluster processes share the same CPU cores.
+
+Usage: .venv/bin/python bench/trainer_strategies.py [--records 12000] [--epochs 2] [--batch-size 128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "mnist"
+
+
+def plain_fit(data: Path, records: int, epochs: int, batch_size: int) -> float:
+    import keras
+    import numpy as np
+
+    from components.trainer.models.mnist_convnet import build_mnist_convnet
+
+    with np.load(data / "mnist.npz") as arrays:
+        x, y = arrays["x_train"][:records], arrays["y_train"][:records]
+    keras.utils.set_random_seed(42)
+    model = build_mnist_convnet()
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    started = time.perf_counter()
+    model.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=0)
+    return len(x) * epochs / (time.perf_counter() - started)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--records", type=int, default=12000)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--strategies", default="default,default-loop,multi_worker_mirrored,parameter_server")
+    args = parser.parse_args()
+    if not (args.data / "mnist.npz").exists():
+        print(f"no mnist.npz under {args.data}: pass --data", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING)
+
+    from components.mnist_ingest.executor import run as ingest
+    from components.trainer import loop
+    from components.trainer.executor import run as trainer
+    from components.trainer.tasks.mnist import MnistTask
+    from components.util.schema import load_schema
+    from pipeline.dsl.artifacts import Examples, Model, ModelRun, Rejects, Schema
+
+    results: dict[str, tuple[float, float]] = {}
+    with tempfile.TemporaryDirectory() as temp:
+        root = Path(temp)
+        examples, schema = Examples(root / "examples"), Schema(root / "schema")
+        ingest(
+            examples=examples, schema=schema, rejects=Rejects(root / "rejects"),
+            source_path=str(args.data / "mnist.npz"), split={"train": 1}, max_records=args.records,
+        )  # fmt: skip
+        plain = plain_fit(args.data, args.records, args.epochs, args.batch_size)
+        for name in args.strategies.split(","):
+            out = root / name
+            model, model_run = Model(out / "model"), ModelRun(out / "model_run")
+            started = time.perf_counter()
+            if name == "default-loop":
+                config = loop.TrainConfig(epochs=args.epochs, batch_size=args.batch_size, shuffle_buffer=10000)
+                summary = loop.train(
+                    MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run,
+                    config=config,
+                )  # fmt: skip
+            else:
+                summary = trainer(
+                    examples=examples, schema=schema, model=model, model_run=model_run, strategy=name,
+                    epochs=args.epochs, batch_size=args.batch_size, workers=2, parameter_servers=1,
+                )  # fmt: skip
+            results[name] = (summary["examples_per_second"], time.perf_counter() - started)
+    print(
+        f"\nTrainer strategies on MNIST ({args.records} real train records, {args.epochs} epochs,"
+        f" batch {args.batch_size})"
+    )
+    print(f"  {'plain model.fit':<24} {plain:8.0f} examples/s")
+    for name, (speed, wall) in results.items():
+        print(f"  {name:<24} {speed:8.0f} examples/s   ratio {speed / plain:5.2f}   wall {wall:6.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

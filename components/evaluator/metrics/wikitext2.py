@@ -1,0 +1,58 @@
+"""WikiText-2 masked LM: masked-token accuracy, loss and perplexity over the masked positions.
+
+The task's evaluation dataset masks with stateless random ops seeded by the evaluator's
+`seed`, so two evaluations of one model see the same masks and agree exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from components.evaluator.metrics.base import TaskMetrics, bucket_keys
+from components.evaluator.metrics.formulas import log_softmax, perplexity
+
+
+class WikiText2Metrics(TaskMetrics):
+    """Batches are (x, mask_ids [b, m], mask_weights [b, m]); outputs are logits [b, m, vocabulary]."""
+
+    SCALARS = {
+        "example_count": "higher", "masked_token_count": "higher", "masked_accuracy": "higher",
+        "loss": "lower", "perplexity": "lower",
+    }  # fmt: skip
+    SLICES = ("length",)
+
+    def __init__(self, **options: Any):
+        super().__init__(**options)
+        self.examples = 0
+        self.tokens = 0.0
+        self.correct = 0.0
+        self.nll_sum = 0.0
+
+    def update(self, x, y, outputs, sample_weight=None) -> None:
+        labels = np.asarray(y, np.int64)
+        weights = np.ones(labels.shape) if sample_weight is None else np.asarray(sample_weight, np.float64)
+        log_probabilities = log_softmax(np.asarray(outputs, np.float64))
+        nll = -np.take_along_axis(log_probabilities, labels[..., None], axis=-1)[..., 0]
+        self.examples += labels.shape[0]
+        self.tokens += float(weights.sum())
+        self.nll_sum += float(np.sum(nll * weights))
+        self.correct += float(np.sum((log_probabilities.argmax(axis=-1) == labels) * weights))
+
+    def result(self) -> dict[str, Any]:
+        if self.tokens == 0:
+            raise ValueError("the split holds no masked tokens")
+        return {
+            "example_count": self.examples,
+            "masked_token_count": int(self.tokens),
+            "masked_accuracy": self.correct / self.tokens,
+            "loss": self.nll_sum / self.tokens,
+            "perplexity": perplexity(self.nll_sum, self.tokens),
+        }
+
+    def slice_keys(self, by, x, y, boundaries):
+        if by != "length":
+            raise ValueError(f"wikitext2 slices by {', '.join(self.SLICES)}, not {by!r}")
+        # The sequence length is the number of real (unpadded) tokens of the line.
+        return bucket_keys(np.asarray(x["padding_mask"]).sum(axis=-1), boundaries)

@@ -1,0 +1,268 @@
+"""The Quora Insincere Questions ingest executor: cuts the CSV into rows, validates, stratifies, writes Examples.
+
+The driver finds the CSV and cuts it into rows, which needs one sequential pass: a quoted
+question may hold commas and newlines. A row whose quotes are still open when the next
+line starts like a new row (`<20 hex digits>,`) or when the file ends has an
+unterminated quote: it is rejected and cutting resumes at the next line. The driver also
+marks repeated qids (the first row with a qid keeps it) and stages the rows in chunks.
+The Beam pipeline (components/util/beam_ingest.py) then parses and validates each chunk
+in a worker. Reasons, the first that applies:
+
+    invalid:  unterminated_quote, non_utf8, wrong_field_count, duplicate_qid, empty_qid, bad_label, empty_text
+    filtered: too_long (more than max_chars characters after stripping)
+
+Split: stratified by label. Within each label, records are ordered by a hash of their
+qid and the first round(n·w/W) go to the first split (names sorted), and so on: each
+split's label ratio matches the whole to a record, and the assignment depends on
+neither the file order nor the other records' labels.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import pickle
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tensorflow_metadata.proto.v0 import schema_pb2
+
+from components.util import beam_ingest
+from components.util.beam_ingest import FILTERED, INVALID, make_reject, raw_text, stable_hash
+from components.util.source_resolution import find_source, missing_source_error
+from pipeline.dsl.artifacts import Examples, Rejects, Schema
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("auto", "csv", "kaggle")
+HEADER = ["qid", "question_text", "target"]
+FOLDERS = ("quora-insincere", "quora-insincere-questions-classification", "quora")
+FILES = ("train.csv", "train_sample.csv")
+KAGGLE_COMPETITION = "quora-insincere-questions-classification"
+DEFAULT_SPLIT = {"train": 8, "eval": 1, "test": 1}
+CHUNK_ROWS = 5000
+_ROW_START = re.compile(rb"^[0-9a-fA-F]{20},")
+_FEATURES = {"qid": schema_pb2.BYTES, "text": schema_pb2.BYTES, "label": schema_pb2.INT}
+
+
+def run(
+    *,
+    examples: Examples,
+    schema: Schema,
+    rejects: Rejects,
+    source_path: str | None = None,
+    source_format: str = "auto",
+    split: dict[str, int] | None = None,
+    shards_per_split: int = 2,
+    max_records: int | None = None,
+    max_chars: int = 1000,
+    max_invalid_fraction: float = 0.01,
+    beam_args: list[str] | tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Ingests the Quora CSV; returns {"read": N, "<split>": n, ..., "rejected": r, "invalid": i, "filtered": f}."""
+    split = DEFAULT_SPLIT if split is None else split
+    _check_split(split)
+    beam_ingest.check_fraction("max_invalid_fraction", max_invalid_fraction)
+    for name, value in (("max_chars", max_chars), ("max_records", max_records)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    beam_ingest.copy_schema("quora", schema, _FEATURES)
+
+    path = resolve(source_path, source_format)
+    rows, cut_rejects = cut_rows(path, max_records)
+    read = len(rows) + len(cut_rejects)
+    if read == 0:
+        raise ValueError(f"quora: {path} holds no rows after its header")
+    log.info("quora ingest: %d rows from %s", read, path)
+    with tempfile.TemporaryDirectory(prefix="kflow-quora-") as staging:
+        chunks = stage(rows, Path(staging))
+        stats = beam_ingest.run_ingest_pipeline(
+            chunks=chunks,
+            process_chunk=ChunkProcessor(path.name, max_chars),
+            splits=tuple(split),
+            shards=shards_per_split,
+            read=read,
+            examples=examples,
+            rejects=rejects,
+            beam_args=beam_args,
+            plan=StratifiedPlan(dict(split)),
+            extra_rejects=cut_rejects,
+        )
+    beam_ingest.check_invalid_fraction(stats, max_invalid_fraction, rejects)
+    return {
+        "read": read,
+        **stats["accepted"],
+        "rejected": sum(stats["rejected"].values()),
+        "invalid": sum(stats["invalid"].values()),
+        "filtered": sum(stats["filtered"].values()),
+    }
+
+
+def _check_split(split: dict[str, int]) -> None:
+    missing = [name for name in ("train", "eval", "test") if name not in split]
+    if missing:
+        raise ValueError(
+            f"data.split: quora's CSV has no labelled test split, so data.split must give shares to train, eval "
+            f"and test (e.g. {{train: 8, eval: 1, test: 1}}); missing {missing}"
+        )
+    bad = {name: weight for name, weight in split.items() if isinstance(weight, bool) or not isinstance(weight, int)}
+    if bad or any(weight < 1 for weight in split.values()):
+        raise ValueError(f"data.split: every share must be a positive integer, got {split}")
+
+
+def resolve(source_path: str | None, source_format: str) -> Path:
+    """The CSV file: explicit path → $KFLOW_DATA_DIR → caches → Kaggle (source_format: kaggle only)."""
+    if source_format not in FORMATS:
+        raise ValueError(f"quora: source_format must be one of {', '.join(FORMATS)}; got {source_format!r}")
+    if source_format == "kaggle":
+        if source_path is not None:
+            raise ValueError("quora: source_format 'kaggle' downloads the CSV; leave source_path unset")
+        return _kaggle_download()
+    found = find_source("quora", source_path, FOLDERS)
+    if found is None:
+        raise missing_source_error(
+            "quora",
+            FOLDERS,
+            "the competition's train.csv (qid,question_text,target)",
+            "set data.source.format=kaggle (needs Kaggle credentials and internet)",
+        )
+    if found.is_file():
+        return found
+    for name in FILES:
+        if (found / name).is_file():
+            return found / name
+    raise ValueError(f"quora: {found} holds none of {', '.join(FILES)}")
+
+
+def _kaggle_download() -> Path:
+    try:
+        import kagglehub
+
+        return Path(kagglehub.competition_download(KAGGLE_COMPETITION, path="train.csv"))
+    except Exception as error:  # noqa: BLE001 - kagglehub raises many kinds of errors; all mean "no download".
+        raise ValueError(
+            f"quora: downloading {KAGGLE_COMPETITION}/train.csv from Kaggle failed ({error}); configure Kaggle "
+            f"credentials (~/.kaggle/kaggle.json or KAGGLE_USERNAME/KAGGLE_KEY) and accept the competition rules, "
+            f"or download train.csv and set data.source.path to it"
+        ) from error
+
+
+def cut_rows(path: Path, max_records: int | None = None) -> tuple[list[tuple[int, bytes, bool]], list[dict]]:
+    """The CSV's rows as (line number, raw bytes, repeats an earlier qid), and the rows that could not be cut."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    if not lines:
+        raise ValueError(f"quora: {path} is empty")
+    header = lines[0].decode("utf-8", errors="replace").lstrip("\ufeff").strip()
+    if next(csv.reader([header])) != HEADER:
+        raise ValueError(f"quora: {path} must start with the header {','.join(HEADER)}; found {header[:100]!r}")
+    rows, found, seen = [], [], set()
+    index = 1
+    while index < len(lines) and (max_records is None or len(rows) + len(found) < max_records):
+        start = index
+        if not lines[index].strip():  # A blank line is no record in CSV.
+            index += 1
+            continue
+        buffer = lines[index]
+        index += 1
+        quotes = buffer.count(b'"')
+        while quotes % 2 and index < len(lines) and not _ROW_START.match(lines[index]):
+            buffer += lines[index]
+            quotes += lines[index].count(b'"')
+            index += 1
+        position = f"{path.name}:{start + 1}"
+        if quotes % 2:
+            found.append(make_reject("unterminated_quote", INVALID, position, raw_text(buffer)))
+            continue
+        qid = buffer.split(b",", 1)[0]
+        rows.append((start + 1, buffer, qid in seen))
+        seen.add(qid)
+    return rows, found
+
+
+def stage(rows: list[tuple[int, bytes, bool]], folder: Path) -> list[str]:
+    """Saves the rows in chunks of CHUNK_ROWS as pickle files; returns their paths (the Beam elements)."""
+    paths = []
+    for number, first in enumerate(range(0, len(rows), CHUNK_ROWS)):
+        path = folder / f"rows-{number:05d}.pkl"
+        path.write_bytes(pickle.dumps(rows[first : first + CHUNK_ROWS], protocol=pickle.HIGHEST_PROTOCOL))
+        paths.append(str(path))
+    return paths
+
+
+@dataclass(frozen=True)
+class ChunkProcessor:
+    """Parses and validates a staged chunk of rows and serialises the valid ones as Examples."""
+
+    file_name: str
+    max_chars: int
+
+    def __call__(self, chunk_path: str) -> tuple[list, list]:
+        from tensorflow.core.example import example_pb2
+
+        rows = pickle.loads(Path(chunk_path).read_bytes())
+        accepted, found = [], []
+        for line, raw, duplicate in rows:
+            position = f"{self.file_name}:{line}"
+            record, problem = self.parse(raw, duplicate)
+            if problem is not None:
+                reason, kind, details = problem
+                found.append(make_reject(reason, kind, position, raw_text(raw.rstrip(b"\r\n")), **details))
+                continue
+            qid, text, label = record
+            example = example_pb2.Example()
+            features = example.features.feature
+            features["qid"].bytes_list.value.append(qid.encode("utf-8"))
+            features["text"].bytes_list.value.append(text.encode("utf-8"))
+            features["label"].int64_list.value.append(label)
+            accepted.append((qid, str(label), example.SerializeToString()))
+        return accepted, found
+
+    def parse(self, raw: bytes, duplicate: bool) -> tuple[tuple[str, str, int] | None, tuple | None]:
+        """(qid, text, label) or the problem: (reason, kind, details)."""
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            return None, ("non_utf8", INVALID, {"error": str(error)})
+        fields = list(csv.reader(io.StringIO(text)))
+        if len(fields) != 1 or len(fields[0]) != len(HEADER):
+            return None, ("wrong_field_count", INVALID, {"fields": [len(row) for row in fields]})
+        qid, question, target = (field.strip() for field in fields[0])
+        if duplicate:
+            return None, ("duplicate_qid", INVALID, {"qid": qid})
+        if not qid:
+            return None, ("empty_qid", INVALID, {})
+        if target not in ("0", "1"):
+            return None, ("bad_label", INVALID, {"label": target})
+        if not question:
+            return None, ("empty_text", INVALID, {})
+        if len(question) > self.max_chars:
+            return None, ("too_long", FILTERED, {"chars": len(question), "max_chars": self.max_chars})
+        return (qid, question, int(target)), None
+
+
+@dataclass(frozen=True)
+class StratifiedPlan:
+    """Assigns each record to a split: per label, by quota over the records ordered by a hash of their qid."""
+
+    weights: dict[str, int]
+
+    def __call__(self, items: list[tuple[str, str]]) -> dict[str, str]:
+        by_label: dict[str, list[str]] = {}
+        for key, label in items:
+            by_label.setdefault(label, []).append(key)
+        names = sorted(self.weights)
+        total = sum(self.weights.values())
+        assignment = {}
+        for keys in by_label.values():
+            keys.sort(key=lambda key: (stable_hash(key), key))
+            start, cumulative = 0, 0
+            for name in names:
+                cumulative += self.weights[name]
+                stop = round(len(keys) * cumulative / total)
+                assignment.update(dict.fromkeys(keys[start:stop], name))
+                start = stop
+        return assignment

@@ -1,0 +1,210 @@
+"""Starts a local training cluster on loopback: N workers, M parameter servers and a coordinator.
+
+Each process gets its own `TF_CONFIG` (the layout Kubeflow's Training Operator writes), runs
+in its own process group, and has its output streamed with a `[worker-0] ` prefix. If any
+process fails, the whole cluster is stopped (terminate, then kill) and restarted from the
+last checkpoint, up to `max_restarts` times. Nothing is left running after success,
+failure or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger("kflow.trainer.launcher")
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class ClusterError(RuntimeError):
+    """A training cluster process failed (after all restarts)."""
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def cluster_spec(strategy: str, workers: int, parameter_servers: int) -> dict[str, list[str]]:
+    """The `cluster` part of TF_CONFIG on fresh loopback ports."""
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    if strategy == "parameter_server":
+        if parameter_servers < 1:
+            raise ValueError("strategy parameter_server needs parameter_servers >= 1")
+        ports = iter(free_ports(1 + workers + parameter_servers))
+        return {
+            "chief": [f"127.0.0.1:{next(ports)}"],
+            "worker": [f"127.0.0.1:{next(ports)}" for _ in range(workers)],
+            "ps": [f"127.0.0.1:{next(ports)}" for _ in range(parameter_servers)],
+        }
+    if strategy == "multi_worker_mirrored":
+        return {"worker": [f"127.0.0.1:{port}" for port in free_ports(workers)]}
+    raise ValueError(f"strategy {strategy!r} does not run as a cluster")
+
+
+@dataclass
+class _Process:
+    name: str
+    popen: subprocess.Popen
+    threads: list[threading.Thread] = field(default_factory=list)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): get SIGKILL when the launcher dies, even by SIGKILL."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _stream(prefix: str, pipe, sink) -> None:
+    for line in iter(pipe.readline, ""):
+        sink.write(f"[{prefix}] {line}" if line.endswith("\n") else f"[{prefix}] {line}\n")
+        sink.flush()
+    pipe.close()
+
+
+def _stop(processes: list[_Process], grace: float = 5.0) -> None:
+    """SIGTERM every process group, wait `grace` seconds, then SIGKILL what is left."""
+    for process in processes:
+        if process.popen.poll() is None:
+            try:
+                os.killpg(process.popen.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + grace
+    for process in processes:
+        try:
+            process.popen.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            pass
+    for process in processes:
+        if process.popen.poll() is None:
+            try:
+                os.killpg(process.popen.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.popen.wait()
+    for process in processes:
+        for thread in process.threads:
+            thread.join(timeout=2)
+
+
+def run_cluster(
+    spec_file: Path,
+    *,
+    strategy: str,
+    workers: int,
+    parameter_servers: int = 0,
+    timeout: float | None = None,
+    sink=None,
+    on_start=None,
+) -> None:
+    """Runs one incarnation of the cluster until the training processes finish; raises ClusterError on failure.
+
+    Under parameter_server the chief (coordinator) is the process whose exit ends the run;
+    the worker and ps servers are then stopped. `on_start(processes)` gets the `{name: Popen}`
+    map once everything is started (tests use it to kill a worker).
+    """
+    sink = sink or sys.stdout
+    cluster = cluster_spec(strategy, workers, parameter_servers)
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), environment.get("PYTHONPATH")]))
+    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    environment["PYTHONUNBUFFERED"] = "1"
+    processes: list[_Process] = []
+    try:
+        for kind in ("ps", "worker", "chief"):
+            for index in range(len(cluster.get(kind, []))):
+                env = dict(
+                    environment, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}})
+                )
+                popen = subprocess.Popen(
+                    [sys.executable, "-m", "components.trainer.worker", str(spec_file)],
+                    cwd=str(REPO_ROOT),
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    start_new_session=True,  # its own process group, so stopping it stops its children
+                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                )
+                process = _Process(f"{kind}-{index}", popen)
+                thread = threading.Thread(target=_stream, args=(process.name, popen.stdout, sink), daemon=True)
+                thread.start()
+                process.threads.append(thread)
+                processes.append(process)
+        if on_start is not None:
+            on_start({process.name: process.popen for process in processes})
+        # The processes whose exit ends the run: the chief under PS, every worker otherwise.
+        finishers = [p for p in processes if p.name.startswith("chief")] or processes
+        started = time.monotonic()
+        while True:
+            for process in processes:
+                code = process.popen.poll()
+                if code not in (None, 0):
+                    raise ClusterError(f"{process.name} failed with exit code {code}")
+                if code == 0 and process not in finishers:
+                    raise ClusterError(f"{process.name} exited before training finished")
+            if all(process.popen.poll() == 0 for process in finishers):
+                return
+            if timeout is not None and time.monotonic() - started > timeout:
+                raise ClusterError(f"the cluster did not finish within {timeout:.0f} s")
+            time.sleep(0.2)
+    finally:
+        _stop(processes)
+
+
+def launch(
+    spec: dict,
+    *,
+    spec_dir: Path,
+    workers: int,
+    parameter_servers: int = 0,
+    max_restarts: int = 0,
+    timeout: float | None = None,
+    sink=None,
+    on_start=None,
+) -> int:
+    """Writes `spec` and runs the cluster, restarting it after a failure up to `max_restarts` times.
+
+    Returns the number of restarts used; raises ClusterError when the last attempt fails.
+    """
+    strategy = spec["config"]["strategy"]
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    spec_file = spec_dir / "train_spec.json"
+    spec_file.write_text(json.dumps(spec, indent=2) + "\n")
+    for attempt in range(max_restarts + 1):
+        try:
+            run_cluster(
+                spec_file, strategy=strategy, workers=workers, parameter_servers=parameter_servers,
+                timeout=timeout, sink=sink, on_start=on_start if attempt == 0 else None,
+            )  # fmt: skip
+            return attempt
+        except ClusterError as error:
+            if attempt == max_restarts:
+                raise ClusterError(f"training cluster failed after {attempt} restart(s): {error}") from error
+            log.warning("train: %s; restarting the cluster from the last checkpoint (%d/%d)", error, attempt + 1,
+                        max_restarts)  # fmt: skip
+    raise AssertionError("unreachable")

@@ -1,0 +1,251 @@
+"""WikiText-2 masked language modelling with a BERT model trained from scratch.
+
+`prepare()` learns a WordPiece vocabulary on the training split (`vocab.txt` in the
+assets) and records the most frequent training token (`mlm_baseline.json`): always
+predicting it at masked positions is the baseline the model's masked-token accuracy
+is compared with.
+
+Batches are `(x, mask_ids, mask_weights)` as `keras_hub.models.BertMaskedLMPreprocessor`
+makes them: `x` holds `token_ids` (with the selected tokens masked), `padding_mask`,
+`segment_ids` and `mask_positions`. The masking is the BERT recipe (select
+`mask_selection_rate` of the non-special tokens, at most `mask_selection_length` a line;
+replace 80 % of them by `[MASK]`, 10 % by a random token, keep 10 %), written with
+stateless random ops seeded per batch: with `training=False` a given `seed` yields the
+same masks on every pass, so two evaluations of one model agree exactly; with
+`training=True` every pass (epoch) draws new masks.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import keras
+import keras_hub
+import numpy as np
+import tensorflow as tf
+
+from components.trainer.models import build_model
+from components.trainer.tasks.base import Task
+from pipeline.dsl.artifacts import Examples
+
+VOCAB_FILE = "vocab.txt"
+BASELINE_FILE = "mlm_baseline.json"
+RESERVED_TOKENS = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]
+
+# model_options read by the task (the data side); the others go to the model factory.
+DATA_OPTIONS: dict[str, Any] = {
+    "vocabulary_size": 8000,
+    "lowercase": True,
+    "sequence_length": 128,
+    "mask_selection_rate": 0.25,
+    "mask_selection_length": 32,
+    "mask_token_rate": 0.8,
+    "random_token_rate": 0.1,
+}
+MODEL_OPTIONS = {"num_layers", "hidden_dim", "num_heads", "intermediate_dim", "dropout"}
+
+
+class WikiText2Task(Task):
+    name = "wikitext2"
+    default_model = "bert_mlm"
+    monitor = "val_masked_accuracy"
+    monitor_mode = "max"
+
+    def __init__(self, schema, model_name: str | None = None, model_options: dict | None = None):
+        super().__init__(schema, model_name, model_options)
+        unknown = sorted(set(self.model_options) - set(DATA_OPTIONS) - MODEL_OPTIONS)
+        if unknown:
+            allowed = ", ".join(sorted({*DATA_OPTIONS, *MODEL_OPTIONS}))
+            raise ValueError(f"unknown trainer.model_options for wikitext2: {', '.join(unknown)} (allowed: {allowed})")
+        features = {feature.name for feature in schema.feature}
+        if "text" not in features:
+            raise ValueError(f"the wikitext2 task needs a 'text' feature in the schema; it has {sorted(features)}")
+        self.options = {**DATA_OPTIONS, **{k: v for k, v in self.model_options.items() if k in DATA_OPTIONS}}
+        rate, length = self.options["mask_selection_rate"], self.options["mask_selection_length"]
+        if not 0 < rate <= 1:
+            raise ValueError(f"mask_selection_rate must be in (0, 1], got {rate}")
+        if not 1 <= length <= self.options["sequence_length"]:
+            raise ValueError(f"mask_selection_length must be in [1, sequence_length], got {length}")
+        if self.options["mask_token_rate"] + self.options["random_token_rate"] > 1:
+            raise ValueError("mask_token_rate + random_token_rate must be at most 1")
+        self.vocabulary: list[str] | None = None
+        self.baseline: dict[str, Any] | None = None
+        self._tokenizer: keras_hub.models.BertTokenizer | None = None
+
+    # --- Assets -------------------------------------------------------------------------------------
+
+    def prepare(self, examples: Examples, assets_dir: Path) -> dict[str, Any]:
+        """Learns the WordPiece vocabulary on Split-train and finds the most frequent training token."""
+        assets_dir = Path(assets_dir)
+        assets_dir.mkdir(parents=True, exist_ok=True)
+        lines = _read_text(examples, "train").batch(1024)
+        vocabulary = keras_hub.tokenizers.compute_word_piece_vocabulary(
+            lines,
+            vocabulary_size=int(self.options["vocabulary_size"]),
+            lowercase=bool(self.options["lowercase"]),
+            reserved_tokens=RESERVED_TOKENS,
+        )
+        (assets_dir / VOCAB_FILE).write_text("\n".join(vocabulary) + "\n")
+        self._set_vocabulary(vocabulary)
+
+        # Count the training tokens the model sees (the first sequence_length - 2 of each line).
+        counts = np.zeros(len(vocabulary), dtype=np.int64)
+        for token_ids in lines.map(self._pack).as_numpy_iterator():
+            counts += np.bincount(token_ids.ravel(), minlength=len(vocabulary))
+        counts[self._special_ids()] = 0
+        top = int(np.argmax(counts))
+        self.baseline = {
+            "most_frequent_token": vocabulary[top],
+            "most_frequent_token_id": top,
+            "most_frequent_token_share": float(counts[top] / max(counts.sum(), 1)),
+            "train_tokens": int(counts.sum()),
+        }
+        (assets_dir / BASELINE_FILE).write_text(json.dumps(self.baseline, indent=2) + "\n")
+        return {"vocabulary_size": len(vocabulary), **self.baseline}
+
+    def load_assets(self, assets_dir: Path) -> None:
+        vocab_file = Path(assets_dir) / VOCAB_FILE
+        if not vocab_file.exists():
+            raise FileNotFoundError(f"{vocab_file} is missing: run prepare() first")
+        self._set_vocabulary(vocab_file.read_text().splitlines())
+        baseline_file = Path(assets_dir) / BASELINE_FILE
+        self.baseline = json.loads(baseline_file.read_text()) if baseline_file.exists() else None
+
+    def _set_vocabulary(self, vocabulary: list[str]) -> None:
+        missing = [token for token in RESERVED_TOKENS if token not in vocabulary]
+        if missing:
+            raise ValueError(f"the WordPiece vocabulary lacks the special tokens {missing}")
+        self.vocabulary = list(vocabulary)
+        self._tokenizer = keras_hub.models.BertTokenizer(
+            vocabulary=self.vocabulary, lowercase=bool(self.options["lowercase"])
+        )
+
+    @property
+    def tokenizer(self) -> keras_hub.models.BertTokenizer:
+        if self._tokenizer is None:
+            raise ValueError("the wikitext2 task has no vocabulary yet: call prepare() or load_assets() first")
+        return self._tokenizer
+
+    def _special_ids(self) -> list[int]:
+        return [self.vocabulary.index(token) for token in RESERVED_TOKENS]
+
+    # --- Data ---------------------------------------------------------------------------------------
+
+    def _pack(self, lines: tf.Tensor) -> tf.Tensor:
+        """Tokenizes a batch of lines into `[batch, sequence_length]` ids: [CLS] tokens [SEP] [PAD]..."""
+        tokenizer = self.tokenizer
+        packer = keras_hub.layers.StartEndPacker(
+            sequence_length=int(self.options["sequence_length"]),
+            start_value=tokenizer.cls_token_id,
+            end_value=tokenizer.sep_token_id,
+            pad_value=tokenizer.pad_token_id,
+        )
+        return tf.cast(packer(tokenizer(lines)), tf.int32)
+
+    def dataset(
+        self, examples: Examples, split: str, *, batch_size: int, training: bool, seed: int, shuffle_buffer: int = 0
+    ) -> tf.data.Dataset:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        lines = _read_text(examples, split)
+        if training and shuffle_buffer > 0:
+            lines = lines.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+        batches = lines.batch(batch_size, drop_remainder=training).map(self._pack, num_parallel_calls=tf.data.AUTOTUNE)
+        # One random number a batch seeds its masks: the same numbers on every pass when evaluating,
+        # new ones every pass when training.
+        seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=training)
+        masker = self.masker(seed)
+        return tf.data.Dataset.zip(batches, seeds).map(masker, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+
+    def masker(self, seed: int):
+        """The function `(token_ids [batch, length], batch_seed) -> (x, mask_ids, mask_weights)`."""
+        options = self.options
+        tokenizer = self.tokenizer
+        special_ids = tf.constant(self._special_ids(), dtype=tf.int32)
+        vocabulary_size = len(self.vocabulary)
+        selections = int(options["mask_selection_length"])
+        rate = float(options["mask_selection_rate"])
+        mask_rate = float(options["mask_token_rate"])
+        random_rate = float(options["random_token_rate"])
+
+        def mask(token_ids: tf.Tensor, batch_seed: tf.Tensor):
+            keys = tf.random.experimental.stateless_split(tf.stack([batch_seed, tf.constant(seed, tf.int64)]), 4)
+            shape = tf.shape(token_ids)
+            selectable = tf.reduce_all(token_ids[..., None] != special_ids, axis=-1)
+            selected = selectable & (tf.random.stateless_uniform(shape, keys[0]) < rate)
+            # Keep at most `selections` of them, chosen at random: the top-k of random priorities.
+            priority = tf.where(selected, tf.random.stateless_uniform(shape, keys[1]), -1.0)
+            top, positions = tf.math.top_k(priority, k=selections)
+            weights = top >= 0.0
+            positions = tf.where(weights, positions, 0)
+            mask_ids = tf.where(weights, tf.gather(token_ids, positions, batch_dims=1), 0)
+            draw = tf.random.stateless_uniform(tf.shape(positions), keys[2])
+            random_tokens = tf.random.stateless_uniform(
+                tf.shape(positions), keys[3], minval=0, maxval=vocabulary_size, dtype=tf.int32
+            )
+            replacement = tf.where(
+                draw < mask_rate,
+                tokenizer.mask_token_id,
+                tf.where(draw < mask_rate + random_rate, random_tokens, mask_ids),
+            )
+            # Unused slots point at position 0 ([CLS], never selected) and write its own value back.
+            replacement = tf.where(weights, replacement, token_ids[:, :1])
+            rows = tf.broadcast_to(tf.range(shape[0])[:, None], tf.shape(positions))
+            masked = tf.tensor_scatter_nd_update(token_ids, tf.stack([rows, positions], axis=-1), replacement)
+            x = {
+                "token_ids": masked,
+                "padding_mask": token_ids != tokenizer.pad_token_id,
+                "segment_ids": tf.zeros_like(token_ids),
+                "mask_positions": positions,
+            }
+            return x, mask_ids, tf.cast(weights, tf.float32)
+
+        return mask
+
+    # --- Model --------------------------------------------------------------------------------------
+
+    def build_model(self) -> keras.Model:
+        if self.vocabulary is None:
+            raise ValueError("the wikitext2 task has no vocabulary yet: call prepare() or load_assets() first")
+        model_kwargs = {k: v for k, v in self.model_options.items() if k in MODEL_OPTIONS}
+        return build_model(
+            self.model_name,
+            vocabulary_size=len(self.vocabulary),
+            sequence_length=int(self.options["sequence_length"]),
+            **model_kwargs,
+        )
+
+    def loss(self) -> keras.losses.Loss:
+        # BertMaskedLM returns logits; per-example losses are [batch, mask_selection_length].
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+
+    def metrics(self) -> list[keras.metrics.Metric]:
+        return [keras.metrics.SparseCategoricalAccuracy(name="masked_accuracy")]
+
+    def baseline_accuracy(self, examples: Examples, split: str, *, batch_size: int = 256, seed: int = 0) -> float:
+        """Masked-token accuracy of always predicting the most frequent training token, on `split`.
+
+        Uses the evaluation masks of `dataset(..., training=False, seed=seed)`, so it is
+        comparable with a model evaluated on the same split with the same seed.
+        """
+        if self.baseline is None:
+            raise ValueError("no baseline token: call prepare() (or load_assets() on its assets) first")
+        token = self.baseline["most_frequent_token_id"]
+        hits = total = 0.0
+        batches = self.dataset(examples, split, batch_size=batch_size, training=False, seed=seed)
+        for _, mask_ids, weights in batches.as_numpy_iterator():
+            hits += float(((mask_ids == token) * weights).sum())
+            total += float(weights.sum())
+        if total == 0:
+            raise ValueError(f"split {split!r} has no maskable tokens")
+        return hits / total
+
+
+def _read_text(examples: Examples, split: str) -> tf.data.Dataset:
+    """The `text` feature of a split, one scalar string a line."""
+    files = examples.split_files(split)
+    records = tf.data.TFRecordDataset(files, compression_type="GZIP")
+    spec = {"text": tf.io.FixedLenFeature([], tf.string)}
+    return records.map(lambda record: tf.io.parse_single_example(record, spec)["text"])

@@ -1,0 +1,60 @@
+"""One process of a training cluster: `python -m components.trainer.worker SPEC.json`.
+
+The role comes from `TF_CONFIG`: under `parameter_server`, `worker` and `ps` tasks run a
+`tf.distribute.Server` until they are stopped and the `chief` coordinates; under
+`multi_worker_mirrored` every worker runs the training loop. The spec (written by the
+launcher, or by a Kubernetes job) names the artifacts and the training configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+from components.trainer import loop
+from components.trainer.tasks import TASKS
+from components.trainer.tasks.base import Task
+from components.util.schema import load_schema
+from pipeline.dsl.artifacts import Examples, Model, ModelRun
+
+
+def load_task(name: str, schema_file: str | Path, model_name: str | None, model_options: dict | None) -> Task:
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
+    module_name, class_name = TASKS[name].split(":")
+    module = __import__(module_name, fromlist=[class_name])
+    return getattr(module, class_name)(load_schema(schema_file), model_name, model_options)
+
+
+def main(argv: list[str]) -> int:
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    kflow = logging.getLogger("kflow")
+    kflow.addHandler(handler)
+    kflow.setLevel(logging.INFO)
+    kflow.propagate = False
+    spec = json.loads(Path(argv[0]).read_text())
+    config = loop.TrainConfig(**spec["config"])
+    cluster = loop.tf_config()
+    kind = (cluster.get("task") or {}).get("type")
+    if config.strategy == "parameter_server" and kind in ("worker", "ps"):
+        workers = len(cluster["cluster"].get("worker", []))
+        loop.run_server(threads=max(workers + 1, 4))
+        return 0
+    task = load_task(spec["task"], spec["schema_file"], spec.get("model_name"), spec.get("model_options"))
+    loop.train(
+        task,
+        examples=Examples(spec["examples"]),
+        model=Model(spec["model"]),
+        model_run=ModelRun(spec["model_run"]),
+        config=config,
+        working_dir=Path(spec["working_dir"]) if spec.get("working_dir") else None,
+        assets_dir=Path(spec["assets_dir"]) if spec.get("assets_dir") else None,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,247 @@
+"""The WikiText-2 ingest executor: finds the corpus, filters its lines, writes them as TFRecord Examples.
+
+The driver only finds the files and cuts each into chunks of CHUNK_LINES lines (byte
+ranges; with `deduplicate`, it also marks the lines that repeat an earlier one, which
+needs the whole corpus). The Beam pipeline of components/util/beam_ingest.py then reads,
+decodes, filters and serialises each chunk in a worker. Filters, in order, the first
+that applies being the line's reason:
+
+    non_utf8 (invalid) → blank → heading → too_short (< min_chars) → too_long (> max_chars) → duplicate
+
+Lengths are counted in characters on the line as read, without its newline (the Keras
+MLM guide keeps `len > 100`, hence min_chars=101); the text written is stripped.
+Splits: the source's train/valid/test lines go to train/eval/test.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tensorflow_metadata.proto.v0 import schema_pb2
+
+from components.util import beam_ingest
+from components.util.beam_ingest import FILTERED, INVALID, make_reject, raw_text
+from components.util.source_resolution import find_source, missing_source_error
+from pipeline.dsl.artifacts import Examples, Rejects, Schema
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("auto", "download")
+SPLITS = {"train": "train", "valid": "eval", "test": "test"}  # Source split → output split.
+# The file names of each layout, by source split: the shared copy, the official tokenized zip, the raw zip.
+LAYOUTS = (
+    {"train": "train.txt", "valid": "valid.txt", "test": "test.txt"},
+    {split: f"wiki.{split}.tokens" for split in SPLITS},
+    {split: f"wiki.{split}.raw" for split in SPLITS},
+)
+# The usual folder names, including where keras.utils.get_file(extract=True) extracts the zip.
+FOLDERS = ("wikitext-2", "wikitext-2-v1", "wikitext-2-raw", "wikitext-2-raw-v1", "wikitext-2-v1_extracted")
+DOWNLOAD_URL = "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-v1.zip"
+CHUNK_LINES = 4000
+_HEADING = re.compile(r"^\s*(=\s)+.*?(\s=)+\s*$")
+_FEATURES = {"text": schema_pb2.BYTES, "key": schema_pb2.BYTES}
+
+
+def run(
+    *,
+    examples: Examples,
+    schema: Schema,
+    rejects: Rejects,
+    source_path: str | None = None,
+    source_format: str = "auto",
+    split: dict[str, int] | None = None,
+    shards_per_split: int = 2,
+    max_records: int | None = None,
+    min_chars: int = 101,
+    max_chars: int | None = None,
+    drop_headings: bool = True,
+    drop_blank: bool = True,
+    deduplicate: bool = False,
+    max_invalid_fraction: float = 0.01,
+    beam_args: list[str] | tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Ingests WikiText-2; returns {"read": N, "train": n, "eval": n, "test": n, "rejected": r, "filtered": f}."""
+    _check_split(split)
+    beam_ingest.check_fraction("max_invalid_fraction", max_invalid_fraction)
+    for name, value in (("min_chars", min_chars), ("max_chars", max_chars), ("max_records", max_records)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    if max_chars is not None and max_chars < min_chars:
+        raise ValueError(f"max_chars ({max_chars}) is smaller than min_chars ({min_chars}): no line could pass")
+    proto = beam_ingest.copy_schema("wikitext2", schema, _FEATURES)
+    filters = Filters(
+        min_chars=max(min_chars, beam_ingest.text_min_chars(proto, "text")),
+        max_chars=max_chars,
+        drop_headings=drop_headings,
+        drop_blank=drop_blank,
+    )
+
+    files = resolve(source_path, source_format)
+    chunks, read = plan_chunks(files, max_records, deduplicate)
+    if read == 0:
+        raise ValueError(f"the WikiText-2 files {sorted(map(str, files.values()))} hold no lines")
+    log.info("wikitext2 ingest: %d lines in %d chunks from %s", read, len(chunks), files["train"].parent)
+    stats = beam_ingest.run_ingest_pipeline(
+        chunks=chunks,
+        process_chunk=ChunkProcessor(filters),
+        splits=tuple(SPLITS.values()),
+        shards=shards_per_split,
+        read=read,
+        examples=examples,
+        rejects=rejects,
+        beam_args=beam_args,
+    )
+    beam_ingest.check_invalid_fraction(stats, max_invalid_fraction, rejects)
+    return {
+        "read": read,
+        **stats["accepted"],
+        "rejected": sum(stats["rejected"].values()),
+        "invalid": sum(stats["invalid"].values()),
+        "filtered": sum(stats["filtered"].values()),
+    }
+
+
+def _check_split(split: dict[str, int] | None) -> None:
+    if split is None:
+        return
+    unusable = sorted(set(split) - {"train", "eval"})
+    if unusable:
+        raise ValueError(
+            f"data.split: wikitext2 uses the source's own train/valid/test files as train/eval/test, so it "
+            f"cannot use the split(s) {unusable} (data.split.test is for datasets without a test split: quora)"
+        )
+
+
+def resolve(source_path: str | None, source_format: str) -> dict[str, Path]:
+    """The three files of the corpus, by source split: explicit path → $KFLOW_DATA_DIR → caches → download."""
+    if source_format not in FORMATS:
+        raise ValueError(f"wikitext2: source_format must be one of {', '.join(FORMATS)}; got {source_format!r}")
+    folder = find_source("wikitext2", source_path, FOLDERS)
+    if folder is None and source_format == "download":
+        folder = _download()
+    if folder is None:
+        raise missing_source_error(
+            "wikitext2",
+            FOLDERS,
+            "train.txt, valid.txt and test.txt (or the official wiki.{train,valid,test}.tokens)",
+            "set data.source.format=download (needs internet)",
+        )
+    return find_files(folder)
+
+
+def find_files(folder: Path) -> dict[str, Path]:
+    """The three files of one layout in `folder` or in a wikitext-2*/ folder inside it."""
+    if folder.is_file():
+        raise ValueError(f"wikitext2: source_path {str(folder)!r} is a file; give the folder holding the three files")
+    for candidate in (folder, *(folder / name for name in FOLDERS)):
+        for layout in LAYOUTS:
+            if all((candidate / name).is_file() for name in layout.values()):
+                return {split: candidate / name for split, name in layout.items()}
+    expected = " or ".join("/".join(layout.values()) for layout in LAYOUTS)
+    raise ValueError(f"wikitext2: {folder} does not hold the WikiText-2 files ({expected})")
+
+
+def _download() -> Path:
+    import keras
+
+    archive = keras.utils.get_file("wikitext-2-v1.zip", DOWNLOAD_URL, extract=True)
+    return Path(archive).parent if Path(archive).is_file() else Path(archive)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    path: str
+    source_split: str
+    start: int  # Byte offsets of the chunk's lines in the file.
+    stop: int
+    first_line: int  # 1-based number of the chunk's first line.
+    duplicates: frozenset[int] = frozenset()  # Line numbers that repeat an earlier line.
+
+
+def plan_chunks(files: dict[str, Path], max_records: int | None, deduplicate: bool) -> tuple[list[Chunk], int]:
+    """Cuts each file into chunks of CHUNK_LINES lines; returns them and the number of lines read."""
+    chunks, read, seen = [], 0, set()
+    for source_split, path in files.items():
+        lines = path.read_bytes().split(b"\n")
+        if lines and lines[-1] == b"":  # The file's final newline ends its last line.
+            lines.pop()
+        if max_records is not None:
+            lines = lines[:max_records]
+        read += len(lines)
+        offset = 0
+        for first in range(0, len(lines), CHUNK_LINES):
+            block = lines[first : first + CHUNK_LINES]
+            size = sum(map(len, block)) + len(block)
+            duplicates = set()
+            if deduplicate:
+                for number, line in enumerate(block, first + 1):
+                    if line in seen:
+                        duplicates.add(number)
+                    seen.add(line)
+            chunks.append(Chunk(str(path), source_split, offset, offset + size, first + 1, frozenset(duplicates)))
+            offset += size
+    return chunks, read
+
+
+@dataclass(frozen=True)
+class Filters:
+    min_chars: int = 101
+    max_chars: int | None = None
+    drop_headings: bool = True
+    drop_blank: bool = True
+
+    def reason(self, line: str) -> str | None:
+        """The policy reason to drop a decoded line, or None to keep it."""
+        stripped = line.strip()
+        if not stripped:
+            return "blank" if self.drop_blank else "empty"  # An empty text is never written (schema min_chars=1).
+        if self.drop_headings and _HEADING.match(line):
+            return "heading"
+        if len(line) < self.min_chars:
+            return "too_short"
+        if self.max_chars is not None and len(line) > self.max_chars:
+            return "too_long"
+        return None
+
+
+class ChunkProcessor:
+    """Reads a chunk's lines, filters them and serialises the kept ones as Examples."""
+
+    def __init__(self, filters: Filters):
+        self.filters = filters
+
+    def __call__(self, chunk: Chunk) -> tuple[list, list]:
+        from tensorflow.core.example import example_pb2
+
+        with open(chunk.path, "rb") as file:
+            file.seek(chunk.start)
+            data = file.read(chunk.stop - chunk.start)
+        lines = data.split(b"\n")[: data.count(b"\n")] if data.endswith(b"\n") else data.split(b"\n")
+        name = Path(chunk.path).name
+        group = SPLITS[chunk.source_split]
+        accepted, found = [], []
+        for number, raw in enumerate(lines, chunk.first_line):
+            raw = raw.removesuffix(b"\r")
+            position = f"{name}:{number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                found.append(make_reject("non_utf8", INVALID, position, raw_text(raw), error=str(error)))
+                continue
+            reason = self.filters.reason(line)
+            if reason is None and number in chunk.duplicates:
+                reason = "duplicate"
+            if reason is not None:
+                found.append(make_reject(reason, FILTERED, position, line, chars=len(line)))
+                continue
+            key = f"{chunk.source_split}-{number:07d}"
+            example = example_pb2.Example()
+            features = example.features.feature
+            features["text"].bytes_list.value.append(line.strip().encode("utf-8"))
+            features["key"].bytes_list.value.append(key.encode())
+            accepted.append((key, group, example.SerializeToString()))
+        return accepted, found

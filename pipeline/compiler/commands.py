@@ -1,0 +1,51 @@
+"""`kflow compile` and `kflow submit`: the config → the compiled pipeline.yaml → a run on KFP."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pipeline.compiler.pipeline_builder import DistributedTraining, compile_pipeline
+from pipeline.compiler.settings import load_compile_config
+from pipeline.standard_pipeline import build_pipeline
+
+TRAIN_NODE = "train"
+
+
+def compile_config(config_path: str, output: str | Path, overrides: list[str], image: str | None = None) -> Path:
+    """Compiles a config file to KFP v2 IR YAML at `output`."""
+    config, settings = load_compile_config(config_path, overrides, image)
+    distributed = {}
+    trainer = config.trainer
+    workers, parameter_servers = int(trainer.get("workers", 1)), int(trainer.get("parameter_servers", 0))
+    # On a cluster the multi-process strategies run as a TFJob laid out like the Trainer's local cluster;
+    # multi_worker_mirrored with a single worker trains in the task's own pod.
+    if trainer["strategy"] == "parameter_server" or (trainer["strategy"] == "multi_worker_mirrored" and workers > 1):
+        distributed[TRAIN_NODE] = DistributedTraining(trainer["strategy"], workers, parameter_servers)
+    return compile_pipeline(build_pipeline(config), settings, output, distributed)
+
+
+def compile_command(args: argparse.Namespace) -> int:
+    path = compile_config(args.config, args.output, args.overrides, args.image)
+    print(f"compiled {args.config} to {path}")
+    return 0
+
+
+def submit_command(args: argparse.Namespace) -> int:
+    from pipeline.kubeflow.submit import SubmissionFailed, submit_package
+
+    with tempfile.TemporaryDirectory() as scratch:
+        package = compile_config(
+            args.config, args.output or Path(scratch) / "pipeline.yaml", args.overrides, args.image
+        )
+        run_name = args.run_name or f"{Path(args.config).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+        try:
+            run_id = submit_package(package, args.endpoint, args.experiment, run_name, args.namespace)
+        except SubmissionFailed as error:
+            print(f"kflow: {error}", file=sys.stderr)
+            return 1
+    print(f"submitted run {run_name!r} (id {run_id}) to experiment {args.experiment!r} at {args.endpoint}")
+    return 0

@@ -1,0 +1,92 @@
+"""A pipeline node (a kflow component spec bound to parameters) → a KFP container component.
+
+The KFP SDK builds container components from a function's signature: `Input[Dataset]`
+and `Output[Model]` annotations become typed artifacts, `int`/`str`/`dict`/... become
+typed parameters. We build that function with a synthetic `__signature__` from the
+component's spec rather than writing the IR by hand, so KFP itself checks the types,
+the placeholders and the wiring, and its output stays valid as the IR evolves.
+
+Parameters whose value is None (unset optional ones) are left out of the KFP interface;
+the entrypoint then binds the spec's default, as `kflow run` does.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from kfp import dsl
+from kfp.dsl.container_component_class import ContainerComponent
+
+from pipeline.compiler.container_args import ENTRYPOINT, TFJOB_LAUNCHER, entrypoint_args, tfjob_launcher_args
+from pipeline.compiler.settings import KubeflowSettings
+from pipeline.dsl.artifacts import Artifact
+from pipeline.dsl.component import Component
+
+KFP_ARTIFACT_CLASSES: dict[str, type[dsl.Artifact]] = {
+    cls.schema_title: cls for cls in (dsl.Artifact, dsl.Dataset, dsl.Model, dsl.Metrics)
+}
+
+
+def kfp_artifact_class(kind: type[Artifact]) -> type[dsl.Artifact]:
+    try:
+        return KFP_ARTIFACT_CLASSES[kind.kfp_schema_title]
+    except KeyError:
+        raise ValueError(
+            f"artifact type {kind.type_name} maps to KFP schema {kind.kfp_schema_title!r}, "
+            f"which the compiler does not know (known: {', '.join(sorted(KFP_ARTIFACT_CLASSES))})"
+        ) from None
+
+
+def component_path(node: Component) -> str:
+    """`package.module:Class` of the node's component, as the entrypoint imports it."""
+    return f"{type(node).__module__}:{type(node).__qualname__}"
+
+
+def build_container_component(
+    node: Component, settings: KubeflowSettings, tfjob: dict[str, Any] | None = None
+) -> ContainerComponent:
+    """The KFP component running `node`; with `tfjob` ({"strategy": s, "workers": n, "parameter_servers": m}) it
+    launches a TFJob whose replicas run the entrypoint instead of running it in the task's pod."""
+    spec = node.spec
+    parameters = {name: value for name, value in node.parameters.items() if value is not None}
+    signature = inspect.Signature(
+        [_kw(name, dsl.Input[kfp_artifact_class(kind)]) for name, kind in spec.inputs.items()]
+        + [_kw(name, dsl.Output[kfp_artifact_class(kind)]) for name, kind in spec.outputs.items()]
+        + [_kw(name, spec.parameters[name].type) for name in parameters]
+    )
+    inputs, outputs = list(spec.inputs), list(spec.outputs)
+
+    def container(*placeholders: Any) -> dsl.ContainerSpec:
+        bound = dict(zip([*inputs, *outputs, *parameters], placeholders, strict=True))
+        args = entrypoint_args(
+            component_path(node),
+            inputs={name: bound[name] for name in inputs},
+            outputs={name: bound[name] for name in outputs},
+            parameters={name: bound[name] for name in parameters},
+        )
+        if tfjob is None:
+            return dsl.ContainerSpec(image=settings.image, command=list(ENTRYPOINT), args=args)
+        launcher = tfjob_launcher_args(
+            job_prefix=node.id,
+            strategy=tfjob["strategy"],
+            workers=tfjob["workers"],
+            parameter_servers=tfjob["parameter_servers"],
+            image=settings.image,
+            namespace=settings.namespace,
+            shared_volume_claim=settings.tfjob.shared_volume_claim,
+            shared_mount_path=settings.tfjob.shared_mount_path,
+            timeout_seconds=settings.tfjob.timeout_seconds,
+            service_account=settings.tfjob.service_account,
+            entrypoint=[*ENTRYPOINT, *args],
+        )
+        return dsl.ContainerSpec(image=settings.image, command=list(TFJOB_LAUNCHER), args=launcher)
+
+    container.__name__ = container.__qualname__ = node.id.replace("-", "_")
+    container.__doc__ = (type(node).__doc__ or type(node).__name__).strip().splitlines()[0]
+    container.__signature__ = signature  # type: ignore[attr-defined]
+    return dsl.container_component(container)
+
+
+def _kw(name: str, annotation: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation)

@@ -1,0 +1,65 @@
+"""The command line a compiled task runs: the container entrypoint and its arguments.
+
+Every task runs `python -m pipeline.runners.kfp_entrypoint` with the component's class
+path, one `--input name=PATH` per input artifact, one `--output name=PATH` per output
+artifact and one `--parameter name=VALUE` per parameter; KFP substitutes the
+placeholders (`{{$.inputs.artifacts['examples'].path}}`, ...) at run time. The Trainer
+with several workers runs the TFJob launcher instead, with the same arguments after
+its own options, so the TFJob replicas run the very same entrypoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+ENTRYPOINT = ["python", "-m", "pipeline.runners.kfp_entrypoint"]
+TFJOB_LAUNCHER = ["python", "-m", "pipeline.kubeflow.tfjob_launcher"]
+
+
+def entrypoint_args(
+    component_path: str,
+    inputs: Mapping[str, Any],
+    outputs: Mapping[str, Any],
+    parameters: Mapping[str, Any],
+) -> list[str]:
+    """Arguments of the entrypoint; `inputs`/`outputs` hold KFP artifact channels, `parameters` placeholders."""
+    args = ["--component", component_path]
+    for name, artifact in inputs.items():
+        args += ["--input", f"{name}={artifact.path}"]
+    for name, artifact in outputs.items():
+        args += ["--output", f"{name}={artifact.path}"]
+    for name, placeholder in parameters.items():
+        args += ["--parameter", f"{name}={placeholder}"]
+    return args
+
+
+def tfjob_launcher_args(
+    *,
+    job_prefix: str,
+    strategy: str,
+    workers: int,
+    parameter_servers: int,
+    image: str,
+    namespace: str,
+    shared_volume_claim: str,
+    shared_mount_path: str,
+    timeout_seconds: int,
+    service_account: str,
+    entrypoint: list[str],
+) -> list[str]:
+    """Options of the TFJob launcher, followed by `--` and the entrypoint arguments each replica runs."""
+    return [
+        f"--job-prefix={job_prefix}",
+        f"--strategy={strategy}",
+        f"--workers={workers}",
+        f"--parameter-servers={parameter_servers}",
+        f"--image={image}",
+        f"--namespace={namespace}",
+        f"--shared-volume-claim={shared_volume_claim}",
+        f"--shared-mount-path={shared_mount_path}",
+        f"--timeout-seconds={timeout_seconds}",
+        f"--service-account={service_account}",
+        "--",
+        *entrypoint,
+    ]

@@ -1,0 +1,112 @@
+"""A kflow `Pipeline` (a DAG of component nodes) → a KFP pipeline → `pipeline.yaml` (KFP v2 IR).
+
+One KFP task per node, named after the node (`ingest`, `train`, `evaluate`); artifacts
+flow along the DAG's channels; parameters are the config's values, baked in as
+constants; caching and resource requests come from the `kubeflow` settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from kfp import compiler, dsl
+from kfp.dsl.graph_component import GraphComponent
+
+from pipeline.compiler.component_builder import build_container_component
+from pipeline.compiler.settings import KubeflowSettings, Resources
+from pipeline.dsl.dag import Pipeline
+from pipeline.kubeflow.tfjob import replica_counts
+
+
+@dataclass(frozen=True)
+class DistributedTraining:
+    """A node that runs as a TFJob (see pipeline.kubeflow.tfjob.replica_counts for its replicas)."""
+
+    strategy: str
+    workers: int
+    parameter_servers: int = 0
+
+    def __post_init__(self) -> None:
+        replica_counts(self.strategy, self.workers, self.parameter_servers)  # Raises ValueError when unusable.
+
+
+def build_kfp_pipeline(
+    pipeline: Pipeline,
+    settings: KubeflowSettings,
+    distributed: Mapping[str, DistributedTraining] | None = None,
+) -> GraphComponent:
+    distributed = dict(distributed or {})
+    unknown = set(distributed) - {node.id for node in pipeline.components}
+    if unknown:
+        raise ValueError(f"distributed training asked for unknown components {sorted(unknown)}")
+    nodes = pipeline.topological_order()
+    components = {
+        node.id: build_container_component(
+            node,
+            settings,
+            tfjob=None
+            if node.id not in distributed
+            else {
+                "strategy": distributed[node.id].strategy,
+                "workers": distributed[node.id].workers,
+                "parameter_servers": distributed[node.id].parameter_servers,
+            },
+        )
+        for node in nodes
+    }
+
+    def body():  # KFP reads the return annotation: none here, as the pipeline has no outputs.
+        tasks: dict[str, dsl.PipelineTask] = {}
+        for node in nodes:
+            arguments = {name: tasks[channel.producer].outputs[channel.output] for name, channel in node.inputs.items()}
+            arguments.update({name: value for name, value in node.parameters.items() if value is not None})
+            task = components[node.id](**arguments)
+            task.set_caching_options(settings.caching)
+            _apply_resources(task, settings.resources_for(node.id))
+            if node.id in distributed:
+                # The launcher shares artifacts with the TFJob's replicas through this volume. This is the
+                # platform config kfp-kubernetes' `mount_pvc` writes (the compiler emits it as a PlatformSpec).
+                task.platform_config = {
+                    "kubernetes": {
+                        "pvcMount": [
+                            {
+                                "constant": settings.tfjob.shared_volume_claim,
+                                "mountPath": settings.tfjob.shared_mount_path,
+                            }
+                        ]
+                    }
+                }
+            tasks[node.id] = task
+
+    body.__name__ = pipeline.name.replace("-", "_")
+    description = f"kflow pipeline {pipeline.name!r}: {' -> '.join(node.id for node in nodes)}"
+    return dsl.pipeline(name=pipeline.name, description=description)(body)
+
+
+def compile_pipeline(
+    pipeline: Pipeline,
+    settings: KubeflowSettings,
+    package_path: str | Path,
+    distributed: Mapping[str, DistributedTraining] | None = None,
+) -> Path:
+    """Writes the KFP v2 IR YAML of `pipeline` to `package_path` and returns the path."""
+    package_path = Path(package_path)
+    package_path.parent.mkdir(parents=True, exist_ok=True)
+    compiler.Compiler().compile(build_kfp_pipeline(pipeline, settings, distributed), str(package_path))
+    return package_path
+
+
+def _apply_resources(task: dsl.PipelineTask, resources: Resources) -> None:
+    if resources.cpu:
+        task.set_cpu_request(resources.cpu)
+    if resources.cpu_limit:
+        task.set_cpu_limit(resources.cpu_limit)
+    if resources.memory:
+        task.set_memory_request(resources.memory)
+    if resources.memory_limit:
+        task.set_memory_limit(resources.memory_limit)
+    if resources.gpu:
+        task.set_accelerator_type(resources.gpu_type)
+        task.set_accelerator_limit(resources.gpu)

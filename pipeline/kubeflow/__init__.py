@@ -1,0 +1,1 @@
+"""Talking to a Kubeflow cluster: run submission and multi-worker training as a TFJob."""

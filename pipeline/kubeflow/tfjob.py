@@ -1,0 +1,177 @@
+"""Multi-worker training on a cluster as a Kubeflow Training Operator `TFJob` (kubeflow.org/v1).
+
+`render_tfjob` turns deploy/tfjob.template.yaml into the manifest of one job whose replicas
+all run the same command in the same image, laid out like the Trainer's local cluster:
+`multi_worker_mirrored` → `workers` Workers (worker 0 writes the outputs);
+`parameter_server` → a Chief (the coordinator, which writes the outputs), `workers` Workers
+and `parameter_servers` PS. The operator derives each replica's TF_CONFIG
+(`operator_tf_config` shows what it will be). `wait_for_tfjob`
+follows the job through the Kubernetes API, logs its pods' phases and, at the end,
+their logs, and raises `TFJobFailed` when the job fails or times out.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+log = logging.getLogger("kflow")
+
+GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "tfjobs"
+DEFAULT_TEMPLATE = Path(__file__).resolve().parents[2] / "deploy" / "tfjob.template.yaml"
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+PORT = 2222
+
+
+class TFJobFailed(RuntimeError):
+    pass
+
+
+STRATEGIES = ("multi_worker_mirrored", "parameter_server")
+
+
+def replica_counts(strategy: str, workers: int, parameter_servers: int) -> dict[str, int]:
+    """The TFJob's replicas for a Trainer strategy, as the Trainer's local launcher lays out its cluster."""
+    if strategy == "multi_worker_mirrored":
+        if workers < 2:
+            raise ValueError(f"multi_worker_mirrored on a TFJob needs workers ≥ 2 (got {workers})")
+        return {"Worker": workers}
+    if strategy == "parameter_server":
+        if workers < 1 or parameter_servers < 1:
+            raise ValueError(
+                f"parameter_server needs workers ≥ 1 and parameter_servers ≥ 1 (got {workers}, {parameter_servers})"
+            )
+        return {"Chief": 1, "Worker": workers, "PS": parameter_servers}
+    raise ValueError(f"strategy {strategy!r} does not run as a TFJob (choose from {', '.join(STRATEGIES)})")
+
+
+def writer_pod(name: str, replicas: dict[str, int]) -> str:
+    """The pod whose outputs are the job's: the Chief if there is one, else worker 0."""
+    return f"{name}-chief-0" if replicas.get("Chief") else f"{name}-worker-0"
+
+
+@dataclass(frozen=True)
+class TFJobRequest:
+    name: str
+    namespace: str
+    image: str
+    command: list[str]  # Kubernetes expands $(POD_NAME) in it.
+    replicas: dict[str, int]
+    shared_volume_claim: str = "kflow-shared"
+    shared_mount_path: str = "/mnt/kflow-shared"
+    service_account: str | None = None
+    resources: dict[str, Any] = field(default_factory=dict)  # Kubernetes `resources` of each replica.
+
+    def __post_init__(self) -> None:
+        unknown = set(self.replicas) - {"Chief", "Worker", "PS"}
+        if unknown or not self.replicas or min(self.replicas.values()) < 1:
+            raise ValueError(f"replicas must map Chief/Worker/PS to counts ≥ 1 (got {self.replicas})")
+        if not self.command:
+            raise ValueError("the replicas' command must not be empty")
+
+
+def render_tfjob(request: TFJobRequest, template: Path = DEFAULT_TEMPLATE) -> dict[str, Any]:
+    """The TFJob manifest for `request`, built from the template's pod spec."""
+    manifest = yaml.safe_load(Path(template).read_text())
+    replica_template = manifest["spec"]["tfReplicaSpecs"].pop("Worker")
+    if set(manifest["spec"]["tfReplicaSpecs"]):
+        raise ValueError(f"{template}: tfReplicaSpecs must hold only the Worker template")
+    manifest["metadata"]["name"] = request.name
+    manifest["metadata"]["namespace"] = request.namespace
+    replicas = {}
+    for replica_type, count in request.replicas.items():
+        spec = copy.deepcopy(replica_template)
+        spec["replicas"] = count
+        pod = spec["template"]["spec"]
+        if request.service_account:
+            pod["serviceAccountName"] = request.service_account
+        (container,) = [c for c in pod["containers"] if c["name"] == "tensorflow"]
+        container["image"] = request.image
+        container["command"] = list(request.command)
+        container["resources"] = copy.deepcopy(request.resources)
+        for mount in container.get("volumeMounts", []):
+            if mount["name"] == "kflow-shared":
+                mount["mountPath"] = request.shared_mount_path
+        for volume in pod.get("volumes", []):
+            if volume["name"] == "kflow-shared":
+                volume["persistentVolumeClaim"]["claimName"] = request.shared_volume_claim
+        replicas[replica_type] = spec
+    manifest["spec"]["tfReplicaSpecs"] = replicas
+    return manifest
+
+
+def operator_tf_config(manifest: dict[str, Any], replica_type: str, index: int) -> dict[str, Any]:
+    """The TF_CONFIG the Training Operator injects into replica `index` of `replica_type`."""
+    name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
+    cluster = {
+        kind.lower(): [f"{name}-{kind.lower()}-{i}.{namespace}.svc:{PORT}" for i in range(spec["replicas"])]
+        for kind, spec in manifest["spec"]["tfReplicaSpecs"].items()
+    }
+    if replica_type not in manifest["spec"]["tfReplicaSpecs"]:
+        raise ValueError(f"the job has no {replica_type} replicas")
+    return {"cluster": cluster, "task": {"type": replica_type.lower(), "index": index}, "environment": "cloud"}
+
+
+def job_state(job: dict[str, Any]) -> str | None:
+    """`Succeeded` or `Failed` once the job finished (its last true condition), else None."""
+    for condition in reversed(job.get("status", {}).get("conditions", [])):
+        if condition.get("status") == "True" and condition.get("type") in ("Succeeded", "Failed"):
+            return condition["type"]
+    return None
+
+
+def create_tfjob(custom_api: Any, manifest: dict[str, Any]) -> dict[str, Any]:
+    namespace = manifest["metadata"]["namespace"]
+    return custom_api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, manifest)
+
+
+def wait_for_tfjob(
+    custom_api: Any,
+    core_api: Any,
+    name: str,
+    namespace: str,
+    timeout: float,
+    poll_seconds: float = 10.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Waits until the TFJob `name` finished; returns it, or raises TFJobFailed (failure or timeout).
+
+    `custom_api` is a kubernetes.client.CustomObjectsApi and `core_api` a CoreV1Api (or
+    stand-ins with the same methods). Pod phases are logged when they change, and every
+    pod's log is logged at the end, so the KFP task's log tells what happened.
+    """
+    deadline = clock() + timeout
+    phases: dict[str, str] = {}
+    while True:
+        job = custom_api.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        pods = core_api.list_namespaced_pod(namespace, label_selector=f"{JOB_NAME_LABEL}={name}").items
+        for pod in pods:
+            if phases.get(pod.metadata.name) != pod.status.phase:
+                phases[pod.metadata.name] = pod.status.phase
+                log.info("tfjob %s: pod %s is %s", name, pod.metadata.name, pod.status.phase)
+        state = job_state(job)
+        if state is not None or clock() >= deadline:
+            break
+        sleep(poll_seconds)
+    for pod in pods:
+        try:
+            text = core_api.read_namespaced_pod_log(pod.metadata.name, namespace, tail_lines=200)
+        except Exception as error:  # A pod that never started has no log; say so and go on.
+            text = f"(no log: {error})"
+        log.info("tfjob %s: log of %s:\n%s", name, pod.metadata.name, text)
+    if state == "Succeeded":
+        return job
+    failed = sorted(pod.metadata.name for pod in pods if pod.status.phase == "Failed")
+    if state == "Failed":
+        message = json.dumps(job.get("status", {}).get("conditions", [])[-1:])
+        raise TFJobFailed(f"TFJob {namespace}/{name} failed (failed pods: {failed or 'none'}): {message}")
+    raise TFJobFailed(f"TFJob {namespace}/{name} did not finish within {timeout:.0f} s (pod phases: {phases})")

@@ -1,0 +1,145 @@
+"""The container entrypoint of compiled pipelines: runs one component, as `kflow run` does.
+
+    python -m pipeline.runners.kfp_entrypoint --component components.trainer.component:Trainer \\
+        --input examples=/gcs/.../examples --output model=/gcs/.../model --parameter epochs=20
+
+It builds the typed artifacts from the paths KFP substitutes, reads each parameter's
+text by the type its spec declares, binds defaults and checks types exactly as a
+pipeline node does, and calls the executor through `invoke_executor`, the same
+function the local runner uses: one code path, two runners. Exits 1 (with the
+traceback) when the executor fails, 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from pipeline.dsl.component import Channel, Component
+from pipeline.runners.node_runner import invoke_executor
+
+log = logging.getLogger("kflow")
+
+
+def load_component(path: str) -> type[Component]:
+    """Imports a component class named `package.module:Class`."""
+    module_name, _, class_name = path.partition(":")
+    if not class_name:
+        raise ValueError(f"component path {path!r} must look like 'package.module:Class'")
+    component = getattr(importlib.import_module(module_name), class_name, None)
+    if not (isinstance(component, type) and issubclass(component, Component)):
+        raise ValueError(f"{path!r} is not a kflow Component class")
+    return component
+
+
+def parse_parameter(name: str, kind: type, text: str) -> Any:
+    """A parameter's value from the text KFP substituted for `{{$.inputs.parameters[name]}}`."""
+    try:
+        if kind is str:
+            return text
+        if kind is bool:
+            if text.lower() not in ("true", "false"):
+                raise ValueError("expected true or false")
+            return text.lower() == "true"
+        if kind is int:
+            number = float(text)
+            if not number.is_integer():
+                raise ValueError("expected a whole number")
+            return int(number)
+        if kind is float:
+            return float(text)
+        return _whole_numbers_as_ints(json.loads(text))
+    except ValueError as error:
+        raise ValueError(f"parameter {name!r}: cannot read {text!r} as {kind.__name__}: {error}") from None
+
+
+def _whole_numbers_as_ints(value: Any) -> Any:
+    """The IR stores every number as a double (9 → 9.0); JSON-typed parameters get their ints back."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _whole_numbers_as_ints(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers_as_ints(item) for item in value]
+    return value
+
+
+def run_component(
+    component: type[Component],
+    inputs: dict[str, str],
+    outputs: dict[str, str],
+    parameter_texts: dict[str, str],
+) -> dict[str, Any]:
+    """Runs `component`'s executor on artifacts at the given paths; returns the executor's summary."""
+    spec = component.spec
+    for role, given, expected in (("input", inputs, spec.inputs), ("output", outputs, spec.outputs)):
+        if set(given) != set(expected):
+            raise ValueError(
+                f"{component.__name__}: {role}s {sorted(given)} given, the spec declares {sorted(expected)}"
+            )
+    unknown = set(parameter_texts) - set(spec.parameters)
+    if unknown:
+        raise ValueError(
+            f"{component.__name__}: unknown parameters {sorted(unknown)} (known: {sorted(spec.parameters)})"
+        )
+    values = {name: parse_parameter(name, spec.parameters[name].type, text) for name, text in parameter_texts.items()}
+    # Binding through a node applies the spec's defaults and type checks, exactly as in `kflow run`.
+    node = component(
+        "kfp", parameters=values, **{name: Channel("upstream", name, kind) for name, kind in spec.inputs.items()}
+    )
+    output_artifacts = {name: spec.outputs[name](path) for name, path in outputs.items()}
+    for artifact in output_artifacts.values():
+        artifact.path.mkdir(parents=True, exist_ok=True)
+    return invoke_executor(
+        spec.executor,
+        inputs={name: spec.inputs[name](path) for name, path in inputs.items()},
+        outputs=output_artifacts,
+        parameters=node.parameters,
+    )
+
+
+def _pairs(option: str, items: list[str]) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"{option} {item!r}: expected NAME=VALUE")
+        if name in pairs:
+            raise ValueError(f"{option} {name!r} given twice")
+        pairs[name] = value
+    return pairs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kfp_entrypoint", description=__doc__.splitlines()[0])
+    parser.add_argument("--component", required=True, help="package.module:Class")
+    parser.add_argument("--input", action="append", default=[], metavar="NAME=PATH")
+    parser.add_argument("--output", action="append", default=[], metavar="NAME=PATH")
+    parser.add_argument("--parameter", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--summary-file", help="also write the executor's summary here (JSON)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    try:
+        component = load_component(args.component)
+        inputs = _pairs("--input", args.input)
+        outputs = _pairs("--output", args.output)
+        parameters = _pairs("--parameter", args.parameter)
+    except (ValueError, ImportError) as error:
+        print(f"kfp_entrypoint: {error}", file=sys.stderr)
+        return 2
+    log.info("%s: running with inputs %s, outputs %s", args.component, inputs, outputs)
+    summary = run_component(component, inputs, outputs, parameters)
+    text = json.dumps(summary, indent=2, sort_keys=True, default=str)
+    print(text)
+    if args.summary_file:
+        Path(args.summary_file).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

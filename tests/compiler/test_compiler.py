@@ -1,0 +1,204 @@
+"""`kflow compile`: KFP v2 IR that kfp's own loaders and the pipeline_spec proto accept, matching the golden file."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from google.protobuf import json_format
+from kfp import compiler, components
+from kfp.pipeline_spec import pipeline_spec_pb2
+
+from pipeline.cli.main import main
+from pipeline.compiler import DistributedTraining, KubeflowSettings, compile_pipeline, load_compile_config
+from pipeline.compiler.component_builder import kfp_artifact_class
+from pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
+from pipeline.dsl.dag import Pipeline
+from tests.conftest import REPO
+from tests.pipeline.toy.components import Add, Produce
+
+DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
+MNIST = REPO / "pipeline" / "configs" / "mnist.yaml"
+GOLDEN = Path(__file__).parent / "golden" / "demo_pipeline.yaml"
+
+
+def compile_cli(config, output, *args):
+    return main(["compile", str(config), "-o", str(output), *map(str, args)])
+
+
+def load_ir(path):
+    (document, *platform) = list(yaml.safe_load_all(Path(path).read_text()))
+    return document, platform
+
+
+def test_demo_matches_the_golden_file(tmp_path):
+    """Regenerate with `KFLOW_UPDATE_GOLDEN=1 .venv/bin/pytest tests/compiler/test_compiler.py`."""
+    assert compile_cli(DEMO, tmp_path / "p.yaml") == 0
+    compiled = (tmp_path / "p.yaml").read_text()
+    if os.environ.get("KFLOW_UPDATE_GOLDEN"):
+        GOLDEN.write_text(compiled)
+    assert compiled == GOLDEN.read_text(), (
+        "compiled YAML changed; review it, then regenerate with KFLOW_UPDATE_GOLDEN=1"
+    )
+
+
+@pytest.mark.parametrize("config", [DEMO, MNIST], ids=["demo", "mnist"])
+def test_compiled_ir_parses_as_a_pipeline_spec_and_loads_in_kfp(config, tmp_path):
+    assert compile_cli(config, tmp_path / "p.yaml") == 0
+    ir, platform = load_ir(tmp_path / "p.yaml")
+    assert platform == []
+    spec = json_format.ParseDict(ir, pipeline_spec_pb2.PipelineSpec(), ignore_unknown_fields=False)
+    assert set(spec.root.dag.tasks) == {"ingest", "train", "evaluate"}
+    assert spec.deployment_spec["executors"]["exec-train"]["container"]["image"] == "kflow:0.1.0"
+    loaded = components.load_component_from_file(str(tmp_path / "p.yaml"))
+    assert loaded.name == config.stem
+    assert set(loaded.pipeline_spec.root.dag.tasks) == {"ingest", "train", "evaluate"}
+    # kfp's own compiler writes the loaded pipeline back unchanged.
+    compiler.Compiler().compile(loaded, str(tmp_path / "again.yaml"))
+    assert load_ir(tmp_path / "again.yaml")[0] == ir
+
+
+def test_tasks_are_wired_typed_and_run_the_entrypoint(tmp_path):
+    assert compile_cli(DEMO, tmp_path / "p.yaml", "--image", "registry.example/kflow:1.2.3") == 0
+    ir, _ = load_ir(tmp_path / "p.yaml")
+    tasks = ir["root"]["dag"]["tasks"]
+    assert tasks["train"]["dependentTasks"] == ["ingest"]
+    assert sorted(tasks["evaluate"]["dependentTasks"]) == ["ingest", "train"]
+    model_ref = tasks["evaluate"]["inputs"]["artifacts"]["model"]["taskOutputArtifact"]
+    assert model_ref == {"outputArtifactKey": "model", "producerTask": "train"}
+    train = ir["components"]["comp-train"]
+    assert train["inputDefinitions"]["artifacts"]["examples"]["artifactType"]["schemaTitle"] == "system.Dataset"
+    assert train["outputDefinitions"]["artifacts"]["model"]["artifactType"]["schemaTitle"] == "system.Model"
+    assert train["inputDefinitions"]["parameters"]["epochs"]["parameterType"] == "NUMBER_INTEGER"
+    assert train["inputDefinitions"]["parameters"]["learning_rate"]["parameterType"] == "NUMBER_DOUBLE"
+    assert ir["components"]["comp-ingest"]["inputDefinitions"]["parameters"]["split"]["parameterType"] == "STRUCT"
+    assert tasks["train"]["inputs"]["parameters"]["epochs"]["runtimeValue"]["constant"] == 20
+    container = ir["deploymentSpec"]["executors"]["exec-train"]["container"]
+    assert container["image"] == "registry.example/kflow:1.2.3"
+    assert container["command"] == ["python", "-m", "pipeline.runners.kfp_entrypoint"]
+    assert container["args"][:2] == ["--component", "components.trainer.component:Trainer"]
+    assert "model={{$.outputs.artifacts['model'].path}}" in container["args"]
+    assert "epochs={{$.inputs.parameters['epochs']}}" in container["args"]
+    # Unset optional parameters are left out: the entrypoint binds the spec's default, as `kflow run` does.
+    assert "steps_per_epoch" not in train["inputDefinitions"]["parameters"]
+
+
+def test_resources_caching_and_overrides_come_from_the_kubeflow_section(tmp_path):
+    code = compile_cli(
+        DEMO,
+        tmp_path / "p.yaml",
+        "--set",
+        "kubeflow={caching: false, resources: {train: {cpu: '2', memory: 4Gi, memory_limit: 8Gi, gpu: 1}}}",
+    )
+    assert code == 0
+    ir, _ = load_ir(tmp_path / "p.yaml")
+    assert {task["cachingOptions"].get("enableCache", False) for task in ir["root"]["dag"]["tasks"].values()} == {False}
+    resources = ir["deploymentSpec"]["executors"]["exec-train"]["container"]["resources"]
+    assert resources["cpuRequest"] == 2
+    assert resources["memoryRequest"] == pytest.approx(4 * 2**30 / 1e9)
+    assert resources["memoryLimit"] == pytest.approx(8 * 2**30 / 1e9)
+    assert resources["accelerator"]["resourceCount"] == "1"
+    assert resources["accelerator"]["resourceType"] == "nvidia.com/gpu"
+    assert "resources" not in ir["deploymentSpec"]["executors"]["exec-ingest"]["container"]
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ("kubeflow.resources.train.cpu=lots", "kubeflow.resources.train.cpu"),
+        ("kubeflow.resources.trian={cpu: '1'}", "kubeflow.resources"),
+        ("kubeflow.caching=maybe", "kubeflow.caching"),
+        ("kubeflow.imagee=x", "kubeflow"),
+    ],
+)
+def test_a_bad_kubeflow_field_exits_2_naming_it(override, field, tmp_path, capsys):
+    assert compile_cli(DEMO, tmp_path / "p.yaml", "--set", override) == 2
+    assert f"{field}:" in capsys.readouterr().err
+    assert not (tmp_path / "p.yaml").exists()
+
+
+def test_the_compiler_imports_neither_tensorflow_nor_executors(tmp_path):
+    code = (
+        "import sys; from pipeline.cli.main import main;"
+        f"assert main(['compile', {str(DEMO)!r}, '-o', {str(tmp_path / 'p.yaml')!r}]) == 0;"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'apache_beam')"
+        " or m.endswith('.executor'));"
+        "assert not bad, bad"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_every_artifact_type_maps_to_a_kfp_schema():
+    titles = {name: kfp_artifact_class(kind).schema_title for name, kind in ARTIFACT_TYPES.items()}
+    assert titles["Examples"] == "system.Dataset" and titles["Model"] == "system.Model"
+    assert titles["ModelEvaluation"] == "system.Metrics" and titles["Schema"] == "system.Artifact"
+
+    class Odd(Artifact):
+        type_name = "Odd"
+        kfp_schema_title = "system.Unknown"
+
+    with pytest.raises(ValueError, match="system.Unknown"):
+        kfp_artifact_class(Odd)
+
+
+def test_a_distributed_trainer_launches_a_tfjob_with_the_same_entrypoint(tmp_path):
+    produce = Produce("produce", parameters={"value": 3})
+    add = Add("add", left=produce.outputs["numbers"], right=produce.outputs["numbers"])
+    pipeline = Pipeline("toy", [produce, add])
+    settings = KubeflowSettings(image="img:1", namespace="team-a")
+    compile_pipeline(pipeline, settings, tmp_path / "p.yaml", {"add": DistributedTraining("parameter_server", 3, 1)})
+    ir, platform = load_ir(tmp_path / "p.yaml")
+    container = ir["deploymentSpec"]["executors"]["exec-add"]["container"]
+    assert container["command"] == ["python", "-m", "pipeline.kubeflow.tfjob_launcher"]
+    args = container["args"]
+    assert {
+        "--strategy=parameter_server",
+        "--workers=3",
+        "--parameter-servers=1",
+        "--namespace=team-a",
+        "--image=img:1",
+    } <= set(args)
+    entrypoint = args[args.index("--") + 1 :]
+    assert entrypoint[:5] == ["python", "-m", "pipeline.runners.kfp_entrypoint", "--component", f"{Add.__module__}:Add"]
+    mounts = platform[0]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]["exec-add"]["pvcMount"]
+    assert mounts == [{"constant": "kflow-shared", "mountPath": "/mnt/kflow-shared"}]
+    assert (
+        ir["deploymentSpec"]["executors"]["exec-produce"]["container"]["command"][-1]
+        == "pipeline.runners.kfp_entrypoint"
+    )
+    with pytest.raises(ValueError, match="workers"):
+        DistributedTraining("multi_worker_mirrored", 1)
+    with pytest.raises(ValueError, match="unknown components"):
+        compile_pipeline(
+            pipeline, settings, tmp_path / "q.yaml", {"nope": DistributedTraining("multi_worker_mirrored", 2)}
+        )
+
+
+def test_compile_writes_the_default_output_and_reports_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["compile", str(DEMO)]) == 0
+    assert json.loads(json.dumps(load_ir(tmp_path / "pipeline.yaml")[0]))["pipelineInfo"]["name"] == "demo"
+    assert "pipeline.yaml" in capsys.readouterr().out
+
+
+def test_trainer_workers_in_the_config_make_the_train_task_a_tfjob_launcher(tmp_path, monkeypatch):
+    from pipeline.compiler import commands
+
+    def with_workers(*args, **kwargs):
+        config, settings = load_compile_config(*args, **kwargs)
+        config.trainer.update(strategy="multi_worker_mirrored", workers=4)
+        return config, settings
+
+    monkeypatch.setattr(commands, "load_compile_config", with_workers)
+    commands.compile_config(str(DEMO), tmp_path / "p.yaml", [])
+    ir, platform = load_ir(tmp_path / "p.yaml")
+    train = ir["deploymentSpec"]["executors"]["exec-train"]["container"]
+    assert train["command"][-1] == "pipeline.kubeflow.tfjob_launcher"
+    assert "--workers=4" in train["args"]
+    ingest = ir["deploymentSpec"]["executors"]["exec-ingest"]["container"]
+    assert ingest["command"][-1] == "pipeline.runners.kfp_entrypoint"
+    assert "exec-train" in platform[0]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]

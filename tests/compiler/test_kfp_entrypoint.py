@@ -1,0 +1,60 @@
+"""The container entrypoint: typed artifacts from paths, parameters read by their spec's types."""
+
+import pytest
+
+from pipeline.runners.kfp_entrypoint import load_component, main, parse_parameter
+from tests.pipeline.toy.components import Add, Produce
+
+PRODUCE = f"{Produce.__module__}:Produce"
+ADD = f"{Add.__module__}:Add"
+
+
+def test_runs_a_component_like_a_node(tmp_path, capsys):
+    assert main(["--component", PRODUCE, "--output", f"numbers={tmp_path / 'n'}", "--parameter", "value=7"]) == 0
+    assert (tmp_path / "n" / "value.txt").read_text() == "7"
+    assert '"value": 7' in capsys.readouterr().out
+    code = main(
+        [
+            "--component",
+            ADD,
+            *("--input", f"left={tmp_path / 'n'}", "--input", f"right={tmp_path / 'n'}"),
+            *("--output", f"total={tmp_path / 't'}", "--parameter", "add=1.0"),
+        ]
+    )
+    assert code == 0
+    assert (tmp_path / "t" / "value.txt").read_text() == "15"
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "value"),
+    [
+        (int, "20", 20),
+        (int, "20.0", 20),
+        (float, "0.002", 0.002),
+        (str, "a=b", "a=b"),
+        (bool, "true", True),
+        (dict, '{"train": 9.0, "eval": 1}', {"train": 9, "eval": 1}),
+        (list, '["--runner=DirectRunner"]', ["--runner=DirectRunner"]),
+    ],
+)
+def test_parameters_are_read_by_their_declared_type(kind, text, value):
+    parsed = parse_parameter("p", kind, text)
+    assert parsed == value and type(parsed) is type(value)
+
+
+@pytest.mark.parametrize(("kind", "text"), [(int, "2.5"), (int, "x"), (bool, "yes"), (dict, "{oops")])
+def test_unreadable_parameters_name_the_parameter(kind, text):
+    with pytest.raises(ValueError, match="parameter 'p'"):
+        parse_parameter("p", kind, text)
+
+
+def test_bad_arguments_exit_2_or_raise_naming_the_problem(tmp_path, capsys):
+    assert main(["--component", "tests.pipeline.toy.components.Produce"]) == 2
+    assert "package.module:Class" in capsys.readouterr().err
+    assert main(["--component", PRODUCE, "--output", "numbers"]) == 2
+    with pytest.raises(ValueError, match="unknown parameters"):
+        main(["--component", PRODUCE, "--output", f"numbers={tmp_path}", "--parameter", "nope=1"])
+    with pytest.raises(ValueError, match="outputs"):
+        main(["--component", PRODUCE, "--output", f"wrong={tmp_path}"])
+    with pytest.raises(ValueError, match="not a kflow Component"):
+        load_component("pipeline.dsl.artifacts:Examples")

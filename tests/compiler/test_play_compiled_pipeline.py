@@ -1,0 +1,93 @@
+"""The compiled pipeline.yaml really runs: play its tasks' container commands and compare with `kflow run`."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pipeline.compiler import KubeflowSettings, compile_pipeline
+from pipeline.dsl.dag import Pipeline
+from tests.compiler.kfp_player import play
+from tests.conftest import REPO
+from tests.pipeline.toy.components import Add, Double, Produce
+
+DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
+
+
+def toy_pipeline(fail=False):
+    produce = Produce("produce", parameters={"value": 3, "label": "x=y"})
+    double = Double("double", numbers=produce.outputs["numbers"], parameters={"fail": fail})
+    add = Add("add", left=produce.outputs["numbers"], right=double.outputs["doubled"], parameters={"add": 10})
+    return Pipeline("toy", [add, double, produce])
+
+
+def test_a_played_toy_pipeline_passes_artifacts_and_parameters_along(tmp_path):
+    package = compile_pipeline(toy_pipeline(), KubeflowSettings(), tmp_path / "p.yaml")
+    outputs = play(package, tmp_path / "root", cwd=REPO, timeout=120)
+    assert (outputs["produce"]["numbers"] / "value.txt").read_text() == "3"
+    assert (outputs["double"]["doubled"] / "value.txt").read_text() == "6"
+    assert (outputs["add"]["total"] / "value.txt").read_text() == "19"
+
+
+def test_a_failing_task_fails_the_played_pipeline_with_its_error(tmp_path):
+    package = compile_pipeline(toy_pipeline(fail=True), KubeflowSettings(), tmp_path / "p.yaml")
+    with pytest.raises(RuntimeError, match="task double exited 1") as failure:
+        play(package, tmp_path / "root", cwd=REPO, timeout=120)
+    assert "asked to fail" in str(failure.value)
+    assert not (tmp_path / "root" / "add").exists()
+
+
+@pytest.fixture(scope="module")
+def demo_both_ways(tmp_path_factory):
+    """The demo run by `kflow run` and by playing its compiled pipeline.yaml (about 40 s each)."""
+    tmp = tmp_path_factory.mktemp("demo")
+    local = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(tmp / "local")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert local.returncode == 0, local.stderr[-3000:]
+    (run_dir,) = [path.parent for path in (tmp / "local" / "demo").glob("*/run.json")]
+    compiled = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli.main", "compile", str(DEMO), "-o", str(tmp / "pipeline.yaml")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert compiled.returncode == 0, compiled.stderr[-3000:]
+    played = play(tmp / "pipeline.yaml", tmp / "played", cwd=REPO)
+    return run_dir, played
+
+
+def test_the_played_demo_ingests_the_same_splits_as_kflow_run(demo_both_ways):
+    run_dir, played = demo_both_ways
+    local_stats = json.loads((run_dir / "ingest" / "examples" / "stats.json").read_text())
+    played_stats = json.loads((played["ingest"]["examples"] / "stats.json").read_text())
+    assert played_stats == local_stats
+    assert played_stats["read"] == 1797
+    for split in ("train", "eval", "test"):
+        local_files = sorted(p.name for p in (run_dir / "ingest" / "examples" / f"Split-{split}").iterdir())
+        assert sorted(p.name for p in (played["ingest"]["examples"] / f"Split-{split}").iterdir()) == local_files
+    assert (played["ingest"]["schema"] / "schema.pbtxt").read_text() == (
+        run_dir / "ingest" / "schema" / "schema.pbtxt"
+    ).read_text()
+
+
+def test_the_played_demo_trains_and_blesses_a_model_like_kflow_run(demo_both_ways):
+    run_dir, played = demo_both_ways
+    assert (run_dir / "evaluate" / "blessing" / "BLESSED").exists()
+    assert (played["evaluate"]["blessing"] / "BLESSED").exists()
+    assert (played["train"]["model"] / "model.keras").is_file()
+    assert (played["train"]["model"] / "Format-Serving" / "saved_model.pb").is_file()
+    local = json.loads((run_dir / "evaluate" / "evaluation" / "metrics.json").read_text())
+    remote = json.loads((played["evaluate"]["evaluation"] / "metrics.json").read_text())
+    assert remote["example_count"] == local["example_count"]
+    assert remote["accuracy"] >= 0.95
+    assert remote["accuracy"] == pytest.approx(local["accuracy"], abs=0.03)
+    local_history = json.loads((run_dir / "train" / "model_run" / "history.json").read_text())
+    played_history = json.loads((played["train"]["model_run"] / "history.json").read_text())
+    assert played_history["epochs"] == local_history["epochs"] == 20

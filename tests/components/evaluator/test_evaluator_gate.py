@@ -1,0 +1,134 @@
+"""The executor's slices, baseline comparison, plots, report and KFP metrics (MNIST, hand-built models)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from components.evaluator.executor import run
+from pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation, ModelRun
+from tests.components.evaluator.test_evaluator_executor import bar_detector
+from tests.components.fixtures import write_examples, write_schema
+
+
+def save(model, folder) -> Model:
+    artifact = Model(folder)
+    artifact.path.mkdir(parents=True)
+    model.save(artifact.keras_file)
+    return artifact
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("evaluator-gate")
+    examples = write_examples(root / "examples", counts={"train": 20, "test": 300}, shards=2)
+    good = save(bar_detector(), root / "good")
+    worse = bar_detector()
+    dense = worse.layers[-1]
+    kernel, bias = dense.get_weights()
+    bias[5] = -3.0  # Class 5 is now missed too: a regression against `good`.
+    dense.set_weights([kernel, bias])
+    model_run = ModelRun(root / "model_run")
+    model_run.write_json(
+        "history.json",
+        {
+            "epochs": 2,
+            "per_epoch": [
+                {"loss": 1.0, "val_loss": 1.2, "accuracy": 0.6},
+                {"loss": 0.5, "val_loss": 0.7, "accuracy": 0.8},
+            ],
+        },
+    )
+    return examples, write_schema(root / "schema"), good, save(worse, root / "worse"), model_run
+
+
+def evaluate(inputs, tmp_path, model, **parameters):
+    examples, schema, _, _, model_run = inputs
+    evaluation, blessing = ModelEvaluation(tmp_path / "evaluation"), ModelBlessing(tmp_path / "blessing")
+    summary = run(
+        examples=examples, schema=schema, model=model, model_run=model_run,
+        evaluation=evaluation, blessing=blessing, **parameters,
+    )  # fmt: skip
+    return summary, evaluation, blessing
+
+
+def test_label_slices_count_and_score_each_class(inputs, tmp_path):
+    _, evaluation, _ = evaluate(inputs, tmp_path, inputs[2], slices=[{"by": "label"}])
+    metrics = evaluation.metrics
+    by_label = metrics["slices"]["label"]
+    assert sorted(by_label) == [f"label={k}" for k in range(10)]
+    assert sum(entry["example_count"] for entry in by_label.values()) == 300
+    for label in range(10):
+        entry = by_label[f"label={label}"]
+        assert entry["example_count"] == metrics["per_class_count"][str(label)]
+        assert entry["accuracy"] == pytest.approx(metrics["per_class_accuracy"][str(label)])
+    # Precision/recall per class and the confusion matrix agree with each other.
+    matrix = np.array(metrics["confusion_matrix"]["matrix"])
+    assert matrix.sum() == 300
+    assert metrics["per_class_recall"]["3"] == pytest.approx(matrix[3, 3] / matrix[3].sum())
+    assert metrics["per_class_precision"]["2"] == pytest.approx(matrix[2, 2] / matrix[:, 2].sum())
+    # Class 3 carries a large negative bias: it is never predicted, so its precision is undefined.
+    assert matrix[:, 3].sum() == 0 and metrics["per_class_precision"]["3"] is None
+    assert metrics["per_class_precision"]["2"] < 1.0
+
+
+def test_outputs_plots_report_and_kfp_metrics(inputs, tmp_path):
+    _, evaluation, _ = evaluate(inputs, tmp_path, inputs[2], slices=[{"by": "label"}])
+    for name in ("confusion_matrix.png", "training_loss.png", "training_metrics.png"):
+        assert (evaluation.path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    kfp = json.loads((evaluation.path / "kfp_metrics.json").read_text())
+    assert kfp["scalars"]["accuracy"] == evaluation.metrics["accuracy"]
+    assert kfp["confusion_matrix"]["categories"] == [str(k) for k in range(10)]
+    assert kfp["confusion_matrix"]["matrix"] == evaluation.metrics["confusion_matrix"]["matrix"]
+    report = (evaluation.path / "report.html").read_text()
+    assert "BLESSED" in report and "label=7" in report
+    assert all(f"src='{name}'" in report for name in ("confusion_matrix.png", "training_loss.png"))
+
+
+def test_a_regression_against_the_baseline_withholds_the_blessing(inputs, tmp_path):
+    _, _, good, worse, _ = inputs
+    thresholds = {"accuracy": {"lower_bound": 0.3, "max_drop": 0.002}, "loss": {"max_rise": 10.0}}
+    summary, evaluation, blessing = evaluate(
+        inputs, tmp_path, worse, thresholds=thresholds, baseline_model_uri=str(good.path)
+    )
+    assert not blessing.blessed and summary["blessed"] is False
+    verdict = blessing.read_json("blessing.json")
+    assert verdict["baseline_model"] == str(good.path)
+    failed = [check for check in verdict["checks"] if not check["passed"]]
+    assert [(check["metric"], check["bound"]) for check in failed] == [("accuracy", "max_drop")]
+    baseline = evaluation.metrics["baseline"]
+    assert failed[0]["baseline"] == baseline["accuracy"]
+    assert failed[0]["change"] == pytest.approx(evaluation.metrics["accuracy"] - baseline["accuracy"])
+    assert failed[0]["change"] < -0.002
+    assert len(summary["failed_checks"]) == 1
+    assert "accuracy change" in summary["failed_checks"][0] and "FAILED" in summary["failed_checks"][0]
+    assert "accuracy change" in (evaluation.path / "report.html").read_text()
+
+
+def test_no_regression_and_no_baseline_bless(inputs, tmp_path):
+    _, _, good, _, _ = inputs
+    thresholds = {"accuracy": {"max_drop": 0.0}}
+    summary, _, blessing = evaluate(
+        inputs, tmp_path / "same", good, thresholds=thresholds, baseline_model_uri=str(good.path)
+    )
+    assert summary["blessed"] and blessing.read_json("blessing.json")["checks"][0]["change"] == 0.0
+    summary, _, blessing = evaluate(inputs, tmp_path / "first", good, thresholds=thresholds)
+    check = blessing.read_json("blessing.json")["checks"][0]
+    assert summary["blessed"] and check["baseline"] is None and "no baseline" in check["reason"]
+
+
+@pytest.mark.parametrize(
+    ("parameters", "message"),
+    [
+        ({"slices": [{"by": "length", "boundaries": [3]}]}, "not a slice of this task"),
+        ({"slices": [{"by": "label", "size": 3}]}, "unknown keys"),
+        ({"thresholds": {"accuracy": {"max_drop": -1}}}, "must be ≥ 0"),
+        ({"task": "cifar"}, "no evaluator metrics for task 'cifar'"),
+        ({"baseline_model_uri": "/nonexistent/model"}, "has no model.keras"),
+    ],
+)
+def test_bad_parameters_are_named(inputs, tmp_path, parameters, message):
+    with pytest.raises(ValueError, match=message):
+        evaluate(inputs, tmp_path, inputs[2], **parameters)

@@ -1,0 +1,127 @@
+"""QuoraTask on tiny fixture Examples: vocabulary, class weights, batches, training, save/load and serving."""
+
+from __future__ import annotations
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from components.trainer.tasks.quora import CLASS_WEIGHTS_FILE, VOCAB_FILE, QuoraTask
+from tests.components.trainer.tasks.text_fixtures import text_schema, write_quora
+
+SCHEMA = text_schema({"qid": "BYTES", "text": "BYTES", "label": "INT"})
+OPTIONS = {"max_tokens": 500, "embedding_dim": 16, "hidden_dim": 16, "max_length": 24}
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    root = tmp_path_factory.mktemp("quora")
+    examples = write_quora(root / "examples")
+    task = QuoraTask(SCHEMA, model_options=OPTIONS)
+    figures = task.prepare(examples, root / "assets")
+    return task, examples, root / "assets", figures
+
+
+def train_labels(examples):
+    labels = []
+    for path in examples.split_files("train"):
+        for record in tf.data.TFRecordDataset(path, compression_type="GZIP").as_numpy_iterator():
+            labels.append(tf.train.Example.FromString(record).features.feature["label"].int64_list.value[0])
+    return np.array(labels)
+
+
+def test_prepare_saves_vocabulary_and_balanced_class_weights(prepared):
+    task, examples, assets, figures = prepared
+    labels = train_labels(examples)
+    n, positives = len(labels), int(labels.sum())
+    assert figures["train_examples"] == n == 400
+    assert figures["positive_rate"] == pytest.approx(positives / n)
+    weights = json.loads((assets / CLASS_WEIGHTS_FILE).read_text())
+    assert weights["1"] == pytest.approx(n / (2 * positives)) and weights["0"] == pytest.approx(
+        n / (2 * (n - positives))
+    )
+    # Balanced: both classes weigh the same in total.
+    assert positives * weights["1"] == pytest.approx((n - positives) * weights["0"])
+
+    vocabulary = (assets / VOCAB_FILE).read_text().split("\n")[:-1]
+    assert {"how", "stupid", "why"} <= set(vocabulary) and "" not in vocabulary and "[UNK]" not in vocabulary
+    assert any(" " in token for token in vocabulary), "bigrams are part of the vocabulary"
+    fresh = QuoraTask(SCHEMA, model_options=OPTIONS)
+    fresh.load_assets(assets)
+    assert fresh.vocabulary == vocabulary == task.vocabulary
+    assert fresh.class_weights == pytest.approx(task.class_weights)
+
+
+def test_batches_carry_class_weights_when_training_only(prepared):
+    task, examples, _, _ = prepared
+    text, label, weight = next(iter(task.dataset(examples, "train", batch_size=64, training=True, seed=0)))
+    assert text.dtype == tf.string and text.shape == (64,)
+    assert label.dtype == tf.float32 and label.shape == (64, 1)
+    assert weight.shape == (64,)
+    expected = np.where(label.numpy()[:, 0] == 1, task.class_weights[1], task.class_weights[0])
+    np.testing.assert_allclose(weight.numpy(), expected, rtol=1e-6)
+
+    batches = list(task.dataset(examples, "test", batch_size=64, training=False, seed=0))
+    assert sum(len(b[0]) for b in batches) == 100  # the last, partial batch is kept
+    assert all((b[2].numpy() == 1).all() for b in batches)
+
+
+def test_training_reduces_the_loss_and_the_model_serves_raw_strings(prepared, tmp_path):
+    task, examples, _, _ = prepared
+    keras.utils.set_random_seed(0)
+    model = task.build_model()
+    loss_fn = task.loss()
+    optimizer = keras.optimizers.Adam(learning_rate=1e-2)
+    batch_size = 32
+
+    @tf.function
+    def step(text, label, weight):
+        with tf.GradientTape() as tape:
+            per_example = loss_fn(label, model(text, training=True), weight)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=batch_size)
+        optimizer.apply_gradients(
+            zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables, strict=True)
+        )
+        return loss
+
+    def eval_loss():
+        batches = task.dataset(examples, "eval", batch_size=batch_size, training=False, seed=0)
+        return float(np.mean([float(tf.reduce_mean(loss_fn(y, model(x), w))) for x, y, w in batches]))
+
+    before = eval_loss()
+    for _ in range(5):
+        for text, label, weight in task.dataset(examples, "train", batch_size=batch_size, training=True, seed=0):
+            step(text, label, weight)
+    after = eval_loss()
+    assert after < before / 2, (before, after)
+
+    metrics = {metric.name: metric for metric in task.metrics()}
+    for text, label, _ in task.dataset(examples, "test", batch_size=batch_size, training=False, seed=0):
+        for metric in metrics.values():
+            metric.update_state(label, model(text))
+    # The fixture's insincere questions use their own words: the classifier separates them.
+    assert float(metrics["pr_auc"].result()) > 0.9
+    assert float(metrics["accuracy"].result()) > 0.9
+
+    path = tmp_path / "model.keras"
+    model.save(path)
+    restored = keras.models.load_model(path)
+    questions = tf.constant(["why are all liberals so stupid?", "how do I learn to start work?"])
+    np.testing.assert_array_equal(model.predict(questions, verbose=0), restored.predict(questions, verbose=0))
+    insincere, sincere = restored.predict(questions, verbose=0)[:, 0]
+    assert insincere > 0.5 > sincere
+
+
+def test_bad_options_and_schemas_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown trainer.model_options for quora: sequence_length"):
+        QuoraTask(SCHEMA, model_options={"sequence_length": 3})
+    with pytest.raises(ValueError, match="class_weighting"):
+        QuoraTask(SCHEMA, model_options={"class_weighting": "inverse"})
+    with pytest.raises(ValueError, match=r"needs the features \['label'\]"):
+        QuoraTask(text_schema({"text": "BYTES"}))
+    examples = write_quora(tmp_path / "examples", counts={"train": 20}, positive_rate=0.0)
+    with pytest.raises(ValueError, match="needs both classes"):
+        QuoraTask(SCHEMA).prepare(examples, tmp_path / "assets")

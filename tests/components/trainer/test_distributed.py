@@ -1,0 +1,278 @@
+"""The custom loop, the local cluster launcher and fault tolerance, on REAL multi-process loopback clusters."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from components.trainer import launcher, loop
+from components.trainer.executor import run
+from components.trainer.tasks.mnist import MnistTask
+from components.util.schema import load_schema
+from pipeline.dsl.artifacts import Model, ModelRun
+from tests.components.fixtures import write_examples, write_schema
+
+TRAIN_EXAMPLES = 400  # fixtures.write_examples: 400 train, 100 eval
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("distributed-inputs")
+    return write_examples(root / "examples"), write_schema(root / "schema")
+
+
+def _outputs(root):
+    return Model(root / "model"), ModelRun(root / "model_run")
+
+
+@pytest.mark.distributed
+def test_multi_worker_mirrored_two_workers_agree_and_learn(inputs, tmp_path):
+    examples, schema = inputs
+    model, model_run = _outputs(tmp_path)
+    summary = run(
+        examples=examples, schema=schema, model=model, model_run=model_run, strategy="multi_worker_mirrored",
+        workers=2, epochs=2, batch_size=32, seed=3, working_dir=tmp_path / "work",
+    )  # fmt: skip
+    history = model_run.history
+    losses = [epoch["loss"] for epoch in history["per_epoch"]]
+    assert losses[-1] < losses[0]
+    assert history["replicas"] == 2 and history["strategy"] == "multi_worker_mirrored"
+    assert summary["final_step"] == 2 * 13  # ceil(400 / 32) steps an epoch
+    digests = {json.loads(p.read_text())["weights_sha256"] for p in (model_run.path / "workers").glob("*.json")}
+    assert len(list((model_run.path / "workers").glob("worker-*.json"))) == 2
+    assert len(digests) == 1, "the two replicas ended with different weights"
+    assert model.keras_file.exists() and (model.serving_uri / "saved_model.pb").exists()
+    assert list((model_run.log_dir / "train").iterdir())
+    assert sorted(p.name for p in (tmp_path / "work" / "checkpoints").glob("*.index")) == [
+        "ckpt-13.index",
+        "ckpt-26.index",
+    ]
+
+
+@pytest.mark.distributed
+def test_parameter_server_two_workers_one_ps_learns(inputs, tmp_path):
+    examples, schema = inputs
+    model, model_run = _outputs(tmp_path)
+    summary = run(
+        examples=examples, schema=schema, model=model, model_run=model_run, strategy="parameter_server",
+        workers=2, parameter_servers=1, epochs=2, batch_size=32, seed=3, working_dir=tmp_path / "work",
+    )  # fmt: skip
+    history = model_run.history
+    losses = [epoch["loss"] for epoch in history["per_epoch"]]
+    assert losses[-1] < losses[0]
+    assert history["strategy"] == "parameter_server"
+    assert summary["final_step"] == 26
+    assert 0.0 <= history["per_epoch"][-1]["val_accuracy"] <= 1.0
+    assert model.keras_file.exists()
+
+
+def test_loop_resumes_from_the_last_checkpoint(inputs, tmp_path, caplog):
+    examples, schema = inputs
+    task = MnistTask(load_schema(schema.file))
+    model, model_run = _outputs(tmp_path)
+    config = loop.TrainConfig(epochs=1, batch_size=50, optimizer="adamw", schedule="cosine", warmup_steps=2)
+    first = loop.train(task, examples=examples, model=model, model_run=model_run, config=config, working_dir=tmp_path)
+    assert (first["start_step"], first["final_step"]) == (0, 8)
+    config.epochs = 3
+    with caplog.at_level(logging.INFO, logger="kflow.trainer"):
+        second = loop.train(
+            MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run, config=config,
+            working_dir=tmp_path,
+        )  # fmt: skip
+    assert "resumed from step 8" in caplog.text
+    assert (second["start_step"], second["final_step"], second["epochs"]) == (8, 24, 2)
+    assert [epoch["epoch"] for epoch in second["per_epoch"]] == [2, 3]
+    assert model_run.history["final_step"] == 24
+
+
+def test_learning_rate_schedules_warm_up_then_decay():
+    config = loop.TrainConfig(learning_rate=0.1, schedule="polynomial", warmup_steps=10)
+    rate = loop.learning_rate_schedule(config, total_steps=110)
+    assert float(rate(0)) == pytest.approx(0.01)
+    assert float(rate(9)) == pytest.approx(0.1)
+    assert float(rate(60)) == pytest.approx(0.05)
+    assert float(rate(110)) == pytest.approx(0.0)
+    cosine = loop.learning_rate_schedule(loop.TrainConfig(learning_rate=0.1, schedule="cosine"), total_steps=100)
+    assert float(cosine(50)) == pytest.approx(0.05, abs=1e-6)
+    assert loop.learning_rate_schedule(loop.TrainConfig(learning_rate=0.1), total_steps=100) == 0.1
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [("strategy", "horovod", "unknown strategy"), ("schedule", "step", "schedule"), ("batch_size", 0, "batch_size")],
+)
+def test_bad_configuration_is_named(field, value, message):
+    config = loop.TrainConfig(**{field: value})
+    with pytest.raises(ValueError, match=message):
+        config.validate()
+
+
+def test_tf_config_roles_follow_the_training_operator():
+    cluster = launcher.cluster_spec("parameter_server", workers=2, parameter_servers=1)
+    assert [len(cluster[k]) for k in ("chief", "worker", "ps")] == [1, 2, 1]
+    assert len(set(cluster["chief"] + cluster["worker"] + cluster["ps"])) == 4
+    assert launcher.cluster_spec("multi_worker_mirrored", workers=3, parameter_servers=0).keys() == {"worker"}
+    assert loop.is_chief({"cluster": cluster, "task": {"type": "chief", "index": 0}})
+    assert not loop.is_chief({"cluster": cluster, "task": {"type": "worker", "index": 0}})
+    assert loop.is_chief({"cluster": {"worker": ["a", "b"]}, "task": {"type": "worker", "index": 0}})
+    assert not loop.is_chief({"cluster": {"worker": ["a", "b"]}, "task": {"type": "worker", "index": 1}})
+    with pytest.raises(ValueError, match="parameter_servers"):
+        launcher.cluster_spec("parameter_server", workers=2, parameter_servers=0)
+
+
+@pytest.mark.distributed
+def test_a_failing_worker_fails_the_launch_and_leaves_no_process(inputs, tmp_path):
+    examples, schema = inputs
+    spec = {
+        "task": "no-such-task", "schema_file": str(schema.file), "examples": examples.uri,
+        "model": str(tmp_path / "model"), "model_run": str(tmp_path / "run"), "working_dir": str(tmp_path),
+        "config": loop.TrainConfig(strategy="multi_worker_mirrored").to_json(),
+    }  # fmt: skip
+    started = {}
+    sink = io.StringIO()
+    with pytest.raises(launcher.ClusterError, match="failed with exit code 1"):
+        launcher.launch(spec, spec_dir=tmp_path, workers=2, sink=sink, on_start=started.update, timeout=120)
+    assert "[worker-0] " in sink.getvalue() and "unknown task 'no-such-task'" in sink.getvalue()
+    assert set(started) == {"worker-0", "worker-1"}
+    assert all(process.poll() is not None for process in started.values())
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_killed_worker_restarts_the_cluster_from_the_last_checkpoint(inputs, tmp_path):
+    examples, schema = inputs
+    work = tmp_path / "work"
+    config = loop.TrainConfig(
+        strategy="multi_worker_mirrored", epochs=4, batch_size=32, steps_per_epoch=20, checkpoint_every_steps=5
+    )
+    spec = {
+        "task": "mnist", "schema_file": str(schema.file), "examples": examples.uri, "model": str(tmp_path / "model"),
+        "model_run": str(tmp_path / "run"), "working_dir": str(work), "config": config.to_json(),
+    }  # fmt: skip
+
+    def kill_worker_after_a_checkpoint(processes):
+        def watch():
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline:
+                if list((work / "checkpoints").glob("ckpt-*.index")) if (work / "checkpoints").exists() else []:
+                    os.kill(processes["worker-1"].pid, signal.SIGKILL)
+                    return
+                time.sleep(0.05)
+
+        threading.Thread(target=watch, daemon=True).start()
+
+    sink = io.StringIO()
+    restarts = launcher.launch(
+        spec, spec_dir=work, workers=2, max_restarts=1, sink=sink, on_start=kill_worker_after_a_checkpoint,
+        timeout=300,
+    )  # fmt: skip
+    history = ModelRun(tmp_path / "run").history
+    assert restarts == 1
+    assert "resumed from step" in sink.getvalue()
+    assert history["start_step"] > 0 and history["start_step"] % 5 == 0
+    assert history["final_step"] == 80
+    assert history["examples_trained"] == (80 - history["start_step"]) * 32
+
+
+def test_the_loop_trains_a_keras_hub_task_with_dict_inputs_and_sample_weights(tmp_path):
+    """WikiText-2 MLM batches are ({token_ids, padding_mask, mask_positions}, labels, weights)."""
+    from components.trainer.tasks.wikitext2 import WikiText2Task
+    from tests.components.trainer.tasks.test_wikitext2 import OPTIONS, SCHEMA
+    from tests.components.trainer.tasks.text_fixtures import write_wikitext
+
+    examples = write_wikitext(tmp_path / "examples")
+    task = WikiText2Task(SCHEMA, model_options=OPTIONS)
+    task.prepare(examples, tmp_path / "assets")
+    x, _, weights = next(iter(task.dataset(examples, "train", batch_size=8, training=True, seed=1)))
+    assert isinstance(x, dict) and weights is not None
+    model, model_run = _outputs(tmp_path)
+    config = loop.TrainConfig(epochs=3, batch_size=16, steps_per_epoch=8, optimizer="adamw", learning_rate=3e-3)
+    summary = loop.train(task, examples=examples, model=model, model_run=model_run, config=config)
+    losses = [epoch["loss"] for epoch in summary["per_epoch"]]
+    assert losses[-1] < losses[0]
+    assert model.keras_file.exists()
+
+
+@pytest.mark.real_data
+def test_the_loop_learns_real_mnist(tmp_path):
+    from components.mnist_ingest.executor import run as ingest
+    from pipeline.dsl.artifacts import Examples, Rejects, Schema
+    from tests.conftest import shared_dataset
+
+    data = shared_dataset("mnist") / "mnist.npz"
+    examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
+    ingest(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"), source_path=str(data),
+           split={"train": 4, "eval": 1}, max_records=2500)  # fmt: skip
+    model, model_run = _outputs(tmp_path)
+    config = loop.TrainConfig(epochs=2, batch_size=64, schedule="cosine", warmup_steps=5)
+    summary = loop.train(
+        MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run, config=config
+    )
+    assert summary["train_examples"] + summary["eval_examples"] == 2500
+    assert summary["per_epoch"][-1]["val_accuracy"] > 0.8
+
+
+def test_ctrl_c_stops_every_cluster_process(tmp_path):
+    spec = {"task": "mnist", "config": loop.TrainConfig(strategy="parameter_server").to_json()}
+    started = {}
+
+    def interrupt(processes):
+        started.update(processes)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        launcher.launch(spec, spec_dir=tmp_path, workers=2, parameter_servers=1, sink=io.StringIO(), on_start=interrupt)
+    assert set(started) == {"ps-0", "worker-0", "worker-1", "chief-0"}
+    assert all(process.poll() is not None for process in started.values())
+
+
+def test_mixed_precision_trains_and_restores_the_global_policy(inputs, tmp_path):
+    import keras
+
+    examples, schema = inputs
+    model, model_run = _outputs(tmp_path)
+    config = loop.TrainConfig(epochs=1, batch_size=50, steps_per_epoch=3, mixed_precision=True)
+    summary = loop.train(
+        MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run, config=config
+    )
+    assert summary["final_step"] == 3
+    assert summary["per_epoch"][0]["loss"] > 0
+    assert keras.mixed_precision.global_policy().name == "float32"
+
+
+def test_early_stopping_watches_the_task_monitor(inputs, tmp_path):
+    class FallingLossNeverImproves(MnistTask):
+        monitor_mode = "max"  # val_loss falls, so in "max" mode only the first epoch is an improvement
+
+    examples, schema = inputs
+    model, model_run = _outputs(tmp_path)
+    config = loop.TrainConfig(epochs=6, batch_size=50, steps_per_epoch=3, early_stopping_patience=1)
+    summary = loop.train(
+        FallingLossNeverImproves(load_schema(schema.file)), examples=examples, model=model, model_run=model_run,
+        config=config,
+    )  # fmt: skip
+    assert summary["stopped_early"] is True
+    assert summary["epochs"] == 2
+    assert summary["per_epoch"][1]["val_loss"] < summary["per_epoch"][0]["val_loss"]
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_parameter_server_rerun_resumes_with_the_same_step_counter(inputs, tmp_path):
+    examples, schema = inputs
+    model, model_run = _outputs(tmp_path)
+    common = dict(
+        examples=examples, schema=schema, model=model, model_run=model_run, strategy="parameter_server",
+        workers=2, parameter_servers=1, batch_size=32, working_dir=tmp_path / "work",
+    )  # fmt: skip
+    first = run(epochs=1, **common)
+    second = run(epochs=2, **common)
+    assert (first["start_step"], first["final_step"]) == (0, 13)
+    assert (second["start_step"], second["final_step"], second["epochs"]) == (13, 26, 1)

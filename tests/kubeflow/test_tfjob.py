@@ -1,0 +1,235 @@
+"""TFJob rendering and following, against STAND-IN Kubernetes APIs (objects with the few methods used)."""
+
+import json
+import logging
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from pipeline.kubeflow.tfjob import (
+    DEFAULT_TEMPLATE,
+    TFJobFailed,
+    TFJobRequest,
+    create_tfjob,
+    operator_tf_config,
+    render_tfjob,
+    replica_counts,
+    wait_for_tfjob,
+    writer_pod,
+)
+from pipeline.kubeflow.tfjob_launcher import replica_command, task_paths
+
+ENTRYPOINT = [
+    *("python", "-m", "pipeline.runners.kfp_entrypoint", "--component", "components.trainer.component:Trainer"),
+    *("--input", "examples=/gcs/b/ingest/examples", "--output", "model=/gcs/b/train/model"),
+    *("--parameter", "epochs=3"),
+]
+
+
+def request(**overrides):
+    command, _, _ = replica_command(ENTRYPOINT, Path("/mnt/kflow-shared/train-1"))
+    values = dict(
+        name="train-1",
+        namespace="team-a",
+        image="registry.example/kflow:0.1.0",
+        command=command,
+        replicas=replica_counts("multi_worker_mirrored", 3, 0),
+        resources={"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"nvidia.com/gpu": 1}},
+    )
+    return TFJobRequest(**{**values, **overrides})
+
+
+def test_the_template_is_a_tfjob_of_the_training_operator():
+    manifest = render_tfjob(request())
+    assert DEFAULT_TEMPLATE.is_file()
+    assert manifest["apiVersion"] == "kubeflow.org/v1" and manifest["kind"] == "TFJob"
+    assert manifest["metadata"] == {
+        "name": "train-1",
+        "namespace": "team-a",
+        "labels": {"app.kubernetes.io/part-of": "kflow"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("strategy", "workers", "ps", "expected", "writer"),
+    [
+        ("multi_worker_mirrored", 2, 1, {"Worker": 2}, "train-1-worker-0"),
+        ("multi_worker_mirrored", 4, 1, {"Worker": 4}, "train-1-worker-0"),
+        ("parameter_server", 2, 1, {"Chief": 1, "Worker": 2, "PS": 1}, "train-1-chief-0"),
+        ("parameter_server", 3, 2, {"Chief": 1, "Worker": 3, "PS": 2}, "train-1-chief-0"),
+    ],
+)
+def test_replicas_are_laid_out_like_the_trainers_local_cluster(strategy, workers, ps, expected, writer):
+    replicas = replica_counts(strategy, workers, ps)
+    manifest = render_tfjob(request(replicas=replicas))
+    assert {kind: spec["replicas"] for kind, spec in manifest["spec"]["tfReplicaSpecs"].items()} == expected
+    assert writer_pod("train-1", replicas) == writer
+
+
+def test_every_replica_runs_the_entrypoint_in_the_image_with_the_resources():
+    manifest = render_tfjob(
+        request(replicas=replica_counts("parameter_server", 2, 1), service_account="pipeline-runner")
+    )
+    assert set(manifest["spec"]["tfReplicaSpecs"]) == {"Chief", "Worker", "PS"}
+    for spec in manifest["spec"]["tfReplicaSpecs"].values():
+        pod = spec["template"]["spec"]
+        (container,) = pod["containers"]
+        assert container["name"] == "tensorflow"
+        assert container["image"] == "registry.example/kflow:0.1.0"
+        assert container["command"][:3] == ["python", "-m", "pipeline.runners.kfp_entrypoint"]
+        assert "examples=/mnt/kflow-shared/train-1/inputs/examples" in container["command"]
+        # Each pod writes to a folder of its own; Kubernetes expands $(POD_NAME) from the env below.
+        assert "model=/mnt/kflow-shared/train-1/outputs/$(POD_NAME)/model" in container["command"]
+        assert container["env"][0]["name"] == "POD_NAME"
+        assert container["resources"] == {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"nvidia.com/gpu": 1}}
+        assert pod["serviceAccountName"] == "pipeline-runner"
+        assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == "kflow-shared"
+        assert container["volumeMounts"][0]["mountPath"] == "/mnt/kflow-shared"
+        assert spec["restartPolicy"] == "Never"
+
+
+def test_tf_config_as_the_operator_derives_it():
+    manifest = render_tfjob(request())
+    assert operator_tf_config(manifest, "Worker", 1) == {
+        "cluster": {
+            "worker": [
+                "train-1-worker-0.team-a.svc:2222",
+                "train-1-worker-1.team-a.svc:2222",
+                "train-1-worker-2.team-a.svc:2222",
+            ]
+        },
+        "task": {"type": "worker", "index": 1},
+        "environment": "cloud",
+    }
+    ps = render_tfjob(request(replicas=replica_counts("parameter_server", 2, 1)))
+    config = operator_tf_config(ps, "Chief", 0)
+    assert config["cluster"] == {
+        "chief": ["train-1-chief-0.team-a.svc:2222"],
+        "worker": ["train-1-worker-0.team-a.svc:2222", "train-1-worker-1.team-a.svc:2222"],
+        "ps": ["train-1-ps-0.team-a.svc:2222"],
+    }
+    assert config["task"] == {"type": "chief", "index": 0}
+    json.dumps(config)  # TF_CONFIG is this, as JSON.
+    with pytest.raises(ValueError, match="no Evaluator"):
+        operator_tf_config(manifest, "Evaluator", 0)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "workers", "ps", "match"),
+    [
+        ("multi_worker_mirrored", 1, 0, "workers ≥ 2"),
+        ("parameter_server", 2, 0, "parameter_servers ≥ 1"),
+        ("mirrored", 2, 0, "does not run as a TFJob"),
+    ],
+)
+def test_unusable_layouts_are_refused(strategy, workers, ps, match):
+    with pytest.raises(ValueError, match=match):
+        replica_counts(strategy, workers, ps)
+
+
+def test_bad_requests_are_refused():
+    with pytest.raises(ValueError, match="replicas"):
+        request(replicas={"Master": 1})
+    with pytest.raises(ValueError, match="command"):
+        request(command=[])
+
+
+def test_the_launcher_moves_artifacts_onto_the_shared_volume():
+    command, inputs, outputs = replica_command(ENTRYPOINT, Path("/mnt/s/job"))
+    assert inputs == {"examples": Path("/mnt/s/job/inputs/examples")}
+    assert outputs == {"model": "model"}
+    assert command[-2:] == ["--parameter", "epochs=3"]
+    assert task_paths(ENTRYPOINT, "--output") == {"model": Path("/gcs/b/train/model")}
+
+
+class StandInKubernetes:
+    """A STAND-IN for kubernetes.client CustomObjectsApi + CoreV1Api: replays a script of job states."""
+
+    def __init__(self, states, pod_phases, logs=None):
+        self.states = list(states)
+        self.pod_phases = pod_phases
+        self.logs = logs or {}
+        self.created = []
+        self.polls = 0
+
+    def create_namespaced_custom_object(self, group, version, namespace, plural, body):
+        self.created.append((group, version, namespace, plural, body))
+        return body
+
+    def get_namespaced_custom_object(self, group, version, namespace, plural, name):
+        assert (group, version, plural) == ("kubeflow.org", "v1", "tfjobs")
+        state = self.states[min(self.polls, len(self.states) - 1)]
+        self.polls += 1
+        conditions = [{"type": "Created", "status": "True"}]
+        if state:
+            conditions.append({"type": state, "status": "True", "message": f"TFJob {name} is {state.lower()}."})
+        return {"metadata": {"name": name}, "status": {"conditions": conditions}}
+
+    def list_namespaced_pod(self, namespace, label_selector):
+        assert label_selector == "training.kubeflow.org/job-name=train-1"
+        phases = self.pod_phases[min(self.polls, len(self.pod_phases)) - 1]
+        return SimpleNamespace(
+            items=[
+                SimpleNamespace(metadata=SimpleNamespace(name=name), status=SimpleNamespace(phase=phase))
+                for name, phase in phases.items()
+            ]
+        )
+
+    def read_namespaced_pod_log(self, name, namespace, tail_lines):
+        if name not in self.logs:
+            raise RuntimeError("container not started")
+        return self.logs[name]
+
+
+def follow(api, timeout=100.0):
+    now = [0.0]
+    return wait_for_tfjob(
+        api,
+        api,
+        "train-1",
+        "team-a",
+        timeout=timeout,
+        poll_seconds=10,
+        clock=lambda: now[0],
+        sleep=lambda s: now.__setitem__(0, now[0] + s),
+    )
+
+
+def test_waits_until_the_job_succeeds_and_logs_pods_and_their_logs(caplog):
+    api = StandInKubernetes(
+        [None, None, "Succeeded"],
+        [{"train-1-chief-0": "Pending"}, {"train-1-chief-0": "Running"}, {"train-1-chief-0": "Succeeded"}],
+        logs={"train-1-chief-0": "epoch 3/3 accuracy 0.97"},
+    )
+    create_tfjob(api, render_tfjob(request()))
+    with caplog.at_level(logging.INFO, logger="kflow"):
+        job = follow(api)
+    assert api.created[0][2] == "team-a" and api.created[0][4]["kind"] == "TFJob"
+    assert api.polls == 3
+    assert job["status"]["conditions"][-1]["type"] == "Succeeded"
+    assert "pod train-1-chief-0 is Running" in caplog.text
+    assert "epoch 3/3 accuracy 0.97" in caplog.text
+
+
+def test_a_failed_job_raises_naming_the_failed_pods(caplog):
+    api = StandInKubernetes(
+        [None, "Failed"],
+        [
+            {"train-1-chief-0": "Running", "train-1-worker-0": "Running"},
+            {"train-1-chief-0": "Running", "train-1-worker-0": "Failed"},
+        ],
+        logs={"train-1-worker-0": "OOMKilled"},
+    )
+    with caplog.at_level(logging.INFO, logger="kflow"), pytest.raises(TFJobFailed, match="failed") as failure:
+        follow(api)
+    assert "train-1-worker-0" in str(failure.value)
+    assert "OOMKilled" in caplog.text
+    assert "no log: container not started" in caplog.text
+
+
+def test_a_job_that_never_finishes_times_out():
+    api = StandInKubernetes([None], [{"train-1-chief-0": "Pending"}])
+    with pytest.raises(TFJobFailed, match="did not finish within 30 s"):
+        follow(api, timeout=30)
+    assert api.polls == 4
