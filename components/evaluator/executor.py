@@ -173,8 +173,13 @@ def _task(task: str, schema: Any, model: Model, model_options: dict[str, Any]):
 
 
 def _metric_options(task_object: Any) -> dict[str, Any]:
-    num_classes = getattr(task_object, "num_classes", None)
-    return {"num_classes": num_classes} if num_classes else {}
+    options: dict[str, Any] = {}
+    if num_classes := getattr(task_object, "num_classes", None):
+        options["num_classes"] = num_classes
+    # The MLM's reference point: always predicting the most frequent training token.
+    if baseline := getattr(task_object, "baseline", None):
+        options["baseline_token_id"] = int(baseline["most_frequent_token_id"])
+    return options
 
 
 def _check_slices(slices: Any, metrics_class: type[TaskMetrics]) -> None:

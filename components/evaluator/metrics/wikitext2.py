@@ -29,6 +29,8 @@ class WikiText2Metrics(TaskMetrics):
         self.tokens = 0.0
         self.correct = 0.0
         self.nll_sum = 0.0
+        self.baseline_token_id = options.get("baseline_token_id")
+        self.baseline_correct = 0.0
 
     def update(self, x, y, outputs, sample_weight=None) -> None:
         labels = np.asarray(y, np.int64)
@@ -39,17 +41,23 @@ class WikiText2Metrics(TaskMetrics):
         self.tokens += float(weights.sum())
         self.nll_sum += float(np.sum(nll * weights))
         self.correct += float(np.sum((log_probabilities.argmax(axis=-1) == labels) * weights))
+        if self.baseline_token_id is not None:
+            self.baseline_correct += float(np.sum((labels == self.baseline_token_id) * weights))
 
     def result(self) -> dict[str, Any]:
         if self.tokens == 0:
             raise ValueError("the split holds no masked tokens")
-        return {
+        result = {
             "example_count": self.examples,
             "masked_token_count": int(self.tokens),
             "masked_accuracy": self.correct / self.tokens,
             "loss": self.nll_sum / self.tokens,
             "perplexity": perplexity(self.nll_sum, self.tokens),
         }
+        if self.baseline_token_id is not None:
+            # Accuracy of always predicting the most frequent training token, on the same masks.
+            result["most_frequent_token_accuracy"] = self.baseline_correct / self.tokens
+        return result
 
     def slice_keys(self, by, x, y, boundaries):
         if by != "length":

@@ -130,3 +130,12 @@ def test_wikitext2_metrics_weigh_out_padding_positions():
     assert result["masked_accuracy"] == 0.5
     assert result["loss"] == pytest.approx(1.5 * math.log(2))
     assert result["perplexity"] == pytest.approx(2**1.5)
+    assert "most_frequent_token_accuracy" not in result  # No baseline token was given.
+
+
+def test_mlm_most_frequent_token_baseline_counts_only_real_masked_positions():
+    metrics = WikiText2Metrics(baseline_token_id=1)
+    logits = np.zeros((1, 4, 3))
+    # Masked labels 1, 1, 2 and a padding position holding label 1 with weight 0.
+    metrics.update(None, np.array([[1, 1, 2, 1]]), logits, np.array([[1.0, 1.0, 1.0, 0.0]]))
+    assert metrics.result()["most_frequent_token_accuracy"] == pytest.approx(2 / 3)
