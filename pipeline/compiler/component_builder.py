@@ -8,6 +8,11 @@ the placeholders and the wiring, and its output stays valid as the IR evolves.
 
 Parameters whose value is None (unset optional ones) are left out of the KFP interface;
 the entrypoint then binds the spec's default, as `kflow run` does.
+
+A component with a ModelEvaluation output (the Evaluator) also gets a KFP
+`ClassificationMetrics` output, and its task receives the executor input `{{$}}`: the
+entrypoint then writes the evaluation's scalars and the confusion matrix / ROC curve as
+artifact metadata, which the KFP run page shows (see pipeline/runners/kfp_metrics.py).
 """
 
 from __future__ import annotations
@@ -18,14 +23,21 @@ from typing import Any
 from kfp import dsl
 from kfp.dsl.container_component_class import ContainerComponent
 
-from pipeline.compiler.container_args import ENTRYPOINT, TFJOB_LAUNCHER, entrypoint_args, tfjob_launcher_args
+from pipeline.compiler.container_args import (
+    ENTRYPOINT,
+    TFJOB_LAUNCHER,
+    entrypoint_args,
+    metrics_publishing_args,
+    tfjob_launcher_args,
+)
 from pipeline.compiler.settings import KubeflowSettings
-from pipeline.dsl.artifacts import Artifact
+from pipeline.dsl.artifacts import Artifact, ModelEvaluation
 from pipeline.dsl.component import Component
 
 KFP_ARTIFACT_CLASSES: dict[str, type[dsl.Artifact]] = {
     cls.schema_title: cls for cls in (dsl.Artifact, dsl.Dataset, dsl.Model, dsl.Metrics)
 }
+CLASSIFICATION_METRICS_OUTPUT = "classification_metrics"
 
 
 def kfp_artifact_class(kind: type[Artifact]) -> type[dsl.Artifact]:
@@ -50,21 +62,31 @@ def build_container_component(
     launches a TFJob whose replicas run the entrypoint instead of running it in the task's pod."""
     spec = node.spec
     parameters = {name: value for name, value in node.parameters.items() if value is not None}
+    evaluations = [name for name, kind in spec.outputs.items() if issubclass(kind, ModelEvaluation)]
+    if len(evaluations) > 1 or CLASSIFICATION_METRICS_OUTPUT in spec.outputs:
+        raise ValueError(
+            f"{type(node).__name__}: the compiler publishes at most one ModelEvaluation output and needs the "
+            f"output name {CLASSIFICATION_METRICS_OUTPUT!r} for it (outputs: {', '.join(spec.outputs)})"
+        )
+    kfp_only_outputs = [CLASSIFICATION_METRICS_OUTPUT] if evaluations else []
     signature = inspect.Signature(
         [_kw(name, dsl.Input[kfp_artifact_class(kind)]) for name, kind in spec.inputs.items()]
         + [_kw(name, dsl.Output[kfp_artifact_class(kind)]) for name, kind in spec.outputs.items()]
+        + [_kw(name, dsl.Output[dsl.ClassificationMetrics]) for name in kfp_only_outputs]
         + [_kw(name, spec.parameters[name].type) for name in parameters]
     )
     inputs, outputs = list(spec.inputs), list(spec.outputs)
 
     def container(*placeholders: Any) -> dsl.ContainerSpec:
-        bound = dict(zip([*inputs, *outputs, *parameters], placeholders, strict=True))
+        bound = dict(zip([*inputs, *outputs, *kfp_only_outputs, *parameters], placeholders, strict=True))
         args = entrypoint_args(
             component_path(node),
             inputs={name: bound[name] for name in inputs},
             outputs={name: bound[name] for name in outputs},
             parameters={name: bound[name] for name in parameters},
         )
+        if evaluations:
+            args += metrics_publishing_args(evaluations[0], CLASSIFICATION_METRICS_OUTPUT)
         if tfjob is None:
             return dsl.ContainerSpec(image=settings.image, command=list(ENTRYPOINT), args=args)
         launcher = tfjob_launcher_args(

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kfp import dsl
+
 ENTRYPOINT = ["python", "-m", "pipeline.runners.kfp_entrypoint"]
 TFJOB_LAUNCHER = ["python", "-m", "pipeline.kubeflow.tfjob_launcher"]
 
@@ -32,6 +34,16 @@ def entrypoint_args(
     for name, placeholder in parameters.items():
         args += ["--parameter", f"{name}={placeholder}"]
     return args
+
+
+def metrics_publishing_args(evaluation_output: str, classification_output: str) -> list[str]:
+    """Entrypoint options that publish an evaluation's metrics as KFP artifact metadata (needs the executor input)."""
+    return [
+        "--executor-input",
+        dsl.PIPELINE_TASK_EXECUTOR_INPUT_PLACEHOLDER,
+        "--publish-metrics",
+        f"{evaluation_output}={classification_output}",
+    ]
 
 
 def tfjob_launcher_args(

@@ -6,8 +6,9 @@
 It builds the typed artifacts from the paths KFP substitutes, reads each parameter's
 text by the type its spec declares, binds defaults and checks types exactly as a
 pipeline node does, and calls the executor through `invoke_executor`, the same
-function the local runner uses: one code path, two runners. Exits 1 (with the
-traceback) when the executor fails, 2 on bad arguments.
+function the local runner uses: one code path, two runners. With `--publish-metrics`
+(the Evaluator's task) it then writes KFP's executor output so the run page shows the
+metrics. Exits 1 (with the traceback) when the executor fails, 2 on bad arguments.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.dsl.component import Channel, Component
+from pipeline.runners.kfp_metrics import publish_evaluation_metrics
 from pipeline.runners.node_runner import invoke_executor
 
 log = logging.getLogger("kflow")
@@ -122,6 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", action="append", default=[], metavar="NAME=PATH")
     parser.add_argument("--parameter", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--summary-file", help="also write the executor's summary here (JSON)")
+    parser.add_argument("--executor-input", help="KFP's executor input (JSON), needed by --publish-metrics")
+    parser.add_argument(
+        "--publish-metrics",
+        metavar="EVALUATION=CLASSIFICATION",
+        help="after the run, give the ModelEvaluation output EVALUATION and the ClassificationMetrics output "
+        "CLASSIFICATION their KFP metadata (scalars, confusion matrix, ROC curve)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     try:
@@ -129,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
         inputs = _pairs("--input", args.input)
         outputs = _pairs("--output", args.output)
         parameters = _pairs("--parameter", args.parameter)
+        publish = _pairs("--publish-metrics", [args.publish_metrics] if args.publish_metrics else [])
+        if publish and not args.executor_input:
+            raise ValueError("--publish-metrics needs --executor-input")
+        if set(publish) - set(outputs):
+            raise ValueError(f"--publish-metrics {args.publish_metrics!r}: not an --output of this task")
+        executor_input = json.loads(args.executor_input) if args.executor_input else None
     except (ValueError, ImportError) as error:
         print(f"kfp_entrypoint: {error}", file=sys.stderr)
         return 2
@@ -138,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.summary_file:
         Path(args.summary_file).write_text(text + "\n")
+    for evaluation, classification in publish.items():
+        written = publish_evaluation_metrics(executor_input, evaluation, Path(outputs[evaluation]), classification)
+        log.info("published %s's metrics as KFP artifact metadata in %s", evaluation, written)
     return 0
 
 

@@ -3,8 +3,10 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from kfp import dsl
 
 from pipeline.compiler import KubeflowSettings, compile_pipeline
 from pipeline.dsl.dag import Pipeline
@@ -25,9 +27,9 @@ def toy_pipeline(fail=False):
 def test_a_played_toy_pipeline_passes_artifacts_and_parameters_along(tmp_path):
     package = compile_pipeline(toy_pipeline(), KubeflowSettings(), tmp_path / "p.yaml")
     outputs = play(package, tmp_path / "root", cwd=REPO, timeout=120)
-    assert (outputs["produce"]["numbers"] / "value.txt").read_text() == "3"
-    assert (outputs["double"]["doubled"] / "value.txt").read_text() == "6"
-    assert (outputs["add"]["total"] / "value.txt").read_text() == "19"
+    assert (Path(outputs["produce"]["numbers"].path) / "value.txt").read_text() == "3"
+    assert (Path(outputs["double"]["doubled"].path) / "value.txt").read_text() == "6"
+    assert (Path(outputs["add"]["total"].path) / "value.txt").read_text() == "19"
 
 
 def test_a_failing_task_fails_the_played_pipeline_with_its_error(tmp_path):
@@ -66,13 +68,14 @@ def demo_both_ways(tmp_path_factory):
 def test_the_played_demo_ingests_the_same_splits_as_kflow_run(demo_both_ways):
     run_dir, played = demo_both_ways
     local_stats = json.loads((run_dir / "ingest" / "examples" / "stats.json").read_text())
-    played_stats = json.loads((played["ingest"]["examples"] / "stats.json").read_text())
+    played_stats = json.loads((Path(played["ingest"]["examples"].path) / "stats.json").read_text())
     assert played_stats == local_stats
     assert played_stats["read"] == 1797
+    played_examples = Path(played["ingest"]["examples"].path)
     for split in ("train", "eval", "test"):
         local_files = sorted(p.name for p in (run_dir / "ingest" / "examples" / f"Split-{split}").iterdir())
-        assert sorted(p.name for p in (played["ingest"]["examples"] / f"Split-{split}").iterdir()) == local_files
-    assert (played["ingest"]["schema"] / "schema.pbtxt").read_text() == (
+        assert sorted(p.name for p in (played_examples / f"Split-{split}").iterdir()) == local_files
+    assert (Path(played["ingest"]["schema"].path) / "schema.pbtxt").read_text() == (
         run_dir / "ingest" / "schema" / "schema.pbtxt"
     ).read_text()
 
@@ -80,14 +83,29 @@ def test_the_played_demo_ingests_the_same_splits_as_kflow_run(demo_both_ways):
 def test_the_played_demo_trains_and_blesses_a_model_like_kflow_run(demo_both_ways):
     run_dir, played = demo_both_ways
     assert (run_dir / "evaluate" / "blessing" / "BLESSED").exists()
-    assert (played["evaluate"]["blessing"] / "BLESSED").exists()
-    assert (played["train"]["model"] / "model.keras").is_file()
-    assert (played["train"]["model"] / "Format-Serving" / "saved_model.pb").is_file()
+    assert (Path(played["evaluate"]["blessing"].path) / "BLESSED").exists()
+    assert (Path(played["train"]["model"].path) / "model.keras").is_file()
+    assert (Path(played["train"]["model"].path) / "Format-Serving" / "saved_model.pb").is_file()
     local = json.loads((run_dir / "evaluate" / "evaluation" / "metrics.json").read_text())
-    remote = json.loads((played["evaluate"]["evaluation"] / "metrics.json").read_text())
+    remote = json.loads((Path(played["evaluate"]["evaluation"].path) / "metrics.json").read_text())
     assert remote["example_count"] == local["example_count"]
     assert remote["accuracy"] >= 0.95
     assert remote["accuracy"] == pytest.approx(local["accuracy"], abs=0.03)
     local_history = json.loads((run_dir / "train" / "model_run" / "history.json").read_text())
-    played_history = json.loads((played["train"]["model_run"] / "history.json").read_text())
+    played_history = json.loads((Path(played["train"]["model_run"].path) / "history.json").read_text())
     assert played_history["epochs"] == local_history["epochs"] == 20
+
+
+def test_the_played_evaluate_task_shows_its_metrics_to_kfp(demo_both_ways):
+    """KFP reads the run page's metrics from the executor output's artifact metadata."""
+    run_dir, played = demo_both_ways
+    evaluation, classification = played["evaluate"]["evaluation"], played["evaluate"]["classification_metrics"]
+    metrics = json.loads((Path(evaluation.path) / "metrics.json").read_text())
+    assert isinstance(evaluation, dsl.Metrics) and isinstance(classification, dsl.ClassificationMetrics)
+    assert evaluation.metadata["accuracy"] == pytest.approx(metrics["accuracy"])
+    assert evaluation.metadata["example_count"] == metrics["example_count"]
+    matrix = classification.metadata["confusionMatrix"]
+    assert [spec["displayName"] for spec in matrix["annotationSpecs"]] == [str(label) for label in range(10)]
+    cells = [row["row"] for row in matrix["rows"]]
+    assert sum(map(sum, cells)) == metrics["example_count"]
+    assert sum(cells[i][i] for i in range(10)) == round(metrics["accuracy"] * metrics["example_count"])

@@ -1,0 +1,65 @@
+"""Shows an Evaluator's results on the KFP run page: metadata of the task's metrics artifacts.
+
+KFP reads the metadata of a task's output artifacts from the executor output file
+(`{{$.outputs.output_file}}`, named in the executor input `{{$}}`), as its own Python
+executor writes it. The Evaluator writes `kfp_metrics.json` into its ModelEvaluation
+folder; this module turns it into KFP's metadata shapes with KFP's own artifact classes
+(`Metrics.log_metric`, `ClassificationMetrics.log_confusion_matrix` / `log_roc_curve`)
+and writes the executor output for the task's `system.Metrics` and
+`system.ClassificationMetrics` outputs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kfp import dsl
+from kfp.dsl.executor import create_artifact_instance
+
+KFP_METRICS_FILE = "kfp_metrics.json"
+
+
+def metrics_metadata(kfp_metrics: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(`system.Metrics` metadata, `system.ClassificationMetrics` metadata) of an Evaluator's kfp_metrics.json."""
+    scalars = dsl.Metrics()
+    for name, value in sorted(kfp_metrics.get("scalars", {}).items()):
+        scalars.log_metric(name, float(value))
+    classification = dsl.ClassificationMetrics()
+    if "confusion_matrix" in kfp_metrics:
+        matrix = kfp_metrics["confusion_matrix"]
+        classification.log_confusion_matrix(matrix["categories"], matrix["matrix"])
+    if "roc" in kfp_metrics:
+        roc = kfp_metrics["roc"]
+        classification.log_roc_curve(roc["fpr"], roc["tpr"], roc["thresholds"])
+    return scalars.metadata, classification.metadata
+
+
+def write_executor_output(executor_input: dict[str, Any], metadata: dict[str, dict[str, Any]]) -> Path:
+    """Writes the executor output giving each named output artifact its metadata; returns the file's path."""
+    declared = executor_input["outputs"].get("artifacts", {})
+    artifacts = {}
+    for name, artifact_metadata in metadata.items():
+        if name not in declared:
+            raise ValueError(f"the task has no output artifact {name!r} (outputs: {', '.join(sorted(declared))})")
+        (runtime_artifact,) = declared[name]["artifacts"]
+        artifacts[name] = {"artifacts": [{**runtime_artifact, "metadata": artifact_metadata}]}
+        # An output with no file of its own (the ClassificationMetrics one) gets its metadata as its content,
+        # so that the launcher has a file to upload.
+        local = Path(create_artifact_instance(runtime_artifact).path)
+        if not local.exists():
+            local.parent.mkdir(parents=True, exist_ok=True)
+            local.write_text(json.dumps(artifact_metadata, indent=2, sort_keys=True) + "\n")
+    path = Path(executor_input["outputs"]["outputFile"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"artifacts": artifacts}, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def publish_evaluation_metrics(
+    executor_input: dict[str, Any], evaluation_output: str, evaluation_dir: Path, classification_output: str
+) -> Path:
+    """Writes the executor output of an Evaluator task from the kfp_metrics.json it wrote in `evaluation_dir`."""
+    scalars, classification = metrics_metadata(json.loads((evaluation_dir / KFP_METRICS_FILE).read_text()))
+    return write_executor_output(executor_input, {evaluation_output: scalars, classification_output: classification})
