@@ -322,13 +322,15 @@ def _run_loop(
     last = history["per_epoch"][-1] if history["per_epoch"] else {}
     return {
         "epochs": history["epochs"],
-        "loss": last.get("loss"),
-        "accuracy": last.get("accuracy"),
-        "val_accuracy": last.get("val_accuracy"),
+        # The last epoch's metrics: the task's own (accuracy, masked_accuracy, auc...) and their val_ twins.
+        **{name: value for name, value in last.items() if name not in _EPOCH_BOOKKEEPING},
         "examples_per_second": history["examples_per_second"],
         "final_step": history["final_step"],
         "start_step": history["start_step"],
     }
+
+
+_EPOCH_BOOKKEEPING = ("epoch", "step", "seconds", "examples_per_second")
 
 
 def _distribution_strategy(name: str) -> tf.distribute.Strategy:

@@ -36,6 +36,7 @@ from pipeline.dsl.artifacts import Examples, Rejects
 INVALID = "invalid"
 FILTERED = "filtered"
 _REJECTS = "rejects"
+_JSON = json.JSONEncoder(sort_keys=True)  # One encoder for every reject line (json.dumps builds one per call).
 
 Accepted = tuple[str, str, bytes]  # (key, group, serialized tf.train.Example)
 ProcessChunk = Callable[[Any], tuple[list[Accepted], list[dict[str, Any]]]]
@@ -165,7 +166,7 @@ def _stage_rejects(entries: list[dict[str, Any]], staging: str) -> tuple[str, di
     cost more (Beam measures their deep size) than writing them.
     """
     path = Path(staging) / f"rejects-{uuid.uuid4().hex}.pkl"
-    lines = [(_position_order(entry), json.dumps(entry, sort_keys=True)) for entry in entries]
+    lines = [(_position_order(entry), _JSON.encode(entry)) for entry in entries]
     path.write_bytes(pickle.dumps(lines, protocol=pickle.HIGHEST_PROTOCOL))
     return str(path), Counter((entry["kind"], entry["reason"]) for entry in entries)
 

@@ -199,7 +199,7 @@ class Filters:
         stripped = line.strip()
         if not stripped:
             return "blank" if self.drop_blank else "empty"  # An empty text is never written (schema min_chars=1).
-        if self.drop_headings and _HEADING.match(line):
+        if self.drop_headings and stripped[0] == "=" and _HEADING.match(line):
             return "heading"
         if len(line) < self.min_chars:
             return "too_short"
@@ -223,20 +223,20 @@ class ChunkProcessor:
         lines = data.split(b"\n")[: data.count(b"\n")] if data.endswith(b"\n") else data.split(b"\n")
         name = Path(chunk.path).name
         group = SPLITS[chunk.source_split]
+        reason_of, duplicates = self.filters.reason, chunk.duplicates
         accepted, found = [], []
         for number, raw in enumerate(lines, chunk.first_line):
-            raw = raw.removesuffix(b"\r")
-            position = f"{name}:{number}"
             try:
-                line = raw.decode("utf-8")
+                line = raw.removesuffix(b"\r").decode("utf-8")
             except UnicodeDecodeError as error:
-                found.append(make_reject("non_utf8", INVALID, position, raw_text(raw), error=str(error)))
+                raw = raw.removesuffix(b"\r")
+                found.append(make_reject("non_utf8", INVALID, f"{name}:{number}", raw_text(raw), error=str(error)))
                 continue
-            reason = self.filters.reason(line)
-            if reason is None and number in chunk.duplicates:
+            reason = reason_of(line)
+            if reason is None and number in duplicates:
                 reason = "duplicate"
             if reason is not None:
-                found.append(make_reject(reason, FILTERED, position, line, chars=len(line)))
+                found.append(make_reject(reason, FILTERED, f"{name}:{number}", line, chars=len(line)))
                 continue
             key = f"{chunk.source_split}-{number:07d}"
             example = example_pb2.Example()

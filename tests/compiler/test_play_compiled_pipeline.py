@@ -6,15 +6,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from kfp import dsl
+from kfp import components, dsl
 
 from pipeline.compiler import KubeflowSettings, compile_pipeline
 from pipeline.dsl.dag import Pipeline
 from tests.compiler.kfp_player import play
-from tests.conftest import REPO
+from tests.conftest import REPO, shared_dataset
 from tests.pipeline.toy.components import Add, Double, Produce
 
 DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
+MNIST = REPO / "pipeline" / "configs" / "mnist.yaml"
 
 
 def toy_pipeline(fail=False):
@@ -109,3 +110,30 @@ def test_the_played_evaluate_task_shows_its_metrics_to_kfp(demo_both_ways):
     cells = [row["row"] for row in matrix["rows"]]
     assert sum(map(sum, cells)) == metrics["example_count"]
     assert sum(cells[i][i] for i in range(10)) == round(metrics["accuracy"] * metrics["example_count"])
+
+
+@pytest.mark.slow
+@pytest.mark.real_data
+def test_the_compiled_mnist_config_plays_to_the_same_blessed_model_as_kflow_run(tmp_path, run_kflow):
+    """mnist.yaml on the real data, both ways (12 epochs each: about 7 minutes on 2 cores)."""
+    data = shared_dataset("mnist")
+    source = ("--set", f"data.source.path={data}")
+    local = run_kflow("run", MNIST, "--pipeline-root", tmp_path / "local", *source, timeout=1800)
+    assert local.returncode == 0, local.stderr[-3000:]
+    (run_dir,) = [path.parent for path in (tmp_path / "local" / "mnist").glob("*/run.json")]
+    compiled = run_kflow("compile", MNIST, "-o", tmp_path / "p.yaml", *source)
+    assert compiled.returncode == 0, compiled.stderr[-3000:]
+    assert components.load_component_from_file(str(tmp_path / "p.yaml")).name == "mnist"
+    played = play(tmp_path / "p.yaml", tmp_path / "played", cwd=REPO, timeout=1800)
+
+    assert json.loads((Path(played["ingest"]["examples"].path) / "stats.json").read_text()) == json.loads(
+        (run_dir / "ingest" / "examples" / "stats.json").read_text()
+    )
+    local_metrics = json.loads((run_dir / "evaluate" / "evaluation" / "metrics.json").read_text())
+    played_metrics = json.loads((Path(played["evaluate"]["evaluation"].path) / "metrics.json").read_text())
+    assert (run_dir / "evaluate" / "blessing" / "BLESSED").exists()
+    assert (Path(played["evaluate"]["blessing"].path) / "BLESSED").exists()
+    assert played_metrics["example_count"] == local_metrics["example_count"] == 10000
+    assert played_metrics["accuracy"] >= 0.99 and local_metrics["accuracy"] >= 0.99
+    assert played_metrics["accuracy"] == pytest.approx(local_metrics["accuracy"], abs=0.003)
+    assert played["evaluate"]["evaluation"].metadata["accuracy"] == pytest.approx(played_metrics["accuracy"])
