@@ -35,6 +35,8 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/mnist_pipeline.py
+	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/trainer_strategies.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
