@@ -14,13 +14,17 @@ Trainer figures are the examples/s the Trainer measures around its training epoc
 epoch included: tracing, cache filling); the wall column adds start-up (processes, TF import,
 data counting, export). On one machine the cluster processes share the same CPU cores.
 
-Usage: .venv/bin/python bench/trainer_strategies.py [--records 12000] [--epochs 2] [--batch-size 128]
+Each Trainer run follows its own plain fit (ratios pair runs that are close in time, as this
+machine is shared and noisy); the summary is the median ratio over --rounds.
+
+Usage: .venv/bin/python bench/trainer_strategies.py [--records 12000] [--epochs 2] [--batch-size 128] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import statistics
 import sys
 import tempfile
 import time
@@ -53,6 +57,7 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=12000)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=3, help="against this noisy shared machine")
     parser.add_argument("--strategies", default="default,default-loop,multi_worker_mirrored,parameter_server")
     args = parser.parse_args()
     if not (args.data / "mnist.npz").exists():
@@ -67,7 +72,12 @@ def main() -> int:
     from components.util.schema import load_schema
     from pipeline.dsl.artifacts import Examples, Model, ModelRun, Rejects, Schema
 
-    results: dict[str, tuple[float, float]] = {}
+    strategies = args.strategies.split(",")
+    ratios: dict[str, list[float]] = {name: [] for name in strategies}
+    print(
+        f"Trainer strategies on MNIST ({args.records} real train records, {args.epochs} epochs, batch "
+        f"{args.batch_size}); each run right after its own plain model.fit, {args.rounds} rounds"
+    )
     with tempfile.TemporaryDirectory() as temp:
         root = Path(temp)
         examples, schema = Examples(root / "examples"), Schema(root / "schema")
@@ -75,30 +85,34 @@ def main() -> int:
             examples=examples, schema=schema, rejects=Rejects(root / "rejects"),
             source_path=str(args.data / "mnist.npz"), split={"train": 1}, max_records=args.records,
         )  # fmt: skip
-        plain = plain_fit(args.data, args.records, args.epochs, args.batch_size)
-        for name in args.strategies.split(","):
-            out = root / name
-            model, model_run = Model(out / "model"), ModelRun(out / "model_run")
-            started = time.perf_counter()
-            if name == "default-loop":
-                config = loop.TrainConfig(epochs=args.epochs, batch_size=args.batch_size, shuffle_buffer=10000)
-                summary = loop.train(
-                    MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run,
-                    config=config,
-                )  # fmt: skip
-            else:
-                summary = trainer(
-                    examples=examples, schema=schema, model=model, model_run=model_run, strategy=name,
-                    epochs=args.epochs, batch_size=args.batch_size, workers=2, parameter_servers=1,
-                )  # fmt: skip
-            results[name] = (summary["examples_per_second"], time.perf_counter() - started)
-    print(
-        f"\nTrainer strategies on MNIST ({args.records} real train records, {args.epochs} epochs,"
-        f" batch {args.batch_size})"
-    )
-    print(f"  {'plain model.fit':<24} {plain:8.0f} examples/s")
-    for name, (speed, wall) in results.items():
-        print(f"  {name:<24} {speed:8.0f} examples/s   ratio {speed / plain:5.2f}   wall {wall:6.1f} s")
+        for round_number in range(1, args.rounds + 1):
+            for name in strategies:
+                plain = plain_fit(args.data, args.records, args.epochs, args.batch_size)
+                out = root / f"{name}-{round_number}"
+                model, model_run = Model(out / "model"), ModelRun(out / "model_run")
+                started = time.perf_counter()
+                if name == "default-loop":
+                    config = loop.TrainConfig(epochs=args.epochs, batch_size=args.batch_size, shuffle_buffer=10000)
+                    summary = loop.train(
+                        MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run,
+                        config=config,
+                    )  # fmt: skip
+                else:
+                    summary = trainer(
+                        examples=examples, schema=schema, model=model, model_run=model_run, strategy=name,
+                        epochs=args.epochs, batch_size=args.batch_size, workers=2, parameter_servers=1,
+                    )  # fmt: skip
+                wall = time.perf_counter() - started
+                speed = summary["examples_per_second"]
+                ratios[name].append(speed / plain)
+                print(
+                    f"  round {round_number} {name:<22} {speed:6.0f} ex/s, plain {plain:6.0f} ex/s: "
+                    f"ratio {speed / plain:5.2f}, wall {wall:5.1f} s",
+                    flush=True,
+                )
+    print(f"\nratio to plain model.fit, median of {args.rounds} rounds:")
+    for name in strategies:
+        print(f"  {name:<24} {statistics.median(ratios[name]):5.2f}")
     return 0
 
 

@@ -8,6 +8,7 @@ launcher, or by a Kubernetes job) names the artifacts and the training configura
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import sys
@@ -20,12 +21,15 @@ from components.util.schema import load_schema
 from pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 
-def load_task(name: str, schema_file: str | Path, model_name: str | None, model_options: dict | None) -> Task:
+def task_class(name: str) -> type[Task]:
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
     module_name, class_name = TASKS[name].split(":")
-    module = __import__(module_name, fromlist=[class_name])
-    return getattr(module, class_name)(load_schema(schema_file), model_name, model_options)
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def load_task(name: str, schema_file: str | Path, model_name: str | None, model_options: dict | None) -> Task:
+    return task_class(name)(load_schema(schema_file), model_name, model_options)
 
 
 def main(argv: list[str]) -> int:
@@ -41,6 +45,8 @@ def main(argv: list[str]) -> int:
     kind = (cluster.get("task") or {}).get("type")
     if config.strategy == "parameter_server" and kind in ("worker", "ps"):
         workers = len(cluster["cluster"].get("worker", []))
+        for module in task_class(spec["task"]).op_libraries:
+            importlib.import_module(module)  # Registers the ops the coordinator's dataset graph will use here.
         loop.run_server(threads=max(workers + 1, 4))
         return 0
     task = load_task(spec["task"], spec["schema_file"], spec.get("model_name"), spec.get("model_options"))

@@ -31,6 +31,9 @@ class Task:
     # The validation metric to watch for early stopping and best-model choice, and its direction.
     monitor: ClassVar[str] = "val_loss"
     monitor_mode: ClassVar[str] = "min"
+    # Modules registering custom TF ops the task's input pipeline runs. Under parameter_server the
+    # coordinator ships its dataset graph to the worker servers, which must import them first.
+    op_libraries: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, schema: schema_pb2.Schema, model_name: str | None = None, model_options: dict | None = None):
         self.schema = schema

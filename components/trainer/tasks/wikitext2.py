@@ -52,6 +52,7 @@ class WikiText2Task(Task):
     default_model = "bert_mlm"
     monitor = "val_masked_accuracy"
     monitor_mode = "max"
+    op_libraries = ("tensorflow_text",)  # keras-hub's WordPiece tokenizer runs its ops in the dataset.
 
     def __init__(self, schema, model_name: str | None = None, model_options: dict | None = None):
         super().__init__(schema, model_name, model_options)

@@ -276,3 +276,31 @@ def test_parameter_server_rerun_resumes_with_the_same_step_counter(inputs, tmp_p
     second = run(epochs=2, **common)
     assert (first["start_step"], first["final_step"]) == (0, 13)
     assert (second["start_step"], second["final_step"], second["epochs"]) == (13, 26, 1)
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("task", ["quora", "wikitext2"])
+def test_parameter_server_trains_the_text_tasks(task, tmp_path):
+    """keras-hub's BERT MLM and the Quora classifier (lookup tables inside the model) under 2 workers + 1 PS."""
+    from google.protobuf import text_format
+
+    from pipeline.dsl.artifacts import Schema
+    from tests.components.trainer.tasks import test_quora, test_wikitext2
+    from tests.components.trainer.tasks.text_fixtures import write_quora, write_wikitext
+
+    tests_module = {"quora": test_quora, "wikitext2": test_wikitext2}[task]
+    examples = (write_quora if task == "quora" else write_wikitext)(tmp_path / "examples")
+    schema = Schema(tmp_path / "schema")
+    schema.path.mkdir()
+    schema.file.write_text(text_format.MessageToString(tests_module.SCHEMA))
+    model, model_run = _outputs(tmp_path)
+    summary = run(
+        examples=examples, schema=schema, model=model, model_run=model_run, task=task,
+        model_name="text_classifier" if task == "quora" else "bert_mlm", model_options=tests_module.OPTIONS,
+        strategy="parameter_server", workers=2, parameter_servers=1, epochs=3, batch_size=16, seed=3,
+        optimizer="adamw", learning_rate=3e-3, working_dir=tmp_path / "work",
+    )  # fmt: skip
+    losses = [epoch["loss"] for epoch in model_run.history["per_epoch"]]
+    assert losses[-1] < losses[0]
+    assert summary["final_step"] == 3 * -(-(400 if task == "quora" else 300) // 16)
+    assert model.keras_file.exists() and (model.serving_uri / "saved_model.pb").exists()
