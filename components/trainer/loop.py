@@ -162,6 +162,22 @@ def make_strategy(name: str) -> tf.distribute.Strategy:
     raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
 
 
+def accumulate(metric: keras.metrics.Metric, *args: Any) -> None:
+    """Adds one batch to `metric` with one atomic `assign_add` of each variable's increment.
+
+    Keras 3's `Variable.assign_add` is `assign(self + value)`: when two parameter-server
+    workers update the same PS-placed metric variable, one of the updates can be lost.
+    The increments are the metric's stateless update from a zero state, which is exact for
+    accumulator metrics (sums, counts, confusion counts: Keras' mean-wrapped metrics,
+    accuracy, AUC — every metric the tasks use); `assign_add` on the underlying
+    `tf.Variable` runs on the PS under the variable's lock.
+    """
+    zeros = [tf.zeros(variable.shape, variable.dtype) for variable in metric.variables]
+    for variable, increment in zip(metric.variables, metric.stateless_update_state(zeros, *args), strict=True):
+        if increment is not variable:
+            variable.value.assign_add(increment)
+
+
 def run_server(threads: int) -> None:
     """A parameter-server cluster's `worker` or `ps` task: serves until killed."""
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
@@ -293,9 +309,9 @@ def _train(
         optimizer = make_optimizer(config, total_steps)
         optimizer.build(keras_model.trainable_variables)
         loss_object = task.loss()
-        # Keras metric variables updated concurrently on parameter servers lose updates, so under
-        # parameter_server the train loss comes back from the steps and evaluation runs on the chief.
-        train_metrics = [] if parameter_server else task.metrics()
+        # Under parameter_server the workers add to the train metrics with atomic increments (see
+        # `accumulate`), the train loss comes back from the steps and evaluation runs on the chief.
+        train_metrics = task.metrics()
         train_loss = keras.metrics.Sum(name="loss_sum")
         batches = keras.metrics.Sum(name="batches")
         if not parameter_server:
@@ -335,6 +351,8 @@ def _train(
         gradients = tape.gradient(scaled, keras_model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, keras_model.trainable_variables, strict=True))
         if parameter_server:
+            for metric in train_metrics:
+                accumulate(metric, y, predictions, sample_weight)
             return loss
         train_loss.update_state(loss)
         batches.update_state(1.0 / replicas)
@@ -463,6 +481,7 @@ def _train(
             trained_steps += epoch_steps
             if parameter_server:
                 values = {"loss": float(np.mean([float(value.fetch()) for value in step_losses]))}
+                values.update({metric.name: float(metric.result()) for metric in train_metrics})
             else:
                 values = result(train_metrics, train_loss, batches)
             if has_eval:

@@ -10,7 +10,10 @@ import signal
 import threading
 import time
 
+import keras
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from components.trainer import launcher, loop
 from components.trainer.executor import run
@@ -70,6 +73,9 @@ def test_parameter_server_two_workers_one_ps_learns(inputs, tmp_path):
     assert history["strategy"] == "parameter_server"
     assert summary["final_step"] == 26
     assert 0.0 <= history["per_epoch"][-1]["val_accuracy"] <= 1.0
+    # Train metrics come from atomic increments on the PS (loop.accumulate).
+    accuracies = [epoch["accuracy"] for epoch in history["per_epoch"]]
+    assert all(0.0 < accuracy <= 1.0 for accuracy in accuracies) and accuracies[-1] > accuracies[0]
     assert model.keras_file.exists()
 
 
@@ -90,6 +96,31 @@ def test_loop_resumes_from_the_last_checkpoint(inputs, tmp_path, caplog):
     assert (second["start_step"], second["final_step"], second["epochs"]) == (8, 24, 2)
     assert [epoch["epoch"] for epoch in second["per_epoch"]] == [2, 3]
     assert model_run.history["final_step"] == 24
+
+
+@pytest.mark.parametrize(
+    ("make_metric", "binary"),
+    [
+        (keras.metrics.SparseCategoricalAccuracy, False),
+        (lambda: keras.metrics.AUC(num_thresholds=20), True),
+        (keras.metrics.BinaryAccuracy, True),
+    ],
+    ids=["sparse_categorical_accuracy", "auc", "binary_accuracy"],
+)
+def test_accumulated_increments_equal_keras_own_updates(make_metric, binary):
+    rng = np.random.default_rng(0)
+    accumulated, updated = make_metric(), make_metric()
+    for _ in range(3):
+        if binary:
+            y, scores = rng.integers(0, 2, size=(16, 1)), rng.random((16, 1)).astype("float32")
+        else:
+            y, scores = rng.integers(0, 4, size=(16,)), rng.random((16, 4)).astype("float32")
+        weights = rng.random(16).astype("float32")
+        tf.function(lambda a, b, w: loop.accumulate(accumulated, a, b, w))(y, scores, weights)
+        updated.update_state(y, scores, weights)
+    assert float(accumulated.result()) == pytest.approx(float(updated.result()), rel=1e-6)
+    for mine, theirs in zip(accumulated.variables, updated.variables, strict=True):
+        np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-6)
 
 
 def test_learning_rate_schedules_warm_up_then_decay():
