@@ -12,10 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import yaml
-
-from pipeline.dsl.config import ConfigError, PipelineConfig, apply_override, config_schema, validate_config
+from pipeline.dsl.config import (
+    ConfigError,
+    DefaultFillingValidator,
+    PipelineConfig,
+    config_schema,
+    read_config_file,
+    validate_config,
+)
 
 
 @dataclass(frozen=True)
@@ -62,16 +66,7 @@ def load_compile_config(
 ) -> tuple[PipelineConfig, KubeflowSettings]:
     """Reads a config for compilation: the pipeline config and its validated `kubeflow` section."""
     source = str(path)
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise ConfigError([f"no such config file: {path}"]) from None
-    except yaml.YAMLError as error:
-        raise ConfigError([f"not valid YAML: {error}"], source) from None
-    if not isinstance(raw, dict):
-        raise ConfigError(["(top level): must be a mapping of fields"], source)
-    for override in overrides:
-        apply_override(raw, override)
+    raw = read_config_file(path, overrides)
     section = raw.pop("kubeflow", None)
     if image is not None:
         section = {**(section or {}), "image": image}
@@ -81,7 +76,7 @@ def load_compile_config(
 def kubeflow_settings(section: Any, source: str | None = None) -> KubeflowSettings:
     """Validates the `kubeflow` section against its part of the config schema, filling defaults."""
     instance = copy.deepcopy(section)
-    validator = _DefaultFilling(config_schema()["properties"]["kubeflow"])
+    validator = DefaultFillingValidator(config_schema()["properties"]["kubeflow"])
     problems = sorted(
         f"{'.'.join(['kubeflow', *map(str, error.absolute_path)])}: {error.message}"
         for error in validator.iter_errors(instance)
@@ -89,19 +84,3 @@ def kubeflow_settings(section: Any, source: str | None = None) -> KubeflowSettin
     if problems:
         raise ConfigError(problems, source)
     return KubeflowSettings.from_dict(instance)
-
-
-def _with_defaults(validator_class: type) -> type:
-    validate_properties = validator_class.VALIDATORS["properties"]
-
-    def properties_with_defaults(validator, properties, instance, schema):
-        if validator.is_type(instance, "object"):
-            for name, subschema in properties.items():
-                if "default" in subschema and name not in instance:
-                    instance[name] = copy.deepcopy(subschema["default"])
-        yield from validate_properties(validator, properties, instance, schema)
-
-    return jsonschema.validators.extend(validator_class, {"properties": properties_with_defaults})
-
-
-_DefaultFilling = _with_defaults(jsonschema.Draft202012Validator)

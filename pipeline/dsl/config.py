@@ -69,6 +69,11 @@ def config_schema() -> dict[str, Any]:
 
 def load_config(path: str | Path, overrides: Iterable[str] = ()) -> PipelineConfig:
     """Reads a YAML config, applies `a.b=value` overrides, validates it and fills defaults."""
+    return validate_config(read_config_file(path, overrides), str(path))
+
+
+def read_config_file(path: str | Path, overrides: Iterable[str] = ()) -> dict[str, Any]:
+    """The YAML mapping of a config file with `a.b=value` overrides applied, not yet validated."""
     source = str(path)
     try:
         raw = yaml.safe_load(Path(path).read_text())
@@ -80,7 +85,7 @@ def load_config(path: str | Path, overrides: Iterable[str] = ()) -> PipelineConf
         raise ConfigError(["(top level): must be a mapping of fields"], source)
     for override in overrides:
         apply_override(raw, override)
-    return validate_config(raw, source)
+    return raw
 
 
 def apply_override(config: dict[str, Any], override: str) -> None:
@@ -104,7 +109,7 @@ def apply_override(config: dict[str, Any], override: str) -> None:
 
 def validate_config(raw: dict[str, Any], source: str | None = None) -> PipelineConfig:
     instance = copy.deepcopy(raw)
-    validator = _DefaultFillingValidator(config_schema())
+    validator = DefaultFillingValidator(config_schema())
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     if errors:
         raise ConfigError(sorted({line for error in errors for line in _describe(error)}), source)
@@ -124,7 +129,8 @@ def _fill_defaults(validator_class: type) -> type:
     return jsonschema.validators.extend(validator_class, {"properties": properties_with_defaults})
 
 
-_DefaultFillingValidator = _fill_defaults(jsonschema.Draft202012Validator)
+# A JSON Schema validator that also fills in each missing property's `default`, in place.
+DefaultFillingValidator = _fill_defaults(jsonschema.Draft202012Validator)
 
 _TYPE_NAMES = {
     "integer": "an integer",
