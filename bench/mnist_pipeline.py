@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from baselines import plain_fit  # bench/, the script's folder
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "mnist"
 
@@ -52,23 +54,6 @@ def run_pipeline(data: Path, epochs: int, batch_size: int, root: Path) -> tuple[
     wall = time.perf_counter() - started
     record = json.loads(next((root / "mnist").glob("*/run.json")).read_text())
     return wall, record
-
-
-def plain_fit(data: Path, train_examples: int, epochs: int, batch_size: int) -> float:
-    """Examples per second of a plain `model.fit` on in-memory arrays."""
-    import keras
-    import numpy as np
-
-    from components.trainer.models.mnist_convnet import build_mnist_convnet
-
-    with np.load(data / "mnist.npz") as arrays:
-        x, y = arrays["x_train"][:train_examples], arrays["y_train"][:train_examples]
-    keras.utils.set_random_seed(42)
-    model = build_mnist_convnet()
-    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    started = time.perf_counter()
-    model.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=0)
-    return len(x) * epochs / (time.perf_counter() - started)
 
 
 def main() -> int:

@@ -30,25 +30,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from baselines import plain_fit  # bench/, the script's folder
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "mnist"
-
-
-def plain_fit(data: Path, records: int, epochs: int, batch_size: int) -> float:
-    import keras
-    import numpy as np
-
-    from components.trainer.models.mnist_convnet import build_mnist_convnet
-
-    with np.load(data / "mnist.npz") as arrays:
-        x, y = arrays["x_train"][:records], arrays["y_train"][:records]
-    keras.utils.set_random_seed(42)
-    model = build_mnist_convnet()
-    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    started = time.perf_counter()
-    model.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=0)
-    return len(x) * epochs / (time.perf_counter() - started)
 
 
 def main() -> int:
