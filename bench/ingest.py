@@ -32,10 +32,10 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from components.mnist_ingest.executor import run as mnist_run  # noqa: E402
-from components.quora_ingest.executor import run as quora_run  # noqa: E402
-from components.wikitext2_ingest.executor import run as wikitext2_run  # noqa: E402
-from pipeline.dsl.artifacts import Examples, Rejects, Schema  # noqa: E402
+from kflow.components.mnist_ingest.executor import run as mnist_run  # noqa: E402
+from kflow.components.quora_ingest.executor import run as quora_run  # noqa: E402
+from kflow.components.wikitext2_ingest.executor import run as wikitext2_run  # noqa: E402
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "datasets"
 BEAM_ARGS = ["--runner=DirectRunner", "--direct_num_workers=1", "--direct_running_mode=in_memory"]

@@ -34,7 +34,7 @@ def run_pipeline(data: Path, epochs: int, batch_size: int, root: Path) -> tuple[
     command = [
         sys.executable,
         "-m",
-        "pipeline.cli.main",
+        "kflow.pipeline.cli.main",
         "run",
         str(REPO / "pipeline" / "configs" / "mnist.yaml"),
         "--pipeline-root",

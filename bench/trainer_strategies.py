@@ -51,12 +51,12 @@ def main() -> int:
         return 2
     logging.basicConfig(level=logging.WARNING)
 
-    from components.mnist_ingest.executor import run as ingest
-    from components.trainer import loop
-    from components.trainer.executor import run as trainer
-    from components.trainer.tasks.mnist import MnistTask
-    from components.util.schema import load_schema
-    from pipeline.dsl.artifacts import Examples, Model, ModelRun, Rejects, Schema
+    from kflow.components.mnist_ingest.executor import run as ingest
+    from kflow.components.trainer import loop
+    from kflow.components.trainer.executor import run as trainer
+    from kflow.components.trainer.tasks.mnist import MnistTask
+    from kflow.components.util.schema import load_schema
+    from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Rejects, Schema
 
     strategies = args.strategies.split(",")
     ratios: dict[str, list[float]] = {name: [] for name in strategies}

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components.evaluator import Evaluator
-from components.mnist_ingest import MnistIngest
-from components.quora_ingest import QuoraIngest
-from components.trainer import Trainer
-from components.wikitext2_ingest import WikiText2Ingest
-from pipeline.dsl.component import Component
-from pipeline.dsl.config import ConfigError, PipelineConfig
-from pipeline.dsl.dag import Pipeline
-from pipeline.runners.run_record import earlier_runs
+from kflow.components.evaluator import Evaluator
+from kflow.components.mnist_ingest import MnistIngest
+from kflow.components.quora_ingest import QuoraIngest
+from kflow.components.trainer import Trainer
+from kflow.components.wikitext2_ingest import WikiText2Ingest
+from kflow.pipeline.dsl.component import Component
+from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
+from kflow.pipeline.dsl.dag import Pipeline
+from kflow.pipeline.runners.run_record import earlier_runs
 
 INGEST_COMPONENTS: dict[str, type[Component]] = {
     "mnist": MnistIngest,

@@ -28,7 +28,7 @@ def run_kflow():
 
     def run(*args, timeout=900, **kwargs):
         return subprocess.run(
-            [sys.executable, "-m", "pipeline.cli.main", *map(str, args)],
+            [sys.executable, "-m", "kflow.pipeline.cli.main", *map(str, args)],
             capture_output=True,
             text=True,
             cwd=REPO,

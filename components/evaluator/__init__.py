@@ -1,5 +1,5 @@
 """The Evaluator component (the executor is imported by the runner, by path)."""
 
-from components.evaluator.component import Evaluator
+from kflow.components.evaluator.component import Evaluator
 
 __all__ = ["Evaluator"]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
-from pipeline.dsl.component import Component, ComponentSpec, Parameter
+from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
+from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 
 class Evaluator(Component):
@@ -32,5 +32,5 @@ class Evaluator(Component):
             "seed": Parameter(int, default=0, description="seed of the evaluation randomness (MLM masks)"),
             "model_options": Parameter(dict, default={}, description="the Trainer's model_options (data options)"),
         },
-        executor="components.evaluator.executor:run",
+        executor="kflow.components.evaluator.executor:run",
     )

@@ -19,13 +19,13 @@ from typing import Any
 import keras
 import numpy as np
 
-from components.evaluator.gate import check_thresholds, describe, run_checks
-from components.evaluator.metrics import METRICS as TASK_METRICS
-from components.evaluator.metrics.base import TaskMetrics, subset
-from components.evaluator.report import training_curves, write_report
-from components.trainer.tasks import TASKS
-from components.util.schema import load_schema
-from pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
+from kflow.components.evaluator.gate import check_thresholds, describe, run_checks
+from kflow.components.evaluator.metrics import METRICS as TASK_METRICS
+from kflow.components.evaluator.metrics.base import TaskMetrics, subset
+from kflow.components.evaluator.report import training_curves, write_report
+from kflow.components.trainer.tasks import TASKS
+from kflow.components.util.schema import load_schema
+from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
 
 log = logging.getLogger("kflow.evaluator")
 

@@ -6,8 +6,8 @@ import html
 from pathlib import Path
 from typing import Any
 
-from components.evaluator import plots
-from components.evaluator.gate import describe
+from kflow.components.evaluator import plots
+from kflow.components.evaluator.gate import describe
 
 
 def training_curves(history: dict[str, Any], folder: Path) -> list[dict[str, str]]:

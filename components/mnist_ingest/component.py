@@ -8,8 +8,8 @@ refused records go to `rejects` with their reason and position.
 
 from __future__ import annotations
 
-from pipeline.dsl.artifacts import Examples, Rejects, Schema
-from pipeline.dsl.component import Component, ComponentSpec, Parameter
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 
 class MnistIngest(Component):
@@ -42,5 +42,5 @@ class MnistIngest(Component):
             ),
             "beam_args": Parameter(list, default=[], affects_output=False, description="Apache Beam pipeline options."),
         },
-        executor="components.mnist_ingest.executor:run",
+        executor="kflow.components.mnist_ingest.executor:run",
     )

@@ -33,10 +33,17 @@ import tensorflow as tf
 from apache_beam.options.pipeline_options import PipelineOptions
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from components.mnist_ingest.records import TEST_SPLIT, Chunk, RecordLayout, SplitPlan, serialize_records, split_chunk
-from components.mnist_ingest.sources import Source, SourceSplit, read_source
-from components.util.schema import annotation_tags, find_feature, int_domain, load_schema
-from pipeline.dsl.artifacts import Examples, Rejects, Schema
+from kflow.components.mnist_ingest.records import (
+    TEST_SPLIT,
+    Chunk,
+    RecordLayout,
+    SplitPlan,
+    serialize_records,
+    split_chunk,
+)
+from kflow.components.mnist_ingest.sources import Source, SourceSplit, read_source
+from kflow.components.util.schema import annotation_tags, find_feature, int_domain, load_schema
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +118,7 @@ def _check_limits(max_records: int | None, max_invalid_fraction: float) -> None:
 def _copy_schema(schema: Schema) -> RecordLayout:
     """Copies the MNIST schema into the schema artifact and returns what it says a valid record is."""
     schema.path.mkdir(parents=True, exist_ok=True)
-    with importlib.resources.as_file(importlib.resources.files("schemas") / "mnist" / "schema.pbtxt") as path:
+    with importlib.resources.as_file(importlib.resources.files("kflow.schemas") / "mnist" / "schema.pbtxt") as path:
         shutil.copyfile(path, schema.file)
     proto = load_schema(schema.file)
     declared = {feature.name for feature in proto.feature}

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from components.mnist_ingest.records import record_key, reject, stable_hash
-from components.util.source_resolution import DATA_DIR_ENV, find_source
+from kflow.components.mnist_ingest.records import record_key, reject, stable_hash
+from kflow.components.util.source_resolution import DATA_DIR_ENV, find_source
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ by label and assigned by a hash of the qid. Every refused row goes to `rejects`.
 
 from __future__ import annotations
 
-from pipeline.dsl.artifacts import Examples, Rejects, Schema
-from pipeline.dsl.component import Component, ComponentSpec, Parameter
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 
 class QuoraIngest(Component):
@@ -40,5 +40,5 @@ class QuoraIngest(Component):
             ),
             "beam_args": Parameter(list, default=[], affects_output=False, description="Apache Beam pipeline options."),
         },
-        executor="components.quora_ingest.executor:run",
+        executor="kflow.components.quora_ingest.executor:run",
     )

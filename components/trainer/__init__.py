@@ -1,5 +1,5 @@
 """The Trainer component (the executor is imported by the runner, by path)."""
 
-from components.trainer.component import Trainer
+from kflow.components.trainer.component import Trainer
 
 __all__ = ["Trainer"]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
-from pipeline.dsl.component import Component, ComponentSpec, Parameter
+from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
+from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 
 class Trainer(Component):
@@ -23,7 +23,7 @@ class Trainer(Component):
                 default="default",
                 description="default | mirrored | multi_worker_mirrored | parameter_server",
             ),
-            "task": Parameter(str, default="mnist", description="a name in components.trainer.tasks.TASKS"),
+            "task": Parameter(str, default="mnist", description="a name in kflow.components.trainer.tasks.TASKS"),
             "model_options": Parameter(dict, default={}, description="keyword arguments for the model factory"),
             "workers": Parameter(int, default=2, description="local cluster size for the multi-process strategies"),
             "parameter_servers": Parameter(int, default=1, description="for strategy parameter_server"),
@@ -45,5 +45,5 @@ class Trainer(Component):
                 int, optional=True, description="unset: off; else epochs without val_loss improvement"
             ),
         },
-        executor="components.trainer.executor:run",
+        executor="kflow.components.trainer.executor:run",
     )

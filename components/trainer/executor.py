@@ -18,13 +18,13 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from components.trainer.launcher import launch
-from components.trainer.loop import TrainConfig, is_chief, make_optimizer, run_server, tf_config, train
-from components.trainer.models import MODELS, build_model
-from components.trainer.worker import load_task
-from components.util.examples_dataset import image_shape, make_dataset
-from components.util.schema import feature_spec, int_domain, load_schema
-from pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
+from kflow.components.trainer.launcher import launch
+from kflow.components.trainer.loop import TrainConfig, is_chief, make_optimizer, run_server, tf_config, train
+from kflow.components.trainer.models import MODELS, build_model
+from kflow.components.trainer.worker import load_task
+from kflow.components.util.examples_dataset import image_shape, make_dataset
+from kflow.components.util.schema import feature_spec, int_domain, load_schema
+from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
 
 log = logging.getLogger("kflow.trainer")
 
@@ -76,7 +76,7 @@ def run(
     `history.json` into `model_run`, and returns the last epoch's metrics.
 
     MNIST under "default"/"mirrored" trains with `model.fit` on a cached dataset (the fastest
-    path); every other case runs the custom loop of `components.trainer.loop`, in this process
+    path); every other case runs the custom loop of `kflow.components.trainer.loop`, in this process
     or, for "multi_worker_mirrored"/"parameter_server" without a TF_CONFIG, on a local cluster
     of `workers` (+ `parameter_servers`) processes started here. `working_dir` keeps the
     checkpoints a re-run resumes from.

@@ -141,7 +141,7 @@ def run_cluster(
                     environment, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}})
                 )
                 popen = subprocess.Popen(
-                    [sys.executable, "-m", "components.trainer.worker", str(spec_file)],
+                    [sys.executable, "-m", "kflow.components.trainer.worker", str(spec_file)],
                     cwd=str(REPO_ROOT),
                     env=env,
                     stdout=subprocess.PIPE,

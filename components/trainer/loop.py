@@ -30,8 +30,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from components.trainer.tasks.base import Task
-from pipeline.dsl.artifacts import Examples, Model, ModelRun
+from kflow.components.trainer.tasks.base import Task
+from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 log = logging.getLogger("kflow.trainer")
 

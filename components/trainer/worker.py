@@ -1,4 +1,4 @@
-"""One process of a training cluster: `python -m components.trainer.worker SPEC.json`.
+"""One process of a training cluster: `python -m kflow.components.trainer.worker SPEC.json`.
 
 The role comes from `TF_CONFIG`: under `parameter_server`, `worker` and `ps` tasks run a
 `tf.distribute.Server` until they are stopped and the `chief` coordinates; under
@@ -14,11 +14,11 @@ import logging
 import sys
 from pathlib import Path
 
-from components.trainer import loop
-from components.trainer.tasks import TASKS
-from components.trainer.tasks.base import Task
-from components.util.schema import load_schema
-from pipeline.dsl.artifacts import Examples, Model, ModelRun
+from kflow.components.trainer import loop
+from kflow.components.trainer.tasks import TASKS
+from kflow.components.trainer.tasks.base import Task
+from kflow.components.util.schema import load_schema
+from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 
 def task_class(name: str) -> type[Task]:

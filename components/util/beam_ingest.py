@@ -31,7 +31,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline.dsl.artifacts import Examples, Rejects
+from kflow.pipeline.dsl.artifacts import Examples, Rejects
 
 INVALID = "invalid"
 FILTERED = "filtered"
@@ -270,10 +270,10 @@ def copy_schema(dataset: str, schema_artifact: Any, features: dict[str, int]) ->
 
     from tensorflow_metadata.proto.v0 import schema_pb2
 
-    from components.util.schema import load_schema
+    from kflow.components.util.schema import load_schema
 
     schema_artifact.path.mkdir(parents=True, exist_ok=True)
-    with importlib.resources.as_file(importlib.resources.files("schemas") / dataset / "schema.pbtxt") as path:
+    with importlib.resources.as_file(importlib.resources.files("kflow.schemas") / dataset / "schema.pbtxt") as path:
         shutil.copyfile(path, schema_artifact.file)
     proto = load_schema(schema_artifact.file)
     declared = {feature.name: feature.type for feature in proto.feature}
@@ -292,6 +292,6 @@ def copy_schema(dataset: str, schema_artifact: Any, features: dict[str, int]) ->
 
 def text_min_chars(proto: Any, name: str) -> int:
     """The `min_chars=n` annotation tag of a text feature (0 when absent)."""
-    from components.util.schema import annotation_tags
+    from kflow.components.util.schema import annotation_tags
 
     return int(annotation_tags(proto, name).get("min_chars", 0))

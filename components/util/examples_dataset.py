@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import tensorflow as tf
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from components.util.schema import annotation_tags
+from kflow.components.util.schema import annotation_tags
 
 MNIST_IMAGE_SHAPE = (28, 28)
 

@@ -9,8 +9,8 @@ train/valid/test). Every other line goes to `rejects`: "filtered" (policy) or "i
 
 from __future__ import annotations
 
-from pipeline.dsl.artifacts import Examples, Rejects, Schema
-from pipeline.dsl.component import Component, ComponentSpec, Parameter
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 
 class WikiText2Ingest(Component):
@@ -46,5 +46,5 @@ class WikiText2Ingest(Component):
             ),
             "beam_args": Parameter(list, default=[], affects_output=False, description="Apache Beam pipeline options."),
         },
-        executor="components.wikitext2_ingest.executor:run",
+        executor="kflow.components.wikitext2_ingest.executor:run",
     )

@@ -23,10 +23,10 @@ from typing import Any
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from components.util import beam_ingest
-from components.util.beam_ingest import FILTERED, INVALID, make_reject, raw_text
-from components.util.source_resolution import find_source, missing_source_error
-from pipeline.dsl.artifacts import Examples, Rejects, Schema
+from kflow.components.util import beam_ingest
+from kflow.components.util.beam_ingest import FILTERED, INVALID, make_reject, raw_text
+from kflow.components.util.source_resolution import find_source, missing_source_error
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
 

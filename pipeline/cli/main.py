@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 
-from pipeline.dsl.config import ConfigError, PipelineConfig, load_config
+from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, load_config
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -92,9 +92,9 @@ def _validate(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     config = _load(args)
     # Imported here so that `kflow validate` and `kflow show` start fast.
-    from pipeline.cli.show import format_run
-    from pipeline.runners.beam_dag_runner import BeamDagRunner, PipelineFailed
-    from pipeline.standard_pipeline import build_pipeline
+    from kflow.pipeline.cli.show import format_run
+    from kflow.pipeline.runners.beam_dag_runner import BeamDagRunner, PipelineFailed
+    from kflow.pipeline.standard_pipeline import build_pipeline
 
     pipeline = build_pipeline(config, local_runs=True)
     if args.until:
@@ -137,19 +137,19 @@ def _gate(record: dict, on_not_blessed: str) -> int:
 
 
 def _compile(args: argparse.Namespace) -> int:
-    from pipeline.compiler.commands import compile_command
+    from kflow.pipeline.compiler.commands import compile_command
 
     return compile_command(args)
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from pipeline.compiler.commands import submit_command
+    from kflow.pipeline.compiler.commands import submit_command
 
     return submit_command(args)
 
 
 def _show(args: argparse.Namespace) -> int:
-    from pipeline.cli.show import show
+    from kflow.pipeline.cli.show import show
 
     try:
         print(show(args.run_dir))

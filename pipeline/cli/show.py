@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.runners.run_record import RUN_FILE, RunRecord, earlier_runs
+from kflow.pipeline.runners.run_record import RUN_FILE, RunRecord, earlier_runs
 
 
 def find_run_dir(path: str | Path) -> Path:

@@ -8,9 +8,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipeline.compiler.pipeline_builder import DistributedTraining, compile_pipeline
-from pipeline.compiler.settings import load_compile_config
-from pipeline.standard_pipeline import build_pipeline
+from kflow.pipeline.compiler.pipeline_builder import DistributedTraining, compile_pipeline
+from kflow.pipeline.compiler.settings import load_compile_config
+from kflow.pipeline.standard_pipeline import build_pipeline
 
 TRAIN_NODE = "train"
 
@@ -35,7 +35,7 @@ def compile_command(args: argparse.Namespace) -> int:
 
 
 def submit_command(args: argparse.Namespace) -> int:
-    from pipeline.kubeflow.submit import SubmissionFailed, submit_package
+    from kflow.pipeline.kubeflow.submit import SubmissionFailed, submit_package
 
     with tempfile.TemporaryDirectory() as scratch:
         package = compile_config(

@@ -23,16 +23,16 @@ from typing import Any
 from kfp import dsl
 from kfp.dsl.container_component_class import ContainerComponent
 
-from pipeline.compiler.container_args import (
+from kflow.pipeline.compiler.container_args import (
     ENTRYPOINT,
     TFJOB_LAUNCHER,
     entrypoint_args,
     metrics_publishing_args,
     tfjob_launcher_args,
 )
-from pipeline.compiler.settings import KubeflowSettings
-from pipeline.dsl.artifacts import Artifact, ModelEvaluation
-from pipeline.dsl.component import Component
+from kflow.pipeline.compiler.settings import KubeflowSettings
+from kflow.pipeline.dsl.artifacts import Artifact, ModelEvaluation
+from kflow.pipeline.dsl.component import Component
 
 KFP_ARTIFACT_CLASSES: dict[str, type[dsl.Artifact]] = {
     cls.schema_title: cls for cls in (dsl.Artifact, dsl.Dataset, dsl.Model, dsl.Metrics)

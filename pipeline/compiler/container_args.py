@@ -1,6 +1,6 @@
 """The command line a compiled task runs: the container entrypoint and its arguments.
 
-Every task runs `python -m pipeline.runners.kfp_entrypoint` with the component's class
+Every task runs `python -m kflow.pipeline.runners.kfp_entrypoint` with the component's class
 path, one `--input name=PATH` per input artifact, one `--output name=PATH` per output
 artifact and one `--parameter name=VALUE` per parameter; KFP substitutes the
 placeholders (`{{$.inputs.artifacts['examples'].path}}`, ...) at run time. The Trainer
@@ -15,8 +15,8 @@ from typing import Any
 
 from kfp import dsl
 
-ENTRYPOINT = ["python", "-m", "pipeline.runners.kfp_entrypoint"]
-TFJOB_LAUNCHER = ["python", "-m", "pipeline.kubeflow.tfjob_launcher"]
+ENTRYPOINT = ["python", "-m", "kflow.pipeline.runners.kfp_entrypoint"]
+TFJOB_LAUNCHER = ["python", "-m", "kflow.pipeline.kubeflow.tfjob_launcher"]
 
 
 def entrypoint_args(

@@ -14,15 +14,15 @@ from pathlib import Path
 from kfp import compiler, dsl
 from kfp.dsl.graph_component import GraphComponent
 
-from pipeline.compiler.component_builder import build_container_component
-from pipeline.compiler.settings import KubeflowSettings, Resources
-from pipeline.dsl.dag import Pipeline
-from pipeline.kubeflow.tfjob import replica_counts
+from kflow.pipeline.compiler.component_builder import build_container_component
+from kflow.pipeline.compiler.settings import KubeflowSettings, Resources
+from kflow.pipeline.dsl.dag import Pipeline
+from kflow.pipeline.kubeflow.tfjob import replica_counts
 
 
 @dataclass(frozen=True)
 class DistributedTraining:
-    """A node that runs as a TFJob (see pipeline.kubeflow.tfjob.replica_counts for its replicas)."""
+    """A node that runs as a TFJob (see kflow.pipeline.kubeflow.tfjob.replica_counts for its replicas)."""
 
     strategy: str
     workers: int

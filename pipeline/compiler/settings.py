@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.dsl.config import (
+from kflow.pipeline.dsl.config import (
     ConfigError,
     DefaultFillingValidator,
     PipelineConfig,

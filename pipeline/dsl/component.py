@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pipeline.dsl.artifacts import Artifact
+from kflow.pipeline.dsl.artifacts import Artifact
 
 _REQUIRED = object()
 

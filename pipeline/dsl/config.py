@@ -64,7 +64,7 @@ class PipelineConfig:
 
 
 def config_schema() -> dict[str, Any]:
-    return json.loads(resources.files("schemas").joinpath("config.schema.json").read_text())
+    return json.loads(resources.files("kflow.schemas").joinpath("config.schema.json").read_text())
 
 
 def load_config(path: str | Path, overrides: Iterable[str] = ()) -> PipelineConfig:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.dsl.component import Component
+from kflow.pipeline.dsl.component import Component
 
 
 @dataclass

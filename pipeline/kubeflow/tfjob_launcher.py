@@ -1,7 +1,7 @@
 """The Trainer task's command when `trainer.workers > 1`: run the entrypoint as a TFJob and wait for it.
 
-    python -m pipeline.kubeflow.tfjob_launcher --job-prefix=train --strategy=multi_worker_mirrored --workers=2 ... \\
-        -- python -m pipeline.runners.kfp_entrypoint --component ... --input examples=PATH --output model=PATH
+    python -m kflow.pipeline.kubeflow.tfjob_launcher --job-prefix=train --strategy=multi_worker_mirrored ... \\
+        -- python -m kflow.pipeline.runners.kfp_entrypoint --component ... --input examples=PATH --output model=PATH
 
 The TFJob's pods cannot see the KFP task's artifact paths, so the launcher copies the
 inputs to the shared volume (a ReadWriteMany PVC mounted in the task's pod and in every
@@ -20,7 +20,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from pipeline.kubeflow.tfjob import (
+from kflow.pipeline.kubeflow.tfjob import (
     TFJobFailed,
     TFJobRequest,
     create_tfjob,

@@ -22,10 +22,10 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline.dsl.component import Component
-from pipeline.dsl.dag import Pipeline
-from pipeline.runners.node_runner import ArtifactRef, NodeFailed, run_node
-from pipeline.runners.run_record import RunRecord, new_run_id
+from kflow.pipeline.dsl.component import Component
+from kflow.pipeline.dsl.dag import Pipeline
+from kflow.pipeline.runners.node_runner import ArtifactRef, NodeFailed, run_node
+from kflow.pipeline.runners.run_record import RunRecord, new_run_id
 
 log = logging.getLogger("kflow")
 

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.dsl.component import Component
-from pipeline.runners.run_record import earlier_runs
+from kflow.pipeline.dsl.component import Component
+from kflow.pipeline.runners.run_record import earlier_runs
 
 REUSABLE = ("succeeded", "cached")
 

@@ -1,6 +1,6 @@
 """The container entrypoint of compiled pipelines: runs one component, as `kflow run` does.
 
-    python -m pipeline.runners.kfp_entrypoint --component components.trainer.component:Trainer \\
+    python -m kflow.pipeline.runners.kfp_entrypoint --component kflow.components.trainer.component:Trainer \\
         --input examples=/gcs/.../examples --output model=/gcs/.../model --parameter epochs=20
 
 It builds the typed artifacts from the paths KFP substitutes, reads each parameter's
@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.dsl.component import Channel, Component
-from pipeline.runners.kfp_metrics import publish_evaluation_metrics
-from pipeline.runners.node_runner import invoke_executor
+from kflow.pipeline.dsl.component import Channel, Component
+from kflow.pipeline.runners.kfp_metrics import publish_evaluation_metrics
+from kflow.pipeline.runners.node_runner import invoke_executor
 
 log = logging.getLogger("kflow")
 

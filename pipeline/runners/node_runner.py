@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
-from pipeline.dsl.component import Component, load_executor
-from pipeline.runners.cache import artifact_fingerprint, execution_fingerprint, find_cached
-from pipeline.runners.run_record import RunRecord
+from kflow.pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
+from kflow.pipeline.dsl.component import Component, load_executor
+from kflow.pipeline.runners.cache import artifact_fingerprint, execution_fingerprint, find_cached
+from kflow.pipeline.runners.run_record import RunRecord
 
 log = logging.getLogger("kflow")
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli.main import main
-from pipeline.dsl.dag import Pipeline
-from pipeline.runners.beam_dag_runner import BeamDagRunner
+from kflow.pipeline.cli.main import main
+from kflow.pipeline.dsl.dag import Pipeline
+from kflow.pipeline.runners.beam_dag_runner import BeamDagRunner
 from tests.pipeline.toy.components import Double, Produce
 
 REPO = Path(__file__).resolve().parents[2]
@@ -16,7 +16,7 @@ DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
 
 def kflow(*args):
     return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli.main", *map(str, args)], capture_output=True, text=True, cwd=REPO
+        [sys.executable, "-m", "kflow.pipeline.cli.main", *map(str, args)], capture_output=True, text=True, cwd=REPO
     )
 
 

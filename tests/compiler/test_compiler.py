@@ -12,11 +12,11 @@ from google.protobuf import json_format
 from kfp import compiler, components
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from pipeline.cli.main import main
-from pipeline.compiler import DistributedTraining, KubeflowSettings, compile_pipeline, load_compile_config
-from pipeline.compiler.component_builder import kfp_artifact_class
-from pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
-from pipeline.dsl.dag import Pipeline
+from kflow.pipeline.cli.main import main
+from kflow.pipeline.compiler import DistributedTraining, KubeflowSettings, compile_pipeline, load_compile_config
+from kflow.pipeline.compiler.component_builder import kfp_artifact_class
+from kflow.pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
+from kflow.pipeline.dsl.dag import Pipeline
 from tests.conftest import REPO
 from tests.pipeline.toy.components import Add, Produce
 
@@ -78,8 +78,8 @@ def test_tasks_are_wired_typed_and_run_the_entrypoint(tmp_path):
     assert tasks["train"]["inputs"]["parameters"]["epochs"]["runtimeValue"]["constant"] == 20
     container = ir["deploymentSpec"]["executors"]["exec-train"]["container"]
     assert container["image"] == "registry.example/kflow:1.2.3"
-    assert container["command"] == ["python", "-m", "pipeline.runners.kfp_entrypoint"]
-    assert container["args"][:2] == ["--component", "components.trainer.component:Trainer"]
+    assert container["command"] == ["python", "-m", "kflow.pipeline.runners.kfp_entrypoint"]
+    assert container["args"][:2] == ["--component", "kflow.components.trainer.component:Trainer"]
     assert "model={{$.outputs.artifacts['model'].path}}" in container["args"]
     assert "epochs={{$.inputs.parameters['epochs']}}" in container["args"]
     # Unset optional parameters are left out: the entrypoint binds the spec's default, as `kflow run` does.
@@ -122,7 +122,7 @@ def test_a_bad_kubeflow_field_exits_2_naming_it(override, field, tmp_path, capsy
 
 def test_the_compiler_imports_neither_tensorflow_nor_executors(tmp_path):
     code = (
-        "import sys; from pipeline.cli.main import main;"
+        "import sys; from kflow.pipeline.cli.main import main;"
         f"assert main(['compile', {str(DEMO)!r}, '-o', {str(tmp_path / 'p.yaml')!r}]) == 0;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'apache_beam')"
         " or m.endswith('.executor'));"
@@ -153,7 +153,7 @@ def test_a_distributed_trainer_launches_a_tfjob_with_the_same_entrypoint(tmp_pat
     compile_pipeline(pipeline, settings, tmp_path / "p.yaml", {"add": DistributedTraining("parameter_server", 3, 1)})
     ir, platform = load_ir(tmp_path / "p.yaml")
     container = ir["deploymentSpec"]["executors"]["exec-add"]["container"]
-    assert container["command"] == ["python", "-m", "pipeline.kubeflow.tfjob_launcher"]
+    assert container["command"] == ["python", "-m", "kflow.pipeline.kubeflow.tfjob_launcher"]
     args = container["args"]
     assert {
         "--strategy=parameter_server",
@@ -163,12 +163,18 @@ def test_a_distributed_trainer_launches_a_tfjob_with_the_same_entrypoint(tmp_pat
         "--image=img:1",
     } <= set(args)
     entrypoint = args[args.index("--") + 1 :]
-    assert entrypoint[:5] == ["python", "-m", "pipeline.runners.kfp_entrypoint", "--component", f"{Add.__module__}:Add"]
+    assert entrypoint[:5] == [
+        "python",
+        "-m",
+        "kflow.pipeline.runners.kfp_entrypoint",
+        "--component",
+        f"{Add.__module__}:Add",
+    ]
     mounts = platform[0]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]["exec-add"]["pvcMount"]
     assert mounts == [{"constant": "kflow-shared", "mountPath": "/mnt/kflow-shared"}]
     assert (
         ir["deploymentSpec"]["executors"]["exec-produce"]["container"]["command"][-1]
-        == "pipeline.runners.kfp_entrypoint"
+        == "kflow.pipeline.runners.kfp_entrypoint"
     )
     with pytest.raises(ValueError, match="workers"):
         DistributedTraining("multi_worker_mirrored", 1)
@@ -186,7 +192,7 @@ def test_compile_writes_the_default_output_and_reports_it(tmp_path, monkeypatch,
 
 
 def test_trainer_workers_in_the_config_make_the_train_task_a_tfjob_launcher(tmp_path, monkeypatch):
-    from pipeline.compiler import commands
+    from kflow.pipeline.compiler import commands
 
     def with_workers(*args, **kwargs):
         config, settings = load_compile_config(*args, **kwargs)
@@ -197,8 +203,8 @@ def test_trainer_workers_in_the_config_make_the_train_task_a_tfjob_launcher(tmp_
     commands.compile_config(str(DEMO), tmp_path / "p.yaml", [])
     ir, platform = load_ir(tmp_path / "p.yaml")
     train = ir["deploymentSpec"]["executors"]["exec-train"]["container"]
-    assert train["command"][-1] == "pipeline.kubeflow.tfjob_launcher"
+    assert train["command"][-1] == "kflow.pipeline.kubeflow.tfjob_launcher"
     assert "--workers=4" in train["args"]
     ingest = ir["deploymentSpec"]["executors"]["exec-ingest"]["container"]
-    assert ingest["command"][-1] == "pipeline.runners.kfp_entrypoint"
+    assert ingest["command"][-1] == "kflow.pipeline.runners.kfp_entrypoint"
     assert "exec-train" in platform[0]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipeline.runners.kfp_entrypoint import load_component, main, parse_parameter
+from kflow.pipeline.runners.kfp_entrypoint import load_component, main, parse_parameter
 from tests.pipeline.toy.components import Add, Produce
 
 PRODUCE = f"{Produce.__module__}:Produce"
@@ -57,4 +57,4 @@ def test_bad_arguments_exit_2_or_raise_naming_the_problem(tmp_path, capsys):
     with pytest.raises(ValueError, match="outputs"):
         main(["--component", PRODUCE, "--output", f"wrong={tmp_path}"])
     with pytest.raises(ValueError, match="not a kflow Component"):
-        load_component("pipeline.dsl.artifacts:Examples")
+        load_component("kflow.pipeline.dsl.artifacts:Examples")

@@ -6,8 +6,8 @@ import pytest
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from pipeline.runners.kfp_entrypoint import main
-from pipeline.runners.kfp_metrics import metrics_metadata, write_executor_output
+from kflow.pipeline.runners.kfp_entrypoint import main
+from kflow.pipeline.runners.kfp_metrics import metrics_metadata, write_executor_output
 
 QUORA_LIKE = {
     "scalars": {"roc_auc": 0.75, "example_count": 4},
@@ -57,6 +57,6 @@ def test_the_executor_output_parses_as_kfps_message_and_names_each_artifact(tmp_
 
 
 def test_the_entrypoint_refuses_publish_metrics_without_the_executor_input(tmp_path, capsys):
-    args = ["--component", "components.evaluator.component:Evaluator", "--publish-metrics", "evaluation=cm"]
+    args = ["--component", "kflow.components.evaluator.component:Evaluator", "--publish-metrics", "evaluation=cm"]
     assert main(args) == 2
     assert "--publish-metrics needs --executor-input" in capsys.readouterr().err

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from kfp import components, dsl
 
-from pipeline.compiler import KubeflowSettings, compile_pipeline
-from pipeline.dsl.dag import Pipeline
+from kflow.pipeline.compiler import KubeflowSettings, compile_pipeline
+from kflow.pipeline.dsl.dag import Pipeline
 from tests.compiler.kfp_player import play
 from tests.conftest import REPO, shared_dataset
 from tests.pipeline.toy.components import Add, Double, Produce
@@ -46,7 +46,7 @@ def demo_both_ways(tmp_path_factory):
     """The demo run by `kflow run` and by playing its compiled pipeline.yaml (about 40 s each)."""
     tmp = tmp_path_factory.mktemp("demo")
     local = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(tmp / "local")],
+        [sys.executable, "-m", "kflow.pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(tmp / "local")],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -55,7 +55,7 @@ def demo_both_ways(tmp_path_factory):
     assert local.returncode == 0, local.stderr[-3000:]
     (run_dir,) = [path.parent for path in (tmp / "local" / "demo").glob("*/run.json")]
     compiled = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli.main", "compile", str(DEMO), "-o", str(tmp / "pipeline.yaml")],
+        [sys.executable, "-m", "kflow.pipeline.cli.main", "compile", str(DEMO), "-o", str(tmp / "pipeline.yaml")],
         cwd=REPO,
         capture_output=True,
         text=True,

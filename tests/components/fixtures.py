@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from pipeline.dsl.artifacts import Examples, Schema
+from kflow.pipeline.dsl.artifacts import Examples, Schema
 
 REPO = Path(__file__).resolve().parents[2]
 MNIST_SCHEMA = REPO / "schemas" / "mnist" / "schema.pbtxt"

@@ -23,7 +23,7 @@ def first_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("root")
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(root)],
+        [sys.executable, "-m", "kflow.pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(root)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -89,7 +89,7 @@ def test_until_ingest_runs_ingest_only(tmp_path, run_kflow):
 
 
 def test_killing_a_run_during_training_publishes_nothing_and_the_rerun_reuses_ingest(tmp_path):
-    command = [sys.executable, "-m", "pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(tmp_path)]
+    command = [sys.executable, "-m", "kflow.pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(tmp_path)]
     process = subprocess.Popen(
         [*command, "--set", "trainer.epochs=200"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli.main import _gate
-from pipeline.dsl.config import load_config
-from pipeline.standard_pipeline import build_pipeline, latest_blessed_model
+from kflow.pipeline.cli.main import _gate
+from kflow.pipeline.dsl.config import load_config
+from kflow.pipeline.standard_pipeline import build_pipeline, latest_blessed_model
 from tests.conftest import REPO
 
 DEMO = REPO / "pipeline" / "configs" / "demo.yaml"

@@ -4,7 +4,7 @@ import re
 
 import yaml
 
-from pipeline.kubeflow.tfjob import DEFAULT_TEMPLATE
+from kflow.pipeline.kubeflow.tfjob import DEFAULT_TEMPLATE
 from tests.conftest import REPO
 
 DEPLOY = REPO / "deploy"

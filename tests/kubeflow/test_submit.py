@@ -5,7 +5,7 @@ import sys
 
 import yaml
 
-from pipeline.cli.main import main
+from kflow.pipeline.cli.main import main
 from tests.conftest import REPO
 from tests.kubeflow.stand_in_api_server import stand_in_kfp_api_server
 

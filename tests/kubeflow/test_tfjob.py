@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline.kubeflow.tfjob import (
+from kflow.pipeline.kubeflow.tfjob import (
     DEFAULT_TEMPLATE,
     TFJobFailed,
     TFJobRequest,
@@ -18,10 +18,16 @@ from pipeline.kubeflow.tfjob import (
     wait_for_tfjob,
     writer_pod,
 )
-from pipeline.kubeflow.tfjob_launcher import replica_command, task_paths
+from kflow.pipeline.kubeflow.tfjob_launcher import replica_command, task_paths
 
 ENTRYPOINT = [
-    *("python", "-m", "pipeline.runners.kfp_entrypoint", "--component", "components.trainer.component:Trainer"),
+    *(
+        "python",
+        "-m",
+        "kflow.pipeline.runners.kfp_entrypoint",
+        "--component",
+        "kflow.components.trainer.component:Trainer",
+    ),
     *("--input", "examples=/gcs/b/ingest/examples", "--output", "model=/gcs/b/train/model"),
     *("--parameter", "epochs=3"),
 ]
@@ -77,7 +83,7 @@ def test_every_replica_runs_the_entrypoint_in_the_image_with_the_resources():
         (container,) = pod["containers"]
         assert container["name"] == "tensorflow"
         assert container["image"] == "registry.example/kflow:0.1.0"
-        assert container["command"][:3] == ["python", "-m", "pipeline.runners.kfp_entrypoint"]
+        assert container["command"][:3] == ["python", "-m", "kflow.pipeline.runners.kfp_entrypoint"]
         assert "examples=/mnt/kflow-shared/train-1/inputs/examples" in container["command"]
         # Each pod writes to a folder of its own; Kubernetes expands $(POD_NAME) from the env below.
         assert "model=/mnt/kflow-shared/train-1/outputs/$(POD_NAME)/model" in container["command"]

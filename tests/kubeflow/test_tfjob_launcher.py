@@ -7,7 +7,7 @@ import sys
 import pytest
 from kubernetes import client, config
 
-from pipeline.kubeflow import tfjob_launcher
+from kflow.pipeline.kubeflow import tfjob_launcher
 from tests.conftest import REPO
 from tests.kubeflow.test_tfjob import StandInKubernetes
 from tests.pipeline.toy.components import Add
@@ -70,7 +70,7 @@ def launch(tmp_path, add):
             *("--shared-volume-claim=kflow-shared", f"--shared-mount-path={tmp_path / 'shared'}"),
             "--timeout-seconds=120",
             "--",
-            *("python", "-m", "pipeline.runners.kfp_entrypoint", "--component", f"{Add.__module__}:Add"),
+            *("python", "-m", "kflow.pipeline.runners.kfp_entrypoint", "--component", f"{Add.__module__}:Add"),
             *("--input", f"left={tmp_path / 'left'}", "--input", f"right={tmp_path / 'right'}"),
             *("--output", f"total={tmp_path / 'task-out' / 'total'}", "--parameter", f"add={add}"),
         ]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.dsl.dag import Pipeline
-from pipeline.runners.beam_dag_runner import BeamDagRunner, PipelineFailed
-from pipeline.runners.node_runner import STAGING
+from kflow.pipeline.dsl.dag import Pipeline
+from kflow.pipeline.runners.beam_dag_runner import BeamDagRunner, PipelineFailed
+from kflow.pipeline.runners.node_runner import STAGING
 from tests.pipeline.toy.components import Add, Double, Produce
 
 REPO = Path(__file__).resolve().parents[2]
@@ -147,8 +147,8 @@ def test_until_runs_only_the_component_and_its_ancestors(tmp_path):
 KILLABLE = textwrap.dedent(
     """
     import sys
-    from pipeline.dsl.dag import Pipeline
-    from pipeline.runners.beam_dag_runner import BeamDagRunner
+    from kflow.pipeline.dsl.dag import Pipeline
+    from kflow.pipeline.runners.beam_dag_runner import BeamDagRunner
     from tests.pipeline.toy.components import Double, Produce
 
     produce = Produce("produce", parameters={"value": 3})

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.dsl.config import ConfigError, apply_override, load_config
+from kflow.pipeline.dsl.config import ConfigError, apply_override, load_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "pipeline" / "configs"
 

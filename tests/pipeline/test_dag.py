@@ -1,9 +1,9 @@
 import pytest
 
-from pipeline.dsl.artifacts import Model
-from pipeline.dsl.component import Channel
-from pipeline.dsl.dag import Pipeline
-from pipeline.runners.beam_dag_runner import waves
+from kflow.pipeline.dsl.artifacts import Model
+from kflow.pipeline.dsl.component import Channel
+from kflow.pipeline.dsl.dag import Pipeline
+from kflow.pipeline.runners.beam_dag_runner import waves
 from tests.pipeline.toy.components import Add, Double, Produce
 
 

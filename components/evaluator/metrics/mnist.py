@@ -7,9 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from components.evaluator import plots
-from components.evaluator.metrics.base import TaskMetrics
-from components.evaluator.metrics.formulas import confusion_matrix, per_class_precision_recall, sparse_crossentropy
+from kflow.components.evaluator import plots
+from kflow.components.evaluator.metrics.base import TaskMetrics
+from kflow.components.evaluator.metrics.formulas import (
+    confusion_matrix,
+    per_class_precision_recall,
+    sparse_crossentropy,
+)
 
 
 class MnistMetrics(TaskMetrics):

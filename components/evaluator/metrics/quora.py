@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from components.evaluator import plots
-from components.evaluator.metrics.base import TaskMetrics, bucket_keys
-from components.evaluator.metrics.formulas import (
+from kflow.components.evaluator import plots
+from kflow.components.evaluator.metrics.base import TaskMetrics, bucket_keys
+from kflow.components.evaluator.metrics.formulas import (
     binary_crossentropy,
     binary_metrics,
     f1_optimal_threshold,

@@ -14,7 +14,7 @@ import keras
 import tensorflow as tf
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from pipeline.dsl.artifacts import Examples
+from kflow.pipeline.dsl.artifacts import Examples
 
 
 class Task:

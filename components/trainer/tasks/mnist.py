@@ -5,11 +5,11 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from components.trainer.models import build_model
-from components.trainer.tasks.base import Task
-from components.util.examples_dataset import image_shape, make_dataset
-from components.util.schema import feature_spec, int_domain
-from pipeline.dsl.artifacts import Examples
+from kflow.components.trainer.models import build_model
+from kflow.components.trainer.tasks.base import Task
+from kflow.components.util.examples_dataset import image_shape, make_dataset
+from kflow.components.util.schema import feature_spec, int_domain
+from kflow.pipeline.dsl.artifacts import Examples
 
 IMAGE_FEATURE = "image"
 LABEL_FEATURE = "label"

@@ -22,9 +22,9 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from components.trainer.models import build_model
-from components.trainer.tasks.base import Task
-from pipeline.dsl.artifacts import Examples
+from kflow.components.trainer.models import build_model
+from kflow.components.trainer.tasks.base import Task
+from kflow.pipeline.dsl.artifacts import Examples
 
 VOCAB_FILE = "vocab.txt"
 CLASS_WEIGHTS_FILE = "class_weights.json"

@@ -26,9 +26,9 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from components.trainer.models import build_model
-from components.trainer.tasks.base import Task
-from pipeline.dsl.artifacts import Examples
+from kflow.components.trainer.models import build_model
+from kflow.components.trainer.tasks.base import Task
+from kflow.pipeline.dsl.artifacts import Examples
 
 VOCAB_FILE = "vocab.txt"
 BASELINE_FILE = "mlm_baseline.json"

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from components.evaluator import Evaluator
-from pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
-from pipeline.dsl.component import Channel
+from kflow.components.evaluator import Evaluator
+from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
+from kflow.pipeline.dsl.component import Channel
 
 
 def test_spec_wiring_and_defaults():
     spec = Evaluator.spec
     assert dict(spec.inputs) == {"examples": Examples, "schema": Schema, "model": Model, "model_run": ModelRun}
     assert dict(spec.outputs) == {"evaluation": ModelEvaluation, "blessing": ModelBlessing}
-    assert spec.executor == "components.evaluator.executor:run"
+    assert spec.executor == "kflow.components.evaluator.executor:run"
     evaluator = Evaluator(
         "evaluate",
         examples=Channel("ingest", "examples", Examples),

@@ -6,8 +6,8 @@ import keras
 import numpy as np
 import pytest
 
-from components.evaluator.executor import run
-from pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation
+from kflow.components.evaluator.executor import run
+from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation
 from tests.components.fixtures import read_split, write_examples, write_schema
 
 

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from components.evaluator.executor import run
-from pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation, ModelRun
+from kflow.components.evaluator.executor import run
+from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation, ModelRun
 from tests.components.evaluator.test_evaluator_executor import bar_detector
 from tests.components.fixtures import write_examples, write_schema
 

@@ -7,11 +7,11 @@ import pytest
 from google.protobuf import text_format
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from components.evaluator.executor import run
-from components.evaluator.metrics.formulas import f1_optimal_threshold
-from components.trainer.tasks.quora import QuoraTask
-from components.trainer.tasks.wikitext2 import WikiText2Task
-from pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation, Schema
+from kflow.components.evaluator.executor import run
+from kflow.components.evaluator.metrics.formulas import f1_optimal_threshold
+from kflow.components.trainer.tasks.quora import QuoraTask
+from kflow.components.trainer.tasks.wikitext2 import WikiText2Task
+from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation, Schema
 from tests.components.trainer.tasks.text_fixtures import text_schema, write_quora, write_wikitext
 
 WIKITEXT_OPTIONS = {

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.mnist_ingest.executor import run
-from components.util.schema import feature_spec, load_schema
-from pipeline.dsl.artifacts import Examples, Rejects, Schema
+from kflow.components.mnist_ingest.executor import run
+from kflow.components.util.schema import feature_spec, load_schema
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 TRAIN_RECORDS = 300
 TEST_RECORDS = 50

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from components.mnist_ingest.records import SplitPlan
+from kflow.components.mnist_ingest.records import SplitPlan
 from tests.components.mnist_ingest.conftest import (
     TEST_RECORDS,
     TRAIN_RECORDS,

@@ -1,11 +1,11 @@
-"""components.util.schema on the MNIST schema and on small hand-written ones."""
+"""kflow.components.util.schema on the MNIST schema and on small hand-written ones."""
 
 import pytest
 import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from components.util.schema import annotation_tags, feature_spec, int_domain, load_schema
+from kflow.components.util.schema import annotation_tags, feature_spec, int_domain, load_schema
 from tests.conftest import REPO
 
 MNIST_SCHEMA = REPO / "schemas" / "mnist" / "schema.pbtxt"

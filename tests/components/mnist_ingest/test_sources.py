@@ -5,7 +5,7 @@ import gzip
 import numpy as np
 import pytest
 
-from components.mnist_ingest.sources import read_idx, read_idx_folder, read_npz, read_sklearn_digits, resolve
+from kflow.components.mnist_ingest.sources import read_idx, read_idx_folder, read_npz, read_sklearn_digits, resolve
 from tests.components.mnist_ingest.conftest import idx_bytes, write_idx, write_npz
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from pipeline.dsl.config import ConfigError, load_config
-from pipeline.standard_pipeline import build_pipeline
+from kflow.pipeline.dsl.config import ConfigError, load_config
+from kflow.pipeline.standard_pipeline import build_pipeline
 
 
 def _ingest(config_file, *overrides):

@@ -3,10 +3,10 @@
 import pytest
 import tensorflow as tf
 
-from components.quora_ingest.component import QuoraIngest
-from components.quora_ingest.executor import StratifiedPlan, cut_rows, run
-from components.util.schema import feature_spec, load_schema
-from pipeline.dsl.artifacts import Examples, Rejects, Schema
+from kflow.components.quora_ingest.component import QuoraIngest
+from kflow.components.quora_ingest.executor import StratifiedPlan, cut_rows, run
+from kflow.components.util.schema import feature_spec, load_schema
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 
 def qid(number: int) -> bytes:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from components.quora_ingest.executor import run
-from pipeline.dsl.artifacts import Examples, Rejects, Schema
+from kflow.components.quora_ingest.executor import run
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 from tests.conftest import shared_dataset
 
 pytestmark = pytest.mark.real_data

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import launcher, loop
-from components.trainer.executor import run
-from components.trainer.tasks.mnist import MnistTask
-from components.util.schema import load_schema
-from pipeline.dsl.artifacts import Model, ModelRun
+from kflow.components.trainer import launcher, loop
+from kflow.components.trainer.executor import run
+from kflow.components.trainer.tasks.mnist import MnistTask
+from kflow.components.util.schema import load_schema
+from kflow.pipeline.dsl.artifacts import Model, ModelRun
 from tests.components.fixtures import write_examples, write_schema
 
 TRAIN_EXAMPLES = 400  # fixtures.write_examples: 400 train, 100 eval
@@ -214,7 +214,7 @@ def test_killed_worker_restarts_the_cluster_from_the_last_checkpoint(inputs, tmp
 
 def test_the_loop_trains_a_keras_hub_task_with_dict_inputs_and_sample_weights(tmp_path):
     """WikiText-2 MLM batches are ({token_ids, padding_mask, mask_positions}, labels, weights)."""
-    from components.trainer.tasks.wikitext2 import WikiText2Task
+    from kflow.components.trainer.tasks.wikitext2 import WikiText2Task
     from tests.components.trainer.tasks.test_wikitext2 import OPTIONS, SCHEMA
     from tests.components.trainer.tasks.text_fixtures import write_wikitext
 
@@ -233,8 +233,8 @@ def test_the_loop_trains_a_keras_hub_task_with_dict_inputs_and_sample_weights(tm
 
 @pytest.mark.real_data
 def test_the_loop_learns_real_mnist(tmp_path):
-    from components.mnist_ingest.executor import run as ingest
-    from pipeline.dsl.artifacts import Examples, Rejects, Schema
+    from kflow.components.mnist_ingest.executor import run as ingest
+    from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
     from tests.conftest import shared_dataset
 
     data = shared_dataset("mnist") / "mnist.npz"
@@ -315,7 +315,7 @@ def test_parameter_server_trains_the_text_tasks(task, tmp_path):
     """keras-hub's BERT MLM and the Quora classifier (lookup tables inside the model) under 2 workers + 1 PS."""
     from google.protobuf import text_format
 
-    from pipeline.dsl.artifacts import Schema
+    from kflow.pipeline.dsl.artifacts import Schema
     from tests.components.trainer.tasks import test_quora, test_wikitext2
     from tests.components.trainer.tasks.text_fixtures import write_quora, write_wikitext
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from components.trainer import Trainer
-from pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
-from pipeline.dsl.component import Channel
+from kflow.components.trainer import Trainer
+from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
+from kflow.pipeline.dsl.component import Channel
 from tests.components.fixtures import REPO
 
 
@@ -15,7 +15,7 @@ def test_spec_wiring_and_defaults():
     spec = Trainer.spec
     assert dict(spec.inputs) == {"examples": Examples, "schema": Schema}
     assert dict(spec.outputs) == {"model": Model, "model_run": ModelRun}
-    assert spec.executor == "components.trainer.executor:run"
+    assert spec.executor == "kflow.components.trainer.executor:run"
     trainer = Trainer(
         "train", examples=Channel("ingest", "examples", Examples), schema=Channel("ingest", "schema", Schema)
     )
@@ -47,12 +47,13 @@ def test_spec_wiring_and_defaults():
 
 def test_every_parameter_reaches_the_executor():
     code = (
-        "import inspect; from components.trainer import Trainer; from components.trainer.executor import run;"
+        "import inspect; from kflow.components.trainer import Trainer;"
+        "from kflow.components.trainer.executor import run;"
         "missing = set(Trainer.spec.parameters) - set(inspect.signature(run).parameters); assert not missing, missing"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
 
 def test_importing_the_component_does_not_import_tensorflow():
-    code = "import sys, components.trainer; assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules"
+    code = "import sys, kflow.components.trainer; assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer.executor import run
-from pipeline.dsl.artifacts import Model, ModelRun
+from kflow.components.trainer.executor import run
+from kflow.pipeline.dsl.artifacts import Model, ModelRun
 from tests.components.fixtures import make_arrays, write_examples, write_schema
 
 EPOCHS = 3

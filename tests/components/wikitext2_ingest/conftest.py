@@ -6,9 +6,9 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from components.util.schema import feature_spec, load_schema
-from components.wikitext2_ingest.executor import run
-from pipeline.dsl.artifacts import Examples, Rejects, Schema
+from kflow.components.util.schema import feature_spec, load_schema
+from kflow.components.wikitext2_ingest.executor import run
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 LONG = (
     "The quick brown fox jumps over the lazy dog , and then it runs far away into the forest , where nobody sees it . "

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from components.wikitext2_ingest.component import WikiText2Ingest
-from components.wikitext2_ingest.executor import Filters
+from kflow.components.wikitext2_ingest.component import WikiText2Ingest
+from kflow.components.wikitext2_ingest.executor import Filters
 from tests.components.wikitext2_ingest.conftest import LONG, ingest, read_split, write_corpus
 
 TRAIN = [

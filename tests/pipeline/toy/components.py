@@ -1,5 +1,5 @@
-from pipeline.dsl.artifacts import Artifact, Examples
-from pipeline.dsl.component import Component, ComponentSpec, Parameter
+from kflow.pipeline.dsl.artifacts import Artifact, Examples
+from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 EXECUTORS = "tests.pipeline.toy.executors"
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer.tasks.quora import CLASS_WEIGHTS_FILE, VOCAB_FILE, QuoraTask
+from kflow.components.trainer.tasks.quora import CLASS_WEIGHTS_FILE, VOCAB_FILE, QuoraTask
 from tests.components.trainer.tasks.text_fixtures import text_schema, write_quora
 
 SCHEMA = text_schema({"qid": "BYTES", "text": "BYTES", "label": "INT"})

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer.tasks.quora import QuoraTask
-from components.trainer.tasks.wikitext2 import WikiText2Task
-from pipeline.dsl.artifacts import Examples
+from kflow.components.trainer.tasks.quora import QuoraTask
+from kflow.components.trainer.tasks.wikitext2 import WikiText2Task
+from kflow.pipeline.dsl.artifacts import Examples
 from tests.components.trainer.tasks.text_fixtures import text_schema, write_records
 from tests.conftest import shared_dataset
 

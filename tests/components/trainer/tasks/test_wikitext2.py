@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer.tasks.wikitext2 import BASELINE_FILE, VOCAB_FILE, WikiText2Task
+from kflow.components.trainer.tasks.wikitext2 import BASELINE_FILE, VOCAB_FILE, WikiText2Task
 from tests.components.trainer.tasks.text_fixtures import text_schema, write_wikitext
 
 SCHEMA = text_schema({"text": "BYTES"})

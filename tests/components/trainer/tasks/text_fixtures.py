@@ -9,7 +9,7 @@ import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from pipeline.dsl.artifacts import Examples
+from kflow.pipeline.dsl.artifacts import Examples
 
 
 def text_schema(features: dict[str, str]) -> schema_pb2.Schema:
