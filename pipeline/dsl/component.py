@@ -10,15 +10,13 @@ can be called without any runner:
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 from kflow.pipeline.dsl.artifacts import Artifact
+from kflow.pipeline.dsl.code_version import code_version
 
 _REQUIRED = object()
 
@@ -132,13 +130,8 @@ class Component:
 
     @classmethod
     def code_version(cls) -> str:
-        """A hash of the component's source folder: editing the component invalidates its cache."""
-        folder = Path(inspect.getfile(cls)).parent
-        digest = hashlib.sha256()
-        for source in sorted(folder.rglob("*.py")):
-            digest.update(str(source.relative_to(folder)).encode())
-            digest.update(source.read_bytes())
-        return digest.hexdigest()[:16]
+        """A hash of every first-party file the component and its executor can run or read (see code_version)."""
+        return code_version([cls.__module__, cls.spec.executor.partition(":")[0]])
 
 
 def load_executor(path: str) -> Callable[..., Any]:

@@ -1,0 +1,173 @@
+"""The code version in a cache key: a hash of every first-party source file a component can run.
+
+Starting from the component's module and its executor's module, the closure follows
+- `import` and `from … import` statements (relative ones too) and the packages they pass
+  through, whose `__init__.py` runs on import;
+- string literals that name a first-party module, such as `"kflow.components.x.tasks:Task"`
+  in a registry or `-m kflow.components.trainer.worker` in a command line, since those modules
+  are imported or run later by name;
+- data files: every non-Python file beside a followed module (templates next to the code),
+  and every file of a package named by a string literal (`files("kflow.schemas")`).
+
+First-party means kflow itself and any module that is not installed in site-packages or
+the standard library (a user's own components); third-party code is versioned by the
+lock file, not here. Nothing is imported: files are located and parsed with `ast`.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import re
+import sys
+import sysconfig
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+
+_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
+_THIRD_PARTY_ROOTS = tuple(
+    Path(p).resolve() for key in ("stdlib", "platstdlib", "purelib", "platlib") if (p := sysconfig.get_paths().get(key))
+)
+
+
+def code_version(modules: Iterable[str]) -> str:
+    """A short hash of the files `source_files(modules)` finds, their paths relative to their roots and their bytes."""
+    digest = hashlib.sha256()
+    for label, path in sorted(source_files(modules).items()):
+        digest.update(label.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def source_files(modules: Iterable[str]) -> dict[str, Path]:
+    """{module-relative label: path} of every first-party file reachable from `modules`."""
+    found: dict[str, Path] = {}
+    pending = list(modules)
+    seen: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        located = _locate(name)
+        if located is None:
+            continue
+        path, is_package = located
+        if path.is_file():  # a namespace folder has no file of its own
+            found[_label(name, path)] = path
+        parent = name.rpartition(".")[0]
+        if parent:
+            pending.append(parent)
+        if path.suffix != ".py":
+            continue
+        package = name if is_package else parent
+        for data in _data_beside(path):
+            found[_label(package, data, base=path.parent)] = data
+        for referenced, wants_data in _references(path, package):
+            pending.append(referenced)
+            if wants_data:
+                for data in _package_data(referenced):
+                    found[_label(referenced, data[1], base=data[0])] = data[1]
+    return found
+
+
+def _label(name: str, path: Path, base: Path | None = None) -> str:
+    if base is None:
+        return f"{name}:{path.name}"
+    return f"{name}/{path.relative_to(base).as_posix()}"
+
+
+def _locate(name: str) -> tuple[Path, bool] | None:
+    """(file, is_package) of a first-party module, package or namespace folder; None for anything else."""
+    parts = name.split(".")
+    # kflow is a namespace over folders mapped by the installer: start from its second level.
+    anchor = 2 if parts[0] == "kflow" and len(parts) >= 2 else 1
+    base = _spec_location(".".join(parts[:anchor]))
+    if base is None:
+        return None
+    for part in parts[anchor:]:
+        if not base.is_dir():
+            return None
+        base = base / part
+    if base.is_dir():
+        init = base / "__init__.py"
+        return (init, True) if init.is_file() else (base, True)
+    module = base.with_suffix(".py")
+    return (module, False) if module.is_file() else None
+
+
+def _spec_location(name: str) -> Path | None:
+    """Where a top-level (or kflow second-level) name lives, if it is first-party: its folder or its file."""
+    return _spec_location_on(name, tuple(sys.path))
+
+
+@cache
+def _spec_location_on(name: str, search_path: tuple[str, ...]) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        locations = [Path(p) for p in spec.submodule_search_locations if Path(p).is_dir()]
+        if len(locations) != 1:
+            return None
+        location = locations[0].resolve()
+    elif spec.origin and spec.origin.endswith(".py"):
+        location = Path(spec.origin).resolve()
+    else:
+        return None  # built-in or compiled
+    if not name.startswith("kflow.") and any(location.is_relative_to(root) for root in _THIRD_PARTY_ROOTS):
+        return None
+    return location
+
+
+def _data_beside(module: Path) -> list[Path]:
+    return sorted(p for p in module.parent.iterdir() if p.is_file() and p.suffix not in (".py", ".pyc"))
+
+
+def _package_data(name: str) -> list[tuple[Path, Path]]:
+    located = _locate(name)
+    if located is None or not located[1]:
+        return []
+    folder = located[0] if located[0].is_dir() else located[0].parent
+    return [(folder, p) for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix not in (".py", ".pyc")]
+
+
+@cache
+def _parse(path: Path, mtime_ns: int, size: int) -> ast.Module:
+    return ast.parse(path.read_bytes(), filename=str(path))
+
+
+def _references(path: Path, package: str) -> list[tuple[str, bool]]:
+    """(module name, whether its package data counts) for each module `path` imports or names."""
+    stat = path.stat()
+    tree = _parse(path, stat.st_mtime_ns, stat.st_size)
+    found: list[tuple[str, bool]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, False) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node.module, node.level, package)
+            if base:
+                found.append((base, False))
+                # `from package import module` names a submodule, or just an attribute (then not found).
+                found += [(f"{base}.{alias.name}", False) for alias in node.names if alias.name != "*"]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            for word in node.value.split():
+                candidate = word.partition(":")[0]
+                if _MODULE_NAME.fullmatch(candidate) and _locate(candidate) is not None:
+                    found.append((candidate, True))
+    return found
+
+
+def _absolute(module: str | None, level: int, package: str) -> str | None:
+    if level == 0:
+        return module
+    parts = package.split(".")
+    if level - 1 > len(parts):
+        return None
+    base = ".".join(parts[: len(parts) - (level - 1)])
+    return f"{base}.{module}" if module else base
