@@ -11,7 +11,7 @@ def plain_fit(data: Path, records: int, epochs: int, batch_size: int) -> float:
     import keras
     import numpy as np
 
-    from kflow.components.trainer.models.mnist_convnet import build_mnist_convnet
+    from kflow.components.models.mnist_convnet import build_mnist_convnet
 
     with np.load(data / "mnist.npz") as arrays:
         x, y = arrays["x_train"][:records], arrays["y_train"][:records]

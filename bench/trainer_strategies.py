@@ -51,10 +51,10 @@ def main() -> int:
         return 2
     logging.basicConfig(level=logging.WARNING)
 
+    from kflow.components.datasets.mnist.task import MnistTask
     from kflow.components.mnist_ingest.executor import run as ingest
     from kflow.components.trainer import loop
     from kflow.components.trainer.executor import run as trainer
-    from kflow.components.trainer.tasks.mnist import MnistTask
     from kflow.components.util.schema import load_schema
     from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Rejects, Schema
 

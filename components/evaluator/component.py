@@ -26,11 +26,9 @@ class Evaluator(Component):
             "thresholds": Parameter(
                 dict, default={}, description="{metric: {lower_bound, upper_bound, max_drop, max_rise}}"
             ),
-            "task": Parameter(str, default="mnist", description="the task whose metrics to compute (data.dataset)"),
             "slices": Parameter(list, default=[], description="[{by: label} | {by: length, boundaries: [...]}]"),
             "baseline_model_uri": Parameter(str, default=None, description="the Model to compare against, if any"),
             "seed": Parameter(int, default=0, description="seed of the evaluation randomness (MLM masks)"),
-            "model_options": Parameter(dict, default={}, description="the Trainer's model_options (data options)"),
         },
         executor="kflow.components.evaluator.executor:run",
     )

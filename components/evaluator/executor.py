@@ -11,20 +11,17 @@ Artifacts written:
 
 from __future__ import annotations
 
-import importlib
 import logging
-from pathlib import Path
 from typing import Any
 
 import keras
 import numpy as np
 
+from kflow.components.datasets import get_dataset
+from kflow.components.datasets.metrics import TaskMetrics, subset
+from kflow.components.datasets.task import Task, load_task
 from kflow.components.evaluator.gate import check_thresholds, describe, run_checks
-from kflow.components.evaluator.metrics import METRICS as TASK_METRICS
-from kflow.components.evaluator.metrics.base import TaskMetrics, subset
 from kflow.components.evaluator.report import training_curves, write_report
-from kflow.components.trainer.tasks import TASKS
-from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
 
 log = logging.getLogger("kflow.evaluator")
@@ -41,12 +38,10 @@ def run(
     split: str = "test",
     batch_size: int = 256,
     thresholds: dict[str, dict[str, float]] | None = None,
-    task: str = "mnist",
     slices: list[dict[str, Any]] | None = None,
     baseline_model_uri: str | None = None,
     seed: int = 0,
     eval_split: str = "eval",
-    model_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Evaluates `model` (and the baseline model, if any) on `split`; writes metrics, report and blessing.
 
@@ -54,7 +49,9 @@ def run(
     task's evaluation randomness (the MLM masks). Returns the summary `kflow show` prints.
     """
     thresholds, slices = thresholds or {}, slices or []
-    metrics_class = _metrics_class(task)
+    # The dataset and the task options come with the model, so its data is read as in training.
+    task = model.task_spec["dataset"]
+    metrics_class = get_dataset(task).metrics_class()
     check_thresholds(thresholds, list(metrics_class.SCALARS))
     _check_slices(slices, metrics_class)
     if split not in examples.splits:
@@ -63,9 +60,7 @@ def run(
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if metrics_class.needs_eval_pass and eval_split not in examples.splits:
         raise ValueError(f"the {task} metrics choose a threshold on the {eval_split!r} split, which the Examples lack")
-    parsed_schema = load_schema(schema.file)
-    measure = _Measure(task, metrics_class, parsed_schema, examples, split, eval_split, batch_size, seed)
-    measure.model_options = dict(model_options or {})
+    measure = _Measure(task, metrics_class, schema, examples, split, eval_split, batch_size, seed)
 
     overall, by_slice = measure(model, slices)
     metrics = {"split": split, "task": task, "seed": seed, **overall.result()}
@@ -124,10 +119,9 @@ class _Measure:
         self.task, self.metrics_class, self.schema = task, metrics_class, schema
         self.examples, self.split, self.eval_split = examples, split, eval_split
         self.batch_size, self.seed = batch_size, seed
-        self.model_options: dict[str, Any] = {}
 
     def __call__(self, model: Model, slices: list[dict[str, Any]]) -> tuple[TaskMetrics, dict[str, dict]]:
-        task_object = _task(self.task, self.schema, model, self.model_options)
+        task_object = _task(self.task, self.schema, model)
         keras_model = keras.models.load_model(model.keras_file)
         prototype = self.metrics_class(**_metric_options(task_object))
         if prototype.needs_eval_pass:
@@ -154,21 +148,14 @@ class _Measure:
                     )
 
 
-def _metrics_class(task: str) -> type[TaskMetrics]:
-    if task not in TASK_METRICS:
-        raise ValueError(f"no evaluator metrics for task {task!r} (available: {', '.join(TASK_METRICS)})")
-    module, name = TASK_METRICS[task].split(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def _task(task: str, schema: Any, model: Model, model_options: dict[str, Any]):
-    if task not in TASKS:
-        raise ValueError(f"no trainer task {task!r} to read the data with (available: {', '.join(TASKS)})")
-    module, name = TASKS[task].split(":")
-    task_object = getattr(importlib.import_module(module), name)(schema, model_options=model_options)
-    assets = Path(model.path) / "assets"
-    if assets.exists():
-        task_object.load_assets(assets)
+def _task(dataset: str, schema: Schema, model: Model) -> Task:
+    """The task that reads data for `model`, with the options and assets it was trained with."""
+    spec = model.task_spec
+    if spec["dataset"] != dataset:
+        raise ValueError(f"the model {model.uri} was trained on {spec['dataset']!r}, not on {dataset!r}")
+    task_object = load_task(dataset, schema.file, spec["model_name"], spec["model_options"])
+    if model.assets_uri.exists():
+        task_object.load_assets(model.assets_uri)
     return task_object
 
 

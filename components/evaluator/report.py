@@ -6,8 +6,8 @@ import html
 from pathlib import Path
 from typing import Any
 
-from kflow.components.evaluator import plots
 from kflow.components.evaluator.gate import describe
+from kflow.components.util import plots
 
 
 def training_curves(history: dict[str, Any], folder: Path) -> list[dict[str, str]]:

@@ -23,7 +23,7 @@ class Trainer(Component):
                 default="default",
                 description="default | mirrored | multi_worker_mirrored | parameter_server",
             ),
-            "task": Parameter(str, default="mnist", description="a name in kflow.components.trainer.tasks.TASKS"),
+            "task": Parameter(str, default="mnist", description="a registered dataset (kflow.components.datasets)"),
             "model_options": Parameter(dict, default={}, description="keyword arguments for the model factory"),
             "workers": Parameter(int, default=2, description="local cluster size for the multi-process strategies"),
             "parameter_servers": Parameter(int, default=1, description="for strategy parameter_server"),

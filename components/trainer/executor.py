@@ -18,10 +18,10 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from kflow.components.datasets.task import load_task
+from kflow.components.models import MODELS, build_model
 from kflow.components.trainer.launcher import launch
 from kflow.components.trainer.loop import TrainConfig, is_chief, make_optimizer, run_server, tf_config, train
-from kflow.components.trainer.models import MODELS, build_model
-from kflow.components.trainer.worker import load_task
 from kflow.components.util.examples_dataset import image_shape, make_dataset
 from kflow.components.util.schema import feature_spec, int_domain, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
@@ -194,6 +194,7 @@ def run(
     model.path.mkdir(parents=True, exist_ok=True)
     keras_model.save(model.keras_file)
     keras_model.export(str(model.serving_uri), format="tf_saved_model", verbose=False)
+    model.write_task_spec(task, model_name, {})
     last = epoch_log.epochs[-1]
     model_run.write_json(
         "history.json",
@@ -288,7 +289,8 @@ def _run_loop(
             run_server(threads=max(len(cluster["cluster"].get("worker", [])) + 1, 4))
             return {}
         if is_chief(cluster):
-            assets_dir = model.path / "assets"
+            assets_dir = model.assets_uri
+            model.write_task_spec(task, task_object.model_name, model_options)
         else:
             assets_dir = Path(working_dir) / f"assets-{role.get('type')}-{role.get('index')}"
         task_object.prepare(examples, assets_dir)

@@ -30,7 +30,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kflow.components.trainer.tasks.base import Task
+from kflow.components.datasets.task import Task
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 log = logging.getLogger("kflow.trainer")

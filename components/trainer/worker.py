@@ -14,22 +14,10 @@ import logging
 import sys
 from pathlib import Path
 
+from kflow.components.datasets import get_dataset
+from kflow.components.datasets.task import load_task
 from kflow.components.trainer import loop
-from kflow.components.trainer.tasks import TASKS
-from kflow.components.trainer.tasks.base import Task
-from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
-
-
-def task_class(name: str) -> type[Task]:
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(TASKS))}")
-    module_name, class_name = TASKS[name].split(":")
-    return getattr(importlib.import_module(module_name), class_name)
-
-
-def load_task(name: str, schema_file: str | Path, model_name: str | None, model_options: dict | None) -> Task:
-    return task_class(name)(load_schema(schema_file), model_name, model_options)
 
 
 def main(argv: list[str]) -> int:
@@ -45,7 +33,7 @@ def main(argv: list[str]) -> int:
     kind = (cluster.get("task") or {}).get("type")
     if config.strategy == "parameter_server" and kind in ("worker", "ps"):
         workers = len(cluster["cluster"].get("worker", []))
-        for module in task_class(spec["task"]).op_libraries:
+        for module in get_dataset(spec["task"]).task_class().op_libraries:
             importlib.import_module(module)  # Registers the ops the coordinator's dataset graph will use here.
         loop.run_server(threads=max(workers + 1, 4))
         return 0

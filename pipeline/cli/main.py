@@ -85,6 +85,9 @@ def _load(args: argparse.Namespace) -> PipelineConfig:
 
 def _validate(args: argparse.Namespace) -> int:
     config = _load(args)
+    from kflow.pipeline.app.standard_pipeline import build_pipeline
+
+    build_pipeline(config)  # The checks that span fields (splits, filters, the dataset) are made while building.
     print(f"{args.config}: valid (pipeline {config.name!r}, dataset {config.data['dataset']!r})")
     return 0
 
@@ -92,9 +95,9 @@ def _validate(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     config = _load(args)
     # Imported here so that `kflow validate` and `kflow show` start fast.
+    from kflow.pipeline.app.standard_pipeline import build_pipeline
     from kflow.pipeline.cli.show import format_run
     from kflow.pipeline.runners.beam_dag_runner import BeamDagRunner, PipelineFailed
-    from kflow.pipeline.standard_pipeline import build_pipeline
 
     pipeline = build_pipeline(config, local_runs=True)
     if args.until:
@@ -137,13 +140,13 @@ def _gate(record: dict, on_not_blessed: str) -> int:
 
 
 def _compile(args: argparse.Namespace) -> int:
-    from kflow.pipeline.compiler.commands import compile_command
+    from kflow.pipeline.app.commands import compile_command
 
     return compile_command(args)
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from kflow.pipeline.compiler.commands import submit_command
+    from kflow.pipeline.app.commands import submit_command
 
     return submit_command(args)
 

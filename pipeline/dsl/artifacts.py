@@ -110,10 +110,30 @@ class Model(Artifact):
     Layout:
         {uri}/model.keras          the Keras model, for Keras users and for evaluation
         {uri}/Format-Serving/      the exported TensorFlow SavedModel, for serving
+        {uri}/assets/task.json     what reads data for it: {"dataset", "model_name", "model_options"}
+        {uri}/assets/…             the task's own assets (a vocabulary, class weights, …)
     """
 
     type_name = "Model"
     kfp_schema_title = "system.Model"
+    TASK_FILE = "task.json"
+
+    @property
+    def assets_uri(self) -> Path:
+        return self.path / "assets"
+
+    @property
+    def task_spec(self) -> dict[str, Any]:
+        """The dataset and task options the model was trained with, so that evaluation reads data the same way."""
+        path = self.assets_uri / self.TASK_FILE
+        if not path.is_file():
+            raise FileNotFoundError(f"the model {self.uri} has no assets/{self.TASK_FILE}: it was not trained by kflow")
+        return json.loads(path.read_text())
+
+    def write_task_spec(self, dataset: str, model_name: str, model_options: dict[str, Any]) -> None:
+        spec = {"dataset": dataset, "model_name": model_name, "model_options": model_options}
+        self.assets_uri.mkdir(parents=True, exist_ok=True)
+        (self.assets_uri / self.TASK_FILE).write_text(json.dumps(spec, indent=2, sort_keys=True) + "\n")
 
     @property
     def keras_file(self) -> Path:

@@ -28,7 +28,13 @@ def test_validate_accepts_the_demo_config():
 
 @pytest.mark.parametrize(
     "override, field",
-    [("trainer.epochs=0", "trainer.epochs: must be ≥ 1"), ("trainer.epochz=3", "trainer.epochz: unknown field")],
+    [
+        ("trainer.epochs=0", "trainer.epochs: must be ≥ 1"),
+        ("trainer.epochz=3", "trainer.epochz: unknown field"),
+        # Checks made while building the pipeline: the dataset registry, then the split rules of a dataset.
+        ("data.dataset=cifar", "data.dataset: unknown dataset 'cifar' (registered: mnist, wikitext2, quora)"),
+        ("data.dataset=quora", "data.split.test: quora's source has no labelled test split"),
+    ],
 )
 def test_validate_exits_2_naming_the_field_without_a_traceback(override, field):
     result = kflow("validate", DEMO, "--set", override)

@@ -192,7 +192,7 @@ def test_compile_writes_the_default_output_and_reports_it(tmp_path, monkeypatch,
 
 
 def test_trainer_workers_in_the_config_make_the_train_task_a_tfjob_launcher(tmp_path, monkeypatch):
-    from kflow.pipeline.compiler import commands
+    from kflow.pipeline.app import commands
 
     def with_workers(*args, **kwargs):
         config, settings = load_compile_config(*args, **kwargs)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from kflow.pipeline.app.standard_pipeline import build_pipeline, latest_blessed_model
 from kflow.pipeline.cli.main import _gate
 from kflow.pipeline.dsl.config import load_config
-from kflow.pipeline.standard_pipeline import build_pipeline, latest_blessed_model
 from tests.conftest import REPO
 
 DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
@@ -54,7 +54,7 @@ def test_the_builder_passes_the_baseline_to_the_evaluator_only_for_local_runs(tm
     config = load_config(DEMO, [f"pipeline_root={tmp_path}"])
     evaluate = {node.id: node for node in build_pipeline(config, local_runs=True).components}["evaluate"]
     assert evaluate.parameters["baseline_model_uri"] == str(blessed / "train" / "model")
-    assert evaluate.parameters["task"] == "mnist" and evaluate.parameters["slices"] == [{"by": "label"}]
+    assert evaluate.parameters["slices"] == [{"by": "label"}]
     # Compiling for Kubeflow must not depend on what ran locally; `none` never compares.
     compiled = {node.id: node for node in build_pipeline(config).components}["evaluate"]
     assert compiled.parameters["baseline_model_uri"] is None

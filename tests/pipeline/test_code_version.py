@@ -118,10 +118,11 @@ def test_kflow_components_cover_their_shared_code_and_schemas():
     ingest, trainer, evaluator = names(MnistIngest), names(Trainer), names(Evaluator)
     assert any(path.endswith("schemas/mnist/schema.pbtxt") for path in ingest)
     assert any(path.endswith("components/util/schema.py") for path in ingest)
-    # The Trainer runs its worker processes by module name; the tasks are in a registry of strings.
+    # The Trainer runs its worker processes by module name; the datasets' tasks are in a registry of strings.
     assert any(path.endswith("components/trainer/worker.py") for path in trainer)
-    assert any(path.endswith("tasks/wikitext2.py") for path in trainer)
-    assert any(path.endswith("tasks/quora.py") for path in evaluator)
-    assert any(path.endswith("metrics/quora.py") for path in evaluator)
-    # Nothing of other components: the ingest's key does not move when the Evaluator is edited.
+    assert any(path.endswith("datasets/wikitext2/task.py") for path in trainer)
+    assert any(path.endswith("datasets/quora/task.py") for path in evaluator)
+    assert any(path.endswith("datasets/quora/metrics.py") for path in evaluator)
+    # Nothing of other components' own code: editing the Evaluator does not invalidate ingest or training.
     assert not any("components/evaluator/" in path for path in ingest | trainer)
+    assert not any("components/trainer/" in path for path in ingest | evaluator)

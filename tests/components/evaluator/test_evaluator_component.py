@@ -24,11 +24,9 @@ def test_spec_wiring_and_defaults():
         "split": "test",
         "batch_size": 256,
         "thresholds": {"accuracy": {"lower_bound": 0.98}},
-        "task": "mnist",
         "slices": [],
         "baseline_model_uri": None,
         "seed": 0,
-        "model_options": {},
     }
 
 

@@ -37,6 +37,7 @@ def inputs(tmp_path_factory):
     model = Model(root / "model")
     model.path.mkdir()
     bar_detector().save(model.keras_file)
+    model.write_task_spec("mnist", "mnist_convnet", {})
     return examples, write_schema(root / "schema"), model
 
 

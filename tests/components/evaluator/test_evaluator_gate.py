@@ -17,6 +17,7 @@ def save(model, folder) -> Model:
     artifact = Model(folder)
     artifact.path.mkdir(parents=True)
     model.save(artifact.keras_file)
+    artifact.write_task_spec("mnist", "mnist_convnet", {})
     return artifact
 
 
@@ -125,10 +126,18 @@ def test_no_regression_and_no_baseline_bless(inputs, tmp_path):
         ({"slices": [{"by": "length", "boundaries": [3]}]}, "not a slice of this task"),
         ({"slices": [{"by": "label", "size": 3}]}, "unknown keys"),
         ({"thresholds": {"accuracy": {"max_drop": -1}}}, "must be ≥ 0"),
-        ({"task": "cifar"}, "no evaluator metrics for task 'cifar'"),
         ({"baseline_model_uri": "/nonexistent/model"}, "has no model.keras"),
     ],
 )
 def test_bad_parameters_are_named(inputs, tmp_path, parameters, message):
     with pytest.raises(ValueError, match=message):
         evaluate(inputs, tmp_path, inputs[2], **parameters)
+
+
+def test_a_model_without_its_task_spec_is_refused(inputs, tmp_path):
+    """The Evaluator reads the dataset and task options from the Model artifact, never guesses them."""
+    bare = Model(tmp_path / "bare")
+    bare.path.mkdir()
+    bar_detector().save(bare.keras_file)
+    with pytest.raises(FileNotFoundError, match="has no assets/task.json"):
+        evaluate(inputs, tmp_path, bare)

@@ -7,12 +7,12 @@ import pytest
 from google.protobuf import text_format
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from kflow.components.datasets.formulas import f1_optimal_threshold
+from kflow.components.datasets.quora.task import QuoraTask
+from kflow.components.datasets.wikitext2.task import WikiText2Task
 from kflow.components.evaluator.executor import run
-from kflow.components.evaluator.metrics.formulas import f1_optimal_threshold
-from kflow.components.trainer.tasks.quora import QuoraTask
-from kflow.components.trainer.tasks.wikitext2 import WikiText2Task
 from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation, Schema
-from tests.components.trainer.tasks.text_fixtures import text_schema, write_quora, write_wikitext
+from tests.components.datasets.text_fixtures import text_schema, write_quora, write_wikitext
 
 WIKITEXT_OPTIONS = {
     "vocabulary_size": 200, "sequence_length": 48, "mask_selection_length": 12, "num_layers": 1,
@@ -30,7 +30,8 @@ def prepared(root, task_class, features, write, options):
     examples = write(root / "examples")
     task = task_class(schema_proto, model_options=options)
     model = Model(root / "model")
-    task.prepare(examples, model.path / "assets")
+    task.prepare(examples, model.assets_uri)
+    model.write_task_spec(task.name, task.model_name, options)
     task.build_model().save(model.keras_file)
     return examples, schema, model, task
 
@@ -57,7 +58,7 @@ def quora(tmp_path_factory):
 
 
 def test_fixed_seed_mlm_evaluation_is_reproducible_to_the_last_digit(wikitext, tmp_path):
-    parameters = {"task": "wikitext2", "model_options": WIKITEXT_OPTIONS, "batch_size": 16}
+    parameters = {"batch_size": 16}
     slices = [{"by": "length", "boundaries": [12, 16]}]
     _, first, _ = evaluate(wikitext, tmp_path / "a", seed=7, slices=slices, **parameters)
     _, second, _ = evaluate(wikitext, tmp_path / "b", seed=7, slices=slices, **parameters)
@@ -77,7 +78,7 @@ def test_fixed_seed_mlm_evaluation_is_reproducible_to_the_last_digit(wikitext, t
 def test_quora_metrics_match_a_recomputation_from_the_model_scores(quora, tmp_path):
     examples, _, model, task = quora
     summary, evaluation, blessing = evaluate(
-        quora, tmp_path, task="quora", model_options=QUORA_OPTIONS, slices=[{"by": "length", "boundaries": [40]}],
+        quora, tmp_path, slices=[{"by": "length", "boundaries": [40]}],
         thresholds={"roc_auc": {"lower_bound": 1.01}},
     )  # fmt: skip
 

@@ -2,8 +2,8 @@
 
 import pytest
 
+from kflow.pipeline.app.standard_pipeline import build_pipeline
 from kflow.pipeline.dsl.config import ConfigError, load_config
-from kflow.pipeline.standard_pipeline import build_pipeline
 
 
 def _ingest(config_file, *overrides):
@@ -42,4 +42,4 @@ def test_kflow_run_exits_2_naming_the_field(run_kflow):
         "run", "pipeline/configs/quora.yaml", "--until", "ingest", "--set", "data.split={train: 9, eval: 1}"
     )
     assert done.returncode == 2
-    assert "data.split.test: quora's CSV has no labelled test split" in done.stderr
+    assert "data.split.test: quora's source has no labelled test split" in done.stderr

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from kflow.components.datasets.mnist.task import MnistTask
 from kflow.components.trainer import launcher, loop
 from kflow.components.trainer.executor import run
-from kflow.components.trainer.tasks.mnist import MnistTask
 from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Model, ModelRun
 from tests.components.fixtures import write_examples, write_schema
@@ -170,7 +170,7 @@ def test_a_failing_worker_fails_the_launch_and_leaves_no_process(inputs, tmp_pat
     sink = io.StringIO()
     with pytest.raises(launcher.ClusterError, match="failed with exit code 1"):
         launcher.launch(spec, spec_dir=tmp_path, workers=2, sink=sink, on_start=started.update, timeout=120)
-    assert "[worker-0] " in sink.getvalue() and "unknown task 'no-such-task'" in sink.getvalue()
+    assert "[worker-0] " in sink.getvalue() and "unknown dataset 'no-such-task'" in sink.getvalue()
     assert set(started) == {"worker-0", "worker-1"}
     assert all(process.poll() is not None for process in started.values())
 
@@ -214,9 +214,9 @@ def test_killed_worker_restarts_the_cluster_from_the_last_checkpoint(inputs, tmp
 
 def test_the_loop_trains_a_keras_hub_task_with_dict_inputs_and_sample_weights(tmp_path):
     """WikiText-2 MLM batches are ({token_ids, padding_mask, mask_positions}, labels, weights)."""
-    from kflow.components.trainer.tasks.wikitext2 import WikiText2Task
-    from tests.components.trainer.tasks.test_wikitext2 import OPTIONS, SCHEMA
-    from tests.components.trainer.tasks.text_fixtures import write_wikitext
+    from kflow.components.datasets.wikitext2.task import WikiText2Task
+    from tests.components.datasets.test_wikitext2 import OPTIONS, SCHEMA
+    from tests.components.datasets.text_fixtures import write_wikitext
 
     examples = write_wikitext(tmp_path / "examples")
     task = WikiText2Task(SCHEMA, model_options=OPTIONS)
@@ -316,8 +316,8 @@ def test_parameter_server_trains_the_text_tasks(task, tmp_path):
     from google.protobuf import text_format
 
     from kflow.pipeline.dsl.artifacts import Schema
-    from tests.components.trainer.tasks import test_quora, test_wikitext2
-    from tests.components.trainer.tasks.text_fixtures import write_quora, write_wikitext
+    from tests.components.datasets import test_quora, test_wikitext2
+    from tests.components.datasets.text_fixtures import write_quora, write_wikitext
 
     tests_module = {"quora": test_quora, "wikitext2": test_wikitext2}[task]
     examples = (write_quora if task == "quora" else write_wikitext)(tmp_path / "examples")

@@ -12,9 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from kflow.components.evaluator import plots
-from kflow.components.evaluator.metrics.base import TaskMetrics, bucket_keys
-from kflow.components.evaluator.metrics.formulas import (
+from kflow.components.datasets.formulas import (
     binary_crossentropy,
     binary_metrics,
     f1_optimal_threshold,
@@ -23,6 +21,8 @@ from kflow.components.evaluator.metrics.formulas import (
     roc_auc,
     roc_curve,
 )
+from kflow.components.datasets.metrics import TaskMetrics, bucket_keys
+from kflow.components.util import plots
 
 
 class QuoraMetrics(TaskMetrics):

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from kflow.components.evaluator.metrics.base import bucket_keys
-from kflow.components.evaluator.metrics.formulas import (
+from kflow.components.datasets.formulas import (
     binary_metrics,
     confusion_matrix,
     f1_optimal_threshold,
@@ -18,9 +17,10 @@ from kflow.components.evaluator.metrics.formulas import (
     pr_auc,
     roc_auc,
 )
-from kflow.components.evaluator.metrics.mnist import MnistMetrics
-from kflow.components.evaluator.metrics.quora import QuoraMetrics
-from kflow.components.evaluator.metrics.wikitext2 import WikiText2Metrics
+from kflow.components.datasets.metrics import bucket_keys
+from kflow.components.datasets.mnist.metrics import MnistMetrics
+from kflow.components.datasets.quora.metrics import QuoraMetrics
+from kflow.components.datasets.wikitext2.metrics import WikiText2Metrics
 
 # Six scores, highest first, with labels 1 0 1 1 0 0: 3 positives, 3 negatives.
 LABELS = np.array([1, 0, 1, 1, 0, 0])

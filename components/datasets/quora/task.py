@@ -22,8 +22,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from kflow.components.trainer.models import build_model
-from kflow.components.trainer.tasks.base import Task
+from kflow.components.datasets.task import Task
+from kflow.components.models import build_model
 from kflow.pipeline.dsl.artifacts import Examples
 
 VOCAB_FILE = "vocab.txt"

@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from kflow.components.evaluator import plots
-from kflow.components.evaluator.metrics.base import TaskMetrics
-from kflow.components.evaluator.metrics.formulas import (
+from kflow.components.datasets.formulas import (
     confusion_matrix,
     per_class_precision_recall,
     sparse_crossentropy,
 )
+from kflow.components.datasets.metrics import TaskMetrics
+from kflow.components.util import plots
 
 
 class MnistMetrics(TaskMetrics):

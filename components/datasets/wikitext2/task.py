@@ -26,8 +26,8 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from kflow.components.trainer.models import build_model
-from kflow.components.trainer.tasks.base import Task
+from kflow.components.datasets.task import Task
+from kflow.components.models import build_model
 from kflow.pipeline.dsl.artifacts import Examples
 
 VOCAB_FILE = "vocab.txt"

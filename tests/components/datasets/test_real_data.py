@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kflow.components.trainer.tasks.quora import QuoraTask
-from kflow.components.trainer.tasks.wikitext2 import WikiText2Task
+from kflow.components.datasets.quora.task import QuoraTask
+from kflow.components.datasets.wikitext2.task import WikiText2Task
 from kflow.pipeline.dsl.artifacts import Examples
-from tests.components.trainer.tasks.text_fixtures import text_schema, write_records
+from tests.components.datasets.text_fixtures import text_schema, write_records
 from tests.conftest import shared_dataset
 
 pytestmark = pytest.mark.real_data

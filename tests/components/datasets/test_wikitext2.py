@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kflow.components.trainer.tasks.wikitext2 import BASELINE_FILE, VOCAB_FILE, WikiText2Task
-from tests.components.trainer.tasks.text_fixtures import text_schema, write_wikitext
+from kflow.components.datasets.wikitext2.task import BASELINE_FILE, VOCAB_FILE, WikiText2Task
+from tests.components.datasets.text_fixtures import text_schema, write_wikitext
 
 SCHEMA = text_schema({"text": "BYTES"})
 # A small BERT and short lines keep the tests fast; the masking options are the task's defaults.

@@ -14,6 +14,8 @@ import keras
 import tensorflow as tf
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from kflow.components.datasets import get_dataset
+from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Examples
 
 
@@ -65,3 +67,10 @@ class Task:
 
     def metrics(self) -> list[keras.metrics.Metric]:
         return []
+
+
+def load_task(
+    dataset: str, schema_file: str | Path, model_name: str | None = None, model_options: dict | None = None
+) -> Task:
+    """The `Task` of a registered dataset, on the schema in `schema_file`."""
+    return get_dataset(dataset).task_class()(load_schema(schema_file), model_name, model_options)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from kflow.components.trainer.models import build_model
-from kflow.components.trainer.tasks.base import Task
+from kflow.components.datasets.task import Task
+from kflow.components.models import build_model
 from kflow.components.util.examples_dataset import image_shape, make_dataset
 from kflow.components.util.schema import feature_spec, int_domain
 from kflow.pipeline.dsl.artifacts import Examples

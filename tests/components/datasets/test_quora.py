@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kflow.components.trainer.tasks.quora import CLASS_WEIGHTS_FILE, VOCAB_FILE, QuoraTask
-from tests.components.trainer.tasks.text_fixtures import text_schema, write_quora
+from kflow.components.datasets.quora.task import CLASS_WEIGHTS_FILE, VOCAB_FILE, QuoraTask
+from tests.components.datasets.text_fixtures import text_schema, write_quora
 
 SCHEMA = text_schema({"qid": "BYTES", "text": "BYTES", "label": "INT"})
 OPTIONS = {"max_tokens": 500, "embedding_dim": 16, "hidden_dim": 16, "max_length": 24}

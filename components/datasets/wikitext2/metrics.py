@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from kflow.components.evaluator.metrics.base import TaskMetrics, bucket_keys
-from kflow.components.evaluator.metrics.formulas import log_softmax, perplexity
+from kflow.components.datasets.formulas import log_softmax, perplexity
+from kflow.components.datasets.metrics import TaskMetrics, bucket_keys
 
 
 class WikiText2Metrics(TaskMetrics):

@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import keras
 
-from kflow.components.trainer.models.bert_mlm import build_bert_mlm
-from kflow.components.trainer.models.mnist_convnet import build_mnist_convnet
-from kflow.components.trainer.models.text_classifier import build_text_classifier
+from kflow.components.models.bert_mlm import build_bert_mlm
+from kflow.components.models.mnist_convnet import build_mnist_convnet
+from kflow.components.models.text_classifier import build_text_classifier
 
 MODELS: dict[str, Callable[..., keras.Model]] = {
     "mnist_convnet": build_mnist_convnet,

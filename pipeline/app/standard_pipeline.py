@@ -8,27 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kflow.components.datasets import DATASETS, get_dataset
 from kflow.components.evaluator import Evaluator
-from kflow.components.mnist_ingest import MnistIngest
-from kflow.components.quora_ingest import QuoraIngest
 from kflow.components.trainer import Trainer
-from kflow.components.wikitext2_ingest import WikiText2Ingest
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.runners.run_record import earlier_runs
 
-INGEST_COMPONENTS: dict[str, type[Component]] = {
-    "mnist": MnistIngest,
-    "wikitext2": WikiText2Ingest,
-    "quora": QuoraIngest,
-}
-# The data.filters fields each dataset's ingest takes (max_invalid_fraction: all of them).
-_FILTERS = {
-    "mnist": (),
-    "wikitext2": ("min_chars", "max_chars", "drop_headings", "drop_blank", "deduplicate"),
-    "quora": ("max_chars",),
-}
 _FILTER_DEFAULTS = {
     "min_chars": None,
     "max_chars": None,
@@ -83,9 +70,7 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipel
         model_run=train.outputs["model_run"],
         parameters={
             **{key: config.evaluator[key] for key in ("split", "batch_size", "thresholds", "slices", "seed")},
-            "task": config.data["dataset"],
             "baseline_model_uri": resolve_baseline(config, local_runs=local_runs),
-            "model_options": trainer["model_options"],
         },
     )
     return Pipeline(
@@ -98,30 +83,25 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipel
 
 def _ingest(config: PipelineConfig) -> Component:
     data = config.data
-    component = INGEST_COMPONENTS.get(data["dataset"])
-    if component is None:
+    if data["dataset"] not in DATASETS:
         raise ConfigError(
-            [
-                f"data.dataset: {data['dataset']!r} has no ingest component yet "
-                f"(available: {', '.join(INGEST_COMPONENTS)})"
-            ],
-            config.source,
+            [f"data.dataset: unknown dataset {data['dataset']!r} (registered: {', '.join(DATASETS)})"], config.source
         )
-    dataset, filters, problems = data["dataset"], data["filters"], []
-    if dataset == "quora" and "test" not in data["split"]:
+    dataset, filters, problems = get_dataset(data["dataset"]), data["filters"], []
+    if not dataset.source_test_split and "test" not in data["split"]:
         problems.append(
-            "data.split.test: quora's CSV has no labelled test split; "
+            f"data.split.test: {dataset.name}'s source has no labelled test split; "
             "give it a share, e.g. {train: 8, eval: 1, test: 1}"
         )
-    if dataset != "quora" and set(data["split"]) - {"train", "eval"}:
+    if dataset.source_test_split and set(data["split"]) - {"train", "eval"}:
         unusable = sorted(set(data["split"]) - {"train", "eval"})
         problems.append(
-            f"data.split: {dataset} uses its source's own test split, so it cannot use {unusable} "
-            f"(data.split.test is for quora)"
+            f"data.split: {dataset.name} uses its source's own test split, so it cannot use {unusable} "
+            f"(data.split.test is for datasets without one, such as quora)"
         )
     for name, default in _FILTER_DEFAULTS.items():
-        if name not in _FILTERS[dataset] and filters.get(name, default) != default:
-            problems.append(f"data.filters.{name}: not used by {dataset} (only by the text datasets that list it)")
+        if name not in dataset.filters and filters.get(name, default) != default:
+            problems.append(f"data.filters.{name}: not used by {dataset.name} (only by the text datasets that list it)")
     if problems:
         raise ConfigError(problems, config.source)
     parameters = {
@@ -134,8 +114,8 @@ def _ingest(config: PipelineConfig) -> Component:
         "beam_args": config.beam_args,
     }
     # Dataset-specific filters; a null keeps the component's default (wikitext2 min_chars 101, quora max_chars 1000).
-    parameters.update({name: filters[name] for name in _FILTERS[dataset] if filters.get(name) is not None})
-    return component("ingest", parameters=parameters)
+    parameters.update({name: filters[name] for name in dataset.filters if filters.get(name) is not None})
+    return dataset.ingest_component()("ingest", parameters=parameters)
 
 
 def resolve_baseline(config: PipelineConfig, *, local_runs: bool = True) -> str | None:

@@ -8,9 +8,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from kflow.pipeline.app.standard_pipeline import build_pipeline
 from kflow.pipeline.compiler.pipeline_builder import DistributedTraining, compile_pipeline
 from kflow.pipeline.compiler.settings import load_compile_config
-from kflow.pipeline.standard_pipeline import build_pipeline
 
 TRAIN_NODE = "train"
 

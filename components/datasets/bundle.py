@@ -1,0 +1,43 @@
+"""A dataset bundle: everything kflow needs to know about one dataset, named in one place.
+
+Classes are named by import path ("package.module:Class") and imported on demand, so the
+registry loads without TensorFlow and one dataset's dependencies never load for another.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One dataset: its ingest component, TFMD schema, training task and evaluation metrics.
+
+    `filters`: the `data.filters` fields its ingest takes (every ingest takes max_invalid_fraction).
+    `source_test_split`: True when the source brings its own test split, so `data.split` may only
+    divide the rest into train and eval; False when the test split is cut from the data by `data.split`.
+    """
+
+    name: str
+    ingest: str
+    schema: str
+    task: str
+    metrics: str
+    filters: tuple[str, ...] = ()
+    source_test_split: bool = True
+
+    def ingest_component(self) -> Any:
+        return _load(self.ingest)
+
+    def task_class(self) -> Any:
+        return _load(self.task)
+
+    def metrics_class(self) -> Any:
+        return _load(self.metrics)
+
+
+def _load(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)

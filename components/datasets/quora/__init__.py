@@ -1,0 +1,13 @@
+"""Quora Insincere Questions: binary text classification; the test split is cut from the labelled CSV."""
+
+from kflow.components.datasets.bundle import Dataset
+
+DATASET = Dataset(
+    name="quora",
+    ingest="kflow.components.quora_ingest:QuoraIngest",
+    schema="quora/schema.pbtxt",
+    task="kflow.components.datasets.quora.task:QuoraTask",
+    metrics="kflow.components.datasets.quora.metrics:QuoraMetrics",
+    filters=("max_chars",),
+    source_test_split=False,
+)

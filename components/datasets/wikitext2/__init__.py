@@ -1,0 +1,12 @@
+"""WikiText-2 lines for masked-language modelling; the source brings train, valid and test files."""
+
+from kflow.components.datasets.bundle import Dataset
+
+DATASET = Dataset(
+    name="wikitext2",
+    ingest="kflow.components.wikitext2_ingest:WikiText2Ingest",
+    schema="wikitext2/schema.pbtxt",
+    task="kflow.components.datasets.wikitext2.task:WikiText2Task",
+    metrics="kflow.components.datasets.wikitext2.metrics:WikiText2Metrics",
+    filters=("min_chars", "max_chars", "drop_headings", "drop_blank", "deduplicate"),
+)
