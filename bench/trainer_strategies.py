@@ -54,6 +54,7 @@ def main() -> int:
     from kflow.components.datasets.mnist.task import MnistTask
     from kflow.components.mnist_ingest.executor import run as ingest
     from kflow.components.trainer import loop
+    from kflow.components.trainer.config import TrainConfig
     from kflow.components.trainer.executor import run as trainer
     from kflow.components.util.schema import load_schema
     from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Rejects, Schema
@@ -78,7 +79,7 @@ def main() -> int:
                 model, model_run = Model(out / "model"), ModelRun(out / "model_run")
                 started = time.perf_counter()
                 if name == "default-loop":
-                    config = loop.TrainConfig(epochs=args.epochs, batch_size=args.batch_size, shuffle_buffer=10000)
+                    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, shuffle_buffer=10000)
                     summary = loop.train(
                         MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run,
                         config=config,

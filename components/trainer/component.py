@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kflow.components.trainer.strategies import STRATEGIES, get_strategy
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
@@ -21,7 +22,7 @@ class Trainer(Component):
             "strategy": Parameter(
                 str,
                 default="default",
-                description="default | mirrored | multi_worker_mirrored | parameter_server",
+                description=" | ".join(STRATEGIES),
             ),
             "task": Parameter(str, default="mnist", description="a registered dataset (kflow.components.datasets)"),
             "model_options": Parameter(dict, default={}, description="keyword arguments for the model factory"),
@@ -47,3 +48,10 @@ class Trainer(Component):
         },
         executor="kflow.components.trainer.executor:run",
     )
+
+    def cluster_replicas(self) -> dict[str, int]:
+        """The strategy's cluster for `workers` and `parameter_servers`; {} when that is one process."""
+        replicas = get_strategy(self.parameters["strategy"]).replicas(
+            self.parameters["workers"], self.parameters["parameter_servers"]
+        )
+        return replicas if sum(replicas.values()) > 1 else {}

@@ -20,8 +20,12 @@ import tensorflow as tf
 
 from kflow.components.datasets.task import load_task
 from kflow.components.models import MODELS, build_model
+from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.launcher import launch
-from kflow.components.trainer.loop import TrainConfig, is_chief, make_optimizer, run_server, tf_config, train
+from kflow.components.trainer.loop import train
+from kflow.components.trainer.optimizers import make_optimizer
+from kflow.components.trainer.strategies import get_strategy
+from kflow.components.trainer.strategies.runtime import is_chief, tf_config
 from kflow.components.util.examples_dataset import image_shape, make_dataset
 from kflow.components.util.schema import feature_spec, int_domain, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
@@ -36,8 +40,6 @@ OPTIMIZERS: dict[str, type[keras.optimizers.Optimizer]] = {
     "adamw": keras.optimizers.AdamW,
     "sgd": keras.optimizers.SGD,
 }
-STRATEGIES = ("default", "mirrored")
-DISTRIBUTED_STRATEGIES = ("multi_worker_mirrored", "parameter_server")
 
 
 def run(
@@ -81,10 +83,7 @@ def run(
     of `workers` (+ `parameter_servers`) processes started here. `working_dir` keeps the
     checkpoints a re-run resumes from.
     """
-    if strategy not in STRATEGIES + DISTRIBUTED_STRATEGIES:
-        raise ValueError(
-            f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES + DISTRIBUTED_STRATEGIES)}"
-        )
+    strategy_spec = get_strategy(strategy)
     config = TrainConfig(
         strategy=strategy, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
         optimizer=optimizer, learning_rate=learning_rate, weight_decay=weight_decay, schedule=schedule,
@@ -93,19 +92,13 @@ def run(
         checkpoint_every_steps=checkpoint_every_steps, log_every_steps=log_every_steps,
     )  # fmt: skip
     config.validate()
-    if (
-        strategy in DISTRIBUTED_STRATEGIES
-        or task != "mnist"
-        or model_name != "mnist_convnet"
-        or model_options
-        or mixed_precision
-    ):
+    if not strategy_spec.fit or task != "mnist" or model_name != "mnist_convnet" or model_options or mixed_precision:
         return _run_loop(
             task=task, model_name=model_name, model_options=model_options or {}, examples=examples, schema=schema,
             model=model, model_run=model_run, config=config, workers=workers, parameter_servers=parameter_servers,
             max_restarts=max_restarts, working_dir=working_dir,
         )  # fmt: skip
-    distribution = _distribution_strategy(strategy)
+    distribution = strategy_spec.runtime_class()().strategy
     if model_name not in MODELS:
         raise ValueError(f"unknown model {model_name!r}; registered models: {', '.join(sorted(MODELS))}")
     if optimizer not in OPTIMIZERS:
@@ -269,10 +262,8 @@ def _run_loop(
     config.validate()
     if max_restarts < 0:
         raise ValueError(f"max_restarts must not be negative, got {max_restarts}")
-    if config.strategy in DISTRIBUTED_STRATEGIES and workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
-    if config.strategy == "parameter_server" and parameter_servers < 1:
-        raise ValueError(f"strategy parameter_server needs parameter_servers >= 1, got {parameter_servers}")
+    strategy = get_strategy(config.strategy)
+    replicas = strategy.replicas(workers, parameter_servers)  # Refuses counts the strategy cannot use.
     # The builder's default model is MNIST's; other tasks then use their own default model.
     chosen = None if task != "mnist" and model_name == "mnist_convnet" else model_name
     task_object = load_task(task, schema.file, chosen, model_options)
@@ -281,12 +272,12 @@ def _run_loop(
         temporary = tempfile.mkdtemp(prefix="kflow-trainer-")
         working_dir = Path(temporary)
     try:
-        # Inside a cluster (TF_CONFIG, e.g. Kubeflow pods) every task runs this executor: PS-strategy
-        # workers and parameter servers only serve; non-chief workers prepare assets privately.
+        # Inside a cluster (TF_CONFIG, e.g. Kubeflow pods) every task runs this executor: serving roles
+        # (a PS cluster's workers and parameter servers) only serve; non-chief workers prepare assets privately.
         cluster = tf_config()
         role = cluster.get("task") or {}
-        if config.strategy == "parameter_server" and role.get("type") in ("worker", "ps"):
-            run_server(threads=max(len(cluster["cluster"].get("worker", [])) + 1, 4))
+        if strategy.serves(role.get("type")):
+            strategy.runtime_class().serve(cluster, type(task_object).op_libraries)
             return {}
         if is_chief(cluster):
             assets_dir = model.assets_uri
@@ -299,15 +290,11 @@ def _run_loop(
             "model_options": model_options, "examples": examples.uri, "model": model.uri, "model_run": model_run.uri,
             "working_dir": str(working_dir), "assets_dir": str(assets_dir), "config": config.to_json(),
         }  # fmt: skip
-        if config.strategy in DISTRIBUTED_STRATEGIES and not os.environ.get("TF_CONFIG"):
-            log.info(
-                "train: starting a local %s cluster: %d worker(s)%s", config.strategy, workers,
-                f", {parameter_servers} parameter server(s) and a coordinator"
-                if config.strategy == "parameter_server" else "",
-            )  # fmt: skip
+        if strategy.multi_process and not os.environ.get("TF_CONFIG"):
+            shown = ", ".join(f"{count} {role}" for role, count in replicas.items())
+            log.info("train: starting a local %s cluster: %s", config.strategy, shown)
             restarts = launch(
-                spec, spec_dir=Path(working_dir) / "launch", workers=workers,
-                parameter_servers=parameter_servers if config.strategy == "parameter_server" else 0,
+                spec, spec_dir=Path(working_dir) / "launch", workers=workers, parameter_servers=parameter_servers,
                 max_restarts=max_restarts,
             )  # fmt: skip
             history = model_run.history
@@ -333,14 +320,6 @@ def _run_loop(
 
 
 _EPOCH_BOOKKEEPING = ("epoch", "step", "seconds", "examples_per_second")
-
-
-def _distribution_strategy(name: str) -> tf.distribute.Strategy:
-    if name == "default":
-        return tf.distribute.get_strategy()
-    if name == "mirrored":
-        return tf.distribute.MirroredStrategy()
-    raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES + DISTRIBUTED_STRATEGIES)}")
 
 
 def _fill_cache(dataset: tf.data.Dataset) -> int:

@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-log = logging.getLogger("kflow.trainer.launcher")
+from kflow.components.trainer.strategies import get_strategy
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+log = logging.getLogger("kflow.trainer.launcher")
 
 
 class ClusterError(RuntimeError):
@@ -44,21 +44,12 @@ def free_ports(count: int) -> list[int]:
 
 
 def cluster_spec(strategy: str, workers: int, parameter_servers: int) -> dict[str, list[str]]:
-    """The `cluster` part of TF_CONFIG on fresh loopback ports."""
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
-    if strategy == "parameter_server":
-        if parameter_servers < 1:
-            raise ValueError("strategy parameter_server needs parameter_servers >= 1")
-        ports = iter(free_ports(1 + workers + parameter_servers))
-        return {
-            "chief": [f"127.0.0.1:{next(ports)}"],
-            "worker": [f"127.0.0.1:{next(ports)}" for _ in range(workers)],
-            "ps": [f"127.0.0.1:{next(ports)}" for _ in range(parameter_servers)],
-        }
-    if strategy == "multi_worker_mirrored":
-        return {"worker": [f"127.0.0.1:{port}" for port in free_ports(workers)]}
-    raise ValueError(f"strategy {strategy!r} does not run as a cluster")
+    """The `cluster` part of TF_CONFIG on fresh loopback ports, its roles as the strategy lays them out."""
+    replicas = get_strategy(strategy).replicas(workers, parameter_servers)
+    if not replicas:
+        raise ValueError(f"strategy {strategy!r} does not run as a cluster")
+    ports = iter(free_ports(sum(replicas.values())))
+    return {role: [f"127.0.0.1:{next(ports)}" for _ in range(count)] for role, count in replicas.items()}
 
 
 @dataclass
@@ -130,19 +121,17 @@ def run_cluster(
     sink = sink or sys.stdout
     cluster = cluster_spec(strategy, workers, parameter_servers)
     environment = dict(os.environ)
-    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), environment.get("PYTHONPATH")]))
     environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     environment["PYTHONUNBUFFERED"] = "1"
     processes: list[_Process] = []
     try:
-        for kind in ("ps", "worker", "chief"):
+        for kind in reversed(list(cluster)):  # The serving roles first, the chief (if any) last.
             for index in range(len(cluster.get(kind, []))):
                 env = dict(
                     environment, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}})
                 )
                 popen = subprocess.Popen(
                     [sys.executable, "-m", "kflow.components.trainer.worker", str(spec_file)],
-                    cwd=str(REPO_ROOT),
                     env=env,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,

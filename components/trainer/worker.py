@@ -8,7 +8,6 @@ launcher, or by a Kubernetes job) names the artifacts and the training configura
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import sys
@@ -16,7 +15,10 @@ from pathlib import Path
 
 from kflow.components.datasets import get_dataset
 from kflow.components.datasets.task import load_task
-from kflow.components.trainer import loop
+from kflow.components.trainer.config import TrainConfig
+from kflow.components.trainer.loop import train
+from kflow.components.trainer.strategies import get_strategy
+from kflow.components.trainer.strategies.runtime import tf_config
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 
@@ -28,17 +30,14 @@ def main(argv: list[str]) -> int:
     kflow.setLevel(logging.INFO)
     kflow.propagate = False
     spec = json.loads(Path(argv[0]).read_text())
-    config = loop.TrainConfig(**spec["config"])
-    cluster = loop.tf_config()
-    kind = (cluster.get("task") or {}).get("type")
-    if config.strategy == "parameter_server" and kind in ("worker", "ps"):
-        workers = len(cluster["cluster"].get("worker", []))
-        for module in get_dataset(spec["task"]).task_class().op_libraries:
-            importlib.import_module(module)  # Registers the ops the coordinator's dataset graph will use here.
-        loop.run_server(threads=max(workers + 1, 4))
+    config = TrainConfig(**spec["config"])
+    cluster = tf_config()
+    strategy = get_strategy(config.strategy)
+    if strategy.serves((cluster.get("task") or {}).get("type")):
+        strategy.runtime_class().serve(cluster, get_dataset(spec["task"]).task_class().op_libraries)
         return 0
     task = load_task(spec["task"], spec["schema_file"], spec.get("model_name"), spec.get("model_options"))
-    loop.train(
+    train(
         task,
         examples=Examples(spec["examples"]),
         model=Model(spec["model"]),

@@ -9,23 +9,14 @@ import time
 from pathlib import Path
 
 from kflow.pipeline.app.standard_pipeline import build_pipeline
-from kflow.pipeline.compiler.pipeline_builder import DistributedTraining, compile_pipeline
+from kflow.pipeline.compiler.pipeline_builder import compile_pipeline
 from kflow.pipeline.compiler.settings import load_compile_config
-
-TRAIN_NODE = "train"
 
 
 def compile_config(config_path: str, output: str | Path, overrides: list[str], image: str | None = None) -> Path:
     """Compiles a config file to KFP v2 IR YAML at `output`."""
     config, settings = load_compile_config(config_path, overrides, image)
-    distributed = {}
-    trainer = config.trainer
-    workers, parameter_servers = int(trainer.get("workers", 1)), int(trainer.get("parameter_servers", 0))
-    # On a cluster the multi-process strategies run as a TFJob laid out like the Trainer's local cluster;
-    # multi_worker_mirrored with a single worker trains in the task's own pod.
-    if trainer["strategy"] == "parameter_server" or (trainer["strategy"] == "multi_worker_mirrored" and workers > 1):
-        distributed[TRAIN_NODE] = DistributedTraining(trainer["strategy"], workers, parameter_servers)
-    return compile_pipeline(build_pipeline(config), settings, output, distributed)
+    return compile_pipeline(build_pipeline(config), settings, output)
 
 
 def compile_command(args: argparse.Namespace) -> int:

@@ -55,11 +55,9 @@ def component_path(node: Component) -> str:
     return f"{type(node).__module__}:{type(node).__qualname__}"
 
 
-def build_container_component(
-    node: Component, settings: KubeflowSettings, tfjob: dict[str, Any] | None = None
-) -> ContainerComponent:
-    """The KFP component running `node`; with `tfjob` ({"strategy": s, "workers": n, "parameter_servers": m}) it
-    launches a TFJob whose replicas run the entrypoint instead of running it in the task's pod."""
+def build_container_component(node: Component, settings: KubeflowSettings) -> ContainerComponent:
+    """The KFP component running `node`; a node with `cluster_replicas` launches a TFJob whose replicas run
+    the entrypoint instead of running it in the task's pod."""
     spec = node.spec
     parameters = {name: value for name, value in node.parameters.items() if value is not None}
     evaluations = [name for name, kind in spec.outputs.items() if issubclass(kind, ModelEvaluation)]
@@ -76,6 +74,7 @@ def build_container_component(
         + [_kw(name, spec.parameters[name].type) for name in parameters]
     )
     inputs, outputs = list(spec.inputs), list(spec.outputs)
+    replicas = node.cluster_replicas()
 
     def container(*placeholders: Any) -> dsl.ContainerSpec:
         bound = dict(zip([*inputs, *outputs, *kfp_only_outputs, *parameters], placeholders, strict=True))
@@ -87,13 +86,11 @@ def build_container_component(
         )
         if evaluations:
             args += metrics_publishing_args(evaluations[0], CLASSIFICATION_METRICS_OUTPUT)
-        if tfjob is None:
+        if not replicas:
             return dsl.ContainerSpec(image=settings.image, command=list(ENTRYPOINT), args=args)
         launcher = tfjob_launcher_args(
             job_prefix=node.id,
-            strategy=tfjob["strategy"],
-            workers=tfjob["workers"],
-            parameter_servers=tfjob["parameter_servers"],
+            replicas=replicas,
             image=settings.image,
             namespace=settings.namespace,
             shared_volume_claim=settings.tfjob.shared_volume_claim,

@@ -49,9 +49,7 @@ def metrics_publishing_args(evaluation_output: str, classification_output: str) 
 def tfjob_launcher_args(
     *,
     job_prefix: str,
-    strategy: str,
-    workers: int,
-    parameter_servers: int,
+    replicas: dict[str, int],
     image: str,
     namespace: str,
     shared_volume_claim: str,
@@ -63,9 +61,7 @@ def tfjob_launcher_args(
     """Options of the TFJob launcher, followed by `--` and the entrypoint arguments each replica runs."""
     return [
         f"--job-prefix={job_prefix}",
-        f"--strategy={strategy}",
-        f"--workers={workers}",
-        f"--parameter-servers={parameter_servers}",
+        *(f"--replica={role}={count}" for role, count in replicas.items()),
         f"--image={image}",
         f"--namespace={namespace}",
         f"--shared-volume-claim={shared_volume_claim}",

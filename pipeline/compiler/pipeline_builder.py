@@ -7,8 +7,6 @@ constants; caching and resource requests come from the `kubeflow` settings.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from kfp import compiler, dsl
@@ -17,45 +15,11 @@ from kfp.dsl.graph_component import GraphComponent
 from kflow.pipeline.compiler.component_builder import build_container_component
 from kflow.pipeline.compiler.settings import KubeflowSettings, Resources
 from kflow.pipeline.dsl.dag import Pipeline
-from kflow.pipeline.kubeflow.tfjob import replica_counts
 
 
-@dataclass(frozen=True)
-class DistributedTraining:
-    """A node that runs as a TFJob (see kflow.pipeline.kubeflow.tfjob.replica_counts for its replicas)."""
-
-    strategy: str
-    workers: int
-    parameter_servers: int = 0
-
-    def __post_init__(self) -> None:
-        replica_counts(self.strategy, self.workers, self.parameter_servers)  # Raises ValueError when unusable.
-
-
-def build_kfp_pipeline(
-    pipeline: Pipeline,
-    settings: KubeflowSettings,
-    distributed: Mapping[str, DistributedTraining] | None = None,
-) -> GraphComponent:
-    distributed = dict(distributed or {})
-    unknown = set(distributed) - {node.id for node in pipeline.components}
-    if unknown:
-        raise ValueError(f"distributed training asked for unknown components {sorted(unknown)}")
+def build_kfp_pipeline(pipeline: Pipeline, settings: KubeflowSettings) -> GraphComponent:
     nodes = pipeline.topological_order()
-    components = {
-        node.id: build_container_component(
-            node,
-            settings,
-            tfjob=None
-            if node.id not in distributed
-            else {
-                "strategy": distributed[node.id].strategy,
-                "workers": distributed[node.id].workers,
-                "parameter_servers": distributed[node.id].parameter_servers,
-            },
-        )
-        for node in nodes
-    }
+    components = {node.id: build_container_component(node, settings) for node in nodes}
 
     def body():  # KFP reads the return annotation: none here, as the pipeline has no outputs.
         tasks: dict[str, dsl.PipelineTask] = {}
@@ -65,7 +29,7 @@ def build_kfp_pipeline(
             task = components[node.id](**arguments)
             task.set_caching_options(settings.caching)
             _apply_resources(task, settings.resources_for(node.id))
-            if node.id in distributed:
+            if node.cluster_replicas():
                 # The launcher shares artifacts with the TFJob's replicas through this volume. This is the
                 # platform config kfp-kubernetes' `mount_pvc` writes (the compiler emits it as a PlatformSpec).
                 task.platform_config = {
@@ -89,12 +53,11 @@ def compile_pipeline(
     pipeline: Pipeline,
     settings: KubeflowSettings,
     package_path: str | Path,
-    distributed: Mapping[str, DistributedTraining] | None = None,
 ) -> Path:
     """Writes the KFP v2 IR YAML of `pipeline` to `package_path` and returns the path."""
     package_path = Path(package_path)
     package_path.parent.mkdir(parents=True, exist_ok=True)
-    compiler.Compiler().compile(build_kfp_pipeline(pipeline, settings, distributed), str(package_path))
+    compiler.Compiler().compile(build_kfp_pipeline(pipeline, settings), str(package_path))
     return package_path
 
 

@@ -128,6 +128,11 @@ class Component:
         """The parameters that determine the outputs, i.e. the ones in the cache key."""
         return {k: v for k, v in self.parameters.items() if self.spec.parameters[k].affects_output}
 
+    def cluster_replicas(self) -> dict[str, int]:
+        """The processes this node runs as on a cluster, {role: count} (e.g. {"chief": 1, "worker": 2, "ps": 1});
+        empty when it runs in one container. Roles are TF_CONFIG task types; a compiler maps them to replicas."""
+        return {}
+
     @classmethod
     def code_version(cls) -> str:
         """A hash of every first-party file the component and its executor can run or read (see code_version)."""

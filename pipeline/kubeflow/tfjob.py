@@ -1,10 +1,10 @@
 """Multi-worker training on a cluster as a Kubeflow Training Operator `TFJob` (kubeflow.org/v1).
 
 `render_tfjob` turns deploy/tfjob.template.yaml into the manifest of one job whose replicas
-all run the same command in the same image, laid out like the Trainer's local cluster:
-`multi_worker_mirrored` → `workers` Workers (worker 0 writes the outputs);
-`parameter_server` → a Chief (the coordinator, which writes the outputs), `workers` Workers
-and `parameter_servers` PS. The operator derives each replica's TF_CONFIG
+all run the same command in the same image, laid out like the Trainer's local cluster: the
+node's roles (`Component.cluster_replicas`: chief, worker, ps, evaluator) become Chief,
+Worker, PS and Evaluator replicas; the Chief, or worker 0 without one, writes the outputs.
+The operator derives each replica's TF_CONFIG
 (`operator_tf_config` shows what it will be). `wait_for_tfjob`
 follows the job through the Kubernetes API, logs its pods' phases and, at the end,
 their logs, and raises `TFJobFailed` when the job fails or times out.
@@ -35,22 +35,16 @@ class TFJobFailed(RuntimeError):
     pass
 
 
-STRATEGIES = ("multi_worker_mirrored", "parameter_server")
+# TF_CONFIG task types and the TFJob replica types the Training Operator gives them.
+REPLICA_TYPES = {"chief": "Chief", "worker": "Worker", "ps": "PS", "evaluator": "Evaluator"}
 
 
-def replica_counts(strategy: str, workers: int, parameter_servers: int) -> dict[str, int]:
-    """The TFJob's replicas for a Trainer strategy, as the Trainer's local launcher lays out its cluster."""
-    if strategy == "multi_worker_mirrored":
-        if workers < 2:
-            raise ValueError(f"multi_worker_mirrored on a TFJob needs workers ≥ 2 (got {workers})")
-        return {"Worker": workers}
-    if strategy == "parameter_server":
-        if workers < 1 or parameter_servers < 1:
-            raise ValueError(
-                f"parameter_server needs workers ≥ 1 and parameter_servers ≥ 1 (got {workers}, {parameter_servers})"
-            )
-        return {"Chief": 1, "Worker": workers, "PS": parameter_servers}
-    raise ValueError(f"strategy {strategy!r} does not run as a TFJob (choose from {', '.join(STRATEGIES)})")
+def tfjob_replicas(roles: dict[str, int]) -> dict[str, int]:
+    """The TFJob's replicas for a cluster's roles ({"chief": 1, "worker": 2} → {"Chief": 1, "Worker": 2})."""
+    unknown = set(roles) - set(REPLICA_TYPES)
+    if unknown or not roles or min(roles.values()) < 1:
+        raise ValueError(f"roles must map {', '.join(REPLICA_TYPES)} to counts ≥ 1 (got {roles})")
+    return {REPLICA_TYPES[role]: count for role, count in roles.items()}
 
 
 def writer_pod(name: str, replicas: dict[str, int]) -> str:
@@ -71,9 +65,11 @@ class TFJobRequest:
     resources: dict[str, Any] = field(default_factory=dict)  # Kubernetes `resources` of each replica.
 
     def __post_init__(self) -> None:
-        unknown = set(self.replicas) - {"Chief", "Worker", "PS"}
+        unknown = set(self.replicas) - set(REPLICA_TYPES.values())
         if unknown or not self.replicas or min(self.replicas.values()) < 1:
-            raise ValueError(f"replicas must map Chief/Worker/PS to counts ≥ 1 (got {self.replicas})")
+            raise ValueError(
+                f"replicas must map {'/'.join(REPLICA_TYPES.values())} to counts ≥ 1 (got {self.replicas})"
+            )
         if not self.command:
             raise ValueError("the replicas' command must not be empty")
 

@@ -1,6 +1,6 @@
 """The Trainer task's command when `trainer.workers > 1`: run the entrypoint as a TFJob and wait for it.
 
-    python -m kflow.pipeline.kubeflow.tfjob_launcher --job-prefix=train --strategy=multi_worker_mirrored ... \\
+    python -m kflow.pipeline.kubeflow.tfjob_launcher --job-prefix=train --replica=worker=2 ... \\
         -- python -m kflow.pipeline.runners.kfp_entrypoint --component ... --input examples=PATH --output model=PATH
 
 The TFJob's pods cannot see the KFP task's artifact paths, so the launcher copies the
@@ -25,7 +25,7 @@ from kflow.pipeline.kubeflow.tfjob import (
     TFJobRequest,
     create_tfjob,
     render_tfjob,
-    replica_counts,
+    tfjob_replicas,
     wait_for_tfjob,
     writer_pod,
 )
@@ -76,9 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     split = argv.index("--")
     parser = argparse.ArgumentParser(prog="tfjob_launcher", description=__doc__.splitlines()[0])
     parser.add_argument("--job-prefix", required=True)
-    parser.add_argument("--strategy", required=True, choices=["multi_worker_mirrored", "parameter_server"])
-    parser.add_argument("--workers", type=int, required=True)
-    parser.add_argument("--parameter-servers", type=int, default=0)
+    parser.add_argument(
+        "--replica", action="append", required=True, metavar="ROLE=COUNT", help="a role of the cluster (repeat)"
+    )
     parser.add_argument("--image", required=True)
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--shared-volume-claim", required=True)
@@ -92,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     name = f"{args.job_prefix}-{secrets.token_hex(4)}"
     job_dir = Path(args.shared_mount_path) / name
     command, shared_inputs, shared_outputs = replica_command(entrypoint, job_dir)
-    replicas = replica_counts(args.strategy, args.workers, args.parameter_servers)
+    try:
+        replicas = tfjob_replicas({role: int(count) for role, _, count in (r.partition("=") for r in args.replica)})
+    except ValueError as error:
+        parser.error(f"--replica: {error}")
     for input_name, source in task_paths(entrypoint, "--input").items():
         shutil.copytree(source, shared_inputs[input_name])
     manifest = render_tfjob(

@@ -13,12 +13,12 @@ from kfp import compiler, components
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from kflow.pipeline.cli.main import main
-from kflow.pipeline.compiler import DistributedTraining, KubeflowSettings, compile_pipeline, load_compile_config
+from kflow.pipeline.compiler import KubeflowSettings, compile_pipeline, load_compile_config
 from kflow.pipeline.compiler.component_builder import kfp_artifact_class
 from kflow.pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
 from kflow.pipeline.dsl.dag import Pipeline
 from tests.conftest import REPO
-from tests.pipeline.toy.components import Add, Produce
+from tests.pipeline.toy.components import ClusterAdd, Produce
 
 DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
 MNIST = REPO / "pipeline" / "configs" / "mnist.yaml"
@@ -147,18 +147,18 @@ def test_every_artifact_type_maps_to_a_kfp_schema():
 
 def test_a_distributed_trainer_launches_a_tfjob_with_the_same_entrypoint(tmp_path):
     produce = Produce("produce", parameters={"value": 3})
-    add = Add("add", left=produce.outputs["numbers"], right=produce.outputs["numbers"])
+    add = ClusterAdd("add", left=produce.outputs["numbers"], right=produce.outputs["numbers"])
     pipeline = Pipeline("toy", [produce, add])
     settings = KubeflowSettings(image="img:1", namespace="team-a")
-    compile_pipeline(pipeline, settings, tmp_path / "p.yaml", {"add": DistributedTraining("parameter_server", 3, 1)})
+    compile_pipeline(pipeline, settings, tmp_path / "p.yaml")
     ir, platform = load_ir(tmp_path / "p.yaml")
     container = ir["deploymentSpec"]["executors"]["exec-add"]["container"]
     assert container["command"] == ["python", "-m", "kflow.pipeline.kubeflow.tfjob_launcher"]
     args = container["args"]
     assert {
-        "--strategy=parameter_server",
-        "--workers=3",
-        "--parameter-servers=1",
+        "--replica=chief=1",
+        "--replica=worker=3",
+        "--replica=ps=1",
         "--namespace=team-a",
         "--image=img:1",
     } <= set(args)
@@ -168,7 +168,7 @@ def test_a_distributed_trainer_launches_a_tfjob_with_the_same_entrypoint(tmp_pat
         "-m",
         "kflow.pipeline.runners.kfp_entrypoint",
         "--component",
-        f"{Add.__module__}:Add",
+        f"{ClusterAdd.__module__}:ClusterAdd",
     ]
     mounts = platform[0]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]["exec-add"]["pvcMount"]
     assert mounts == [{"constant": "kflow-shared", "mountPath": "/mnt/kflow-shared"}]
@@ -176,12 +176,6 @@ def test_a_distributed_trainer_launches_a_tfjob_with_the_same_entrypoint(tmp_pat
         ir["deploymentSpec"]["executors"]["exec-produce"]["container"]["command"][-1]
         == "kflow.pipeline.runners.kfp_entrypoint"
     )
-    with pytest.raises(ValueError, match="workers"):
-        DistributedTraining("multi_worker_mirrored", 1)
-    with pytest.raises(ValueError, match="unknown components"):
-        compile_pipeline(
-            pipeline, settings, tmp_path / "q.yaml", {"nope": DistributedTraining("multi_worker_mirrored", 2)}
-        )
 
 
 def test_compile_writes_the_default_output_and_reports_it(tmp_path, monkeypatch, capsys):
@@ -204,7 +198,7 @@ def test_trainer_workers_in_the_config_make_the_train_task_a_tfjob_launcher(tmp_
     ir, platform = load_ir(tmp_path / "p.yaml")
     train = ir["deploymentSpec"]["executors"]["exec-train"]["container"]
     assert train["command"][-1] == "kflow.pipeline.kubeflow.tfjob_launcher"
-    assert "--workers=4" in train["args"]
+    assert "--replica=worker=4" in train["args"]
     ingest = ir["deploymentSpec"]["executors"]["exec-ingest"]["container"]
     assert ingest["command"][-1] == "kflow.pipeline.runners.kfp_entrypoint"
     assert "exec-train" in platform[0]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]

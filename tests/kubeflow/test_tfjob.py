@@ -7,6 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from kflow.components.trainer import Trainer
+from kflow.pipeline.dsl.artifacts import Examples, Schema
+from kflow.pipeline.dsl.component import Channel
 from kflow.pipeline.kubeflow.tfjob import (
     DEFAULT_TEMPLATE,
     TFJobFailed,
@@ -14,11 +17,23 @@ from kflow.pipeline.kubeflow.tfjob import (
     create_tfjob,
     operator_tf_config,
     render_tfjob,
-    replica_counts,
+    tfjob_replicas,
     wait_for_tfjob,
     writer_pod,
 )
 from kflow.pipeline.kubeflow.tfjob_launcher import replica_command, task_paths
+
+
+def trainer(strategy: str, workers: int, parameter_servers: int) -> Trainer:
+    channels = {"examples": Channel("ingest", "examples", Examples), "schema": Channel("ingest", "schema", Schema)}
+    parameters = {"strategy": strategy, "workers": workers, "parameter_servers": parameter_servers}
+    return Trainer("train", parameters=parameters, **channels)
+
+
+def replicas(strategy: str, workers: int, parameter_servers: int) -> dict[str, int]:
+    """The TFJob replicas of a Trainer node, from the roles its strategy declares (as the local launcher starts)."""
+    return tfjob_replicas(trainer(strategy, workers, parameter_servers).cluster_replicas())
+
 
 ENTRYPOINT = [
     *(
@@ -40,7 +55,7 @@ def request(**overrides):
         namespace="team-a",
         image="registry.example/kflow:0.1.0",
         command=command,
-        replicas=replica_counts("multi_worker_mirrored", 3, 0),
+        replicas=replicas("multi_worker_mirrored", 3, 0),
         resources={"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"nvidia.com/gpu": 1}},
     )
     return TFJobRequest(**{**values, **overrides})
@@ -67,16 +82,14 @@ def test_the_template_is_a_tfjob_of_the_training_operator():
     ],
 )
 def test_replicas_are_laid_out_like_the_trainers_local_cluster(strategy, workers, ps, expected, writer):
-    replicas = replica_counts(strategy, workers, ps)
-    manifest = render_tfjob(request(replicas=replicas))
+    layout = replicas(strategy, workers, ps)
+    manifest = render_tfjob(request(replicas=layout))
     assert {kind: spec["replicas"] for kind, spec in manifest["spec"]["tfReplicaSpecs"].items()} == expected
-    assert writer_pod("train-1", replicas) == writer
+    assert writer_pod("train-1", layout) == writer
 
 
 def test_every_replica_runs_the_entrypoint_in_the_image_with_the_resources():
-    manifest = render_tfjob(
-        request(replicas=replica_counts("parameter_server", 2, 1), service_account="pipeline-runner")
-    )
+    manifest = render_tfjob(request(replicas=replicas("parameter_server", 2, 1), service_account="pipeline-runner"))
     assert set(manifest["spec"]["tfReplicaSpecs"]) == {"Chief", "Worker", "PS"}
     for spec in manifest["spec"]["tfReplicaSpecs"].values():
         pod = spec["template"]["spec"]
@@ -108,7 +121,7 @@ def test_tf_config_as_the_operator_derives_it():
         "task": {"type": "worker", "index": 1},
         "environment": "cloud",
     }
-    ps = render_tfjob(request(replicas=replica_counts("parameter_server", 2, 1)))
+    ps = render_tfjob(request(replicas=replicas("parameter_server", 2, 1)))
     config = operator_tf_config(ps, "Chief", 0)
     assert config["cluster"] == {
         "chief": ["train-1-chief-0.team-a.svc:2222"],
@@ -121,17 +134,13 @@ def test_tf_config_as_the_operator_derives_it():
         operator_tf_config(manifest, "Evaluator", 0)
 
 
-@pytest.mark.parametrize(
-    ("strategy", "workers", "ps", "match"),
-    [
-        ("multi_worker_mirrored", 1, 0, "workers ≥ 2"),
-        ("parameter_server", 2, 0, "parameter_servers ≥ 1"),
-        ("mirrored", 2, 0, "does not run as a TFJob"),
-    ],
-)
-def test_unusable_layouts_are_refused(strategy, workers, ps, match):
-    with pytest.raises(ValueError, match=match):
-        replica_counts(strategy, workers, ps)
+def test_single_process_strategies_train_in_the_tasks_own_pod():
+    assert trainer("mirrored", 2, 0).cluster_replicas() == {}
+    assert trainer("multi_worker_mirrored", 1, 0).cluster_replicas() == {}
+    with pytest.raises(ValueError, match="parameter_servers ≥ 1"):
+        trainer("parameter_server", 2, 0).cluster_replicas()
+    with pytest.raises(ValueError, match="roles must map"):
+        tfjob_replicas({"master": 1})
 
 
 def test_bad_requests_are_refused():

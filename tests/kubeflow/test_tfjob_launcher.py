@@ -62,8 +62,7 @@ def launch(tmp_path, add):
         [
             *(
                 "--job-prefix=add",
-                "--strategy=multi_worker_mirrored",
-                "--workers=2",
+                "--replica=worker=2",
                 "--image=img:1",
                 "--namespace=team-a",
             ),

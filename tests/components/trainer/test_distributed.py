@@ -17,7 +17,11 @@ import tensorflow as tf
 
 from kflow.components.datasets.mnist.task import MnistTask
 from kflow.components.trainer import launcher, loop
+from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.executor import run
+from kflow.components.trainer.optimizers import learning_rate_schedule
+from kflow.components.trainer.strategies.parameter_server import accumulate
+from kflow.components.trainer.strategies.runtime import is_chief
 from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Model, ModelRun
 from tests.components.fixtures import write_examples, write_schema
@@ -73,7 +77,7 @@ def test_parameter_server_two_workers_one_ps_learns(inputs, tmp_path):
     assert history["strategy"] == "parameter_server"
     assert summary["final_step"] == 26
     assert 0.0 <= history["per_epoch"][-1]["val_accuracy"] <= 1.0
-    # Train metrics come from atomic increments on the PS (loop.accumulate).
+    # Train metrics come from atomic increments on the PS (parameter_server.accumulate).
     accuracies = [epoch["accuracy"] for epoch in history["per_epoch"]]
     assert all(0.0 < accuracy <= 1.0 for accuracy in accuracies) and accuracies[-1] > accuracies[0]
     assert model.keras_file.exists()
@@ -83,7 +87,7 @@ def test_loop_resumes_from_the_last_checkpoint(inputs, tmp_path, caplog):
     examples, schema = inputs
     task = MnistTask(load_schema(schema.file))
     model, model_run = _outputs(tmp_path)
-    config = loop.TrainConfig(epochs=1, batch_size=50, optimizer="adamw", schedule="cosine", warmup_steps=2)
+    config = TrainConfig(epochs=1, batch_size=50, optimizer="adamw", schedule="cosine", warmup_steps=2)
     first = loop.train(task, examples=examples, model=model, model_run=model_run, config=config, working_dir=tmp_path)
     assert (first["start_step"], first["final_step"]) == (0, 8)
     config.epochs = 3
@@ -116,7 +120,7 @@ def test_accumulated_increments_equal_keras_own_updates(make_metric, binary):
         else:
             y, scores = rng.integers(0, 4, size=(16,)), rng.random((16, 4)).astype("float32")
         weights = rng.random(16).astype("float32")
-        tf.function(lambda a, b, w: loop.accumulate(accumulated, a, b, w))(y, scores, weights)
+        tf.function(lambda a, b, w: accumulate(accumulated, a, b, w))(y, scores, weights)
         updated.update_state(y, scores, weights)
     assert float(accumulated.result()) == pytest.approx(float(updated.result()), rel=1e-6)
     for mine, theirs in zip(accumulated.variables, updated.variables, strict=True):
@@ -124,15 +128,15 @@ def test_accumulated_increments_equal_keras_own_updates(make_metric, binary):
 
 
 def test_learning_rate_schedules_warm_up_then_decay():
-    config = loop.TrainConfig(learning_rate=0.1, schedule="polynomial", warmup_steps=10)
-    rate = loop.learning_rate_schedule(config, total_steps=110)
+    config = TrainConfig(learning_rate=0.1, schedule="polynomial", warmup_steps=10)
+    rate = learning_rate_schedule(config, total_steps=110)
     assert float(rate(0)) == pytest.approx(0.01)
     assert float(rate(9)) == pytest.approx(0.1)
     assert float(rate(60)) == pytest.approx(0.05)
     assert float(rate(110)) == pytest.approx(0.0)
-    cosine = loop.learning_rate_schedule(loop.TrainConfig(learning_rate=0.1, schedule="cosine"), total_steps=100)
+    cosine = learning_rate_schedule(TrainConfig(learning_rate=0.1, schedule="cosine"), total_steps=100)
     assert float(cosine(50)) == pytest.approx(0.05, abs=1e-6)
-    assert loop.learning_rate_schedule(loop.TrainConfig(learning_rate=0.1), total_steps=100) == 0.1
+    assert learning_rate_schedule(TrainConfig(learning_rate=0.1), total_steps=100) == 0.1
 
 
 @pytest.mark.parametrize(
@@ -140,7 +144,7 @@ def test_learning_rate_schedules_warm_up_then_decay():
     [("strategy", "horovod", "unknown strategy"), ("schedule", "step", "schedule"), ("batch_size", 0, "batch_size")],
 )
 def test_bad_configuration_is_named(field, value, message):
-    config = loop.TrainConfig(**{field: value})
+    config = TrainConfig(**{field: value})
     with pytest.raises(ValueError, match=message):
         config.validate()
 
@@ -150,10 +154,10 @@ def test_tf_config_roles_follow_the_training_operator():
     assert [len(cluster[k]) for k in ("chief", "worker", "ps")] == [1, 2, 1]
     assert len(set(cluster["chief"] + cluster["worker"] + cluster["ps"])) == 4
     assert launcher.cluster_spec("multi_worker_mirrored", workers=3, parameter_servers=0).keys() == {"worker"}
-    assert loop.is_chief({"cluster": cluster, "task": {"type": "chief", "index": 0}})
-    assert not loop.is_chief({"cluster": cluster, "task": {"type": "worker", "index": 0}})
-    assert loop.is_chief({"cluster": {"worker": ["a", "b"]}, "task": {"type": "worker", "index": 0}})
-    assert not loop.is_chief({"cluster": {"worker": ["a", "b"]}, "task": {"type": "worker", "index": 1}})
+    assert is_chief({"cluster": cluster, "task": {"type": "chief", "index": 0}})
+    assert not is_chief({"cluster": cluster, "task": {"type": "worker", "index": 0}})
+    assert is_chief({"cluster": {"worker": ["a", "b"]}, "task": {"type": "worker", "index": 0}})
+    assert not is_chief({"cluster": {"worker": ["a", "b"]}, "task": {"type": "worker", "index": 1}})
     with pytest.raises(ValueError, match="parameter_servers"):
         launcher.cluster_spec("parameter_server", workers=2, parameter_servers=0)
 
@@ -164,7 +168,7 @@ def test_a_failing_worker_fails_the_launch_and_leaves_no_process(inputs, tmp_pat
     spec = {
         "task": "no-such-task", "schema_file": str(schema.file), "examples": examples.uri,
         "model": str(tmp_path / "model"), "model_run": str(tmp_path / "run"), "working_dir": str(tmp_path),
-        "config": loop.TrainConfig(strategy="multi_worker_mirrored").to_json(),
+        "config": TrainConfig(strategy="multi_worker_mirrored").to_json(),
     }  # fmt: skip
     started = {}
     sink = io.StringIO()
@@ -180,7 +184,7 @@ def test_a_failing_worker_fails_the_launch_and_leaves_no_process(inputs, tmp_pat
 def test_killed_worker_restarts_the_cluster_from_the_last_checkpoint(inputs, tmp_path):
     examples, schema = inputs
     work = tmp_path / "work"
-    config = loop.TrainConfig(
+    config = TrainConfig(
         strategy="multi_worker_mirrored", epochs=4, batch_size=32, steps_per_epoch=20, checkpoint_every_steps=5
     )
     spec = {
@@ -224,7 +228,7 @@ def test_the_loop_trains_a_keras_hub_task_with_dict_inputs_and_sample_weights(tm
     x, _, weights = next(iter(task.dataset(examples, "train", batch_size=8, training=True, seed=1)))
     assert isinstance(x, dict) and weights is not None
     model, model_run = _outputs(tmp_path)
-    config = loop.TrainConfig(epochs=3, batch_size=16, steps_per_epoch=8, optimizer="adamw", learning_rate=3e-3)
+    config = TrainConfig(epochs=3, batch_size=16, steps_per_epoch=8, optimizer="adamw", learning_rate=3e-3)
     summary = loop.train(task, examples=examples, model=model, model_run=model_run, config=config)
     losses = [epoch["loss"] for epoch in summary["per_epoch"]]
     assert losses[-1] < losses[0]
@@ -242,7 +246,7 @@ def test_the_loop_learns_real_mnist(tmp_path):
     ingest(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"), source_path=str(data),
            split={"train": 4, "eval": 1}, max_records=2500)  # fmt: skip
     model, model_run = _outputs(tmp_path)
-    config = loop.TrainConfig(epochs=2, batch_size=64, schedule="cosine", warmup_steps=5)
+    config = TrainConfig(epochs=2, batch_size=64, schedule="cosine", warmup_steps=5)
     summary = loop.train(
         MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run, config=config
     )
@@ -251,7 +255,7 @@ def test_the_loop_learns_real_mnist(tmp_path):
 
 
 def test_ctrl_c_stops_every_cluster_process(tmp_path):
-    spec = {"task": "mnist", "config": loop.TrainConfig(strategy="parameter_server").to_json()}
+    spec = {"task": "mnist", "config": TrainConfig(strategy="parameter_server").to_json()}
     started = {}
 
     def interrupt(processes):
@@ -269,7 +273,7 @@ def test_mixed_precision_trains_and_restores_the_global_policy(inputs, tmp_path)
 
     examples, schema = inputs
     model, model_run = _outputs(tmp_path)
-    config = loop.TrainConfig(epochs=1, batch_size=50, steps_per_epoch=3, mixed_precision=True)
+    config = TrainConfig(epochs=1, batch_size=50, steps_per_epoch=3, mixed_precision=True)
     summary = loop.train(
         MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run, config=config
     )
@@ -284,7 +288,7 @@ def test_early_stopping_watches_the_task_monitor(inputs, tmp_path):
 
     examples, schema = inputs
     model, model_run = _outputs(tmp_path)
-    config = loop.TrainConfig(epochs=6, batch_size=50, steps_per_epoch=3, early_stopping_patience=1)
+    config = TrainConfig(epochs=6, batch_size=50, steps_per_epoch=3, early_stopping_patience=1)
     summary = loop.train(
         FallingLossNeverImproves(load_schema(schema.file)), examples=examples, model=model, model_run=model_run,
         config=config,

@@ -94,8 +94,8 @@ def test_mirrored_strategy_with_steps_per_epoch_and_early_stopping(inputs, tmp_p
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"strategy": "parameter_server", "parameter_servers": 0}, "parameter_servers >= 1"),
-        ({"strategy": "multi_worker_mirrored", "workers": 0}, "workers must be at least 1"),
+        ({"strategy": "parameter_server", "parameter_servers": 0}, "needs parameter_servers ≥ 1"),
+        ({"strategy": "multi_worker_mirrored", "workers": 0}, "needs workers ≥ 1"),
         ({"strategy": "multi_worker_mirrored", "max_restarts": -1}, "max_restarts"),
         ({"schedule": "step"}, "schedule 'step'"),
     ],

@@ -29,6 +29,13 @@ class Add(Component):
     )
 
 
+class ClusterAdd(Add):
+    """An Add that runs as a cluster: a chief, 3 workers and a parameter server."""
+
+    def cluster_replicas(self) -> dict[str, int]:
+        return {"chief": 1, "worker": 3, "ps": 1}
+
+
 class Double(Component):
     spec = ComponentSpec(
         inputs={"numbers": Examples},

@@ -1,0 +1,164 @@
+"""The interface between the custom training loop and a strategy's TensorFlow side.
+
+The loop (kflow.components.trainer.loop) owns epochs, checkpoints, early stopping, logging
+and history; a `Runtime` owns how one step runs across devices and processes: the
+`tf.distribute.Strategy`, the distributed datasets, the step functions, and where the
+metrics accumulate. `SynchronousRuntime` (synchronous.py) serves the strategies whose
+replicas step together; parameter_server.py has its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+# (split, training, batch size) → the task's batched dataset of that split, one pass.
+MakeDataset = Callable[[str, bool, int], tf.data.Dataset]
+
+
+def tf_config() -> dict[str, Any]:
+    raw = os.environ.get("TF_CONFIG")
+    return json.loads(raw) if raw else {}
+
+
+def is_chief(config: dict[str, Any]) -> bool:
+    """Kubeflow/Keras convention: the `chief` task, else worker 0 when the cluster has no chief."""
+    task = config.get("task") or {}
+    cluster = config.get("cluster") or {}
+    if not task:
+        return True
+    kind, index = task.get("type"), int(task.get("index", 0))
+    if kind == "chief":
+        return True
+    return kind == "worker" and index == 0 and "chief" not in cluster
+
+
+def unpack(batch):
+    if isinstance(batch, (tuple, list)):
+        if len(batch) == 3:
+            return batch[0], batch[1], batch[2]
+        if len(batch) == 2:
+            return batch[0], batch[1], None
+    raise ValueError("task datasets must yield (x, y) or (x, y, sample_weight) batches")
+
+
+def input_fn(make_dataset: MakeDataset, split: str, training: bool, batch_size: Callable[[Any], int]):
+    """A dataset function for `distribute_datasets_from_function` / `create_per_worker_dataset`: each input
+    pipeline reads its shard of the split, repeated (the loop counts steps, not passes)."""
+
+    def make(context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
+        data = make_dataset(split, training, batch_size(context))
+        if context is not None and context.num_input_pipelines > 1:
+            data = data.shard(context.num_input_pipelines, context.input_pipeline_id)
+        return data.repeat().prefetch(tf.data.AUTOTUNE)
+
+    return make
+
+
+def replica_loss(loss_object, y, predictions, sample_weight, global_batch: int | None) -> tf.Tensor:
+    """The replica's share of the batch loss: per-example losses averaged over the GLOBAL batch
+    (`global_batch=None`: over this batch), or a weighted loss's sum over the global weight."""
+    per_example = tf.cast(loss_object(y, predictions, sample_weight), tf.float32)
+    if sample_weight is not None:
+        # A weighted mean over the global batch (e.g. masked tokens): divide by the global weight sum.
+        weight = tf.reduce_sum(tf.cast(sample_weight, tf.float32) * tf.ones_like(per_example))
+        context = tf.distribute.get_replica_context()
+        if context is not None and context.num_replicas_in_sync > 1:
+            weight = context.all_reduce(tf.distribute.ReduceOp.SUM, weight)
+        return tf.reduce_sum(per_example) / tf.maximum(weight, 1e-9)
+    if per_example.shape.rank and per_example.shape.rank > 1:
+        per_example = tf.reduce_mean(per_example, axis=list(range(1, per_example.shape.rank)))
+    return tf.nn.compute_average_loss(
+        per_example, global_batch_size=global_batch if global_batch is not None else tf.shape(per_example)[0]
+    )
+
+
+def gradient_step(model: keras.Model, optimizer: keras.optimizers.Optimizer, loss_fn, x, y, sample_weight):
+    """One optimisation step on a batch; returns (loss, predictions)."""
+    with tf.GradientTape() as tape:
+        predictions = model(x, training=True)
+        loss = loss_fn(y, predictions, sample_weight)
+        if model.losses:
+            loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
+        scaled = optimizer.scale_loss(loss) if hasattr(optimizer, "scale_loss") else loss
+    gradients = tape.gradient(scaled, model.trainable_variables)
+    optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+    return loss, predictions
+
+
+class Runtime:
+    """Base class; subclasses implement the methods the loop calls, in this order:
+
+    `build` once, after the loop built the model and optimizer in `scope()`; then per epoch
+    `reset_train`, `train_step` × steps (`wait` before anything reads the model's state),
+    `train_results`, `evaluate`. A strategy whose cluster has roles that only serve (the
+    workers and parameter servers of a PS cluster) implements `serve` for them.
+    """
+
+    def __init__(self) -> None:
+        self.strategy = self.make()
+
+    def make(self) -> tf.distribute.Strategy:
+        raise NotImplementedError
+
+    @property
+    def replicas(self) -> int:
+        return self.strategy.num_replicas_in_sync
+
+    def scope(self):
+        return self.strategy.scope()
+
+    def check_batch(self, global_batch: int) -> None:
+        """Refuses a global batch the strategy cannot divide."""
+
+    def build(
+        self,
+        *,
+        task: Any,
+        model: keras.Model,
+        optimizer: keras.optimizers.Optimizer,
+        global_batch: int,
+        make_dataset: MakeDataset,
+        eval_steps: int,
+    ) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def serve(cls, cluster: dict[str, Any], op_libraries: tuple[str, ...]) -> None:
+        raise NotImplementedError(f"{cls.__module__} has no serving roles")
+
+    def train_step(self) -> None:
+        raise NotImplementedError
+
+    def wait(self) -> None:
+        """Blocks until every step scheduled so far has run."""
+
+    def reset_train(self) -> None:
+        raise NotImplementedError
+
+    def train_results(self) -> dict[str, float]:
+        """The epoch's train loss and task metrics so far."""
+        raise NotImplementedError
+
+    def evaluate(self) -> dict[str, float]:
+        """The eval split's loss and task metrics."""
+        raise NotImplementedError
+
+    def saves_checkpoints(self, chief: bool) -> bool:
+        """Whether this process calls the checkpoint manager (MWMS workers must, collectively)."""
+        return True
+
+    def step_counter(self, optimizer: keras.optimizers.Optimizer, loop_step: int) -> int:
+        return int(optimizer.iterations.numpy())
+
+
+def metric_results(metrics: list[keras.metrics.Metric], loss_sum: keras.metrics.Metric, batches) -> dict[str, float]:
+    count = float(batches.result())
+    values = {"loss": float(loss_sum.result()) / max(count, 1.0)}
+    values.update({metric.name: float(metric.result()) for metric in metrics})
+    return values
