@@ -27,7 +27,6 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402

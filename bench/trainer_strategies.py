@@ -33,7 +33,6 @@ from pathlib import Path
 from baselines import plain_fit  # bench/, the script's folder
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "mnist"
 
 

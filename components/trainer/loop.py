@@ -22,6 +22,8 @@ import math
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,7 @@ from kflow.components.datasets.task import Task
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.strategies import get_strategy
-from kflow.components.trainer.strategies.runtime import Runtime, is_chief, tf_config
+from kflow.components.trainer.strategies.runtime import MakeDataset, Runtime, is_chief, tf_config
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 log = logging.getLogger("kflow.trainer")
@@ -46,6 +48,19 @@ def count_examples(dataset: tf.data.Dataset) -> int:
         return tf.shape(y, tf.int64)[0]
 
     return int(dataset.reduce(tf.constant(0, tf.int64), lambda count, batch: count + size(batch)))
+
+
+def split_sizes(make_dataset: MakeDataset, examples: Examples, config: TrainConfig) -> tuple[int, int, int]:
+    """(train examples, eval examples, steps per epoch), read once per process so every worker runs as many steps."""
+    train_count = count_examples(make_dataset("train", False, config.batch_size))
+    if train_count == 0:
+        raise ValueError(f"the train split under {examples.split_uri('train')} holds no examples")
+    eval_count = count_examples(make_dataset("eval", False, config.batch_size)) if "eval" in examples.splits else 0
+    if config.early_stopping_patience is not None and not eval_count:
+        raise ValueError(
+            "early_stopping_patience needs eval examples to watch the validation metric, and there are none"
+        )
+    return train_count, eval_count, config.steps_per_epoch or math.ceil(train_count / config.batch_size)
 
 
 def weights_digest(model: keras.Model) -> str:
@@ -66,6 +81,14 @@ def train(
     assets_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Trains `task`'s model under `config.strategy` and, on the chief, exports it; returns the summary."""
+    with precision_policy(config):
+        runtime: Runtime = get_strategy(config.strategy).runtime_class()()
+        return _train(task, runtime, examples, model, model_run, config, working_dir, assets_dir)
+
+
+@contextmanager
+def precision_policy(config: TrainConfig) -> Iterator[None]:
+    """Validates `config`, seeds Keras and sets its mixed-precision policy for one training run."""
     config.validate()
     keras.utils.set_random_seed(config.seed)
     previous_policy = keras.mixed_precision.global_policy()
@@ -74,8 +97,7 @@ def train(
             "mixed_float16" if tf.config.list_physical_devices("GPU") else "mixed_bfloat16"
         )
     try:
-        runtime: Runtime = get_strategy(config.strategy).runtime_class()()
-        return _train(task, runtime, examples, model, model_run, config, working_dir, assets_dir)
+        yield
     finally:
         keras.mixed_precision.set_global_policy(previous_policy)
 
@@ -105,16 +127,7 @@ def _train(
             shuffle_buffer=config.shuffle_buffer if training else 0,
         )  # fmt: skip
 
-    # Sizes, read once per process so every worker runs the same number of steps.
-    train_count = count_examples(make_dataset("train", False, global_batch))
-    if train_count == 0:
-        raise ValueError(f"the train split under {examples.split_uri('train')} holds no examples")
-    eval_count = count_examples(make_dataset("eval", False, global_batch)) if "eval" in examples.splits else 0
-    if config.early_stopping_patience is not None and not eval_count:
-        raise ValueError(
-            "early_stopping_patience needs eval examples to watch the validation metric, and there are none"
-        )
-    steps_per_epoch = config.steps_per_epoch or math.ceil(train_count / global_batch)
+    train_count, eval_count, steps_per_epoch = split_sizes(make_dataset, examples, config)
     eval_steps = math.ceil(eval_count / global_batch)
     total_steps = steps_per_epoch * config.epochs
 

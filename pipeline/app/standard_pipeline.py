@@ -11,6 +11,7 @@ from pathlib import Path
 from kflow.components.datasets import DATASETS, get_dataset
 from kflow.components.evaluator import Evaluator
 from kflow.components.trainer import Trainer
+from kflow.components.trainer.strategies import STRATEGIES
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 from kflow.pipeline.dsl.dag import Pipeline
@@ -34,6 +35,11 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipel
     """
     ingest = _ingest(config)
     trainer = config.trainer
+    if trainer["strategy"] not in STRATEGIES:
+        raise ConfigError(
+            [f"trainer.strategy: unknown strategy {trainer['strategy']!r} (registered: {', '.join(STRATEGIES)})"],
+            config.source,
+        )
     train = Trainer(
         "train",
         examples=ingest.outputs["examples"],

@@ -34,6 +34,7 @@ def test_validate_accepts_the_demo_config():
         # Checks made while building the pipeline: the dataset registry, then the split rules of a dataset.
         ("data.dataset=cifar", "data.dataset: unknown dataset 'cifar' (registered: mnist, wikitext2, quora)"),
         ("data.dataset=quora", "data.split.test: quora's source has no labelled test split"),
+        ("trainer.strategy=horovod", "trainer.strategy: unknown strategy 'horovod' (registered: default, mirrored"),
     ],
 )
 def test_validate_exits_2_naming_the_field_without_a_traceback(override, field):

@@ -49,7 +49,6 @@ def test_overrides_set_nested_fields_with_yaml_values(tmp_path):
     [
         ("trainer.epochs=0", "trainer.epochs: must be ≥ 1 (got 0)"),
         ("trainer.epochs=three", 'trainer.epochs: must be an integer (got "three")'),
-        ("trainer.strategy=horovod", "trainer.strategy: must be one of default, mirrored"),
         ("trainer.wings=2", "trainer.wings: unknown field (allowed: batch_size,"),
         ("colour=blue", "colour: unknown field"),
         ("data.split.train=0", "data.split.train: must be ≥ 1"),

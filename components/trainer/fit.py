@@ -1,0 +1,170 @@
+"""Training with Keras' own `model.fit`, for the strategies under which it works (`StrategySpec.fit`).
+
+It drives any `Task` as the custom loop does (kflow.components.trainer.loop): the task gives
+the datasets, the model, its per-example loss and its metrics. The loss is reduced as the
+loop reduces it: a mean over the sample weights when batches carry them (the masked tokens
+of the MLM, Quora's class weights: `mean_with_sample_weight`), a plain mean otherwise; the
+task's metrics are weighted metrics. `BackupAndRestore` in the working dir makes a re-run
+resume where a killed one stopped, as the loop's checkpoints do.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import keras
+
+from kflow.components.datasets.task import Task
+from kflow.components.trainer.config import TrainConfig
+from kflow.components.trainer.loop import export_model, precision_policy, split_sizes
+from kflow.components.trainer.optimizers import make_optimizer
+from kflow.components.trainer.strategies import get_strategy
+from kflow.components.trainer.strategies.runtime import Runtime
+from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
+
+log = logging.getLogger("kflow.trainer")
+
+
+def train(
+    task: Task,
+    *,
+    examples: Examples,
+    model: Model,
+    model_run: ModelRun,
+    config: TrainConfig,
+    working_dir: Path,
+    assets_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Fits `task`'s model on Split-train (validating on Split-eval), exports it, writes the history; returns it."""
+    with precision_policy(config):
+        runtime: Runtime = get_strategy(config.strategy).runtime_class()()
+        return _fit(task, runtime, examples, model, model_run, config, Path(working_dir), assets_dir)
+
+
+def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_dir) -> dict[str, Any]:
+    global_batch = config.batch_size
+    if assets_dir is not None:
+        task.load_assets(assets_dir)
+
+    def dataset(split: str, training: bool, batch_size: int = global_batch):
+        return task.dataset(
+            examples, split, batch_size=batch_size, training=training, seed=config.seed,
+            shuffle_buffer=config.shuffle_buffer if training else 0,
+        )  # fmt: skip
+
+    train_count, eval_count, steps_per_epoch = split_sizes(dataset, examples, config)
+    # A pass over the split is exactly steps_per_epoch batches unless steps_per_epoch is set.
+    examples_per_epoch = train_count if config.steps_per_epoch is None else steps_per_epoch * global_batch
+
+    with runtime.scope():
+        keras_model = task.build_model()
+        loss = task.loss()
+        loss.reduction = "mean_with_sample_weight"
+        keras_model.compile(
+            optimizer=make_optimizer(config, steps_per_epoch * config.epochs),
+            loss=loss,
+            weighted_metrics=task.metrics(),
+        )
+    epoch_log = EpochLog(config.epochs, examples_per_epoch)
+    callbacks: list[keras.callbacks.Callback] = [
+        keras.callbacks.BackupAndRestore(
+            str(working_dir / "backup"), save_freq=config.checkpoint_every_steps or "epoch", delete_checkpoint=False
+        ),
+        epoch_log,
+        keras.callbacks.TensorBoard(log_dir=str(model_run.log_dir)),
+    ]
+    if config.early_stopping_patience is not None:
+        callbacks.append(
+            keras.callbacks.EarlyStopping(
+                monitor=task.monitor,
+                mode=task.monitor_mode,
+                patience=config.early_stopping_patience,
+                restore_best_weights=True,
+            )  # fmt: skip
+        )
+    log.info(
+        "train: %s for %d epochs of %d steps, global batch %d, %s(lr=%g, %s), strategy %s on %d replica(s)",
+        task.model_name, config.epochs, steps_per_epoch, global_batch, config.optimizer, config.learning_rate,
+        config.schedule, config.strategy, runtime.replicas,
+    )  # fmt: skip
+    started = time.perf_counter()
+    keras_model.fit(
+        dataset("train", True).repeat(),
+        # Keras keeps one validation iterator across epochs when given its steps: repeat, one pass a validation.
+        validation_data=dataset("eval", False).repeat() if eval_count else None,
+        validation_steps=math.ceil(eval_count / global_batch) if eval_count else None,
+        epochs=config.epochs,
+        steps_per_epoch=steps_per_epoch,
+        callbacks=callbacks,
+        shuffle=False,  # The task's dataset shuffles itself.
+        verbose=0,
+    )
+    seconds = time.perf_counter() - started
+    examples_trained = examples_per_epoch * len(epoch_log.epochs)
+    export_model(task, keras_model, model)
+    summary = {
+        "epochs": len(epoch_log.epochs),
+        "per_epoch": epoch_log.epochs,
+        "start_step": epoch_log.start_step,
+        "final_step": int(keras_model.optimizer.iterations.numpy()),
+        "stopped_early": any(
+            isinstance(callback, keras.callbacks.EarlyStopping) and callback.stopped_epoch for callback in callbacks
+        ),
+        "train_examples": train_count,
+        "eval_examples": eval_count,
+        "steps_per_epoch": steps_per_epoch,
+        "examples_trained": examples_trained,
+        "train_seconds": round(seconds, 3),
+        "examples_per_second": round(examples_trained / max(seconds, 1e-9), 1),
+        "batch_size": global_batch,
+        "strategy": config.strategy,
+        "replicas": runtime.replicas,
+        "task": task.name,
+        "model_name": task.model_name,
+    }
+    model_run.write_json("history.json", summary)
+    log.info("train: %d epochs in %.1f s (%.0f ex/s)", summary["epochs"], seconds, summary["examples_per_second"])
+    return summary
+
+
+class EpochLog(keras.callbacks.Callback):
+    """Logs one INFO line per epoch (Keras' progress bar is unreadable in log files) and keeps the history."""
+
+    def __init__(self, epochs: int, examples_per_epoch: int):
+        super().__init__()
+        self.total_epochs = epochs
+        self.examples_per_epoch = examples_per_epoch
+        self.epochs: list[dict[str, float]] = []
+        self.start_step = 0
+        self._started = 0.0
+
+    def on_train_begin(self, logs: dict | None = None) -> None:
+        # BackupAndRestore, before this callback, has restored the weights and optimizer of a killed run.
+        self.start_step = int(self.model.optimizer.iterations.numpy())
+        if self.start_step:
+            log.info("train: resumed from step %d", self.start_step)
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        self._started = time.perf_counter()
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        seconds = time.perf_counter() - self._started
+        metrics = {name: float(value) for name, value in (logs or {}).items()}
+        speed = self.examples_per_epoch / max(seconds, 1e-9)
+        step = int(self.model.optimizer.iterations.numpy())
+        self.epochs.append(
+            {"epoch": epoch + 1, **metrics, "step": step, "seconds": round(seconds, 3),
+             "examples_per_second": round(speed, 1)}
+        )  # fmt: skip
+        shown = " ".join(f"{name}={metrics[name]:.4f}" for name in sorted(metrics, key=_display_order))
+        log.info("train: epoch %d/%d %s (%.1f s, %.0f ex/s)", epoch + 1, self.total_epochs, shown, seconds, speed)
+
+
+def _display_order(metric: str) -> tuple[bool, bool, str]:
+    """Training metrics before validation ones, the loss first in each."""
+    base = metric.removeprefix("val_")
+    return metric.startswith("val_"), base != "loss", base
