@@ -91,7 +91,7 @@ def run(
     log.info("evaluate: %s (%d checks)", "BLESSED" if blessed else "NOT BLESSED", len(checks))
 
     scalars = _scalars(metrics)
-    evaluation.write_json("kfp_metrics.json", {"scalars": scalars, **overall.kfp_metrics()})
+    evaluation.write_json(evaluation.kfp_metrics_path.name, {"scalars": scalars, **overall.kfp_metrics()})
     figures = overall.plots(evaluation.path)
     if model_run is not None and (model_run.path / "history.json").exists():
         figures = training_curves(model_run.history, evaluation.path) + figures

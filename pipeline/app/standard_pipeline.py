@@ -12,6 +12,7 @@ from kflow.components.datasets import DATASETS, get_dataset
 from kflow.components.evaluator import Evaluator
 from kflow.components.trainer import Trainer
 from kflow.components.trainer.strategies import STRATEGIES
+from kflow.pipeline.dsl.artifacts import Model, ModelBlessing
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 from kflow.pipeline.dsl.dag import Pipeline
@@ -155,16 +156,16 @@ def latest_blessed_model(pipeline_dir: Path, config: dict | None = None) -> str 
     baseline that run was blessed against, and a re-run stays fully cached.
     """
     for run in earlier_runs(pipeline_dir):
-        entry = run.get("components", {}).get("evaluate", {})
-        if entry.get("status") not in ("succeeded", "cached"):
-            continue
-        blessing_uri = entry.get("outputs", {}).get("blessing", {}).get("uri")
-        model_uri = entry.get("inputs", {}).get("model", {}).get("uri")
-        if blessing_uri and model_uri and (Path(blessing_uri) / "BLESSED").exists() and Path(model_uri).is_dir():
-            earlier = run.get("metadata", {}).get("config", {})
-            if config is not None and all(earlier.get(key) == config.get(key) for key in ("data", "trainer")):
-                return entry.get("parameters", {}).get("baseline_model_uri")
-            return model_uri
+        for execution in run.executions.values():
+            blessings, models = execution.outputs_of_type(ModelBlessing), execution.inputs_of_type(Model)
+            if not execution.finished or len(blessings) != 1 or len(models) != 1:
+                continue
+            (blessing,), (model,) = blessings, models
+            if (blessing.path / "BLESSED").exists() and model.path.is_dir():
+                earlier = run.metadata.get("config", {})
+                if config is not None and all(earlier.get(key) == config.get(key) for key in ("data", "trainer")):
+                    return execution.parameters.get("baseline_model_uri")
+                return model.uri
     return None
 
 

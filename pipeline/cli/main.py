@@ -10,8 +10,11 @@ import logging
 import os
 import sys
 
+from kflow.pipeline.dsl.artifacts import ModelBlessing
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, load_config
+from kflow.pipeline.runners.run_record import Run
 
+EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
@@ -108,35 +111,34 @@ def _run(args: argparse.Namespace) -> int:
     try:
         result = BeamDagRunner(enable_cache=not args.no_cache).run(pipeline, config.pipeline_root)
     except PipelineFailed as failure:
-        print(format_run(failure.result.record), file=sys.stderr)
+        print(format_run(failure.result.run), file=sys.stderr)
         print(f"kflow: {failure}\nkflow: details in {failure.result.run_dir / 'run.json'}", file=sys.stderr)
         return EXIT_FAILED
-    print(format_run(result.record))
+    print(format_run(result.run))
     print(f"run folder: {result.run_dir}")
-    return _gate(result.record, config.evaluator.get("on_not_blessed", "fail"))
+    return _gate(result.run, config.evaluator.get("on_not_blessed", "fail"))
 
 
-def _gate(record: dict, on_not_blessed: str) -> int:
-    """Exit 1 (fail) or 0 with a warning (warn) when the run's Evaluator did not bless the model."""
-    import json
-    from pathlib import Path
-
-    blessing = record.get("components", {}).get("evaluate", {}).get("outputs", {}).get("blessing")
-    if not blessing or not (Path(blessing["uri"]) / "NOT_BLESSED").exists():
-        return 0
-    try:
-        checks = json.loads((Path(blessing["uri"]) / "blessing.json").read_text()).get("checks", [])
-    except (OSError, json.JSONDecodeError):
-        checks = []
-    failed = ", ".join(
-        f"{check['metric']} {check['bound']} {check['threshold']:g} (value {check['value']:.4g})"
-        for check in checks
-        if not check.get("passed")
-    )
-    level = "error" if on_not_blessed == "fail" else "warning"
-    print(f"kflow: {level}: the model is NOT BLESSED; failed checks: {failed or 'see blessing.json'}", file=sys.stderr)
-    print(f"kflow: details in {Path(blessing['uri']) / 'blessing.json'}", file=sys.stderr)
-    return EXIT_FAILED if on_not_blessed == "fail" else 0
+def _gate(run: Run, on_not_blessed: str) -> int:
+    """Exit 1 (fail) or 0 with a warning (warn) when a blessing of the run refused its model."""
+    status = EXIT_OK
+    for execution in run.executions.values():
+        for blessing in execution.outputs_of_type(ModelBlessing):
+            if blessing.blessed:
+                continue
+            failed = ", ".join(
+                f"{check['metric']} {check['bound']} {check['threshold']:g} (value {check['value']:.4g})"
+                for check in blessing.failed_checks
+            )
+            level = "error" if on_not_blessed == "fail" else "warning"
+            print(
+                f"kflow: {level}: {execution.node_id}: the model is NOT BLESSED; "
+                f"failed checks: {failed or 'see blessing.json'}",
+                file=sys.stderr,
+            )
+            print(f"kflow: details in {blessing.path / 'blessing.json'}", file=sys.stderr)
+            status = EXIT_FAILED if on_not_blessed == "fail" else status
+    return status
 
 
 def _compile(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kflow.pipeline.runners.run_record import RUN_FILE, RunRecord, earlier_runs
+from kflow.pipeline.runners.run_record import RUN_FILE, Run, earlier_runs
 
 
 def find_run_dir(path: str | Path) -> Path:
@@ -16,23 +16,23 @@ def find_run_dir(path: str | Path) -> Path:
     newest = next(earlier_runs(path), None)
     if newest is None:
         raise FileNotFoundError(f"{path} holds no {RUN_FILE} and no runs")
-    return Path(newest["run_dir"])
+    return newest.run_dir
 
 
-def format_run(record: dict[str, Any]) -> str:
+def format_run(run: Run) -> str:
     rows = [("component", "status", "seconds", "key metrics")]
-    for node_id, entry in record["components"].items():
-        status = entry.get("status", "?")
+    for execution in run.executions.values():
+        status = execution.status
         if status == "cached":
-            status = f"cached ({entry.get('cached_from')})"
-        metrics = ", ".join(f"{key}={_short(value)}" for key, value in entry.get("summary", {}).items())
-        if entry.get("error"):
-            metrics = entry["error"].splitlines()[0][:100]
-        rows.append((node_id, status, f"{entry.get('seconds', 0.0):.1f}", metrics))
+            status = f"cached ({execution.cached_from})"
+        metrics = ", ".join(f"{key}={_short(value)}" for key, value in execution.summary.items())
+        if execution.error:
+            metrics = execution.error.splitlines()[0][:100]
+        rows.append((execution.node_id, status, f"{execution.seconds:.1f}", metrics))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     lines = [
-        f"pipeline {record['pipeline']}  run {record['run_id']}  status {record['status']}"
-        + (f"  {record['seconds']:.1f} s" if "seconds" in record else ""),
+        f"pipeline {run.pipeline}  run {run.run_id}  status {run.status}"
+        + (f"  {run.seconds:.1f} s" if run.seconds is not None else ""),
     ]
     for row in rows:
         lines.append("  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)) + "  " + row[3])
@@ -40,7 +40,7 @@ def format_run(record: dict[str, Any]) -> str:
 
 
 def show(path: str | Path) -> str:
-    return format_run(RunRecord(find_run_dir(path)).load())
+    return format_run(Run.load(find_run_dir(path)))
 
 
 def _short(value: Any) -> str:

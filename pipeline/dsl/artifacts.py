@@ -159,7 +159,14 @@ class ModelRun(Artifact):
 
 
 class ModelEvaluation(Artifact):
-    """Evaluation results: `{uri}/metrics.json`."""
+    """Evaluation results.
+
+    Layout:
+        {uri}/metrics.json        the task's metrics, per slice, and the baseline's
+        {uri}/kfp_metrics.json    {"scalars": {name: number}, "confusion_matrix": {categories, matrix}, "roc": …},
+                                  what a Kubeflow run page shows as Metrics and ClassificationMetrics
+        {uri}/report.html         the report, with its plots beside it
+    """
 
     type_name = "ModelEvaluation"
     kfp_schema_title = "system.Metrics"
@@ -167,6 +174,14 @@ class ModelEvaluation(Artifact):
     @property
     def metrics(self) -> dict:
         return self.read_json("metrics.json")
+
+    @property
+    def kfp_metrics_path(self) -> Path:
+        return self.path / "kfp_metrics.json"
+
+    @property
+    def kfp_metrics(self) -> dict[str, Any]:
+        return json.loads(self.kfp_metrics_path.read_text())
 
 
 class ModelBlessing(Artifact):
@@ -182,6 +197,16 @@ class ModelBlessing(Artifact):
         if (self.path / "NOT_BLESSED").exists():
             return False
         raise FileNotFoundError(f"{self.uri} holds neither BLESSED nor NOT_BLESSED")
+
+    @property
+    def checks(self) -> list[dict[str, Any]]:
+        """Every check of the verdict: metric, bound, threshold, value, baseline, change, passed."""
+        path = self.path / "blessing.json"
+        return json.loads(path.read_text()).get("checks", []) if path.is_file() else []
+
+    @property
+    def failed_checks(self) -> list[dict[str, Any]]:
+        return [check for check in self.checks if not check.get("passed")]
 
     def set_blessed(self, blessed: bool, checks: list[dict]) -> None:
         self.path.mkdir(parents=True, exist_ok=True)

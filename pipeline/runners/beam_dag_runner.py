@@ -24,8 +24,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.dag import Pipeline
-from kflow.pipeline.runners.node_runner import ArtifactRef, NodeFailed, run_node
-from kflow.pipeline.runners.run_record import RunRecord, new_run_id
+from kflow.pipeline.runners.node_runner import NodeFailed, run_node
+from kflow.pipeline.runners.run_record import ArtifactRef, Run, RunRecord, new_run_id
 
 log = logging.getLogger("kflow")
 
@@ -34,7 +34,11 @@ log = logging.getLogger("kflow")
 class RunResult:
     run_dir: Path
     status: str
-    record: dict[str, Any]
+    record: dict[str, Any]  # run.json as written
+
+    @property
+    def run(self) -> Run:
+        return Run.from_json(self.record, self.run_dir)
 
     @property
     def succeeded(self) -> bool:
@@ -121,10 +125,9 @@ class BeamDagRunner:
 
 def _failure_message(error: BaseException, result: RunResult) -> str:
     """Beam wraps executor errors in its own; name the failed component instead."""
-    failed = [node for node, entry in result.record["components"].items() if entry.get("status") == "failed"]
+    failed = [execution for execution in result.run.executions.values() if execution.status == "failed"]
     if failed:
-        entry = result.record["components"][failed[0]]
-        return f"component {failed[0]!r} failed: {entry.get('error')}"
+        return f"component {failed[0].node_id!r} failed: {failed[0].error}"
     cause: BaseException | None = error
     while cause is not None:
         if isinstance(cause, NodeFailed):

@@ -14,9 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.dsl.component import Component
-from kflow.pipeline.runners.run_record import earlier_runs
-
-REUSABLE = ("succeeded", "cached")
+from kflow.pipeline.runners.run_record import Execution, earlier_runs
 
 
 def _digest(payload: Any) -> str:
@@ -38,12 +36,13 @@ def artifact_fingerprint(execution: str, output: str) -> str:
     return _digest([execution, output])
 
 
-def find_cached(pipeline_dir: Path, node_id: str, fingerprint: str) -> dict[str, Any] | None:
-    """The newest earlier execution of `node_id` with this fingerprint whose outputs still exist."""
+def find_cached(pipeline_dir: Path, node_id: str, fingerprint: str) -> tuple[Execution, str] | None:
+    """The newest earlier execution of `node_id` with this fingerprint whose outputs still exist,
+    and the run that produced those outputs."""
     for run in earlier_runs(pipeline_dir):
-        entry = run["components"].get(node_id)
-        if not entry or entry.get("status") not in REUSABLE or entry.get("fingerprint") != fingerprint:
+        execution = run.executions.get(node_id)
+        if not execution or not execution.finished or execution.fingerprint != fingerprint:
             continue
-        if all(Path(output["uri"]).is_dir() for output in entry["outputs"].values()):
-            return {**entry, "run_id": entry.get("cached_from") or run["run_id"]}
+        if all(Path(ref.uri).is_dir() for ref in execution.outputs.values()):
+            return execution, execution.cached_from or run.run_id
     return None

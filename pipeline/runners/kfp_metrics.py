@@ -18,7 +18,7 @@ from typing import Any
 from kfp import dsl
 from kfp.dsl.executor import create_artifact_instance
 
-KFP_METRICS_FILE = "kfp_metrics.json"
+from kflow.pipeline.dsl.artifacts import ModelEvaluation
 
 
 def metrics_metadata(kfp_metrics: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -60,6 +60,6 @@ def write_executor_output(executor_input: dict[str, Any], metadata: dict[str, di
 def publish_evaluation_metrics(
     executor_input: dict[str, Any], evaluation_output: str, evaluation_dir: Path, classification_output: str
 ) -> Path:
-    """Writes the executor output of an Evaluator task from the kfp_metrics.json it wrote in `evaluation_dir`."""
-    scalars, classification = metrics_metadata(json.loads((evaluation_dir / KFP_METRICS_FILE).read_text()))
+    """Writes the executor output of a task from the kfp_metrics.json of its ModelEvaluation in `evaluation_dir`."""
+    scalars, classification = metrics_metadata(ModelEvaluation(evaluation_dir).kfp_metrics)
     return write_executor_output(executor_input, {evaluation_output: scalars, classification_output: classification})

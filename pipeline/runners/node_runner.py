@@ -13,34 +13,18 @@ import os
 import secrets
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kflow.pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
+from kflow.pipeline.dsl.artifacts import Artifact
 from kflow.pipeline.dsl.component import Component, load_executor
 from kflow.pipeline.runners.cache import artifact_fingerprint, execution_fingerprint, find_cached
-from kflow.pipeline.runners.run_record import RunRecord
+from kflow.pipeline.runners.run_record import ArtifactRef, RunRecord
 
 log = logging.getLogger("kflow")
 
 STAGING = ".staging"
 WORK = ".work"
-
-
-@dataclass(frozen=True)
-class ArtifactRef:
-    """A published artifact as it travels between nodes and into run.json."""
-
-    type: str
-    uri: str
-    fingerprint: str
-
-    def open(self) -> Artifact:
-        return ARTIFACT_TYPES[self.type](self.uri)
-
-    def to_json(self) -> dict[str, str]:
-        return {"type": self.type, "uri": self.uri, "fingerprint": self.fingerprint}
 
 
 class NodeFailed(RuntimeError):
@@ -68,18 +52,18 @@ def run_node(
 
     cached = find_cached(record.run_dir.parent, node.id, fingerprint) if enable_cache else None
     if cached:
-        outputs = {name: ArtifactRef(**ref) for name, ref in cached["outputs"].items()}
+        execution, source_run = cached
         record.set_component(
             node.id,
             **common,
             status="cached",
             seconds=0.0,
-            cached_from=cached["run_id"],
-            outputs={name: ref.to_json() for name, ref in outputs.items()},
-            summary=cached.get("summary", {}),
+            cached_from=source_run,
+            outputs={name: ref.to_json() for name, ref in execution.outputs.items()},
+            summary=execution.summary,
         )
-        log.info("%s: cached, reusing the outputs of run %s", node.id, cached["run_id"])
-        return outputs
+        log.info("%s: cached, reusing the outputs of run %s", node.id, source_run)
+        return dict(execution.outputs)
 
     staging = record.run_dir / STAGING / f"{node.id}-{secrets.token_hex(4)}"
     final = record.run_dir / node.id

@@ -20,10 +20,15 @@ import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kflow.pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
+
 RUN_FILE = "run.json"
+# Statuses of an execution whose outputs are published (by this run, or reused from an earlier one).
+FINISHED = ("succeeded", "cached")
 
 
 def new_run_id() -> str:
@@ -85,12 +90,102 @@ class RunRecord:
         os.replace(temporary, self.path)
 
 
-def earlier_runs(pipeline_dir: Path) -> Iterator[dict[str, Any]]:
-    """The records of the runs under `pipeline_dir`, newest first; unreadable ones are skipped."""
+def earlier_runs(pipeline_dir: Path) -> Iterator[Run]:
+    """The runs under `pipeline_dir`, newest first; unreadable records are skipped."""
     for run_file in sorted(pipeline_dir.glob(f"*/{RUN_FILE}"), reverse=True):
         try:
             data = json.loads(run_file.read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        data["run_dir"] = str(run_file.parent)
-        yield data
+        yield Run.from_json(data, run_file.parent)
+
+
+@dataclass(frozen=True)
+class ArtifactRef:
+    """A published artifact as it travels between nodes and into run.json."""
+
+    type: str
+    uri: str
+    fingerprint: str = ""
+
+    def open(self) -> Artifact:
+        return ARTIFACT_TYPES[self.type](self.uri)
+
+    def to_json(self) -> dict[str, str]:
+        return {"type": self.type, "uri": self.uri, "fingerprint": self.fingerprint}
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One component's entry in run.json, typed."""
+
+    node_id: str
+    status: str
+    seconds: float = 0.0
+    fingerprint: str | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, ArtifactRef] = field(default_factory=dict)
+    outputs: dict[str, ArtifactRef] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    cached_from: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def from_json(cls, node_id: str, entry: dict[str, Any]) -> Execution:
+        def refs(items: dict[str, Any]) -> dict[str, ArtifactRef]:
+            return {name: ArtifactRef(**ref) for name, ref in items.items()}
+
+        return cls(
+            node_id=node_id,
+            status=entry.get("status", "unknown"),
+            seconds=entry.get("seconds", 0.0),
+            fingerprint=entry.get("fingerprint"),
+            parameters=entry.get("parameters", {}),
+            inputs=refs(entry.get("inputs", {})),
+            outputs=refs(entry.get("outputs", {})),
+            summary=entry.get("summary", {}),
+            cached_from=entry.get("cached_from"),
+            error=entry.get("error"),
+        )
+
+    @property
+    def finished(self) -> bool:
+        """Ran to the end now or earlier (its outputs are published)."""
+        return self.status in FINISHED
+
+    def inputs_of_type(self, kind: type[Artifact]) -> list[Artifact]:
+        return [ref.open() for ref in self.inputs.values() if issubclass(ARTIFACT_TYPES[ref.type], kind)]
+
+    def outputs_of_type(self, kind: type[Artifact]) -> list[Artifact]:
+        return [ref.open() for ref in self.outputs.values() if issubclass(ARTIFACT_TYPES[ref.type], kind)]
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run.json, typed: the run's status and its executions by node id."""
+
+    run_id: str
+    run_dir: Path
+    pipeline: str = ""
+    status: str = "unknown"
+    seconds: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    executions: dict[str, Execution] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], run_dir: Path) -> Run:
+        return cls(
+            run_id=data.get("run_id", run_dir.name),
+            run_dir=run_dir,
+            pipeline=data.get("pipeline", ""),
+            status=data.get("status", "unknown"),
+            seconds=data.get("seconds"),
+            metadata=data.get("metadata", {}),
+            executions={
+                node_id: Execution.from_json(node_id, entry) for node_id, entry in data.get("components", {}).items()
+            },
+        )
+
+    @classmethod
+    def load(cls, run_dir: str | Path) -> Run:
+        return cls.from_json(RunRecord(run_dir).load(), Path(run_dir))

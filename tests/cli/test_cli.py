@@ -79,3 +79,29 @@ def test_show_on_a_folder_without_runs_exits_2(tmp_path):
 def test_run_json_is_valid_json_after_a_run(tmp_path):
     result = BeamDagRunner().run(Pipeline("toy", [Produce("produce")]), tmp_path)
     assert json.loads((result.run_dir / "run.json").read_text())["status"] == "succeeded"
+
+
+def test_the_gate_reads_every_blessing_of_the_run_whatever_the_node_is_called(tmp_path, capsys):
+    from kflow.pipeline.cli.main import _gate
+    from kflow.pipeline.dsl.artifacts import ModelBlessing
+    from kflow.pipeline.runners.run_record import Run
+
+    refused, blessed = ModelBlessing(tmp_path / "judge"), ModelBlessing(tmp_path / "second-opinion")
+    refused.set_blessed(False, [{"metric": "accuracy", "bound": "lower_bound", "threshold": 0.9, "value": 0.5}])
+    blessed.set_blessed(True, [])
+    record = {
+        "run_id": "r1",
+        "components": {
+            node: {"status": "succeeded", "outputs": {"blessing": {"type": "ModelBlessing", "uri": blessing.uri}}}
+            for node, blessing in (("judge", refused), ("second-opinion", blessed))
+        },
+    }
+    run = Run.from_json(record, tmp_path)
+    assert _gate(run, "fail") == 1
+    assert (
+        "judge: the model is NOT BLESSED; failed checks: accuracy lower_bound 0.9 (value 0.5)"
+        in capsys.readouterr().err
+    )
+    assert _gate(run, "warn") == 0
+    del record["components"]["judge"]
+    assert _gate(Run.from_json(record, tmp_path), "fail") == 0

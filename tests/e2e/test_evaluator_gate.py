@@ -10,6 +10,7 @@ import pytest
 from kflow.pipeline.app.standard_pipeline import build_pipeline, latest_blessed_model
 from kflow.pipeline.cli.main import _gate
 from kflow.pipeline.dsl.config import load_config
+from kflow.pipeline.runners.run_record import Run
 from tests.conftest import REPO
 
 DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
@@ -69,14 +70,12 @@ def test_the_builder_passes_the_baseline_to_the_evaluator_only_for_local_runs(tm
 
 
 def test_the_cli_gate_fails_or_warns_naming_the_failed_check(tmp_path, capsys):
-    run_dir = fake_run(tmp_path, "20260101-000000-aaaa", blessed=False)
-    record = json.loads((run_dir / "run.json").read_text())
-    assert _gate(record, "fail") == 1
+    run = Run.load(fake_run(tmp_path, "20260101-000000-aaaa", blessed=False))
+    assert _gate(run, "fail") == 1
     assert "NOT BLESSED; failed checks: accuracy lower_bound 0.9 (value 0.5)" in capsys.readouterr().err
-    assert _gate(record, "warn") == 0
-    assert "warning: the model is NOT BLESSED" in capsys.readouterr().err
-    blessed_record = json.loads((fake_run(tmp_path, "20260102-000000-bbbb", blessed=True) / "run.json").read_text())
-    assert _gate(blessed_record, "fail") == 0
+    assert _gate(run, "warn") == 0
+    assert "warning: evaluate: the model is NOT BLESSED" in capsys.readouterr().err
+    assert _gate(Run.load(fake_run(tmp_path, "20260102-000000-bbbb", blessed=True)), "fail") == 0
 
 
 def newest_run(root: Path) -> Path:
