@@ -8,39 +8,34 @@ refused records go to `rejects` with their reason and position.
 
 from __future__ import annotations
 
-from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+from kflow.components.util.ingest_spec import INGEST_OUTPUTS, ingest_parameters
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 
 class MnistIngest(Component):
     spec = ComponentSpec(
         inputs={},
-        outputs={"examples": Examples, "schema": Schema, "rejects": Rejects},
-        parameters={
-            "source_path": Parameter(
+        outputs=INGEST_OUTPUTS,
+        parameters=ingest_parameters(
+            source_path=Parameter(
                 str,
                 optional=True,
                 description="A mnist.npz file, or a folder holding mnist.npz or the four IDX files (gzipped or not).",
             ),
-            "source_format": Parameter(
+            source_format=Parameter(
                 str,
                 default="auto",
                 description="auto | npz | idx | sklearn_digits | tfds | download. auto: npz, else IDX files in "
                 "source_path, else ~/.keras/datasets/mnist.npz.",
             ),
-            "split": Parameter(
+            split=Parameter(
                 dict,
                 default={"train": 9, "eval": 1},
                 description="Hash buckets dividing the source's training records; its test records form 'test'.",
             ),
-            "shards_per_split": Parameter(int, default=2, description="TFRecord files per split."),
-            "max_records": Parameter(
+            max_records=Parameter(
                 int, optional=True, description="Read at most this many records of each source split."
             ),
-            "max_invalid_fraction": Parameter(
-                float, default=0.01, description="Fail when a larger share of the records read is invalid."
-            ),
-            "beam_args": Parameter(list, default=[], affects_output=False, description="Apache Beam pipeline options."),
-        },
+        ),
         executor="kflow.components.mnist_ingest.executor:run",
     )

@@ -6,7 +6,6 @@ pipeline of the executor pays its per-element overhead once per chunk or shard.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -14,6 +13,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from tensorflow.core.example import example_pb2
+
+from kflow.components.util.beam_ingest import stable_hash
 
 TEST_SPLIT = "test"
 """The source's test records all form this split; the source's training records are hashed into the others."""
@@ -28,14 +29,9 @@ def record_key(source_split: str, index: int) -> str:
     return f"{source_split}-{index:05d}"
 
 
-def stable_hash(text: str) -> int:
-    """A 64-bit hash of `text` that is the same on every machine and in every process."""
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
-
-
 @dataclass(frozen=True)
 class SplitPlan:
-    """Assigns each record to an output split and a shard from a hash of its key only.
+    """Assigns each record to an output split from a hash of its key only.
 
     The source's training records go to the hash buckets of `buckets` ({"train": 9, "eval": 1}:
     9 buckets of 10 for train); the source's test records go to the split "test".
@@ -44,10 +40,9 @@ class SplitPlan:
     """
 
     buckets: tuple[tuple[str, int], ...]
-    shards: int
 
     @classmethod
-    def from_parameters(cls, split: Any, shards_per_split: Any) -> SplitPlan:
+    def from_parameters(cls, split: Any) -> SplitPlan:
         if not isinstance(split, dict) or not split:
             raise ValueError(
                 f"split must be a non-empty dict of split name to hash buckets, e.g. "
@@ -63,9 +58,7 @@ class SplitPlan:
                 )
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise ValueError(f"split {name!r} must have a positive integer number of buckets, got {count!r}")
-        if isinstance(shards_per_split, bool) or not isinstance(shards_per_split, int) or shards_per_split < 1:
-            raise ValueError(f"shards_per_split must be a positive integer, got {shards_per_split!r}")
-        return cls(tuple(sorted(split.items())), shards_per_split)
+        return cls(tuple(sorted(split.items())))
 
     @property
     def splits(self) -> tuple[str, ...]:
@@ -76,16 +69,14 @@ class SplitPlan:
     def _total_buckets(self) -> int:
         return sum(count for _, count in self.buckets)
 
-    def assign(self, source_split: str, key: str) -> tuple[str, int]:
-        """The (split, shard) of the record with this key."""
-        digest = hashlib.sha256(key.encode()).digest()
-        shard = int.from_bytes(digest[8:16], "big") % self.shards
+    def assign(self, source_split: str, key: str) -> str:
+        """The split of the record with this key."""
         if source_split == TEST_SPLIT:
-            return TEST_SPLIT, shard
-        bucket = int.from_bytes(digest[:8], "big") % self._total_buckets
+            return TEST_SPLIT
+        bucket = stable_hash(key) % self._total_buckets
         for name, count in self.buckets:
             if bucket < count:
-                return name, shard
+                return name
             bucket -= count
         raise AssertionError("unreachable: the bucket is below the sum of the counts")
 
@@ -217,23 +208,23 @@ class ExampleSerializer:
 
 def split_chunk(
     chunk: Chunk, plan: SplitPlan, layout: RecordLayout
-) -> tuple[dict[tuple[str, int], list[int]], list[dict[str, Any]]]:
-    """Validates a chunk and assigns its valid records to splits and shards.
+) -> tuple[dict[str, list[int]], list[dict[str, Any]]]:
+    """Validates a chunk and assigns its valid records to splits.
 
-    Returns the indices (in the source split) of the valid records by (split, shard),
-    and the rejects of the invalid ones.
+    Returns the indices (in the source split) of the valid records by split, and the
+    rejects of the invalid ones.
     """
-    shards: dict[tuple[str, int], list[int]] = {}
+    by_split: dict[str, list[int]] = {}
     rejects = []
     for i, problem in enumerate(check_chunk(chunk.images, chunk.labels, layout)):
         index = chunk.start + i
         key = record_key(chunk.source_split, index)
         if problem is None:
-            shards.setdefault(plan.assign(chunk.source_split, key), []).append(index)
+            by_split.setdefault(plan.assign(chunk.source_split, key), []).append(index)
         else:
             origin = chunk.image_origin if problem.field == "image" else chunk.label_origin
             rejects.append(reject(problem.reason, chunk.position(i, origin), key, **problem.details))
-    return shards, rejects
+    return by_split, rejects
 
 
 def serialize_records(

@@ -9,36 +9,31 @@ by label and assigned by a hash of the qid. Every refused row goes to `rejects`.
 
 from __future__ import annotations
 
-from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+from kflow.components.util.ingest_spec import INGEST_OUTPUTS, ingest_parameters
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 
 class QuoraIngest(Component):
     spec = ComponentSpec(
         inputs={},
-        outputs={"examples": Examples, "schema": Schema, "rejects": Rejects},
-        parameters={
-            "source_path": Parameter(
+        outputs=INGEST_OUTPUTS,
+        parameters=ingest_parameters(
+            source_path=Parameter(
                 str, optional=True, description="The competition's train CSV, or a folder holding train.csv."
             ),
-            "source_format": Parameter(
+            source_format=Parameter(
                 str,
                 default="auto",
                 description="auto | csv | kaggle. auto: source_path, $KFLOW_DATA_DIR, then the caches; never "
                 "downloads. kaggle: kagglehub's competition download.",
             ),
-            "split": Parameter(
+            split=Parameter(
                 dict,
                 default={"train": 8, "eval": 1, "test": 1},
                 description="Shares of each label's records per split; must include train, eval and test.",
             ),
-            "shards_per_split": Parameter(int, default=2, description="TFRecord files per split."),
-            "max_records": Parameter(int, optional=True, description="Read at most this many CSV rows."),
-            "max_chars": Parameter(int, default=1000, description="Reject questions longer than this."),
-            "max_invalid_fraction": Parameter(
-                float, default=0.01, description="Fail when a larger share of the rows read is invalid."
-            ),
-            "beam_args": Parameter(list, default=[], affects_output=False, description="Apache Beam pipeline options."),
-        },
+            max_records=Parameter(int, optional=True, description="Read at most this many CSV rows."),
+            max_chars=Parameter(int, default=1000, description="Reject questions longer than this."),
+        ),
         executor="kflow.components.quora_ingest.executor:run",
     )

@@ -21,6 +21,7 @@ import hashlib
 import itertools
 import json
 import pickle
+import re
 import tempfile
 import uuid
 from collections import Counter
@@ -36,6 +37,7 @@ from kflow.pipeline.dsl.artifacts import Examples, Rejects
 INVALID = "invalid"
 FILTERED = "filtered"
 _REJECTS = "rejects"
+_POSITION = re.compile(r"(.*)[:#](\d+)")
 _JSON = json.JSONEncoder(sort_keys=True)  # One encoder for every reject line (json.dumps builds one per call).
 
 Accepted = tuple[str, str, bytes]  # (key, group, serialized tf.train.Example)
@@ -217,9 +219,9 @@ class _WriteShard(beam.DoFn):
 
 
 def _position_order(entry: dict[str, Any]) -> tuple:
-    """Rejects in source order: by file, then numerically by line."""
-    file, _, line = str(entry["position"]).rpartition(":")
-    return (file, int(line)) if line.isdigit() else (str(entry["position"]), -1)
+    """Rejects in source order: by file, then numerically by line (`file:line`) or index (`array#index`)."""
+    match = _POSITION.fullmatch(str(entry["position"]))
+    return (match[1], int(match[2])) if match else (str(entry["position"]), -1)
 
 
 class _WriteStats(beam.DoFn):

@@ -9,42 +9,37 @@ train/valid/test). Every other line goes to `rejects`: "filtered" (policy) or "i
 
 from __future__ import annotations
 
-from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+from kflow.components.util.ingest_spec import INGEST_OUTPUTS, ingest_parameters
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 
 class WikiText2Ingest(Component):
     spec = ComponentSpec(
         inputs={},
-        outputs={"examples": Examples, "schema": Schema, "rejects": Rejects},
-        parameters={
-            "source_path": Parameter(
+        outputs=INGEST_OUTPUTS,
+        parameters=ingest_parameters(
+            source_path=Parameter(
                 str,
                 optional=True,
                 description="A folder with train.txt/valid.txt/test.txt or wiki.{train,valid,test}.tokens|.raw "
                 "(or a wikitext-2*/ folder holding them).",
             ),
-            "source_format": Parameter(
+            source_format=Parameter(
                 str,
                 default="auto",
                 description="auto | download. auto: source_path, $KFLOW_DATA_DIR, then the caches; never downloads.",
             ),
-            "split": Parameter(
+            split=Parameter(
                 dict,
                 optional=True,
                 description="Only {train, eval} keys are accepted (the source's own splits are used).",
             ),
-            "shards_per_split": Parameter(int, default=2, description="TFRecord files per split."),
-            "max_records": Parameter(int, optional=True, description="Read at most this many lines of each file."),
-            "min_chars": Parameter(int, default=101, description="Keep lines of at least this many characters."),
-            "max_chars": Parameter(int, optional=True, description="Drop lines longer than this."),
-            "drop_headings": Parameter(bool, default=True, description="Drop '= Title =' heading lines."),
-            "drop_blank": Parameter(bool, default=True, description="Drop blank lines."),
-            "deduplicate": Parameter(bool, default=False, description="Drop exact repeats of an earlier line."),
-            "max_invalid_fraction": Parameter(
-                float, default=0.01, description="Fail when a larger share of the lines read is invalid."
-            ),
-            "beam_args": Parameter(list, default=[], affects_output=False, description="Apache Beam pipeline options."),
-        },
+            max_records=Parameter(int, optional=True, description="Read at most this many lines of each file."),
+            min_chars=Parameter(int, default=101, description="Keep lines of at least this many characters."),
+            max_chars=Parameter(int, optional=True, description="Drop lines longer than this."),
+            drop_headings=Parameter(bool, default=True, description="Drop '= Title =' heading lines."),
+            drop_blank=Parameter(bool, default=True, description="Drop blank lines."),
+            deduplicate=Parameter(bool, default=False, description="Drop exact repeats of an earlier line."),
+        ),
         executor="kflow.components.wikitext2_ingest.executor:run",
     )

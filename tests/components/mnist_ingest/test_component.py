@@ -19,8 +19,8 @@ def test_spec_outputs_parameters_and_executor():
         "source_path",
         "source_format",
         "split",
-        "shards_per_split",
         "max_records",
+        "shards_per_split",
         "max_invalid_fraction",
         "beam_args",
     ]

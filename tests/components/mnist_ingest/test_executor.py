@@ -77,10 +77,10 @@ def test_records_parse_with_the_schema_and_round_trip_exactly(npz_ingested, arra
 
 
 def test_the_split_of_a_record_depends_on_its_key_only(npz_ingested, npz_folder, tmp_path):
-    plan = SplitPlan.from_parameters({"train": 9, "eval": 1}, 2)
+    plan = SplitPlan.from_parameters({"train": 9, "eval": 1})
     for split in ("train", "eval"):
         for key in read_split(npz_ingested, split):
-            assert plan.assign("train", key)[0] == split
+            assert plan.assign("train", key) == split
     # Fewer records and another dict order: each record keeps its split.
     fewer = ingest(tmp_path, source_path=str(npz_folder), max_records=100, split={"eval": 1, "train": 9})
     assert fewer.stats["read"] == 100 + TEST_RECORDS
@@ -135,6 +135,8 @@ def test_labels_out_of_range_are_rejected_with_reason_and_position(arrays, tmp_p
 
     stats = ingested.stats
     assert stats["rejected"] == {"label_out_of_range": 2}
+    # The stats.json contract of every ingest: every MNIST reject is invalid, none filtered.
+    assert stats["invalid"] == {"label_out_of_range": 2} and stats["filtered"] == {}
     assert sum(stats["accepted"].values()) == READ - 2
     rejects = ingested.rejects.read()
     assert [entry["position"] for entry in rejects] == ["mnist.npz[y_train]#3", "mnist.npz[y_train]#7"]

@@ -1,0 +1,20 @@
+"""What the specs of the ingest components share: their outputs and the settings of the shared Beam ingest."""
+
+from __future__ import annotations
+
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+from kflow.pipeline.dsl.component import Parameter
+
+INGEST_OUTPUTS = {"examples": Examples, "schema": Schema, "rejects": Rejects}
+
+
+def ingest_parameters(**own: Parameter) -> dict[str, Parameter]:
+    """A dataset's own ingest parameters, then those of the shared Beam ingest (components/util/beam_ingest.py)."""
+    return {
+        **own,
+        "shards_per_split": Parameter(int, default=2, description="TFRecord files per split."),
+        "max_invalid_fraction": Parameter(
+            float, default=0.01, description="Fail when a larger share of the records read is invalid."
+        ),
+        "beam_args": Parameter(list, default=[], affects_output=False, description="Apache Beam pipeline options."),
+    }
