@@ -31,9 +31,9 @@ REPO = Path(__file__).resolve().parents[1]
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from kflow.components.mnist_ingest.executor import run as mnist_run  # noqa: E402
-from kflow.components.quora_ingest.executor import run as quora_run  # noqa: E402
-from kflow.components.wikitext2_ingest.executor import run as wikitext2_run  # noqa: E402
+from kflow.components.datasets.mnist.ingest.executor import run as mnist_run  # noqa: E402
+from kflow.components.datasets.quora.ingest.executor import run as quora_run  # noqa: E402
+from kflow.components.datasets.wikitext2.ingest.executor import run as wikitext2_run  # noqa: E402
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "datasets"

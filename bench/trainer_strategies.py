@@ -50,8 +50,8 @@ def main() -> int:
         return 2
     logging.basicConfig(level=logging.WARNING)
 
+    from kflow.components.datasets.mnist.ingest.executor import run as ingest
     from kflow.components.datasets.mnist.task import MnistTask
-    from kflow.components.mnist_ingest.executor import run as ingest
     from kflow.components.trainer import loop
     from kflow.components.trainer.config import TrainConfig
     from kflow.components.trainer.executor import run as trainer

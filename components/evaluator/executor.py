@@ -96,9 +96,14 @@ def run(
     if model_run is not None and (model_run.path / "history.json").exists():
         figures = training_curves(model_run.history, evaluation.path) + figures
     write_report(
-        evaluation.path / "report.html", task=task, metrics=metrics, checks=checks, blessed=blessed,
-        baseline_uri=baseline_model_uri, figures=figures,
-    )  # fmt: skip
+        evaluation.path / "report.html",
+        task=task,
+        metrics=metrics,
+        checks=checks,
+        blessed=blessed,
+        baseline_uri=baseline_model_uri,
+        figures=figures,
+    )
 
     summary: dict[str, Any] = {
         key: scalars[key] for key in metrics_class.SCALARS if key in scalars and key != "example_count"

@@ -39,9 +39,15 @@ def training_curves(history: dict[str, Any], folder: Path) -> list[dict[str, str
 
 
 def write_report(
-    path: Path, *, task: str, metrics: dict[str, Any], checks: list[dict], blessed: bool,
-    baseline_uri: str | None, figures: list[dict[str, str]],
-) -> None:  # fmt: skip
+    path: Path,
+    *,
+    task: str,
+    metrics: dict[str, Any],
+    checks: list[dict],
+    blessed: bool,
+    baseline_uri: str | None,
+    figures: list[dict[str, str]],
+) -> None:
     """Writes the page: verdict and checks, scalar metrics, the slice table and the plots."""
     e = html.escape
     scalars = {

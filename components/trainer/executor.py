@@ -63,12 +63,22 @@ def run(
     metrics. `working_dir` keeps the checkpoints a re-run resumes from.
     """
     config = TrainConfig(
-        strategy=strategy, epochs=epochs, batch_size=batch_size, steps_per_epoch=steps_per_epoch,
-        optimizer=optimizer, learning_rate=learning_rate, weight_decay=weight_decay, schedule=schedule,
-        warmup_steps=warmup_steps, mixed_precision=mixed_precision,
-        early_stopping_patience=early_stopping_patience, shuffle_buffer=shuffle_buffer, seed=seed,
-        checkpoint_every_steps=checkpoint_every_steps, log_every_steps=log_every_steps,
-    )  # fmt: skip
+        strategy=strategy,
+        epochs=epochs,
+        batch_size=batch_size,
+        steps_per_epoch=steps_per_epoch,
+        optimizer=optimizer,
+        learning_rate=learning_rate,
+        weight_decay=weight_decay,
+        schedule=schedule,
+        warmup_steps=warmup_steps,
+        mixed_precision=mixed_precision,
+        early_stopping_patience=early_stopping_patience,
+        shuffle_buffer=shuffle_buffer,
+        seed=seed,
+        checkpoint_every_steps=checkpoint_every_steps,
+        log_every_steps=log_every_steps,
+    )
     config.validate()
     if max_restarts < 0:
         raise ValueError(f"max_restarts must not be negative, got {max_restarts}")
@@ -99,24 +109,38 @@ def run(
             shown = ", ".join(f"{count} {name}" for name, count in replicas.items())
             log.info("train: starting a local %s cluster: %s", strategy, shown)
             spec = {
-                "task": task, "schema_file": str(schema.file), "model_name": task_object.model_name,
-                "model_options": model_options or {}, "examples": examples.uri, "model": model.uri,
-                "model_run": model_run.uri, "working_dir": str(working_dir), "assets_dir": str(assets_dir),
+                "task": task,
+                "schema_file": str(schema.file),
+                "model_name": task_object.model_name,
+                "model_options": model_options or {},
+                "examples": examples.uri,
+                "model": model.uri,
+                "model_run": model_run.uri,
+                "working_dir": str(working_dir),
+                "assets_dir": str(assets_dir),
                 "config": config.to_json(),
-            }  # fmt: skip
+            }
             restarts = launch(
-                spec, spec_dir=Path(working_dir) / "launch", workers=workers, parameter_servers=parameter_servers,
+                spec,
+                spec_dir=Path(working_dir) / "launch",
+                workers=workers,
+                parameter_servers=parameter_servers,
                 max_restarts=max_restarts,
-            )  # fmt: skip
+            )
             history = model_run.history
             history["restarts"] = restarts
             model_run.write_json("history.json", history)
         else:
             trainer = fit if cluster_strategy.fit else loop
             history = trainer.train(
-                task_object, examples=examples, model=model, model_run=model_run, config=config,
-                working_dir=Path(working_dir), assets_dir=assets_dir,
-            )  # fmt: skip
+                task_object,
+                examples=examples,
+                model=model,
+                model_run=model_run,
+                config=config,
+                working_dir=Path(working_dir),
+                assets_dir=assets_dir,
+            )
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)

@@ -52,9 +52,13 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
 
     def dataset(split: str, training: bool, batch_size: int = global_batch):
         return task.dataset(
-            examples, split, batch_size=batch_size, training=training, seed=config.seed,
+            examples,
+            split,
+            batch_size=batch_size,
+            training=training,
+            seed=config.seed,
             shuffle_buffer=config.shuffle_buffer if training else 0,
-        )  # fmt: skip
+        )
 
     train_count, eval_count, steps_per_epoch = split_sizes(dataset, examples, config)
     # A pass over the split is exactly steps_per_epoch batches unless steps_per_epoch is set.
@@ -84,13 +88,20 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
                 mode=task.monitor_mode,
                 patience=config.early_stopping_patience,
                 restore_best_weights=True,
-            )  # fmt: skip
+            )
         )
     log.info(
         "train: %s for %d epochs of %d steps, global batch %d, %s(lr=%g, %s), strategy %s on %d replica(s)",
-        task.model_name, config.epochs, steps_per_epoch, global_batch, config.optimizer, config.learning_rate,
-        config.schedule, config.strategy, runtime.replicas,
-    )  # fmt: skip
+        task.model_name,
+        config.epochs,
+        steps_per_epoch,
+        global_batch,
+        config.optimizer,
+        config.learning_rate,
+        config.schedule,
+        config.strategy,
+        runtime.replicas,
+    )
     started = time.perf_counter()
     keras_model.fit(
         dataset("train", True).repeat(),
@@ -157,9 +168,14 @@ class EpochLog(keras.callbacks.Callback):
         speed = self.examples_per_epoch / max(seconds, 1e-9)
         step = int(self.model.optimizer.iterations.numpy())
         self.epochs.append(
-            {"epoch": epoch + 1, **metrics, "step": step, "seconds": round(seconds, 3),
-             "examples_per_second": round(speed, 1)}
-        )  # fmt: skip
+            {
+                "epoch": epoch + 1,
+                **metrics,
+                "step": step,
+                "seconds": round(seconds, 3),
+                "examples_per_second": round(speed, 1),
+            }
+        )
         shown = " ".join(f"{name}={metrics[name]:.4f}" for name in sorted(metrics, key=_display_order))
         log.info("train: epoch %d/%d %s (%.1f s, %.0f ex/s)", epoch + 1, self.total_epochs, shown, seconds, speed)
 

@@ -187,13 +187,19 @@ def launch(
     for attempt in range(max_restarts + 1):
         try:
             run_cluster(
-                spec_file, strategy=strategy, workers=workers, parameter_servers=parameter_servers,
-                timeout=timeout, sink=sink, on_start=on_start if attempt == 0 else None,
-            )  # fmt: skip
+                spec_file,
+                strategy=strategy,
+                workers=workers,
+                parameter_servers=parameter_servers,
+                timeout=timeout,
+                sink=sink,
+                on_start=on_start if attempt == 0 else None,
+            )
             return attempt
         except ClusterError as error:
             if attempt == max_restarts:
                 raise ClusterError(f"training cluster failed after {attempt} restart(s): {error}") from error
-            log.warning("train: %s; restarting the cluster from the last checkpoint (%d/%d)", error, attempt + 1,
-                        max_restarts)  # fmt: skip
+            log.warning(
+                "train: %s; restarting the cluster from the last checkpoint (%d/%d)", error, attempt + 1, max_restarts
+            )
     raise AssertionError("unreachable")

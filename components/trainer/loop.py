@@ -123,9 +123,13 @@ def _train(
 
     def make_dataset(split: str, training: bool, batch_size: int) -> tf.data.Dataset:
         return task.dataset(
-            examples, split, batch_size=batch_size, training=training, seed=config.seed,
+            examples,
+            split,
+            batch_size=batch_size,
+            training=training,
+            seed=config.seed,
             shuffle_buffer=config.shuffle_buffer if training else 0,
-        )  # fmt: skip
+        )
 
     train_count, eval_count, steps_per_epoch = split_sizes(make_dataset, examples, config)
     eval_steps = math.ceil(eval_count / global_batch)
@@ -137,9 +141,13 @@ def _train(
         optimizer.build(keras_model.trainable_variables)
         checkpoint = tf.train.Checkpoint(model=keras_model, optimizer=optimizer)
     runtime.build(
-        task=task, model=keras_model, optimizer=optimizer, global_batch=global_batch, make_dataset=make_dataset,
+        task=task,
+        model=keras_model,
+        optimizer=optimizer,
+        global_batch=global_batch,
+        make_dataset=make_dataset,
         eval_steps=eval_steps,
-    )  # fmt: skip
+    )
 
     # Checkpoints: the chief's manager in working_dir; other MWMS workers write theirs into a temp dir.
     temp_dirs: list[Path] = []
@@ -174,9 +182,16 @@ def _train(
 
     log.info(
         "train: %s %s for %d epochs of %d steps, global batch %d, %s(lr=%g, %s) on %d replica(s)",
-        me, task.model_name, config.epochs, steps_per_epoch, global_batch, config.optimizer, config.learning_rate,
-        config.schedule, runtime.replicas,
-    )  # fmt: skip
+        me,
+        task.model_name,
+        config.epochs,
+        steps_per_epoch,
+        global_batch,
+        config.optimizer,
+        config.learning_rate,
+        config.schedule,
+        runtime.replicas,
+    )
     history: list[dict[str, float]] = []
     best, waited = None, 0
     step = start_step
@@ -197,9 +212,13 @@ def _train(
                     save(step)
                 if epoch_steps % config.log_every_steps == 0 and step % steps_per_epoch:
                     log.info(
-                        "train: epoch %d/%d step %d/%d loss=%.4f", epoch + 1, config.epochs,
-                        step - epoch * steps_per_epoch, steps_per_epoch, runtime.train_results()["loss"],
-                    )  # fmt: skip
+                        "train: epoch %d/%d step %d/%d loss=%.4f",
+                        epoch + 1,
+                        config.epochs,
+                        step - epoch * steps_per_epoch,
+                        steps_per_epoch,
+                        runtime.train_results()["loss"],
+                    )
             runtime.wait()
             train_seconds = time.perf_counter() - epoch_started
             trained_steps += epoch_steps
@@ -209,9 +228,14 @@ def _train(
             seconds = time.perf_counter() - epoch_started
             speed = epoch_steps * global_batch / max(train_seconds, 1e-9)
             history.append(
-                {"epoch": epoch + 1, **values, "step": step, "seconds": round(seconds, 3),
-                 "examples_per_second": round(speed, 1)}
-            )  # fmt: skip
+                {
+                    "epoch": epoch + 1,
+                    **values,
+                    "step": step,
+                    "seconds": round(seconds, 3),
+                    "examples_per_second": round(speed, 1),
+                }
+            )
             save(step)
             shown = " ".join(f"{name}={value:.4f}" for name, value in values.items())
             log.info("train: epoch %d/%d %s (%.1f s, %.0f ex/s)", epoch + 1, config.epochs, shown, seconds, speed)
@@ -227,8 +251,12 @@ def _train(
                 better = best is None or (current < best if task.monitor_mode == "min" else current > best)
                 best, waited = (current, 0) if better else (best, waited + 1)
                 if waited >= config.early_stopping_patience:
-                    log.info("train: early stop after epoch %d (%s did not improve for %d epochs)", epoch + 1,
-                             task.monitor, waited)  # fmt: skip
+                    log.info(
+                        "train: early stop after epoch %d (%s did not improve for %d epochs)",
+                        epoch + 1,
+                        task.monitor,
+                        waited,
+                    )
                     stopped_early = True
                     break
         total_seconds = time.perf_counter() - started

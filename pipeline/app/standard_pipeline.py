@@ -8,23 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kflow.components.datasets import DATASETS, get_dataset
+from kflow.components.datasets import get_dataset
 from kflow.components.evaluator import Evaluator
 from kflow.components.trainer import Trainer
-from kflow.components.trainer.strategies import STRATEGIES
+from kflow.pipeline.app.config_checks import check_config
 from kflow.pipeline.dsl.artifacts import Model, ModelBlessing
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.runners.run_record import earlier_runs
-
-_FILTER_DEFAULTS = {
-    "min_chars": None,
-    "max_chars": None,
-    "drop_headings": True,
-    "drop_blank": True,
-    "deduplicate": False,
-}
 
 
 def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipeline:
@@ -34,13 +26,9 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipel
     latest blessed model among the earlier local runs; otherwise (e.g. when compiling for
     Kubeflow) that baseline resolves to none, so the built pipeline depends on the config only.
     """
+    check_config(config)
     ingest = _ingest(config)
     trainer = config.trainer
-    if trainer["strategy"] not in STRATEGIES:
-        raise ConfigError(
-            [f"trainer.strategy: unknown strategy {trainer['strategy']!r} (registered: {', '.join(STRATEGIES)})"],
-            config.source,
-        )
     train = Trainer(
         "train",
         examples=ingest.outputs["examples"],
@@ -90,27 +78,7 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipel
 
 def _ingest(config: PipelineConfig) -> Component:
     data = config.data
-    if data["dataset"] not in DATASETS:
-        raise ConfigError(
-            [f"data.dataset: unknown dataset {data['dataset']!r} (registered: {', '.join(DATASETS)})"], config.source
-        )
-    dataset, filters, problems = get_dataset(data["dataset"]), data["filters"], []
-    if not dataset.source_test_split and "test" not in data["split"]:
-        problems.append(
-            f"data.split.test: {dataset.name}'s source has no labelled test split; "
-            "give it a share, e.g. {train: 8, eval: 1, test: 1}"
-        )
-    if dataset.source_test_split and set(data["split"]) - {"train", "eval"}:
-        unusable = sorted(set(data["split"]) - {"train", "eval"})
-        problems.append(
-            f"data.split: {dataset.name} uses its source's own test split, so it cannot use {unusable} "
-            f"(data.split.test is for datasets without one, such as quora)"
-        )
-    for name, default in _FILTER_DEFAULTS.items():
-        if name not in dataset.filters and filters.get(name, default) != default:
-            problems.append(f"data.filters.{name}: not used by {dataset.name} (only by the text datasets that list it)")
-    if problems:
-        raise ConfigError(problems, config.source)
+    dataset, filters = get_dataset(data["dataset"]), data["filters"]
     parameters = {
         "source_path": _absolute(data["source"]["path"]),
         "source_format": data["source"]["format"],
@@ -140,10 +108,12 @@ def resolve_baseline(config: PipelineConfig, *, local_runs: bool = True) -> str 
         path = Path(baseline).expanduser().resolve()
         if not (path / "model.keras").is_file():
             raise ConfigError(
-                [f"evaluator.baseline: {baseline!r} is not a Model folder (no model.keras); "
-                 "use latest_blessed, none or a Model artifact path such as runs/demo/<run_id>/train/model"],
+                [
+                    f"evaluator.baseline: {baseline!r} is not a Model folder (no model.keras); "
+                    "use latest_blessed, none or a Model artifact path such as runs/demo/<run_id>/train/model"
+                ],
                 config.source,
-            )  # fmt: skip
+            )
         return str(path)
     return latest_blessed_model(Path(config.pipeline_root).expanduser().resolve() / config.name, config.to_dict())
 

@@ -5,7 +5,8 @@ Starting from the component's module and its executor's module, the closure foll
   through, whose `__init__.py` runs on import;
 - string literals that name a first-party module, such as `"kflow.components.x.tasks:Task"`
   in a registry or `-m kflow.components.trainer.worker` in a command line, since those modules
-  are imported or run later by name;
+  are imported or run later by name (not in a package reached only as another's parent: its
+  `__init__` runs, but the names in its strings are loaded only by whoever reads them);
 - data files: every non-Python file beside a followed module (templates next to the code),
   and every file of a package named by a string literal (`files("kflow.schemas")`).
 
@@ -43,13 +44,15 @@ def code_version(modules: Iterable[str]) -> str:
 def source_files(modules: Iterable[str]) -> dict[str, Path]:
     """{module-relative label: path} of every first-party file reachable from `modules`."""
     found: dict[str, Path] = {}
-    pending = list(modules)
-    seen: set[str] = set()
+    # (module, reached only as the parent package of another): a parent's __init__ runs, and so do
+    # its imports, but the module names in its strings are loaded only by whoever reads them.
+    pending = [(name, False) for name in modules]
+    seen: set[tuple[str, bool]] = set()
     while pending:
-        name = pending.pop()
-        if name in seen:
+        name, as_parent = pending.pop()
+        if (name, as_parent) in seen or (name, False) in seen:
             continue
-        seen.add(name)
+        seen.add((name, as_parent))
         located = _locate(name)
         if located is None:
             continue
@@ -58,15 +61,17 @@ def source_files(modules: Iterable[str]) -> dict[str, Path]:
             found[_label(name, path)] = path
         parent = name.rpartition(".")[0]
         if parent:
-            pending.append(parent)
+            pending.append((parent, True))
         if path.suffix != ".py":
             continue
         package = name if is_package else parent
         for data in _data_beside(path):
             found[_label(package, data, base=path.parent)] = data
-        for referenced, wants_data in _references(path, package):
-            pending.append(referenced)
-            if wants_data:
+        for referenced, by_string in _references(path, package):
+            if as_parent and by_string:
+                continue
+            pending.append((referenced, False))
+            if by_string:
                 for data in _package_data(referenced):
                     found[_label(referenced, data[1], base=data[0])] = data[1]
     return found

@@ -7,7 +7,9 @@ Errors are `ConfigError`s whose lines name the offending field by its dotted pat
 from __future__ import annotations
 
 import copy
+import difflib
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -16,6 +18,27 @@ from typing import Any
 
 import jsonschema
 import yaml
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML as people write numbers: `2e-3` and `5E-5` are floats (YAML 1.2), not the strings YAML 1.1 makes them."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def _yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """ "; did you mean X?" when a choice is close to `word`, else ""."""
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 class ConfigError(ValueError):
@@ -76,7 +99,7 @@ def read_config_file(path: str | Path, overrides: Iterable[str] = ()) -> dict[st
     """The YAML mapping of a config file with `a.b=value` overrides applied, not yet validated."""
     source = str(path)
     try:
-        raw = yaml.safe_load(Path(path).read_text())
+        raw = _yaml(Path(path).read_text())
     except FileNotFoundError:
         raise ConfigError([f"no such config file: {path}"]) from None
     except yaml.YAMLError as error:
@@ -94,7 +117,7 @@ def apply_override(config: dict[str, Any], override: str) -> None:
     if not sep or not key or any(not part for part in key.split(".")):
         raise ConfigError([f"--set {override!r}: expected FIELD.PATH=VALUE, e.g. trainer.epochs=5"])
     try:
-        value = yaml.safe_load(text) if text else ""
+        value = _yaml(text) if text else ""
     except yaml.YAMLError:
         value = text
     parts = key.split(".")
@@ -173,7 +196,8 @@ def _describe(error: jsonschema.ValidationError) -> list[str]:
             allowed = sorted(error.schema.get("properties", {}))
             extras = sorted(set(error.instance) - set(allowed))
             return [
-                f"{'.'.join(filter(None, [path, extra]))}: unknown field (allowed: {', '.join(allowed)})"
+                f"{'.'.join(filter(None, [path, extra]))}: unknown field{did_you_mean(extra, allowed)} "
+                f"(allowed: {', '.join(allowed)})"
                 for extra in extras
             ]
         case _:

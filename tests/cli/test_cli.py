@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from kflow.pipeline.cli.main import main
+from kflow.pipeline.dsl.config import load_config
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.runners.beam_dag_runner import BeamDagRunner
 from tests.pipeline.toy.components import Double, Produce
@@ -35,6 +36,15 @@ def test_validate_accepts_the_demo_config():
         ("data.dataset=cifar", "data.dataset: unknown dataset 'cifar' (registered: mnist, wikitext2, quora)"),
         ("data.dataset=quora", "data.split.test: quora's source has no labelled test split"),
         ("trainer.strategy=horovod", "trainer.strategy: unknown strategy 'horovod' (registered: default, mirrored"),
+        (
+            "evaluator.thresholds.acuracy.lower_bound=0.5",
+            "evaluator.thresholds.acuracy: mnist has no such metric; did you mean accuracy?",
+        ),
+        (
+            "evaluator.slices=[{by: length, boundaries: [3]}]",
+            "evaluator.slices[0].by: mnist slices by label, not 'length'",
+        ),
+        ("trainer.epocs=3", "trainer.epocs: unknown field; did you mean epochs?"),
     ],
 )
 def test_validate_exits_2_naming_the_field_without_a_traceback(override, field):
@@ -105,3 +115,29 @@ def test_the_gate_reads_every_blessing_of_the_run_whatever_the_node_is_called(tm
     assert _gate(run, "warn") == 0
     del record["components"]["judge"]
     assert _gate(Run.from_json(record, tmp_path), "fail") == 0
+
+
+def test_validate_lists_every_problem_that_run_would_meet_at_once():
+    result = kflow(
+        "validate", DEMO, "--set", "data.dataset=quora", "--set", "evaluator.thresholds.acuracy.lower_bound=0.5",
+        "--set", "trainer.strategy=parameter_servers",
+    )  # fmt: skip
+    assert result.returncode == 2
+    for problem in (
+        "data.split.test: quora's source has no labelled test split",
+        "trainer.strategy: unknown strategy 'parameter_servers'; did you mean parameter_server?",
+        "evaluator.thresholds.acuracy: quora has no such metric; did you mean accuracy?",
+    ):
+        assert problem in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("text", ["2e-3", "2E-3", "+2e-03", "2.0e-3"])
+def test_learning_rates_written_in_e_notation_are_numbers(text, tmp_path):
+    result = kflow("validate", DEMO, "--set", f"trainer.optimizer.learning_rate={text}")
+    assert result.returncode == 0, result.stderr
+    assert load_config(DEMO, [f"trainer.optimizer.learning_rate={text}"]).trainer["optimizer"]["learning_rate"] == 2e-3
+    config = tmp_path / "c.yaml"
+    config.write_text(DEMO.read_text().replace("learning_rate: 0.002", f"learning_rate: {text}"))
+    assert f"learning_rate: {text}" in config.read_text()
+    assert load_config(config).trainer["optimizer"]["learning_rate"] == 2e-3

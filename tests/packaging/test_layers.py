@@ -28,6 +28,8 @@ def layer(module: str) -> str:
     if parts[0] == "schemas":
         return "schemas"
     if parts[0] == "components":
+        if len(parts) >= 4 and parts[1] == "datasets" and parts[3] == "ingest":
+            return f"component:{parts[2]}_ingest"  # A dataset's own ingest component, in its folder.
         if len(parts) == 1 or parts[1] in SHARED:
             return "shared"
         return f"component:{parts[1]}"
@@ -97,6 +99,9 @@ def test_layer_rules_hold_for_every_import():
         ("kflow.components.evaluator.executor", "kflow.components.trainer.loop", False),
         ("kflow.components.evaluator.executor", "kflow.components.datasets.task", True),
         ("kflow.components.datasets.task", "kflow.components.trainer", False),
+        ("kflow.components.datasets.mnist.ingest.executor", "kflow.components.util.beam_ingest", True),
+        ("kflow.components.datasets.mnist.ingest.executor", "kflow.components.datasets.quora.ingest", False),
+        ("kflow.components.trainer.executor", "kflow.components.datasets.mnist.ingest", False),
         ("kflow.pipeline.dsl.component", "kflow.pipeline.runners.cache", False),
         ("kflow.pipeline.runners.node_runner", "kflow.components.trainer", False),
         ("kflow.pipeline.compiler.pipeline_builder", "kflow.pipeline.app.standard_pipeline", False),

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from kflow.components.datasets.mnist.ingest import MnistIngest
 from kflow.components.evaluator import Evaluator
-from kflow.components.mnist_ingest import MnistIngest
 from kflow.components.trainer import Trainer
 from kflow.pipeline.dsl.code_version import code_version, source_files
 from kflow.pipeline.dsl.component import Component, ComponentSpec
@@ -95,6 +95,21 @@ def test_modules_named_in_strings_and_package_data_count(project):
     assert len({before, middle, component.code_version()}) == 3
 
 
+def test_names_in_a_parent_packages_strings_count_only_for_who_imports_the_package(project):
+    _write(
+        project,
+        {
+            "shop/catalog/__init__.py": 'ENTRIES = {"linear": "shop.tasks.linear:Linear"}\n',
+            "shop/catalog/reader.py": "def read():\n    return 1\n",
+            "shop/catalog_user.py": "from shop.catalog import ENTRIES\n",
+        },
+    )
+    reader = {path.name for path in source_files(["shop.catalog.reader"]).values()}
+    user = {path.name for path in source_files(["shop.catalog_user"]).values()}
+    assert "__init__.py" in reader and "linear.py" not in reader  # The parent runs; its strings are not followed.
+    assert "linear.py" in user
+
+
 def test_third_party_and_standard_library_code_is_not_followed(project):
     files = source_files(["shop.count_executor"])
     assert {path.name for path in files.values()} == {"__init__.py", "count_executor.py"}
@@ -126,3 +141,6 @@ def test_kflow_components_cover_their_shared_code_and_schemas():
     # Nothing of other components' own code: editing the Evaluator does not invalidate ingest or training.
     assert not any("components/evaluator/" in path for path in ingest | trainer)
     assert not any("components/trainer/" in path for path in ingest | evaluator)
+    # The ingest sits in its dataset's folder, whose bundle names the task: named, not imported by the ingest.
+    assert not any(path.endswith("datasets/mnist/task.py") for path in ingest)
+    assert any(path.endswith("datasets/mnist/task.py") for path in trainer)

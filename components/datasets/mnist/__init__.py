@@ -4,7 +4,7 @@ from kflow.components.datasets.bundle import Dataset
 
 DATASET = Dataset(
     name="mnist",
-    ingest="kflow.components.mnist_ingest:MnistIngest",
+    ingest="kflow.components.datasets.mnist.ingest:MnistIngest",
     schema="mnist/schema.pbtxt",
     task="kflow.components.datasets.mnist.task:MnistTask",
     metrics="kflow.components.datasets.mnist.metrics:MnistMetrics",

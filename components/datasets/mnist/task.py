@@ -36,10 +36,16 @@ class MnistTask(Task):
         self, examples: Examples, split: str, *, batch_size: int, training: bool, seed: int, shuffle_buffer: int = 0
     ) -> tf.data.Dataset:
         return make_dataset(
-            examples.split_files(split), self.spec, batch_size=batch_size, image_feature=IMAGE_FEATURE,
-            label_feature=LABEL_FEATURE, image_shape=self.image_shape,
-            shuffle_buffer=shuffle_buffer if training else 0, seed=seed, cache=True,
-        )  # fmt: skip
+            examples.split_files(split),
+            self.spec,
+            batch_size=batch_size,
+            image_feature=IMAGE_FEATURE,
+            label_feature=LABEL_FEATURE,
+            image_shape=self.image_shape,
+            shuffle_buffer=shuffle_buffer if training else 0,
+            seed=seed,
+            cache=True,
+        )
 
     def build_model(self) -> keras.Model:
         return build_model(self.model_name, num_classes=self.num_classes, **self.model_options)

@@ -4,7 +4,7 @@ from kflow.components.datasets.bundle import Dataset
 
 DATASET = Dataset(
     name="quora",
-    ingest="kflow.components.quora_ingest:QuoraIngest",
+    ingest="kflow.components.datasets.quora.ingest:QuoraIngest",
     schema="quora/schema.pbtxt",
     task="kflow.components.datasets.quora.task:QuoraTask",
     metrics="kflow.components.datasets.quora.metrics:QuoraMetrics",

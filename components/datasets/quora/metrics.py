@@ -29,10 +29,20 @@ class QuoraMetrics(TaskMetrics):
     """Model outputs are duplicate probabilities [batch, 1]; labels 0/1 [batch, 1]."""
 
     SCALARS = {
-        "example_count": "higher", "loss": "lower", "accuracy": "higher", "precision": "higher", "recall": "higher",
-        "f1": "higher", "best_threshold": "higher", "accuracy_at_best": "higher", "precision_at_best": "higher",
-        "recall_at_best": "higher", "f1_at_best": "higher", "roc_auc": "higher", "pr_auc": "higher",
-    }  # fmt: skip
+        "example_count": "higher",
+        "loss": "lower",
+        "accuracy": "higher",
+        "precision": "higher",
+        "recall": "higher",
+        "f1": "higher",
+        "best_threshold": "higher",
+        "accuracy_at_best": "higher",
+        "precision_at_best": "higher",
+        "recall_at_best": "higher",
+        "f1_at_best": "higher",
+        "roc_auc": "higher",
+        "pr_auc": "higher",
+    }
     SLICES = ("label", "length")
     needs_eval_pass = True
 

@@ -4,7 +4,7 @@ from kflow.components.datasets.bundle import Dataset
 
 DATASET = Dataset(
     name="wikitext2",
-    ingest="kflow.components.wikitext2_ingest:WikiText2Ingest",
+    ingest="kflow.components.datasets.wikitext2.ingest:WikiText2Ingest",
     schema="wikitext2/schema.pbtxt",
     task="kflow.components.datasets.wikitext2.task:WikiText2Task",
     metrics="kflow.components.datasets.wikitext2.metrics:WikiText2Metrics",

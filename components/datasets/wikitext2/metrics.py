@@ -18,9 +18,12 @@ class WikiText2Metrics(TaskMetrics):
     """Batches are (x, mask_ids [b, m], mask_weights [b, m]); outputs are logits [b, m, vocabulary]."""
 
     SCALARS = {
-        "example_count": "higher", "masked_token_count": "higher", "masked_accuracy": "higher",
-        "loss": "lower", "perplexity": "lower",
-    }  # fmt: skip
+        "example_count": "higher",
+        "masked_token_count": "higher",
+        "masked_accuracy": "higher",
+        "loss": "lower",
+        "perplexity": "lower",
+    }
     SLICES = ("length",)
 
     def __init__(self, **options: Any):

@@ -237,7 +237,7 @@ def test_the_loop_trains_a_keras_hub_task_with_dict_inputs_and_sample_weights(tm
 
 @pytest.mark.real_data
 def test_the_loop_learns_real_mnist(tmp_path):
-    from kflow.components.mnist_ingest.executor import run as ingest
+    from kflow.components.datasets.mnist.ingest.executor import run as ingest
     from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
     from tests.conftest import shared_dataset
 

@@ -3,8 +3,8 @@
 import pytest
 import tensorflow as tf
 
-from kflow.components.quora_ingest.component import QuoraIngest
-from kflow.components.quora_ingest.executor import StratifiedPlan, cut_rows, run
+from kflow.components.datasets.quora.ingest.component import QuoraIngest
+from kflow.components.datasets.quora.ingest.executor import StratifiedPlan, cut_rows, run
 from kflow.components.util.schema import feature_spec, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 

@@ -35,5 +35,5 @@ class QuoraIngest(Component):
             max_records=Parameter(int, optional=True, description="Read at most this many CSV rows."),
             max_chars=Parameter(int, default=1000, description="Reject questions longer than this."),
         ),
-        executor="kflow.components.quora_ingest.executor:run",
+        executor="kflow.components.datasets.quora.ingest.executor:run",
     )

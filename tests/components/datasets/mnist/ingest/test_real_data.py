@@ -4,9 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.components.mnist_ingest.conftest import ingest
+from tests.components.datasets.mnist.ingest.conftest import ingest
+from tests.conftest import SHARED_DATASETS
 
-MNIST = Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "mnist"
+MNIST = SHARED_DATASETS / "mnist"
 
 pytestmark = pytest.mark.real_data
 

@@ -37,5 +37,5 @@ class MnistIngest(Component):
                 int, optional=True, description="Read at most this many records of each source split."
             ),
         ),
-        executor="kflow.components.mnist_ingest.executor:run",
+        executor="kflow.components.datasets.mnist.ingest.executor:run",
     )

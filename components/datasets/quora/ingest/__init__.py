@@ -1,5 +1,5 @@
 """The Quora Insincere Questions ingest component (ExampleGen-like)."""
 
-from kflow.components.quora_ingest.component import QuoraIngest
+from kflow.components.datasets.quora.ingest.component import QuoraIngest
 
 __all__ = ["QuoraIngest"]

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from kflow.components.wikitext2_ingest.component import WikiText2Ingest
-from kflow.components.wikitext2_ingest.executor import Filters
-from tests.components.wikitext2_ingest.conftest import LONG, ingest, read_split, write_corpus
+from kflow.components.datasets.wikitext2.ingest.component import WikiText2Ingest
+from kflow.components.datasets.wikitext2.ingest.executor import Filters
+from tests.components.datasets.wikitext2.ingest.conftest import LONG, ingest, read_split, write_corpus
 
 TRAIN = [
     b"",

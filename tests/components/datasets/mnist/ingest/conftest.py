@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kflow.components.mnist_ingest.executor import run
+from kflow.components.datasets.mnist.ingest.executor import run
 from kflow.components.util.schema import feature_spec, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from kflow.components.mnist_ingest.records import record_key, reject
+from kflow.components.datasets.mnist.ingest.records import record_key, reject
 from kflow.components.util.beam_ingest import stable_hash
 from kflow.components.util.source_resolution import DATA_DIR_ENV, find_source
 

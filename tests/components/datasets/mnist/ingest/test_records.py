@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from kflow.components.mnist_ingest.records import RecordLayout, SplitPlan, check_chunk, record_key
+from kflow.components.datasets.mnist.ingest.records import RecordLayout, SplitPlan, check_chunk, record_key
 
 LAYOUT = RecordLayout(image_shape=(28, 28), image_dtype="uint8", label_min=0, label_max=9)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from kflow.components.datasets.wikitext2.ingest.executor import run
 from kflow.components.util.schema import feature_spec, load_schema
-from kflow.components.wikitext2_ingest.executor import run
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 LONG = (

@@ -1,5 +1,5 @@
 """The MNIST ingest component (ExampleGen-like)."""
 
-from kflow.components.mnist_ingest.component import MnistIngest
+from kflow.components.datasets.mnist.ingest.component import MnistIngest
 
 __all__ = ["MnistIngest"]

@@ -41,5 +41,5 @@ class WikiText2Ingest(Component):
             drop_blank=Parameter(bool, default=True, description="Drop blank lines."),
             deduplicate=Parameter(bool, default=False, description="Drop exact repeats of an earlier line."),
         ),
-        executor="kflow.components.wikitext2_ingest.executor:run",
+        executor="kflow.components.datasets.wikitext2.ingest.executor:run",
     )

@@ -5,8 +5,14 @@ import gzip
 import numpy as np
 import pytest
 
-from kflow.components.mnist_ingest.sources import read_idx, read_idx_folder, read_npz, read_sklearn_digits, resolve
-from tests.components.mnist_ingest.conftest import idx_bytes, write_idx, write_npz
+from kflow.components.datasets.mnist.ingest.sources import (
+    read_idx,
+    read_idx_folder,
+    read_npz,
+    read_sklearn_digits,
+    resolve,
+)
+from tests.components.datasets.mnist.ingest.conftest import idx_bytes, write_idx, write_npz
 
 
 def test_read_idx_reads_gzipped_and_plain_files(arrays, tmp_path):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kflow.components.quora_ingest.executor import run
+from kflow.components.datasets.quora.ingest.executor import run
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 from tests.conftest import shared_dataset
 

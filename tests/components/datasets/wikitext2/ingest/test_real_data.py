@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.components.wikitext2_ingest.conftest import ingest
+from tests.components.datasets.wikitext2.ingest.conftest import ingest
 from tests.conftest import shared_dataset
 
 pytestmark = pytest.mark.real_data

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from kflow.components.mnist_ingest import MnistIngest
+from kflow.components.datasets.mnist.ingest import MnistIngest
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 from kflow.pipeline.dsl.component import load_executor
 from tests.conftest import REPO
@@ -45,7 +45,7 @@ def test_parameter_types_are_checked():
 
 def test_importing_the_component_imports_neither_tensorflow_nor_beam():
     code = (
-        "import sys; import kflow.components.mnist_ingest; "
+        "import sys; import kflow.components.datasets.mnist.ingest; "
         "print(sorted(m for m in ('tensorflow', 'apache_beam') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from kflow.components.mnist_ingest.records import (
+from kflow.components.datasets.mnist.ingest.records import (
     TEST_SPLIT,
     Chunk,
     RecordLayout,
@@ -27,7 +27,7 @@ from kflow.components.mnist_ingest.records import (
     serialize_records,
     split_chunk,
 )
-from kflow.components.mnist_ingest.sources import SourceSplit, read_source
+from kflow.components.datasets.mnist.ingest.sources import SourceSplit, read_source
 from kflow.components.util import beam_ingest
 from kflow.components.util.schema import annotation_tags, int_domain
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema

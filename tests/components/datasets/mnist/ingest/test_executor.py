@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from kflow.components.mnist_ingest.records import SplitPlan
-from tests.components.mnist_ingest.conftest import (
+from kflow.components.datasets.mnist.ingest.records import SplitPlan
+from tests.components.datasets.mnist.ingest.conftest import (
     TEST_RECORDS,
     TRAIN_RECORDS,
     ingest,

@@ -1,0 +1,97 @@
+"""The checks a config must pass beyond its JSON Schema: those that span fields or need a registry.
+
+Each check is a small function returning `path: message` lines (Metaflow's lint style);
+`check_config` runs them all and raises one ConfigError listing every problem, so that
+`kflow validate` reports everything `kflow run` and `kflow compile` would refuse, at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kflow.components.datasets import DATASETS, get_dataset
+from kflow.components.trainer.strategies import STRATEGIES
+from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
+
+# The data.filters fields some dataset takes, and the value meaning "not set".
+FILTER_DEFAULTS = {
+    "min_chars": None,
+    "max_chars": None,
+    "drop_headings": True,
+    "drop_blank": True,
+    "deduplicate": False,
+}
+
+Check = Callable[[PipelineConfig], list[str]]
+
+
+def _dataset(config: PipelineConfig) -> list[str]:
+    name = config.data["dataset"]
+    if name in DATASETS:
+        return []
+    return [f"data.dataset: unknown dataset {name!r}{did_you_mean(name, DATASETS)} (registered: {', '.join(DATASETS)})"]
+
+
+def _splits(config: PipelineConfig) -> list[str]:
+    dataset, split = get_dataset(config.data["dataset"]), config.data["split"]
+    if not dataset.source_test_split and "test" not in split:
+        return [
+            f"data.split.test: {dataset.name}'s source has no labelled test split; "
+            "give it a share, e.g. {train: 8, eval: 1, test: 1}"
+        ]
+    unusable = sorted(set(split) - {"train", "eval"})
+    if dataset.source_test_split and unusable:
+        return [
+            f"data.split: {dataset.name} uses its source's own test split, so it cannot use {unusable} "
+            f"(data.split.test is for datasets without one, such as quora)"
+        ]
+    return []
+
+
+def _filters(config: PipelineConfig) -> list[str]:
+    dataset, filters = get_dataset(config.data["dataset"]), config.data["filters"]
+    return [
+        f"data.filters.{name}: not used by {dataset.name} (it takes: {', '.join(dataset.filters) or 'none'})"
+        for name, default in FILTER_DEFAULTS.items()
+        if name not in dataset.filters and filters.get(name, default) != default
+    ]
+
+
+def _strategy(config: PipelineConfig) -> list[str]:
+    name = config.trainer["strategy"]
+    if name in STRATEGIES:
+        return []  # The schema keeps trainer.workers and trainer.parameter_servers at 1 or more.
+    choices = ", ".join(STRATEGIES)
+    return [f"trainer.strategy: unknown strategy {name!r}{did_you_mean(name, STRATEGIES)} (registered: {choices})"]
+
+
+def _evaluator(config: PipelineConfig) -> list[str]:
+    dataset = get_dataset(config.data["dataset"])
+    metrics = dataset.metrics_class()
+    problems = [
+        f"evaluator.thresholds.{metric}: {dataset.name} has no such metric{did_you_mean(metric, metrics.SCALARS)} "
+        f"(metrics: {', '.join(metrics.SCALARS)})"
+        for metric in config.evaluator["thresholds"]
+        if metric not in metrics.SCALARS
+    ]
+    problems += [
+        f"evaluator.slices[{index}].by: {dataset.name} slices by {', '.join(metrics.SLICES)}, not {spec.get('by')!r}"
+        for index, spec in enumerate(config.evaluator["slices"])
+        if spec.get("by") not in metrics.SLICES
+    ]
+    return problems
+
+
+# Checks after the first need a registered dataset.
+CHECKS: tuple[Check, ...] = (_splits, _filters, _strategy, _evaluator)
+
+
+def check_config(config: PipelineConfig) -> None:
+    """Raises one ConfigError with every problem the checks find."""
+    problems = _dataset(config)
+    if not problems:
+        problems = [problem for check in CHECKS for problem in check(config)]
+    else:
+        problems += _strategy(config)
+    if problems:
+        raise ConfigError(problems, config.source)
