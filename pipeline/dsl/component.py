@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from kflow.pipeline.dsl.artifacts import Artifact
 from kflow.pipeline.dsl.code_version import code_version
+from kflow.pipeline.dsl.fingerprint import fingerprint_files
 
 _REQUIRED = object()
 
@@ -64,6 +65,9 @@ class ComponentSpec:
     outputs: Mapping[str, type[Artifact]] = field(default_factory=dict)
     parameters: Mapping[str, Parameter] = field(default_factory=dict)
     executor: str = ""  # "package.module:function"
+    # "package.module:function" naming, from the node's parameters, the files the executor will read from
+    # outside the pipeline (an ingest's source); their fingerprint is part of the cache key.
+    source_files: str = ""
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,12 @@ class Component:
         """The parameters that determine the outputs, i.e. the ones in the cache key."""
         return {k: v for k, v in self.parameters.items() if self.spec.parameters[k].affects_output}
 
+    def data_fingerprint(self) -> dict[str, Any] | None:
+        """The fingerprint of the outside data this node reads (`spec.source_files`), or None if it reads none."""
+        if not self.spec.source_files:
+            return None
+        return fingerprint_files(load_executor(self.spec.source_files)(**self.parameters))
+
     def cluster_replicas(self) -> dict[str, int]:
         """The processes this node runs as on a cluster, {role: count} (e.g. {"chief": 1, "worker": 2, "ps": 1});
         empty when it runs in one container. Roles are TF_CONFIG task types; a compiler maps them to replicas."""
@@ -136,7 +146,8 @@ class Component:
     @classmethod
     def code_version(cls) -> str:
         """A hash of every first-party file the component and its executor can run or read (see code_version)."""
-        return code_version([cls.__module__, cls.spec.executor.partition(":")[0]])
+        modules = [cls.__module__, cls.spec.executor.partition(":")[0], cls.spec.source_files.partition(":")[0]]
+        return code_version(filter(None, modules))
 
 
 def load_executor(path: str) -> Callable[..., Any]:

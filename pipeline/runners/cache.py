@@ -21,13 +21,15 @@ def _digest(payload: Any) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
-def execution_fingerprint(node: Component, input_fingerprints: dict[str, str]) -> str:
+def execution_fingerprint(node: Component, input_fingerprints: dict[str, str], data: dict | None = None) -> str:
+    """`data`: the node's data fingerprint (Component.data_fingerprint), whose `key` holds what the data is."""
     return _digest(
         {
             "component": f"{type(node).__module__}.{type(node).__qualname__}",
             "code": type(node).code_version(),
             "parameters": node.cache_parameters,
             "inputs": input_fingerprints,
+            "data": None if data is None else data["key"],
         }
     )
 

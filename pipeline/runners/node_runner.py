@@ -41,7 +41,13 @@ def run_node(
 ) -> dict[str, ArtifactRef]:
     """Runs `node` given its upstream nodes' outputs and returns its own outputs."""
     inputs = {name: upstream[channel.producer][channel.output] for name, channel in node.inputs.items()}
-    fingerprint = execution_fingerprint(node, {name: ref.fingerprint for name, ref in inputs.items()})
+    try:
+        data = node.data_fingerprint()
+    except BaseException as error:  # Its data cannot be found: the node fails as its executor would.
+        record.set_component(node.id, status="failed", seconds=0.0, error=f"{type(error).__name__}: {error}")
+        log.error("%s: failed: %s: %s", node.id, type(error).__name__, error)
+        raise NodeFailed(node.id, error) from error
+    fingerprint = execution_fingerprint(node, {name: ref.fingerprint for name, ref in inputs.items()}, data)
     common = {
         "component": f"{type(node).__module__}.{type(node).__qualname__}",
         "code_version": type(node).code_version(),
@@ -49,6 +55,9 @@ def run_node(
         "parameters": node.parameters,
         "inputs": {name: ref.to_json() for name, ref in inputs.items()},
     }
+    if data is not None:
+        common["data"] = {"files": data["files"], "seconds": data["seconds"]}
+        log.info("%s: %d source file(s) fingerprinted in %.2f s", node.id, len(data["files"]), data["seconds"])
 
     cached = find_cached(record.run_dir.parent, node.id, fingerprint) if enable_cache else None
     if cached:

@@ -1,6 +1,6 @@
 """`run.json`: the record of one pipeline run, rewritten atomically after every change.
 
-    {"pipeline": "mnist", "run_id": "20261123-101500-3f2a", "status": "running" | "succeeded" | "failed",
+    {"pipeline": "mnist", "run_id": "20261123-101500-123456-3f2a", "status": "running" | "succeeded" | "failed",
      "started_at": ..., "finished_at": ..., "seconds": 12.3, "metadata": {...},
      "components": {"ingest": {"status": "succeeded" | "cached" | "failed" | "running",
                                "seconds": ..., "parameters": {...}, "fingerprint": "...",
@@ -32,7 +32,8 @@ FINISHED = ("succeeded", "cached")
 
 
 def new_run_id() -> str:
-    return dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    """Sortable by start time to the microsecond (runs started in the same second keep their order)."""
+    return dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f-") + secrets.token_hex(2)
 
 
 def _now() -> str:

@@ -38,4 +38,5 @@ class MnistIngest(Component):
             ),
         ),
         executor="kflow.components.datasets.mnist.ingest.executor:run",
+        source_files="kflow.components.datasets.mnist.ingest.sources:source_files",
     )

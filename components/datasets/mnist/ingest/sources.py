@@ -7,6 +7,7 @@ and say where they came from.
 
 from __future__ import annotations
 
+import importlib.resources
 import logging
 import math
 import struct
@@ -134,6 +135,24 @@ def read_source(source_path: str | None, source_format: str = "auto") -> Source:
     if source_format == "tfds":
         return Source("tfds", f"tensorflow_datasets mnist (data_dir={path})", read_tfds(path))
     return Source("download", "keras.datasets.mnist.load_data", read_download())
+
+
+def source_files(*, source_path: str | None = None, source_format: str = "auto", **_: Any) -> list[Path]:
+    """The files the ingest reads, for the data fingerprint in its cache key.
+
+    None is known for `download` before the download, nor for `tfds` without a data dir: then the
+    Keras copy, if any, or nothing stands for the data.
+    """
+    source_format, path = resolve(source_path, source_format)
+    if source_format == "npz":
+        return [path]
+    if source_format == "idx":
+        return [file for file in _idx_files(path).values() if file is not None]
+    if source_format == "sklearn_digits":
+        return [Path(str(importlib.resources.files("sklearn.datasets") / "data" / "digits.csv.gz"))]
+    if source_format == "tfds":
+        return [] if path is None else [path / "mnist" if (path / "mnist").is_dir() else path]
+    return [default_npz()] if default_npz().is_file() else []
 
 
 def resolve(source_path: str | None, source_format: str) -> tuple[str, Path | None]:

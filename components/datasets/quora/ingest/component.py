@@ -36,4 +36,5 @@ class QuoraIngest(Component):
             max_chars=Parameter(int, default=1000, description="Reject questions longer than this."),
         ),
         executor="kflow.components.datasets.quora.ingest.executor:run",
+        source_files="kflow.components.datasets.quora.ingest.executor:source_files",
     )

@@ -114,6 +114,11 @@ def _check_split(split: dict[str, int]) -> None:
         raise ValueError(f"data.split: every share must be a positive integer, got {split}")
 
 
+def source_files(*, source_path: str | None = None, source_format: str = "auto", **_: Any) -> list[Path]:
+    """The CSV the ingest reads, for the data fingerprint in its cache key."""
+    return [resolve(source_path, source_format)]
+
+
 def resolve(source_path: str | None, source_format: str) -> Path:
     """The CSV file: explicit path → $KFLOW_DATA_DIR → caches → Kaggle (source_format: kaggle only)."""
     if source_format not in FORMATS:

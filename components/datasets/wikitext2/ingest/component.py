@@ -42,4 +42,5 @@ class WikiText2Ingest(Component):
             deduplicate=Parameter(bool, default=False, description="Drop exact repeats of an earlier line."),
         ),
         executor="kflow.components.datasets.wikitext2.ingest.executor:run",
+        source_files="kflow.components.datasets.wikitext2.ingest.executor:source_files",
     )

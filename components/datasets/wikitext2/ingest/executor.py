@@ -116,6 +116,11 @@ def _check_split(split: dict[str, int] | None) -> None:
         )
 
 
+def source_files(*, source_path: str | None = None, source_format: str = "auto", **_: Any) -> list[Path]:
+    """The corpus files the ingest reads, for the data fingerprint in its cache key."""
+    return sorted(resolve(source_path, source_format).values())
+
+
 def resolve(source_path: str | None, source_format: str) -> dict[str, Path]:
     """The three files of the corpus, by source split: explicit path → $KFLOW_DATA_DIR → caches → download."""
     if source_format not in FORMATS:
