@@ -1,35 +1,67 @@
-"""The training settings of the loop and its strategy: one JSON-serializable object, handed to worker processes too."""
+"""The Trainer's settings, declared once: three typed groups that are its component parameters too.
+
+`ModelChoice` says what is trained, `TrainConfig` how the loop trains (JSON-serializable, handed
+to worker processes), `ClusterConfig` how the local cluster runs. The Trainer's spec is built
+from these fields (`component_parameters`) and its executor turns its keyword parameters back
+into them (`TrainerSettings.from_parameters`), so a new setting is one field here, plus its
+entry in the config schema (schemas/config.schema.json), which is what users write.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import types
+import typing
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from kflow.components.trainer.strategies import get_strategy
+from kflow.pipeline.dsl.component import Parameter
 
 OPTIMIZERS = ("adam", "adamw", "sgd")
 SCHEDULES = ("constant", "cosine", "polynomial")
 
 
+def setting(default: Any, description: str = "", *, affects_output: bool = True) -> Any:
+    """A dataclass field carrying the description and cache flag of its component parameter."""
+    metadata = {"description": description, "affects_output": affects_output}
+    if isinstance(default, dict):
+        return field(default_factory=lambda: dict(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """What is trained: a registered dataset's task and a model from its registry."""
+
+    task: str = setting("mnist", "a registered dataset (kflow.components.datasets)")
+    model_name: str = setting("mnist_convnet", "a name in the model registry (other tasks replace this default)")
+    model_options: dict = setting({}, "keyword arguments for the task and its model factory")
+
+    @property
+    def chosen_model(self) -> str | None:
+        """The config's default model is MNIST's: other datasets then use their task's own default (None)."""
+        return None if self.task != "mnist" and self.model_name == "mnist_convnet" else self.model_name
+
+
 @dataclass
 class TrainConfig:
-    """Everything the loop needs besides the task and the artifacts (JSON-serializable, for worker processes)."""
+    """How the loop trains (JSON-serializable, for worker processes)."""
 
-    strategy: str = "default"
-    epochs: int = 3
-    batch_size: int = 128  # global
-    steps_per_epoch: int | None = None
-    optimizer: str = "adam"
-    learning_rate: float = 0.001
-    weight_decay: float = 0.0
-    schedule: str = "constant"
-    warmup_steps: int = 0
-    mixed_precision: bool = False
-    early_stopping_patience: int | None = None
-    shuffle_buffer: int = 10000
-    seed: int = 42
-    checkpoint_every_steps: int | None = None
-    log_every_steps: int = 100
+    strategy: str = setting("default", "a registered strategy (kflow.components.trainer.strategies)")
+    epochs: int = setting(3)
+    batch_size: int = setting(128, "the global batch size")
+    steps_per_epoch: int | None = setting(None, "unset: one pass over the train split")
+    optimizer: str = setting("adam", " | ".join(OPTIMIZERS))
+    learning_rate: float = setting(0.001)
+    weight_decay: float = setting(0.0, "adamw; 0 means Keras' default 0.004")
+    schedule: str = setting("constant", " | ".join(SCHEDULES))
+    warmup_steps: int = setting(0)
+    mixed_precision: bool = setting(False)
+    early_stopping_patience: int | None = setting(None, "unset: off; else epochs without val_loss improvement")
+    shuffle_buffer: int = setting(10000, "in examples; 0 turns shuffling off")
+    seed: int = setting(42)
+    checkpoint_every_steps: int | None = setting(None, "unset: at every epoch end")
+    log_every_steps: int = setting(100, affects_output=False)
 
     def validate(self) -> None:
         get_strategy(self.strategy)  # A ValueError naming the strategies otherwise.
@@ -48,3 +80,72 @@ class TrainConfig:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """The local cluster of the multi-process strategies (ignored inside a cluster that has TF_CONFIG)."""
+
+    workers: int = setting(2, "worker processes of the multi-process strategies")
+    parameter_servers: int = setting(1, "ps processes under parameter_server")
+    # Two restarts ride out a lost process or two (a preempted pod, an OOM kill) without hiding a
+    # deterministic failure for long: a crash that repeats fails the run after three attempts.
+    max_restarts: int = setting(2, "cluster restarts from the last checkpoint after a process dies")
+
+    def validate(self) -> None:
+        if self.max_restarts < 0:
+            raise ValueError(f"max_restarts must not be negative, got {self.max_restarts}")
+
+
+GROUPS = (ModelChoice, TrainConfig, ClusterConfig)
+
+
+@dataclass(frozen=True)
+class TrainerSettings:
+    """The Trainer's parameters, grouped and typed."""
+
+    model: ModelChoice
+    training: TrainConfig
+    cluster: ClusterConfig
+
+    @classmethod
+    def from_parameters(cls, parameters: dict[str, Any]) -> TrainerSettings:
+        """From the Trainer's flat keyword parameters; unknown names are a TypeError naming them."""
+        known = {item.name for group in GROUPS for item in fields(group)}
+        unknown = sorted(set(parameters) - known)
+        if unknown:
+            raise TypeError(f"unknown Trainer parameter(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        model, training, cluster = (
+            group(**{item.name: parameters[item.name] for item in fields(group) if item.name in parameters})
+            for group in GROUPS
+        )
+        training.validate()
+        cluster.validate()
+        get_strategy(training.strategy).replicas(cluster.workers, cluster.parameter_servers)  # refuses bad counts
+        return cls(model, training, cluster)
+
+
+def component_parameters() -> dict[str, Parameter]:
+    """The Trainer's component parameters, one per field of the groups."""
+    parameters = {}
+    for group in GROUPS:
+        hints = typing.get_type_hints(group)
+        for item in fields(group):
+            kind, optional = _unwrap_optional(hints[item.name])
+            default = item.default if item.default_factory is MISSING else item.default_factory()
+            parameters[item.name] = Parameter(
+                kind,
+                default=default,
+                optional=optional,
+                affects_output=item.metadata.get("affects_output", True),
+                description=item.metadata.get("description", ""),
+            )
+    return parameters
+
+
+def _unwrap_optional(hint: Any) -> tuple[type, bool]:
+    """`int | None` → (int, True); `int` → (int, False)."""
+    if isinstance(hint, types.UnionType):
+        (kind,) = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        return kind, True
+    return hint, False

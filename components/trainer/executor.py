@@ -17,7 +17,7 @@ from typing import Any
 
 from kflow.components.datasets.task import load_task
 from kflow.components.trainer import fit, loop
-from kflow.components.trainer.config import TrainConfig
+from kflow.components.trainer.config import TrainerSettings
 from kflow.components.trainer.launcher import launch
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import is_chief, tf_config
@@ -32,61 +32,24 @@ def run(
     schema: Schema,
     model: Model,
     model_run: ModelRun,
-    model_name: str = "mnist_convnet",
-    strategy: str = "default",
-    epochs: int = 3,
-    batch_size: int = 128,
-    optimizer: str = "adam",
-    learning_rate: float = 0.001,
-    steps_per_epoch: int | None = None,
-    seed: int = 42,
-    shuffle_buffer: int = 10000,
-    early_stopping_patience: int | None = None,
-    task: str = "mnist",
-    model_options: dict | None = None,
-    workers: int = 2,
-    parameter_servers: int = 1,
-    max_restarts: int = 0,
-    weight_decay: float = 0.0,
-    schedule: str = "constant",
-    warmup_steps: int = 0,
-    mixed_precision: bool = False,
-    checkpoint_every_steps: int | None = None,
-    log_every_steps: int = 100,
     working_dir: Path | None = None,
+    **parameters: Any,
 ) -> dict[str, Any]:
     """Trains the task's model on Split-train (validating on Split-eval when present) and exports it.
 
-    `batch_size` is the global batch size: with "mirrored" it is divided among the replicas.
+    `parameters` are the Trainer's settings (components/trainer/config.py), each optional:
+    `strategy`, `epochs`, `batch_size` (global: divided among the replicas), `workers`, ...
     Writes `model.keras`, the serving SavedModel and the task's assets (with `task.json`) into
     `model`, TensorBoard logs and `history.json` into `model_run`, and returns the last epoch's
     metrics. `working_dir` keeps the checkpoints a re-run resumes from.
     """
-    config = TrainConfig(
-        strategy=strategy,
-        epochs=epochs,
-        batch_size=batch_size,
-        steps_per_epoch=steps_per_epoch,
-        optimizer=optimizer,
-        learning_rate=learning_rate,
-        weight_decay=weight_decay,
-        schedule=schedule,
-        warmup_steps=warmup_steps,
-        mixed_precision=mixed_precision,
-        early_stopping_patience=early_stopping_patience,
-        shuffle_buffer=shuffle_buffer,
-        seed=seed,
-        checkpoint_every_steps=checkpoint_every_steps,
-        log_every_steps=log_every_steps,
-    )
-    config.validate()
-    if max_restarts < 0:
-        raise ValueError(f"max_restarts must not be negative, got {max_restarts}")
+    settings = TrainerSettings.from_parameters(parameters)
+    choice, config, cluster_config = settings.model, settings.training, settings.cluster
+    strategy = config.strategy
     cluster_strategy = get_strategy(strategy)
-    replicas = cluster_strategy.replicas(workers, parameter_servers)  # Refuses counts the strategy cannot use.
-    # The config's default model is MNIST's; other datasets then use their task's own default model.
-    chosen = None if task != "mnist" and model_name == "mnist_convnet" else model_name
-    task_object = load_task(task, schema.file, chosen, model_options)
+    replicas = cluster_strategy.replicas(cluster_config.workers, cluster_config.parameter_servers)
+    task, model_options = choice.task, choice.model_options
+    task_object = load_task(task, schema.file, choice.chosen_model, model_options)
     temporary = None
     if working_dir is None:
         temporary = tempfile.mkdtemp(prefix="kflow-trainer-")
@@ -123,9 +86,9 @@ def run(
             restarts = launch(
                 spec,
                 spec_dir=Path(working_dir) / "launch",
-                workers=workers,
-                parameter_servers=parameter_servers,
-                max_restarts=max_restarts,
+                workers=cluster_config.workers,
+                parameter_servers=cluster_config.parameter_servers,
+                max_restarts=cluster_config.max_restarts,
             )
             history = model_run.history
             history["restarts"] = restarts

@@ -28,34 +28,11 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipel
     """
     check_config(config)
     ingest = _ingest(config)
-    trainer = config.trainer
     train = Trainer(
         "train",
         examples=ingest.outputs["examples"],
         schema=ingest.outputs["schema"],
-        parameters={
-            "model_name": trainer["model"],
-            "strategy": trainer["strategy"],
-            "epochs": trainer["epochs"],
-            "batch_size": trainer["batch_size"],
-            "steps_per_epoch": trainer["steps_per_epoch"],
-            "optimizer": trainer["optimizer"]["name"],
-            "learning_rate": float(trainer["optimizer"]["learning_rate"]),
-            "early_stopping_patience": trainer["early_stopping_patience"],
-            "shuffle_buffer": trainer["shuffle_buffer"],
-            "seed": trainer["seed"],
-            "task": config.data["dataset"],
-            "model_options": trainer["model_options"],
-            "workers": trainer["workers"],
-            "parameter_servers": trainer["parameter_servers"],
-            "max_restarts": trainer["max_restarts"],
-            "weight_decay": float(trainer["optimizer"]["weight_decay"]),
-            "schedule": trainer["optimizer"]["schedule"],
-            "warmup_steps": trainer["optimizer"]["warmup_steps"],
-            "mixed_precision": trainer["mixed_precision"],
-            "checkpoint_every_steps": trainer["checkpoint_every_steps"],
-            "log_every_steps": trainer["log_every_steps"],
-        },
+        parameters=trainer_parameters(config),
     )
     evaluate = Evaluator(
         "evaluate",
@@ -74,6 +51,21 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipel
         beam_args=config.beam_args,
         metadata={"config": config.to_dict(), "config_file": config.source},
     )
+
+
+def trainer_parameters(config: PipelineConfig) -> dict:
+    """The `trainer` section as the Trainer's parameters: the same names, the `optimizer` group
+    flattened (`optimizer.name` → `optimizer`, `optimizer.learning_rate` → `learning_rate`) and
+    `model` → `model_name`; the task is the dataset's."""
+    trainer = dict(config.trainer)
+    optimizer, model_name = trainer.pop("optimizer"), trainer.pop("model")
+    return {
+        **trainer,
+        **{name: value for name, value in optimizer.items() if name != "name"},
+        "optimizer": optimizer["name"],
+        "model_name": model_name,
+        "task": config.data["dataset"],
+    }
 
 
 def _ingest(config: PipelineConfig) -> Component:

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import fields
+
+import pytest
 
 from kflow.components.trainer import Trainer
+from kflow.components.trainer.config import TrainerSettings
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
 from kflow.pipeline.dsl.component import Channel
 from tests.components.fixtures import REPO
@@ -34,7 +38,7 @@ def test_spec_wiring_and_defaults():
         "model_options": {},
         "workers": 2,
         "parameter_servers": 1,
-        "max_restarts": 0,
+        "max_restarts": 2,
         "weight_decay": 0.0,
         "schedule": "constant",
         "warmup_steps": 0,
@@ -45,13 +49,17 @@ def test_spec_wiring_and_defaults():
     assert not spec.parameters["log_every_steps"].affects_output
 
 
-def test_every_parameter_reaches_the_executor():
-    code = (
-        "import inspect; from kflow.components.trainer import Trainer;"
-        "from kflow.components.trainer.executor import run;"
-        "missing = set(Trainer.spec.parameters) - set(inspect.signature(run).parameters); assert not missing, missing"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+def test_every_parameter_lands_in_one_typed_settings_group():
+    defaults = {name: parameter.default for name, parameter in Trainer.spec.parameters.items()}
+    settings = TrainerSettings.from_parameters(defaults)
+    groups = (settings.model, settings.training, settings.cluster)
+    assert sorted(item.name for group in groups for item in fields(group)) == sorted(Trainer.spec.parameters)
+    changed = TrainerSettings.from_parameters({"epochs": 7, "max_restarts": 0, "model_name": "text_classifier"})
+    assert (changed.training.epochs, changed.cluster.max_restarts, changed.model.model_name) == (7, 0, "text_classifier")
+    with pytest.raises(TypeError, match="unknown Trainer parameter.*: epoch "):
+        TrainerSettings.from_parameters({"epoch": 3})
+    with pytest.raises(ValueError, match="max_restarts must not be negative"):
+        TrainerSettings.from_parameters({"max_restarts": -1})
 
 
 def test_importing_the_component_does_not_import_tensorflow():
