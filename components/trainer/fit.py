@@ -20,7 +20,7 @@ import keras
 
 from kflow.components.datasets.task import Task
 from kflow.components.trainer.config import TrainConfig
-from kflow.components.trainer.loop import export_model, precision_policy, split_sizes
+from kflow.components.trainer.loop import dataset_factory, export_model, precision_policy, split_sizes
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import Runtime
@@ -50,16 +50,7 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
     if assets_dir is not None:
         task.load_assets(assets_dir)
 
-    def dataset(split: str, training: bool, batch_size: int = global_batch):
-        return task.dataset(
-            examples,
-            split,
-            batch_size=batch_size,
-            training=training,
-            seed=config.seed,
-            shuffle_buffer=config.shuffle_buffer if training else 0,
-        )
-
+    dataset = dataset_factory(task, examples, config)
     train_count, eval_count, steps_per_epoch = split_sizes(dataset, examples, config)
     # A pass over the split is exactly steps_per_epoch batches unless steps_per_epoch is set.
     examples_per_epoch = train_count if config.steps_per_epoch is None else steps_per_epoch * global_batch

@@ -50,6 +50,22 @@ def count_examples(dataset: tf.data.Dataset) -> int:
     return int(dataset.reduce(tf.constant(0, tf.int64), lambda count, batch: count + size(batch)))
 
 
+def dataset_factory(task: Task, examples: Examples, config: TrainConfig) -> MakeDataset:
+    """`make_dataset(split, training, batch_size)`: the task's batches of a split, shuffled only for training."""
+
+    def make_dataset(split: str, training: bool, batch_size: int = config.batch_size) -> tf.data.Dataset:
+        return task.dataset(
+            examples,
+            split,
+            batch_size=batch_size,
+            training=training,
+            seed=config.seed,
+            shuffle_buffer=config.shuffle_buffer if training else 0,
+        )
+
+    return make_dataset
+
+
 def split_sizes(make_dataset: MakeDataset, examples: Examples, config: TrainConfig) -> tuple[int, int, int]:
     """(train examples, eval examples, steps per epoch), read once per process so every worker runs as many steps."""
     train_count = count_examples(make_dataset("train", False, config.batch_size))
@@ -121,15 +137,7 @@ def _train(
     if assets_dir is not None:
         task.load_assets(assets_dir)
 
-    def make_dataset(split: str, training: bool, batch_size: int) -> tf.data.Dataset:
-        return task.dataset(
-            examples,
-            split,
-            batch_size=batch_size,
-            training=training,
-            seed=config.seed,
-            shuffle_buffer=config.shuffle_buffer if training else 0,
-        )
+    make_dataset = dataset_factory(task, examples, config)
 
     train_count, eval_count, steps_per_epoch = split_sizes(make_dataset, examples, config)
     eval_steps = math.ceil(eval_count / global_batch)

@@ -78,6 +78,17 @@ def check_invalid_fraction(stats: dict[str, Any], max_invalid_fraction: float, r
         )
 
 
+def ingest_summary(stats: dict[str, Any], max_invalid_fraction: float, rejects: Rejects) -> dict[str, Any]:
+    """An ingest executor's result, {"read", <split>: accepted, "rejected", "invalid", "filtered"}, after
+    `check_invalid_fraction`."""
+    check_invalid_fraction(stats, max_invalid_fraction, rejects)
+    return {
+        "read": stats["read"],
+        **stats["accepted"],
+        **{kind: sum(stats[kind].values()) for kind in ("rejected", "invalid", "filtered")},
+    }
+
+
 def run_ingest_pipeline(
     *,
     chunks: Sequence[Any],

@@ -83,12 +83,11 @@ def run(
             beam_args=beam_args,
             extra_rejects=[entry for source_split in source.splits for entry in source_split.unmatched_rejects()],
         )
-    accepted = {name: stats["accepted"][name] for name in [*split, TEST_SPLIT]}  # In the order the user gave.
-    rejected = sum(stats["rejected"].values())
-    written = " ".join(f"{name}={count}" for name, count in accepted.items())
-    log.info("ingest: wrote %s, rejected %d (%d shards per split)", written, rejected, shards_per_split)
-    beam_ingest.check_invalid_fraction(stats, max_invalid_fraction, rejects)
-    return {"read": read, **accepted, "rejected": rejected, "source_format": source.format}
+    stats["accepted"] = {name: stats["accepted"][name] for name in [*split, TEST_SPLIT]}  # In the order given.
+    summary = beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
+    written = " ".join(f"{name}={count}" for name, count in stats["accepted"].items())
+    log.info("ingest: wrote %s, rejected %d (%d shards per split)", written, summary["rejected"], shards_per_split)
+    return {**summary, "source_format": source.format}
 
 
 def _check_limits(max_records: int | None, max_invalid_fraction: float) -> None:

@@ -92,14 +92,7 @@ def run(
             plan=StratifiedPlan(dict(split)),
             extra_rejects=cut_rejects,
         )
-    beam_ingest.check_invalid_fraction(stats, max_invalid_fraction, rejects)
-    return {
-        "read": read,
-        **stats["accepted"],
-        "rejected": sum(stats["rejected"].values()),
-        "invalid": sum(stats["invalid"].values()),
-        "filtered": sum(stats["filtered"].values()),
-    }
+    return beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
 
 
 def _check_split(split: dict[str, int]) -> None:

@@ -95,14 +95,7 @@ def run(
         rejects=rejects,
         beam_args=beam_args,
     )
-    beam_ingest.check_invalid_fraction(stats, max_invalid_fraction, rejects)
-    return {
-        "read": read,
-        **stats["accepted"],
-        "rejected": sum(stats["rejected"].values()),
-        "invalid": sum(stats["invalid"].values()),
-        "filtered": sum(stats["filtered"].values()),
-    }
+    return beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
 
 
 def _check_split(split: dict[str, int] | None) -> None:

@@ -41,6 +41,8 @@ def test_counts_balance_and_the_source_test_split_is_kept_whole(npz_ingested):
         "eval": stats["accepted"]["eval"],
         "test": TEST_RECORDS,
         "rejected": 0,
+        "invalid": 0,
+        "filtered": 0,
         "source_format": "npz",
     }
     assert npz_ingested.rejects.read() == []
