@@ -118,7 +118,7 @@ def run_cluster(
     the worker and ps servers are then stopped. `on_start(processes)` gets the `{name: Popen}`
     map once everything is started (tests use it to kill a worker).
     """
-    sink = sink or sys.stdout
+    sink = sink or sys.stderr  # Logs, not results: stdout is for the run summary.
     cluster = cluster_spec(strategy, workers, parameter_servers)
     environment = dict(os.environ)
     environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 
 from kflow.pipeline.dsl.artifacts import ModelBlessing
@@ -55,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--pipeline-root", help="where runs go (overrides pipeline_root)")
     run.add_argument("--until", metavar="COMPONENT", help="run up to and including this component")
     run.add_argument("--no-cache", action="store_true", help="run every component even if a cached result exists")
+    run.add_argument(
+        "--verify",
+        action="store_true",
+        help="before reusing cached outputs, check their content hashes (sizes are always checked)",
+    )
     run.set_defaults(command=_run)
 
     compile_ = commands.add_parser("compile", help="compile a pipeline to Kubeflow Pipelines YAML (KFP v2 IR)")
@@ -101,6 +107,7 @@ def _run(args: argparse.Namespace) -> int:
     from kflow.pipeline.app.standard_pipeline import build_pipeline
     from kflow.pipeline.cli.show import format_run
     from kflow.pipeline.runners.beam_dag_runner import BeamDagRunner, PipelineFailed
+    from kflow.pipeline.runners.cancellation import Cancelled, signals_cancel
 
     pipeline = build_pipeline(config, local_runs=True)
     if args.until:
@@ -109,11 +116,22 @@ def _run(args: argparse.Namespace) -> int:
             raise ConfigError([f"--until: no component {args.until!r} (choose from {choices})"])
         pipeline = pipeline.until(args.until)
     try:
-        result = BeamDagRunner(enable_cache=not args.no_cache).run(pipeline, config.pipeline_root)
+        with signals_cancel():
+            result = BeamDagRunner(enable_cache=not args.no_cache, verify_hashes=args.verify).run(
+                pipeline, config.pipeline_root
+            )
     except PipelineFailed as failure:
-        print(format_run(failure.result.run), file=sys.stderr)
-        print(f"kflow: {failure}\nkflow: details in {failure.result.run_dir / 'run.json'}", file=sys.stderr)
+        # One line: the component and the cause. The traceback is in run.json, and in the log with -v.
+        where = ""
+        if failure.result is not None:
+            print(format_run(failure.result.run))
+            where = f" [{failure.result.run_dir / 'run.json'}]"
+        print(f"kflow: error: {failure}{where}", file=sys.stderr)
         return EXIT_FAILED
+    except Cancelled as cancelled:
+        name = signal.Signals(cancelled.signum).name
+        print(f"kflow: cancelled by {name}; finished components are kept for the next run", file=sys.stderr)
+        return cancelled.exit_code
     print(format_run(result.run))
     print(f"run folder: {result.run_dir}")
     return _gate(result.run, config.evaluator.get("on_not_blessed", "fail"))
@@ -164,12 +182,26 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+# Start-up notices that say nothing about the run: Beam's, logged on the root logger at import.
+_STARTUP_NOISE = ("apitools not found",)
+
+
+def _not_startup_noise(record: logging.LogRecord) -> bool:
+    return not (record.name == "root" and str(record.msg).startswith(_STARTUP_NOISE))
+
+
 def _configure_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
-    if not verbose:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        for noisy in ("apache_beam", "absl", "tensorflow", "h5py"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+    if verbose:
+        logging.getLogger("kflow").setLevel(logging.DEBUG)
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_not_startup_noise)
+    for noisy in ("apache_beam", "absl", "tensorflow", "h5py"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    # Beam logs a failing element's traceback; kflow reports the failed component in one line itself.
+    logging.getLogger("apache_beam.runners.common").setLevel(logging.CRITICAL)
 
 
 if __name__ == "__main__":

@@ -45,3 +45,17 @@ def fingerprint_files(paths: Iterable[str | Path]) -> dict[str, Any]:
         "files": entries,
         "seconds": round(time.perf_counter() - started, 3),
     }
+
+
+def changed_files(fingerprint: dict[str, Any] | None) -> list[str]:
+    """The files of a `fingerprint_files` result that are gone or whose size or mtime changed since."""
+    changed = []
+    for entry in (fingerprint or {}).get("files", []):
+        try:
+            stat = Path(entry["path"]).stat()
+        except OSError:
+            changed.append(entry["path"])
+            continue
+        if (stat.st_size, stat.st_mtime) != (entry["size"], entry["mtime"]):
+            changed.append(entry["path"])
+    return changed

@@ -14,6 +14,7 @@ The runner knows nothing of datasets or TensorFlow: executors are imported by pa
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.dag import Pipeline
-from kflow.pipeline.runners.node_runner import NodeFailed, run_node
+from kflow.pipeline.runners.cancellation import Cancelled, stop_child_processes
+from kflow.pipeline.runners.node_runner import STAGING, NodeFailed, run_node
 from kflow.pipeline.runners.run_record import ArtifactRef, Run, RunRecord, new_run_id
 
 log = logging.getLogger("kflow")
@@ -46,23 +48,27 @@ class RunResult:
 
 
 class PipelineFailed(RuntimeError):
-    def __init__(self, message: str, result: RunResult):
+    """The run failed; `result` is None when it could not even start (e.g. an unwritable pipeline root)."""
+
+    def __init__(self, message: str, result: RunResult | None):
         super().__init__(message)
         self.result = result
 
 
 class _RunNode(beam.DoFn):
-    def __init__(self, nodes: list[Component], run_dir: str, enable_cache: bool):
+    def __init__(self, nodes: list[Component], run_dir: str, enable_cache: bool, verify_hashes: bool):
         self._nodes = {node.id: node for node in nodes}
         self._run_dir = run_dir
         self._enable_cache = enable_cache
+        self._verify_hashes = verify_hashes
 
     def process(self, node_id, *earlier_waves):
         upstream: dict[str, dict[str, ArtifactRef]] = {}
         for wave in earlier_waves:
             for outputs in wave:
                 upstream.update(outputs)
-        outputs = run_node(self._nodes[node_id], RunRecord(self._run_dir), upstream, self._enable_cache)
+        record = RunRecord(self._run_dir)
+        outputs = run_node(self._nodes[node_id], record, upstream, self._enable_cache, self._verify_hashes)
         yield {node_id: outputs}
 
 
@@ -80,14 +86,18 @@ def waves(pipeline: Pipeline) -> list[list[Component]]:
 class BeamDagRunner:
     """Runs a `Pipeline` under `<pipeline_root>/<pipeline name>/<run_id>/`."""
 
-    def __init__(self, beam_args: list[str] | None = None, enable_cache: bool = True):
+    def __init__(self, beam_args: list[str] | None = None, enable_cache: bool = True, verify_hashes: bool = False):
         self.beam_args = beam_args
         self.enable_cache = enable_cache
+        self.verify_hashes = verify_hashes  # Check cached outputs' content hashes too, not only their sizes.
 
     def run(self, pipeline: Pipeline, pipeline_root: str | Path, run_id: str | None = None) -> RunResult:
         run_id = run_id or new_run_id()
         run_dir = Path(pipeline_root).resolve() / pipeline.name / run_id
-        record = RunRecord.create(run_dir, pipeline.name, run_id, pipeline.metadata)
+        try:
+            record = RunRecord.create(run_dir, pipeline.name, run_id, pipeline.metadata)
+        except OSError as error:
+            raise PipelineFailed(f"cannot create the run folder {run_dir}: {error.strerror or error}", None) from error
         log.info("run %s of pipeline %s: %s", run_id, pipeline.name, run_dir)
         beam_args = self.beam_args if self.beam_args is not None else pipeline.beam_args
         started = time.perf_counter()
@@ -105,22 +115,38 @@ class BeamDagRunner:
                         | f"{name}/Spread" >> beam.Reshuffle()
                         | f"{name}/Run"
                         >> beam.ParDo(
-                            _RunNode(wave, str(run_dir), self.enable_cache),
+                            _RunNode(wave, str(run_dir), self.enable_cache, self.verify_hashes),
                             *[beam.pvalue.AsList(earlier) for earlier in done],
                         )
                     )
             status = "succeeded"
-        except BaseException as caught:  # Record the run as failed, even on Ctrl-C, then re-raise.
-            error = caught
-            status = "cancelled" if isinstance(caught, KeyboardInterrupt) else "failed"
-            if isinstance(caught, KeyboardInterrupt):
-                raise
+        except BaseException as caught:
+            interrupt = _interrupt(caught)
+            if interrupt is None:
+                error = caught
+            else:  # Ctrl-C, or SIGTERM as cancellation.Cancelled (which Beam may have wrapped in its own error).
+                status = "cancelled"
+                stop_child_processes()
+                shutil.rmtree(run_dir / STAGING, ignore_errors=True)
+                raise Cancelled.from_interrupt(interrupt) from None
         finally:
             record.finish(status, time.perf_counter() - started)
         result = RunResult(run_dir, status, record.load())
         if error is not None:
             raise PipelineFailed(_failure_message(error, result), result) from error
         return result
+
+
+def _interrupt(error: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt behind `error`, if any."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def _failure_message(error: BaseException, result: RunResult) -> str:

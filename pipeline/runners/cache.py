@@ -1,20 +1,29 @@
 """Execution fingerprints and the cache lookup over earlier runs' records.
 
 An execution's fingerprint covers the component's code version, the parameters
-that affect its outputs and its inputs' fingerprints. An output artifact's
+that affect its outputs, its inputs' fingerprints and (an ingest) its source data. An output artifact's
 fingerprint is derived from its producer's, so a change anywhere upstream
 changes the fingerprint of everything downstream, and nothing else.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.dsl.component import Component
+from kflow.pipeline.runners.manifest import manifest_problem
 from kflow.pipeline.runners.run_record import Execution, earlier_runs
+
+log = logging.getLogger("kflow")
+
+LOCKS = ".locks"
 
 
 def _digest(payload: Any) -> str:
@@ -38,13 +47,40 @@ def artifact_fingerprint(execution: str, output: str) -> str:
     return _digest([execution, output])
 
 
-def find_cached(pipeline_dir: Path, node_id: str, fingerprint: str) -> tuple[Execution, str] | None:
-    """The newest earlier execution of `node_id` with this fingerprint whose outputs still exist,
-    and the run that produced those outputs."""
+def find_cached(
+    pipeline_dir: Path, node_id: str, fingerprint: str, verify_hashes: bool = False
+) -> tuple[Execution, str] | None:
+    """The newest earlier execution of `node_id` with this fingerprint whose outputs are intact
+    (as their manifest lists them: sizes, and hashes when `verify_hashes`), and the run that
+    produced those outputs. Outputs that are not intact are passed over with a warning."""
+    checked: set[Path] = set()
     for run in earlier_runs(pipeline_dir):
         execution = run.executions.get(node_id)
         if not execution or not execution.finished or execution.fingerprint != fingerprint:
             continue
-        if all(Path(ref.uri).is_dir() for ref in execution.outputs.values()):
-            return execution, execution.cached_from or run.run_id
+        source_run = execution.cached_from or run.run_id
+        folders = {Path(ref.uri).parent for ref in execution.outputs.values()}
+        if folders & checked:  # The same outputs, reused by a later run: already found wanting.
+            continue
+        checked |= folders
+        problem = next(filter(None, (manifest_problem(folder, hashes=verify_hashes) for folder in folders)), None)
+        if problem is None:
+            return execution, source_run
+        log.warning("%s: not reusing the outputs of run %s: %s", node_id, source_run, problem)
     return None
+
+
+@contextmanager
+def execution_lock(pipeline_dir: Path, node_id: str, fingerprint: str) -> Iterator[None]:
+    """Held while an execution is looked up in the cache, run and published, so that concurrent runs
+    under one pipeline folder never run the same execution twice: the second waits, then reuses it.
+    The kernel releases the lock when its holder dies, however it dies."""
+    locks = pipeline_dir / LOCKS
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"{node_id}-{fingerprint}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("%s: another run is executing it; waiting to reuse its outputs", node_id)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

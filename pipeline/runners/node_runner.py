@@ -1,8 +1,9 @@
 """Runs one pipeline node: cache lookup, staging, the executor call, atomic publish, record.
 
-Outputs are written under `<run_dir>/.staging/<node>-<random>/<output>/` and the
-whole folder is renamed to `<run_dir>/<node>/` only when the executor returned,
-so a crash or a kill never leaves a partial artifact at a published path.
+Outputs are written under `<run_dir>/.staging/<node>-<random>/<output>/`; when the
+executor returned, the folder gets its manifest (manifest.py) and is renamed whole to
+`<run_dir>/<node>/`, so a crash or a kill never leaves a partial artifact at a published
+path. A failed or cancelled execution's staging folder is removed.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import inspect
 import logging
 import os
 import secrets
+import shutil
 import time
 import traceback
 from pathlib import Path
@@ -18,7 +20,9 @@ from typing import Any
 
 from kflow.pipeline.dsl.artifacts import Artifact
 from kflow.pipeline.dsl.component import Component, load_executor
-from kflow.pipeline.runners.cache import artifact_fingerprint, execution_fingerprint, find_cached
+from kflow.pipeline.dsl.fingerprint import changed_files
+from kflow.pipeline.runners.cache import artifact_fingerprint, execution_fingerprint, execution_lock, find_cached
+from kflow.pipeline.runners.manifest import write_manifest
 from kflow.pipeline.runners.run_record import ArtifactRef, RunRecord
 
 log = logging.getLogger("kflow")
@@ -38,15 +42,18 @@ def run_node(
     record: RunRecord,
     upstream: dict[str, dict[str, ArtifactRef]],
     enable_cache: bool = True,
+    verify_hashes: bool = False,
 ) -> dict[str, ArtifactRef]:
-    """Runs `node` given its upstream nodes' outputs and returns its own outputs."""
+    """Runs `node` given its upstream nodes' outputs and returns its own outputs.
+
+    An execution with a given fingerprint runs in one run at a time: a concurrent run that
+    reaches the same execution waits for it, then reuses its outputs from the cache.
+    """
     inputs = {name: upstream[channel.producer][channel.output] for name, channel in node.inputs.items()}
     try:
         data = node.data_fingerprint()
     except BaseException as error:  # Its data cannot be found: the node fails as its executor would.
-        record.set_component(node.id, status="failed", seconds=0.0, error=f"{type(error).__name__}: {error}")
-        log.error("%s: failed: %s: %s", node.id, type(error).__name__, error)
-        raise NodeFailed(node.id, error) from error
+        raise _failed(node, record, error, seconds=0.0) from error
     fingerprint = execution_fingerprint(node, {name: ref.fingerprint for name, ref in inputs.items()}, data)
     common = {
         "component": f"{type(node).__module__}.{type(node).__qualname__}",
@@ -59,30 +66,37 @@ def run_node(
         common["data"] = {"files": data["files"], "seconds": data["seconds"]}
         log.info("%s: %d source file(s) fingerprinted in %.2f s", node.id, len(data["files"]), data["seconds"])
 
-    cached = find_cached(record.run_dir.parent, node.id, fingerprint) if enable_cache else None
-    if cached:
-        execution, source_run = cached
-        record.set_component(
-            node.id,
-            **common,
-            status="cached",
-            seconds=0.0,
-            cached_from=source_run,
-            outputs={name: ref.to_json() for name, ref in execution.outputs.items()},
-            summary=execution.summary,
-        )
-        log.info("%s: cached, reusing the outputs of run %s", node.id, source_run)
-        return dict(execution.outputs)
+    with execution_lock(record.run_dir.parent, node.id, fingerprint):
+        cached = find_cached(record.run_dir.parent, node.id, fingerprint, verify_hashes) if enable_cache else None
+        if cached:
+            execution, source_run = cached
+            record.set_component(
+                node.id,
+                **common,
+                status="cached",
+                seconds=0.0,
+                cached_from=source_run,
+                outputs={name: ref.to_json() for name, ref in execution.outputs.items()},
+                summary=execution.summary,
+            )
+            log.info("%s: cached, reusing the outputs of run %s", node.id, source_run)
+            return dict(execution.outputs)
+        record.set_component(node.id, **common, status="running")
+        return _execute(node, record, inputs, fingerprint, data)
 
+
+def _execute(
+    node: Component, record: RunRecord, inputs: dict[str, ArtifactRef], fingerprint: str, data: dict | None
+) -> dict[str, ArtifactRef]:
+    """Runs the executor into a staging folder, then publishes it whole (with its manifest) or not at all."""
     staging = record.run_dir / STAGING / f"{node.id}-{secrets.token_hex(4)}"
     final = record.run_dir / node.id
-    staged = {name: kind(staging / name) for name, kind in node.spec.outputs.items()}
-    for artifact in staged.values():
-        artifact.path.mkdir(parents=True)
-    record.set_component(node.id, **common, status="running")
     log.info("%s: running", node.id)
     started = time.perf_counter()
     try:
+        staged = {name: kind(staging / name) for name, kind in node.spec.outputs.items()}
+        for artifact in staged.values():
+            artifact.path.mkdir(parents=True)
         summary = invoke_executor(
             node.spec.executor,
             inputs={name: ref.open() for name, ref in inputs.items()},
@@ -90,18 +104,19 @@ def run_node(
             parameters=node.parameters,
             working_dir=record.run_dir.parent / WORK / f"{node.id}-{fingerprint}",
         )
+        changed = changed_files(data)
+        if changed:
+            raise RuntimeError(f"{changed[0]} changed or disappeared while it was read; run again")
+        write_manifest(staging)
+        os.rename(staging, final)
+    except KeyboardInterrupt:
+        shutil.rmtree(staging, ignore_errors=True)
+        record.set_component(node.id, status="cancelled", seconds=round(time.perf_counter() - started, 3))
+        log.info("%s: cancelled", node.id)
+        raise
     except BaseException as error:
-        seconds = time.perf_counter() - started
-        record.set_component(
-            node.id,
-            status="failed",
-            seconds=round(seconds, 3),
-            error=f"{type(error).__name__}: {error}",
-            traceback=traceback.format_exc(limit=20),
-        )
-        log.error("%s: failed after %.1f s: %s: %s", node.id, seconds, type(error).__name__, error)
-        raise NodeFailed(node.id, error) from error
-    os.rename(staging, final)
+        shutil.rmtree(staging, ignore_errors=True)  # Nothing partial is kept, and a full disk gets its space back.
+        raise _failed(node, record, error, seconds=time.perf_counter() - started) from error
     seconds = time.perf_counter() - started
     outputs = {
         name: ArtifactRef(kind.type_name, str(final / name), artifact_fingerprint(fingerprint, name))
@@ -116,6 +131,16 @@ def run_node(
     )
     log.info("%s: succeeded in %.1f s", node.id, seconds)
     return outputs
+
+
+def _failed(node: Component, record: RunRecord, error: BaseException, seconds: float) -> NodeFailed:
+    """Records the failure (with its traceback, which `-v` also logs) and returns the error to raise."""
+    trace = traceback.format_exc(limit=20)
+    record.set_component(
+        node.id, status="failed", seconds=round(seconds, 3), error=f"{type(error).__name__}: {error}", traceback=trace
+    )
+    log.debug("%s: failed after %.1f s\n%s", node.id, seconds, trace)
+    return NodeFailed(node.id, error)
 
 
 def invoke_executor(

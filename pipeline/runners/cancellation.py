@@ -1,0 +1,77 @@
+"""Cancelling a run: SIGINT and SIGTERM become a `Cancelled` exception, and every process the
+run started is stopped.
+
+`Cancelled` subclasses KeyboardInterrupt, so code that already lets Ctrl-C through (Beam,
+TensorFlow, an executor's `finally` that stops its own processes) treats SIGTERM the same way.
+Executors may start process trees of their own (a local training cluster in its own process
+groups), so the runner also stops every descendant of this process it can still find.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psutil
+
+log = logging.getLogger("kflow")
+
+# The shell convention: a process ended by signal N exits 128 + N.
+EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+class Cancelled(KeyboardInterrupt):
+    """The run was cancelled by a signal (SIGINT, SIGTERM)."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES.get(self.signum, 128 + self.signum)
+
+    @classmethod
+    def from_interrupt(cls, interrupt: KeyboardInterrupt) -> Cancelled:
+        return interrupt if isinstance(interrupt, Cancelled) else cls(signal.SIGINT)
+
+
+@contextmanager
+def signals_cancel() -> Iterator[None]:
+    """Within the block (main thread only), SIGINT and SIGTERM raise `Cancelled`; a second signal
+    while the first is being handled is ignored, so the clean-up is not interrupted."""
+
+    def handler(signum, _frame):
+        for number in EXIT_CODES:
+            signal.signal(number, signal.SIG_IGN)
+        raise Cancelled(signum)
+
+    previous = {number: signal.signal(number, handler) for number in EXIT_CODES}
+    try:
+        yield
+    finally:
+        for number, action in previous.items():
+            signal.signal(number, action)
+
+
+def stop_child_processes(grace: float = 5.0) -> int:
+    """SIGTERM to every descendant of this process, SIGKILL to those alive after `grace` seconds;
+    returns how many there were."""
+    children = psutil.Process().children(recursive=True)
+    for child in children:
+        try:
+            child.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(children, timeout=grace)
+    for child in alive:
+        try:
+            child.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=grace)
+    if children:
+        log.debug("stopped %d process(es) the run had started", len(children))
+    return len(children)
