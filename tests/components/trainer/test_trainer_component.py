@@ -54,8 +54,8 @@ def test_every_parameter_lands_in_one_typed_settings_group():
     settings = TrainerSettings.from_parameters(defaults)
     groups = (settings.model, settings.training, settings.cluster)
     assert sorted(item.name for group in groups for item in fields(group)) == sorted(Trainer.spec.parameters)
-    changed = TrainerSettings.from_parameters({"epochs": 7, "max_restarts": 0, "model_name": "text_classifier"})
-    assert (changed.training.epochs, changed.cluster.max_restarts, changed.model.model_name) == (7, 0, "text_classifier")
+    changed = TrainerSettings.from_parameters({"epochs": 7, "max_restarts": 0, "model_name": "bert_mlm"})
+    assert (changed.training.epochs, changed.cluster.max_restarts, changed.model.model_name) == (7, 0, "bert_mlm")
     with pytest.raises(TypeError, match="unknown Trainer parameter.*: epoch "):
         TrainerSettings.from_parameters({"epoch": 3})
     with pytest.raises(ValueError, match="max_restarts must not be negative"):
