@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import tensorflow as tf
+
 from kflow.components.datasets.task import load_task
 from kflow.components.trainer import fit, loop
 from kflow.components.trainer.config import TrainerSettings
@@ -104,6 +106,10 @@ def run(
                 working_dir=Path(working_dir),
                 assets_dir=assets_dir,
             )
+    except tf.errors.DataLossError as error:
+        # TensorFlow names the op, not the data: say which artifact is damaged.
+        reason = error.message.rsplit("}}", 1)[-1].split(" [Op:")[0].strip()
+        raise ValueError(f"the Examples under {examples.uri} are corrupt: {reason}") from error
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)

@@ -15,23 +15,9 @@ import psutil
 import pytest
 
 from tests.conftest import REPO
-from tests.reliability.toy import RUN_TOY
+from tests.reliability.toy import RUN_TOY, descendants, wait_for
 
 DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
-
-
-def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    pytest.fail(f"timed out waiting for {what}")
-
-
-def descendants(process: subprocess.Popen) -> list[psutil.Process]:
-    return psutil.Process(process.pid).children(recursive=True)
 
 
 @pytest.mark.parametrize(("signum", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

@@ -7,11 +7,28 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
+import pytest
+
 from kflow.pipeline.dsl.artifacts import Examples
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 from kflow.pipeline.dsl.dag import Pipeline
 
 HERE = "tests.reliability.toy"
+
+
+def wait_for(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def descendants(process: subprocess.Popen) -> list[psutil.Process]:
+    return psutil.Process(process.pid).children(recursive=True)
 
 
 def write_blob(*, blob, size: int, sleep: float = 0.0):
