@@ -151,10 +151,9 @@ def _gate(run: Run, on_not_blessed: str) -> int:
             level = "error" if on_not_blessed == "fail" else "warning"
             print(
                 f"kflow: {level}: {execution.node_id}: the model is NOT BLESSED; "
-                f"failed checks: {failed or 'see blessing.json'}",
+                f"failed checks: {failed or 'see blessing.json'} [{blessing.path / 'blessing.json'}]",
                 file=sys.stderr,
             )
-            print(f"kflow: details in {blessing.path / 'blessing.json'}", file=sys.stderr)
             status = EXIT_FAILED if on_not_blessed == "fail" else status
     return status
 

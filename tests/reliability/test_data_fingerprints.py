@@ -10,7 +10,7 @@ import pytest
 
 from kflow.pipeline.cli.main import main
 from kflow.pipeline.runners.run_record import Run
-from tests.conftest import REPO
+from tests.conftest import REPO, shared_dataset
 
 QUORA = REPO / "pipeline" / "configs" / "quora.yaml"
 
@@ -95,3 +95,48 @@ def test_missing_data_fails_the_ingest_with_one_clear_error(tmp_path, monkeypatc
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert main(["run", str(QUORA), "--until", "ingest", "--pipeline-root", str(tmp_path / "runs")]) == 1
     assert "no local copy of quora found" in capsys.readouterr().err
+
+
+WIKITEXT2 = REPO / "pipeline" / "configs" / "wikitext2.yaml"
+# The shipped model, trained for three steps: what matters here is which components run, not how well.
+QUICK_TRAINING = (
+    "trainer.strategy=default", "trainer.epochs=1", "trainer.steps_per_epoch=3",
+    "trainer.model_options.vocabulary_size=1000", "evaluator.on_not_blessed=warn",
+)  # fmt: skip
+
+
+def edit_one_line_and_restore(tmp_path, run_kflow, *extra: str) -> list[dict[str, str]]:
+    """Runs WikiText-2 on a copy of the real corpus three times: as is, with one train line edited,
+    and restored; returns each run's component statuses."""
+    corpus = tmp_path / "wikitext-2"
+    shutil.copytree(shared_dataset("wikitext-2"), corpus)
+    args = ["run", WIKITEXT2, "--pipeline-root", tmp_path / "runs", "--set", f"data.source.path={corpus}", *extra]
+    train_file = corpus / "train.txt"
+    original = train_file.read_text()
+    lines = original.splitlines(keepends=True)
+    long_line = next(index for index, line in enumerate(lines) if len(line) > 200 and not line.strip().startswith("="))
+    edited = lines[:long_line] + [lines[long_line].replace(" the ", " a ", 1)] + lines[long_line + 1 :]
+    statuses = []
+    for text in (original, "".join(edited), original):
+        train_file.write_text(text)
+        result = run_kflow(*args)
+        assert result.returncode == 0, result.stderr[-3000:]
+        record = json.loads(sorted((tmp_path / "runs" / "wikitext2").glob("*/run.json"))[-1].read_text())
+        statuses.append({node: entry["status"] for node, entry in record["components"].items()})
+    return statuses
+
+
+@pytest.mark.real_data
+def test_one_edited_line_of_real_wikitext2_reruns_the_ingest_and_restoring_it_hits_the_cache(tmp_path, run_kflow):
+    first, edited, restored = edit_one_line_and_restore(tmp_path, run_kflow, "--until", "ingest")
+    assert (first, edited, restored) == ({"ingest": "succeeded"}, {"ingest": "succeeded"}, {"ingest": "cached"})
+
+
+@pytest.mark.real_data
+@pytest.mark.slow
+def test_one_edited_line_of_real_wikitext2_reruns_ingest_train_and_evaluate(tmp_path, run_kflow):
+    settings = [argument for setting in QUICK_TRAINING for argument in ("--set", setting)]
+    first, edited, restored = edit_one_line_and_restore(tmp_path, run_kflow, *settings)
+    assert set(first.values()) == {"succeeded"}
+    assert edited == {"ingest": "succeeded", "train": "succeeded", "evaluate": "succeeded"}
+    assert restored == {"ingest": "cached", "train": "cached", "evaluate": "cached"}
