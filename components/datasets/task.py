@@ -42,6 +42,16 @@ class Task:
         self.model_name = model_name or self.default_model
         self.model_options = dict(model_options or {})
 
+    def check_options(self, data_options: Any, model_options: Any) -> None:
+        """Refuses `trainer.model_options` that are neither data options nor model options of the task."""
+        allowed = {*data_options, *model_options}
+        unknown = sorted(set(self.model_options) - allowed)
+        if unknown:
+            raise ValueError(
+                f"unknown trainer.model_options for {self.name}: {', '.join(unknown)} "
+                f"(allowed: {', '.join(sorted(allowed))})"
+            )
+
     def prepare(self, examples: Examples, assets_dir: Path) -> dict[str, Any]:
         """One-off work before training, from the training split (e.g. a WordPiece vocabulary).
 

@@ -43,10 +43,7 @@ class QuoraTask(Task):
 
     def __init__(self, schema, model_name: str | None = None, model_options: dict | None = None):
         super().__init__(schema, model_name, model_options)
-        unknown = sorted(set(self.model_options) - set(DATA_OPTIONS) - MODEL_OPTIONS)
-        if unknown:
-            allowed = ", ".join(sorted({*DATA_OPTIONS, *MODEL_OPTIONS}))
-            raise ValueError(f"unknown trainer.model_options for quora: {', '.join(unknown)} (allowed: {allowed})")
+        self.check_options(DATA_OPTIONS, MODEL_OPTIONS)
         features = {feature.name for feature in schema.feature}
         missing = sorted({"text", "label"} - features)
         if missing:

@@ -56,10 +56,7 @@ class WikiText2Task(Task):
 
     def __init__(self, schema, model_name: str | None = None, model_options: dict | None = None):
         super().__init__(schema, model_name, model_options)
-        unknown = sorted(set(self.model_options) - set(DATA_OPTIONS) - MODEL_OPTIONS)
-        if unknown:
-            allowed = ", ".join(sorted({*DATA_OPTIONS, *MODEL_OPTIONS}))
-            raise ValueError(f"unknown trainer.model_options for wikitext2: {', '.join(unknown)} (allowed: {allowed})")
+        self.check_options(DATA_OPTIONS, MODEL_OPTIONS)
         features = {feature.name for feature in schema.feature}
         if "text" not in features:
             raise ValueError(f"the wikitext2 task needs a 'text' feature in the schema; it has {sorted(features)}")
