@@ -68,9 +68,13 @@ def main() -> int:
         root = Path(temp)
         examples, schema = Examples(root / "examples"), Schema(root / "schema")
         ingest(
-            examples=examples, schema=schema, rejects=Rejects(root / "rejects"),
-            source_path=str(args.data / "mnist.npz"), split={"train": 1}, max_records=args.records,
-        )  # fmt: skip
+            examples=examples,
+            schema=schema,
+            rejects=Rejects(root / "rejects"),
+            source_path=str(args.data / "mnist.npz"),
+            split={"train": 1},
+            max_records=args.records,
+        )
         for round_number in range(1, args.rounds + 1):
             for name in strategies:
                 plain = plain_fit(args.data, args.records, args.epochs, args.batch_size)
@@ -80,14 +84,24 @@ def main() -> int:
                 if name == "default-loop":
                     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, shuffle_buffer=10000)
                     summary = loop.train(
-                        MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run,
+                        MnistTask(load_schema(schema.file)),
+                        examples=examples,
+                        model=model,
+                        model_run=model_run,
                         config=config,
-                    )  # fmt: skip
+                    )
                 else:
                     summary = trainer(
-                        examples=examples, schema=schema, model=model, model_run=model_run, strategy=name,
-                        epochs=args.epochs, batch_size=args.batch_size, workers=2, parameter_servers=1,
-                    )  # fmt: skip
+                        examples=examples,
+                        schema=schema,
+                        model=model,
+                        model_run=model_run,
+                        strategy=name,
+                        epochs=args.epochs,
+                        batch_size=args.batch_size,
+                        workers=2,
+                        parameter_servers=1,
+                    )
                 wall = time.perf_counter() - started
                 speed = summary["examples_per_second"]
                 ratios[name].append(speed / plain)

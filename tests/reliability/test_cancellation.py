@@ -51,9 +51,18 @@ def _read(pipeline_dir: Path) -> str | None:
 def test_ctrl_c_during_distributed_training_cancels_and_the_rerun_resumes(tmp_path):
     """The real thing: `kflow run` of the demo on a 2-worker MultiWorkerMirroredStrategy cluster."""
     command = [
-        sys.executable, "-m", "kflow.pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(tmp_path),
-        "--set", "trainer.strategy=multi_worker_mirrored", "--set", "trainer.epochs=12",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "kflow.pipeline.cli.main",
+        "run",
+        str(DEMO),
+        "--pipeline-root",
+        str(tmp_path),
+        "--set",
+        "trainer.strategy=multi_worker_mirrored",
+        "--set",
+        "trainer.epochs=12",
+    ]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: list(tmp_path.glob("demo/.work/train-*/checkpoints/ckpt-*.index")), 300, "a checkpoint")

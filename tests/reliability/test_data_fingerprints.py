@@ -100,9 +100,12 @@ def test_missing_data_fails_the_ingest_with_one_clear_error(tmp_path, monkeypatc
 WIKITEXT2 = REPO / "pipeline" / "configs" / "wikitext2.yaml"
 # The shipped model, trained for three steps: what matters here is which components run, not how well.
 QUICK_TRAINING = (
-    "trainer.strategy=default", "trainer.epochs=1", "trainer.steps_per_epoch=3",
-    "trainer.model_options.vocabulary_size=1000", "evaluator.on_not_blessed=warn",
-)  # fmt: skip
+    "trainer.strategy=default",
+    "trainer.epochs=1",
+    "trainer.steps_per_epoch=3",
+    "trainer.model_options.vocabulary_size=1000",
+    "evaluator.on_not_blessed=warn",
+)
 
 
 def edit_one_line_and_restore(tmp_path, run_kflow, *extra: str) -> list[dict[str, str]]:

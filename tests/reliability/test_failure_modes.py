@@ -65,8 +65,12 @@ def test_the_real_ingest_on_a_full_disk_fails_cleanly(tmp_path):
     command = [sys.executable, "-m", "kflow.pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(tmp_path)]
     result = subprocess.run(
         [*command, "--until", "ingest"],
-        cwd=REPO, capture_output=True, text=True, timeout=300, preexec_fn=_limit_file_size(100_000),
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_limit_file_size(100_000),
+    )
     assert result.returncode == 1, result.stderr[-2000:]
     (line,) = kflow_errors(result.stderr)
     assert line.startswith("kflow: error: component 'ingest' failed:")

@@ -31,9 +31,19 @@ def worker_1(process: subprocess.Popen) -> psutil.Process | None:
 
 def run_and_kill_worker_1(root, *settings: str) -> tuple[subprocess.Popen, str]:
     command = [
-        sys.executable, "-m", "kflow.pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(root),
-        "--set", "trainer.strategy=multi_worker_mirrored", "--set", "trainer.epochs=6", *settings,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "kflow.pipeline.cli.main",
+        "run",
+        str(DEMO),
+        "--pipeline-root",
+        str(root),
+        "--set",
+        "trainer.strategy=multi_worker_mirrored",
+        "--set",
+        "trainer.epochs=6",
+        *settings,
+    ]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: list(root.glob("demo/.work/train-*/checkpoints/ckpt-*.index")), 300, "a checkpoint")
