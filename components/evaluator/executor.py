@@ -5,7 +5,8 @@ Artifacts written:
     evaluation/metrics.json      the task's metrics, `slices` {slice: {key: metrics}}, `baseline` metrics
     evaluation/kfp_metrics.json  {"scalars": {name: number}, "confusion_matrix": {categories, matrix}, "roc": …}
                                  for KFP's Metrics / ClassificationMetrics artifacts
-    evaluation/report.html       one static page: verdict, checks, metrics, slice table, plots (*.png)
+    evaluation/report.html       one self-contained page: verdict, metrics beside the baseline's, checks,
+                                 per-class and slice tables, plots (also as *.png), data and training summaries
     blessing/BLESSED | NOT_BLESSED, blessing.json {"blessed", "baseline_model", "checks": [...]}
 """
 
@@ -21,7 +22,8 @@ from kflow.components.datasets import get_dataset
 from kflow.components.datasets.metrics import TaskMetrics, subset
 from kflow.components.datasets.task import Task, load_task
 from kflow.components.evaluator.gate import check_thresholds, describe, run_checks
-from kflow.components.evaluator.report import training_curves, write_report
+from kflow.components.evaluator.report import write_report
+from kflow.components.util import plots
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
 
 log = logging.getLogger("kflow.evaluator")
@@ -92,29 +94,46 @@ def run(
 
     scalars = _scalars(metrics)
     evaluation.write_json(evaluation.kfp_metrics_path.name, {"scalars": scalars, **overall.kfp_metrics()})
-    figures = overall.plots(evaluation.path)
-    if model_run is not None and (model_run.path / "history.json").exists():
-        figures = training_curves(model_run.history, evaluation.path) + figures
+    history = model_run.history if model_run is not None and (model_run.path / "history.json").exists() else {}
+    figures = [
+        *plots.training_curves(history.get("per_epoch") or [], evaluation.path),
+        *overall.plots(evaluation.path),
+        *plots.slice_bars(metrics["slices"], metrics_class.HEADLINE, evaluation.path),
+    ]
     write_report(
         evaluation.path / "report.html",
         task=task,
         metrics=metrics,
         checks=checks,
         blessed=blessed,
-        baseline_uri=baseline_model_uri,
         figures=figures,
+        data=examples.stats if (examples.path / "stats.json").exists() else None,
+        training={key: value for key, value in history.items() if key != "per_epoch"},
+        links=_links(examples, model_run),
     )
 
     summary: dict[str, Any] = {
         key: scalars[key] for key in metrics_class.SCALARS if key in scalars and key != "example_count"
     }
     summary["blessed"] = blessed
+    summary["headline"] = metrics_class.HEADLINE
     failed = [describe(check) for check in checks if not check["passed"]]
     if failed:
         summary["failed_checks"] = failed
     if baseline_model_uri:
         summary["baseline_model"] = baseline_model_uri
     return summary
+
+
+def _links(examples: Examples, model_run: ModelRun | None) -> dict[str, str]:
+    """Related files the report links to, where they exist: the ingest's rejects, the training logs."""
+    links = {}
+    rejects = examples.path.parent / "rejects" / "rejects.jsonl"  # Beside the Examples in a kflow run folder.
+    if rejects.exists():
+        links["rejects.jsonl"] = rejects.as_uri()
+    if model_run is not None and model_run.log_dir.exists():
+        links["TensorBoard logs"] = str(model_run.log_dir)
+    return links
 
 
 class _Measure:

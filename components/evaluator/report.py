@@ -1,41 +1,28 @@
-"""report.html: a static one-page summary of an evaluation, linking the PNG plots next to it."""
+"""report.html: one self-contained page (plots embedded) that a browser or the KFP UI's HTML viewer shows.
+
+Order: the verdict and the failed checks, the headline metrics beside the baseline's, every
+check, per-class and slice tables, the plots, then what the model was trained on and how.
+"""
 
 from __future__ import annotations
 
+import base64
 import html
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from kflow.components.evaluator.gate import describe
-from kflow.components.util import plots
 
-
-def training_curves(history: dict[str, Any], folder: Path) -> list[dict[str, str]]:
-    """Plots the per-epoch losses and the other per-epoch metrics of the Trainer's history.json."""
-    epochs = history.get("per_epoch") or []
-    names = sorted({key for epoch in epochs for key, value in epoch.items() if isinstance(value, (int, float))})
-    names = [name for name in names if name not in ("epoch", "seconds") and not name.endswith("seconds")]
-    written = []
-    for group, file, keep in (
-        ("loss", "training_loss.png", lambda name: "loss" in name),
-        ("metrics", "training_metrics.png", lambda name: "loss" not in name and "per_second" not in name),
-    ):
-        chosen = [name for name in names if keep(name)][: len(plots.COLOURS)]
-        series = [
-            ([i + 1 for i, e in enumerate(epochs) if name in e], [e[name] for e in epochs if name in e])
-            for name in chosen
-        ]
-        series = [s for s in series if s[0]]
-        if not series:
-            continue
-        plots.line_plot(series, folder / file)
-        legend = ", ".join(
-            f"{name} ({colour})" for name, colour in zip(chosen, ("blue", "orange", "green", "red"), strict=False)
-        )
-        values = [value for _, ys in series for value in ys]
-        legend += f"; x: epoch 1 to {len(epochs)}, y: {min(values):.4g} (bottom) to {max(values):.4g} (top)"
-        written.append({"file": file, "title": f"Training {group} per epoch", "caption": legend})
-    return written
+_STYLE = """
+body{font-family:system-ui,sans-serif;max-width:72em;margin:1em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0} td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}
+td:first-child,th:first-child{text-align:left} .pass{color:#1a7f37} .fail{color:#c62828;font-weight:bold}
+.verdict{font-size:1.6em;padding:.4em .8em;border-radius:6px;display:inline-block}
+.blessed{background:#e6f4ea;color:#1a7f37} .refused{background:#fde8e8;color:#c62828}
+figure{display:inline-block;margin:.5em;vertical-align:top} figcaption{max-width:40em;font-size:.9em;color:#555}
+img{max-width:100%} .muted{color:#666}
+"""
 
 
 def write_report(
@@ -45,68 +32,146 @@ def write_report(
     metrics: dict[str, Any],
     checks: list[dict],
     blessed: bool,
-    baseline_uri: str | None,
     figures: list[dict[str, str]],
+    data: Mapping[str, Any] | None = None,
+    training: Mapping[str, Any] | None = None,
+    links: Mapping[str, str] | None = None,
 ) -> None:
-    """Writes the page: verdict and checks, scalar metrics, the slice table and the plots."""
+    """Writes the page. `data`: the Examples' stats.json; `training`: the Trainer's history.json
+    (without per-epoch rows); `links`: {label: path} of related files (rejects, TensorBoard logs)."""
     e = html.escape
-    scalars = {
-        k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "seed"
-    }
-    rows = "".join(f"<tr><td>{e(k)}</td><td>{_number(v)}</td></tr>" for k, v in scalars.items())
-    check_rows = (
-        "".join(
-            f"<tr class={'pass' if c['passed'] else 'fail'}><td>{'pass' if c['passed'] else 'FAIL'}</td>"
-            f"<td>{e(describe(c))}</td></tr>"
-            for c in checks
-        )
-        or "<tr><td colspan=2>no thresholds: the model is blessed</td></tr>"
-    )
-    slice_rows = ""
-    columns = []
-    for slice_metrics in metrics.get("slices", {}).values():
-        for numbers in slice_metrics.values():
-            columns += [k for k, v in numbers.items() if isinstance(v, (int, float)) and k not in columns]
-    for name, slice_metrics in metrics.get("slices", {}).items():
-        for key, numbers in slice_metrics.items():
-            cells = "".join(f"<td>{_number(numbers.get(column))}</td>" for column in columns)
-            slice_rows += f"<tr><td>{e(name)}</td><td>{e(key)}</td>{cells}</tr>"
-    slice_table = (
-        "<table><tr><th>slice</th><th>value</th>"
-        + "".join(f"<th>{e(c)}</th>" for c in columns)
-        + f"</tr>{slice_rows}</table>"
-        if slice_rows
-        else "<p>No slices configured (evaluator.slices).</p>"
-    )
-    figure_html = "".join(
-        f"<figure><img src='{e(f['file'])}' alt='{e(f['title'])}'><figcaption><b>{e(f['title'])}</b>: "
-        f"{e(f['caption'])}</figcaption></figure>"
-        for f in figures
-    )
+    failed = [check for check in checks if not check["passed"]]
     verdict = "BLESSED" if blessed else "NOT BLESSED"
+    parts = [
+        f"<h1>{e(task)} model, evaluated on the {e(str(metrics.get('split')))} split</h1>",
+        f"<p class='verdict {'blessed' if blessed else 'refused'}'>{verdict}</p>",
+    ]
+    if failed:
+        parts.append("<p class=fail>Failed checks:</p><ul>" + "".join(f"<li>{e(describe(c))}</li>" for c in failed))
+        parts.append("</ul>")
+    parts += ["<h2>Metrics</h2>", _metrics_table(metrics)]
+    check_rows = [(("pass", "pass") if c["passed"] else ("FAIL", "fail")) + (describe(c),) for c in checks]
+    parts += [
+        "<h2>Checks</h2>",
+        _table(["result", "check"], [[f"<span class={cls}>{word}</span>", e(text)] for word, cls, text in check_rows])
+        if checks
+        else "<p>No thresholds are configured (evaluator.thresholds): the model is blessed.</p>",
+    ]
+    parts += _per_class_tables(metrics)
+    parts += ["<h2>Slices</h2>", _slices_table(metrics.get("slices") or {})]
+    parts.append("<h2>Plots</h2>")
+    parts += [_figure(path.parent, figure) for figure in figures] or ["<p>none</p>"]
+    if data:
+        parts += ["<h2>Data</h2>", _data_summary(data)]
+    if training:
+        parts += ["<h2>Training</h2>", _training_summary(training)]
+    related = {"metrics.json": "metrics.json", "kfp_metrics.json": "kfp_metrics.json", **(links or {})}
+    parts.append(
+        "<p class=muted>Files: " + ", ".join(f"<a href='{e(href)}'>{e(label)}</a>" for label, href in related.items())
+    )
+    if links and "TensorBoard logs" in links:
+        parts.append(f"<br>TensorBoard: <code>tensorboard --logdir {e(links['TensorBoard logs'])}</code>")
+    parts.append("</p>")
     path.write_text(
-        f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>kflow evaluation: {e(verdict)}</title>
-<style>body{{font-family:sans-serif;max-width:70em;margin:1em auto}}
-td,th{{padding:2px 8px;border-bottom:1px solid #ddd}}
-.pass td:first-child{{color:#2a2}} .fail td:first-child{{color:#c22;font-weight:bold}}
-figure{{display:inline-block;margin:0.5em}} .verdict{{font-size:1.5em}}</style></head><body>
-<h1>Evaluation of the {e(task)} model on the {e(str(metrics.get("split")))} split</h1>
-<p class="verdict"><b>{e(verdict)}</b></p>
-<p>Baseline model: {e(baseline_uri or "none (change checks do not apply)")}</p>
-<h2>Checks</h2><table>{check_rows}</table>
-<h2>Metrics</h2><table>{rows}</table>
-<p>Machine-readable: <a href="metrics.json">metrics.json</a>, <a href="kfp_metrics.json">kfp_metrics.json</a>.</p>
-<h2>Slices</h2>{slice_table}
-<h2>Plots</h2>{figure_html or "<p>none</p>"}
-</body></html>
-"""
+        f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>kflow evaluation: {verdict}</title>"
+        f"<style>{_STYLE}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n"
     )
 
 
-def _number(value: Any) -> str:
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _metrics_table(metrics: Mapping[str, Any]) -> str:
+    baseline = metrics.get("baseline") or {}
+    rows = []
+    for name, value in metrics.items():
+        if not _is_number(value) or name == "seed":
+            continue
+        before = baseline.get(name)
+        change = _number(value - before, signed=True) if _is_number(before) else ""
+        rows.append([html.escape(name), _number(value), _number(before) if _is_number(before) else "", change])
+    caption = f"<p class=muted>Baseline: {html.escape(str(baseline.get('model') or 'none'))}</p>"
+    return _table(["metric", "value", "baseline", "change"], rows) + caption
+
+
+def _per_class_tables(metrics: Mapping[str, Any]) -> list[str]:
+    per_class = {name: values for name, values in metrics.items() if name.startswith("per_class_") and values}
+    parts = []
+    if per_class:
+        columns = list(per_class)
+        classes = list(next(iter(per_class.values())))
+        rows = [[html.escape(label)] + [_number(per_class[c].get(label)) for c in columns] for label in classes]
+        parts += ["<h2>Per class</h2>", _table(["class", *[c.removeprefix("per_class_") for c in columns]], rows)]
+    matrix = metrics.get("confusion_matrix")
+    if matrix:
+        labels = matrix["categories"]
+        rows = [
+            [f"true {html.escape(label)}", *map(str, row)] for label, row in zip(labels, matrix["matrix"], strict=True)
+        ]
+        parts += ["<h3>Confusion matrix (counts)</h3>", _table(["", *[f"pred {label}" for label in labels]], rows)]
+    return parts
+
+
+def _slices_table(slices: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
+    columns: list[str] = []
+    for values in slices.values():
+        for numbers in values.values():
+            columns += [key for key, value in numbers.items() if _is_number(value) and key not in columns]
+    rows = [
+        [html.escape(name), html.escape(key), *[_number(numbers.get(column)) for column in columns]]
+        for name, values in slices.items()
+        for key, numbers in values.items()
+    ]
+    return _table(["slice", "value", *columns], rows) if rows else "<p>No slices configured (evaluator.slices).</p>"
+
+
+def _figure(folder: Path, figure: Mapping[str, str]) -> str:
+    encoded = base64.b64encode((folder / figure["file"]).read_bytes()).decode()
+    e = html.escape
+    return (
+        f"<figure><img src='data:image/png;base64,{encoded}' alt='{e(figure['title'])}'>"
+        f"<figcaption><b>{e(figure['title'])}</b>. {e(figure['caption'])}</figcaption></figure>"
+    )
+
+
+def _data_summary(stats: Mapping[str, Any]) -> str:
+    accepted = stats.get("accepted") or {}
+    rows = [["records read", str(stats.get("read", "?"))]]
+    rows += [[f"accepted into {html.escape(split)}", str(count)] for split, count in accepted.items()]
+    for kind in ("invalid", "filtered"):
+        for reason, count in (stats.get(kind) or {}).items():
+            rows.append([f"rejected ({kind}): {html.escape(reason)}", str(count)])
+    return _table(["", "records"], rows)
+
+
+def _training_summary(history: Mapping[str, Any]) -> str:
+    shown = {
+        "strategy": history.get("strategy"),
+        "replicas in sync": history.get("replicas"),
+        "model": history.get("model_name"),
+        "epochs": history.get("epochs"),
+        "global batch size": history.get("batch_size"),
+        "steps": history.get("final_step"),
+        "resumed from step": history.get("start_step") or None,
+        "cluster restarts": history.get("restarts"),
+        "examples per second": history.get("examples_per_second"),
+        "training seconds": history.get("train_seconds"),
+        "stopped early": history.get("stopped_early"),
+    }
+    rows = [[html.escape(name), html.escape(_number(value))] for name, value in shown.items() if value is not None]
+    return _table(["", ""], rows)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _number(value: Any, signed: bool = False) -> str:
     if value is None:
         return "–"
     if isinstance(value, float):
-        return f"{value:.4f}"
+        return f"{value:+.4f}" if signed else f"{value:.4f}"
     return str(value)

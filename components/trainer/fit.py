@@ -22,6 +22,7 @@ from kflow.components.datasets.task import Task
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.loop import dataset_factory, export_model, precision_policy, split_sizes
 from kflow.components.trainer.optimizers import make_optimizer
+from kflow.components.trainer.progress import EpochProgress
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import Runtime
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
@@ -64,7 +65,7 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
             loss=loss,
             weighted_metrics=task.metrics(),
         )
-    epoch_log = EpochLog(config.epochs, examples_per_epoch)
+    epoch_log = EpochLog(config.epochs, examples_per_epoch, steps_per_epoch, global_batch, config.log_every_steps)
     callbacks: list[keras.callbacks.Callback] = [
         keras.callbacks.BackupAndRestore(
             str(working_dir / "backup"), save_freq=config.checkpoint_every_steps or "epoch", delete_checkpoint=False
@@ -134,15 +135,18 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
 
 
 class EpochLog(keras.callbacks.Callback):
-    """Logs one INFO line per epoch (Keras' progress bar is unreadable in log files) and keeps the history."""
+    """Shows the progress within each epoch (components/trainer/progress.py), logs one line per epoch
+    (Keras' own progress bar is unreadable in log files) and keeps the history."""
 
-    def __init__(self, epochs: int, examples_per_epoch: int):
+    def __init__(self, epochs: int, examples_per_epoch: int, steps: int, batch_size: int, log_every_steps: int):
         super().__init__()
         self.total_epochs = epochs
         self.examples_per_epoch = examples_per_epoch
+        self.steps, self.batch_size, self.log_every_steps = steps, batch_size, log_every_steps
         self.epochs: list[dict[str, float]] = []
         self.start_step = 0
         self._started = 0.0
+        self._progress: EpochProgress | None = None
 
     def on_train_begin(self, logs: dict | None = None) -> None:
         # BackupAndRestore, before this callback, has restored the weights and optimizer of a killed run.
@@ -152,8 +156,15 @@ class EpochLog(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         self._started = time.perf_counter()
+        self._progress = EpochProgress(epoch + 1, self.total_epochs, self.steps, self.batch_size, self.log_every_steps)
+
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        if self._progress is not None:
+            self._progress.update(batch + 1, lambda: float((logs or {}).get("loss", float("nan"))))
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        if self._progress is not None:
+            self._progress.close()
         seconds = time.perf_counter() - self._started
         metrics = {name: float(value) for name, value in (logs or {}).items()}
         speed = self.examples_per_epoch / max(seconds, 1e-9)

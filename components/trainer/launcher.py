@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kflow.components.trainer.progress import EventBar
+from kflow.components.trainer.progress import mode as progress_mode
 from kflow.components.trainer.strategies import get_strategy
 
 log = logging.getLogger("kflow.trainer.launcher")
@@ -69,10 +71,17 @@ def _die_with_parent() -> None:
         pass
 
 
-def _stream(prefix: str, pipe, sink) -> None:
+def _stream(prefix: str, pipe, sink, bar: EventBar | None = None) -> None:
+    """Copies a process's lines to `sink`, prefixed; its progress events drive `bar` instead."""
     for line in iter(pipe.readline, ""):
-        sink.write(f"[{prefix}] {line}" if line.endswith("\n") else f"[{prefix}] {line}\n")
-        sink.flush()
+        if bar is not None and bar.handle(line):
+            continue
+        text = f"[{prefix}] {line}" if line.endswith("\n") else f"[{prefix}] {line}\n"
+        if bar is not None:
+            bar.write(text, sink)
+        else:
+            sink.write(text)
+            sink.flush()
     pipe.close()
 
 
@@ -124,11 +133,17 @@ def run_cluster(
     environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     environment["PYTHONUNBUFFERED"] = "1"
     processes: list[_Process] = []
+    # The chief (worker 0 without one) reports the progress: as a bar drawn here, or as its own log lines.
+    reporter = "chief-0" if "chief" in cluster else "worker-0"
+    bar = EventBar() if progress_mode() == "bar" else None
     try:
         for kind in reversed(list(cluster)):  # The serving roles first, the chief (if any) last.
             for index in range(len(cluster.get(kind, []))):
+                name = f"{kind}-{index}"
                 env = dict(
-                    environment, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}})
+                    environment,
+                    TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}}),
+                    KFLOW_PROGRESS=("events" if bar else "plain") if name == reporter else "off",
                 )
                 popen = subprocess.Popen(
                     [sys.executable, "-m", "kflow.components.trainer.worker", str(spec_file)],
@@ -139,8 +154,9 @@ def run_cluster(
                     start_new_session=True,  # its own process group, so stopping it stops its children
                     preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
                 )
-                process = _Process(f"{kind}-{index}", popen)
-                thread = threading.Thread(target=_stream, args=(process.name, popen.stdout, sink), daemon=True)
+                process = _Process(name, popen)
+                shown = bar if name == reporter else None
+                thread = threading.Thread(target=_stream, args=(name, popen.stdout, sink, shown), daemon=True)
                 thread.start()
                 process.threads.append(thread)
                 processes.append(process)
@@ -163,6 +179,8 @@ def run_cluster(
             time.sleep(0.2)
     finally:
         _stop(processes)
+        if bar is not None:
+            bar.close()
 
 
 def launch(

@@ -34,6 +34,7 @@ import tensorflow as tf
 from kflow.components.datasets.task import Task
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.optimizers import make_optimizer
+from kflow.components.trainer.progress import EpochProgress
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import MakeDataset, Runtime, is_chief, tf_config
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
@@ -211,6 +212,7 @@ def _train(
             epoch_started = time.perf_counter()
             epoch_steps = 0
             runtime.reset_train()
+            progress = EpochProgress(epoch + 1, config.epochs, steps_per_epoch, global_batch, config.log_every_steps)
             while step < (epoch + 1) * steps_per_epoch:
                 runtime.train_step()
                 step += 1
@@ -218,16 +220,9 @@ def _train(
                 if config.checkpoint_every_steps and step % config.checkpoint_every_steps == 0:
                     runtime.wait()
                     save(step)
-                if epoch_steps % config.log_every_steps == 0 and step % steps_per_epoch:
-                    log.info(
-                        "train: epoch %d/%d step %d/%d loss=%.4f",
-                        epoch + 1,
-                        config.epochs,
-                        step - epoch * steps_per_epoch,
-                        steps_per_epoch,
-                        runtime.train_results()["loss"],
-                    )
+                progress.update(step - epoch * steps_per_epoch, lambda: runtime.train_results()["loss"])
             runtime.wait()
+            progress.close()
             train_seconds = time.perf_counter() - epoch_started
             trained_steps += epoch_steps
             values = runtime.train_results()

@@ -18,7 +18,7 @@ from kflow.components.datasets.task import load_task
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.loop import train
 from kflow.components.trainer.strategies import get_strategy
-from kflow.components.trainer.strategies.runtime import tf_config
+from kflow.components.trainer.strategies.runtime import is_chief, tf_config
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 
@@ -27,11 +27,12 @@ def main(argv: list[str]) -> int:
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     kflow = logging.getLogger("kflow")
     kflow.addHandler(handler)
-    kflow.setLevel(logging.INFO)
     kflow.propagate = False
     spec = json.loads(Path(argv[0]).read_text())
     config = TrainConfig(**spec["config"])
     cluster = tf_config()
+    # The chief (worker 0 without one) speaks for the cluster; the others only warn, so each line shows once.
+    kflow.setLevel(logging.INFO if is_chief(cluster) else logging.WARNING)
     strategy = get_strategy(config.strategy)
     if strategy.serves((cluster.get("task") or {}).get("type")):
         strategy.runtime_class().serve(cluster, get_dataset(spec["task"]).task_class().op_libraries)

@@ -1,77 +1,161 @@
-"""Minimal PNG plots without a plotting library: line plots and heat maps drawn into numpy pixels.
+"""The Evaluator's plots, drawn with matplotlib on its headless Agg backend.
 
-The plots carry no text (there is no font renderer); report.html gives each its title,
-axes and legend. Colours of the series, in order: blue, orange, green, red.
+Each function writes one PNG into `folder` and returns `{"file", "title", "caption"}` for the
+report. Every plot carries its own title, axis labels and legend; captions say what to look at.
 """
 
 from __future__ import annotations
 
-import struct
-import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-import numpy as np
+import matplotlib
 
-COLOURS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40)]
-WIDTH, HEIGHT, MARGIN = 480, 360, 30
+matplotlib.use("Agg")  # No display on servers and in containers.
+
+import matplotlib.pyplot as plt  # noqa: E402 (after choosing the backend)
+import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+Figure = dict[str, str]
+# Per-epoch history entries that are bookkeeping, not metrics.
+_NOT_METRICS = {"epoch", "step", "seconds", "examples_per_second"}
 
 
-def write_png(pixels: np.ndarray, path: Path) -> None:
-    """Writes an RGB uint8 [height, width, 3] array as a PNG file."""
-    height, width, _ = pixels.shape
-    raw = b"".join(b"\x00" + pixels[row].astype(np.uint8).tobytes() for row in range(height))
+def _save(fig: Any, folder: Path, file: str, title: str, caption: str) -> Figure:
+    folder.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(folder / file, dpi=100, metadata={"Software": f"matplotlib {matplotlib.__version__}"})
+    plt.close(fig)
+    return {"file": file, "title": title, "caption": caption}
 
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(
-        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+def training_curves(per_epoch: Sequence[Mapping[str, Any]], folder: Path) -> list[Figure]:
+    """One panel per metric, its train and validation (`val_`) series over the epochs."""
+    names = sorted(
+        {
+            key.removeprefix("val_")
+            for epoch in per_epoch
+            for key, value in epoch.items()
+            if isinstance(value, int | float) and key not in _NOT_METRICS
+        },
+        key=lambda name: (name != "loss", name),
     )
+    if not names:
+        return []
+    columns = min(len(names), 3)
+    rows = -(-len(names) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False)
+    for axis, name in zip(axes.flat, names, strict=False):
+        for key, label, style in ((name, "train", "-o"), (f"val_{name}", "validation", "--s")):
+            points = [
+                (epoch.get("epoch", index + 1), epoch[key]) for index, epoch in enumerate(per_epoch) if key in epoch
+            ]
+            if points:
+                axis.plot(*zip(*points, strict=True), style, markersize=3, label=label)
+        axis.set(title=name, xlabel="epoch", ylabel=name)
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axis.grid(alpha=0.3)
+        axis.legend()
+    for axis in list(axes.flat)[len(names) :]:
+        axis.set_visible(False)
+    caption = "Each metric on the train split (solid) and the eval split (dashed), per epoch."
+    return [_save(fig, folder, "training_curves.png", "Training curves", caption)]
 
 
-def line_plot(series: Sequence[tuple[Sequence[float], Sequence[float]]], path: Path) -> None:
-    """Draws each (xs, ys) series as a polyline over the union of their ranges, with axes at the minima."""
-    pixels = np.full((HEIGHT, WIDTH, 3), 255, dtype=np.uint8)
-    xs_all = np.concatenate([np.asarray(xs, np.float64) for xs, _ in series])
-    ys_all = np.concatenate([np.asarray(ys, np.float64) for _, ys in series])
-    finite = np.isfinite(xs_all) & np.isfinite(ys_all)
-    x_low, x_high = xs_all[finite].min(), xs_all[finite].max()
-    y_low, y_high = ys_all[finite].min(), ys_all[finite].max()
-    x_span, y_span = (x_high - x_low) or 1.0, (y_high - y_low) or 1.0
-
-    def to_pixels(xs, ys):
-        columns = MARGIN + (np.asarray(xs, np.float64) - x_low) / x_span * (WIDTH - 2 * MARGIN)
-        rows = HEIGHT - MARGIN - (np.asarray(ys, np.float64) - y_low) / y_span * (HEIGHT - 2 * MARGIN)
-        return columns, rows
-
-    pixels[HEIGHT - MARGIN, MARGIN : WIDTH - MARGIN] = 0  # x axis
-    pixels[MARGIN : HEIGHT - MARGIN, MARGIN] = 0  # y axis
-    for index, (xs, ys) in enumerate(series):
-        columns, rows = to_pixels(xs, ys)
-        colour = COLOURS[index % len(COLOURS)]
-        for (c0, r0), (c1, r1) in zip(
-            zip(columns, rows, strict=True), zip(columns[1:], rows[1:], strict=True), strict=False
-        ):
-            steps = int(max(abs(c1 - c0), abs(r1 - r0))) + 1
-            for t in np.linspace(0.0, 1.0, steps + 1):
-                column, row = int(round(c0 + t * (c1 - c0))), int(round(r0 + t * (r1 - r0)))
-                pixels[max(row - 1, 0) : row + 1, max(column - 1, 0) : column + 1] = colour
-        if len(columns) == 1:
-            row, column = int(rows[0]), int(columns[0])
-            pixels[row - 2 : row + 2, column - 2 : column + 2] = colour
-    write_png(pixels, path)
+def confusion_matrix(matrix: np.ndarray, labels: Sequence[str], folder: Path) -> Figure:
+    """Counts in every cell; each row's label carries that class's recall."""
+    matrix = np.asarray(matrix)
+    totals = matrix.sum(axis=1)
+    recall = np.divide(np.diag(matrix), totals, out=np.zeros(len(totals)), where=totals > 0)
+    size = max(4.0, 0.55 * len(labels) + 2)
+    fig, axis = plt.subplots(figsize=(size + 1, size))
+    image = axis.imshow(matrix, cmap="Blues")
+    fig.colorbar(image, ax=axis, label="examples")
+    axis.set_xticks(range(len(labels)), labels)
+    axis.set_yticks(range(len(labels)), [f"{label} (recall {r:.3f})" for label, r in zip(labels, recall, strict=True)])
+    axis.set(xlabel="predicted label", ylabel="true label", title="Confusion matrix")
+    bright = matrix.max() / 2 if matrix.size else 0
+    for (row, column), count in np.ndenumerate(matrix):
+        axis.text(column, row, str(count), ha="center", va="center", fontsize=8,
+                  color="white" if count > bright else "black")  # fmt: skip
+    caption = "Rows are the true labels, columns the predictions; the diagonal holds the correct ones."
+    return _save(fig, folder, "confusion_matrix.png", "Confusion matrix", caption)
 
 
-def heatmap(matrix: np.ndarray, path: Path, cell: int = 32) -> None:
-    """A [rows, columns] matrix as square cells, white (0) to dark blue (the largest value)."""
-    matrix = np.asarray(matrix, np.float64)
-    scale = matrix / matrix.max() if matrix.max() > 0 else matrix
-    # Each cell: blend white → (8, 48, 107); a one-pixel grey grid between cells.
-    colour = np.array([255.0, 255.0, 255.0]) + scale[..., None] * (np.array([8.0, 48.0, 107.0]) - 255.0)
-    pixels = np.repeat(np.repeat(colour, cell, axis=0), cell, axis=1).astype(np.uint8)
-    pixels[::cell, :] = 200
-    pixels[:, ::cell] = 200
-    write_png(pixels, path)
+def class_bars(labels: Sequence[str], precision: Sequence[float], recall: Sequence[float], folder: Path) -> Figure:
+    """Precision and recall of each class; an undefined one (a class never predicted) has no bar."""
+    precision, recall = ([np.nan if v is None else v for v in values] for values in (precision, recall))
+    positions = np.arange(len(labels))
+    fig, axis = plt.subplots(figsize=(max(5.0, 0.6 * len(labels) + 2), 3.5))
+    axis.bar(positions - 0.2, precision, width=0.4, label="precision")
+    axis.bar(positions + 0.2, recall, width=0.4, label="recall")
+    low = float(np.nanmin([*precision, *recall, 1.0]))
+    axis.set(xticks=positions, xticklabels=labels, xlabel="class", ylabel="score", ylim=(max(0.0, low - 0.05), 1.0))
+    axis.set_title("Per-class precision and recall")
+    axis.legend(loc="lower right")
+    axis.grid(axis="y", alpha=0.3)
+    caption = "Precision and recall of each class; the y axis starts just below the lowest bar."
+    return _save(fig, folder, "per_class.png", "Per-class precision and recall", caption)
+
+
+def roc_and_pr_curves(fpr, tpr, roc_auc: float, recall, precision, pr_auc: float, base_rate: float, folder: Path):
+    fig, (roc, pr) = plt.subplots(1, 2, figsize=(9, 4))
+    roc.plot(fpr, tpr, label=f"model (AUC {roc_auc:.3f})")
+    roc.plot([0, 1], [0, 1], ":", color="grey", label="chance (AUC 0.5)")
+    roc.set(xlabel="false positive rate", ylabel="true positive rate", title="ROC curve")
+    pr.plot(recall, precision, label=f"model (AUC {pr_auc:.3f})")
+    pr.axhline(base_rate, linestyle=":", color="grey", label=f"chance (positive rate {base_rate:.3f})")
+    pr.set(xlabel="recall", ylabel="precision", title="Precision-recall curve", ylim=(0, 1.02))
+    for axis in (roc, pr):
+        axis.grid(alpha=0.3)
+        axis.legend(loc="lower right" if axis is roc else "upper right")
+    caption = "Left: true against false positive rate over every threshold; right: precision against recall."
+    return _save(fig, folder, "roc_pr_curves.png", "ROC and precision-recall curves", caption)
+
+
+def score_histogram(scores: np.ndarray, labels: np.ndarray, threshold: float | None, folder: Path) -> Figure:
+    fig, axis = plt.subplots(figsize=(6, 3.5))
+    bins = np.linspace(0, 1, 26)
+    for value, name in ((0, "negative"), (1, "positive")):
+        axis.hist(
+            scores[labels == value], bins=bins, alpha=0.6, density=True, label=f"{name} ({(labels == value).sum()})"
+        )
+    if threshold is not None:
+        axis.axvline(threshold, color="black", linestyle="--", label=f"chosen threshold {threshold:.3f}")
+    axis.set(xlabel="predicted probability of the positive class", ylabel="density", title="Scores by true class")
+    axis.legend()
+    caption = "How the model's scores spread for each true class (each histogram normalised to area 1)."
+    return _save(fig, folder, "score_histogram.png", "Score histogram", caption)
+
+
+def slice_bars(slices: Mapping[str, Mapping[str, Mapping[str, Any]]], metric: str, folder: Path) -> list[Figure]:
+    """One bar chart per slice feature: `metric` per slice value, with each slice's example count."""
+    figures = []
+    for name, values in slices.items():
+        keys = [key for key, numbers in values.items() if isinstance(numbers.get(metric), int | float)]
+        if not keys:
+            continue
+        fig, axis = plt.subplots(figsize=(max(5.0, 0.7 * len(keys) + 2), 3.5))
+        heights = [values[key][metric] for key in keys]
+        bars = axis.bar(range(len(keys)), heights)
+        counts = [values[key].get("example_count", "?") for key in keys]
+        axis.bar_label(bars, labels=[f"n={count}" for count in counts], fontsize=8)
+        axis.set(xticks=range(len(keys)), xlabel=name, ylabel=metric, title=f"{metric} by {name}")
+        axis.set_xticklabels(keys, rotation=30 if len(keys) > 6 else 0)
+        axis.set_ylim(0, max(heights) * 1.15 or 1)
+        axis.grid(axis="y", alpha=0.3)
+        caption = f"{metric} on each slice by {name}; n is the slice's example count."
+        figures.append(_save(fig, folder, f"slices_{name}.png", f"{metric} by {name}", caption))
+    return figures
+
+
+def against_baseline(values: Mapping[str, float], metric: str, folder: Path, file: str) -> Figure:
+    """A metric of the model beside reference values (e.g. the MLM against the most frequent token)."""
+    fig, axis = plt.subplots(figsize=(5.5, 3.5))
+    bars = axis.bar(list(values), list(values.values()), color=["tab:blue", *["tab:grey"] * (len(values) - 1)])
+    axis.bar_label(bars, fmt="%.4f")
+    axis.set(ylabel=metric, title=f"{metric}: model and baseline", ylim=(0, max(values.values()) * 1.2 or 1))
+    caption = f"The model's {metric} beside what a trivial predictor scores on the same examples."
+    return _save(fig, folder, file, f"{metric} against a baseline", caption)

@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 a run failed, 2 a bad config or bad arguments.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -13,7 +14,7 @@ import sys
 
 from kflow.pipeline.dsl.artifacts import ModelBlessing
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, load_config
-from kflow.pipeline.runners.run_record import Run
+from kflow.pipeline.runners.run_record import Run, RunRecord
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -23,7 +24,10 @@ EXIT_USAGE = 2
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    _configure_logging(args.verbose)
+    verbosity = getattr(args, "verbosity", 0)
+    if argv is None:  # The `kflow` program itself, not a caller in the same process (tests, notebooks).
+        _set_up_terminal(verbosity)
+    _configure_logging(verbosity)
     try:
         return args.command(args)
     except ConfigError as error:
@@ -33,8 +37,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kflow", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="also show Beam's and TensorFlow's logs")
+    parser.add_argument("--version", action="version", version=f"kflow {_version()}")
+    _add_verbosity(parser, argparse.SUPPRESS)
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    verbosity = argparse.ArgumentParser(add_help=False)  # -v/-q after the subcommand too
+    _add_verbosity(verbosity, argparse.SUPPRESS)
 
     def with_config(command: argparse.ArgumentParser) -> None:
         command.add_argument("config", help="pipeline config (YAML)")
@@ -47,11 +54,11 @@ def _parser() -> argparse.ArgumentParser:
             help="override a config field, e.g. --set trainer.epochs=5 (repeatable)",
         )
 
-    validate = commands.add_parser("validate", help="check a config against the schema")
+    validate = commands.add_parser("validate", parents=[verbosity], help="check a config against the schema")
     with_config(validate)
     validate.set_defaults(command=_validate)
 
-    run = commands.add_parser("run", help="run a pipeline locally on Apache Beam")
+    run = commands.add_parser("run", parents=[verbosity], help="run a pipeline locally on Apache Beam")
     with_config(run)
     run.add_argument("--pipeline-root", help="where runs go (overrides pipeline_root)")
     run.add_argument("--until", metavar="COMPONENT", help="run up to and including this component")
@@ -63,13 +70,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(command=_run)
 
-    compile_ = commands.add_parser("compile", help="compile a pipeline to Kubeflow Pipelines YAML (KFP v2 IR)")
+    compile_ = commands.add_parser(
+        "compile", parents=[verbosity], help="compile a pipeline to Kubeflow Pipelines YAML (KFP v2 IR)"
+    )
     with_config(compile_)
     compile_.add_argument("-o", "--output", default="pipeline.yaml", help="where to write it (default pipeline.yaml)")
     compile_.add_argument("--image", help="the container image every task runs (overrides kubeflow.image)")
     compile_.set_defaults(command=_compile)
 
-    submit = commands.add_parser("submit", help="compile a pipeline and start a run on a Kubeflow Pipelines endpoint")
+    submit = commands.add_parser(
+        "submit", parents=[verbosity], help="compile a pipeline and start a run on a Kubeflow Pipelines endpoint"
+    )
     with_config(submit)
     submit.add_argument("--endpoint", required=True, help="the KFP API server, e.g. http://localhost:8080")
     submit.add_argument("--experiment", default="Default", help="experiment name (created when missing)")
@@ -79,10 +90,47 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("-o", "--output", help="also keep the compiled pipeline.yaml here")
     submit.set_defaults(command=_submit)
 
-    show = commands.add_parser("show", help="print a run as a table")
+    show = commands.add_parser("show", parents=[verbosity], help="print a run as a table")
     show.add_argument("run_dir", help="a run folder, or a pipeline folder for its newest run")
+    show.add_argument("--json", action="store_true", help="print run.json instead")
     show.set_defaults(command=_show)
+
+    runs = commands.add_parser(
+        "runs", parents=[verbosity], help="list the runs of a pipeline folder, or of every pipeline of a root"
+    )
+    runs.add_argument("path", nargs="?", default="runs", help="a pipeline folder or a pipeline root (default: runs)")
+    runs.add_argument("--json", action="store_true", help="print the list as JSON")
+    runs.set_defaults(command=_runs)
+
+    diff = commands.add_parser(
+        "diff", parents=[verbosity], help="what changed between two runs: config, re-run components and why, metrics"
+    )
+    diff.add_argument("run_a", help="a run folder")
+    diff.add_argument("run_b", help="a run folder")
+    diff.add_argument("--json", action="store_true", help="print the difference as JSON")
+    diff.set_defaults(command=_diff)
     return parser
+
+
+def _add_verbosity(parser: argparse.ArgumentParser, default) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "-v", "--verbose", dest="verbosity", action="store_const", const=1, default=default,
+        help="also show tracebacks and Beam's, TensorFlow's and gRPC's logs",
+    )  # fmt: skip
+    group.add_argument(
+        "-q", "--quiet", dest="verbosity", action="store_const", const=-1, default=default,
+        help="only warnings, errors and results",
+    )  # fmt: skip
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kflow")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _load(args: argparse.Namespace) -> PipelineConfig:
@@ -124,7 +172,7 @@ def _run(args: argparse.Namespace) -> int:
         # One line: the component and the cause. The traceback is in run.json, and in the log with -v.
         where = ""
         if failure.result is not None:
-            print(format_run(failure.result.run))
+            print(format_run(failure.result.run, colour=_colour()))
             where = f" [{failure.result.run_dir / 'run.json'}]"
         print(f"kflow: error: {failure}{where}", file=sys.stderr)
         return EXIT_FAILED
@@ -132,7 +180,7 @@ def _run(args: argparse.Namespace) -> int:
         name = signal.Signals(cancelled.signum).name
         print(f"kflow: cancelled by {name}; finished components are kept for the next run", file=sys.stderr)
         return cancelled.exit_code
-    print(format_run(result.run))
+    print(format_run(result.run, colour=_colour()))
     print(f"run folder: {result.run_dir}")
     return _gate(result.run, config.evaluator.get("on_not_blessed", "fail"))
 
@@ -171,14 +219,55 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from kflow.pipeline.cli.show import show
+    from kflow.pipeline.cli.show import find_run_dir, format_run
 
     try:
-        print(show(args.run_dir))
+        run = Run.load(find_run_dir(args.run_dir))
     except FileNotFoundError as error:
         print(f"kflow: {error}", file=sys.stderr)
         return EXIT_USAGE
-    return 0
+    print(json.dumps(RunRecord(run.run_dir).load(), indent=2) if args.json else format_run(run, colour=_colour()))
+    return EXIT_OK
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from kflow.pipeline.cli.history import format_runs, list_runs
+
+    try:
+        rows = list_runs(args.path)
+    except FileNotFoundError as error:
+        print(f"kflow: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(json.dumps(rows, indent=2) if args.json else format_runs(rows))
+    return EXIT_OK
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from kflow.pipeline.cli.history import diff_runs, format_diff
+    from kflow.pipeline.cli.show import find_run_dir
+
+    try:
+        runs = [Run.load(find_run_dir(path)) for path in (args.run_a, args.run_b)]
+    except FileNotFoundError as error:
+        print(f"kflow: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    difference = diff_runs(*runs)
+    print(json.dumps(difference, indent=2) if args.json else format_diff(difference))
+    return EXIT_OK
+
+
+def _colour() -> bool:
+    """Colour only on a terminal, and never with NO_COLOR (no-color.org)."""
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _set_up_terminal(verbosity: int) -> None:
+    """Progress bars when stderr is a terminal (for this process and its workers); native chatter filtered."""
+    os.environ.setdefault("KFLOW_PROGRESS", "bar" if sys.stderr.isatty() else "plain")
+    if verbosity < 1:
+        from kflow.pipeline.cli.native_logs import filter_native_stderr
+
+        filter_native_stderr()
 
 
 # Start-up notices that say nothing about the run: Beam's, logged on the root logger at import.
@@ -189,15 +278,18 @@ def _not_startup_noise(record: logging.LogRecord) -> bool:
     return not (record.name == "root" and str(record.msg).startswith(_STARTUP_NOISE))
 
 
-def _configure_logging(verbose: bool) -> None:
+def _configure_logging(verbosity: int) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
-    if verbose:
+    if verbosity > 0:
         logging.getLogger("kflow").setLevel(logging.DEBUG)
         return
+    if verbosity < 0:
+        logging.getLogger().setLevel(logging.WARNING)
+        logging.getLogger("kflow").setLevel(logging.WARNING)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     for handler in logging.getLogger().handlers:
         handler.addFilter(_not_startup_noise)
-    for noisy in ("apache_beam", "absl", "tensorflow", "h5py"):
+    for noisy in ("apache_beam", "absl", "tensorflow", "h5py", "matplotlib"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # Beam logs a failing element's traceback; kflow reports the failed component in one line itself.
     logging.getLogger("apache_beam.runners.common").setLevel(logging.CRITICAL)

@@ -19,28 +19,35 @@ def find_run_dir(path: str | Path) -> Path:
     return newest.run_dir
 
 
-def format_run(run: Run) -> str:
+_COLOURS = {"succeeded": "32", "cached": "36", "failed": "31", "cancelled": "33", "running": "34"}
+
+
+def format_run(run: Run, colour: bool = False) -> str:
+    """The run as a table; `colour` paints the statuses (for a terminal)."""
     rows = [("component", "status", "seconds", "key metrics")]
     for execution in run.executions.values():
         status = execution.status
         if status == "cached":
             status = f"cached ({execution.cached_from})"
-        metrics = ", ".join(f"{key}={_short(value)}" for key, value in execution.summary.items())
+        metrics = ", ".join(f"{key}={_short(value)}" for key, value in execution.summary.items() if key != "headline")
         if execution.error:
             metrics = execution.error.splitlines()[0][:100]
         rows.append((execution.node_id, status, f"{execution.seconds:.1f}", metrics))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     lines = [
-        f"pipeline {run.pipeline}  run {run.run_id}  status {run.status}"
+        f"pipeline {run.pipeline}  run {run.run_id}  status {_paint(run.status, colour)}"
         + (f"  {run.seconds:.1f} s" if run.seconds is not None else ""),
     ]
     for row in rows:
-        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)) + "  " + row[3])
+        cells = [cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)]
+        cells[1] = _paint(cells[1], colour)
+        lines.append("  ".join(cells) + "  " + row[3])
     return "\n".join(line.rstrip() for line in lines)
 
 
-def show(path: str | Path) -> str:
-    return format_run(Run.load(find_run_dir(path)))
+def _paint(text: str, colour: bool) -> str:
+    code = _COLOURS.get(text.split()[0]) if colour and text.strip() else None
+    return f"\033[{code}m{text}\033[0m" if code else text
 
 
 def _short(value: Any) -> str:

@@ -1,9 +1,11 @@
 """`run.json`: the record of one pipeline run, rewritten atomically after every change.
 
-    {"pipeline": "mnist", "run_id": "20261123-101500-123456-3f2a", "status": "running" | "succeeded" | "failed",
+    {"pipeline": "mnist", "run_id": "20261123-101500-123456-3f2a",
+     "status": "running" | "succeeded" | "failed" | "cancelled",
      "started_at": ..., "finished_at": ..., "seconds": 12.3, "metadata": {...},
-     "components": {"ingest": {"status": "succeeded" | "cached" | "failed" | "running",
-                               "seconds": ..., "parameters": {...}, "fingerprint": "...",
+     "components": {"ingest": {"status": "succeeded" | "cached" | "failed" | "cancelled" | "running",
+                               "seconds": ..., "parameters": {...}, "fingerprint": "...", "code_version": "...",
+                               "data": {"files": [...]} (an ingest's source files),
                                "inputs": {name: {"type", "uri", "fingerprint"}}, "outputs": {...},
                                "summary": {...}, "cached_from": run_id, "error": "..."}}}
 
@@ -124,6 +126,8 @@ class Execution:
     status: str
     seconds: float = 0.0
     fingerprint: str | None = None
+    code_version: str | None = None
+    data: dict[str, Any] | None = None  # an ingest's source files: {"files": [{path, size, mtime, sha256}]}
     parameters: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, ArtifactRef] = field(default_factory=dict)
     outputs: dict[str, ArtifactRef] = field(default_factory=dict)
@@ -141,6 +145,8 @@ class Execution:
             status=entry.get("status", "unknown"),
             seconds=entry.get("seconds", 0.0),
             fingerprint=entry.get("fingerprint"),
+            code_version=entry.get("code_version"),
+            data=entry.get("data"),
             parameters=entry.get("parameters", {}),
             inputs=refs(entry.get("inputs", {})),
             outputs=refs(entry.get("outputs", {})),
@@ -169,6 +175,7 @@ class Run:
     run_dir: Path
     pipeline: str = ""
     status: str = "unknown"
+    started_at: str | None = None
     seconds: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     executions: dict[str, Execution] = field(default_factory=dict)
@@ -180,6 +187,7 @@ class Run:
             run_dir=run_dir,
             pipeline=data.get("pipeline", ""),
             status=data.get("status", "unknown"),
+            started_at=data.get("started_at"),
             seconds=data.get("seconds"),
             metadata=data.get("metadata", {}),
             executions={

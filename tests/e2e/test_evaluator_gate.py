@@ -109,6 +109,6 @@ def test_a_worse_model_is_not_blessed_against_the_first(tmp_path, run_kflow):
     # The same worse run with on_not_blessed=warn: fully cached (same baseline), exit 0 with a warning.
     warned = run_kflow("run", DEMO, "--pipeline-root", tmp_path, *worse, "--set", "evaluator.on_not_blessed=warn")
     assert warned.returncode == 0, warned.stderr[-3000:]
-    assert "warning: the model is NOT BLESSED" in warned.stderr
+    assert "warning: evaluate: the model is NOT BLESSED" in warned.stderr
     record = json.loads((newest_run(tmp_path) / "run.json").read_text())
     assert record["components"]["evaluate"]["status"] == "cached"

@@ -19,6 +19,7 @@ from kflow.components.util import plots
 class MnistMetrics(TaskMetrics):
     """Options: `num_classes`. Model outputs are class probabilities [batch, num_classes]."""
 
+    HEADLINE = "accuracy"
     SCALARS = {"example_count": "higher", "accuracy": "higher", "loss": "lower"}
     SLICES = ("label",)
 
@@ -62,13 +63,11 @@ class MnistMetrics(TaskMetrics):
         return np.array([f"label={int(label)}" for label in np.asarray(y).ravel()], dtype=object)
 
     def plots(self, folder: Path) -> list[dict[str, str]]:
-        plots.heatmap(self.matrix, folder / "confusion_matrix.png")
+        labels = [str(label) for label in range(self.num_classes)]
+        precision, recall = per_class_precision_recall(self.matrix)
         return [
-            {
-                "file": "confusion_matrix.png",
-                "title": "Confusion matrix",
-                "caption": "rows: true label 0 (top) to 9; columns: predicted label 0 (left) to 9; darker = more",
-            }
+            plots.confusion_matrix(self.matrix, labels, folder),
+            plots.class_bars(labels, precision, recall, folder),
         ]
 
     def kfp_metrics(self) -> dict[str, Any]:

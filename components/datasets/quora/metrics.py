@@ -28,6 +28,7 @@ from kflow.components.util import plots
 class QuoraMetrics(TaskMetrics):
     """Model outputs are duplicate probabilities [batch, 1]; labels 0/1 [batch, 1]."""
 
+    HEADLINE = "roc_auc"
     SCALARS = {
         "example_count": "higher",
         "loss": "lower",
@@ -102,12 +103,10 @@ class QuoraMetrics(TaskMetrics):
             return []
         fpr, tpr, _ = roc_curve(labels, scores)
         precision, recall, _ = precision_recall_curve(labels, scores)
-        plots.line_plot([(fpr, tpr), ([0, 1], [0, 1])], folder / "roc_curve.png")
-        plots.line_plot([(recall, precision)], folder / "pr_curve.png")
-        return [
-            {"file": "roc_curve.png", "title": "ROC curve", "caption": "x: false positive rate, y: true positive rate"},
-            {"file": "pr_curve.png", "title": "Precision-recall curve", "caption": "x: recall, y: precision"},
-        ]
+        curves = plots.roc_and_pr_curves(
+            fpr, tpr, roc_auc(labels, scores), recall, precision, pr_auc(labels, scores), labels.mean(), folder
+        )
+        return [curves, plots.score_histogram(scores, labels, self.threshold, folder)]
 
     def kfp_metrics(self) -> dict[str, Any]:
         scores, labels = self.arrays()

@@ -6,17 +6,20 @@ The task's evaluation dataset masks with stateless random ops seeded by the eval
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from kflow.components.datasets.formulas import log_softmax, perplexity
 from kflow.components.datasets.metrics import TaskMetrics, bucket_keys
+from kflow.components.util import plots
 
 
 class WikiText2Metrics(TaskMetrics):
     """Batches are (x, mask_ids [b, m], mask_weights [b, m]); outputs are logits [b, m, vocabulary]."""
 
+    HEADLINE = "masked_accuracy"
     SCALARS = {
         "example_count": "higher",
         "masked_token_count": "higher",
@@ -61,6 +64,12 @@ class WikiText2Metrics(TaskMetrics):
             # Accuracy of always predicting the most frequent training token, on the same masks.
             result["most_frequent_token_accuracy"] = self.baseline_correct / self.tokens
         return result
+
+    def plots(self, folder: Path) -> list[dict[str, str]]:
+        if self.baseline_token_id is None or not self.tokens:
+            return []
+        values = {"model": self.correct / self.tokens, "most frequent token": self.baseline_correct / self.tokens}
+        return [plots.against_baseline(values, "masked_accuracy", folder, "masked_accuracy.png")]
 
     def slice_keys(self, by, x, y, boundaries):
         if by != "length":

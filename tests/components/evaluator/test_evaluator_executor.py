@@ -70,7 +70,12 @@ def test_metrics_match_a_numpy_computation(inputs, tmp_path):
     assert 0.5 < metrics["accuracy"] < 1.0
     assert metrics["per_class_accuracy"]["3"] < metrics["per_class_accuracy"]["0"]
 
-    assert summary == {"accuracy": metrics["accuracy"], "loss": metrics["loss"], "blessed": True}
+    assert summary == {
+        "accuracy": metrics["accuracy"],
+        "loss": metrics["loss"],
+        "blessed": True,
+        "headline": "accuracy",
+    }
     assert blessing.blessed
     assert blessing.read_json("blessing.json") == {"blessed": True, "checks": []}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import PIL.Image
 import pytest
 
 from kflow.components.evaluator.executor import run
@@ -77,15 +78,25 @@ def test_label_slices_count_and_score_each_class(inputs, tmp_path):
 
 def test_outputs_plots_report_and_kfp_metrics(inputs, tmp_path):
     _, evaluation, _ = evaluate(inputs, tmp_path, inputs[2], slices=[{"by": "label"}])
-    for name in ("confusion_matrix.png", "training_loss.png", "training_metrics.png"):
-        assert (evaluation.path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for name in ("confusion_matrix.png", "per_class.png", "training_curves.png", "slices_label.png"):
+        with PIL.Image.open(evaluation.path / name) as image:  # Drawn by the plotting library, not by hand.
+            assert image.format == "PNG" and image.info["Software"].startswith("matplotlib")
     kfp = json.loads((evaluation.path / "kfp_metrics.json").read_text())
     assert kfp["scalars"]["accuracy"] == evaluation.metrics["accuracy"]
     assert kfp["confusion_matrix"]["categories"] == [str(k) for k in range(10)]
     assert kfp["confusion_matrix"]["matrix"] == evaluation.metrics["confusion_matrix"]["matrix"]
     report = (evaluation.path / "report.html").read_text()
     assert "BLESSED" in report and "label=7" in report
-    assert all(f"src='{name}'" in report for name in ("confusion_matrix.png", "training_loss.png"))
+    # Self-contained: every plot embedded, nothing fetched from beside the file.
+    assert report.count("src='data:image/png;base64,") == 4 and ".png'" not in report
+    metrics = evaluation.metrics
+    for name, value in metrics.items():  # Every number of metrics.json is on the page.
+        if isinstance(value, float):
+            assert f"<td>{name}</td><td>{value:.4f}</td>" in report, name
+    for label, recall in metrics["per_class_recall"].items():
+        assert f"<td>{label}</td>" in report and f"{recall:.4f}" in report
+    for row in metrics["confusion_matrix"]["matrix"]:
+        assert "".join(f"<td>{count}</td>" for count in row) in report
 
 
 def test_a_regression_against_the_baseline_withholds_the_blessing(inputs, tmp_path):

@@ -103,7 +103,7 @@ def test_quora_metrics_match_a_recomputation_from_the_model_scores(quora, tmp_pa
     predicted = test_scores >= metrics["best_threshold"]
     assert metrics["recall_at_best"] == pytest.approx(np.sum(predicted & (test_labels == 1)) / test_labels.sum())
     assert sum(entry["example_count"] for entry in metrics["slices"]["length"].values()) == 100
-    for name in ("roc_curve.png", "pr_curve.png"):
+    for name in ("roc_pr_curves.png", "score_histogram.png", "slices_length.png"):
         assert (evaluation.path / name).exists()
     # An impossible bound: NOT_BLESSED, naming the check.
     assert not blessing.blessed and summary["failed_checks"] == [f"roc_auc {metrics['roc_auc']:.4f} >= 1.01: FAILED"]

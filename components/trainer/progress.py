@@ -1,0 +1,118 @@
+"""Progress within an epoch: a tqdm bar in a terminal, periodic log lines elsewhere.
+
+The mode comes from `KFLOW_PROGRESS`: `bar` (a terminal: the kflow CLI sets it when its stderr
+is one), `plain` (a log line every `log_every_steps` steps: CI, files, Kubeflow pods), `events`
+(one machine-readable line per update on stdout, which the local launcher turns into the bar of
+a training cluster's chief or worker 0 in its own terminal), `off` (the other workers). Unset: a
+bar when stderr is a terminal, plain lines otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+
+from tqdm import tqdm
+
+log = logging.getLogger("kflow.trainer")
+
+EVENT = "KFLOW-PROGRESS "
+
+
+def mode() -> str:
+    chosen = os.environ.get("KFLOW_PROGRESS")
+    if chosen in ("bar", "plain", "events", "off"):
+        return chosen
+    return "bar" if sys.stderr.isatty() else "plain"
+
+
+class EpochProgress:
+    """Shows the steps of one epoch: `update(step, loss)` after each step, `close()` at its end."""
+
+    def __init__(self, epoch: int, epochs: int, steps: int, batch_size: int, log_every_steps: int = 100):
+        self.epoch, self.epochs, self.steps, self.batch_size = epoch, epochs, steps, batch_size
+        self.log_every_steps = log_every_steps
+        self.mode = mode()
+        self.started = time.perf_counter()
+        self.shown = 0.0
+        self.loss: float | None = None
+        self.bar = new_bar(epoch, epochs, steps) if self.mode == "bar" else None
+
+    def update(self, step: int, loss: Callable[[], float] | None = None) -> None:
+        """`step`: steps done in this epoch so far. `loss()` reads the running loss, which can be a
+        collective op (MWMS all-reduces the metrics): every process calls it at the same steps, each
+        `log_every_steps`, whatever it shows."""
+        now = time.perf_counter()
+        due = step % self.log_every_steps == 0 and step < self.steps
+        if due and loss is not None:
+            self.loss = loss()
+        speed = step * self.batch_size / max(now - self.started, 1e-9)
+        if self.mode == "plain" and due:
+            shown = "" if self.loss is None else f" loss={self.loss:.4f}"
+            log.info(
+                "train: epoch %d/%d step %d/%d%s (%.0f ex/s)", self.epoch, self.epochs, step, self.steps, shown, speed
+            )
+        if self.mode not in ("bar", "events") or (now - self.shown < 0.2 and step < self.steps):
+            return
+        self.shown = now
+        if self.bar is not None:
+            show(self.bar, step, self.loss, speed)
+        else:
+            event = {"epoch": self.epoch, "epochs": self.epochs, "step": step, "steps": self.steps, "loss": self.loss}
+            print(EVENT + json.dumps({**event, "examples_per_second": speed}), flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def new_bar(epoch: int, epochs: int, steps: int) -> tqdm:
+    return tqdm(
+        total=steps, desc=f"epoch {epoch}/{epochs}", unit="step", leave=False, file=sys.stderr, dynamic_ncols=True
+    )
+
+
+def show(bar: tqdm, step: int, loss: float | None, speed: float) -> None:
+    bar.n = step
+    postfix = {"ex/s": f"{speed:.0f}"}
+    if loss is not None:
+        postfix["loss"] = f"{loss:.4f}"
+    bar.set_postfix(postfix, refresh=False)
+    bar.refresh()
+
+
+class EventBar:
+    """The launcher's side of `events`: turns a worker's progress lines into one bar in this terminal."""
+
+    def __init__(self) -> None:
+        self.bar: tqdm | None = None
+        self.epoch = None
+
+    def handle(self, line: str) -> bool:
+        """Consumes `line` when it is a progress event (returns True)."""
+        if not line.startswith(EVENT):
+            return False
+        event = json.loads(line[len(EVENT) :])
+        if event["epoch"] != self.epoch:
+            self.close()
+            self.bar, self.epoch = new_bar(event["epoch"], event["epochs"], event["steps"]), event["epoch"]
+        show(self.bar, event["step"], event["loss"], event["examples_per_second"])
+        return True
+
+    def write(self, text: str, sink) -> None:
+        """Writes a log line above the bar."""
+        if self.bar is not None:
+            self.bar.clear()
+        sink.write(text)
+        sink.flush()
+        if self.bar is not None:
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None

@@ -1,0 +1,160 @@
+"""`kflow runs` and `kflow diff`: the history of a pipeline's runs, and what changed between two of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kflow.pipeline.runners.run_record import RUN_FILE, Execution, Run, earlier_runs
+
+
+def list_runs(path: str | Path) -> list[dict[str, Any]]:
+    """One row per run, newest first, of a pipeline folder (`runs/demo`) or of every pipeline under a root (`runs`)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path} is not a folder of runs")
+    folders = [path] if any(path.glob(f"*/{RUN_FILE}")) else sorted(p for p in path.iterdir() if p.is_dir())
+    rows = [_row(run) for folder in folders for run in earlier_runs(folder)]
+    if not rows:
+        raise FileNotFoundError(f"{path} holds no runs")
+    return sorted(rows, key=lambda row: row["run_id"], reverse=True)
+
+
+def _row(run: Run) -> dict[str, Any]:
+    headline, blessed = None, None
+    for execution in run.executions.values():
+        if "blessed" in execution.summary:
+            blessed = execution.summary["blessed"]
+            name = execution.summary.get("headline")
+            if name in execution.summary:
+                headline = {"metric": name, "value": execution.summary[name]}
+    return {
+        "pipeline": run.pipeline,
+        "run_id": run.run_id,
+        "started": run.started_at,
+        "status": run.status,
+        "seconds": run.seconds,
+        "headline": headline,
+        "blessed": blessed,
+        "run_dir": str(run.run_dir),
+    }
+
+
+def format_runs(rows: list[dict[str, Any]]) -> str:
+    table = [("pipeline", "run", "started", "status", "seconds", "headline metric", "blessed")]
+    for row in rows:
+        headline = row["headline"]
+        table.append(
+            (
+                row["pipeline"],
+                row["run_id"],
+                (row["started"] or "")[:19].replace("T", " "),
+                row["status"],
+                "" if row["seconds"] is None else f"{row['seconds']:.1f}",
+                "" if headline is None else f"{headline['metric']}={headline['value']:.4g}",
+                {True: "yes", False: "NO", None: ""}[row["blessed"]],
+            )
+        )
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() for line in table
+    )
+
+
+def diff_runs(a: Run, b: Run) -> dict[str, Any]:
+    """What differs from run `a` to run `b`: config fields, each component's status and why it re-ran, metrics."""
+    config_a, config_b = _flatten(a.metadata.get("config", {})), _flatten(b.metadata.get("config", {}))
+    parameters = {
+        key: {"a": config_a.get(key), "b": config_b.get(key)}
+        for key in sorted(set(config_a) | set(config_b))
+        if config_a.get(key) != config_b.get(key)
+    }
+    components = {}
+    for node in [*a.executions, *(n for n in b.executions if n not in a.executions)]:
+        first, second = a.executions.get(node), b.executions.get(node)
+        components[node] = {
+            "a": first.status if first else None,
+            "b": second.status if second else None,
+            "same_fingerprint": bool(first and second and first.fingerprint == second.fingerprint),
+            "changed": _why(first, second) if first and second else ["only in one run"],
+        }
+    return {
+        "a": a.run_id,
+        "b": b.run_id,
+        "parameters": parameters,
+        "components": components,
+        "metrics": _metric_deltas(a, b),
+    }
+
+
+def _why(first: Execution, second: Execution) -> list[str]:
+    """Which parts of the two executions' fingerprints differ."""
+    reasons = []
+    if first.code_version != second.code_version:
+        reasons.append("code")
+    changed = sorted(
+        key
+        for key in set(first.parameters) | set(second.parameters)
+        if first.parameters.get(key) != second.parameters.get(key)
+    )
+    if changed:
+        reasons.append("parameters: " + ", ".join(changed))
+    inputs = sorted(
+        name
+        for name in set(first.inputs) | set(second.inputs)
+        if (first.inputs.get(name) and first.inputs[name].fingerprint)
+        != (second.inputs.get(name) and second.inputs[name].fingerprint)
+    )
+    if inputs:
+        reasons.append("inputs: " + ", ".join(inputs))
+    files_a, files_b = _data_files(first), _data_files(second)
+    if files_a != files_b:
+        differing = sorted({name for name in set(files_a) | set(files_b) if files_a.get(name) != files_b.get(name)})
+        reasons.append("data: " + ", ".join(differing))
+    return reasons
+
+
+def _data_files(execution: Execution) -> dict[str, str]:
+    return {Path(entry["path"]).name: entry["sha256"] for entry in (execution.data or {}).get("files", [])}
+
+
+def _metric_deltas(a: Run, b: Run) -> dict[str, dict[str, float]]:
+    deltas = {}
+    for node, second in b.executions.items():
+        first = a.executions.get(node)
+        if first is None or "blessed" not in second.summary:
+            continue
+        for name, value in second.summary.items():
+            before = first.summary.get(name)
+            if _is_number(value) and _is_number(before):
+                deltas[f"{node}.{name}"] = {"a": before, "b": value, "change": value - before}
+    return deltas
+
+
+def format_diff(diff: dict[str, Any]) -> str:
+    lines = [f"run {diff['a']} → run {diff['b']}", "", "config:"]
+    lines += [f"  {key}: {change['a']!r} → {change['b']!r}" for key, change in diff["parameters"].items()] or ["  same"]
+    lines += ["", "components:"]
+    for node, entry in diff["components"].items():
+        why = "; ".join(entry["changed"]) if not entry["same_fingerprint"] else "same fingerprint"
+        lines.append(f"  {node}: {entry['a']} → {entry['b']} ({why})")
+    lines += ["", "metrics:"]
+    lines += [
+        f"  {name}: {entry['a']:.4g} → {entry['b']:.4g} ({entry['change']:+.4g})"
+        for name, entry in diff["metrics"].items()
+    ] or ["  none to compare"]
+    return "\n".join(lines)
+
+
+def _flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -1,0 +1,67 @@
+"""Keeps native libraries' start-up chatter off the terminal unless `-v`.
+
+TensorFlow, XLA and gRPC log from C++ through Abseil, which writes to the stderr file
+descriptor before any Python logging is set up and ignores `TF_CPP_MIN_LOG_LEVEL` for those
+early lines (abseil/abseil-cpp#1718). So the `kflow` process routes its stderr descriptor
+through a pipe and drops those lines: the `I…`/`W…` ones, and `E…` ones about the missing
+CUDA driver of a CPU machine. Child processes (a training cluster's workers) inherit the
+descriptor, and their lines arrive prefixed `[worker-0] `, so they are filtered too. Any
+other line, including native errors, passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import sys
+import threading
+
+# Abseil / glog: "I0000 00:00:1795479493.379393    2758 port.cc:153] ...", optionally behind "[worker-0] ".
+_NATIVE = re.compile(rb"^(\[[\w-]+\] )?([IWE])\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [\w./-]+:\d+\] (.*)")
+_CHATTER = (
+    b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+    b"To enable the following instructions:",  # The second line of TensorFlow's CPU-feature notice.
+)
+_CPU_ONLY_ERRORS = re.compile(rb"cuInit|CUDA|cuda", re.IGNORECASE)
+_PIECES = re.compile(rb"[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+")
+
+
+def is_chatter(line: bytes) -> bool:
+    body = re.sub(rb"^\[[\w-]+\] ", b"", line)
+    if body.startswith(_CHATTER):
+        return True
+    native = _NATIVE.match(line)
+    if native is None:
+        return False
+    return native.group(2) in (b"I", b"W") or bool(_CPU_ONLY_ERRORS.search(native.group(3)))
+
+
+def filter_native_stderr() -> None:
+    """Routes file descriptor 2 through a filter thread for the rest of the process."""
+    sys.stderr.flush()
+    original = os.dup(2)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+
+    def pump() -> None:
+        # Pieces end at "\n" or at "\r", so a progress bar's in-place updates pass at once, not at its end.
+        pending = b""
+        while chunk := os.read(read_end, 65536):
+            pieces = _PIECES.findall(pending + chunk)
+            pending = pieces.pop() if pieces and not pieces[-1].endswith((b"\n", b"\r")) else b""
+            os.write(original, b"".join(piece for piece in pieces if not is_chatter(piece)))
+        if pending and not is_chatter(pending):
+            os.write(original, pending)
+        os.close(read_end)
+
+    thread = threading.Thread(target=pump, name="kflow-stderr-filter", daemon=True)
+    thread.start()
+
+    def restore() -> None:
+        sys.stderr.flush()
+        os.dup2(original, 2)  # Closes the pipe's last write end held here: the pump reads to the end.
+        thread.join(timeout=2)
+
+    atexit.register(restore)
