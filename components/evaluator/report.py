@@ -17,7 +17,8 @@ from kflow.components.evaluator.gate import describe
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:72em;margin:1em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0} td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}
-td:first-child,th:first-child{text-align:left} .pass{color:#1a7f37} .fail{color:#c62828;font-weight:bold}
+td:first-child,th:first-child,.text td,.text th{text-align:left}
+.pass{color:#1a7f37} .fail{color:#c62828;font-weight:bold}
 .verdict{font-size:1.6em;padding:.4em .8em;border-radius:6px;display:inline-block}
 .blessed{background:#e6f4ea;color:#1a7f37} .refused{background:#fde8e8;color:#c62828}
 figure{display:inline-block;margin:.5em;vertical-align:top} figcaption{max-width:40em;font-size:.9em;color:#555}
@@ -53,7 +54,9 @@ def write_report(
     check_rows = [(("pass", "pass") if c["passed"] else ("FAIL", "fail")) + (describe(c),) for c in checks]
     parts += [
         "<h2>Checks</h2>",
-        _table(["result", "check"], [[f"<span class={cls}>{word}</span>", e(text)] for word, cls, text in check_rows])
+        _table(
+            ["result", "check"], [[f"<span class={cls}>{word}</span>", e(text)] for word, cls, text in check_rows], True
+        )
         if checks
         else "<p>No thresholds are configured (evaluator.thresholds): the model is blessed.</p>",
     ]
@@ -78,10 +81,11 @@ def write_report(
     )
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def _table(header: list[str], rows: list[list[str]], text: bool = False) -> str:
+    """A table of numbers (right-aligned after the first column), or of `text` (all left-aligned)."""
     head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
     body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+    return f"<table{' class=text' if text else ''}><tr>{head}</tr>{body}</table>"
 
 
 def _metrics_table(metrics: Mapping[str, Any]) -> str:

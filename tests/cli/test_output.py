@@ -6,11 +6,13 @@ import json
 import os
 import pty
 import re
+import shutil
 import subprocess
 import sys
 import time
 from collections import Counter
 
+import PIL.Image
 import pytest
 
 from tests.conftest import REPO
@@ -113,3 +115,24 @@ def test_verbosity_flags_go_before_or_after_the_command_and_version(run_kflow):
     assert version.returncode == 0 and re.fullmatch(r"kflow \d+\.\d+\.\d+\n", version.stdout)
     clash = run_kflow("validate", "-q", "-v", DEMO)
     assert clash.returncode == 2 and "not allowed with argument" in clash.stderr
+
+
+def test_the_report_renders_in_headless_chromium_with_its_plots(piped_run, tmp_path):
+    browser = next((shutil.which(name) for name in ("chromium", "chromium-browser") if shutil.which(name)), None)
+    if browser is None:
+        pytest.skip("headless Chromium is not installed (apt-get install chromium)")
+    root, _ = piped_run
+    (report,) = root.glob("demo/*/evaluate/evaluation/report.html")
+    screenshot = tmp_path / "report.png"
+    subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,4000",
+         f"--screenshot={screenshot}", report.as_uri()],
+        capture_output=True, timeout=120, check=True,
+    )  # fmt: skip
+    with PIL.Image.open(screenshot) as image:
+        assert image.size == (1280, 4000)
+        pixels = image.convert("RGB")
+        colours = pixels.getcolors(maxcolors=1 << 20)
+    # Text alone is a few greys; the embedded plots bring the palette of matplotlib's lines and colour maps.
+    assert len(colours) > 500
+    assert any(r < 60 and g > 90 and b > 150 for _, (r, g, b) in colours), "the blue of the plots is on the page"
