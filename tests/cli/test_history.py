@@ -1,0 +1,54 @@
+"""`kflow runs` and `kflow diff` on two real runs that differ in one parameter and in their data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import REPO
+from tests.reliability.test_data_fingerprints import write_quora_csv
+
+QUORA = REPO / "pipeline" / "configs" / "quora.yaml"
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    from kflow.pipeline.cli.main import main
+
+    root = tmp_path_factory.mktemp("history")
+    csv = write_quora_csv(root / "data" / "train.csv", 120)
+    common = ["run", str(QUORA), "--pipeline-root", str(root / "runs"), "--set", f"data.source.path={csv}",
+              "--set", "evaluator.on_not_blessed=warn", "--set", "trainer.batch_size=32"]  # fmt: skip
+    assert main([*common, "--set", "trainer.epochs=1"]) == 0
+    csv.write_text(csv.read_text().replace("number 7 about", "number 7 (seven) about"))
+    assert main([*common, "--set", "trainer.epochs=2"]) == 0
+    return sorted((root / "runs" / "quora").glob("*/run.json"))
+
+
+def test_runs_lists_both_newest_first(two_runs, run_kflow):
+    first, second = (path.parent for path in two_runs)
+    listed = run_kflow("runs", first.parent)
+    assert listed.returncode == 0
+    lines = listed.stdout.splitlines()
+    assert lines[0].split()[:4] == ["pipeline", "run", "started", "status"]
+    assert [line.split()[1] for line in lines[1:]] == [second.name, first.name]
+    assert all(" succeeded " in line and "roc_auc=" in line for line in lines[1:])
+
+
+def test_diff_names_the_parameter_the_data_and_the_metric_changes(two_runs, run_kflow):
+    first, second = (path.parent for path in two_runs)
+    result = run_kflow("diff", first, second, "--json")
+    assert result.returncode == 0, result.stderr
+    diff = json.loads(result.stdout)
+    assert diff["parameters"] == {"trainer.epochs": {"a": 1, "b": 2}}
+    ingest, train = diff["components"]["ingest"], diff["components"]["train"]
+    assert (ingest["a"], ingest["b"], ingest["changed"]) == ("succeeded", "succeeded", ["data: train.csv"])
+    assert train["changed"] == ["parameters: epochs", "inputs: examples, schema"]
+    records = [json.loads(path.read_text()) for path in two_runs]
+    before, after = (record["components"]["evaluate"]["summary"]["roc_auc"] for record in records)
+    assert diff["metrics"]["evaluate.roc_auc"] == {"a": before, "b": after, "change": pytest.approx(after - before)}
+
+    text = run_kflow("diff", first, second).stdout
+    assert "trainer.epochs: 1 → 2" in text and "ingest: succeeded → succeeded (data: train.csv)" in text
+    assert f"evaluate.roc_auc: {before:.4g} → {after:.4g}" in text
