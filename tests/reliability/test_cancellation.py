@@ -48,6 +48,7 @@ def _read(pipeline_dir: Path) -> str | None:
     return found[0].read_text() if found else None
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_distributed_training_cancels_and_the_rerun_resumes(tmp_path):
     """The real thing: `kflow run` of the demo on a 2-worker MultiWorkerMirroredStrategy cluster."""
     command = [

@@ -98,6 +98,7 @@ def test_a_source_that_changes_while_it_is_read_publishes_nothing(tmp_path):
     assert entry["size"] == len("a,b\n1,2\n3,4\n")
 
 
+@pytest.mark.slow
 def test_a_corrupt_shard_that_keeps_its_size_fails_training_with_one_line_naming_the_artifact(tmp_path, run_kflow):
     args = ("run", DEMO, "--pipeline-root", tmp_path, "--set", "trainer.epochs=1")
     assert run_kflow(*args, "--until", "ingest").returncode == 0
