@@ -22,9 +22,9 @@ from kflow.components.datasets.task import Task
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.loop import dataset_factory, export_model, precision_policy, split_sizes
 from kflow.components.trainer.optimizers import make_optimizer
-from kflow.components.trainer.progress import EpochProgress
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import Runtime
+from kflow.components.util.progress import EpochProgress
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 log = logging.getLogger("kflow.trainer")

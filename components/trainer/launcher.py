@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kflow.components.trainer.progress import EventBar
-from kflow.components.trainer.progress import mode as progress_mode
 from kflow.components.trainer.strategies import get_strategy
+from kflow.components.util.progress import EventBar
+from kflow.components.util.progress import mode as progress_mode
 
 log = logging.getLogger("kflow.trainer.launcher")
 

@@ -34,9 +34,9 @@ import tensorflow as tf
 from kflow.components.datasets.task import Task
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.optimizers import make_optimizer
-from kflow.components.trainer.progress import EpochProgress
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import MakeDataset, Runtime, is_chief, tf_config
+from kflow.components.util.progress import EpochProgress
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 log = logging.getLogger("kflow.trainer")

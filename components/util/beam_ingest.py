@@ -32,6 +32,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from kflow.components.util.progress import RecordProgress
 from kflow.pipeline.dsl.artifacts import Examples, Rejects
 
 INVALID = "invalid"
@@ -116,7 +117,10 @@ def run_ingest_pipeline(
             processed = (
                 pipeline
                 | "Chunks" >> beam.Create(list(chunks), reshuffle=False)
-                | "Process" >> beam.ParDo(_Process(process_chunk, staging)).with_outputs(_REJECTS, main="staged")
+                | "Process"
+                >> beam.ParDo(_Process(process_chunk, staging, read, _in_process(beam_args))).with_outputs(
+                    _REJECTS, main="staged"
+                )
             )
             if plan is None:
                 routed = processed.staged | "Route" >> beam.ParDo(_Route(shards, tuple(splits)), None)
@@ -154,15 +158,35 @@ def run_ingest_pipeline(
     return examples.stats
 
 
-class _Process(beam.DoFn):
-    """Runs `process_chunk` on a chunk, stages its accepted records; emits (file, [(key, group)]) and rejects."""
+def _in_process(beam_args: Sequence[str]) -> bool:
+    """Whether the chunks are processed in this process (so one progress bar can show them all)."""
+    options = PipelineOptions(list(beam_args)).get_all_options()
+    return options.get("runner") in (None, "DirectRunner") and options.get("direct_running_mode") != "multi_processing"
 
-    def __init__(self, process_chunk: ProcessChunk, staging: str):
+
+class _Process(beam.DoFn):
+    """Runs `process_chunk` on a chunk, stages its accepted records; emits (file, [(key, group)]) and rejects.
+
+    Shows the records processed out of `read`: as a bar when every chunk is processed here, else
+    as a log line at each tenth from each worker."""
+
+    def __init__(self, process_chunk: ProcessChunk, staging: str, read: int, one_bar: bool):
         self._process_chunk = process_chunk
         self._staging = staging
+        self._read, self._one_bar = read, one_bar
+        self._progress: RecordProgress | None = None
+
+    def setup(self):
+        self._progress = RecordProgress("ingest", self._read, allow_bar=self._one_bar)
+
+    def teardown(self):
+        if self._progress is not None:
+            self._progress.close()
 
     def process(self, chunk):
         accepted, found_rejects = self._process_chunk(chunk)
+        if self._progress is not None:
+            self._progress.add(len(accepted) + len(found_rejects))
         if accepted:
             path = Path(self._staging) / f"chunk-{uuid.uuid4().hex}.pkl"
             with path.open("wb") as file:

@@ -1,4 +1,5 @@
-"""Progress within an epoch: a tqdm bar in a terminal, periodic log lines elsewhere.
+"""Progress of long steps (the epochs of training, the records of an ingest): a tqdm bar in a
+terminal, periodic log lines elsewhere.
 
 The mode comes from `KFLOW_PROGRESS`: `bar` (a terminal: the kflow CLI sets it when its stderr
 is one), `plain` (a log line every `log_every_steps` steps: CI, files, Kubeflow pods), `events`
@@ -18,7 +19,7 @@ from collections.abc import Callable
 
 from tqdm import tqdm
 
-log = logging.getLogger("kflow.trainer")
+log = logging.getLogger("kflow")
 
 EVENT = "KFLOW-PROGRESS "
 
@@ -116,3 +117,35 @@ class EventBar:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
+
+
+class RecordProgress:
+    """Records processed out of `total`: a bar, or (`plain`) a log line at a tenth reached at least
+    `every` seconds after the last one, so a quick ingest stays quiet and a long one shows it moves."""
+
+    def __init__(self, what: str, total: int, allow_bar: bool = True, every: float = 5.0):
+        self.what, self.total, self.done = what, max(total, 1), 0
+        self.every, self.last = every, time.perf_counter()
+        chosen = mode()
+        self.bar = (
+            tqdm(total=total, desc=what, unit="rec", leave=False, file=sys.stderr)
+            if chosen == "bar" and allow_bar
+            else None
+        )
+        self.plain = chosen in ("plain", "bar") and self.bar is None
+
+    def add(self, count: int) -> None:
+        before, self.done = self.done, self.done + count
+        if self.bar is not None:
+            self.bar.update(count)
+        elif self.plain and before * 10 // self.total != self.done * 10 // self.total:
+            if time.perf_counter() - self.last < self.every:
+                return
+            self.last = time.perf_counter()
+            log.info(
+                "%s: %d of %d records processed (%d%%)", self.what, self.done, self.total, 100 * self.done // self.total
+            )
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
