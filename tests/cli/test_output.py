@@ -103,6 +103,7 @@ def test_a_terminal_gets_a_progress_bar_per_epoch(tmp_path, strategy):
     # tqdm's bar: "epoch 1/2:  40%|████      | 34/85 [00:01<00:01, 28.1step/s, ex/s=452, loss=0.8125]"
     bars = re.findall(r"epoch ([12])/2: +\d+%\|.*?\| *(\d+)/85 \[.*?step/s.*?ex/s=\d+", output)
     assert {epoch for epoch, _ in bars} == {"1", "2"}, output[-3000:]
+    assert re.search(r"ingest: +\d+%\|.*?\| *\d+/1797 \[", output), "the ingest's records bar"
     assert "\r" in output
     assert not [line for line in output.splitlines() if NOISE.search(line)]
 
