@@ -1,11 +1,13 @@
 """The `kflow` command line: validate, run, show, compile and submit pipelines.
 
-Exit codes: 0 success, 1 a run failed, 2 a bad config or bad arguments.
+Exit codes: 0 success, 1 a run failed, 2 a bad config or bad arguments, 130 / 143 a run
+cancelled by SIGINT / SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -25,12 +27,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     verbosity = getattr(args, "verbosity", 0)
-    if argv is None:  # The `kflow` program itself, not a caller in the same process (tests, notebooks).
+    # As the `kflow` program, not called in a host process (tests, notebooks) whose signals and stderr it must not take.
+    args.program = argv is None
+    if args.program:
         _set_up_terminal(verbosity)
     _configure_logging(verbosity)
     try:
         return args.command(args)
-    except ConfigError as error:
+    except (ConfigError, FileNotFoundError) as error:
         print(f"kflow: {error}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -38,10 +42,10 @@ def main(argv: list[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kflow", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"kflow {_version()}")
-    _add_verbosity(parser, argparse.SUPPRESS)
+    _add_verbosity(parser)
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
     verbosity = argparse.ArgumentParser(add_help=False)  # -v/-q after the subcommand too
-    _add_verbosity(verbosity, argparse.SUPPRESS)
+    _add_verbosity(verbosity)
 
     def with_config(command: argparse.ArgumentParser) -> None:
         command.add_argument("config", help="pipeline config (YAML)")
@@ -112,16 +116,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_verbosity(parser: argparse.ArgumentParser, default) -> None:
+def _add_verbosity(parser: argparse.ArgumentParser) -> None:
+    """-v / -q, left out of the namespace when not given, so one before the command is not reset after it."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument(
-        "-v", "--verbose", dest="verbosity", action="store_const", const=1, default=default,
-        help="also show tracebacks and Beam's, TensorFlow's and gRPC's logs",
-    )  # fmt: skip
-    group.add_argument(
-        "-q", "--quiet", dest="verbosity", action="store_const", const=-1, default=default,
-        help="only warnings, errors and results",
-    )  # fmt: skip
+    common = {"dest": "verbosity", "action": "store_const", "default": argparse.SUPPRESS}
+    group.add_argument("-v", "--verbose", const=1, help="also show tracebacks and Beam's, TF's, gRPC's logs", **common)
+    group.add_argument("-q", "--quiet", const=-1, help="only warnings, errors and results", **common)
 
 
 def _version() -> str:
@@ -164,7 +164,7 @@ def _run(args: argparse.Namespace) -> int:
             raise ConfigError([f"--until: no component {args.until!r} (choose from {choices})"])
         pipeline = pipeline.until(args.until)
     try:
-        with signals_cancel():
+        with signals_cancel() if args.program else contextlib.nullcontext():
             result = BeamDagRunner(enable_cache=not args.no_cache, verify_hashes=args.verify).run(
                 pipeline, config.pipeline_root
             )
@@ -221,11 +221,7 @@ def _submit(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from kflow.pipeline.cli.show import find_run_dir, format_run
 
-    try:
-        run = Run.load(find_run_dir(args.run_dir))
-    except FileNotFoundError as error:
-        print(f"kflow: {error}", file=sys.stderr)
-        return EXIT_USAGE
+    run = Run.load(find_run_dir(args.run_dir))
     print(json.dumps(RunRecord(run.run_dir).load(), indent=2) if args.json else format_run(run, colour=_colour()))
     return EXIT_OK
 
@@ -233,11 +229,7 @@ def _show(args: argparse.Namespace) -> int:
 def _runs(args: argparse.Namespace) -> int:
     from kflow.pipeline.cli.history import format_runs, list_runs
 
-    try:
-        rows = list_runs(args.path)
-    except FileNotFoundError as error:
-        print(f"kflow: {error}", file=sys.stderr)
-        return EXIT_USAGE
+    rows = list_runs(args.path)
     print(json.dumps(rows, indent=2) if args.json else format_runs(rows))
     return EXIT_OK
 
@@ -246,11 +238,7 @@ def _diff(args: argparse.Namespace) -> int:
     from kflow.pipeline.cli.history import diff_runs, format_diff
     from kflow.pipeline.cli.show import find_run_dir
 
-    try:
-        runs = [Run.load(find_run_dir(path)) for path in (args.run_a, args.run_b)]
-    except FileNotFoundError as error:
-        print(f"kflow: {error}", file=sys.stderr)
-        return EXIT_USAGE
+    runs = [Run.load(find_run_dir(path)) for path in (args.run_a, args.run_b)]
     difference = diff_runs(*runs)
     print(json.dumps(difference, indent=2) if args.json else format_diff(difference))
     return EXIT_OK
