@@ -88,6 +88,7 @@ class ClusterConfig:
 
     workers: int = setting(2, "worker processes of the multi-process strategies")
     parameter_servers: int = setting(1, "ps processes under parameter_server")
+    devices: int | None = setting(None, "mirrored: split the first device into this many logical devices")
     # Two restarts ride out a lost process or two (a preempted pod, an OOM kill) without hiding a
     # deterministic failure for long: a crash that repeats fails the run after three attempts.
     max_restarts: int = setting(2, "cluster restarts from the last checkpoint after a process dies")

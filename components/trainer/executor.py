@@ -51,6 +51,7 @@ def run(
     cluster_strategy = get_strategy(strategy)
     replicas = cluster_strategy.replicas(cluster_config.workers, cluster_config.parameter_servers)
     task, model_options = choice.task, choice.model_options
+    cluster_strategy.runtime_class().configure(cluster_config.devices)  # Before anything initialises TF's devices.
     task_object = load_task(task, schema.file, choice.chosen_model, model_options)
     temporary = None
     if working_dir is None:

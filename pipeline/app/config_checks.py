@@ -58,9 +58,13 @@ def _filters(config: PipelineConfig) -> list[str]:
 
 
 def _strategy(config: PipelineConfig) -> list[str]:
-    name = config.trainer["strategy"]
+    name, devices = config.trainer["strategy"], config.trainer.get("devices")
     if name in STRATEGIES:
-        return []  # The schema keeps trainer.workers and trainer.parameter_servers at 1 or more.
+        # The schema keeps trainer.workers and trainer.parameter_servers at 1 or more.
+        if devices is not None and not STRATEGIES[name].logical_devices:
+            able = ", ".join(spec.name for spec in STRATEGIES.values() if spec.logical_devices)
+            return [f"trainer.devices: strategy {name} does not split devices (only {able})"]
+        return []
     choices = ", ".join(STRATEGIES)
     return [f"trainer.strategy: unknown strategy {name!r}{did_you_mean(name, STRATEGIES)} (registered: {choices})"]
 

@@ -28,6 +28,7 @@ class StrategySpec:
     runtime: str
     roles: tuple[tuple[str, int | str], ...] = ()
     fit: bool = False
+    logical_devices: bool = False  # takes trainer.devices: splits the first physical device (Runtime.configure)
     description: str = ""
 
     @property
@@ -57,7 +58,9 @@ STRATEGIES: dict[str, StrategySpec] = {
     spec.name: spec
     for spec in (
         StrategySpec("default", f"{_PACKAGE}.default:Runtime", fit=True, description="one device"),
-        StrategySpec("mirrored", f"{_PACKAGE}.mirrored:Runtime", fit=True, description="all local devices"),
+        StrategySpec(
+            "mirrored", f"{_PACKAGE}.mirrored:Runtime", fit=True, logical_devices=True, description="all local devices"
+        ),
         StrategySpec(
             "multi_worker_mirrored",
             f"{_PACKAGE}.multi_worker_mirrored:Runtime",

@@ -103,6 +103,12 @@ class Runtime:
     def __init__(self) -> None:
         self.strategy = self.make()
 
+    @classmethod
+    def configure(cls, devices: int | None) -> None:
+        """Called once per process before anything touches TensorFlow's devices (`trainer.devices`)."""
+        if devices is not None:
+            raise ValueError(f"trainer.devices is for the mirrored strategy, not {cls.__module__.rsplit('.', 1)[-1]}")
+
     def make(self) -> tf.distribute.Strategy:
         raise NotImplementedError
 

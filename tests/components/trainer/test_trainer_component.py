@@ -38,6 +38,7 @@ def test_spec_wiring_and_defaults():
         "model_options": {},
         "workers": 2,
         "parameter_servers": 1,
+        "devices": None,
         "max_restarts": 2,
         "weight_decay": 0.0,
         "schedule": "constant",

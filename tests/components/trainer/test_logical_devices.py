@@ -1,0 +1,40 @@
+"""`mirrored` with `trainer.devices: 2`: the CPU split into two logical devices, a real 2-replica MirroredStrategy."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import REPO
+
+DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
+
+
+def test_two_logical_cpus_train_two_replicas_in_sync(tmp_path, run_kflow):
+    # In its own process: TensorFlow's devices can be split only before they are initialised.
+    result = run_kflow(
+        "run",
+        DEMO,
+        "--pipeline-root",
+        tmp_path,
+        "--until",
+        "train",
+        "--set",
+        "trainer.strategy=mirrored",
+        "--set",
+        "trainer.devices=2",
+        "--set",
+        "trainer.epochs=3",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "on 2 replica(s)" in result.stderr
+    (history_file,) = tmp_path.glob("demo/*/train/model_run/history.json")
+    history = json.loads(history_file.read_text())
+    assert (history["strategy"], history["replicas"]) == ("mirrored", 2)
+    losses = [epoch["loss"] for epoch in history["per_epoch"]]
+    assert losses[-1] < losses[0]
+
+
+def test_devices_with_a_strategy_that_does_not_split_them_is_a_config_error(run_kflow):
+    result = run_kflow("validate", DEMO, "--set", "trainer.devices=2")
+    assert result.returncode == 2
+    assert "trainer.devices: strategy default does not split devices (only mirrored)" in result.stderr
