@@ -88,6 +88,7 @@ def test_until_ingest_runs_ingest_only(tmp_path, run_kflow):
     assert list(record["components"]) == ["ingest"]
 
 
+@pytest.mark.slow  # tests/reliability covers kill, cancel and resume in make test
 def test_killing_a_run_during_training_publishes_nothing_and_the_rerun_reuses_ingest(tmp_path):
     command = [sys.executable, "-m", "kflow.pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(tmp_path)]
     process = subprocess.Popen(

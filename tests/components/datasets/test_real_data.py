@@ -85,6 +85,7 @@ def masked_accuracy(task: WikiText2Task, model: keras.Model, examples: Examples,
     return float(metric.result())
 
 
+@pytest.mark.slow
 def test_wikitext2_slice_vocabulary_and_short_training(tmp_path):
     examples = write_wikitext_examples(tmp_path / "examples", {"train": 600, "eval": 100, "test": 100})
     task = WikiText2Task(
