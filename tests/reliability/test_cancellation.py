@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from tests.conftest import REPO
-from tests.reliability.toy import RUN_TOY, descendants, wait_for
+from tests.reliability.toy import RUN_TOY, descendants, mwms_demo_command, wait_for, wait_for_a_checkpoint
 
 DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
 
@@ -51,22 +51,10 @@ def _read(pipeline_dir: Path) -> str | None:
 @pytest.mark.slow
 def test_ctrl_c_during_distributed_training_cancels_and_the_rerun_resumes(tmp_path):
     """The real thing: `kflow run` of the demo on a 2-worker MultiWorkerMirroredStrategy cluster."""
-    command = [
-        sys.executable,
-        "-m",
-        "kflow.pipeline.cli.main",
-        "run",
-        str(DEMO),
-        "--pipeline-root",
-        str(tmp_path),
-        "--set",
-        "trainer.strategy=multi_worker_mirrored",
-        "--set",
-        "trainer.epochs=12",
-    ]
+    command = mwms_demo_command(tmp_path, 12)
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: list(tmp_path.glob("demo/.work/train-*/checkpoints/ckpt-*.index")), 300, "a checkpoint")
+        wait_for_a_checkpoint(tmp_path)
         workers = [p for p in descendants(process) if "kflow.components.trainer.worker" in " ".join(p.cmdline())]
         assert len(workers) == 2
         started = time.monotonic()

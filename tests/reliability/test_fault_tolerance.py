@@ -6,15 +6,12 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 
 import psutil
 import pytest
 
 from tests.conftest import REPO
-from tests.reliability.toy import descendants, wait_for
-
-DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
+from tests.reliability.toy import descendants, mwms_demo_command, wait_for, wait_for_a_checkpoint
 
 
 def worker_1(process: subprocess.Popen) -> psutil.Process | None:
@@ -30,23 +27,10 @@ def worker_1(process: subprocess.Popen) -> psutil.Process | None:
 
 
 def run_and_kill_worker_1(root, *settings: str) -> tuple[subprocess.Popen, str]:
-    command = [
-        sys.executable,
-        "-m",
-        "kflow.pipeline.cli.main",
-        "run",
-        str(DEMO),
-        "--pipeline-root",
-        str(root),
-        "--set",
-        "trainer.strategy=multi_worker_mirrored",
-        "--set",
-        "trainer.epochs=6",
-        *settings,
-    ]
+    command = mwms_demo_command(root, 6, *settings)
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: list(root.glob("demo/.work/train-*/checkpoints/ckpt-*.index")), 300, "a checkpoint")
+        wait_for_a_checkpoint(root)
         wait_for(lambda: worker_1(process), 30, "worker 1").send_signal(signal.SIGKILL)
         _, stderr = process.communicate(timeout=600)
     finally:

@@ -31,6 +31,27 @@ def descendants(process: subprocess.Popen) -> list[psutil.Process]:
     return psutil.Process(process.pid).children(recursive=True)
 
 
+def mwms_demo_command(root: Path, epochs: int, *settings: str) -> list[str]:
+    """`kflow run` of the demo on a 2-worker MultiWorkerMirroredStrategy cluster into `root`."""
+    demo = Path(__file__).resolve().parents[2] / "pipeline" / "configs" / "demo.yaml"
+    strategy = ["--set", "trainer.strategy=multi_worker_mirrored", "--set", f"trainer.epochs={epochs}"]
+    return [
+        sys.executable,
+        "-m",
+        "kflow.pipeline.cli.main",
+        "run",
+        str(demo),
+        "--pipeline-root",
+        str(root),
+        *strategy,
+        *settings,
+    ]
+
+
+def wait_for_a_checkpoint(root: Path) -> None:
+    wait_for(lambda: list(root.glob("demo/.work/train-*/checkpoints/ckpt-*.index")), 300, "a checkpoint")
+
+
 def write_blob(*, blob, size: int, sleep: float = 0.0):
     """Writes `size` bytes into {blob}/data.bin in 64 KiB blocks, after sleeping `sleep` seconds."""
     time.sleep(sleep)
