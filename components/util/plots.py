@@ -10,20 +10,29 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # No display on servers and in containers.
-
-import matplotlib.pyplot as plt  # noqa: E402 (after choosing the backend)
-import numpy as np  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+import numpy as np
 
 Figure = dict[str, str]
 # Per-epoch history entries that are bookkeeping, not metrics.
 _NOT_METRICS = {"epoch", "step", "seconds", "examples_per_second"}
 
 
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the headless Agg backend (no display on servers and in containers), imported
+    at the first plot: it takes half a second, and the metrics modules that import this one are read by
+    every `kflow validate` and cached run too."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+
+    return matplotlib.pyplot
+
+
 def _save(fig: Any, folder: Path, file: str, title: str, caption: str) -> Figure:
+    import matplotlib
+
+    plt = _pyplot()
     folder.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(folder / file, dpi=100, metadata={"Software": f"matplotlib {matplotlib.__version__}"})
@@ -33,6 +42,9 @@ def _save(fig: Any, folder: Path, file: str, title: str, caption: str) -> Figure
 
 def training_curves(per_epoch: Sequence[Mapping[str, Any]], folder: Path) -> list[Figure]:
     """One panel per metric, its train and validation (`val_`) series over the epochs."""
+    plt = _pyplot()
+    from matplotlib import ticker
+
     names = sorted(
         {
             key.removeprefix("val_")
@@ -55,7 +67,7 @@ def training_curves(per_epoch: Sequence[Mapping[str, Any]], folder: Path) -> lis
             if points:
                 axis.plot(*zip(*points, strict=True), style, markersize=3, label=label)
         axis.set(title=name, xlabel="epoch", ylabel=name)
-        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axis.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
         axis.grid(alpha=0.3)
         axis.legend()
     for axis in list(axes.flat)[len(names) :]:
@@ -66,6 +78,7 @@ def training_curves(per_epoch: Sequence[Mapping[str, Any]], folder: Path) -> lis
 
 def confusion_matrix(matrix: np.ndarray, labels: Sequence[str], folder: Path) -> Figure:
     """Counts in every cell; each row's label carries that class's recall."""
+    plt = _pyplot()
     matrix = np.asarray(matrix)
     totals = matrix.sum(axis=1)
     recall = np.divide(np.diag(matrix), totals, out=np.zeros(len(totals)), where=totals > 0)
@@ -86,6 +99,7 @@ def confusion_matrix(matrix: np.ndarray, labels: Sequence[str], folder: Path) ->
 
 def class_bars(labels: Sequence[str], precision: Sequence[float], recall: Sequence[float], folder: Path) -> Figure:
     """Precision and recall of each class; an undefined one (a class never predicted) has no bar."""
+    plt = _pyplot()
     precision, recall = ([np.nan if v is None else v for v in values] for values in (precision, recall))
     positions = np.arange(len(labels))
     fig, axis = plt.subplots(figsize=(max(5.0, 0.6 * len(labels) + 2), 3.5))
@@ -101,6 +115,7 @@ def class_bars(labels: Sequence[str], precision: Sequence[float], recall: Sequen
 
 
 def roc_and_pr_curves(fpr, tpr, roc_auc: float, recall, precision, pr_auc: float, base_rate: float, folder: Path):
+    plt = _pyplot()
     fig, (roc, pr) = plt.subplots(1, 2, figsize=(9, 4))
     roc.plot(fpr, tpr, label=f"model (AUC {roc_auc:.3f})")
     roc.plot([0, 1], [0, 1], ":", color="grey", label="chance (AUC 0.5)")
@@ -116,6 +131,7 @@ def roc_and_pr_curves(fpr, tpr, roc_auc: float, recall, precision, pr_auc: float
 
 
 def score_histogram(scores: np.ndarray, labels: np.ndarray, threshold: float | None, folder: Path) -> Figure:
+    plt = _pyplot()
     fig, axis = plt.subplots(figsize=(6, 3.5))
     bins = np.linspace(0, 1, 26)
     for value, name in ((0, "negative"), (1, "positive")):
@@ -132,6 +148,7 @@ def score_histogram(scores: np.ndarray, labels: np.ndarray, threshold: float | N
 
 def slice_bars(slices: Mapping[str, Mapping[str, Mapping[str, Any]]], metric: str, folder: Path) -> list[Figure]:
     """One bar chart per slice feature: `metric` per slice value, with each slice's example count."""
+    plt = _pyplot()
     figures = []
     for name, values in slices.items():
         keys = [key for key, numbers in values.items() if isinstance(numbers.get(metric), int | float)]
@@ -153,6 +170,7 @@ def slice_bars(slices: Mapping[str, Mapping[str, Mapping[str, Any]]], metric: st
 
 def against_baseline(values: Mapping[str, float], metric: str, folder: Path, file: str) -> Figure:
     """A metric of the model beside reference values (e.g. the MLM against the most frequent token)."""
+    plt = _pyplot()
     fig, axis = plt.subplots(figsize=(5.5, 3.5))
     bars = axis.bar(list(values), list(values.values()), color=["tab:blue", *["tab:grey"] * (len(values) - 1)])
     axis.bar_label(bars, fmt="%.4f")

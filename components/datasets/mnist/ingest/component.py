@@ -38,5 +38,5 @@ class MnistIngest(Component):
             ),
         ),
         executor="kflow.components.datasets.mnist.ingest.executor:run",
-        source_files="kflow.components.datasets.mnist.ingest.sources:source_files",
+        source_files="kflow.components.datasets.mnist.ingest.locate:source_files",
     )

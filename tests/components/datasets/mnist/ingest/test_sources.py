@@ -5,12 +5,12 @@ import gzip
 import numpy as np
 import pytest
 
+from kflow.components.datasets.mnist.ingest.locate import resolve
 from kflow.components.datasets.mnist.ingest.sources import (
     read_idx,
     read_idx_folder,
     read_npz,
     read_sklearn_digits,
-    resolve,
 )
 from tests.components.datasets.mnist.ingest.conftest import idx_bytes, write_idx, write_npz
 
