@@ -18,7 +18,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -30,6 +30,8 @@ from kflow.pipeline.runners.node_runner import STAGING, NodeFailed, run_node
 from kflow.pipeline.runners.run_record import ArtifactRef, Run, RunRecord, new_run_id
 
 log = logging.getLogger("kflow")
+
+E = TypeVar("E", bound=BaseException)
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ class BeamDagRunner:
                     )
             status = "succeeded"
         except BaseException as caught:
-            interrupt = _interrupt(caught)
+            interrupt = _cause(caught, KeyboardInterrupt)
             if interrupt is None:
                 error = caught
             else:  # Ctrl-C, or SIGTERM as cancellation.Cancelled (which Beam may have wrapped in its own error).
@@ -137,12 +139,12 @@ class BeamDagRunner:
         return result
 
 
-def _interrupt(error: BaseException) -> KeyboardInterrupt | None:
-    """The KeyboardInterrupt behind `error`, if any."""
+def _cause(error: BaseException, kind: type[E]) -> E | None:
+    """The exception of type `kind` in the chain behind `error` (Beam wraps what a DoFn raised), if any."""
     seen: set[int] = set()
     cause: BaseException | None = error
     while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt):
+        if isinstance(cause, kind):
             return cause
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
@@ -154,9 +156,7 @@ def _failure_message(error: BaseException, result: RunResult) -> str:
     failed = [execution for execution in result.run.executions.values() if execution.status == "failed"]
     if failed:
         return f"component {failed[0].node_id!r} failed: {failed[0].error}"
-    cause: BaseException | None = error
-    while cause is not None:
-        if isinstance(cause, NodeFailed):
-            return str(cause)
-        cause = cause.__cause__ or cause.__context__
+    failure = _cause(error, NodeFailed)
+    if failure is not None:
+        return str(failure)
     return f"pipeline failed: {type(error).__name__}: {error}"

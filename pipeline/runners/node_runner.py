@@ -52,7 +52,7 @@ def run_node(
     inputs = {name: upstream[channel.producer][channel.output] for name, channel in node.inputs.items()}
     try:
         data = node.data_fingerprint()
-    except BaseException as error:  # Its data cannot be found: the node fails as its executor would.
+    except Exception as error:  # Its data cannot be found: the node fails as its executor would.
         raise _failed(node, record, error, seconds=0.0) from error
     fingerprint = execution_fingerprint(node, {name: ref.fingerprint for name, ref in inputs.items()}, data)
     common = {
