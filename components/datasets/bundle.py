@@ -7,7 +7,7 @@ registry loads without TensorFlow and one dataset's dependencies never load for 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -18,6 +18,7 @@ class Dataset:
     `filters`: the `data.filters` fields its ingest takes (every ingest takes max_invalid_fraction).
     `source_test_split`: True when the source brings its own test split, so `data.split` may only
     divide the rest into train and eval; False when the test split is cut from the data by `data.split`.
+    `backend_limits`: {Keras backend: why its model cannot train there}; empty when it trains on every backend.
     """
 
     name: str
@@ -27,6 +28,7 @@ class Dataset:
     metrics: str
     filters: tuple[str, ...] = ()
     source_test_split: bool = True
+    backend_limits: dict[str, str] = field(default_factory=dict)
 
     def ingest_component(self) -> Any:
         return _load(self.ingest)

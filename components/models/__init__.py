@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import keras
 
+from kflow.components.models import bert_mlm, mnist_convnet
 from kflow.components.models.bert_mlm import build_bert_mlm
 from kflow.components.models.mnist_convnet import build_mnist_convnet
 from kflow.components.models.text_classifier import build_text_classifier
@@ -19,6 +20,13 @@ MODELS: dict[str, Callable[..., keras.Model]] = {
     "mnist_convnet": build_mnist_convnet,
     "bert_mlm": build_bert_mlm,
     "text_classifier": build_text_classifier,
+}
+
+# keras_model_parallel's default LayoutMap of each model (weight-path regex → mesh axis or None per
+# dimension); a model without one trains with replicated weights unless trainer.layout_map is set.
+LAYOUT_MAPS: dict[str, dict[str, tuple[str | None, ...]]] = {
+    "mnist_convnet": mnist_convnet.LAYOUT_MAP,
+    "bert_mlm": bert_mlm.LAYOUT_MAP,
 }
 
 
@@ -30,4 +38,4 @@ def build_model(name: str, **kwargs) -> keras.Model:
     return factory(**kwargs)
 
 
-__all__ = ["MODELS", "build_bert_mlm", "build_mnist_convnet", "build_model", "build_text_classifier"]
+__all__ = ["LAYOUT_MAPS", "MODELS", "build_bert_mlm", "build_mnist_convnet", "build_model", "build_text_classifier"]

@@ -11,6 +11,18 @@ from __future__ import annotations
 import keras
 import keras_hub
 
+# keras_model_parallel's default LayoutMap (a regex matching whole weight paths → a mesh axis per dimension), Megatron's
+# split: the attention heads and the feed-forward's inner dimension are sharded over `model`, the
+# output projections on their input dimension, so each layer needs one all-reduce; the token
+# embeddings (also the MLM head's output projection) over the hidden dimension.
+LAYOUT_MAP: dict[str, tuple[str | None, ...]] = {
+    r"token_embedding/embeddings": (None, "model"),
+    r".*/self_attention_layer/(query|key|value)/kernel": (None, "model", None),
+    r".*/self_attention_layer/attention_output/kernel": ("model", None, None),
+    r".*/feedforward_intermediate_dense/kernel": (None, "model"),
+    r".*/feedforward_output_dense/kernel": ("model", None),
+}
+
 
 def build_bert_mlm(
     vocabulary_size: int,

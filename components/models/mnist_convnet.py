@@ -10,6 +10,13 @@ import keras
 
 IMAGE_SHAPE = (28, 28)
 
+# keras_model_parallel's default LayoutMap: the convolutions' output channels sharded over `model`,
+# the classifier on its (flattened) input dimension.
+LAYOUT_MAP: dict[str, tuple[str | None, ...]] = {
+    r"conv2d(_\d+)?/kernel": (None, None, None, "model"),
+    r"probabilities/kernel": ("model", None),
+}
+
 
 def build_mnist_convnet(num_classes: int = 10) -> keras.Model:
     """Builds the (uncompiled) convnet: uint8 [batch, 28, 28] in, class probabilities out."""

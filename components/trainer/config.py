@@ -62,6 +62,12 @@ class TrainConfig:
     seed: int = setting(42)
     checkpoint_every_steps: int | None = setting(None, "unset: at every epoch end")
     log_every_steps: int = setting(100, affects_output=False)
+    mesh: dict | None = setting(
+        None, "keras_model_parallel: {shape: [batch, model], axes: [names]}; unset: processes × local devices"
+    )
+    layout_map: dict | None = setting(
+        None, "keras_model_parallel: {weight path regex: [mesh axis or null per dimension]}; unset: the model's own"
+    )
 
     def validate(self) -> None:
         get_strategy(self.strategy)  # A ValueError naming the strategies otherwise.
@@ -77,6 +83,18 @@ class TrainConfig:
             raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
         if self.weight_decay < 0 or self.warmup_steps < 0:
             raise ValueError("weight_decay and warmup_steps must not be negative")
+        if self.mesh is not None:
+            shape, axes = self.mesh.get("shape"), self.mesh.get("axes")
+            if not shape or not axes or len(shape) != len(axes) or any(int(size) < 1 for size in shape):
+                raise ValueError(f"mesh needs as many axes as sizes (each at least 1), got {self.mesh}")
+        if self.layout_map is not None:
+            axes = set(self.mesh["axes"]) if self.mesh else {"batch", "model"}
+            for pattern, layout in self.layout_map.items():
+                unknown = {axis for axis in layout if axis is not None} - axes
+                if unknown:
+                    raise ValueError(
+                        f"layout_map[{pattern!r}] names axes {sorted(unknown)} not in the mesh {sorted(axes)}"
+                    )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,7 +106,9 @@ class ClusterConfig:
 
     workers: int = setting(2, "worker processes of the multi-process strategies")
     parameter_servers: int = setting(1, "ps processes under parameter_server")
-    devices: int | None = setting(None, "mirrored: split the first device into this many logical devices")
+    devices: int | None = setting(
+        None, "mirrored: split the first device into N logical devices; JAX strategies: N host devices on CPU"
+    )
     # Two restarts ride out a lost process or two (a preempted pod, an OOM kill) without hiding a
     # deterministic failure for long: a crash that repeats fails the run after three attempts.
     max_restarts: int = setting(2, "cluster restarts from the last checkpoint after a process dies")

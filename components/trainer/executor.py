@@ -1,15 +1,16 @@
 """Trainer executor: trains a dataset's task under a distribution strategy and exports the model.
 
 The strategy (kflow.components.trainer.strategies) decides the path: `model.fit` where Keras
-supports it (one device, mirrored), the custom loop otherwise, and for multi-process
-strategies a local cluster of worker processes started here when no TF_CONFIG says this
-process is already one of a cluster's (a Kubeflow TFJob's pods).
+supports it (one device, mirrored, the Keras distribution API), the custom loop or the
+explicit JAX loop otherwise, and for multi-process strategies a local cluster of worker
+processes started here when neither TF_CONFIG nor a JAXJob's variables say this process is
+already one of a cluster's (a Kubeflow TFJob's or JAXJob's pods). A strategy on another
+Keras backend than this process's always trains in worker processes of its own.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -17,12 +18,13 @@ from typing import Any
 
 import tensorflow as tf
 
+from kflow.components.datasets import get_dataset
 from kflow.components.datasets.task import load_task
-from kflow.components.trainer import fit, loop
+from kflow.components.trainer import loop
 from kflow.components.trainer.config import TrainerSettings
 from kflow.components.trainer.launcher import launch
 from kflow.components.trainer.strategies import get_strategy
-from kflow.components.trainer.strategies.runtime import is_chief, tf_config
+from kflow.components.trainer.strategies.runtime import in_cluster, is_chief_process, tf_config
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
 
 log = logging.getLogger("kflow.trainer")
@@ -51,7 +53,12 @@ def run(
     cluster_strategy = get_strategy(strategy)
     replicas = cluster_strategy.replicas(cluster_config.workers, cluster_config.parameter_servers)
     task, model_options = choice.task, choice.model_options
-    cluster_strategy.runtime_class().configure(cluster_config.devices)  # Before anything initialises TF's devices.
+    limit = get_dataset(task).backend_limits.get(cluster_strategy.backend)
+    if limit:
+        raise ValueError(f"strategy {strategy} trains on {cluster_strategy.backend}, where {task} cannot: {limit}")
+    launches = cluster_strategy.multi_process and not in_cluster()
+    if not launches:  # This process trains: set its devices up before anything initialises them.
+        cluster_strategy.runtime_class().configure(cluster_config.devices)
     task_object = load_task(task, schema.file, choice.chosen_model, model_options)
     temporary = None
     if working_dir is None:
@@ -65,13 +72,14 @@ def run(
         if cluster_strategy.serves(role.get("type")):
             cluster_strategy.runtime_class().serve(cluster, type(task_object).op_libraries)
             return {}
-        if is_chief(cluster):
+        chief = is_chief_process()
+        if chief:
             assets_dir = model.assets_uri
             model.write_task_spec(task, task_object.model_name, model_options or {})
         else:
             assets_dir = Path(working_dir) / f"assets-{role.get('type')}-{role.get('index')}"
         task_object.prepare(examples, assets_dir)
-        if cluster_strategy.multi_process and not os.environ.get("TF_CONFIG"):
+        if launches:
             shown = ", ".join(f"{count} {name}" for name, count in replicas.items())
             log.info("train: starting a local %s cluster: %s", strategy, shown)
             spec = {
@@ -85,20 +93,21 @@ def run(
                 "working_dir": str(working_dir),
                 "assets_dir": str(assets_dir),
                 "config": config.to_json(),
+                "devices": cluster_config.devices,
             }
             restarts = launch(
                 spec,
                 spec_dir=Path(working_dir) / "launch",
                 workers=cluster_config.workers,
                 parameter_servers=cluster_config.parameter_servers,
+                devices=cluster_config.devices,
                 max_restarts=cluster_config.max_restarts,
             )
             history = model_run.history
             history["restarts"] = restarts
             model_run.write_json("history.json", history)
         else:
-            trainer = fit if cluster_strategy.fit else loop
-            history = trainer.train(
+            history = cluster_strategy.train_module().train(
                 task_object,
                 examples=examples,
                 model=model,
@@ -107,6 +116,8 @@ def run(
                 working_dir=Path(working_dir),
                 assets_dir=assets_dir,
             )
+        if chief and not model.serving_uri.exists():  # Saved by a process of another backend: export here.
+            loop.export_serving(model)
     except tf.errors.DataLossError as error:
         # TensorFlow names the op, not the data: say which artifact is damaged.
         reason = error.message.rsplit("}}", 1)[-1].split(" [Op:")[0].strip()

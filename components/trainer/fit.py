@@ -20,7 +20,13 @@ import keras
 
 from kflow.components.datasets.task import Task
 from kflow.components.trainer.config import TrainConfig
-from kflow.components.trainer.loop import dataset_factory, export_model, precision_policy, split_sizes
+from kflow.components.trainer.loop import (
+    dataset_factory,
+    export_model,
+    precision_policy,
+    split_sizes,
+    write_process_state,
+)
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import Runtime
@@ -42,7 +48,7 @@ def train(
 ) -> dict[str, Any]:
     """Fits `task`'s model on Split-train (validating on Split-eval), exports it, writes the history; returns it."""
     with precision_policy(config):
-        runtime: Runtime = get_strategy(config.strategy).runtime_class()()
+        runtime: Runtime = get_strategy(config.strategy).runtime_class()(config, task.model_name)
         return _fit(task, runtime, examples, model, model_run, config, Path(working_dir), assets_dir)
 
 
@@ -66,24 +72,21 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
             weighted_metrics=task.metrics(),
         )
     epoch_log = EpochLog(config.epochs, examples_per_epoch, steps_per_epoch, global_batch, config.log_every_steps)
+    chief = runtime.process_index == 0
+    # Each process of a multi-process strategy backs up its own state (they hold the same weights).
+    backup = working_dir / "backup"
+    if runtime.process_count > 1:
+        backup = backup / f"process-{runtime.process_index}"
     callbacks: list[keras.callbacks.Callback] = [
         keras.callbacks.BackupAndRestore(
-            str(working_dir / "backup"), save_freq=config.checkpoint_every_steps or "epoch", delete_checkpoint=False
+            str(backup), save_freq=config.checkpoint_every_steps or "epoch", delete_checkpoint=False
         ),
         epoch_log,
-        keras.callbacks.TensorBoard(log_dir=str(model_run.log_dir)),
     ]
-    if config.early_stopping_patience is not None:
-        callbacks.append(
-            keras.callbacks.EarlyStopping(
-                monitor=task.monitor,
-                mode=task.monitor_mode,
-                patience=config.early_stopping_patience,
-                restore_best_weights=True,
-            )
-        )
+    if chief:
+        callbacks.append(keras.callbacks.TensorBoard(log_dir=str(model_run.log_dir)))
     log.info(
-        "train: %s for %d epochs of %d steps, global batch %d, %s(lr=%g, %s), strategy %s on %d replica(s)",
+        "train: %s for %d epochs of %d steps, global batch %d, %s(lr=%g, %s), strategy %s on %d replica(s)%s",
         task.model_name,
         config.epochs,
         steps_per_epoch,
@@ -93,12 +96,13 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
         config.schedule,
         config.strategy,
         runtime.replicas,
+        f" in {runtime.process_count} processes" if runtime.process_count > 1 else "",
     )
     started = time.perf_counter()
     keras_model.fit(
-        dataset("train", True).repeat(),
+        runtime.fit_batches(dataset, "train", True, global_batch),
         # Keras keeps one validation iterator across epochs when given its steps: repeat, one pass a validation.
-        validation_data=dataset("eval", False).repeat() if eval_count else None,
+        validation_data=runtime.fit_batches(dataset, "eval", False, global_batch) if eval_count else None,
         validation_steps=math.ceil(eval_count / global_batch) if eval_count else None,
         epochs=config.epochs,
         steps_per_epoch=steps_per_epoch,
@@ -108,7 +112,10 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
     )
     seconds = time.perf_counter() - started
     examples_trained = examples_per_epoch * len(epoch_log.epochs)
-    export_model(task, keras_model, model)
+    if chief:
+        # A TensorFlow process exports the serving SavedModel too; for a JAX one the Trainer does it after.
+        with runtime.unsharded():
+            export_model(task, keras_model, model, serving=keras.backend.backend() == "tensorflow")
     summary = {
         "epochs": len(epoch_log.epochs),
         "per_epoch": epoch_log.epochs,
@@ -126,10 +133,18 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
         "batch_size": global_batch,
         "strategy": config.strategy,
         "replicas": runtime.replicas,
+        "processes": runtime.process_count,
+        "backend": keras.backend.backend(),
         "task": task.name,
         "model_name": task.model_name,
     }
-    model_run.write_json("history.json", summary)
+    if runtime.process_count > 1:  # What each process ended with: the same weights, if all went well.
+        write_process_state(model_run, f"process-{runtime.process_index}", summary["final_step"], keras_model)
+    if chief:
+        model_run.write_json("history.json", summary)
+        layouts = runtime.weight_layouts(keras_model)
+        if layouts:  # Which weights the strategy sharded, and how: what the mesh actually held.
+            model_run.write_json("sharding.json", layouts)
     log.info("train: %d epochs in %.1f s (%.0f ex/s)", summary["epochs"], seconds, summary["examples_per_second"])
     return summary
 

@@ -1,6 +1,8 @@
 """Starts a local training cluster on loopback: N workers, M parameter servers and a coordinator.
 
-Each process gets its own `TF_CONFIG` (the layout Kubeflow's Training Operator writes), runs
+Each process gets its own `TF_CONFIG` (the layout Kubeflow's Training Operator writes for a
+TFJob) or, for a JAX strategy, the variables a JAXJob's pods get (`COORDINATOR_ADDRESS`,
+`COORDINATOR_PORT`, `NUM_PROCESSES`, `PROCESS_ID`) with `KERAS_BACKEND=jax`; it runs
 in its own process group, and has its output streamed with a `[worker-0] ` prefix. If any
 process fails, the whole cluster is stopped (terminate, then kill) and restarted from the
 last checkpoint, up to `max_restarts` times. Nothing is left running after success,
@@ -43,6 +45,26 @@ def free_ports(count: int) -> list[int]:
     finally:
         for sock in sockets:
             sock.close()
+
+
+def process_environment(
+    strategy: str, cluster: dict[str, list[str]], kind: str, index: int, devices: int | None = None
+) -> dict[str, str]:
+    """The variables that tell one process of the cluster who it is, as Kubeflow's Training Operator sets them."""
+    if get_strategy(strategy).backend != "jax":
+        return {"TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}})}
+    host, _, port = cluster["worker"][0].rpartition(":")
+    environment = {
+        "KERAS_BACKEND": "jax",
+        "COORDINATOR_ADDRESS": host,
+        "COORDINATOR_PORT": port,
+        "NUM_PROCESSES": str(len(cluster["worker"])),
+        "PROCESS_ID": str(index),
+    }
+    if devices:  # N CPU devices for this process; XLA reads the flag once, when JAX starts.
+        flags = os.environ.get("XLA_FLAGS", "")
+        environment["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={devices}".strip()
+    return environment
 
 
 def cluster_spec(strategy: str, workers: int, parameter_servers: int) -> dict[str, list[str]]:
@@ -117,6 +139,7 @@ def run_cluster(
     strategy: str,
     workers: int,
     parameter_servers: int = 0,
+    devices: int | None = None,
     timeout: float | None = None,
     sink=None,
     on_start=None,
@@ -142,7 +165,7 @@ def run_cluster(
                 name = f"{kind}-{index}"
                 env = dict(
                     environment,
-                    TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}}),
+                    **process_environment(strategy, cluster, kind, index, devices),
                     KFLOW_PROGRESS=("events" if bar else "plain") if name == reporter else "off",
                 )
                 popen = subprocess.Popen(
@@ -189,6 +212,7 @@ def launch(
     spec_dir: Path,
     workers: int,
     parameter_servers: int = 0,
+    devices: int | None = None,
     max_restarts: int = 0,
     timeout: float | None = None,
     sink=None,
@@ -209,6 +233,7 @@ def launch(
                 strategy=strategy,
                 workers=workers,
                 parameter_servers=parameter_servers,
+                devices=devices,
                 timeout=timeout,
                 sink=sink,
                 on_start=on_start if attempt == 0 else None,

@@ -87,6 +87,13 @@ def weights_digest(model: keras.Model) -> str:
     return digest.hexdigest()
 
 
+def write_process_state(model_run: ModelRun, me: str, step: int, model: keras.Model) -> None:
+    """`workers/<me>.json`: the step and weights digest this process of a cluster ended with."""
+    final = {"me": me, "step": step, "weights_sha256": weights_digest(model)}
+    (model_run.path / "workers").mkdir(parents=True, exist_ok=True)
+    (model_run.path / "workers" / f"{me}.json").write_text(json.dumps(final) + "\n")
+
+
 def train(
     task: Task,
     *,
@@ -99,7 +106,7 @@ def train(
 ) -> dict[str, Any]:
     """Trains `task`'s model under `config.strategy` and, on the chief, exports it; returns the summary."""
     with precision_policy(config):
-        runtime: Runtime = get_strategy(config.strategy).runtime_class()()
+        runtime: Runtime = get_strategy(config.strategy).runtime_class()(config, task.model_name)
         return _train(task, runtime, examples, model, model_run, config, working_dir, assets_dir)
 
 
@@ -264,13 +271,7 @@ def _train(
                     break
         total_seconds = time.perf_counter() - started
         examples_per_second = trained_steps * global_batch / max(total_seconds, 1e-9)
-        final = {
-            "me": me,
-            "step": runtime.step_counter(optimizer, step),
-            "weights_sha256": weights_digest(keras_model),
-        }
-        (model_run.path / "workers").mkdir(parents=True, exist_ok=True)
-        (model_run.path / "workers" / f"{me}.json").write_text(json.dumps(final) + "\n")
+        write_process_state(model_run, me, runtime.step_counter(optimizer, step), keras_model)
         summary = {
             "epochs": len(history),
             "per_epoch": history,
@@ -301,10 +302,16 @@ def _train(
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def export_model(task: Task, trained: keras.Model, model: Model) -> None:
-    """Saves a plain (strategy-free) copy of `trained` as model.keras and the serving SavedModel."""
+def export_model(task: Task, trained: keras.Model, model: Model, *, serving: bool = True) -> None:
+    """Saves a plain (strategy-free) copy of `trained` as model.keras and, with `serving`, the serving SavedModel."""
     plain = task.build_model()
     plain.set_weights(trained.get_weights())
     model.path.mkdir(parents=True, exist_ok=True)
     plain.save(model.keras_file)
-    plain.export(str(model.serving_uri), format="tf_saved_model", verbose=False)
+    if serving:
+        plain.export(str(model.serving_uri), format="tf_saved_model", verbose=False)
+
+
+def export_serving(model: Model) -> None:
+    """Exports the serving SavedModel of the model.keras a process of another Keras backend saved."""
+    keras.models.load_model(model.keras_file).export(str(model.serving_uri), format="tf_saved_model", verbose=False)

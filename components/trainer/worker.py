@@ -2,7 +2,9 @@
 
 The role comes from `TF_CONFIG`: under `parameter_server`, `worker` and `ps` tasks run a
 `tf.distribute.Server` until they are stopped and the `chief` coordinates; under
-`multi_worker_mirrored` every worker runs the training loop. The spec (written by the
+`multi_worker_mirrored` every worker runs the training loop. Under a JAX strategy the
+launcher set `KERAS_BACKEND=jax` and the JAXJob variables (strategies/jax_process.py), and
+every process trains, process 0 writing. The spec (written by the
 launcher, or by a Kubernetes job) names the artifacts and the training configuration.
 """
 
@@ -16,9 +18,8 @@ from pathlib import Path
 from kflow.components.datasets import get_dataset
 from kflow.components.datasets.task import load_task
 from kflow.components.trainer.config import TrainConfig
-from kflow.components.trainer.loop import train
 from kflow.components.trainer.strategies import get_strategy
-from kflow.components.trainer.strategies.runtime import is_chief, tf_config
+from kflow.components.trainer.strategies.runtime import is_chief_process, tf_config
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 
@@ -32,13 +33,14 @@ def main(argv: list[str]) -> int:
     config = TrainConfig(**spec["config"])
     cluster = tf_config()
     # The chief (worker 0 without one) speaks for the cluster; the others only warn, so each line shows once.
-    kflow.setLevel(logging.INFO if is_chief(cluster) else logging.WARNING)
+    kflow.setLevel(logging.INFO if is_chief_process() else logging.WARNING)
     strategy = get_strategy(config.strategy)
     if strategy.serves((cluster.get("task") or {}).get("type")):
         strategy.runtime_class().serve(cluster, get_dataset(spec["task"]).task_class().op_libraries)
         return 0
+    strategy.runtime_class().configure(spec.get("devices"))  # Before anything touches the devices.
     task = load_task(spec["task"], spec["schema_file"], spec.get("model_name"), spec.get("model_options"))
-    train(
+    strategy.train_module().train(
         task,
         examples=Examples(spec["examples"]),
         model=Model(spec["model"]),

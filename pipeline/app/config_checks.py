@@ -61,10 +61,17 @@ def _strategy(config: PipelineConfig) -> list[str]:
     name, devices = config.trainer["strategy"], config.trainer.get("devices")
     if name in STRATEGIES:
         # The schema keeps trainer.workers and trainer.parameter_servers at 1 or more.
-        if devices is not None and not STRATEGIES[name].logical_devices:
-            able = ", ".join(spec.name for spec in STRATEGIES.values() if spec.logical_devices)
-            return [f"trainer.devices: strategy {name} does not split devices (only {able})"]
-        return []
+        strategy, problems = STRATEGIES[name], []
+        if devices is not None and not strategy.devices:
+            able = ", ".join(spec.name for spec in STRATEGIES.values() if spec.devices)
+            problems.append(f"trainer.devices: strategy {name} does not take a device count (only {able})")
+        dataset = get_dataset(config.data["dataset"]) if config.data["dataset"] in DATASETS else None
+        if dataset is not None and strategy.backend in dataset.backend_limits:
+            limit = dataset.backend_limits[strategy.backend]
+            problems.append(
+                f"trainer.strategy: {name} trains on {strategy.backend}, where {dataset.name} cannot: {limit}"
+            )
+        return problems
     choices = ", ".join(STRATEGIES)
     return [f"trainer.strategy: unknown strategy {name!r}{did_you_mean(name, STRATEGIES)} (registered: {choices})"]
 

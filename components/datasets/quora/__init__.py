@@ -10,4 +10,8 @@ DATASET = Dataset(
     metrics="kflow.components.datasets.quora.metrics:QuoraMetrics",
     filters=("max_chars",),
     source_test_split=False,
+    backend_limits={
+        "jax": "its model takes raw question strings (TextVectorization inside the model, so the served model "
+        "reads text), and JAX arrays hold no strings; train it under a TensorFlow strategy"
+    },
 )

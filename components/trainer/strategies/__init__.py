@@ -1,9 +1,11 @@
 """The Trainer's distribution strategies: one module each, one line each in `STRATEGIES`.
 
 A `StrategySpec` says, without importing TensorFlow, how a strategy runs: the processes
-its cluster needs (roles and counts: what the local launcher starts and what a TFJob
-gets), and the module whose `Runtime` does the TensorFlow side of the training loop.
-The compiler and the TFJob rendering see only the replicas (`Trainer.cluster_replicas`).
+its cluster needs (roles and counts: what the local launcher starts and what a TFJob or
+JAXJob gets), the Keras backend it trains on, the training path (Keras' `model.fit`, the
+custom loop, or the explicit JAX loop), and the module whose `Runtime` does the
+distribution side. The compiler and the job rendering see only the replicas
+(`Trainer.cluster_replicas`) and the backend.
 """
 
 from __future__ import annotations
@@ -21,15 +23,24 @@ class StrategySpec:
     trainer setting that gives it (`workers`, `parameter_servers`); empty for a strategy that
     trains in the Trainer's own process. The `chief` role, when there is one, ends the run and
     writes the outputs, and the other roles serve until stopped; without it, every worker
-    trains and worker 0 writes. `fit`: Keras' `model.fit` works under it (else the custom loop).
+    trains and worker 0 writes. `trainer`: the training path, a module of kflow.components.trainer
+    (`fit`: Keras' `model.fit`, where it works; `loop`: the custom loop; `jax_loop`: the explicit
+    JAX loop). `backend`: the Keras backend; a backend other than TensorFlow runs in worker
+    processes of its own (Keras fixes its backend per process, at import), as JAX processes whose
+    coordinator is process 0 (the environment a Training Operator JAXJob gives its pods).
     """
 
     name: str
     runtime: str
     roles: tuple[tuple[str, int | str], ...] = ()
-    fit: bool = False
-    logical_devices: bool = False  # takes trainer.devices: splits the first physical device (Runtime.configure)
+    trainer: str = "loop"
+    backend: str = "tensorflow"
+    devices: bool = False  # takes trainer.devices (Runtime.configure): logical TF devices, or XLA host devices
     description: str = ""
+    guide: str = ""
+
+    def train_module(self) -> Any:
+        return importlib.import_module(f"kflow.components.trainer.{self.trainer}")
 
     @property
     def multi_process(self) -> bool:
@@ -57,21 +68,64 @@ _PACKAGE = "kflow.components.trainer.strategies"
 STRATEGIES: dict[str, StrategySpec] = {
     spec.name: spec
     for spec in (
-        StrategySpec("default", f"{_PACKAGE}.default:Runtime", fit=True, description="one device"),
         StrategySpec(
-            "mirrored", f"{_PACKAGE}.mirrored:Runtime", fit=True, logical_devices=True, description="all local devices"
+            "default",
+            f"{_PACKAGE}.default:Runtime",
+            trainer="fit",
+            description="one device",
+            guide="Keras: training & evaluation with the built-in methods",
+        ),
+        StrategySpec(
+            "mirrored",
+            f"{_PACKAGE}.mirrored:Runtime",
+            trainer="fit",
+            devices=True,
+            description="synchronous all-reduce over the local devices (or N logical devices of one)",
+            guide="TensorFlow: distributed training with Keras; logical devices: TensorFlow's GPU guide",
         ),
         StrategySpec(
             "multi_worker_mirrored",
             f"{_PACKAGE}.multi_worker_mirrored:Runtime",
             roles=(("worker", "workers"),),
-            description="synchronous all-reduce over workers",
+            description="synchronous all-reduce over worker processes",
+            guide="TensorFlow: multi-worker training with Keras / a custom training loop",
         ),
         StrategySpec(
             "parameter_server",
             f"{_PACKAGE}.parameter_server:Runtime",
             roles=(("chief", 1), ("worker", "workers"), ("ps", "parameter_servers")),
             description="asynchronous workers, variables on parameter servers",
+            guide="TensorFlow: parameter server training with ParameterServerStrategy",
+        ),
+        StrategySpec(
+            "keras_data_parallel",
+            f"{_PACKAGE}.keras_distribution:DataParallelRuntime",
+            roles=(("worker", "workers"),),
+            trainer="fit",
+            backend="jax",
+            devices=True,
+            description="keras.distribution.DataParallel: the batch split over every device of every process",
+            guide="Keras: distributed training with JAX; Keras: the distribution API",
+        ),
+        StrategySpec(
+            "keras_model_parallel",
+            f"{_PACKAGE}.keras_distribution:ModelParallelRuntime",
+            roles=(("worker", "workers"),),
+            trainer="fit",
+            backend="jax",
+            devices=True,
+            description="keras.distribution.ModelParallel: weights sharded by a LayoutMap over a (batch, model) mesh",
+            guide="Keras: the distribution API (ModelParallel, LayoutMap)",
+        ),
+        StrategySpec(
+            "jax_data_parallel",
+            f"{_PACKAGE}.jax_data_parallel:Runtime",
+            roles=(("worker", "workers"),),
+            trainer="jax_loop",
+            backend="jax",
+            devices=True,
+            description="an explicit JAX loop: jitted stateless steps, replicated state, NamedSharding batches",
+            guide="Keras: distributed training with JAX (a custom loop over stateless_call)",
         ),
     )
 }

@@ -47,8 +47,8 @@ def accumulate(metric: keras.metrics.Metric, *args: Any) -> None:
 
 
 class Runtime(BaseRuntime):
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, config=None, model_name=None) -> None:
+        super().__init__(config, model_name)
         self.coordinator = tf.distribute.coordinator.ClusterCoordinator(self.strategy)
 
     def make(self) -> tf.distribute.Strategy:

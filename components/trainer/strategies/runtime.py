@@ -9,6 +9,7 @@ replicas step together; parameter_server.py has its own.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable
@@ -36,6 +37,18 @@ def is_chief(config: dict[str, Any]) -> bool:
     if kind == "chief":
         return True
     return kind == "worker" and index == 0 and "chief" not in cluster
+
+
+def in_cluster() -> bool:
+    """Whether this process is one of a cluster's: a TFJob's (TF_CONFIG) or a JAXJob's (NUM_PROCESSES)."""
+    return bool(os.environ.get("TF_CONFIG") or os.environ.get("NUM_PROCESSES"))
+
+
+def is_chief_process() -> bool:
+    """The process that writes the outputs: process 0 of a JAX cluster, else the TF_CONFIG chief."""
+    if os.environ.get("PROCESS_ID") is not None:
+        return int(os.environ["PROCESS_ID"]) == 0
+    return is_chief(tf_config())
 
 
 def unpack(batch):
@@ -100,7 +113,8 @@ class Runtime:
     workers and parameter servers of a PS cluster) implements `serve` for them.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, config: Any = None, model_name: str | None = None) -> None:
+        self.config, self.model_name = config, model_name  # the TrainConfig and model, for strategies that need them
         self.strategy = self.make()
 
     @classmethod
@@ -121,6 +135,22 @@ class Runtime:
 
     def check_batch(self, global_batch: int) -> None:
         """Refuses a global batch the strategy cannot divide."""
+
+    # model.fit's side (kflow.components.trainer.fit): which process writes, what each process reads.
+    process_index: int = 0
+    process_count: int = 1
+
+    def weight_layouts(self, model: keras.Model) -> dict[str, list[str | None]]:
+        """{weight path: the mesh axis each dimension is sharded over, or None}; {} when nothing is sharded."""
+        return {}
+
+    def unsharded(self):
+        """A context in which models are built plain, without the strategy (to export a copy)."""
+        return contextlib.nullcontext()
+
+    def fit_batches(self, make_dataset: MakeDataset, split: str, training: bool, global_batch: int) -> tf.data.Dataset:
+        """The endless batches `model.fit` reads in this process (the strategy splits them over replicas)."""
+        return make_dataset(split, training, global_batch).repeat()
 
     def build(
         self,

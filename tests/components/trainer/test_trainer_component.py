@@ -46,6 +46,8 @@ def test_spec_wiring_and_defaults():
         "mixed_precision": False,
         "checkpoint_every_steps": None,
         "log_every_steps": 100,
+        "mesh": None,
+        "layout_map": None,
     }
     assert not spec.parameters["log_every_steps"].affects_output
 

@@ -1,0 +1,270 @@
+"""The explicit JAX training loop (strategy `jax_data_parallel`), for users who want the loop in their hands.
+
+As in Keras' guide "distributed training with JAX": the train state (trainable and
+non-trainable variables, optimizer variables, metric variables) is a pytree of JAX arrays
+replicated on every device; one step is a `jax.jit` function over `model.stateless_call`,
+`jax.value_and_grad` and `optimizer.stateless_apply`; each global batch is laid over the
+devices with `NamedSharding(mesh, PartitionSpec("batch"))`, so XLA inserts the gradient
+all-reduce. On several processes each feeds its rows of the batch
+(`jax.make_array_from_process_local_data`). The state goes back into the Keras model at the
+end, which is exported as under every other strategy. Epoch-end checkpoints
+(`working_dir/jax_state.npz`, written by process 0) let a re-run resume.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from kflow.components.datasets.task import Task
+from kflow.components.trainer.config import TrainConfig
+from kflow.components.trainer.loop import (
+    dataset_factory,
+    export_model,
+    precision_policy,
+    split_sizes,
+    write_process_state,
+)
+from kflow.components.trainer.optimizers import make_optimizer
+from kflow.components.trainer.strategies import get_strategy
+from kflow.components.trainer.strategies.runtime import unpack
+from kflow.components.util.progress import EpochProgress
+from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
+
+log = logging.getLogger("kflow.trainer")
+
+
+def train(
+    task: Task,
+    *,
+    examples: Examples,
+    model: Model,
+    model_run: ModelRun,
+    config: TrainConfig,
+    working_dir: Path,
+    assets_dir: Path | None = None,
+) -> dict[str, Any]:
+    if config.mixed_precision:
+        raise ValueError("jax_data_parallel trains in float32; mixed_precision is for the other strategies")
+    with precision_policy(config):
+        runtime = get_strategy(config.strategy).runtime_class()(config, task.model_name)
+        return _train(task, runtime, examples, model, model_run, config, Path(working_dir), assets_dir)
+
+
+def _train(task, runtime, examples, model, model_run, config, working_dir, assets_dir) -> dict[str, Any]:
+    global_batch = config.batch_size
+    runtime.check_batch(global_batch)
+    if assets_dir is not None:
+        task.load_assets(assets_dir)
+    make_dataset = dataset_factory(task, examples, config)
+    train_count, eval_count, steps_per_epoch = split_sizes(make_dataset, examples, config)
+    eval_steps = -(-eval_count // global_batch)
+
+    keras_model = task.build_model()
+    optimizer = make_optimizer(config, steps_per_epoch * config.epochs)
+    optimizer.build(keras_model.trainable_variables)
+    loss_object = task.loss()
+    loss_object.reduction = "mean_with_sample_weight"
+    metrics = task.metrics()
+    for metric in metrics:
+        metric.reset_state()  # Builds the metric variables.
+    steps = Steps(keras_model, optimizer, loss_object, metrics)
+
+    state = current_state(keras_model, optimizer, metrics)
+    checkpoint = working_dir / "jax_state.npz"
+    start_step = 0
+    if checkpoint.exists():
+        state, start_step = load_state(checkpoint, state)
+        log.info("train: resumed from step %d (%s)", start_step, checkpoint)
+    state = jax.tree.map(lambda value: place(value, runtime.replicated), state)
+
+    def batches(split: str, training: bool):
+        for batch in runtime.fit_batches(make_dataset, split, training, global_batch).as_numpy_iterator():
+            yield jax.tree.map(lambda rows: place(rows, runtime.batch_split), unpack(batch))
+
+    log.info(
+        "train: %s for %d epochs of %d steps, global batch %d, %s(lr=%g, %s), an explicit JAX loop over %d device(s)%s",
+        task.model_name,
+        config.epochs,
+        steps_per_epoch,
+        global_batch,
+        config.optimizer,
+        config.learning_rate,
+        config.schedule,
+        runtime.replicas,
+        f" in {runtime.process_count} processes" if runtime.process_count > 1 else "",
+    )
+    chief = runtime.process_index == 0
+    train_batches = batches("train", True)
+    history: list[dict[str, float]] = []
+    step, started = start_step, time.perf_counter()
+    for epoch in range(start_step // steps_per_epoch, config.epochs):
+        epoch_started = time.perf_counter()
+        state = steps.reset_metrics(state)
+        progress = EpochProgress(epoch + 1, config.epochs, steps_per_epoch, global_batch, config.log_every_steps)
+        loss_sum, loss = 0.0, None
+        for index in range(steps_per_epoch):
+            loss, state = steps.train(state, next(train_batches))
+            loss_sum += loss  # A JAX scalar: adding keeps the steps asynchronous.
+            progress.update(index + 1, lambda total=loss_sum, done=index + 1: float(total) / done)
+        values = {"loss": float(loss_sum) / steps_per_epoch, **steps.metric_results(state)}
+        progress.close()
+        train_seconds = time.perf_counter() - epoch_started
+        step += steps_per_epoch
+        if eval_steps:
+            values.update({f"val_{name}": value for name, value in evaluate(steps, state, batches, eval_steps).items()})
+        speed = steps_per_epoch * global_batch / max(train_seconds, 1e-9)
+        seconds = time.perf_counter() - epoch_started
+        history.append(
+            {
+                "epoch": epoch + 1,
+                **values,
+                "step": step,
+                "seconds": round(seconds, 3),
+                "examples_per_second": round(speed, 1),
+            }
+        )
+        if chief:
+            save_state(checkpoint, state, step)
+        shown = " ".join(f"{name}={value:.4f}" for name, value in values.items())
+        log.info("train: epoch %d/%d %s (%.1f s, %.0f ex/s)", epoch + 1, config.epochs, shown, seconds, speed)
+    total_seconds = time.perf_counter() - started
+    write_back(keras_model, optimizer, state)
+    trained = (step - start_step) * global_batch
+    summary = {
+        "epochs": len(history),
+        "per_epoch": history,
+        "start_step": start_step,
+        "final_step": step,
+        "stopped_early": False,
+        "train_examples": train_count,
+        "eval_examples": eval_count,
+        "steps_per_epoch": steps_per_epoch,
+        "examples_trained": trained,
+        "train_seconds": round(total_seconds, 3),
+        "examples_per_second": round(trained / max(total_seconds, 1e-9), 1),
+        "batch_size": global_batch,
+        "strategy": config.strategy,
+        "replicas": runtime.replicas,
+        "processes": runtime.process_count,
+        "backend": "jax",
+        "task": task.name,
+        "model_name": task.model_name,
+    }
+    if runtime.process_count > 1:
+        write_process_state(model_run, f"process-{runtime.process_index}", step, keras_model)
+    if chief:
+        export_model(task, keras_model, model, serving=False)  # The Trainer exports the serving model.
+        model_run.write_json("history.json", summary)
+        log.info("train: %d epochs in %.1f s (%.0f ex/s)", len(history), total_seconds, summary["examples_per_second"])
+    return summary
+
+
+class Steps:
+    """The jitted train and eval steps over a state `(trainable, non_trainable, optimizer, metrics)`."""
+
+    def __init__(self, model, optimizer, loss_object, metrics) -> None:
+        self.metrics = metrics
+
+        def loss_and_outputs(trainable, non_trainable, x, y, weight, training):
+            predictions, non_trainable = model.stateless_call(trainable, non_trainable, x, training=training)
+            return loss_object(y, predictions, weight), (predictions, non_trainable)
+
+        gradients = jax.value_and_grad(loss_and_outputs, has_aux=True)
+
+        def update_metrics(metric_variables, y, predictions, weight):
+            return [
+                metric.stateless_update_state(variables, y, predictions, sample_weight=weight)
+                for metric, variables in zip(metrics, metric_variables, strict=True)
+            ]
+
+        def train_step(state, batch):
+            trainable, non_trainable, optimizer_variables, metric_variables = state
+            x, y, weight = batch
+            (loss, (predictions, non_trainable)), grads = gradients(trainable, non_trainable, x, y, weight, True)
+            trainable, optimizer_variables = optimizer.stateless_apply(optimizer_variables, grads, trainable)
+            metric_variables = update_metrics(metric_variables, y, predictions, weight)
+            return loss, (trainable, non_trainable, optimizer_variables, metric_variables)
+
+        def eval_step(state, batch):
+            trainable, non_trainable, optimizer_variables, metric_variables = state
+            x, y, weight = batch
+            loss, (predictions, _) = loss_and_outputs(trainable, non_trainable, x, y, weight, False)
+            return loss, (
+                trainable,
+                non_trainable,
+                optimizer_variables,
+                update_metrics(metric_variables, y, predictions, weight),
+            )
+
+        # The state is donated: XLA updates it in place instead of keeping two copies.
+        self.train = jax.jit(train_step, donate_argnums=0)
+        self.eval = jax.jit(eval_step)
+
+    def reset_metrics(self, state):
+        trainable, non_trainable, optimizer_variables, metric_variables = state
+        zeros = [[jax.numpy.zeros_like(value) for value in variables] for variables in metric_variables]
+        return trainable, non_trainable, optimizer_variables, zeros
+
+    def metric_results(self, state) -> dict[str, float]:
+        return {
+            metric.name: float(metric.stateless_result(variables))
+            for metric, variables in zip(self.metrics, state[3], strict=True)
+        }
+
+
+def evaluate(steps: Steps, state, batches, eval_steps: int) -> dict[str, float]:
+    """The eval split's loss and metrics, one pass (its last batch completed from its start)."""
+    state = steps.reset_metrics(state)
+    loss_sum = 0.0
+    eval_batches = batches("eval", False)
+    for _ in range(eval_steps):
+        loss, state = steps.eval(state, next(eval_batches))
+        loss_sum += loss
+    return {"loss": float(loss_sum) / eval_steps, **steps.metric_results(state)}
+
+
+def current_state(model, optimizer, metrics) -> tuple:
+    return (
+        [variable.value for variable in model.trainable_variables],
+        [variable.value for variable in model.non_trainable_variables],
+        [variable.value for variable in optimizer.variables],
+        [[variable.value for variable in metric.variables] for metric in metrics],
+    )
+
+
+def place(value, sharding):
+    """A global JAX array from this process's part (the whole value when replicated)."""
+    return jax.make_array_from_process_local_data(sharding, np.asarray(value))
+
+
+def write_back(model, optimizer, state) -> None:
+    trainable, non_trainable, optimizer_variables, _ = state
+    for variables, values in (
+        (model.trainable_variables, trainable),
+        (model.non_trainable_variables, non_trainable),
+        (optimizer.variables, optimizer_variables),
+    ):
+        for variable, value in zip(variables, values, strict=True):
+            variable.assign(np.asarray(value))
+
+
+def save_state(path: Path, state, step: int) -> None:
+    """The model and optimizer state as one .npz, replaced atomically (a kill mid-write keeps the last one)."""
+    leaves = jax.tree.leaves(state[:3])
+    temporary = path.with_suffix(".tmp.npz")
+    np.savez(temporary, step=step, **{f"leaf_{index}": np.asarray(leaf) for index, leaf in enumerate(leaves)})
+    os.replace(temporary, path)
+
+
+def load_state(path: Path, state) -> tuple[tuple, int]:
+    with np.load(path) as saved:
+        structure = jax.tree.structure(state[:3])
+        leaves = [saved[f"leaf_{index}"] for index in range(structure.num_leaves)]
+        return (*jax.tree.unflatten(structure, leaves), state[3]), int(saved["step"])
