@@ -21,3 +21,23 @@ def plain_fit(data: Path, records: int, epochs: int, batch_size: int) -> float:
     started = time.perf_counter()
     model.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=0)
     return len(x) * epochs / (time.perf_counter() - started)
+
+
+def plain_fit_on(backend: str, data: Path, records: int, epochs: int, batch_size: int) -> float:
+    """`plain_fit` on a Keras backend: in this process for TensorFlow, in a process of its own for another
+    (Keras fixes its backend at import)."""
+    if backend == "tensorflow":
+        return plain_fit(data, records, epochs, batch_size)
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; from baselines import plain_fit; "
+        "print(plain_fit(Path(sys.argv[2]), *map(int, sys.argv[3:])))"
+    )
+    bench = str(Path(__file__).resolve().parent)
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
+    arguments = [sys.executable, "-c", code, bench, str(data), str(records), str(epochs), str(batch_size)]
+    result = subprocess.run(arguments, env=env, capture_output=True, text=True, check=True)
+    return float(result.stdout.strip().splitlines()[-1])

@@ -9,6 +9,12 @@ time is counted), then trains mnist_convnet with the same global batch size and 
 - default-loop the custom loop (components/trainer/loop.py) in this process, default strategy
 - multi_worker_mirrored  the Trainer with a local cluster of 2 worker processes
 - parameter_server       the Trainer with 2 workers, 1 PS and a coordinator
+- keras_data_parallel-2dev / keras_model_parallel-2dev / jax_data_parallel-2dev
+                         the JAX strategies in one JAX process over 2 XLA host devices
+- keras_data_parallel-2proc  two JAX processes on loopback (gloo), one device each
+
+The TensorFlow strategies are compared with a plain fit on TensorFlow, the JAX ones with a plain
+fit on JAX (the same model and images, in a process with KERAS_BACKEND=jax).
 
 Trainer figures are the examples/s the Trainer measures around its training epochs (first
 epoch included: tracing, cache filling); the wall column adds start-up (processes, TF import,
@@ -18,6 +24,7 @@ Each Trainer run follows its own plain fit (ratios pair runs that are close in t
 machine is shared and noisy); the summary is the median ratio over --rounds.
 
 Usage: .venv/bin/python bench/trainer_strategies.py [--records 12000] [--epochs 2] [--batch-size 128] [--rounds 3]
+       [--strategies default,keras_data_parallel-2proc,...]
 """
 
 from __future__ import annotations
@@ -30,10 +37,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from baselines import plain_fit  # bench/, the script's folder
+from baselines import plain_fit_on  # bench/, the script's folder
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "mnist"
+# Each benchmarked run: its Trainer parameters (besides epochs and batch size).
+RUNS = {
+    "default": {"strategy": "default"},
+    "default-loop": {"strategy": "default"},  # the custom loop, called directly
+    "multi_worker_mirrored": {"strategy": "multi_worker_mirrored", "workers": 2},
+    "parameter_server": {"strategy": "parameter_server", "workers": 2, "parameter_servers": 1},
+    "keras_data_parallel-2dev": {"strategy": "keras_data_parallel", "workers": 1, "devices": 2},
+    "keras_data_parallel-2proc": {"strategy": "keras_data_parallel", "workers": 2},
+    "keras_model_parallel-2dev": {"strategy": "keras_model_parallel", "workers": 1, "devices": 2},
+    "jax_data_parallel-2dev": {"strategy": "jax_data_parallel", "workers": 1, "devices": 2},
+}
 
 
 def main() -> int:
@@ -43,8 +61,11 @@ def main() -> int:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3, help="against this noisy shared machine")
-    parser.add_argument("--strategies", default="default,default-loop,multi_worker_mirrored,parameter_server")
+    parser.add_argument("--strategies", default=",".join(RUNS), help=f"some of {', '.join(RUNS)}")
     args = parser.parse_args()
+    unknown = sorted(set(args.strategies.split(",")) - set(RUNS))
+    if unknown:
+        parser.error(f"--strategies: unknown {', '.join(unknown)} (known: {', '.join(RUNS)})")
     if not (args.data / "mnist.npz").exists():
         print(f"no mnist.npz under {args.data}: pass --data", file=sys.stderr)
         return 2
@@ -55,6 +76,7 @@ def main() -> int:
     from kflow.components.trainer import loop
     from kflow.components.trainer.config import TrainConfig
     from kflow.components.trainer.executor import run as trainer
+    from kflow.components.trainer.strategies import get_strategy
     from kflow.components.util.schema import load_schema
     from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Rejects, Schema
 
@@ -77,7 +99,8 @@ def main() -> int:
         )
         for round_number in range(1, args.rounds + 1):
             for name in strategies:
-                plain = plain_fit(args.data, args.records, args.epochs, args.batch_size)
+                backend = get_strategy(RUNS[name]["strategy"]).backend
+                plain = plain_fit_on(backend, args.data, args.records, args.epochs, args.batch_size)
                 out = root / f"{name}-{round_number}"
                 model, model_run = Model(out / "model"), ModelRun(out / "model_run")
                 started = time.perf_counter()
@@ -96,23 +119,21 @@ def main() -> int:
                         schema=schema,
                         model=model,
                         model_run=model_run,
-                        strategy=name,
                         epochs=args.epochs,
                         batch_size=args.batch_size,
-                        workers=2,
-                        parameter_servers=1,
+                        **RUNS[name],
                     )
                 wall = time.perf_counter() - started
                 speed = summary["examples_per_second"]
                 ratios[name].append(speed / plain)
                 print(
-                    f"  round {round_number} {name:<22} {speed:6.0f} ex/s, plain {plain:6.0f} ex/s: "
+                    f"  round {round_number} {name:<26} {speed:6.0f} ex/s, plain {backend} {plain:6.0f} ex/s: "
                     f"ratio {speed / plain:5.2f}, wall {wall:5.1f} s",
                     flush=True,
                 )
-    print(f"\nratio to plain model.fit, median of {args.rounds} rounds:")
+    print(f"\nratio to a plain model.fit on the same backend, median of {args.rounds} rounds:")
     for name in strategies:
-        print(f"  {name:<24} {statistics.median(ratios[name]):5.2f}")
+        print(f"  {name:<28} {statistics.median(ratios[name]):5.2f}")
     return 0
 
 

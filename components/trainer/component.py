@@ -25,6 +25,10 @@ class Trainer(Component):
     def cluster_replicas(self) -> dict[str, int]:
         """The strategy's cluster for `workers` and `parameter_servers`; {} when that is one process."""
         replicas = get_strategy(self.parameters["strategy"]).replicas(
-            self.parameters["workers"], self.parameters["parameter_servers"]
+            self.parameters["workers"], self.parameters["parameter_servers"], self.parameters["sidecar_evaluator"]
         )
         return replicas if sum(replicas.values()) > 1 else {}
+
+    def cluster_job_kind(self) -> str:
+        """The Training Operator job that runs the cluster: a JAXJob for a JAX strategy, else a TFJob."""
+        return "JAXJob" if get_strategy(self.parameters["strategy"]).backend == "jax" else "TFJob"

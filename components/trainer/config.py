@@ -112,6 +112,7 @@ class ClusterConfig:
     # Two restarts ride out a lost process or two (a preempted pod, an OOM kill) without hiding a
     # deterministic failure for long: a crash that repeats fails the run after three attempts.
     max_restarts: int = setting(2, "cluster restarts from the last checkpoint after a process dies")
+    sidecar_evaluator: bool = setting(False, "an evaluator task evaluates each checkpoint while training runs")
 
     def validate(self) -> None:
         if self.max_restarts < 0:
@@ -142,7 +143,9 @@ class TrainerSettings:
         )
         training.validate()
         cluster.validate()
-        get_strategy(training.strategy).replicas(cluster.workers, cluster.parameter_servers)  # refuses bad counts
+        get_strategy(training.strategy).replicas(  # refuses bad counts and a sidecar a strategy cannot have
+            cluster.workers, cluster.parameter_servers, cluster.sidecar_evaluator
+        )
         return cls(model, training, cluster)
 
 

@@ -23,6 +23,7 @@ from kflow.components.datasets.task import load_task
 from kflow.components.trainer import loop
 from kflow.components.trainer.config import TrainerSettings
 from kflow.components.trainer.launcher import launch
+from kflow.components.trainer.sidecar import evaluate_checkpoints
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import in_cluster, is_chief_process, tf_config
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
@@ -51,7 +52,9 @@ def run(
     choice, config, cluster_config = settings.model, settings.training, settings.cluster
     strategy = config.strategy
     cluster_strategy = get_strategy(strategy)
-    replicas = cluster_strategy.replicas(cluster_config.workers, cluster_config.parameter_servers)
+    replicas = cluster_strategy.replicas(
+        cluster_config.workers, cluster_config.parameter_servers, cluster_config.sidecar_evaluator
+    )
     task, model_options = choice.task, choice.model_options
     limit = get_dataset(task).backend_limits.get(cluster_strategy.backend)
     if limit:
@@ -72,6 +75,7 @@ def run(
         if cluster_strategy.serves(role.get("type")):
             cluster_strategy.runtime_class().serve(cluster, type(task_object).op_libraries)
             return {}
+
         chief = is_chief_process()
         if chief:
             assets_dir = model.assets_uri
@@ -79,8 +83,15 @@ def run(
         else:
             assets_dir = Path(working_dir) / f"assets-{role.get('type')}-{role.get('index')}"
         task_object.prepare(examples, assets_dir)
+        if role.get("type") == "evaluator":  # A TFJob's Evaluator replica: the sidecar evaluator.
+            evaluate_checkpoints(
+                task_object, examples=examples, model_run=model_run, config=config, working_dir=Path(working_dir)
+            )
+            return {}
         if launches:
-            shown = ", ".join(f"{count} {name}" for name, count in replicas.items())
+            shown = ", ".join(
+                f"{count} {name}{'s' if count > 1 and name != 'ps' else ''}" for name, count in replicas.items()
+            )
             log.info("train: starting a local %s cluster: %s", strategy, shown)
             spec = {
                 "task": task,
@@ -101,6 +112,7 @@ def run(
                 workers=cluster_config.workers,
                 parameter_servers=cluster_config.parameter_servers,
                 devices=cluster_config.devices,
+                evaluator=cluster_config.sidecar_evaluator,
                 max_restarts=cluster_config.max_restarts,
             )
             history = model_run.history

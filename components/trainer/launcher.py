@@ -47,11 +47,15 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+# After training ends, how long the sidecar evaluator may take over its last checkpoint before it is stopped.
+EVALUATOR_GRACE_SECONDS = 300.0
+
+
 def process_environment(
     strategy: str, cluster: dict[str, list[str]], kind: str, index: int, devices: int | None = None
 ) -> dict[str, str]:
     """The variables that tell one process of the cluster who it is, as Kubeflow's Training Operator sets them."""
-    if get_strategy(strategy).backend != "jax":
+    if get_strategy(strategy).backend != "jax":  # (an evaluator task is outside the cluster it reads)
         return {"TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}})}
     host, _, port = cluster["worker"][0].rpartition(":")
     environment = {
@@ -140,6 +144,7 @@ def run_cluster(
     workers: int,
     parameter_servers: int = 0,
     devices: int | None = None,
+    evaluator: bool = False,
     timeout: float | None = None,
     sink=None,
     on_start=None,
@@ -159,47 +164,57 @@ def run_cluster(
     # The chief (worker 0 without one) reports the progress: as a bar drawn here, or as its own log lines.
     reporter = "chief-0" if "chief" in cluster else "worker-0"
     bar = EventBar() if progress_mode() == "bar" else None
+    # The serving roles first, the chief (if any) last; a sidecar evaluator, outside the cluster, after them.
+    tasks = [(kind, index) for kind in reversed(list(cluster)) for index in range(len(cluster[kind]))]
     try:
-        for kind in reversed(list(cluster)):  # The serving roles first, the chief (if any) last.
-            for index in range(len(cluster.get(kind, []))):
-                name = f"{kind}-{index}"
-                env = dict(
-                    environment,
-                    **process_environment(strategy, cluster, kind, index, devices),
-                    KFLOW_PROGRESS=("events" if bar else "plain") if name == reporter else "off",
-                )
-                popen = subprocess.Popen(
-                    [sys.executable, "-m", "kflow.components.trainer.worker", str(spec_file)],
-                    env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    text=True,
-                    start_new_session=True,  # its own process group, so stopping it stops its children
-                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-                )
-                process = _Process(name, popen)
-                shown = bar if name == reporter else None
-                thread = threading.Thread(target=_stream, args=(name, popen.stdout, sink, shown), daemon=True)
-                thread.start()
-                process.threads.append(thread)
-                processes.append(process)
+        for kind, index in tasks + ([("evaluator", 0)] if evaluator else []):
+            name = f"{kind}-{index}"
+            env = dict(
+                environment,
+                **process_environment(strategy, cluster, kind, index, devices),
+                KFLOW_PROGRESS=("events" if bar else "plain") if name == reporter else "off",
+            )
+            popen = subprocess.Popen(
+                [sys.executable, "-m", "kflow.components.trainer.worker", str(spec_file)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,  # its own process group, so stopping it stops its children
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            )
+            process = _Process(name, popen)
+            shown = bar if name == reporter else None
+            thread = threading.Thread(target=_stream, args=(name, popen.stdout, sink, shown), daemon=True)
+            thread.start()
+            process.threads.append(thread)
+            processes.append(process)
         if on_start is not None:
             on_start({process.name: process.popen for process in processes})
+        sidecar = [p for p in processes if p.name.startswith("evaluator")]
+        training = [p for p in processes if p not in sidecar]
         # The processes whose exit ends the run: the chief under PS, every worker otherwise.
-        finishers = [p for p in processes if p.name.startswith("chief")] or processes
+        finishers = [p for p in training if p.name.startswith("chief")] or training
         started = time.monotonic()
         while True:
-            for process in processes:
+            for process in training:
                 code = process.popen.poll()
                 if code not in (None, 0):
                     raise ClusterError(f"{process.name} failed with exit code {code}")
                 if code == 0 and process not in finishers:
                     raise ClusterError(f"{process.name} exited before training finished")
             if all(process.popen.poll() == 0 for process in finishers):
-                return
+                break
             if timeout is not None and time.monotonic() - started > timeout:
                 raise ClusterError(f"the cluster did not finish within {timeout:.0f} s")
             time.sleep(0.2)
+        for process in sidecar:  # It evaluates the last checkpoint, then stops by itself.
+            try:
+                code = process.popen.wait(timeout=EVALUATOR_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                code = None
+            if code != 0:  # Evaluation on the side never fails the training.
+                log.warning("train: the sidecar evaluator %s", "did not finish" if code is None else f"exited {code}")
     finally:
         _stop(processes)
         if bar is not None:
@@ -213,6 +228,7 @@ def launch(
     workers: int,
     parameter_servers: int = 0,
     devices: int | None = None,
+    evaluator: bool = False,
     max_restarts: int = 0,
     timeout: float | None = None,
     sink=None,
@@ -234,6 +250,7 @@ def launch(
                 workers=workers,
                 parameter_servers=parameter_servers,
                 devices=devices,
+                evaluator=evaluator,
                 timeout=timeout,
                 sink=sink,
                 on_start=on_start if attempt == 0 else None,

@@ -18,6 +18,7 @@ from pathlib import Path
 from kflow.components.datasets import get_dataset
 from kflow.components.datasets.task import load_task
 from kflow.components.trainer.config import TrainConfig
+from kflow.components.trainer.sidecar import evaluate_checkpoints
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import is_chief_process, tf_config
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
@@ -40,6 +41,17 @@ def main(argv: list[str]) -> int:
         return 0
     strategy.runtime_class().configure(spec.get("devices"))  # Before anything touches the devices.
     task = load_task(spec["task"], spec["schema_file"], spec.get("model_name"), spec.get("model_options"))
+    if (cluster.get("task") or {}).get("type") == "evaluator":
+        kflow.setLevel(logging.INFO)
+        evaluate_checkpoints(
+            task,
+            examples=Examples(spec["examples"]),
+            model_run=ModelRun(spec["model_run"]),
+            config=config,
+            working_dir=Path(spec["working_dir"]),
+            assets_dir=Path(spec["assets_dir"]) if spec.get("assets_dir") else None,
+        )
+        return 0
     strategy.train_module().train(
         task,
         examples=Examples(spec["examples"]),

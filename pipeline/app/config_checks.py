@@ -65,6 +65,9 @@ def _strategy(config: PipelineConfig) -> list[str]:
         if devices is not None and not strategy.devices:
             able = ", ".join(spec.name for spec in STRATEGIES.values() if spec.devices)
             problems.append(f"trainer.devices: strategy {name} does not take a device count (only {able})")
+        if config.trainer.get("sidecar_evaluator") and not strategy.takes_sidecar_evaluator:
+            able = ", ".join(spec.name for spec in STRATEGIES.values() if spec.takes_sidecar_evaluator)
+            problems.append(f"trainer.sidecar_evaluator: strategy {name} has no sidecar evaluator (only {able})")
         dataset = get_dataset(config.data["dataset"]) if config.data["dataset"] in DATASETS else None
         if dataset is not None and strategy.backend in dataset.backend_limits:
             limit = dataset.backend_limits[strategy.backend]

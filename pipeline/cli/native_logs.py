@@ -22,6 +22,7 @@ _NATIVE = re.compile(rb"^(\[[\w-]+\] )?([IWE])\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [\w.
 _CHATTER = (
     b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
     b"To enable the following instructions:",  # The second line of TensorFlow's CPU-feature notice.
+    b"[Gloo] Rank ",  # JAX's CPU collectives saying each process connected to its peers.
 )
 _CPU_ONLY_ERRORS = re.compile(rb"cuInit|CUDA|cuda", re.IGNORECASE)
 _PIECES = re.compile(rb"[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+")

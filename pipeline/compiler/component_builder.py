@@ -98,6 +98,7 @@ def build_container_component(node: Component, settings: KubeflowSettings) -> Co
             timeout_seconds=settings.tfjob.timeout_seconds,
             service_account=settings.tfjob.service_account,
             entrypoint=[*ENTRYPOINT, *args],
+            kind=node.cluster_job_kind(),
         )
         return dsl.ContainerSpec(image=settings.image, command=list(TFJOB_LAUNCHER), args=launcher)
 

@@ -57,6 +57,7 @@ def tfjob_launcher_args(
     timeout_seconds: int,
     service_account: str,
     entrypoint: list[str],
+    kind: str = "TFJob",
 ) -> list[str]:
     """Options of the TFJob launcher, followed by `--` and the entrypoint arguments each replica runs."""
     return [
@@ -68,6 +69,7 @@ def tfjob_launcher_args(
         f"--shared-mount-path={shared_mount_path}",
         f"--timeout-seconds={timeout_seconds}",
         f"--service-account={service_account}",
+        *([f"--kind={kind}"] if kind != "TFJob" else []),
         "--",
         *entrypoint,
     ]

@@ -143,6 +143,10 @@ class Component:
         empty when it runs in one container. Roles are TF_CONFIG task types; a compiler maps them to replicas."""
         return {}
 
+    def cluster_job_kind(self) -> str:
+        """The Training Operator job running the cluster: `TFJob` (TF_CONFIG roles) or `JAXJob` (Worker replicas)."""
+        return "TFJob"
+
     @classmethod
     def code_version(cls) -> str:
         """A hash of every first-party file the component and its executor can run or read (see code_version)."""

@@ -1,4 +1,10 @@
-"""Multi-worker training on a cluster as a Kubeflow Training Operator `TFJob` (kubeflow.org/v1).
+"""Multi-process training on a cluster as a Kubeflow Training Operator `TFJob` or `JAXJob` (kubeflow.org/v1).
+
+A TensorFlow strategy runs as a TFJob; a JAX strategy (the Keras distribution API, the explicit
+JAX loop) as a JAXJob (Training Operator ≥ 1.9): Worker replicas only, worker 0 serving the JAX
+coordinator, the operator injecting `COORDINATOR_ADDRESS`, `COORDINATOR_PORT`, `NUM_PROCESSES`
+and `PROCESS_ID` (`operator_jax_environment` shows them) and the pods running with
+`KERAS_BACKEND=jax`. Both kinds come from the same template's pod spec.
 
 `render_tfjob` turns deploy/tfjob.template.yaml into the manifest of one job whose replicas
 all run the same command in the same image, laid out like the Trainer's local cluster: the
@@ -26,6 +32,22 @@ import yaml
 log = logging.getLogger("kflow")
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "tfjobs"
+JAX_PORT = 6666  # The JAXJob coordinator's default port.
+
+
+@dataclass(frozen=True)
+class JobKind:
+    kind: str
+    plural: str
+    replica_specs: str  # the spec field holding the replicas
+    container: str  # the container name the operator requires
+    environment: tuple[tuple[str, str], ...] = ()
+
+
+JOB_KINDS = {
+    "TFJob": JobKind("TFJob", "tfjobs", "tfReplicaSpecs", "tensorflow"),
+    "JAXJob": JobKind("JAXJob", "jaxjobs", "jaxReplicaSpecs", "jax", (("KERAS_BACKEND", "jax"),)),
+}
 DEFAULT_TEMPLATE = Path(__file__).resolve().parents[2] / "deploy" / "tfjob.template.yaml"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 PORT = 2222
@@ -63,8 +85,13 @@ class TFJobRequest:
     shared_mount_path: str = "/mnt/kflow-shared"
     service_account: str | None = None
     resources: dict[str, Any] = field(default_factory=dict)  # Kubernetes `resources` of each replica.
+    kind: str = "TFJob"
 
     def __post_init__(self) -> None:
+        if self.kind not in JOB_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(JOB_KINDS)} (got {self.kind!r})")
+        if self.kind == "JAXJob" and set(self.replicas) != {"Worker"}:
+            raise ValueError(f"a JAXJob has Worker replicas only (got {self.replicas})")
         unknown = set(self.replicas) - set(REPLICA_TYPES.values())
         if unknown or not self.replicas or min(self.replicas.values()) < 1:
             raise ValueError(
@@ -75,11 +102,11 @@ class TFJobRequest:
 
 
 def render_tfjob(request: TFJobRequest, template: Path = DEFAULT_TEMPLATE) -> dict[str, Any]:
-    """The TFJob manifest for `request`, built from the template's pod spec."""
+    """The TFJob or JAXJob manifest for `request`, built from the template's pod spec."""
     manifest = yaml.safe_load(Path(template).read_text())
-    replica_template = manifest["spec"]["tfReplicaSpecs"].pop("Worker")
-    if set(manifest["spec"]["tfReplicaSpecs"]):
-        raise ValueError(f"{template}: tfReplicaSpecs must hold only the Worker template")
+    replica_template = manifest["spec"].pop("tfReplicaSpecs").pop("Worker")
+    job = JOB_KINDS[request.kind]
+    manifest["kind"] = job.kind
     manifest["metadata"]["name"] = request.name
     manifest["metadata"]["namespace"] = request.namespace
     replicas = {}
@@ -90,6 +117,10 @@ def render_tfjob(request: TFJobRequest, template: Path = DEFAULT_TEMPLATE) -> di
         if request.service_account:
             pod["serviceAccountName"] = request.service_account
         (container,) = [c for c in pod["containers"] if c["name"] == "tensorflow"]
+        container["name"] = job.container
+        container["env"] = [*container.get("env", []), *({"name": k, "value": v} for k, v in job.environment)]
+        if job.kind == "JAXJob":
+            container["ports"] = [{"name": "jaxjob-port", "containerPort": JAX_PORT}]
         container["image"] = request.image
         container["command"] = list(request.command)
         container["resources"] = copy.deepcopy(request.resources)
@@ -100,16 +131,30 @@ def render_tfjob(request: TFJobRequest, template: Path = DEFAULT_TEMPLATE) -> di
             if volume["name"] == "kflow-shared":
                 volume["persistentVolumeClaim"]["claimName"] = request.shared_volume_claim
         replicas[replica_type] = spec
-    manifest["spec"]["tfReplicaSpecs"] = replicas
+    manifest["spec"][job.replica_specs] = replicas
     return manifest
+
+
+def operator_jax_environment(manifest: dict[str, Any], index: int) -> dict[str, str]:
+    """The variables the Training Operator injects into JAXJob worker `index` (worker 0 is the coordinator)."""
+    workers = manifest["spec"]["jaxReplicaSpecs"]["Worker"]["replicas"]
+    if not 0 <= index < workers:
+        raise ValueError(f"the job has {workers} workers, not a worker {index}")
+    return {
+        "COORDINATOR_ADDRESS": f"{manifest['metadata']['name']}-worker-0",
+        "COORDINATOR_PORT": str(JAX_PORT),
+        "NUM_PROCESSES": str(workers),
+        "PROCESS_ID": str(index),
+    }
 
 
 def operator_tf_config(manifest: dict[str, Any], replica_type: str, index: int) -> dict[str, Any]:
     """The TF_CONFIG the Training Operator injects into replica `index` of `replica_type`."""
     name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
-    cluster = {
+    cluster = {  # The Evaluator is no part of the training cluster: the operator leaves it out.
         kind.lower(): [f"{name}-{kind.lower()}-{i}.{namespace}.svc:{PORT}" for i in range(spec["replicas"])]
         for kind, spec in manifest["spec"]["tfReplicaSpecs"].items()
+        if kind != "Evaluator"
     }
     if replica_type not in manifest["spec"]["tfReplicaSpecs"]:
         raise ValueError(f"the job has no {replica_type} replicas")
@@ -125,8 +170,8 @@ def job_state(job: dict[str, Any]) -> str | None:
 
 
 def create_tfjob(custom_api: Any, manifest: dict[str, Any]) -> dict[str, Any]:
-    namespace = manifest["metadata"]["namespace"]
-    return custom_api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, manifest)
+    namespace, plural = manifest["metadata"]["namespace"], JOB_KINDS[manifest["kind"]].plural
+    return custom_api.create_namespaced_custom_object(GROUP, VERSION, namespace, plural, manifest)
 
 
 def wait_for_tfjob(
@@ -138,6 +183,7 @@ def wait_for_tfjob(
     poll_seconds: float = 10.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    kind: str = "TFJob",
 ) -> dict[str, Any]:
     """Waits until the TFJob `name` finished; returns it, or raises TFJobFailed (failure or timeout).
 
@@ -148,12 +194,12 @@ def wait_for_tfjob(
     deadline = clock() + timeout
     phases: dict[str, str] = {}
     while True:
-        job = custom_api.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        job = custom_api.get_namespaced_custom_object(GROUP, VERSION, namespace, JOB_KINDS[kind].plural, name)
         pods = core_api.list_namespaced_pod(namespace, label_selector=f"{JOB_NAME_LABEL}={name}").items
         for pod in pods:
             if phases.get(pod.metadata.name) != pod.status.phase:
                 phases[pod.metadata.name] = pod.status.phase
-                log.info("tfjob %s: pod %s is %s", name, pod.metadata.name, pod.status.phase)
+                log.info("%s %s: pod %s is %s", kind, name, pod.metadata.name, pod.status.phase)
         state = job_state(job)
         if state is not None or clock() >= deadline:
             break
@@ -163,11 +209,11 @@ def wait_for_tfjob(
             text = core_api.read_namespaced_pod_log(pod.metadata.name, namespace, tail_lines=200)
         except Exception as error:  # A pod that never started has no log; say so and go on.
             text = f"(no log: {error})"
-        log.info("tfjob %s: log of %s:\n%s", name, pod.metadata.name, text)
+        log.info("%s %s: log of %s:\n%s", kind, name, pod.metadata.name, text)
     if state == "Succeeded":
         return job
     failed = sorted(pod.metadata.name for pod in pods if pod.status.phase == "Failed")
     if state == "Failed":
         message = json.dumps(job.get("status", {}).get("conditions", [])[-1:])
-        raise TFJobFailed(f"TFJob {namespace}/{name} failed (failed pods: {failed or 'none'}): {message}")
-    raise TFJobFailed(f"TFJob {namespace}/{name} did not finish within {timeout:.0f} s (pod phases: {phases})")
+        raise TFJobFailed(f"{kind} {namespace}/{name} failed (failed pods: {failed or 'none'}): {message}")
+    raise TFJobFailed(f"{kind} {namespace}/{name} did not finish within {timeout:.0f} s (pod phases: {phases})")

@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shared-mount-path", required=True)
     parser.add_argument("--timeout-seconds", type=int, default=86400)
     parser.add_argument("--service-account")
+    parser.add_argument("--kind", choices=("TFJob", "JAXJob"), default="TFJob", help="the Training Operator job")
     args = parser.parse_args(argv[:split])
     entrypoint = argv[split + 1 :]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
@@ -108,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             shared_volume_claim=args.shared_volume_claim,
             shared_mount_path=args.shared_mount_path,
             service_account=args.service_account,
+            kind=args.kind,
         )
     )
     from kubernetes import client, config  # Only the launcher needs the Kubernetes client.
@@ -115,9 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     config.load_incluster_config()
     custom_api, core_api = client.CustomObjectsApi(), client.CoreV1Api()
     create_tfjob(custom_api, manifest)
-    log.info("created TFJob %s/%s", args.namespace, name)
+    log.info("created %s %s/%s", args.kind, args.namespace, name)
     try:
-        wait_for_tfjob(custom_api, core_api, name, args.namespace, timeout=args.timeout_seconds)
+        wait_for_tfjob(custom_api, core_api, name, args.namespace, timeout=args.timeout_seconds, kind=args.kind)
     except TFJobFailed as error:
         print(f"tfjob_launcher: {error}", file=sys.stderr)
         return 1

@@ -202,3 +202,15 @@ def test_trainer_workers_in_the_config_make_the_train_task_a_tfjob_launcher(tmp_
     ingest = ir["deploymentSpec"]["executors"]["exec-ingest"]["container"]
     assert ingest["command"][-1] == "kflow.pipeline.runners.kfp_entrypoint"
     assert "exec-train" in platform[0]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+
+
+def test_a_jax_strategy_compiles_to_a_jaxjob_launcher(tmp_path, run_kflow):
+    result = run_kflow(
+        "compile", DEMO, "-o", tmp_path / "p.yaml",
+        "--set", "trainer.strategy=keras_data_parallel", "--set", "trainer.workers=2", "--set", "trainer.devices=2",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    ir, _ = load_ir(tmp_path / "p.yaml")
+    args = ir["deploymentSpec"]["executors"]["exec-train"]["container"]["args"]
+    launcher = args[: args.index("--")]
+    assert "--kind=JAXJob" in launcher and "--replica=worker=2" in launcher

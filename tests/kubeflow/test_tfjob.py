@@ -15,6 +15,7 @@ from kflow.pipeline.kubeflow.tfjob import (
     TFJobFailed,
     TFJobRequest,
     create_tfjob,
+    operator_jax_environment,
     operator_tf_config,
     render_tfjob,
     tfjob_replicas,
@@ -132,6 +133,17 @@ def test_tf_config_as_the_operator_derives_it():
     json.dumps(config)  # TF_CONFIG is this, as JSON.
     with pytest.raises(ValueError, match="no Evaluator"):
         operator_tf_config(manifest, "Evaluator", 0)
+    # A sidecar evaluator is an Evaluator replica, left out of the cluster the trainers form.
+    node = Trainer(
+        "train",
+        parameters={"strategy": "multi_worker_mirrored", "workers": 2, "sidecar_evaluator": True},
+        examples=Channel("ingest", "examples", Examples),
+        schema=Channel("ingest", "schema", Schema),
+    )
+    with_evaluator = render_tfjob(request(replicas=tfjob_replicas(node.cluster_replicas())))
+    assert set(with_evaluator["spec"]["tfReplicaSpecs"]) == {"Worker", "Evaluator"}
+    evaluator = operator_tf_config(with_evaluator, "Evaluator", 0)
+    assert set(evaluator["cluster"]) == {"worker"} and evaluator["task"] == {"type": "evaluator", "index": 0}
 
 
 def test_single_process_strategies_train_in_the_tasks_own_pod():
@@ -141,6 +153,39 @@ def test_single_process_strategies_train_in_the_tasks_own_pod():
         trainer("parameter_server", 2, 0).cluster_replicas()
     with pytest.raises(ValueError, match="roles must map"):
         tfjob_replicas({"master": 1})
+
+
+@pytest.mark.parametrize("strategy", ["keras_data_parallel", "keras_model_parallel", "jax_data_parallel"])
+def test_jax_strategies_run_as_a_jaxjob_whose_environment_the_trainer_reads(strategy, monkeypatch):
+    from kflow.components.trainer.launcher import cluster_spec, process_environment
+    from kflow.components.trainer.strategies.jax_process import JaxProcess
+
+    node = trainer(strategy, 3, 0)
+    assert node.cluster_job_kind() == "JAXJob"
+    manifest = render_tfjob(request(replicas=tfjob_replicas(node.cluster_replicas()), kind="JAXJob"))
+    assert (manifest["apiVersion"], manifest["kind"]) == ("kubeflow.org/v1", "JAXJob")
+    assert "tfReplicaSpecs" not in manifest["spec"]
+    (worker,) = manifest["spec"]["jaxReplicaSpecs"].values()
+    assert worker["replicas"] == 3
+    (container,) = worker["template"]["spec"]["containers"]
+    assert container["name"] == "jax"  # the name the operator looks for
+    assert {"name": "KERAS_BACKEND", "value": "jax"} in container["env"]
+    assert container["ports"] == [{"name": "jaxjob-port", "containerPort": 6666}]
+    assert writer_pod("train-1", {"Worker": 3}) == "train-1-worker-0"
+    # What the operator injects is what the Trainer's JAX processes read (and what the local launcher sets).
+    environment = operator_jax_environment(manifest, 2)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert JaxProcess.from_environment() == JaxProcess(count=3, index=2, coordinator="train-1-worker-0:6666")
+    local = process_environment(strategy, cluster_spec(strategy, 3, 0), "worker", 2)
+    assert set(environment) < set(local) and local["KERAS_BACKEND"] == "jax"
+    with pytest.raises(ValueError, match="Worker replicas only"):
+        request(replicas={"Chief": 1, "Worker": 2}, kind="JAXJob")
+
+
+def test_tensorflow_strategies_stay_tfjobs():
+    assert trainer("multi_worker_mirrored", 2, 0).cluster_job_kind() == "TFJob"
+    assert trainer("parameter_server", 2, 1).cluster_job_kind() == "TFJob"
 
 
 def test_bad_requests_are_refused():

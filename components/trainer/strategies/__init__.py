@@ -46,13 +46,23 @@ class StrategySpec:
     def multi_process(self) -> bool:
         return bool(self.roles)
 
-    def replicas(self, workers: int, parameter_servers: int) -> dict[str, int]:
-        """{role: count} of the cluster for these settings; {} for a single-process strategy."""
+    @property
+    def takes_sidecar_evaluator(self) -> bool:
+        """A sidecar evaluator follows the custom loop's tf.train checkpoints, in a cluster."""
+        return self.multi_process and self.trainer == "loop"
+
+    def replicas(self, workers: int, parameter_servers: int, evaluator: bool = False) -> dict[str, int]:
+        """{role: count} of the cluster for these settings (with `evaluator`, a sidecar evaluator task too);
+        {} for a single-process strategy."""
         settings = {"workers": workers, "parameter_servers": parameter_servers}
         for _, count in self.roles:
             if isinstance(count, str) and settings[count] < 1:
                 raise ValueError(f"strategy {self.name} needs {count} ≥ 1 (got {settings[count]})")
-        return {role: settings[count] if isinstance(count, str) else count for role, count in self.roles}
+        if evaluator and not self.takes_sidecar_evaluator:
+            able = ", ".join(spec.name for spec in STRATEGIES.values() if spec.takes_sidecar_evaluator)
+            raise ValueError(f"strategy {self.name} has no sidecar evaluator (only {able})")
+        replicas = {role: settings[count] if isinstance(count, str) else count for role, count in self.roles}
+        return {**replicas, "evaluator": 1} if evaluator else replicas
 
     def serves(self, role: str | None) -> bool:
         """Whether a process of this role only serves: every role but the chief, in a cluster with a chief."""

@@ -1,0 +1,147 @@
+"""The JAX strategies on REAL processes: Keras' distribution API (DataParallel, ModelParallel) and the explicit
+JAX loop, over 2 XLA host devices in one process and over 2 processes on loopback (gloo collectives).
+
+Each run goes through the Trainer executor, which starts the JAX processes through the local launcher
+(`KERAS_BACKEND=jax` is fixed per process at import; this test process runs TensorFlow's Keras).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import keras
+import numpy as np
+import pytest
+
+from kflow.components.models import LAYOUT_MAPS
+from kflow.components.trainer.executor import run
+from kflow.pipeline.dsl.artifacts import Model, ModelRun
+from tests.components.fixtures import write_examples, write_schema
+
+STEPS_PER_EPOCH = 13  # ceil(400 train examples / 32)
+pytestmark = pytest.mark.distributed
+
+
+@pytest.fixture(scope="module")
+def train(tmp_path_factory):
+    """`train(name, **parameters)`: one Trainer run per name (kept for the module), its Model and ModelRun."""
+    root = tmp_path_factory.mktemp("jax-strategies")
+    examples, schema = write_examples(root / "examples"), write_schema(root / "schema")
+    runs = {}
+
+    def train_once(name, **parameters):
+        if name not in runs:
+            model, model_run = Model(root / name / "model"), ModelRun(root / name / "model_run")
+            parameters = {"epochs": 2, "batch_size": 32, "seed": 5, "max_restarts": 0, **parameters}
+            run(examples=examples, schema=schema, model=model, model_run=model_run,
+                working_dir=root / name / "work", **parameters)  # fmt: skip
+            runs[name] = model, model_run
+        return runs[name]
+
+    return train_once
+
+
+def _losses(model_run):
+    return [epoch["loss"] for epoch in model_run.history["per_epoch"]]
+
+
+def _check_exported(model):
+    """The Model artifact every strategy writes: model.keras (loaded here under TensorFlow) and the SavedModel."""
+    assert (model.serving_uri / "saved_model.pb").exists()
+    loaded = keras.models.load_model(model.keras_file)
+    assert loaded.predict(np.zeros((2, 28, 28), np.uint8), verbose=0).shape == (2, 10)
+
+
+def test_keras_data_parallel_over_two_devices_of_one_process(train):
+    model, model_run = train("kdp-devices", strategy="keras_data_parallel", workers=1, devices=2)
+    history = model_run.history
+    assert (history["backend"], history["replicas"], history["processes"]) == ("jax", 2, 1)
+    assert history["final_step"] == 2 * STEPS_PER_EPOCH
+    losses = _losses(model_run)
+    assert losses[-1] < losses[0]
+    _check_exported(model)
+
+
+def test_keras_data_parallel_over_two_processes_ends_with_identical_weights(train):
+    model, model_run = train("kdp-processes", strategy="keras_data_parallel", workers=2)
+    history = model_run.history
+    assert (history["replicas"], history["processes"]) == (2, 2)
+    states = [json.loads(path.read_text()) for path in sorted((model_run.path / "workers").glob("process-*.json"))]
+    assert [state["me"] for state in states] == ["process-0", "process-1"]
+    assert states[0]["weights_sha256"] == states[1]["weights_sha256"], "the processes ended with different weights"
+    assert states[0]["step"] == 2 * STEPS_PER_EPOCH
+    # Each process reads its half of every global batch: together the batches one process over two devices
+    # reads, so the runs agree up to float32 rounding (the all-reduce sums in another order).
+    _, one_process = train("kdp-devices", strategy="keras_data_parallel", workers=1, devices=2)
+    np.testing.assert_allclose(_losses(model_run), _losses(one_process), rtol=1e-4)
+    _check_exported(model)
+
+
+def test_keras_model_parallel_shards_the_weights_the_layout_map_names(train):
+    model, model_run = train("kmp", strategy="keras_model_parallel", workers=1, devices=2)
+    sharding = json.loads((model_run.path / "sharding.json").read_text())
+    # The model's own layout map: both convolution kernels on their output channels, the classifier on its
+    # inputs; every other weight replicated (absent). Names as a fresh process gives them.
+    assert sharding == {
+        "conv2d/kernel": [None, None, None, "model"],
+        "conv2d_1/kernel": [None, None, None, "model"],
+        "probabilities/kernel": ["model", None],
+    }
+    for path, axes in sharding.items():
+        (pattern,) = [pattern for pattern in LAYOUT_MAPS["mnist_convnet"] if re.fullmatch(pattern, path)]
+        assert list(LAYOUT_MAPS["mnist_convnet"][pattern]) == axes
+    assert model_run.history["replicas"] == 1  # the mesh (batch 1, model 2): one data-parallel replica
+    losses = _losses(model_run)
+    assert losses[-1] < losses[0]
+
+
+def test_keras_model_parallel_takes_a_layout_map_and_mesh_from_the_config(train):
+    _, model_run = train(
+        "kmp-config",
+        strategy="keras_model_parallel",
+        workers=1,
+        devices=2,
+        epochs=1,
+        mesh={"shape": [2, 1], "axes": ["data", "shard"]},
+        layout_map={r"probabilities/kernel": [None, "shard"], r"conv2d_1/kernel": [None, None, None, "data"]},
+    )
+    sharding = json.loads((model_run.path / "sharding.json").read_text())
+    # A mesh axis of size 1 shards nothing; the data axis of size 2 splits the second convolution's channels.
+    assert sharding == {"conv2d_1/kernel": [None, None, None, "data"], "probabilities/kernel": [None, "shard"]}
+    assert model_run.history["replicas"] == 2
+
+
+def test_the_explicit_jax_loop_matches_a_single_device_run(train):
+    # Same seed, data order, initial weights and dropout masks (JAX's partitionable threefry draws the
+    # same bits however the batch is sharded); only the float32 sums of the gradient all-reduce run in
+    # another order. Measured: 1.2e-5 apart after 86 steps; 1e-4 leaves room and still catches a
+    # step that averages over the wrong batch (a 2x gradient gives ~10% different losses here).
+    model, two = train("jdp-2", strategy="jax_data_parallel", workers=1, devices=2)
+    _, one = train("jdp-1", strategy="jax_data_parallel", workers=1)
+    assert (two.history["replicas"], one.history["replicas"]) == (2, 1)
+    np.testing.assert_allclose(_losses(two), _losses(one), rtol=1e-4)
+    for epoch_two, epoch_one in zip(two.history["per_epoch"], one.history["per_epoch"], strict=True):
+        assert epoch_two["val_accuracy"] == pytest.approx(epoch_one["val_accuracy"], abs=0.011)  # one example in 100
+    assert _losses(two)[-1] < _losses(two)[0]
+    _check_exported(model)
+
+
+def test_the_explicit_jax_loop_resumes_from_its_checkpoint(train, tmp_path):
+    _, first = train("jdp-2", strategy="jax_data_parallel", workers=1, devices=2)
+    state = first.path.parent / "work" / "jax_state.npz"
+    assert state.exists()
+    # A re-run with one more epoch starts where the finished run stopped.
+    model, model_run = Model(tmp_path / "model"), ModelRun(tmp_path / "model_run")
+    examples_root = first.path.parents[1]
+    from kflow.pipeline.dsl.artifacts import Examples, Schema
+
+    run(examples=Examples(examples_root / "examples"), schema=Schema(examples_root / "schema"), model=model,
+        model_run=model_run, working_dir=state.parent, strategy="jax_data_parallel", workers=1, devices=2,
+        epochs=3, batch_size=32, seed=5, max_restarts=0)  # fmt: skip
+    history = model_run.history
+    assert (history["start_step"], history["final_step"], history["epochs"]) == (
+        2 * STEPS_PER_EPOCH,
+        3 * STEPS_PER_EPOCH,
+        1,
+    )
