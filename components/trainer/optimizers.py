@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from kflow.components.trainer.config import TrainConfig
 
 
 class WarmUp(keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warm-up from 0 to `after(0)` over `warmup_steps`, then `after(step - warmup_steps)`."""
+    """Linear warm-up from 0 to `after(0)` over `warmup_steps`, then `after(step - warmup_steps)`.
+
+    In `keras.ops`, so that it runs inside any backend's train step (TensorFlow's graph, JAX's jit)."""
 
     def __init__(self, after, peak: float, warmup_steps: int):
         self.after = after
@@ -17,10 +19,10 @@ class WarmUp(keras.optimizers.schedules.LearningRateSchedule):
         self.warmup_steps = warmup_steps
 
     def __call__(self, step):
-        step = tf.cast(step, tf.float32)
+        step = ops.cast(step, "float32")
         warm = self.peak * (step + 1.0) / float(max(self.warmup_steps, 1))
-        rest = self.after(tf.maximum(step - self.warmup_steps, 0.0))
-        return tf.where(step < self.warmup_steps, warm, rest)
+        rest = self.after(ops.maximum(step - self.warmup_steps, 0.0))
+        return ops.where(step < self.warmup_steps, warm, rest)
 
     def get_config(self):
         return {"peak": self.peak, "warmup_steps": self.warmup_steps}
@@ -36,7 +38,7 @@ def learning_rate_schedule(config: TrainConfig, total_steps: int):
     else:
         if not config.warmup_steps:
             return config.learning_rate
-        after = lambda step: tf.constant(config.learning_rate, tf.float32)  # noqa: E731
+        after = lambda step: ops.convert_to_tensor(config.learning_rate, "float32")  # noqa: E731
     if not config.warmup_steps:
         return after
     return WarmUp(after, config.learning_rate, config.warmup_steps)

@@ -74,9 +74,21 @@ def _strategy(config: PipelineConfig) -> list[str]:
             problems.append(
                 f"trainer.strategy: {name} trains on {strategy.backend}, where {dataset.name} cannot: {limit}"
             )
-        return problems
+        return problems or _trainer_settings(config)
     choices = ", ".join(STRATEGIES)
     return [f"trainer.strategy: unknown strategy {name!r}{did_you_mean(name, STRATEGIES)} (registered: {choices})"]
+
+
+def _trainer_settings(config: PipelineConfig) -> list[str]:
+    """What the Trainer itself refuses when it parses its parameters (e.g. a layout map naming no mesh axis)."""
+    from kflow.components.trainer.config import TrainerSettings
+    from kflow.pipeline.app.standard_pipeline import trainer_parameters  # (it imports this module)
+
+    try:
+        TrainerSettings.from_parameters(trainer_parameters(config))
+    except (ValueError, TypeError) as error:
+        return [f"trainer: {error}"]
+    return []
 
 
 def _evaluator(config: PipelineConfig) -> list[str]:

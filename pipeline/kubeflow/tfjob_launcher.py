@@ -37,6 +37,8 @@ def replica_command(entrypoint: list[str], job_dir: Path) -> tuple[list[str], di
     """Rewrites the entrypoint's artifact arguments onto the shared volume.
 
     Returns the replicas' command, {input: shared path} and {output: its folder name under a pod's outputs}.
+    Every replica also gets `job_dir/work` as its working dir: the chief's checkpoints, which a sidecar
+    Evaluator replica reads and a restarted replica resumes from.
     """
     command: list[str] = []
     inputs: dict[str, Path] = {}
@@ -56,7 +58,7 @@ def replica_command(entrypoint: list[str], job_dir: Path) -> tuple[list[str], di
             outputs[name] = name
             # Kubernetes expands $(POD_NAME) (set by the template from the pod's name) in commands.
             command += [argument, f"{name}={job_dir / 'outputs' / '$(POD_NAME)' / name}"]
-    return command, inputs, outputs
+    return [*command, f"--working-dir={job_dir / 'work'}"], inputs, outputs
 
 
 def task_paths(entrypoint: list[str], option: str) -> dict[str, Path]:

@@ -76,6 +76,7 @@ def run_component(
     inputs: dict[str, str],
     outputs: dict[str, str],
     parameter_texts: dict[str, str],
+    working_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Runs `component`'s executor on artifacts at the given paths; returns the executor's summary."""
     spec = component.spec
@@ -102,6 +103,7 @@ def run_component(
         inputs={name: spec.inputs[name](path) for name, path in inputs.items()},
         outputs=output_artifacts,
         parameters=node.parameters,
+        working_dir=working_dir,
     )
 
 
@@ -124,6 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", action="append", default=[], metavar="NAME=PATH")
     parser.add_argument("--parameter", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--summary-file", help="also write the executor's summary here (JSON)")
+    parser.add_argument(
+        "--working-dir",
+        type=Path,
+        help="a folder the executor keeps across attempts and shares with the job's other replicas (checkpoints)",
+    )
     parser.add_argument("--executor-input", help="KFP's executor input (JSON), needed by --publish-metrics")
     parser.add_argument(
         "--publish-metrics",
@@ -148,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kfp_entrypoint: {error}", file=sys.stderr)
         return 2
     log.info("%s: running with inputs %s, outputs %s", args.component, inputs, outputs)
-    summary = run_component(component, inputs, outputs, parameters)
+    summary = run_component(component, inputs, outputs, parameters, args.working_dir)
     text = json.dumps(summary, indent=2, sort_keys=True, default=str)
     print(text)
     if args.summary_file:

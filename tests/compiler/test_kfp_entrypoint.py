@@ -58,3 +58,20 @@ def test_bad_arguments_exit_2_or_raise_naming_the_problem(tmp_path, capsys):
         main(["--component", PRODUCE, "--output", f"wrong={tmp_path}"])
     with pytest.raises(ValueError, match="not a kflow Component"):
         load_component("kflow.pipeline.dsl.artifacts:Examples")
+
+
+def test_the_working_dir_option_reaches_an_executor_that_takes_one(tmp_path):
+    from kflow.components.trainer import Trainer
+    from tests.components.fixtures import write_examples, write_schema
+
+    examples, schema = write_examples(tmp_path / "examples"), write_schema(tmp_path / "schema")
+    code = main([
+        "--component", f"{Trainer.__module__}:Trainer",
+        "--input", f"examples={examples.uri}", "--input", f"schema={schema.uri}",
+        "--output", f"model={tmp_path / 'model'}", "--output", f"model_run={tmp_path / 'model_run'}",
+        "--parameter", "epochs=1", "--parameter", "batch_size=64",
+        "--working-dir", str(tmp_path / "work"),
+    ])  # fmt: skip
+    assert code == 0
+    # model.fit's BackupAndRestore kept its state there: a retried task resumes from it.
+    assert (tmp_path / "work" / "backup" / "latest.weights.h5").exists()

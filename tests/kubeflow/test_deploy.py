@@ -27,7 +27,8 @@ def test_the_manifests_are_kubernetes_objects_wired_to_each_other():
     assert kinds["training-job.yaml"] == ["TFJob"]
     assert DEFAULT_TEMPLATE == DEPLOY / "tfjob.template.yaml"
     (role, _) = yaml.safe_load_all((DEPLOY / "rbac.yaml").read_text())
-    assert {"create", "get"} <= set(role["rules"][0]["verbs"]) and role["rules"][0]["resources"] == ["tfjobs"]
+    assert {"create", "get"} <= set(role["rules"][0]["verbs"])
+    assert role["rules"][0]["resources"] == ["tfjobs", "jaxjobs"]
     pvc = yaml.safe_load((DEPLOY / "shared-volume.yaml").read_text())
     assert pvc["metadata"]["name"] == "kflow-shared" and pvc["spec"]["accessModes"] == ["ReadWriteMany"]
     assert (DEPLOY / "README.md").read_text().count("kfp --endpoint") >= 1

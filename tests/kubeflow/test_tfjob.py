@@ -199,7 +199,8 @@ def test_the_launcher_moves_artifacts_onto_the_shared_volume():
     command, inputs, outputs = replica_command(ENTRYPOINT, Path("/mnt/s/job"))
     assert inputs == {"examples": Path("/mnt/s/job/inputs/examples")}
     assert outputs == {"model": "model"}
-    assert command[-2:] == ["--parameter", "epochs=3"]
+    # Every replica shares one working dir on the volume: the chief's checkpoints, for the sidecar and for resumes.
+    assert command[-3:] == ["--parameter", "epochs=3", "--working-dir=/mnt/s/job/work"]
     assert task_paths(ENTRYPOINT, "--output") == {"model": Path("/gcs/b/train/model")}
 
 

@@ -79,7 +79,10 @@ def test_keras_data_parallel_over_two_processes_ends_with_identical_weights(trai
 
 
 def test_keras_model_parallel_shards_the_weights_the_layout_map_names(train):
-    model, model_run = train("kmp", strategy="keras_model_parallel", workers=1, devices=2)
+    # With a warm-up schedule: the learning rate is computed inside the jitted JAX step.
+    model, model_run = train(
+        "kmp", strategy="keras_model_parallel", workers=1, devices=2, schedule="polynomial", warmup_steps=5
+    )
     sharding = json.loads((model_run.path / "sharding.json").read_text())
     # The model's own layout map: both convolution kernels on their output channels, the classifier on its
     # inputs; every other weight replicated (absent). Names as a fresh process gives them.
