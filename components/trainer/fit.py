@@ -25,6 +25,7 @@ from kflow.components.trainer.loop import (
     export_model,
     precision_policy,
     split_sizes,
+    training_summary,
     write_process_state,
 )
 from kflow.components.trainer.optimizers import make_optimizer
@@ -116,28 +117,20 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
         # A TensorFlow process exports the serving SavedModel too; for a JAX one the Trainer does it after.
         with runtime.unsharded():
             export_model(task, keras_model, model, serving=keras.backend.backend() == "tensorflow")
-    summary = {
-        "epochs": len(epoch_log.epochs),
-        "per_epoch": epoch_log.epochs,
-        "start_step": epoch_log.start_step,
-        "final_step": int(keras_model.optimizer.iterations.numpy()),
-        "stopped_early": any(
+    summary = training_summary(
+        task,
+        config,
+        runtime,
+        per_epoch=epoch_log.epochs,
+        steps=(epoch_log.start_step, int(keras_model.optimizer.iterations.numpy())),
+        stopped_early=any(
             isinstance(callback, keras.callbacks.EarlyStopping) and callback.stopped_epoch for callback in callbacks
         ),
-        "train_examples": train_count,
-        "eval_examples": eval_count,
-        "steps_per_epoch": steps_per_epoch,
-        "examples_trained": examples_trained,
-        "train_seconds": round(seconds, 3),
-        "examples_per_second": round(examples_trained / max(seconds, 1e-9), 1),
-        "batch_size": global_batch,
-        "strategy": config.strategy,
-        "replicas": runtime.replicas,
-        "processes": runtime.process_count,
-        "backend": keras.backend.backend(),
-        "task": task.name,
-        "model_name": task.model_name,
-    }
+        counts=(train_count, eval_count, steps_per_epoch),
+        examples_trained=examples_trained,
+        seconds=seconds,
+        processes=runtime.process_count,
+    )
     if runtime.process_count > 1:  # What each process ended with: the same weights, if all went well.
         write_process_state(model_run, f"process-{runtime.process_index}", summary["final_step"], keras_model)
     if chief:

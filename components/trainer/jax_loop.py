@@ -29,6 +29,7 @@ from kflow.components.trainer.loop import (
     export_model,
     precision_policy,
     split_sizes,
+    training_summary,
     write_process_state,
 )
 from kflow.components.trainer.optimizers import make_optimizer
@@ -136,27 +137,18 @@ def _train(task, runtime, examples, model, model_run, config, working_dir, asset
         log.info("train: epoch %d/%d %s (%.1f s, %.0f ex/s)", epoch + 1, config.epochs, shown, seconds, speed)
     total_seconds = time.perf_counter() - started
     write_back(keras_model, optimizer, state)
-    trained = (step - start_step) * global_batch
-    summary = {
-        "epochs": len(history),
-        "per_epoch": history,
-        "start_step": start_step,
-        "final_step": step,
-        "stopped_early": False,
-        "train_examples": train_count,
-        "eval_examples": eval_count,
-        "steps_per_epoch": steps_per_epoch,
-        "examples_trained": trained,
-        "train_seconds": round(total_seconds, 3),
-        "examples_per_second": round(trained / max(total_seconds, 1e-9), 1),
-        "batch_size": global_batch,
-        "strategy": config.strategy,
-        "replicas": runtime.replicas,
-        "processes": runtime.process_count,
-        "backend": "jax",
-        "task": task.name,
-        "model_name": task.model_name,
-    }
+    summary = training_summary(
+        task,
+        config,
+        runtime,
+        per_epoch=history,
+        steps=(start_step, step),
+        stopped_early=False,
+        counts=(train_count, eval_count, steps_per_epoch),
+        examples_trained=(step - start_step) * global_batch,
+        seconds=total_seconds,
+        processes=runtime.process_count,
+    )
     if runtime.process_count > 1:
         write_process_state(model_run, f"process-{runtime.process_index}", step, keras_model)
     if chief:

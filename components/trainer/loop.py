@@ -87,6 +87,45 @@ def weights_digest(model: keras.Model) -> str:
     return digest.hexdigest()
 
 
+def training_summary(
+    task: Task,
+    config: TrainConfig,
+    runtime: Runtime,
+    *,
+    per_epoch: list[dict[str, float]],
+    steps: tuple[int, int],
+    stopped_early: bool,
+    counts: tuple[int, int, int],
+    examples_trained: int,
+    seconds: float,
+    processes: int = 1,
+) -> dict[str, Any]:
+    """The run's `history.json`, the same keys under every training path.
+
+    `steps`: (start step, final step); `counts`: (train examples, eval examples, steps per epoch)."""
+    train_count, eval_count, steps_per_epoch = counts
+    return {
+        "epochs": len(per_epoch),
+        "per_epoch": per_epoch,
+        "start_step": steps[0],
+        "final_step": steps[1],
+        "stopped_early": stopped_early,
+        "train_examples": train_count,
+        "eval_examples": eval_count,
+        "steps_per_epoch": steps_per_epoch,
+        "examples_trained": examples_trained,
+        "train_seconds": round(seconds, 3),
+        "examples_per_second": round(examples_trained / max(seconds, 1e-9), 1),
+        "batch_size": config.batch_size,
+        "strategy": config.strategy,
+        "replicas": runtime.replicas,
+        "processes": processes,
+        "backend": keras.backend.backend(),
+        "task": task.name,
+        "model_name": task.model_name,
+    }
+
+
 def write_process_state(model_run: ModelRun, me: str, step: int, model: keras.Model) -> None:
     """`workers/<me>.json`: the step and weights digest this process of a cluster ended with."""
     final = {"me": me, "step": step, "weights_sha256": weights_digest(model)}
@@ -272,24 +311,18 @@ def _train(
         total_seconds = time.perf_counter() - started
         examples_per_second = trained_steps * global_batch / max(total_seconds, 1e-9)
         write_process_state(model_run, me, runtime.step_counter(optimizer, step), keras_model)
-        summary = {
-            "epochs": len(history),
-            "per_epoch": history,
-            "start_step": start_step,
-            "final_step": step,
-            "stopped_early": stopped_early,
-            "train_examples": train_count,
-            "eval_examples": eval_count,
-            "steps_per_epoch": steps_per_epoch,
-            "examples_trained": trained_steps * global_batch,
-            "train_seconds": round(total_seconds, 3),
-            "examples_per_second": round(examples_per_second, 1),
-            "batch_size": global_batch,
-            "strategy": config.strategy,
-            "replicas": runtime.replicas,
-            "task": task.name,
-            "model_name": task.model_name,
-        }
+        summary = training_summary(
+            task,
+            config,
+            runtime,
+            per_epoch=history,
+            steps=(start_step, step),
+            stopped_early=stopped_early,
+            counts=(train_count, eval_count, steps_per_epoch),
+            examples_trained=trained_steps * global_batch,
+            seconds=total_seconds,
+            processes=sum(len(cluster.get("cluster", {}).get(role, [])) for role in ("chief", "worker")) or 1,
+        )
         if chief:
             export_model(task, keras_model, model)
             model_run.write_json("history.json", summary)

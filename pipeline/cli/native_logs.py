@@ -24,7 +24,8 @@ _CHATTER = (
     b"To enable the following instructions:",  # The second line of TensorFlow's CPU-feature notice.
     b"[Gloo] Rank ",  # JAX's CPU collectives saying each process connected to its peers.
 )
-_CPU_ONLY_ERRORS = re.compile(rb"cuInit|CUDA|cuda", re.IGNORECASE)
+# E-level lines that are no errors: the missing CUDA driver of a CPU machine, oneDNN's int64 fallback notice.
+_CPU_ONLY_ERRORS = re.compile(rb"cuInit|CUDA|cuda|oneDNN supports DT_INT64", re.IGNORECASE)
 _PIECES = re.compile(rb"[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+")
 
 
