@@ -16,7 +16,7 @@ import pytest
 
 from kflow.components.models import LAYOUT_MAPS
 from kflow.components.trainer.executor import run
-from kflow.pipeline.dsl.artifacts import Model, ModelRun
+from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
 from tests.components.fixtures import write_examples, write_schema
 
 STEPS_PER_EPOCH = 13  # ceil(400 train examples / 32)
@@ -53,7 +53,8 @@ def _check_exported(model):
     assert loaded.predict(np.zeros((2, 28, 28), np.uint8), verbose=0).shape == (2, 10)
 
 
-def test_keras_data_parallel_over_two_devices_of_one_process(train):
+@pytest.mark.slow  # make test runs the two-process case below
+def test_keras_data_parallel_over_two_devices_of_one_process_trains_as_two_processes_do(train):
     model, model_run = train("kdp-devices", strategy="keras_data_parallel", workers=1, devices=2)
     history = model_run.history
     assert (history["backend"], history["replicas"], history["processes"]) == ("jax", 2, 1)
@@ -61,6 +62,10 @@ def test_keras_data_parallel_over_two_devices_of_one_process(train):
     losses = _losses(model_run)
     assert losses[-1] < losses[0]
     _check_exported(model)
+    # Each of two processes reads its half of every global batch: together the batches one process over
+    # two devices reads, so the runs agree up to float32 rounding (the all-reduce sums in another order).
+    _, two_processes = train("kdp-processes", strategy="keras_data_parallel", workers=2)
+    np.testing.assert_allclose(_losses(two_processes), losses, rtol=1e-4)
 
 
 def test_keras_data_parallel_over_two_processes_ends_with_identical_weights(train):
@@ -71,10 +76,8 @@ def test_keras_data_parallel_over_two_processes_ends_with_identical_weights(trai
     assert [state["me"] for state in states] == ["process-0", "process-1"]
     assert states[0]["weights_sha256"] == states[1]["weights_sha256"], "the processes ended with different weights"
     assert states[0]["step"] == 2 * STEPS_PER_EPOCH
-    # Each process reads its half of every global batch: together the batches one process over two devices
-    # reads, so the runs agree up to float32 rounding (the all-reduce sums in another order).
-    _, one_process = train("kdp-devices", strategy="keras_data_parallel", workers=1, devices=2)
-    np.testing.assert_allclose(_losses(model_run), _losses(one_process), rtol=1e-4)
+    losses = _losses(model_run)
+    assert losses[-1] < losses[0]
     _check_exported(model)
 
 
@@ -99,6 +102,7 @@ def test_keras_model_parallel_shards_the_weights_the_layout_map_names(train):
     assert losses[-1] < losses[0]
 
 
+@pytest.mark.slow
 def test_keras_model_parallel_takes_a_layout_map_and_mesh_from_the_config(train):
     _, model_run = train(
         "kmp-config",
@@ -130,6 +134,7 @@ def test_the_explicit_jax_loop_matches_a_single_device_run(train):
     _check_exported(model)
 
 
+@pytest.mark.slow
 def test_the_explicit_jax_loop_resumes_from_its_checkpoint(train, tmp_path):
     _, first = train("jdp-2", strategy="jax_data_parallel", workers=1, devices=2)
     state = first.path.parent / "work" / "jax_state.npz"
@@ -137,8 +142,6 @@ def test_the_explicit_jax_loop_resumes_from_its_checkpoint(train, tmp_path):
     # A re-run with one more epoch starts where the finished run stopped.
     model, model_run = Model(tmp_path / "model"), ModelRun(tmp_path / "model_run")
     examples_root = first.path.parents[1]
-    from kflow.pipeline.dsl.artifacts import Examples, Schema
-
     run(examples=Examples(examples_root / "examples"), schema=Schema(examples_root / "schema"), model=model,
         model_run=model_run, working_dir=state.parent, strategy="jax_data_parallel", workers=1, devices=2,
         epochs=3, batch_size=32, seed=5, max_restarts=0)  # fmt: skip
