@@ -40,6 +40,7 @@ def _outputs(root):
 
 
 @pytest.mark.distributed
+@pytest.mark.slow  # make test trains the same cluster, sidecar evaluator included (test_sidecar_evaluator.py)
 def test_multi_worker_mirrored_two_workers_agree_and_learn(inputs, tmp_path):
     examples, schema = inputs
     model, model_run = _outputs(tmp_path)

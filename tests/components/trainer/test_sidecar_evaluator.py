@@ -29,8 +29,12 @@ def test_the_sidecar_evaluator_writes_one_line_per_checkpoint(tmp_path):
     last_epoch = model_run.history["per_epoch"][-1]
     assert lines[1]["accuracy"] == pytest.approx(last_epoch["val_accuracy"], abs=1e-6)
     assert list((model_run.log_dir / "sidecar_eval").glob("events.out.tfevents.*"))
-    # Two workers train; the evaluator is no part of their cluster (no third worker's state).
-    assert sorted(p.name for p in (model_run.path / "workers").glob("*.json")) == ["worker-0.json", "worker-1.json"]
+    # Two workers train, agree and learn; the evaluator is no part of their cluster (no third worker's state).
+    states = sorted((model_run.path / "workers").glob("*.json"))
+    assert [p.name for p in states] == ["worker-0.json", "worker-1.json"]
+    assert len({json.loads(p.read_text())["weights_sha256"] for p in states}) == 1
+    losses = [epoch["loss"] for epoch in model_run.history["per_epoch"]]
+    assert losses[-1] < losses[0]
 
 
 def test_a_sidecar_evaluator_needs_a_checkpointing_cluster(tmp_path):

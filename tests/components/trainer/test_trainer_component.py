@@ -48,6 +48,7 @@ def test_spec_wiring_and_defaults():
         "log_every_steps": 100,
         "mesh": None,
         "layout_map": None,
+        "sidecar_evaluator": False,
     }
     assert not spec.parameters["log_every_steps"].affects_output
 
