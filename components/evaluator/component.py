@@ -11,14 +11,22 @@ class Evaluator(Component):
 
     `thresholds` (see components/evaluator/gate.py), e.g.
     {"accuracy": {"lower_bound": 0.98, "max_drop": 0.002}, "loss": {"upper_bound": 0.1}}:
-    value bounds, and change bounds against the model at `baseline_model_uri` (the pipeline
-    builder resolves it, by default to the latest blessed model of the pipeline). The
+    value bounds, and change bounds against a baseline model: the optional `baseline_model` input
+    (e.g. another Trainer's model in the same pipeline) or the model at `baseline_model_uri` (the
+    standard pipeline resolves it, by default to the latest blessed model of the pipeline). The
     baseline's URI is a parameter that affects the output, so a cached verdict is reused
     only against the same baseline.
     """
 
     spec = ComponentSpec(
-        inputs={"examples": Examples, "schema": Schema, "model": Model, "model_run": ModelRun},
+        inputs={
+            "examples": Examples,
+            "schema": Schema,
+            "model": Model,
+            "model_run": ModelRun,
+            "baseline_model": Model,
+        },
+        optional_inputs=frozenset({"model_run", "baseline_model"}),
         outputs={"evaluation": ModelEvaluation, "blessing": ModelBlessing},
         parameters={
             "split": Parameter(str, default="test"),

@@ -42,6 +42,7 @@ def run(
     thresholds: dict[str, dict[str, float]] | None = None,
     slices: list[dict[str, Any]] | None = None,
     baseline_model_uri: str | None = None,
+    baseline_model: Model | None = None,
     seed: int = 0,
     eval_split: str = "eval",
 ) -> dict[str, Any]:
@@ -51,6 +52,10 @@ def run(
     task's evaluation randomness (the MLM masks). Returns the summary `kflow show` prints.
     """
     thresholds, slices = thresholds or {}, slices or []
+    if baseline_model is not None:
+        if baseline_model_uri:
+            raise ValueError("give the baseline as the baseline_model input or as baseline_model_uri, not both")
+        baseline_model_uri = baseline_model.uri
     # The dataset and the task options come with the model, so its data is read as in training.
     task = model.task_spec["dataset"]
     metrics_class = get_dataset(task).metrics_class()

@@ -7,8 +7,10 @@ Thresholds, per metric (any of the task's scalar metrics), TFMA-like:
       loss: {upper_bound: 0.1, max_rise: 0.01}           # value ≤ 0.1 and ≤ baseline + 0.01
 
 `lower_bound`/`upper_bound` bound the value; `max_drop`/`max_rise` bound the change against
-the baseline model's value of the same metric on the same split. Without a baseline (the
-first model of a pipeline) the change checks pass, marked `"baseline": null`, as TFMA does.
+the baseline model's value of the same metric on the same split; `min_gain`/`min_reduction`
+ask for a strict improvement on it (value > baseline + min_gain, value < baseline - min_reduction),
+so of two models that compare each other with `max_drop: 0` and `min_gain: 0`, exactly one passes.
+Without a baseline (the first model of a pipeline) the change checks pass, marked `"baseline": null`, as TFMA does.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from numbers import Real
 from typing import Any
 
 VALUE_BOUNDS = ("lower_bound", "upper_bound")
-CHANGE_BOUNDS = ("max_drop", "max_rise")
+CHANGE_BOUNDS = ("max_drop", "max_rise", "min_gain", "min_reduction")
 BOUNDS = VALUE_BOUNDS + CHANGE_BOUNDS
 
 
@@ -62,10 +64,14 @@ def run_checks(
                     check["passed"] = True
                     check["reason"] = "no baseline model: the change check does not apply"
                 else:
-                    check["change"] = value - reference
-                    limit = -threshold if bound == "max_drop" else threshold
+                    change = check["change"] = value - reference
                     check["passed"] = bool(
-                        value - reference >= limit if bound == "max_drop" else value - reference <= limit
+                        {
+                            "max_drop": change >= -threshold,
+                            "max_rise": change <= threshold,
+                            "min_gain": change > threshold,
+                            "min_reduction": change < -threshold,
+                        }[bound]
                     )
             checks.append(check)
     return checks
@@ -82,7 +88,8 @@ def describe(check: dict[str, Any]) -> str:
         return f"{check['metric']} {value:.4f} {relation} {check['threshold']:g}: {verdict}"
     if check.get("baseline") is None:
         return f"{check['metric']} {check['bound']} {check['threshold']:g}: no baseline, {verdict}"
-    relation = f">= -{check['threshold']:g}" if check["bound"] == "max_drop" else f"<= +{check['threshold']:g}"
+    relation = {"max_drop": ">= -", "max_rise": "<= +", "min_gain": "> +", "min_reduction": "< -"}[check["bound"]]
+    relation += f"{check['threshold']:g}"
     return (
         f"{check['metric']} change {check['change']:+.4f} ({value:.4f} vs baseline {check['baseline']:.4f}) "
         f"{relation}: {verdict}"

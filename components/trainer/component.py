@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kflow.components.trainer.config import component_parameters
+from kflow.components.trainer.config import TrainerSettings, component_parameters
 from kflow.components.trainer.strategies import get_strategy
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
 from kflow.pipeline.dsl.component import Component, ComponentSpec
@@ -21,6 +21,14 @@ class Trainer(Component):
         parameters=component_parameters(),
         executor="kflow.components.trainer.executor:run",
     )
+
+    def check_parameters(self) -> list[str]:
+        """What the executor would refuse when it reads its settings (an unknown strategy, a bad mesh, …)."""
+        try:
+            TrainerSettings.from_parameters(self.parameters)
+        except (ValueError, TypeError) as error:
+            return [str(error)]
+        return []
 
     def cluster_replicas(self) -> dict[str, int]:
         """The strategy's cluster for `workers` and `parameter_servers`; {} when that is one process."""

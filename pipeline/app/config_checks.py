@@ -82,7 +82,7 @@ def _strategy(config: PipelineConfig) -> list[str]:
 def _trainer_settings(config: PipelineConfig) -> list[str]:
     """What the Trainer itself refuses when it parses its parameters (e.g. a layout map naming no mesh axis)."""
     from kflow.components.trainer.config import TrainerSettings
-    from kflow.pipeline.app.standard_pipeline import trainer_parameters  # (it imports this module)
+    from kflow.pipeline.app.sections import trainer_parameters
 
     try:
         TrainerSettings.from_parameters(trainer_parameters(config))

@@ -1,7 +1,7 @@
-"""The standard kflow pipeline built from a config: ingest → train → evaluate.
+"""The pipeline of a config: the standard ingest → train → evaluate, or the DAG it declares.
 
-The nodes are always named `ingest`, `train` and `evaluate`, whatever the dataset,
-so `--until ingest` means the same thing in every pipeline.
+The standard nodes are always named `ingest`, `train` and `evaluate`, whatever the dataset,
+so `--until ingest` means the same thing in every standard pipeline.
 """
 
 from __future__ import annotations
@@ -12,22 +12,25 @@ from kflow.components.datasets import get_dataset
 from kflow.components.evaluator import Evaluator
 from kflow.components.trainer import Trainer
 from kflow.pipeline.app.config_checks import check_config
+from kflow.pipeline.app.declared_pipeline import build_declared_pipeline
+from kflow.pipeline.app.sections import evaluator_parameters, ingest_parameters, trainer_parameters
 from kflow.pipeline.dsl.artifacts import Model, ModelBlessing
-from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.runners.run_record import earlier_runs
 
 
 def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipeline:
-    """The ingest → train → evaluate pipeline of `config`.
+    """The pipeline of `config`: its declared `components` (declared_pipeline.py), else ingest → train → evaluate.
 
     `local_runs=True` (`kflow run`) lets `evaluator.baseline: latest_blessed` look for the
     latest blessed model among the earlier local runs; otherwise (e.g. when compiling for
     Kubeflow) that baseline resolves to none, so the built pipeline depends on the config only.
     """
+    if config.components is not None:
+        return build_declared_pipeline(config)
     check_config(config)
-    ingest = _ingest(config)
+    ingest = get_dataset(config.data["dataset"]).ingest_component()("ingest", parameters=ingest_parameters(config))
     train = Trainer(
         "train",
         examples=ingest.outputs["examples"],
@@ -41,7 +44,7 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipel
         model=train.outputs["model"],
         model_run=train.outputs["model_run"],
         parameters={
-            **{key: config.evaluator[key] for key in ("split", "batch_size", "thresholds", "slices", "seed")},
+            **evaluator_parameters(config),
             "baseline_model_uri": resolve_baseline(config, local_runs=local_runs),
         },
     )
@@ -51,38 +54,6 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipel
         beam_args=config.beam_args,
         metadata={"config": config.to_dict(), "config_file": config.source},
     )
-
-
-def trainer_parameters(config: PipelineConfig) -> dict:
-    """The `trainer` section as the Trainer's parameters: the same names, the `optimizer` group
-    flattened (`optimizer.name` → `optimizer`, `optimizer.learning_rate` → `learning_rate`) and
-    `model` → `model_name`; the task is the dataset's."""
-    trainer = dict(config.trainer)
-    optimizer, model_name = trainer.pop("optimizer"), trainer.pop("model")
-    return {
-        **trainer,
-        **{name: value for name, value in optimizer.items() if name != "name"},
-        "optimizer": optimizer["name"],
-        "model_name": model_name,
-        "task": config.data["dataset"],
-    }
-
-
-def _ingest(config: PipelineConfig) -> Component:
-    data = config.data
-    dataset, filters = get_dataset(data["dataset"]), data["filters"]
-    parameters = {
-        "source_path": _absolute(data["source"]["path"]),
-        "source_format": data["source"]["format"],
-        "max_records": data["source"]["max_records"],
-        "split": data["split"],
-        "shards_per_split": data["shards_per_split"],
-        "max_invalid_fraction": float(data["filters"]["max_invalid_fraction"]),
-        "beam_args": config.beam_args,
-    }
-    # Dataset-specific filters; a null keeps the component's default (wikitext2 min_chars 101, quora max_chars 1000).
-    parameters.update({name: filters[name] for name in dataset.filters if filters.get(name) is not None})
-    return dataset.ingest_component()("ingest", parameters=parameters)
 
 
 def resolve_baseline(config: PipelineConfig, *, local_runs: bool = True) -> str | None:
@@ -129,8 +100,3 @@ def latest_blessed_model(pipeline_dir: Path, config: dict | None = None) -> str 
                     return execution.parameters.get("baseline_model_uri")
                 return model.uri
     return None
-
-
-def _absolute(path: str | None) -> str | None:
-    """Source paths are relative to the working directory; the cache key needs them absolute."""
-    return None if path is None else str(Path(path).expanduser().resolve())

@@ -65,7 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", parents=[verbosity], help="run a pipeline locally on Apache Beam")
     with_config(run)
     run.add_argument("--pipeline-root", help="where runs go (overrides pipeline_root)")
-    run.add_argument("--until", metavar="COMPONENT", help="run up to and including this component")
+    only_or_until = run.add_mutually_exclusive_group()
+    only_or_until.add_argument("--until", metavar="COMPONENT", help="run up to and including this component")
+    only_or_until.add_argument(
+        "--only",
+        metavar="COMPONENT",
+        help="run just this component, on its upstream components' cached outputs (fails if one has none)",
+    )
     run.add_argument("--no-cache", action="store_true", help="run every component even if a cached result exists")
     run.add_argument(
         "--verify",
@@ -144,8 +150,9 @@ def _validate(args: argparse.Namespace) -> int:
     config = _load(args)
     from kflow.pipeline.app.standard_pipeline import build_pipeline
 
-    build_pipeline(config)  # The checks that span fields (splits, filters, the dataset) are made while building.
-    print(f"{args.config}: valid (pipeline {config.name!r}, dataset {config.data['dataset']!r})")
+    pipeline = build_pipeline(config)  # The checks that span fields (splits, filters, the DAG) run while building.
+    what = f"dataset {config.data['dataset']!r}" if config.components is None else "declared"
+    print(f"{args.config}: valid (pipeline {config.name!r}, {what}: {', '.join(n.id for n in pipeline.components)})")
     return 0
 
 
@@ -158,16 +165,19 @@ def _run(args: argparse.Namespace) -> int:
     from kflow.pipeline.runners.cancellation import Cancelled, signals_cancel
 
     pipeline = build_pipeline(config, local_runs=True)
-    if args.until:
-        if args.until not in {node.id for node in pipeline.components}:
+    cached_only: set[str] = set()
+    for option, node_id in (("--until", args.until), ("--only", args.only)):
+        if node_id and node_id not in {node.id for node in pipeline.components}:
             choices = ", ".join(node.id for node in pipeline.components)
-            raise ConfigError([f"--until: no component {args.until!r} (choose from {choices})"])
-        pipeline = pipeline.until(args.until)
+            raise ConfigError([f"{option}: no component {node_id!r} (choose from {choices})"])
+        if node_id:
+            pipeline = pipeline.until(node_id)
+    if args.only:
+        cached_only = pipeline.ancestors(args.only)
     try:
         with signals_cancel() if args.program else contextlib.nullcontext():
-            result = BeamDagRunner(enable_cache=not args.no_cache, verify_hashes=args.verify).run(
-                pipeline, config.pipeline_root
-            )
+            runner = BeamDagRunner(enable_cache=not args.no_cache, verify_hashes=args.verify, cached_only=cached_only)
+            result = runner.run(pipeline, config.pipeline_root)
     except PipelineFailed as failure:
         # One line: the component and the cause. The traceback is in run.json, and in the log with -v.
         where = ""

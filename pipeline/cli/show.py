@@ -19,7 +19,7 @@ def find_run_dir(path: str | Path) -> Path:
     return newest.run_dir
 
 
-_COLOURS = {"succeeded": "32", "cached": "36", "failed": "31", "cancelled": "33", "running": "34"}
+_COLOURS = {"succeeded": "32", "cached": "36", "failed": "31", "cancelled": "33", "running": "34", "skipped": "90"}
 
 
 def format_run(run: Run, colour: bool = False) -> str:

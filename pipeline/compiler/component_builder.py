@@ -6,8 +6,9 @@ typed parameters. We build that function with a synthetic `__signature__` from t
 component's spec rather than writing the IR by hand, so KFP itself checks the types,
 the placeholders and the wiring, and its output stays valid as the IR evolves.
 
-Parameters whose value is None (unset optional ones) are left out of the KFP interface;
-the entrypoint then binds the spec's default, as `kflow run` does.
+Parameters whose value is None (unset optional ones) and optional inputs the node leaves
+unwired are left out of the KFP interface; the entrypoint then binds the spec's default, as
+`kflow run` does.
 
 A component with a ModelEvaluation output (the Evaluator) also gets a KFP
 `ClassificationMetrics` output, and its task receives the executor input `{{$}}`: the
@@ -68,12 +69,12 @@ def build_container_component(node: Component, settings: KubeflowSettings) -> Co
         )
     kfp_only_outputs = [CLASSIFICATION_METRICS_OUTPUT] if evaluations else []
     signature = inspect.Signature(
-        [_kw(name, dsl.Input[kfp_artifact_class(kind)]) for name, kind in spec.inputs.items()]
+        [_kw(name, dsl.Input[kfp_artifact_class(spec.inputs[name])]) for name in node.inputs]
         + [_kw(name, dsl.Output[kfp_artifact_class(kind)]) for name, kind in spec.outputs.items()]
         + [_kw(name, dsl.Output[dsl.ClassificationMetrics]) for name in kfp_only_outputs]
         + [_kw(name, spec.parameters[name].type) for name in parameters]
     )
-    inputs, outputs = list(spec.inputs), list(spec.outputs)
+    inputs, outputs = list(node.inputs), list(spec.outputs)
     replicas = node.cluster_replicas()
 
     def container(*placeholders: Any) -> dsl.ContainerSpec:

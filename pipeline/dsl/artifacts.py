@@ -214,6 +214,23 @@ class ModelBlessing(Artifact):
         self.write_json("blessing.json", {"blessed": blessed, "checks": checks})
 
 
+class PushedModel(Artifact):
+    """Where a Pusher put a model: `{uri}/push.json` {"pushed", "version", "serving_dir", "model", "reason"}."""
+
+    type_name = "PushedModel"
+    kfp_schema_title = "system.Model"
+    RECORD = "push.json"
+
+    @property
+    def record(self) -> dict[str, Any]:
+        return self.read_json(self.RECORD)
+
+    @property
+    def pushed(self) -> bool:
+        return bool(self.record["pushed"])
+
+
 ARTIFACT_TYPES: dict[str, type[Artifact]] = {
-    cls.type_name: cls for cls in (Artifact, Examples, Schema, Rejects, Model, ModelRun, ModelEvaluation, ModelBlessing)
+    cls.type_name: cls
+    for cls in (Artifact, Examples, Schema, Rejects, Model, ModelRun, ModelEvaluation, ModelBlessing, PushedModel)
 }

@@ -44,6 +44,8 @@ class Parameter:
     optional: bool = False
     affects_output: bool = True
     description: str = ""
+    # A local file or folder: pipeline builders make a relative value absolute (it is in the cache key).
+    is_path: bool = False
 
     @property
     def required(self) -> bool:
@@ -64,7 +66,9 @@ class ComponentSpec:
     inputs: Mapping[str, type[Artifact]] = field(default_factory=dict)
     outputs: Mapping[str, type[Artifact]] = field(default_factory=dict)
     parameters: Mapping[str, Parameter] = field(default_factory=dict)
-    executor: str = ""  # "package.module:function"
+    executor: str = ""  # "package.module:function" (or "package.module:Class.function")
+    # Inputs a node may leave unwired (an Evaluator without a baseline model); the executor then gets none.
+    optional_inputs: frozenset[str] = frozenset()
     # "package.module:function" naming, from the node's parameters, the files the executor will read from
     # outside the pipeline (an ingest's source); their fingerprint is part of the cache key.
     source_files: str = ""
@@ -80,22 +84,40 @@ class Channel:
 
 
 class Component:
-    """A node of a pipeline: a component spec bound to inputs and parameter values."""
+    """A node of a pipeline: a component spec bound to inputs and parameter values.
+
+    `run_if` names a ModelBlessing output upstream: the node runs only when that model was
+    blessed (TFX's Pusher pattern); otherwise it is skipped, and so are the nodes that consume its outputs.
+    """
 
     spec: ClassVar[ComponentSpec]
 
-    def __init__(self, id: str, *, parameters: Mapping[str, Any] | None = None, **inputs: Channel):
+    def __init__(
+        self,
+        id: str,
+        *,
+        parameters: Mapping[str, Any] | None = None,
+        run_if: Channel | None = None,
+        **inputs: Channel | None,
+    ):
         self.id = id
-        self.inputs = self._bind_inputs(inputs)
+        self.inputs = self._bind_inputs({name: channel for name, channel in inputs.items() if channel is not None})
         self.parameters = self._bind_parameters(dict(parameters or {}))
         self.outputs = {name: Channel(id, name, kind) for name, kind in self.spec.outputs.items()}
+        if run_if is not None and run_if.type.type_name != "ModelBlessing":
+            raise TypeError(
+                f"{self.id}: run_if wants a ModelBlessing output, got {run_if.type.type_name} "
+                f"from {run_if.producer}.{run_if.output}"
+            )
+        self.run_if = run_if
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id!r})"
 
     @property
     def upstream(self) -> set[str]:
-        return {channel.producer for channel in self.inputs.values()}
+        producers = {channel.producer for channel in self.inputs.values()}
+        return producers | ({self.run_if.producer} if self.run_if else set())
 
     def _bind_inputs(self, inputs: Mapping[str, Channel]) -> dict[str, Channel]:
         unknown = set(inputs) - set(self.spec.inputs)
@@ -103,6 +125,8 @@ class Component:
             raise ValueError(f"{self.id}: unknown inputs {sorted(unknown)}; expected {sorted(self.spec.inputs)}")
         for name, kind in self.spec.inputs.items():
             if name not in inputs:
+                if name in self.spec.optional_inputs:
+                    continue
                 raise ValueError(f"{self.id}: input {name!r} ({kind.type_name}) is not wired")
             if not issubclass(inputs[name].type, kind):
                 raise TypeError(
@@ -138,6 +162,11 @@ class Component:
             return None
         return fingerprint_files(load_executor(self.spec.source_files)(**self.parameters))
 
+    def check_parameters(self) -> list[str]:
+        """Problems with the bound parameters beyond their JSON types (a component's own rules), one line each;
+        `kflow validate` reports them before anything runs."""
+        return []
+
     def cluster_replicas(self) -> dict[str, int]:
         """The processes this node runs as on a cluster, {role: count} (e.g. {"chief": 1, "worker": 2, "ps": 1});
         empty when it runs in one container. Roles are TF_CONFIG task types; a compiler maps them to replicas."""
@@ -155,8 +184,11 @@ class Component:
 
 
 def load_executor(path: str) -> Callable[..., Any]:
-    """Imports an executor function named `package.module:function`."""
-    module_name, _, function_name = path.partition(":")
-    if not function_name:
+    """Imports an executor function named `package.module:function` or `package.module:Class.function`."""
+    module_name, _, attributes = path.partition(":")
+    if not attributes:
         raise ValueError(f"executor path {path!r} must look like 'package.module:function'")
-    return getattr(importlib.import_module(module_name), function_name)
+    found: Any = importlib.import_module(module_name)
+    for attribute in attributes.split("."):
+        found = getattr(found, attribute)
+    return found

@@ -57,15 +57,16 @@ class PipelineConfig:
 
     name: str
     pipeline_root: str
-    data: dict[str, Any]
+    data: dict[str, Any] = field(default_factory=dict)  # empty only in a config that declares `components`
     trainer: dict[str, Any] = field(default_factory=dict)
     evaluator: dict[str, Any] = field(default_factory=dict)
     beam: dict[str, Any] = field(default_factory=dict)
     kubeflow: dict[str, Any] = field(default_factory=dict)
+    components: list[dict[str, Any]] | None = None  # a declared DAG (pipeline/app/declared_pipeline.py)
     source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        fields = {
             "name": self.name,
             "pipeline_root": self.pipeline_root,
             "data": self.data,
@@ -74,6 +75,7 @@ class PipelineConfig:
             "beam": self.beam,
             "kubeflow": self.kubeflow,
         }
+        return fields if self.components is None else {**fields, "components": self.components}
 
     @property
     def beam_args(self) -> list[str]:
@@ -121,21 +123,39 @@ def apply_override(config: dict[str, Any], override: str) -> None:
     except yaml.YAMLError:
         value = text
     parts = key.split(".")
-    node = config
+    node: Any = config
     for depth, part in enumerate(parts[:-1]):
+        if isinstance(node, list):  # components.<id>.…: a list of mappings is addressed by their `id`
+            node = _entry_with_id(node, part, override)
+            continue
         child = node.setdefault(part, {})
-        if not isinstance(child, dict):
+        if not isinstance(child, (dict, list)):
             raise ConfigError([f"--set {override!r}: {'.'.join(parts[: depth + 1])} is not a mapping"])
         node = child
+    if isinstance(node, list):
+        raise ConfigError([f"--set {override!r}: set a field of an entry, e.g. components.train.parameters.epochs=3"])
     node[parts[-1]] = value
+
+
+def _entry_with_id(entries: list[Any], entry_id: str, override: str) -> dict[str, Any]:
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("id") == entry_id:
+            return entry
+    ids = [str(entry.get("id")) for entry in entries if isinstance(entry, dict)]
+    raise ConfigError(
+        [f"--set {override!r}: no entry with id {entry_id!r}{did_you_mean(entry_id, ids)} (ids: {', '.join(ids)})"]
+    )
 
 
 def validate_config(raw: dict[str, Any], source: str | None = None) -> PipelineConfig:
     instance = copy.deepcopy(raw)
     validator = DefaultFillingValidator(config_schema())
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    if errors:
-        raise ConfigError(sorted({line for error in errors for line in _describe(error)}), source)
+    problems = sorted({line for error in errors for line in _describe(error)})
+    if "data" not in instance and "components" not in instance:
+        problems.append("data: is required (or declare the pipeline's components)")
+    if problems:
+        raise ConfigError(problems, source)
     return PipelineConfig(source=source, **instance)
 
 

@@ -7,13 +7,15 @@ it only once its upstream nodes finished. TFX gives each component a stage of it
 own; Beam's local runner executes stages one after another, so that layout would
 serialise independent branches, whereas the elements of one stage are spread over
 the workers: with `--direct_num_workers=2 --direct_running_mode=multi_threading`,
-independent nodes really run in parallel.
+independent nodes really run in parallel, which the runner sets by default when a wave
+has several nodes and the machine several cores (`parallel_by_default`).
 The runner knows nothing of datasets or TensorFlow: executors are imported by path.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -58,11 +60,14 @@ class PipelineFailed(RuntimeError):
 
 
 class _RunNode(beam.DoFn):
-    def __init__(self, nodes: list[Component], run_dir: str, enable_cache: bool, verify_hashes: bool):
+    def __init__(
+        self, nodes: list[Component], run_dir: str, enable_cache: bool, verify_hashes: bool, cached_only: set[str]
+    ):
         self._nodes = {node.id: node for node in nodes}
         self._run_dir = run_dir
         self._enable_cache = enable_cache
         self._verify_hashes = verify_hashes
+        self._cached_only = cached_only
 
     def process(self, node_id, *earlier_waves):
         upstream: dict[str, dict[str, ArtifactRef]] = {}
@@ -70,7 +75,14 @@ class _RunNode(beam.DoFn):
             for outputs in wave:
                 upstream.update(outputs)
         record = RunRecord(self._run_dir)
-        outputs = run_node(self._nodes[node_id], record, upstream, self._enable_cache, self._verify_hashes)
+        outputs = run_node(
+            self._nodes[node_id],
+            record,
+            upstream,
+            self._enable_cache,
+            self._verify_hashes,
+            cached_only=node_id in self._cached_only,
+        )
         yield {node_id: outputs}
 
 
@@ -85,13 +97,33 @@ def waves(pipeline: Pipeline) -> list[list[Component]]:
     return grouped
 
 
+def parallel_by_default(beam_args: list[str], widest_wave: int) -> list[str]:
+    """`beam_args`, plus what lets the DirectRunner run a wave's nodes at once when neither is set:
+    as many worker threads as the widest wave has nodes, up to the machine's cores."""
+    options = PipelineOptions(beam_args).get_all_options(drop_default=True)
+    runner = options.get("runner") or "DirectRunner"
+    parallel = min(widest_wave, os.cpu_count() or 1)
+    if runner not in ("DirectRunner", "direct") or parallel < 2:
+        return list(beam_args)
+    if "direct_num_workers" in options or "direct_running_mode" in options:
+        return list(beam_args)
+    return [*beam_args, f"--direct_num_workers={parallel}", "--direct_running_mode=multi_threading"]
+
+
 class BeamDagRunner:
     """Runs a `Pipeline` under `<pipeline_root>/<pipeline name>/<run_id>/`."""
 
-    def __init__(self, beam_args: list[str] | None = None, enable_cache: bool = True, verify_hashes: bool = False):
+    def __init__(
+        self,
+        beam_args: list[str] | None = None,
+        enable_cache: bool = True,
+        verify_hashes: bool = False,
+        cached_only: set[str] | frozenset[str] = frozenset(),
+    ):
         self.beam_args = beam_args
         self.enable_cache = enable_cache
         self.verify_hashes = verify_hashes  # Check cached outputs' content hashes too, not only their sizes.
+        self.cached_only = set(cached_only)  # Nodes that must come from the cache (`kflow run --only`'s upstream).
 
     def run(self, pipeline: Pipeline, pipeline_root: str | Path, run_id: str | None = None) -> RunResult:
         run_id = run_id or new_run_id()
@@ -101,14 +133,17 @@ class BeamDagRunner:
         except OSError as error:
             raise PipelineFailed(f"cannot create the run folder {run_dir}: {error.strerror or error}", None) from error
         log.info("run %s of pipeline %s: %s", run_id, pipeline.name, run_dir)
-        beam_args = self.beam_args if self.beam_args is not None else pipeline.beam_args
+        stages = waves(pipeline)
+        beam_args = parallel_by_default(
+            self.beam_args if self.beam_args is not None else pipeline.beam_args, max(map(len, stages), default=1)
+        )
         started = time.perf_counter()
         status = "failed"
         error: BaseException | None = None
         try:
             with beam.Pipeline(options=PipelineOptions(beam_args)) as beam_pipeline:
                 done: list[beam.PCollection] = []
-                for number, wave in enumerate(waves(pipeline)):
+                for number, wave in enumerate(stages):
                     name = f"Wave{number}[{','.join(node.id for node in wave)}]"
                     done.append(
                         beam_pipeline
@@ -117,7 +152,7 @@ class BeamDagRunner:
                         | f"{name}/Spread" >> beam.Reshuffle()
                         | f"{name}/Run"
                         >> beam.ParDo(
-                            _RunNode(wave, str(run_dir), self.enable_cache, self.verify_hashes),
+                            _RunNode(wave, str(run_dir), self.enable_cache, self.verify_hashes, self.cached_only),
                             *[beam.pvalue.AsList(earlier) for earlier in done],
                         )
                     )

@@ -80,10 +80,15 @@ def run_component(
 ) -> dict[str, Any]:
     """Runs `component`'s executor on artifacts at the given paths; returns the executor's summary."""
     spec = component.spec
-    for role, given, expected in (("input", inputs, spec.inputs), ("output", outputs, spec.outputs)):
-        if set(given) != set(expected):
+    required_inputs = set(spec.inputs) - spec.optional_inputs
+    for role, given, expected, required in (
+        ("input", inputs, spec.inputs, required_inputs),
+        ("output", outputs, spec.outputs, set(spec.outputs)),
+    ):
+        if not required <= set(given) <= set(expected):
             raise ValueError(
                 f"{component.__name__}: {role}s {sorted(given)} given, the spec declares {sorted(expected)}"
+                + (f" (optional: {sorted(set(expected) - required)})" if set(expected) != required else "")
             )
     unknown = set(parameter_texts) - set(spec.parameters)
     if unknown:
@@ -93,7 +98,7 @@ def run_component(
     values = {name: parse_parameter(name, spec.parameters[name].type, text) for name, text in parameter_texts.items()}
     # Binding through a node applies the spec's defaults and type checks, exactly as in `kflow run`.
     node = component(
-        "kfp", parameters=values, **{name: Channel("upstream", name, kind) for name, kind in spec.inputs.items()}
+        "kfp", parameters=values, **{name: Channel("upstream", name, spec.inputs[name]) for name in inputs}
     )
     output_artifacts = {name: spec.outputs[name](path) for name, path in outputs.items()}
     for artifact in output_artifacts.values():

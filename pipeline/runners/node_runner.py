@@ -43,12 +43,19 @@ def run_node(
     upstream: dict[str, dict[str, ArtifactRef]],
     enable_cache: bool = True,
     verify_hashes: bool = False,
+    cached_only: bool = False,
 ) -> dict[str, ArtifactRef]:
     """Runs `node` given its upstream nodes' outputs and returns its own outputs.
 
     An execution with a given fingerprint runs in one run at a time: a concurrent run that
     reaches the same execution waits for it, then reuses its outputs from the cache.
+    `cached_only` (the upstream nodes of `kflow run --only`) reuses a cached execution or fails.
     """
+    reason = skip_reason(node, upstream)
+    if reason:
+        record.set_component(node.id, status="skipped", seconds=0.0, summary={"skipped": reason})
+        log.info("%s: skipped: %s", node.id, reason)
+        return {}
     inputs = {name: upstream[channel.producer][channel.output] for name, channel in node.inputs.items()}
     try:
         data = node.data_fingerprint()
@@ -67,7 +74,13 @@ def run_node(
         log.info("%s: %d source file(s) fingerprinted in %.2f s", node.id, len(data["files"]), data["seconds"])
 
     with execution_lock(record.run_dir.parent, node.id, fingerprint):
-        cached = find_cached(record.run_dir.parent, node.id, fingerprint, verify_hashes) if enable_cache else None
+        use_cache = enable_cache or cached_only
+        cached = find_cached(record.run_dir.parent, node.id, fingerprint, verify_hashes) if use_cache else None
+        if cached_only and not cached:
+            error = LookupError(
+                "no cached execution with these inputs and parameters; run it first (kflow run --until " + node.id + ")"
+            )
+            raise _failed(node, record, error, seconds=0.0) from error
         if cached:
             execution, source_run = cached
             record.set_component(
@@ -83,6 +96,19 @@ def run_node(
             return dict(execution.outputs)
         record.set_component(node.id, **common, status="running")
         return _execute(node, record, inputs, fingerprint, data)
+
+
+def skip_reason(node: Component, upstream: dict[str, dict[str, ArtifactRef]]) -> str | None:
+    """Why `node` does not run: an input whose producer was skipped, or a `run_if` model that is not blessed."""
+    channels = [*node.inputs.values(), *([node.run_if] if node.run_if else [])]
+    for channel in channels:
+        if channel.output not in upstream.get(channel.producer, {}):
+            return f"{channel.producer} was skipped"
+    if node.run_if is not None:
+        blessing = upstream[node.run_if.producer][node.run_if.output].open()
+        if not blessing.blessed:  # type: ignore[attr-defined]
+            return f"{node.run_if.producer}.{node.run_if.output}: the model is not blessed"
+    return None
 
 
 def _execute(

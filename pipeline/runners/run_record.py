@@ -3,7 +3,7 @@
     {"pipeline": "mnist", "run_id": "20261123-101500-123456-3f2a",
      "status": "running" | "succeeded" | "failed" | "cancelled",
      "started_at": ..., "finished_at": ..., "seconds": 12.3, "metadata": {...},
-     "components": {"ingest": {"status": "succeeded" | "cached" | "failed" | "cancelled" | "running",
+     "components": {"ingest": {"status": "succeeded" | "cached" | "skipped" | "failed" | "cancelled" | "running",
                                "seconds": ..., "parameters": {...}, "fingerprint": "...", "code_version": "...",
                                "data": {"files": [...]} (an ingest's source files),
                                "inputs": {name: {"type", "uri", "fingerprint"}}, "outputs": {...},

@@ -9,7 +9,14 @@ from kflow.pipeline.dsl.component import Channel
 
 def test_spec_wiring_and_defaults():
     spec = Evaluator.spec
-    assert dict(spec.inputs) == {"examples": Examples, "schema": Schema, "model": Model, "model_run": ModelRun}
+    assert dict(spec.inputs) == {
+        "examples": Examples,
+        "schema": Schema,
+        "model": Model,
+        "model_run": ModelRun,
+        "baseline_model": Model,
+    }
+    assert spec.optional_inputs == {"model_run", "baseline_model"}
     assert dict(spec.outputs) == {"evaluation": ModelEvaluation, "blessing": ModelBlessing}
     assert spec.executor == "kflow.components.evaluator.executor:run"
     evaluator = Evaluator(

@@ -20,6 +20,7 @@ class MnistIngest(Component):
             source_path=Parameter(
                 str,
                 optional=True,
+                is_path=True,
                 description="A mnist.npz file, or a folder holding mnist.npz or the four IDX files (gzipped or not).",
             ),
             source_format=Parameter(

@@ -19,7 +19,10 @@ class QuoraIngest(Component):
         outputs=INGEST_OUTPUTS,
         parameters=ingest_parameters(
             source_path=Parameter(
-                str, optional=True, description="The competition's train CSV, or a folder holding train.csv."
+                str,
+                optional=True,
+                is_path=True,
+                description="The competition's train CSV, or a folder holding train.csv.",
             ),
             source_format=Parameter(
                 str,

@@ -21,6 +21,7 @@ class WikiText2Ingest(Component):
             source_path=Parameter(
                 str,
                 optional=True,
+                is_path=True,
                 description="A folder with train.txt/valid.txt/test.txt or wiki.{train,valid,test}.tokens|.raw "
                 "(or a wikitext-2*/ folder holding them).",
             ),

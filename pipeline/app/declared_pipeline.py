@@ -1,0 +1,249 @@
+"""A pipeline declared under `components:` in the config: any DAG of kflow or user components.
+
+    components:
+      - {id: ingest, type: ingest}
+      - id: train
+        type: trainer
+        inputs: {examples: ingest.examples, schema: ingest.schema}
+        parameters: {epochs: 3}
+      - {id: push, type: pusher, inputs: {model: train.model}, run_if: evaluate.blessing, ...}
+
+A node's `type` is a kflow component (COMPONENT_TYPES) or a user's `package.module:Class`.
+Its parameters start from the config's section for its type (`data` for `ingest`, `trainer`,
+`evaluator`) and its own `parameters` override them. Every problem is reported at once, each
+under its path in the file (`components.train.inputs.examples: …`), as `kflow validate` shows.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from kflow.components.datasets import DATASETS, get_dataset
+from kflow.pipeline.app.config_checks import check_config
+from kflow.pipeline.app.sections import absolute, evaluator_parameters, ingest_parameters, trainer_parameters
+from kflow.pipeline.dsl.component import Channel, Component
+from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
+from kflow.pipeline.dsl.dag import Pipeline
+
+# The kflow components a config names by type; `<dataset>_ingest` for every registered dataset.
+COMPONENT_TYPES: dict[str, str] = {
+    "trainer": "kflow.components.trainer:Trainer",
+    "evaluator": "kflow.components.evaluator:Evaluator",
+    "pusher": "kflow.components.pusher:Pusher",
+    **{f"{name}_ingest": f"{module}:DATASET" for name, module in DATASETS.items()},
+}
+# `ingest`: the ingest of the config's own dataset (data.dataset), with the data section as its parameters.
+SECTION_DEFAULTS: dict[str, Callable[[PipelineConfig], dict[str, Any]]] = {
+    "ingest": ingest_parameters,
+    "trainer": trainer_parameters,
+    "evaluator": evaluator_parameters,
+}
+
+
+def component_class(type_name: str, config: PipelineConfig) -> type[Component]:
+    """The class a `type` names; ValueError with the choices when there is none."""
+    if type_name == "ingest":
+        if not config.data:
+            raise ValueError("type ingest reads the data section, which this config lacks; name a dataset's ingest")
+        return get_dataset(config.data["dataset"]).ingest_component()
+    path = COMPONENT_TYPES.get(type_name, type_name)
+    module_name, sep, attribute = path.partition(":")
+    if not sep:
+        known = ["ingest", *COMPONENT_TYPES]
+        raise ValueError(
+            f"unknown component type {type_name!r}{did_you_mean(type_name, known)} "
+            f"(kflow types: {', '.join(known)}; a user component as package.module:Class)"
+        )
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"cannot import {path!r}: {error}") from None
+    if type_name.endswith("_ingest") and type_name in COMPONENT_TYPES:
+        found = found.ingest_component()  # A dataset bundle names its ingest component.
+    if not (isinstance(found, type) and issubclass(found, Component)):
+        raise ValueError(f"{path!r} is not a kflow Component class")
+    return found
+
+
+def build_declared_pipeline(config: PipelineConfig) -> Pipeline:
+    """The DAG of `config.components`; one ConfigError lists every problem, each with its path."""
+    if config.data:
+        check_config(config)  # The sections are the nodes' defaults: they must be valid too.
+    entries = list(config.components or [])
+    ids = [entry["id"] for entry in entries]
+    labels = [f"components.{i}" if ids.count(i) == 1 else f"components[{n}]" for n, i in enumerate(ids)]
+    problems = [f"{labels[n]}.id: duplicate id {i!r}" for n, i in enumerate(ids) if ids.count(i) > 1]
+    classes: dict[str, type[Component]] = {}
+    for entry, label in zip(entries, labels, strict=True):
+        try:
+            classes[entry["id"]] = component_class(entry["type"], config)
+        except ValueError as error:
+            problems.append(f"{label}.type: {error}")
+    problems += _reference_problems(entries, labels)
+    if problems:
+        raise ConfigError(problems, config.source)
+    by_id = {entry["id"]: (entry, label) for entry, label in zip(entries, labels, strict=True)}
+    nodes: dict[str, Component] = {}
+    for node_id in _dependency_order(entries):
+        entry, label = by_id[node_id]
+        node, node_problems = _build_node(entry, label, classes[node_id], nodes, config)
+        problems += node_problems
+        if node is not None:
+            nodes[node_id] = node
+    if problems:
+        raise ConfigError(problems, config.source)
+    return Pipeline(
+        name=config.name,
+        components=[nodes[i] for i in ids],
+        beam_args=config.beam_args,
+        metadata={"config": config.to_dict(), "config_file": config.source},
+    )
+
+
+def _references(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field path under the entry, "node.output") of every reference the entry makes."""
+    found = [(f"inputs.{name}", ref) for name, ref in entry.get("inputs", {}).items()]
+    return found + ([("run_if", entry["run_if"])] if entry.get("run_if") else [])
+
+
+def _reference_problems(entries: list[dict[str, Any]], labels: list[str]) -> list[str]:
+    ids = [entry["id"] for entry in entries]
+    problems = []
+    for entry, label in zip(entries, labels, strict=True):
+        for where, ref in _references(entry):
+            producer = ref.partition(".")[0]
+            if producer == entry["id"]:
+                problems.append(f"{label}.{where}: {ref!r} is the node's own output")
+            elif producer not in ids:
+                problems.append(
+                    f"{label}.{where}: no component {producer!r}{did_you_mean(producer, ids)} (ids: {', '.join(ids)})"
+                )
+    if not problems and (cycle := _cycle(entries)):
+        problems.append(f"components.{cycle[0]}: its inputs form a cycle: {' → '.join(cycle)}")
+    return problems
+
+
+def _upstream(entry: dict[str, Any]) -> set[str]:
+    return {ref.partition(".")[0] for _, ref in _references(entry)}
+
+
+def _cycle(entries: list[dict[str, Any]]) -> list[str] | None:
+    """A cycle of node ids (its first id repeated at the end), or None."""
+    upstream = {entry["id"]: sorted(_upstream(entry)) for entry in entries}
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node], _ = "open", path.append(node)
+        for up in upstream[node]:
+            if state.get(up) == "open":
+                return [*path[path.index(up) :], up]
+            if up not in state and (found := visit(up)):
+                return found
+        state[node], _ = "done", path.pop()
+        return None
+
+    for node in upstream:
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def _dependency_order(entries: list[dict[str, Any]]) -> list[str]:
+    done: list[str] = []
+    remaining = list(entries)
+    while remaining:
+        ready = [entry for entry in remaining if _upstream(entry) <= set(done)]
+        done += [entry["id"] for entry in ready]
+        remaining = [entry for entry in remaining if entry not in ready]
+    return done
+
+
+def _build_node(
+    entry: dict[str, Any], label: str, cls: type[Component], built: dict[str, Component], config: PipelineConfig
+) -> tuple[Component | None, list[str]]:
+    """The node of one entry, or None and the problems that keep it from being built."""
+    spec, problems = cls.spec, []
+    channels: dict[str, Channel] = {}
+    for name, ref in entry.get("inputs", {}).items():
+        if name not in spec.inputs:
+            known = ", ".join(spec.inputs) or "none"
+            problems.append(f"{label}.inputs.{name}: {cls.__name__} has no input {name!r} (inputs: {known})")
+        elif (channel := _channel(ref, built, f"{label}.inputs.{name}", problems)) is not None:
+            if not issubclass(channel.type, spec.inputs[name]):
+                problems.append(
+                    f"{label}.inputs.{name}: {cls.__name__}'s {name} is {spec.inputs[name].type_name}, "
+                    f"but {ref} is {channel.type.type_name}"
+                )
+            channels[name] = channel
+    problems += [
+        f"{label}.inputs.{name}: is required ({kind.type_name}, e.g. {_example_reference(kind, built)})"
+        for name, kind in spec.inputs.items()
+        if name not in entry.get("inputs", {}) and name not in spec.optional_inputs
+    ]
+    run_if = _channel(entry["run_if"], built, f"{label}.run_if", problems) if entry.get("run_if") else None
+    if run_if is not None and run_if.type.type_name != "ModelBlessing":
+        problems.append(
+            f"{label}.run_if: wants a ModelBlessing output, but {entry['run_if']} is {run_if.type.type_name}"
+        )
+    parameters = {**_defaults(entry["type"], config, spec), **entry.get("parameters", {})}
+    for name, value in list(parameters.items()):
+        if name not in spec.parameters:
+            problems.append(
+                f"{label}.parameters.{name}: {cls.__name__} has no such parameter"
+                f"{did_you_mean(name, spec.parameters)} (parameters: {', '.join(spec.parameters)})"
+            )
+            continue
+        try:
+            spec.parameters[name].check(name, value)
+        except TypeError:
+            kind = spec.parameters[name].type.__name__
+            problems.append(f"{label}.parameters.{name}: must be {kind}, got {type(value).__name__} ({value!r})")
+        if spec.parameters[name].is_path and isinstance(value, str):
+            parameters[name] = absolute(value)
+    problems += [
+        f"{label}.parameters.{name}: is required ({parameter.type.__name__}: {parameter.description or name})"
+        for name, parameter in spec.parameters.items()
+        if parameter.required and name not in parameters
+    ]
+    if problems:
+        return None, problems
+    try:
+        node = cls(entry["id"], parameters=parameters, run_if=run_if, **channels)
+    except (ValueError, TypeError) as error:
+        return None, [f"{label}: {error}"]
+    return node, [f"{label}.parameters: {problem}" for problem in node.check_parameters()]
+
+
+def _defaults(type_name: str, config: PipelineConfig, spec: Any) -> dict[str, Any]:
+    """The config section's values for a node of `type_name`: only for the kflow types that have one."""
+    section = SECTION_DEFAULTS.get(type_name)
+    if section is None or (type_name == "ingest" and not config.data):
+        return {}
+    return {name: value for name, value in section(config).items() if name in spec.parameters}
+
+
+def _channel(ref: str, built: dict[str, Component], where: str, problems: list[str]) -> Channel | None:
+    producer, _, output = ref.partition(".")
+    node = built.get(producer)
+    if node is None:  # Its own entry had problems, already reported.
+        return None
+    if output not in node.outputs:
+        problems.append(
+            f"{where}: {producer} ({type(node).__name__}) has no output {output!r}"
+            f"{did_you_mean(output, node.outputs)} (outputs: {', '.join(node.outputs)})"
+        )
+        return None
+    return node.outputs[output]
+
+
+def _example_reference(kind: type, built: dict[str, Component]) -> str:
+    for node in built.values():
+        for name, channel in node.outputs.items():
+            if issubclass(channel.type, kind):
+                return f"{node.id}.{name}"
+    return "node.output"
