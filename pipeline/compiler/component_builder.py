@@ -14,6 +14,8 @@ A component with a ModelEvaluation output (the Evaluator) also gets a KFP
 `ClassificationMetrics` output, and its task receives the executor input `{{$}}`: the
 entrypoint then writes the evaluation's scalars and the confusion matrix / ROC curve as
 artifact metadata, which the KFP run page shows (see pipeline/runners/kfp_metrics.py).
+A component with a ModelBlessing output also gets a string output parameter beside it
+(`blessing_blessed`: "true" or "false") for the `dsl.If` of the nodes that `run_if` it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from kflow.pipeline.compiler.container_args import (
     tfjob_launcher_args,
 )
 from kflow.pipeline.compiler.settings import KubeflowSettings
-from kflow.pipeline.dsl.artifacts import Artifact, ModelEvaluation
+from kflow.pipeline.dsl.artifacts import Artifact, ModelBlessing, ModelEvaluation
 from kflow.pipeline.dsl.component import Component
 
 KFP_ARTIFACT_CLASSES: dict[str, type[dsl.Artifact]] = {
@@ -49,6 +51,11 @@ def kfp_artifact_class(kind: type[Artifact]) -> type[dsl.Artifact]:
             f"artifact type {kind.type_name} maps to KFP schema {kind.kfp_schema_title!r}, "
             f"which the compiler does not know (known: {', '.join(sorted(KFP_ARTIFACT_CLASSES))})"
         ) from None
+
+
+def verdict_output(blessing_output: str) -> str:
+    """The KFP output parameter ("true"/"false") beside a ModelBlessing output, which `dsl.If` conditions read."""
+    return f"{blessing_output}_blessed"
 
 
 def component_path(node: Component) -> str:
@@ -68,17 +75,20 @@ def build_container_component(node: Component, settings: KubeflowSettings) -> Co
             f"output name {CLASSIFICATION_METRICS_OUTPUT!r} for it (outputs: {', '.join(spec.outputs)})"
         )
     kfp_only_outputs = [CLASSIFICATION_METRICS_OUTPUT] if evaluations else []
+    verdicts = {name: verdict_output(name) for name, kind in spec.outputs.items() if issubclass(kind, ModelBlessing)}
     signature = inspect.Signature(
         [_kw(name, dsl.Input[kfp_artifact_class(spec.inputs[name])]) for name in node.inputs]
         + [_kw(name, dsl.Output[kfp_artifact_class(kind)]) for name, kind in spec.outputs.items()]
         + [_kw(name, dsl.Output[dsl.ClassificationMetrics]) for name in kfp_only_outputs]
+        + [_kw(name, dsl.OutputPath(str)) for name in verdicts.values()]
         + [_kw(name, spec.parameters[name].type) for name in parameters]
     )
     inputs, outputs = list(node.inputs), list(spec.outputs)
     replicas = node.cluster_replicas()
 
     def container(*placeholders: Any) -> dsl.ContainerSpec:
-        bound = dict(zip([*inputs, *outputs, *kfp_only_outputs, *parameters], placeholders, strict=True))
+        names = [*inputs, *outputs, *kfp_only_outputs, *verdicts.values(), *parameters]
+        bound = dict(zip(names, placeholders, strict=True))
         args = entrypoint_args(
             component_path(node),
             inputs={name: bound[name] for name in inputs},
@@ -87,6 +97,8 @@ def build_container_component(node: Component, settings: KubeflowSettings) -> Co
         )
         if evaluations:
             args += metrics_publishing_args(evaluations[0], CLASSIFICATION_METRICS_OUTPUT)
+        for blessing, verdict in verdicts.items():
+            args += ["--publish-verdict", f"{blessing}={bound[verdict]}"]
         if not replicas:
             return dsl.ContainerSpec(image=settings.image, command=list(ENTRYPOINT), args=args)
         launcher = tfjob_launcher_args(

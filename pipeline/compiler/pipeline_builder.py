@@ -2,7 +2,8 @@
 
 One KFP task per node, named after the node (`ingest`, `train`, `evaluate`); artifacts
 flow along the DAG's channels; parameters are the config's values, baked in as
-constants; caching and resource requests come from the `kubeflow` settings.
+constants; caching and resource requests come from the `kubeflow` settings. A node with
+`run_if` runs inside a `dsl.If` on its blessing's verdict output.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from pathlib import Path
 from kfp import compiler, dsl
 from kfp.dsl.graph_component import GraphComponent
 
-from kflow.pipeline.compiler.component_builder import build_container_component
+from kflow.pipeline.compiler.component_builder import build_container_component, verdict_output
 from kflow.pipeline.compiler.settings import KubeflowSettings, Resources
+from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.dag import Pipeline
 
 
@@ -21,9 +23,12 @@ def build_kfp_pipeline(pipeline: Pipeline, settings: KubeflowSettings) -> GraphC
     nodes = pipeline.topological_order()
     components = {node.id: build_container_component(node, settings) for node in nodes}
 
+    conditions = _conditions(pipeline)
+
     def body():  # KFP reads the return annotation: none here, as the pipeline has no outputs.
         tasks: dict[str, dsl.PipelineTask] = {}
-        for node in nodes:
+
+        def add_task(node: Component) -> None:
             arguments = {name: tasks[channel.producer].outputs[channel.output] for name, channel in node.inputs.items()}
             arguments.update({name: value for name, value in node.parameters.items() if value is not None})
             task = components[node.id](**arguments)
@@ -44,9 +49,37 @@ def build_kfp_pipeline(pipeline: Pipeline, settings: KubeflowSettings) -> GraphC
                 }
             tasks[node.id] = task
 
+        def add_group(key: tuple[tuple[str, str], ...]) -> None:
+            """The nodes under exactly the conditions `key`, then each nested condition group once: KFP lets a
+            task read a conditional task's outputs only from inside the same group."""
+            for node in nodes:
+                if conditions[node.id] == key:
+                    add_task(node)
+            nested = [conditions[n.id][: len(key) + 1] for n in nodes if conditions[n.id][: len(key)] == key]
+            for child in dict.fromkeys(k for k in nested if len(k) > len(key)):
+                producer, output = child[-1]
+                verdict = tasks[producer].outputs[verdict_output(output)]
+                with dsl.If(verdict == "true", name=f"{producer}-{output}-blessed"):
+                    add_group(child)
+
+        add_group(())
+
     body.__name__ = pipeline.name.replace("-", "_")
     description = f"kflow pipeline {pipeline.name!r}: {' -> '.join(node.id for node in nodes)}"
     return dsl.pipeline(name=pipeline.name, description=description)(body)
+
+
+def _conditions(pipeline: Pipeline) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Per node, the (producer, blessing output) pairs it runs under: its own `run_if` and those of the nodes
+    whose outputs it consumes, ordered by where their producers are in the DAG (so groups nest the same way)."""
+    order = {node.id: index for index, node in enumerate(pipeline.topological_order())}
+    found: dict[str, tuple[tuple[str, str], ...]] = {}
+    for node in pipeline.topological_order():
+        pairs = {pair for producer in node.upstream for pair in found[producer]}
+        if node.run_if:
+            pairs.add((node.run_if.producer, node.run_if.output))
+        found[node.id] = tuple(sorted(pairs, key=lambda pair: (order[pair[0]], pair[1])))
+    return found
 
 
 def compile_pipeline(

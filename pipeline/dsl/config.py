@@ -79,8 +79,9 @@ class PipelineConfig:
 
     @property
     def beam_args(self) -> list[str]:
-        """The `beam` section as Beam pipeline arguments."""
-        args = [f"--runner={self.beam['runner']}"]
+        """The `beam` section as Beam pipeline arguments; the default runner (DirectRunner) is left implicit, so a
+        Python pipeline built without Beam options is the same pipeline as a config without a `beam` section."""
+        args = [] if self.beam["runner"] == "DirectRunner" else [f"--runner={self.beam['runner']}"]
         for key, value in sorted(self.beam["options"].items()):
             if isinstance(value, bool):
                 value = str(value).lower()

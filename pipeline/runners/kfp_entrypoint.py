@@ -8,7 +8,8 @@ text by the type its spec declares, binds defaults and checks types exactly as a
 pipeline node does, and calls the executor through `invoke_executor`, the same
 function the local runner uses: one code path, two runners. With `--publish-metrics`
 (the Evaluator's task) it then writes KFP's executor output so the run page shows the
-metrics. Exits 1 (with the traceback) when the executor fails, 2 on bad arguments.
+metrics; with `--publish-verdict` it writes a blessing's verdict to the output parameter a
+`dsl.If` reads. Exits 1 (with the traceback) when the executor fails, 2 on bad arguments.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kflow.pipeline.dsl.artifacts import ModelBlessing
 from kflow.pipeline.dsl.component import Channel, Component
 from kflow.pipeline.runners.kfp_metrics import publish_evaluation_metrics
 from kflow.pipeline.runners.node_runner import invoke_executor
@@ -143,6 +145,14 @@ def main(argv: list[str] | None = None) -> int:
         help="after the run, give the ModelEvaluation output EVALUATION and the ClassificationMetrics output "
         "CLASSIFICATION their KFP metadata (scalars, confusion matrix, ROC curve)",
     )
+    parser.add_argument(
+        "--publish-verdict",
+        action="append",
+        default=[],
+        metavar="BLESSING=PATH",
+        help="after the run, write 'true' or 'false' (the ModelBlessing output BLESSING's verdict) to PATH, "
+        "the KFP output parameter the `dsl.If` of a conditional task reads",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     try:
@@ -155,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--publish-metrics needs --executor-input")
         if set(publish) - set(outputs):
             raise ValueError(f"--publish-metrics {args.publish_metrics!r}: not an --output of this task")
+        verdicts = _pairs("--publish-verdict", args.publish_verdict)
+        if set(verdicts) - set(outputs):
+            raise ValueError(f"--publish-verdict {sorted(set(verdicts) - set(outputs))}: not an --output of this task")
         executor_input = json.loads(args.executor_input) if args.executor_input else None
     except (ValueError, ImportError) as error:
         print(f"kfp_entrypoint: {error}", file=sys.stderr)
@@ -168,6 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     for evaluation, classification in publish.items():
         written = publish_evaluation_metrics(executor_input, evaluation, Path(outputs[evaluation]), classification)
         log.info("published %s's metrics as KFP artifact metadata in %s", evaluation, written)
+    for blessing, path in verdicts.items():
+        verdict = "true" if ModelBlessing(outputs[blessing]).blessed else "false"
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(verdict)
+        log.info("published %s's verdict %s to %s", blessing, verdict, path)
     return 0
 
 

@@ -23,7 +23,7 @@ from kflow.pipeline.dsl.component import Component, load_executor
 from kflow.pipeline.dsl.fingerprint import changed_files
 from kflow.pipeline.runners.cache import artifact_fingerprint, execution_fingerprint, execution_lock, find_cached
 from kflow.pipeline.runners.manifest import write_manifest
-from kflow.pipeline.runners.run_record import ArtifactRef, RunRecord
+from kflow.pipeline.runners.run_record import ArtifactRef, RunRecord, now_precise
 
 log = logging.getLogger("kflow")
 
@@ -94,7 +94,7 @@ def run_node(
             )
             log.info("%s: cached, reusing the outputs of run %s", node.id, source_run)
             return dict(execution.outputs)
-        record.set_component(node.id, **common, status="running")
+        record.set_component(node.id, **common, status="running", started_at=now_precise())
         return _execute(node, record, inputs, fingerprint, data)
 
 
@@ -151,6 +151,7 @@ def _execute(
     record.set_component(
         node.id,
         status="succeeded",
+        finished_at=now_precise(),
         seconds=round(seconds, 3),
         outputs={name: ref.to_json() for name, ref in outputs.items()},
         summary=_jsonable(summary),

@@ -7,7 +7,8 @@
                                "seconds": ..., "parameters": {...}, "fingerprint": "...", "code_version": "...",
                                "data": {"files": [...]} (an ingest's source files),
                                "inputs": {name: {"type", "uri", "fingerprint"}}, "outputs": {...},
-                               "summary": {...}, "cached_from": run_id, "error": "..."}}}
+                               "summary": {...}, "cached_from": run_id, "error": "...",
+                               "started_at": ..., "finished_at": ... (executed ones)}}}
 
 Several components may finish at once (parallel branches), so updates hold an
 exclusive file lock while they read, change and replace the file.
@@ -38,8 +39,13 @@ def new_run_id() -> str:
     return dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f-") + secrets.token_hex(2)
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+def _now(timespec: str = "seconds") -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec=timespec)
+
+
+def now_precise() -> str:
+    """A component's start or end: to the millisecond, so that parallel executions show their overlap."""
+    return _now("milliseconds")
 
 
 class RunRecord:

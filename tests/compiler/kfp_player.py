@@ -6,12 +6,15 @@ with KFP's own local-execution helpers (`kfp.local`: the same code `kfp.local`'s
 runners use) — artifact URIs to local folders, parameters to their constants,
 `{{$}}` to the executor input — then runs the command as a subprocess in this
 environment (the image's `python` replaced by `sys.executable`) and reads the task's
-outputs back, metadata included, from its executor output as KFP does. What it
-proves: the compiled commands, their arguments and the entrypoint really run the pipeline.
+outputs back, metadata and output parameters included, from its executor output as KFP
+does. Condition groups (`dsl.If`) are played when their condition on an upstream output
+parameter holds, skipped otherwise. What it proves: the compiled commands, their arguments
+and the entrypoint really run the pipeline.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +22,6 @@ from typing import Any
 
 import yaml
 from google.protobuf import json_format
-from kfp import dsl
 from kfp.local import executor_input_utils, executor_output_utils, placeholder_utils
 from kfp.pipeline_spec import pipeline_spec_pb2
 
@@ -35,47 +37,87 @@ def task_order(dag: dict[str, Any]) -> list[str]:
     return order
 
 
-def play(package_path: Path, root: Path, cwd: Path, timeout: float = 900) -> dict[str, dict[str, dsl.Artifact]]:
-    """Runs every task of the compiled pipeline; returns {task: {output: KFP artifact}} (`.path`, `.metadata`)."""
-    ir = yaml.safe_load(package_path.read_text())
-    dag = ir["root"]["dag"]
-    outputs: dict[str, dict[str, dsl.Artifact]] = {}
+def play(package_path: Path, root: Path, cwd: Path, timeout: float = 900) -> dict[str, dict[str, Any]]:
+    """Runs every task of the compiled pipeline; returns {task: {output: KFP artifact or parameter value}}
+    (artifacts have `.path` and `.metadata`). A `dsl.If` group whose condition is false is recorded as
+    {"skipped": True}; the tasks of a group that ran appear by their own names."""
+    ir = next(yaml.safe_load_all(package_path.read_text()))  # The second document is the platform spec.
+    outputs: dict[str, dict[str, Any]] = {}
+    _play_dag(ir, ir["root"]["dag"], {}, outputs, root, cwd, timeout)
+    return outputs
+
+
+# `dsl.If(task.outputs[...] == "true")` compiles to this condition; the player evaluates only that form.
+_CONDITION = re.compile(r"^inputs\.parameter_values\['([^']+)'\] == '([^']*)'$")
+
+
+def _play_dag(ir, dag, scope: dict[str, Any], outputs, root: Path, cwd: Path, timeout: float) -> None:
     for task_name in task_order(dag):
         task = dag["tasks"][task_name]
-        component = json_format.ParseDict(
-            ir["components"][task["componentRef"]["name"]], pipeline_spec_pb2.ComponentSpec()
-        )
-        container = ir["deploymentSpec"]["executors"][component.executor_label]["container"]
-        inputs = task.get("inputs", {})
-        arguments: dict[str, Any] = {
-            name: outputs[ref["taskOutputArtifact"]["producerTask"]][ref["taskOutputArtifact"]["outputArtifactKey"]]
-            for name, ref in inputs.get("artifacts", {}).items()
-        }
-        arguments.update({name: ref["runtimeValue"]["constant"] for name, ref in inputs.get("parameters", {}).items()})
-        task_root = root / task_name
-        executor_input = executor_input_utils.construct_executor_input(
-            component, arguments, str(task_root), block_input_artifact=False
-        )
-        command = placeholder_utils.replace_placeholders(
-            container["command"] + container.get("args", []),
-            executor_input_utils.executor_input_to_dict(executor_input, component),
-            pipeline_resource_name=ir["pipelineInfo"]["name"],
-            task_resource_name=task_name,
-            pipeline_root=str(root),
-            unique_pipeline_id="play",
-        )
-        leftover = [part for part in command if "{{$" in part]
-        if leftover:
-            raise ValueError(f"task {task_name}: unresolved placeholders {leftover}")
-        if command[0] == "python":
-            command[0] = sys.executable
-        task_root.mkdir(parents=True, exist_ok=True)
-        result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-        if result.returncode != 0:
-            raise RuntimeError(f"task {task_name} exited {result.returncode}:\n{result.stderr[-4000:]}")
-        reported = executor_output_utils.get_outputs_for_task(executor_input, component)
-        outputs[task_name] = {
-            name: reported.get(name) or executor_output_utils.artifact_list_to_dsl_artifact(artifacts, False)
-            for name, artifacts in executor_input.outputs.artifacts.items()
-        }
-    return outputs
+        component_ir = ir["components"][task["componentRef"]["name"]]
+        arguments = _arguments(task.get("inputs", {}), scope, outputs)
+        condition = task.get("triggerPolicy", {}).get("condition")
+        if condition:
+            match = _CONDITION.match(condition)
+            if not match:
+                raise ValueError(f"task {task_name}: the player cannot evaluate the condition {condition!r}")
+            if str(arguments[match.group(1)]) != match.group(2):
+                outputs[task_name] = {"skipped": True}
+                continue
+        if "dag" in component_ir:  # A condition group: play its tasks with its inputs in scope.
+            outputs[task_name] = {}
+            _play_dag(ir, component_ir["dag"], arguments, outputs, root, cwd, timeout)
+        else:
+            outputs[task_name] = _run_task(ir, task_name, component_ir, arguments, root, cwd, timeout)
+
+
+def _arguments(inputs: dict[str, Any], scope: dict[str, Any], outputs) -> dict[str, Any]:
+    arguments: dict[str, Any] = {}
+    for name, ref in inputs.get("artifacts", {}).items():
+        if "taskOutputArtifact" in ref:
+            producer = ref["taskOutputArtifact"]
+            arguments[name] = outputs[producer["producerTask"]][producer["outputArtifactKey"]]
+        else:
+            arguments[name] = scope[ref["componentInputArtifact"]]
+    for name, ref in inputs.get("parameters", {}).items():
+        if "runtimeValue" in ref:
+            arguments[name] = ref["runtimeValue"]["constant"]
+        elif "taskOutputParameter" in ref:
+            producer = ref["taskOutputParameter"]
+            arguments[name] = outputs[producer["producerTask"]][producer["outputParameterKey"]]
+        else:
+            arguments[name] = scope[ref["componentInputParameter"]]
+    return arguments
+
+
+def _run_task(ir, task_name: str, component_ir, arguments, root: Path, cwd: Path, timeout: float) -> dict[str, Any]:
+    component = json_format.ParseDict(component_ir, pipeline_spec_pb2.ComponentSpec())
+    container = ir["deploymentSpec"]["executors"][component.executor_label]["container"]
+    task_root = root / task_name
+    executor_input = executor_input_utils.construct_executor_input(
+        component, arguments, str(task_root), block_input_artifact=False
+    )
+    command = placeholder_utils.replace_placeholders(
+        container["command"] + container.get("args", []),
+        executor_input_utils.executor_input_to_dict(executor_input, component),
+        pipeline_resource_name=ir["pipelineInfo"]["name"],
+        task_resource_name=task_name,
+        pipeline_root=str(root),
+        unique_pipeline_id="play",
+    )
+    leftover = [part for part in command if "{{$" in part]
+    if leftover:
+        raise ValueError(f"task {task_name}: unresolved placeholders {leftover}")
+    if command[0] == "python":
+        command[0] = sys.executable
+    task_root.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if result.returncode != 0:
+        raise RuntimeError(f"task {task_name} exited {result.returncode}:\n{result.stderr[-4000:]}")
+    reported = executor_output_utils.get_outputs_for_task(executor_input, component)
+    artifacts = {
+        name: reported.get(name) or executor_output_utils.artifact_list_to_dsl_artifact(listed, False)
+        for name, listed in executor_input.outputs.artifacts.items()
+    }
+    parameters = {name: value for name, value in reported.items() if name not in artifacts}
+    return {**parameters, **artifacts}

@@ -31,7 +31,7 @@ def test_defaults_are_filled_from_the_schema(tmp_path):
     assert config.trainer["optimizer"]["learning_rate"] == 0.001
     assert config.data["split"] == {"train": 9, "eval": 1}
     assert config.data["source"] == {"path": None, "format": "auto", "max_records": None}
-    assert config.beam_args == ["--runner=DirectRunner"]
+    assert config.beam_args == []
 
 
 def test_overrides_set_nested_fields_with_yaml_values(tmp_path):
@@ -41,7 +41,7 @@ def test_overrides_set_nested_fields_with_yaml_values(tmp_path):
     )
     assert config.trainer["epochs"] == 7
     assert config.trainer["optimizer"]["learning_rate"] == 0.01
-    assert config.beam_args == ["--runner=DirectRunner", "--direct_num_workers=2"]
+    assert config.beam_args == ["--direct_num_workers=2"]
 
 
 @pytest.mark.parametrize(

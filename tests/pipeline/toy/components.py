@@ -1,4 +1,4 @@
-from kflow.pipeline.dsl.artifacts import Artifact, Examples
+from kflow.pipeline.dsl.artifacts import Artifact, Examples, ModelBlessing
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 EXECUTORS = "tests.pipeline.toy.executors"
@@ -52,4 +52,15 @@ class CountAttempts(Component):
         outputs={"numbers": Examples},
         parameters={"value": Parameter(int, default=2)},
         executor=f"{EXECUTORS}:count_attempts",
+    )
+
+
+class Judge(Component):
+    """Blesses `numbers` when its value is at least `at_least` (a stand-in for an Evaluator's verdict)."""
+
+    spec = ComponentSpec(
+        inputs={"numbers": Examples},
+        outputs={"blessing": ModelBlessing},
+        parameters={"at_least": Parameter(int, default=0)},
+        executor=f"{EXECUTORS}:judge",
     )

@@ -37,3 +37,16 @@ def count_attempts(*, numbers, value, working_dir):
     (numbers.path / "value.txt").write_text(str(count))
     if count < value:
         raise RuntimeError(f"attempt {count} of {value}")
+
+
+def judge(*, numbers, blessing, at_least):
+    value = int((numbers.path / "value.txt").read_text())
+    check = {
+        "metric": "value",
+        "value": value,
+        "bound": "lower_bound",
+        "threshold": at_least,
+        "passed": value >= at_least,
+    }
+    blessing.set_blessed(value >= at_least, [check])
+    return {"blessed": value >= at_least}

@@ -1,0 +1,93 @@
+"""The Pusher: versioned serving folders, nothing pushed for an unblessed model, races between pushers."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from kflow.components.pusher import Pusher
+from kflow.components.pusher.executor import run
+from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, PushedModel
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> Model:
+    """A Model artifact holding a real (tiny) SavedModel in Format-Serving/."""
+    import tensorflow as tf
+
+    class Scale(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def __call__(self, x):
+            return 2.0 * x
+
+    model = Model(tmp_path_factory.mktemp("model"))
+    tf.saved_model.save(Scale(), str(model.serving_uri))
+    return model
+
+
+def blessing(tmp_path: Path, blessed: bool) -> ModelBlessing:
+    verdict = ModelBlessing(tmp_path / f"blessing-{blessed}")
+    verdict.set_blessed(blessed, [])
+    return verdict
+
+
+def push(model: Model, tmp_path: Path, **kwargs) -> PushedModel:
+    out = PushedModel(tmp_path / f"pushed-{len(list(tmp_path.glob('pushed-*')))}")
+    out.path.mkdir()
+    run(model=model, pushed_model=out, push_destination=str(tmp_path / "serving"), model_name="digits", **kwargs)
+    return out
+
+
+def test_each_push_is_the_next_integer_version_holding_the_saved_model(model, tmp_path):
+    first, second = push(model, tmp_path), push(model, tmp_path, blessing=blessing(tmp_path, True))
+    assert (first.record["version"], second.record["version"]) == (1, 2)
+    serving = tmp_path / "serving" / "digits"
+    assert sorted(p.name for p in serving.iterdir()) == ["1", "2"]
+    assert (serving / "2" / "saved_model.pb").read_bytes() == (model.serving_uri / "saved_model.pb").read_bytes()
+    import tensorflow as tf
+
+    assert tf.saved_model.load(str(serving / "2"))(tf.constant([1.5])).numpy().tolist() == [3.0]
+
+
+def test_an_unblessed_model_is_not_pushed_and_the_record_says_why(model, tmp_path):
+    pushed = push(model, tmp_path, blessing=blessing(tmp_path, False))
+    assert pushed.pushed is False
+    assert "not blessed" in pushed.record["reason"]
+    assert not (tmp_path / "serving").exists()
+
+
+def test_a_model_without_a_saved_model_fails_clearly(model, tmp_path):
+    bare = Model(tmp_path / "bare")
+    bare.path.mkdir()
+    with pytest.raises(FileNotFoundError, match="has no SavedModel in Format-Serving/"):
+        push(bare, tmp_path)
+
+
+def test_concurrent_pushers_get_distinct_versions(model, tmp_path):
+    serving = tmp_path / "serving"
+    outcomes: list[BaseException | PushedModel] = []
+
+    def one(index: int) -> None:
+        out = PushedModel(tmp_path / f"pushed-{index}")
+        out.path.mkdir()
+        try:
+            run(model=model, pushed_model=out, push_destination=str(serving), model_name="digits")
+            outcomes.append(out)
+        except BaseException as error:  # reported by the assertion below
+            outcomes.append(error)
+
+    threads = [threading.Thread(target=one, args=(index,)) for index in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(isinstance(outcome, PushedModel) for outcome in outcomes), outcomes
+    assert sorted(outcome.record["version"] for outcome in outcomes) == [1, 2, 3, 4]
+    assert sorted(p.name for p in (serving / "digits").iterdir()) == ["1", "2", "3", "4"]
+
+
+def test_the_spec_makes_the_blessing_optional_and_the_destination_a_path():
+    assert Pusher.spec.optional_inputs == {"blessing"}
+    assert Pusher.spec.parameters["push_destination"].is_path

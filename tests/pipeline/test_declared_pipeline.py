@@ -1,0 +1,260 @@
+"""Pipelines declared under `components:`: validation with paths, conditions, parallel waves, --only, compile."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kflow.pipeline import api
+from kflow.pipeline.app.standard_pipeline import build_pipeline
+from kflow.pipeline.cli.main import main
+from kflow.pipeline.dsl.config import ConfigError, load_config
+from tests.compiler.kfp_player import play
+from tests.conftest import REPO
+from tests.pipeline.toy.components import Add, Double, Judge, Produce
+
+TOY = "tests.pipeline.toy.components"
+
+
+def toy_config(tmp_path: Path, value: int = 3, at_least: int = 2, extra: str = "") -> Path:
+    """produce → judge; double runs only if judge blessed; add consumes double's output."""
+    path = tmp_path / "toy.yaml"
+    path.write_text(
+        textwrap.dedent(f"""
+        name: toy-dag
+        pipeline_root: {tmp_path / "runs"}
+        components:
+          - {{id: produce, type: "{TOY}:Produce", parameters: {{value: {value}}}}}
+          - id: judge
+            type: "{TOY}:Judge"
+            inputs: {{numbers: produce.numbers}}
+            parameters: {{at_least: {at_least}}}
+          - id: double
+            type: "{TOY}:Double"
+            inputs: {{numbers: produce.numbers}}
+            run_if: judge.blessing
+          - id: add
+            type: "{TOY}:Add"
+            inputs: {{left: produce.numbers, right: double.doubled}}
+            parameters: {{add: 1}}
+        """)
+        + extra
+    )
+    return path
+
+
+def run_record(tmp_path: Path) -> dict:
+    (run_json,) = sorted((tmp_path / "runs" / "toy-dag").glob("*/run.json"))[-1:]
+    return json.loads(run_json.read_text())
+
+
+def statuses(record: dict) -> dict[str, str]:
+    return {node: entry["status"] for node, entry in record["components"].items()}
+
+
+def test_a_blessed_condition_runs_the_branch_and_a_re_run_is_fully_cached(tmp_path):
+    config = toy_config(tmp_path, value=3, at_least=2)
+    assert main(["run", str(config)]) == 0
+    record = run_record(tmp_path)
+    assert statuses(record) == {"produce": "succeeded", "judge": "succeeded", "double": "succeeded", "add": "succeeded"}
+    assert (Path(record["components"]["add"]["outputs"]["total"]["uri"]) / "value.txt").read_text() == "10"
+
+    assert main(["run", str(config)]) == 0
+    assert set(statuses(run_record(tmp_path)).values()) == {"cached"}
+
+
+def test_a_refused_condition_skips_the_node_and_what_consumes_it(tmp_path, capsys):
+    assert main(["run", str(toy_config(tmp_path, value=1, at_least=2))]) == 1  # evaluator.on_not_blessed: fail
+    assert "kflow: error: judge: the model is NOT BLESSED" in capsys.readouterr().err
+    record = run_record(tmp_path)
+    assert statuses(record) == {"produce": "succeeded", "judge": "succeeded", "double": "skipped", "add": "skipped"}
+    assert record["components"]["double"]["summary"]["skipped"] == "judge.blessing: the model is not blessed"
+    assert record["components"]["add"]["summary"]["skipped"] == "double was skipped"
+    assert not (Path(record["components"]["produce"]["outputs"]["numbers"]["uri"]).parent.parent / "double").exists()
+
+
+def test_set_addresses_a_component_by_its_id(tmp_path):
+    config = load_config(toy_config(tmp_path), ["components.produce.parameters.value=9"])
+    assert build_pipeline(config).node("produce").parameters["value"] == 9
+    with pytest.raises(ConfigError, match=r"no entry with id 'prodce'; did you mean produce\?"):
+        load_config(toy_config(tmp_path), ["components.prodce.parameters.value=9"])
+
+
+BAD = {
+    "duplicate id": (
+        f'- {{id: a, type: "{TOY}:Produce"}}\n- {{id: a, type: "{TOY}:Produce"}}',
+        "components[1].id: duplicate id 'a'",
+    ),
+    "unknown type": (
+        "- {id: a, type: trainr}",
+        "components.a.type: unknown component type 'trainr'; did you mean trainer?",
+    ),
+    "type not importable": ('- {id: a, type: "tests.nowhere:X"}', "components.a.type: cannot import 'tests.nowhere:X'"),
+    "missing node": (
+        f'- {{id: a, type: "{TOY}:Double", inputs: {{numbers: prodce.numbers}}}}',
+        "components.a.inputs.numbers: no component 'prodce'",
+    ),
+    "missing output": (
+        f'- {{id: p, type: "{TOY}:Produce"}}\n- {{id: a, type: "{TOY}:Double", inputs: {{numbers: p.numbrs}}}}',
+        "components.a.inputs.numbers: p (Produce) has no output 'numbrs'; did you mean numbers?",
+    ),
+    "type mismatch": (
+        f'- {{id: p, type: "{TOY}:Produce"}}\n- {{id: j, type: "{TOY}:Judge", inputs: {{numbers: p.numbers}}}}\n'
+        f'- {{id: a, type: "{TOY}:Double", inputs: {{numbers: j.blessing}}}}',
+        "components.a.inputs.numbers: Double's numbers is Examples, but j.blessing is ModelBlessing",
+    ),
+    "cycle": (
+        f'- {{id: a, type: "{TOY}:Double", inputs: {{numbers: b.doubled}}}}\n'
+        f'- {{id: b, type: "{TOY}:Double", inputs: {{numbers: a.doubled}}}}',
+        "components.a: its inputs form a cycle: a → b → a",
+    ),
+    "unwired input": (f'- {{id: a, type: "{TOY}:Double"}}', "components.a.inputs.numbers: is required (Examples"),
+    "unknown parameter": (
+        f'- {{id: a, type: "{TOY}:Produce", parameters: {{valeu: 1}}}}',
+        "components.a.parameters.valeu: Produce has no such parameter; did you mean value?",
+    ),
+    "parameter type": (
+        f'- {{id: a, type: "{TOY}:Produce", parameters: {{value: three}}}}',
+        "components.a.parameters.value: must be int, got str ('three')",
+    ),
+    "run_if not a blessing": (
+        f'- {{id: p, type: "{TOY}:Produce"}}\n- {{id: a, type: "{TOY}:Produce", run_if: p.numbers}}',
+        "components.a.run_if: wants a ModelBlessing output, but p.numbers is Examples",
+    ),
+    "component's own check": (
+        "- {id: t, type: trainer, parameters: {task: mnist, model_name: mnist_convnet, strategy: mirored}}\n"
+        '- {id: p, type: "tests.pipeline.toy.components:Produce"}',
+        "components.t.inputs.examples: is required",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_validate_names_each_dag_error_by_its_path(case, tmp_path, capsys):
+    components, expected = BAD[case]
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: bad\ncomponents:\n" + textwrap.indent(components, "  ") + "\n")
+    assert main(["validate", str(path)]) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_a_trainer_node_reports_its_own_setting_checks(tmp_path, capsys):
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "name: bad\ndata: {dataset: mnist, source: {format: sklearn_digits}}\ncomponents:\n"
+        "  - {id: ingest, type: ingest}\n"
+        "  - {id: t, type: trainer, inputs: {examples: ingest.examples, schema: ingest.schema},"
+        " parameters: {strategy: mirored}}\n"
+    )
+    assert main(["validate", str(path)]) == 2
+    assert "components.t.parameters: unknown strategy 'mirored'" in capsys.readouterr().err
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="parallel branches need two cores")
+def test_independent_nodes_overlap_without_any_beam_option(tmp_path):
+    first = Produce("first", parameters={"value": 1, "sleep": 1.5})
+    second = Produce("second", parameters={"value": 2, "sleep": 1.5})
+    total = Add("total", left=first.outputs["numbers"], right=second.outputs["numbers"])
+    result = api.run(api.Pipeline("toy-dag", [first, second, total]), tmp_path / "runs")
+    entries = result.record["components"]
+    (a_start, a_end), (b_start, b_end) = (
+        [datetime.fromisoformat(entries[n][key]) for key in ("started_at", "finished_at")] for n in ("first", "second")
+    )
+    assert a_start < b_end and b_start < a_end, "the two branches ran one after the other"
+
+
+def test_only_runs_one_node_on_its_upstream_cached_outputs(tmp_path, capsys):
+    config = toy_config(tmp_path)
+    assert main(["run", str(config), "--only", "add"]) == 1  # Nothing cached yet.
+    assert "component 'produce' failed: LookupError: no cached execution" in capsys.readouterr().err
+    assert main(["run", str(config)]) == 0
+    assert main(["run", str(config), "--only", "add", "--set", "components.add.parameters.add=5"]) == 0
+    record = run_record(tmp_path)
+    assert statuses(record) == {"produce": "cached", "judge": "cached", "double": "cached", "add": "succeeded"}
+    assert (Path(record["components"]["add"]["outputs"]["total"]["uri"]) / "value.txt").read_text() == "14"
+
+
+@pytest.mark.parametrize("value, played", [(3, True), (1, False)])
+def test_the_compiled_condition_plays_like_the_local_run(value, played, tmp_path):
+    package = tmp_path / "pipeline.yaml"
+    assert main(["compile", str(toy_config(tmp_path, value=value)), "-o", str(package)]) == 0
+    outputs = play(package, tmp_path / "play", cwd=REPO, timeout=120)
+    assert outputs["judge"]["blessing_blessed"] == ("true" if played else "false")
+    groups = [task for task, result in outputs.items() if task.startswith("condition")]
+    assert len(groups) == 1 and outputs[groups[0]] == ({} if played else {"skipped": True})
+    assert ("add" in outputs) is played
+    if played:
+        assert (Path(outputs["add"]["total"].path) / "value.txt").read_text() == "10"
+
+
+def test_the_yaml_and_the_python_pipeline_compile_to_the_same_file(tmp_path):
+    yaml_package = tmp_path / "yaml.yaml"
+    assert main(["compile", str(toy_config(tmp_path)), "-o", str(yaml_package)]) == 0
+    produce = Produce("produce", parameters={"value": 3})
+    judge = Judge("judge", numbers=produce.outputs["numbers"], parameters={"at_least": 2})
+    double = Double("double", numbers=produce.outputs["numbers"], run_if=judge.outputs["blessing"])
+    add = Add("add", left=produce.outputs["numbers"], right=double.outputs["doubled"], parameters={"add": 1})
+    python_package = api.compile(api.Pipeline("toy-dag", [produce, judge, double, add]), tmp_path / "python.yaml")
+    assert python_package.read_bytes() == yaml_package.read_bytes()
+
+
+def test_the_compare_config_and_its_python_twin_compile_to_the_same_file(tmp_path):
+    """pipeline/configs/mnist_compare.yaml: both branches, both conditions; no training needed to compile."""
+    config = REPO / "pipeline" / "configs" / "mnist_compare.yaml"
+    yaml_package = tmp_path / "yaml.yaml"
+    assert main(["compile", str(config), "-o", str(yaml_package)]) == 0
+    root = Path.cwd()
+    ingest = api.MnistIngest("ingest", parameters={"shards_per_split": 4})
+    data = {"examples": ingest.outputs["examples"], "schema": ingest.outputs["schema"]}
+    common = {"task": "mnist", "model_name": "mnist_convnet", "epochs": 12, "learning_rate": 0.002}
+    train_mwms = api.Trainer(
+        "train_mwms", **data, parameters={**common, "strategy": "multi_worker_mirrored", "workers": 2}
+    )
+    train_jax = api.Trainer("train_jax", **data, parameters={**common, "strategy": "keras_data_parallel", "devices": 2})
+    nodes = [ingest, train_mwms, train_jax]
+    for name, train, other, bound in (
+        ("mwms", train_mwms, train_jax, "max_drop"),
+        ("jax", train_jax, train_mwms, "min_gain"),
+    ):
+        thresholds = {"accuracy": {"lower_bound": 0.9, bound: 0}}
+        evaluate = api.Evaluator(
+            f"evaluate_{name}",
+            **data,
+            model=train.outputs["model"],
+            model_run=train.outputs["model_run"],
+            baseline_model=other.outputs["model"],
+            parameters={"thresholds": thresholds, "slices": [{"by": "label"}]},
+        )
+        nodes.append(evaluate)
+    for name, train in (("mwms", train_mwms), ("jax", train_jax)):
+        blessing = nodes[[n.id for n in nodes].index(f"evaluate_{name}")].outputs["blessing"]
+        destination = str(root / "runs" / "serving")
+        nodes.append(
+            api.Pusher(
+                f"push_{name}",
+                model=train.outputs["model"],
+                blessing=blessing,
+                run_if=blessing,
+                parameters={"push_destination": destination, "model_name": "mnist"},
+            )
+        )
+    python_package = api.compile(api.Pipeline("mnist-compare", nodes), tmp_path / "python.yaml")
+    assert python_package.read_bytes() == yaml_package.read_bytes()
+
+    ir = next(yaml.safe_load_all(yaml_package.read_text()))
+    tasks = ir["root"]["dag"]["tasks"]
+    assert {"train-mwms", "train-jax", "evaluate-mwms", "evaluate-jax"} <= set(tasks)
+    conditions = {name: task["triggerPolicy"]["condition"] for name, task in tasks.items() if "triggerPolicy" in task}
+    assert sorted(conditions.values()) == [
+        "inputs.parameter_values['pipelinechannel--evaluate-jax-blessing_blessed'] == 'true'",
+        "inputs.parameter_values['pipelinechannel--evaluate-mwms-blessing_blessed'] == 'true'",
+    ]
+    from kfp import components
+
+    assert components.load_component_from_file(str(yaml_package)).name == "mnist-compare"
