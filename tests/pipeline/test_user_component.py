@@ -1,4 +1,4 @@
-"""A user's own `@component` (tests/pipeline/user/clip_pixels.py) between ingest and train: YAML, Python, cache, compile."""
+"""A user's own `@component` (tests/pipeline/user/clip_pixels.py) after ingest: YAML, Python, cache, compile."""
 
 from __future__ import annotations
 
