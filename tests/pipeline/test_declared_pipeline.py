@@ -216,7 +216,9 @@ def test_the_compare_config_and_its_python_twin_compile_to_the_same_file(tmp_pat
     train_mwms = api.Trainer(
         "train_mwms", **data, parameters={**common, "strategy": "multi_worker_mirrored", "workers": 2}
     )
-    train_jax = api.Trainer("train_jax", **data, parameters={**common, "strategy": "keras_data_parallel", "devices": 2})
+    train_jax = api.Trainer(
+        "train_jax", **data, parameters={**common, "strategy": "keras_data_parallel", "workers": 1, "devices": 2}
+    )
     nodes = [ingest, train_mwms, train_jax]
     for name, train, other, bound in (
         ("mwms", train_mwms, train_jax, "max_drop"),
