@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/mnist_pipeline.py
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/trainer_strategies.py
+	$(BIN)/python bench/orchestration.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
