@@ -15,7 +15,7 @@ from tests.conftest import REPO
 COMPARE = REPO / "pipeline" / "configs" / "mnist_compare.yaml"
 
 
-def demo_overrides(tmp_path: Path, epochs: int = 3) -> list[str]:
+def demo_overrides(tmp_path: Path, epochs: int = 2) -> list[str]:
     overrides = {
         "data.source.format": "sklearn_digits",
         "data.shards_per_split": 1,

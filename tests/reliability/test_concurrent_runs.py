@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 from tests.reliability.toy import RUN_TOY
 
@@ -36,6 +38,7 @@ def test_two_runs_of_one_execution_run_it_once_and_the_second_reuses_it(tmp_path
     assert reused["components"]["blob"]["outputs"] == ran["components"]["blob"]["outputs"]
 
 
+@pytest.mark.slow  # make test keeps the toy case above (one execution, two runs, run once)
 def test_two_concurrent_demo_runs_into_one_root_both_succeed(tmp_path):
     command = [sys.executable, "-m", "kflow.pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(tmp_path)]
     processes = [start([*command, "--set", "trainer.epochs=3"]) for _ in range(2)]

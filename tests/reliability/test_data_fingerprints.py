@@ -130,6 +130,7 @@ def edit_one_line_and_restore(tmp_path, run_kflow, *extra: str) -> list[dict[str
 
 
 @pytest.mark.real_data
+@pytest.mark.slow  # make test keeps the changed/replaced/truncated/moved cases above
 def test_one_edited_line_of_real_wikitext2_reruns_the_ingest_and_restoring_it_hits_the_cache(tmp_path, run_kflow):
     first, edited, restored = edit_one_line_and_restore(tmp_path, run_kflow, "--until", "ingest")
     assert (first, edited, restored) == ({"ingest": "succeeded"}, {"ingest": "succeeded"}, {"ingest": "cached"})

@@ -65,6 +65,7 @@ def test_multi_worker_mirrored_two_workers_agree_and_learn(inputs, tmp_path):
 
 
 @pytest.mark.distributed
+@pytest.mark.slow  # make test trains the Quora classifier under 2 workers + 1 PS (the text tasks' test below)
 def test_parameter_server_two_workers_one_ps_learns(inputs, tmp_path):
     examples, schema = inputs
     model, model_run = _outputs(tmp_path)
