@@ -23,6 +23,7 @@ import importlib.util
 import re
 import sys
 import sysconfig
+import threading
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -141,9 +142,16 @@ def _package_data(name: str) -> list[tuple[Path, Path]]:
     return [(folder, p) for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix not in (".py", ".pyc")]
 
 
+# CPython 3.11's AST conversion keeps its recursion depth in interpreter state: two threads parsing at once
+# (two nodes of a wave starting together) can fail with "SystemError: AST constructor recursion depth mismatch".
+_PARSE_LOCK = threading.Lock()
+
+
 @cache
 def _parse(path: Path, mtime_ns: int, size: int) -> ast.Module:
-    return ast.parse(path.read_bytes(), filename=str(path))
+    source = path.read_bytes()
+    with _PARSE_LOCK:
+        return ast.parse(source, filename=str(path))
 
 
 def _references(path: Path, package: str) -> list[tuple[str, bool]]:

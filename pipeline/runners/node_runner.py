@@ -57,14 +57,15 @@ def run_node(
         log.info("%s: skipped: %s", node.id, reason)
         return {}
     inputs = {name: upstream[channel.producer][channel.output] for name, channel in node.inputs.items()}
-    try:
+    try:  # Its data cannot be found, its code cannot be read: the node fails as its executor would.
         data = node.data_fingerprint()
-    except Exception as error:  # Its data cannot be found: the node fails as its executor would.
+        fingerprint = execution_fingerprint(node, {name: ref.fingerprint for name, ref in inputs.items()}, data)
+        code_version = type(node).code_version()
+    except Exception as error:
         raise _failed(node, record, error, seconds=0.0) from error
-    fingerprint = execution_fingerprint(node, {name: ref.fingerprint for name, ref in inputs.items()}, data)
     common = {
         "component": f"{type(node).__module__}.{type(node).__qualname__}",
-        "code_version": type(node).code_version(),
+        "code_version": code_version,
         "fingerprint": fingerprint,
         "parameters": node.parameters,
         "inputs": {name: ref.to_json() for name, ref in inputs.items()},
