@@ -11,12 +11,23 @@ from pathlib import Path
 from kflow.pipeline.app.standard_pipeline import build_pipeline
 from kflow.pipeline.compiler.pipeline_builder import compile_pipeline
 from kflow.pipeline.compiler.settings import load_compile_config
+from kflow.pipeline.dsl.config import ConfigError, did_you_mean
 
 
 def compile_config(config_path: str, output: str | Path, overrides: list[str], image: str | None = None) -> Path:
     """Compiles a config file to KFP v2 IR YAML at `output`."""
     config, settings = load_compile_config(config_path, overrides, image)
-    return compile_pipeline(build_pipeline(config), settings, output)
+    pipeline = build_pipeline(config)
+    ids = [node.id for node in pipeline.components]
+    unknown = [
+        f"kubeflow.resources.{name}: no component {name!r} in the pipeline{did_you_mean(name, ids)} "
+        f"(components: {', '.join(ids)})"
+        for name in settings.resources
+        if name not in ids
+    ]
+    if unknown:
+        raise ConfigError(unknown, config.source)
+    return compile_pipeline(pipeline, settings, output)
 
 
 def compile_command(args: argparse.Namespace) -> int:

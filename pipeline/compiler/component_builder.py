@@ -33,7 +33,7 @@ from kflow.pipeline.compiler.container_args import (
     metrics_publishing_args,
     tfjob_launcher_args,
 )
-from kflow.pipeline.compiler.settings import KubeflowSettings
+from kflow.pipeline.compiler.settings import KubeflowSettings, Resources
 from kflow.pipeline.dsl.artifacts import Artifact, ModelBlessing, ModelEvaluation
 from kflow.pipeline.dsl.component import Component
 
@@ -112,6 +112,7 @@ def build_container_component(node: Component, settings: KubeflowSettings) -> Co
             service_account=settings.tfjob.service_account,
             entrypoint=[*ENTRYPOINT, *args],
             kind=node.cluster_job_kind(),
+            pod_settings={role: _pod_settings(settings.resources_for(node.id).for_role(role)) for role in replicas},
         )
         return dsl.ContainerSpec(image=settings.image, command=list(TFJOB_LAUNCHER), args=launcher)
 
@@ -119,6 +120,12 @@ def build_container_component(node: Component, settings: KubeflowSettings) -> Co
     container.__doc__ = (type(node).__doc__ or type(node).__name__).strip().splitlines()[0]
     container.__signature__ = signature  # type: ignore[attr-defined]
     return dsl.container_component(container)
+
+
+def _pod_settings(resources: Resources) -> dict[str, Any]:
+    """A training replica's container resources and where its pod may run, as the TFJob template takes them."""
+    found = {"resources": resources.kubernetes(), "nodeSelector": resources.node_selector}
+    return {key: value for key, value in {**found, "tolerations": resources.tolerations}.items() if value}
 
 
 def _kw(name: str, annotation: Any) -> inspect.Parameter:

@@ -10,6 +10,7 @@ its own options, so the TFJob replicas run the very same entrypoint.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -58,11 +59,16 @@ def tfjob_launcher_args(
     service_account: str,
     entrypoint: list[str],
     kind: str = "TFJob",
+    pod_settings: dict[str, dict[str, Any]] | None = None,
 ) -> list[str]:
-    """Options of the TFJob launcher, followed by `--` and the entrypoint arguments each replica runs."""
+    """Options of the TFJob launcher, followed by `--` and the entrypoint arguments each replica runs.
+
+    `pod_settings`: per role, the replicas' container `resources`, `nodeSelector` and `tolerations`."""
+    settings = {role: values for role, values in (pod_settings or {}).items() if values}
     return [
         f"--job-prefix={job_prefix}",
         *(f"--replica={role}={count}" for role, count in replicas.items()),
+        *([f"--pod-settings={json.dumps(settings, sort_keys=True)}"] if settings else []),
         f"--image={image}",
         f"--namespace={namespace}",
         f"--shared-volume-claim={shared_volume_claim}",

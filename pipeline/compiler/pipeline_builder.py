@@ -2,7 +2,8 @@
 
 One KFP task per node, named after the node (`ingest`, `train`, `evaluate`); artifacts
 flow along the DAG's channels; parameters are the config's values, baked in as
-constants; caching and resource requests come from the `kubeflow` settings. A node with
+constants; caching, resource requests, node selectors and tolerations come from the
+`kubeflow` settings (a node that runs a TFJob passes its resources on to the job's replicas). A node with
 `run_if` runs inside a `dsl.If` on its blessing's verdict output.
 """
 
@@ -10,11 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kfp import compiler, dsl
+from kfp import compiler, dsl, kubernetes
 from kfp.dsl.graph_component import GraphComponent
 
 from kflow.pipeline.compiler.component_builder import build_container_component, verdict_output
-from kflow.pipeline.compiler.settings import KubeflowSettings, Resources
+from kflow.pipeline.compiler.settings import LAUNCHER_RESOURCES, KubeflowSettings, Resources
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.dag import Pipeline
 
@@ -33,20 +34,15 @@ def build_kfp_pipeline(pipeline: Pipeline, settings: KubeflowSettings) -> GraphC
             arguments.update({name: value for name, value in node.parameters.items() if value is not None})
             task = components[node.id](**arguments)
             task.set_caching_options(settings.caching)
-            _apply_resources(task, settings.resources_for(node.id))
             if node.cluster_replicas():
-                # The launcher shares artifacts with the TFJob's replicas through this volume. This is the
-                # platform config kfp-kubernetes' `mount_pvc` writes (the compiler emits it as a PlatformSpec).
-                task.platform_config = {
-                    "kubernetes": {
-                        "pvcMount": [
-                            {
-                                "constant": settings.tfjob.shared_volume_claim,
-                                "mountPath": settings.tfjob.shared_mount_path,
-                            }
-                        ]
-                    }
-                }
+                # The work is in the job's replicas (they get the node's resources through the launcher's
+                # arguments); the task only launches and waits, and shares artifacts with them on this volume.
+                _apply_resources(task, LAUNCHER_RESOURCES)
+                kubernetes.mount_pvc(
+                    task, pvc_name=settings.tfjob.shared_volume_claim, mount_path=settings.tfjob.shared_mount_path
+                )
+            else:
+                _apply_resources(task, settings.resources_for(node.id))
             tasks[node.id] = task
 
         def add_group(key: tuple[tuple[str, str], ...]) -> None:
@@ -104,5 +100,9 @@ def _apply_resources(task: dsl.PipelineTask, resources: Resources) -> None:
     if resources.memory_limit:
         task.set_memory_limit(resources.memory_limit)
     if resources.gpu:
-        task.set_accelerator_type(resources.gpu_type)
+        task.set_accelerator_type(resources.gpu_resource)
         task.set_accelerator_limit(resources.gpu)
+    if resources.node_selector:
+        kubernetes.add_node_selector_json(task, resources.node_selector)
+    if resources.tolerations:
+        kubernetes.add_toleration_json(task, resources.tolerations)

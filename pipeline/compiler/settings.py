@@ -24,14 +24,57 @@ from kflow.pipeline.dsl.config import (
 
 @dataclass(frozen=True)
 class Resources:
-    """Kubernetes resource requests and limits of one task, as Kubernetes quantities."""
+    """Kubernetes resource requests and limits of one task or training replica, as Kubernetes quantities,
+    and where its pods may run. `roles` overrides them per replica role (chief, worker, ps, evaluator)
+    of a node that runs a TFJob/JAXJob."""
 
     cpu: str | None = None
     cpu_limit: str | None = None
     memory: str | None = None
     memory_limit: str | None = None
-    gpu: int = 0
-    gpu_type: str = "nvidia.com/gpu"
+    gpu: int | None = None
+    gpu_type: str | None = None  # the extended resource name; nvidia.com/gpu when unset
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+    roles: dict[str, Resources] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Resources:
+        values = dict(values)
+        roles = {role: cls.from_dict(role_values) for role, role_values in values.pop("roles", {}).items()}
+        return cls(roles=roles, **values)
+
+    def for_role(self, role: str) -> Resources:
+        """These resources with the role's overrides (a role's node selector and tolerations add to the node's)."""
+        override = self.roles.get(role)
+        if override is None:
+            return self
+        quantities = ("cpu", "cpu_limit", "memory", "memory_limit", "gpu", "gpu_type")
+        merged = {
+            name: getattr(self, name) if getattr(override, name) is None else getattr(override, name)
+            for name in quantities
+        }
+        return Resources(
+            **merged,
+            node_selector={**self.node_selector, **override.node_selector},
+            tolerations=[*self.tolerations, *override.tolerations],
+        )
+
+    @property
+    def gpu_resource(self) -> str:
+        return self.gpu_type or "nvidia.com/gpu"
+
+    def kubernetes(self) -> dict[str, Any]:
+        """The container's `resources` (requests and limits; a GPU as a limit, as Kubernetes wants it)."""
+        requests = {key: value for key, value in (("cpu", self.cpu), ("memory", self.memory)) if value}
+        limits = {key: value for key, value in (("cpu", self.cpu_limit), ("memory", self.memory_limit)) if value}
+        if self.gpu:
+            limits[self.gpu_resource] = self.gpu
+        return {key: value for key, value in (("requests", requests), ("limits", limits)) if value}
+
+
+# What a task that only launches a TFJob and waits for it needs (it copies the artifacts to and from the volume).
+LAUNCHER_RESOURCES = Resources(cpu="100m", memory="256Mi", memory_limit="1Gi")
 
 
 @dataclass(frozen=True)
@@ -53,7 +96,7 @@ class KubeflowSettings:
     @classmethod
     def from_dict(cls, section: dict[str, Any]) -> KubeflowSettings:
         section = dict(section)
-        resources = {name: Resources(**value) for name, value in section.pop("resources", {}).items()}
+        resources = {name: Resources.from_dict(value) for name, value in section.pop("resources", {}).items()}
         tfjob = TFJobSettings(**section.pop("tfjob", {}))
         return cls(resources=resources, tfjob=tfjob, **section)
 

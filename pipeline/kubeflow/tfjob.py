@@ -13,7 +13,8 @@ Worker, PS and Evaluator replicas; the Chief, or worker 0 without one, writes th
 The operator derives each replica's TF_CONFIG
 (`operator_tf_config` shows what it will be). `wait_for_tfjob`
 follows the job through the Kubernetes API, logs its pods' phases and, at the end,
-their logs, and raises `TFJobFailed` when the job fails or times out.
+their logs, and raises `TFJobFailed` when the job fails or times out; the launcher then
+deletes it (`delete_tfjob`), as it does when it is itself terminated.
 """
 
 from __future__ import annotations
@@ -84,8 +85,10 @@ class TFJobRequest:
     shared_volume_claim: str = "kflow-shared"
     shared_mount_path: str = "/mnt/kflow-shared"
     service_account: str | None = None
-    resources: dict[str, Any] = field(default_factory=dict)  # Kubernetes `resources` of each replica.
+    resources: dict[str, Any] = field(default_factory=dict)  # Kubernetes `resources` of every replica.
     kind: str = "TFJob"
+    # Per replica type (Chief, Worker, …): its container's `resources`, its pod's `nodeSelector` and `tolerations`.
+    pod_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in JOB_KINDS:
@@ -99,6 +102,8 @@ class TFJobRequest:
             )
         if not self.command:
             raise ValueError("the replicas' command must not be empty")
+        if set(self.pod_settings) - set(self.replicas):
+            raise ValueError(f"pod settings for {sorted(set(self.pod_settings) - set(self.replicas))}: not replicas")
 
 
 def render_tfjob(request: TFJobRequest, template: Path = DEFAULT_TEMPLATE) -> dict[str, Any]:
@@ -123,7 +128,12 @@ def render_tfjob(request: TFJobRequest, template: Path = DEFAULT_TEMPLATE) -> di
             container["ports"] = [{"name": "jaxjob-port", "containerPort": JAX_PORT}]
         container["image"] = request.image
         container["command"] = list(request.command)
-        container["resources"] = copy.deepcopy(request.resources)
+        own = request.pod_settings.get(replica_type, {})
+        container["resources"] = copy.deepcopy(own.get("resources", request.resources))
+        if own.get("nodeSelector"):
+            pod["nodeSelector"] = dict(own["nodeSelector"])
+        if own.get("tolerations"):
+            pod["tolerations"] = copy.deepcopy(own["tolerations"])
         for mount in container.get("volumeMounts", []):
             if mount["name"] == "kflow-shared":
                 mount["mountPath"] = request.shared_mount_path
@@ -172,6 +182,19 @@ def job_state(job: dict[str, Any]) -> str | None:
 def create_tfjob(custom_api: Any, manifest: dict[str, Any]) -> dict[str, Any]:
     namespace, plural = manifest["metadata"]["namespace"], JOB_KINDS[manifest["kind"]].plural
     return custom_api.create_namespaced_custom_object(GROUP, VERSION, namespace, plural, manifest)
+
+
+def delete_tfjob(custom_api: Any, name: str, namespace: str, kind: str = "TFJob") -> bool:
+    """Deletes the job and, in the background, its pods and services; False (logged) if the API refused."""
+    try:
+        custom_api.delete_namespaced_custom_object(
+            GROUP, VERSION, namespace, JOB_KINDS[kind].plural, name, propagation_policy="Background"
+        )
+    except Exception as error:  # Already gone, or no permission: say so, the caller is failing anyway.
+        log.warning("could not delete %s %s/%s: %s", kind, namespace, name, error)
+        return False
+    log.info("deleted %s %s/%s", kind, namespace, name)
+    return True
 
 
 def wait_for_tfjob(

@@ -8,22 +8,28 @@ inputs to the shared volume (a ReadWriteMany PVC mounted in the task's pod and i
 replica), points the replicas' `--input`/`--output` arguments there (each pod writes its
 outputs to a folder of its own, `outputs/<pod name>/`), creates the TFJob, waits for it
 (logging pod phases and logs) and copies the writer pod's outputs (the Chief's, else
-worker 0's) back to the task's output paths. A failed or timed-out job fails the task (exit 1).
+worker 0's) back to the task's output paths. A failed or timed-out job fails the task (exit 1),
+and the launcher deletes the job then, as it does when it is terminated (SIGTERM, exit 143: a
+KFP cancel); a finished job stays, with its pods' logs (cleanPodPolicy Running).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import secrets
 import shutil
+import signal
 import sys
 from pathlib import Path
 
 from kflow.pipeline.kubeflow.tfjob import (
+    REPLICA_TYPES,
     TFJobFailed,
     TFJobRequest,
     create_tfjob,
+    delete_tfjob,
     render_tfjob,
     tfjob_replicas,
     wait_for_tfjob,
@@ -31,6 +37,15 @@ from kflow.pipeline.kubeflow.tfjob import (
 )
 
 log = logging.getLogger("kflow")
+
+
+class Terminated(Exception):
+    def __str__(self) -> str:
+        return "terminated by SIGTERM (the KFP run was cancelled)"
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
 
 
 def replica_command(entrypoint: list[str], job_dir: Path) -> tuple[list[str], dict[str, Path], dict[str, str]]:
@@ -88,6 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-seconds", type=int, default=86400)
     parser.add_argument("--service-account")
     parser.add_argument("--kind", choices=("TFJob", "JAXJob"), default="TFJob", help="the Training Operator job")
+    parser.add_argument(
+        "--pod-settings",
+        type=json.loads,
+        default={},
+        metavar="JSON",
+        help='per role, the replicas\' {"resources", "nodeSelector", "tolerations"}, e.g. {"worker": {...}}',
+    )
     args = parser.parse_args(argv[:split])
     entrypoint = argv[split + 1 :]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
@@ -112,19 +134,31 @@ def main(argv: list[str] | None = None) -> int:
             shared_mount_path=args.shared_mount_path,
             service_account=args.service_account,
             kind=args.kind,
+            pod_settings={REPLICA_TYPES[role]: values for role, values in args.pod_settings.items()},
         )
     )
     from kubernetes import client, config  # Only the launcher needs the Kubernetes client.
 
     config.load_incluster_config()
     custom_api, core_api = client.CustomObjectsApi(), client.CoreV1Api()
-    create_tfjob(custom_api, manifest)
-    log.info("created %s %s/%s", args.kind, args.namespace, name)
+    # A cancelled KFP run SIGTERMs this pod: the job must not outlive it (nor hold its nodes and GPUs).
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    finished = False
     try:
+        create_tfjob(custom_api, manifest)
+        log.info("created %s %s/%s", args.kind, args.namespace, name)
         wait_for_tfjob(custom_api, core_api, name, args.namespace, timeout=args.timeout_seconds, kind=args.kind)
+        finished = True
     except TFJobFailed as error:
-        print(f"tfjob_launcher: {error}", file=sys.stderr)
+        print(f"tfjob_launcher: {error}; deleting the job", file=sys.stderr)
         return 1
+    except (Terminated, KeyboardInterrupt) as stop:
+        print(f"tfjob_launcher: {stop}; deleting the job", file=sys.stderr)
+        return 143 if isinstance(stop, Terminated) else 130
+    finally:
+        if not finished:
+            delete_tfjob(custom_api, name, args.namespace, kind=args.kind)
+        signal.signal(signal.SIGTERM, previous)
     for output_name, target in task_paths(entrypoint, "--output").items():
         source = job_dir / "outputs" / writer_pod(name, replicas) / shared_outputs[output_name]
         shutil.copytree(source, target, dirs_exist_ok=True)

@@ -15,6 +15,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from kflow.pipeline.cli.main import main
 from kflow.pipeline.compiler import KubeflowSettings, compile_pipeline, load_compile_config
 from kflow.pipeline.compiler.component_builder import kfp_artifact_class
+from kflow.pipeline.compiler.settings import kubeflow_settings
 from kflow.pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
 from kflow.pipeline.dsl.dag import Pipeline
 from tests.conftest import REPO
@@ -109,7 +110,7 @@ def test_resources_caching_and_overrides_come_from_the_kubeflow_section(tmp_path
     ("override", "field"),
     [
         ("kubeflow.resources.train.cpu=lots", "kubeflow.resources.train.cpu"),
-        ("kubeflow.resources.trian={cpu: '1'}", "kubeflow.resources"),
+        ("kubeflow.resources.trian={cpu: '1'}", "kubeflow.resources.trian"),
         ("kubeflow.caching=maybe", "kubeflow.caching"),
         ("kubeflow.imagee=x", "kubeflow"),
     ],
@@ -171,7 +172,7 @@ def test_a_distributed_trainer_launches_a_tfjob_with_the_same_entrypoint(tmp_pat
         f"{ClusterAdd.__module__}:ClusterAdd",
     ]
     mounts = platform[0]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]["exec-add"]["pvcMount"]
-    assert mounts == [{"constant": "kflow-shared", "mountPath": "/mnt/kflow-shared"}]
+    assert [(m["constant"], m["mountPath"]) for m in mounts] == [("kflow-shared", "/mnt/kflow-shared")]
     assert (
         ir["deploymentSpec"]["executors"]["exec-produce"]["container"]["command"][-1]
         == "kflow.pipeline.runners.kfp_entrypoint"
@@ -214,3 +215,54 @@ def test_a_jax_strategy_compiles_to_a_jaxjob_launcher(tmp_path, run_kflow):
     args = ir["deploymentSpec"]["executors"]["exec-train"]["container"]["args"]
     launcher = args[: args.index("--")]
     assert "--kind=JAXJob" in launcher and "--replica=worker=2" in launcher
+
+
+def test_train_resources_go_to_every_replica_and_the_launcher_task_gets_small_requests(tmp_path):
+    """chief + 2 workers + 1 PS: the compiled launcher arguments, rendered as the launcher renders its job."""
+    from kflow.pipeline.kubeflow import tfjob_launcher
+    from kflow.pipeline.kubeflow.tfjob import TFJobRequest, render_tfjob
+
+    settings = kubeflow_settings(
+        {
+            "image": "img:1",
+            "resources": {
+                "add": {
+                    "cpu": "4",
+                    "memory": "8Gi",
+                    "gpu": 1,
+                    "node_selector": {"pool": "gpu"},
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "roles": {"ps": {"cpu": "2", "gpu": 0, "node_selector": {"pool": "cpu"}}},
+                }
+            },
+        }
+    )
+    produce = Produce("produce")
+    add = ClusterAdd("add", left=produce.outputs["numbers"], right=produce.outputs["numbers"])
+    compile_pipeline(Pipeline("toy", [produce, add]), settings, tmp_path / "p.yaml")
+    ir, _ = load_ir(tmp_path / "p.yaml")
+    container = ir["deploymentSpec"]["executors"]["exec-add"]["container"]
+    resources = container["resources"]
+    assert (resources["resourceCpuRequest"], resources["resourceMemoryRequest"]) == ("100m", "256Mi")
+    assert resources["resourceMemoryLimit"] == "1Gi" and "accelerator" not in resources
+    args = container["args"]
+    (pod_settings,) = [json.loads(a.partition("=")[2]) for a in args if a.startswith("--pod-settings=")]
+    manifest = render_tfjob(
+        TFJobRequest(
+            name="add-1", namespace="kubeflow", image="img:1", command=["python"],
+            replicas={"Chief": 1, "Worker": 3, "PS": 1},
+            pod_settings={tfjob_launcher.REPLICA_TYPES[role]: value for role, value in pod_settings.items()},
+        )
+    )  # fmt: skip
+    specs = manifest["spec"]["tfReplicaSpecs"]
+    assert manifest["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
+    for replica in ("Chief", "Worker"):
+        pod = specs[replica]["template"]["spec"]
+        assert pod["containers"][0]["resources"] == {
+            "requests": {"cpu": "4", "memory": "8Gi"},
+            "limits": {"nvidia.com/gpu": 1},
+        }
+        assert pod["nodeSelector"] == {"pool": "gpu"} and pod["tolerations"][0]["key"] == "nvidia.com/gpu"
+    ps = specs["PS"]["template"]["spec"]
+    assert ps["containers"][0]["resources"] == {"requests": {"cpu": "2", "memory": "8Gi"}}
+    assert ps["nodeSelector"] == {"pool": "cpu"}
