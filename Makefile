@@ -28,7 +28,7 @@ test-all: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/hadolint deploy/Dockerfile deploy/Dockerfile.gpu
+	$(BIN)/hadolint deploy/Dockerfile
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .

@@ -15,7 +15,7 @@ from kfp import compiler, dsl, kubernetes
 from kfp.dsl.graph_component import GraphComponent
 
 from kflow.pipeline.compiler.component_builder import build_container_component, verdict_output
-from kflow.pipeline.compiler.settings import LAUNCHER_RESOURCES, KubeflowSettings, Resources
+from kflow.pipeline.compiler.settings import IMAGE_REQUIRED, LAUNCHER_RESOURCES, KubeflowSettings, Resources
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.dag import Pipeline
 
@@ -84,6 +84,8 @@ def compile_pipeline(
     package_path: str | Path,
 ) -> Path:
     """Writes the KFP v2 IR YAML of `pipeline` to `package_path` and returns the path."""
+    if not settings.image:
+        raise ValueError(IMAGE_REQUIRED)
     package_path = Path(package_path)
     package_path.parent.mkdir(parents=True, exist_ok=True)
     compiler.Compiler().compile(build_kfp_pipeline(pipeline, settings), str(package_path))

@@ -85,9 +85,15 @@ class TFJobSettings:
     service_account: str = "pipeline-runner"
 
 
+IMAGE_REQUIRED = (
+    "kubeflow.image: is required to compile: the image every task and training replica runs, pushed where the "
+    "cluster pulls from (e.g. registry.example.com/kflow:0.1.0, built with deploy/Dockerfile); or pass --image"
+)
+
+
 @dataclass(frozen=True)
 class KubeflowSettings:
-    image: str = "kflow:0.1.0"
+    image: str | None = None  # required to compile: there is no image a cluster could pull by default
     caching: bool = True
     namespace: str = "kubeflow"
     resources: dict[str, Resources] = field(default_factory=dict)
@@ -113,7 +119,10 @@ def load_compile_config(
     section = raw.pop("kubeflow", None)
     if image is not None:
         section = {**(section or {}), "image": image}
-    return validate_config(raw, source), kubeflow_settings(section or {}, source)
+    config, settings = validate_config(raw, source), kubeflow_settings(section or {}, source)
+    if not settings.image:
+        raise ConfigError([IMAGE_REQUIRED], source)
+    return config, settings
 
 
 def kubeflow_settings(section: Any, source: str | None = None) -> KubeflowSettings:

@@ -27,7 +27,8 @@ GOLDEN = Path(__file__).parent / "golden" / "demo_pipeline.yaml"
 
 
 def compile_cli(config, output, *args):
-    return main(["compile", str(config), "-o", str(output), *map(str, args)])
+    image = [] if "--image" in args else ["--image", "kflow:0.1.0"]
+    return main(["compile", str(config), "-o", str(output), *image, *map(str, args)])
 
 
 def load_ir(path):
@@ -124,7 +125,7 @@ def test_a_bad_kubeflow_field_exits_2_naming_it(override, field, tmp_path, capsy
 def test_the_compiler_imports_neither_tensorflow_nor_executors(tmp_path):
     code = (
         "import sys; from kflow.pipeline.cli.main import main;"
-        f"assert main(['compile', {str(DEMO)!r}, '-o', {str(tmp_path / 'p.yaml')!r}]) == 0;"
+        f"assert main(['compile', {str(DEMO)!r}, '-o', {str(tmp_path / 'p.yaml')!r}, '--image', 'k:1']) == 0;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'apache_beam')"
         " or m.endswith('.executor'));"
         "assert not bad, bad"
@@ -181,7 +182,7 @@ def test_a_distributed_trainer_launches_a_tfjob_with_the_same_entrypoint(tmp_pat
 
 def test_compile_writes_the_default_output_and_reports_it(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert main(["compile", str(DEMO)]) == 0
+    assert main(["compile", str(DEMO), "--image", "kflow:0.1.0"]) == 0
     assert json.loads(json.dumps(load_ir(tmp_path / "pipeline.yaml")[0]))["pipelineInfo"]["name"] == "demo"
     assert "pipeline.yaml" in capsys.readouterr().out
 
@@ -195,7 +196,7 @@ def test_trainer_workers_in_the_config_make_the_train_task_a_tfjob_launcher(tmp_
         return config, settings
 
     monkeypatch.setattr(commands, "load_compile_config", with_workers)
-    commands.compile_config(str(DEMO), tmp_path / "p.yaml", [])
+    commands.compile_config(str(DEMO), tmp_path / "p.yaml", [], image="kflow:0.1.0")
     ir, platform = load_ir(tmp_path / "p.yaml")
     train = ir["deploymentSpec"]["executors"]["exec-train"]["container"]
     assert train["command"][-1] == "kflow.pipeline.kubeflow.tfjob_launcher"
@@ -207,7 +208,7 @@ def test_trainer_workers_in_the_config_make_the_train_task_a_tfjob_launcher(tmp_
 
 def test_a_jax_strategy_compiles_to_a_jaxjob_launcher(tmp_path, run_kflow):
     result = run_kflow(
-        "compile", DEMO, "-o", tmp_path / "p.yaml",
+        "compile", DEMO, "-o", tmp_path / "p.yaml", "--image", "kflow:0.1.0",
         "--set", "trainer.strategy=keras_data_parallel", "--set", "trainer.workers=2", "--set", "trainer.devices=2",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
@@ -266,3 +267,11 @@ def test_train_resources_go_to_every_replica_and_the_launcher_task_gets_small_re
     ps = specs["PS"]["template"]["spec"]
     assert ps["containers"][0]["resources"] == {"requests": {"cpu": "2", "memory": "8Gi"}}
     assert ps["nodeSelector"] == {"pool": "cpu"}
+
+
+def test_compile_without_an_image_exits_2_naming_kubeflow_image(tmp_path, capsys):
+    assert main(["compile", str(DEMO), "-o", str(tmp_path / "p.yaml")]) == 2
+    assert "kubeflow.image: is required to compile" in capsys.readouterr().err
+    assert not (tmp_path / "p.yaml").exists()
+    with pytest.raises(ValueError, match="kubeflow.image: is required"):
+        compile_pipeline(Pipeline("toy", [Produce("produce")]), KubeflowSettings(), tmp_path / "p.yaml")

@@ -26,7 +26,7 @@ def toy_pipeline(fail=False):
 
 
 def test_a_played_toy_pipeline_passes_artifacts_and_parameters_along(tmp_path):
-    package = compile_pipeline(toy_pipeline(), KubeflowSettings(), tmp_path / "p.yaml")
+    package = compile_pipeline(toy_pipeline(), KubeflowSettings(image="kflow:test"), tmp_path / "p.yaml")
     outputs = play(package, tmp_path / "root", cwd=REPO, timeout=120)
     assert (Path(outputs["produce"]["numbers"].path) / "value.txt").read_text() == "3"
     assert (Path(outputs["double"]["doubled"].path) / "value.txt").read_text() == "6"
@@ -34,7 +34,7 @@ def test_a_played_toy_pipeline_passes_artifacts_and_parameters_along(tmp_path):
 
 
 def test_a_failing_task_fails_the_played_pipeline_with_its_error(tmp_path):
-    package = compile_pipeline(toy_pipeline(fail=True), KubeflowSettings(), tmp_path / "p.yaml")
+    package = compile_pipeline(toy_pipeline(fail=True), KubeflowSettings(image="kflow:test"), tmp_path / "p.yaml")
     with pytest.raises(RuntimeError, match="task double exited 1") as failure:
         play(package, tmp_path / "root", cwd=REPO, timeout=120)
     assert "asked to fail" in str(failure.value)
@@ -55,7 +55,17 @@ def demo_both_ways(tmp_path_factory):
     assert local.returncode == 0, local.stderr[-3000:]
     (run_dir,) = [path.parent for path in (tmp / "local" / "demo").glob("*/run.json")]
     compiled = subprocess.run(
-        [sys.executable, "-m", "kflow.pipeline.cli.main", "compile", str(DEMO), "-o", str(tmp / "pipeline.yaml")],
+        [
+            sys.executable,
+            "-m",
+            "kflow.pipeline.cli.main",
+            "compile",
+            str(DEMO),
+            "-o",
+            str(tmp / "pipeline.yaml"),
+            "--image",
+            "kflow:test",
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -121,7 +131,7 @@ def test_the_compiled_mnist_config_plays_to_the_same_blessed_model_as_kflow_run(
     local = run_kflow("run", MNIST, "--pipeline-root", tmp_path / "local", *source, timeout=1800)
     assert local.returncode == 0, local.stderr[-3000:]
     (run_dir,) = [path.parent for path in (tmp_path / "local" / "mnist").glob("*/run.json")]
-    compiled = run_kflow("compile", MNIST, "-o", tmp_path / "p.yaml", *source)
+    compiled = run_kflow("compile", MNIST, "-o", tmp_path / "p.yaml", "--image", "kflow:test", *source)
     assert compiled.returncode == 0, compiled.stderr[-3000:]
     assert components.load_component_from_file(str(tmp_path / "p.yaml")).name == "mnist"
     played = play(tmp_path / "p.yaml", tmp_path / "played", cwd=REPO, timeout=1800)

@@ -77,7 +77,7 @@ def test_the_compiled_compare_pipeline_plays_both_branches_and_one_push(tmp_path
         *("--set", "components.train_mwms.parameters.workers=1"),
         *("--set", "components.train_jax.parameters.strategy=mirrored"),
     ]
-    compiled = run_kflow("compile", COMPARE, "-o", package, *overrides)
+    compiled = run_kflow("compile", COMPARE, "-o", package, "--image", "kflow:test", *overrides)
     assert compiled.returncode == 0, compiled.stderr[-3000:]
     assert components.load_component_from_file(str(package)).name == "mnist-compare"
     played = play(package, tmp_path / "played", cwd=REPO, timeout=900)

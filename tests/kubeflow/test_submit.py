@@ -14,7 +14,7 @@ KFP_CLI = REPO / ".venv" / "bin" / "kfp"
 
 
 def compiled_demo(tmp_path):
-    assert main(["compile", str(DEMO), "-o", str(tmp_path / "p.yaml")]) == 0
+    assert main(["compile", str(DEMO), "-o", str(tmp_path / "p.yaml"), "--image", "kflow:0.1.0"]) == 0
     return tmp_path / "p.yaml", yaml.safe_load((tmp_path / "p.yaml").read_text())
 
 
@@ -22,7 +22,18 @@ def test_kflow_submit_sends_the_compiled_spec_to_a_new_experiment(tmp_path, caps
     _, expected = compiled_demo(tmp_path)
     with stand_in_kfp_api_server() as server:
         code = main(
-            ["submit", str(DEMO), "--endpoint", server.endpoint, "--experiment", "mnist-exp", "--run-name", "first"]
+            [
+                "submit",
+                str(DEMO),
+                "--image",
+                "kflow:0.1.0",
+                "--endpoint",
+                server.endpoint,
+                "--experiment",
+                "mnist-exp",
+                "--run-name",
+                "first",
+            ]
         )
         (run,) = server.created_runs()
         experiments = list(server.experiments.values())
@@ -37,7 +48,18 @@ def test_kflow_submit_sends_the_compiled_spec_to_a_new_experiment(tmp_path, caps
 def test_kflow_submit_reuses_an_existing_experiment_and_keeps_the_file(tmp_path):
     with stand_in_kfp_api_server() as server:
         for name in ("a", "b"):
-            args = ["submit", str(DEMO), "--endpoint", server.endpoint, "--experiment", "e", "--run-name", name]
+            args = [
+                "submit",
+                str(DEMO),
+                "--image",
+                "kflow:0.1.0",
+                "--endpoint",
+                server.endpoint,
+                "--experiment",
+                "e",
+                "--run-name",
+                name,
+            ]
             assert main([*args, "-o", str(tmp_path / f"{name}.yaml")]) == 0
         runs = server.created_runs()
     assert len(server.experiments) == 1
@@ -48,7 +70,7 @@ def test_kflow_submit_reuses_an_existing_experiment_and_keeps_the_file(tmp_path)
 def test_kflow_submit_to_an_unreachable_endpoint_exits_1(capsys):
     with stand_in_kfp_api_server() as server:
         endpoint = server.endpoint  # The port is free again once the server stopped.
-    assert main(["submit", str(DEMO), "--endpoint", endpoint, "--run-name", "r"]) == 1
+    assert main(["submit", str(DEMO), "--image", "kflow:0.1.0", "--endpoint", endpoint, "--run-name", "r"]) == 1
     assert f"submitting to {endpoint} failed" in capsys.readouterr().err
 
 

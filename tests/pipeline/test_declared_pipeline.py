@@ -20,6 +20,7 @@ from tests.conftest import REPO
 from tests.pipeline.toy.components import Add, Double, Judge, Produce
 
 TOY = "tests.pipeline.toy.components"
+IMAGE = "registry.example.com/kflow:0.1.0"
 
 
 def toy_config(tmp_path: Path, value: int = 3, at_least: int = 2, extra: str = "") -> Path:
@@ -183,7 +184,7 @@ def test_only_runs_one_node_on_its_upstream_cached_outputs(tmp_path, capsys):
 @pytest.mark.parametrize("value, played", [(3, True), (1, False)])
 def test_the_compiled_condition_plays_like_the_local_run(value, played, tmp_path):
     package = tmp_path / "pipeline.yaml"
-    assert main(["compile", str(toy_config(tmp_path, value=value)), "-o", str(package)]) == 0
+    assert main(["compile", str(toy_config(tmp_path, value=value)), "-o", str(package), "--image", IMAGE]) == 0
     outputs = play(package, tmp_path / "play", cwd=REPO, timeout=120)
     assert outputs["judge"]["blessing_blessed"] == ("true" if played else "false")
     groups = [task for task, result in outputs.items() if task.startswith("condition")]
@@ -195,12 +196,14 @@ def test_the_compiled_condition_plays_like_the_local_run(value, played, tmp_path
 
 def test_the_yaml_and_the_python_pipeline_compile_to_the_same_file(tmp_path):
     yaml_package = tmp_path / "yaml.yaml"
-    assert main(["compile", str(toy_config(tmp_path)), "-o", str(yaml_package)]) == 0
+    assert main(["compile", str(toy_config(tmp_path)), "-o", str(yaml_package), "--image", IMAGE]) == 0
     produce = Produce("produce", parameters={"value": 3})
     judge = Judge("judge", numbers=produce.outputs["numbers"], parameters={"at_least": 2})
     double = Double("double", numbers=produce.outputs["numbers"], run_if=judge.outputs["blessing"])
     add = Add("add", left=produce.outputs["numbers"], right=double.outputs["doubled"], parameters={"add": 1})
-    python_package = api.compile(api.Pipeline("toy-dag", [produce, judge, double, add]), tmp_path / "python.yaml")
+    python_package = api.compile(
+        api.Pipeline("toy-dag", [produce, judge, double, add]), tmp_path / "python.yaml", image=IMAGE
+    )
     assert python_package.read_bytes() == yaml_package.read_bytes()
 
 
@@ -208,7 +211,7 @@ def test_the_compare_config_and_its_python_twin_compile_to_the_same_file(tmp_pat
     """pipeline/configs/mnist_compare.yaml: both branches, both conditions; no training needed to compile."""
     config = REPO / "pipeline" / "configs" / "mnist_compare.yaml"
     yaml_package = tmp_path / "yaml.yaml"
-    assert main(["compile", str(config), "-o", str(yaml_package)]) == 0
+    assert main(["compile", str(config), "-o", str(yaml_package), "--image", IMAGE]) == 0
     root = Path.cwd()
     ingest = api.MnistIngest("ingest", parameters={"shards_per_split": 4})
     data = {"examples": ingest.outputs["examples"], "schema": ingest.outputs["schema"]}
@@ -246,7 +249,7 @@ def test_the_compare_config_and_its_python_twin_compile_to_the_same_file(tmp_pat
                 parameters={"push_destination": destination, "model_name": "mnist"},
             )
         )
-    python_package = api.compile(api.Pipeline("mnist-compare", nodes), tmp_path / "python.yaml")
+    python_package = api.compile(api.Pipeline("mnist-compare", nodes), tmp_path / "python.yaml", image=IMAGE)
     assert python_package.read_bytes() == yaml_package.read_bytes()
 
     ir = next(yaml.safe_load_all(yaml_package.read_text()))

@@ -79,7 +79,7 @@ def test_a_user_component_runs_from_yaml_then_its_python_twin_is_fully_cached(tm
 
 def test_a_user_component_compiles_like_the_built_in_ones(tmp_path):
     package = tmp_path / "pipeline.yaml"
-    assert main(["compile", str(config(tmp_path, train=True)), "-o", str(package)]) == 0
+    assert main(["compile", str(config(tmp_path, train=True)), "-o", str(package), "--image", "kflow:test"]) == 0
     ir = next(yaml.safe_load_all(package.read_text()))
     assert ir["root"]["dag"]["tasks"]["train"]["inputs"]["artifacts"]["examples"]["taskOutputArtifact"] == {
         "outputArtifactKey": "clipped",
