@@ -8,6 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from kflow.pipeline.app.runtime_parameters import run_arguments, runtime_parameters
 from kflow.pipeline.app.standard_pipeline import build_pipeline
 from kflow.pipeline.compiler.pipeline_builder import compile_pipeline
 from kflow.pipeline.compiler.settings import load_compile_config
@@ -27,7 +28,8 @@ def compile_config(config_path: str, output: str | Path, overrides: list[str], i
     ]
     if unknown:
         raise ConfigError(unknown, config.source)
-    return compile_pipeline(pipeline, settings, output)
+    runtime = runtime_parameters(config, pipeline, settings.parameters)
+    return compile_pipeline(pipeline, settings, output, runtime)
 
 
 def compile_command(args: argparse.Namespace) -> int:
@@ -39,13 +41,14 @@ def compile_command(args: argparse.Namespace) -> int:
 def submit_command(args: argparse.Namespace) -> int:
     from kflow.pipeline.kubeflow.submit import SubmissionFailed, submit_package
 
+    # `--set` on a run-time parameter is a run argument: the compiled pipeline keeps the config's default.
+    fields = load_compile_config(args.config, args.overrides, args.image)[1].parameters
+    overrides, arguments = run_arguments(args.overrides, fields)
     with tempfile.TemporaryDirectory() as scratch:
-        package = compile_config(
-            args.config, args.output or Path(scratch) / "pipeline.yaml", args.overrides, args.image
-        )
+        package = compile_config(args.config, args.output or Path(scratch) / "pipeline.yaml", overrides, args.image)
         run_name = args.run_name or f"{Path(args.config).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
         try:
-            run_id = submit_package(package, args.endpoint, args.experiment, run_name, args.namespace)
+            run_id = submit_package(package, args.endpoint, args.experiment, run_name, args.namespace, arguments)
         except SubmissionFailed as error:
             print(f"kflow: {error}", file=sys.stderr)
             return 1

@@ -9,6 +9,7 @@ constants; caching, resource requests, node selectors and tolerations come from 
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 from kfp import compiler, dsl, kubernetes
@@ -20,18 +21,35 @@ from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.dag import Pipeline
 
 
-def build_kfp_pipeline(pipeline: Pipeline, settings: KubeflowSettings) -> GraphComponent:
+def build_kfp_pipeline(
+    pipeline: Pipeline, settings: KubeflowSettings, runtime_parameters: dict[tuple[str, str], str] | None = None
+) -> GraphComponent:
+    """`runtime_parameters` {(node id, parameter): input name}: node parameters fed by pipeline-level inputs
+    (defaulting to the node's value) instead of constants, so that a run can change them."""
     nodes = pipeline.topological_order()
     components = {node.id: build_container_component(node, settings) for node in nodes}
-
+    runtime = dict(runtime_parameters or {})
+    inputs = {
+        name: inspect.Parameter(
+            name,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=pipeline.node(node_id).parameters[parameter],
+            annotation=pipeline.node(node_id).spec.parameters[parameter].type,
+        )
+        for (node_id, parameter), name in sorted(runtime.items(), key=lambda item: item[1])
+    }
     conditions = _conditions(pipeline)
 
-    def body():  # KFP reads the return annotation: none here, as the pipeline has no outputs.
+    def body(*pipeline_inputs):  # KFP reads the return annotation: none here, as the pipeline has no outputs.
+        given = dict(zip(inputs, pipeline_inputs, strict=True))
         tasks: dict[str, dsl.PipelineTask] = {}
 
         def add_task(node: Component) -> None:
             arguments = {name: tasks[channel.producer].outputs[channel.output] for name, channel in node.inputs.items()}
             arguments.update({name: value for name, value in node.parameters.items() if value is not None})
+            arguments.update(
+                {name: given[runtime[(node.id, name)]] for name in node.parameters if (node.id, name) in runtime}
+            )
             task = components[node.id](**arguments)
             task.set_caching_options(settings.caching)
             if node.cluster_replicas():
@@ -60,6 +78,7 @@ def build_kfp_pipeline(pipeline: Pipeline, settings: KubeflowSettings) -> GraphC
 
         add_group(())
 
+    body.__signature__ = inspect.Signature(list(inputs.values()))  # type: ignore[attr-defined]
     body.__name__ = pipeline.name.replace("-", "_")
     description = f"kflow pipeline {pipeline.name!r}: {' -> '.join(node.id for node in nodes)}"
     return dsl.pipeline(name=pipeline.name, description=description)(body)
@@ -82,13 +101,14 @@ def compile_pipeline(
     pipeline: Pipeline,
     settings: KubeflowSettings,
     package_path: str | Path,
+    runtime_parameters: dict[tuple[str, str], str] | None = None,
 ) -> Path:
     """Writes the KFP v2 IR YAML of `pipeline` to `package_path` and returns the path."""
     if not settings.image:
         raise ValueError(IMAGE_REQUIRED)
     package_path = Path(package_path)
     package_path.parent.mkdir(parents=True, exist_ok=True)
-    compiler.Compiler().compile(build_kfp_pipeline(pipeline, settings), str(package_path))
+    compiler.Compiler().compile(build_kfp_pipeline(pipeline, settings, runtime_parameters), str(package_path))
     return package_path
 
 

@@ -98,6 +98,7 @@ class KubeflowSettings:
     namespace: str = "kubeflow"
     resources: dict[str, Resources] = field(default_factory=dict)
     tfjob: TFJobSettings = field(default_factory=TFJobSettings)
+    parameters: list[str] = field(default_factory=list)  # config fields that are run-time pipeline inputs
 
     @classmethod
     def from_dict(cls, section: dict[str, Any]) -> KubeflowSettings:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
 
 class SubmissionFailed(RuntimeError):
@@ -16,8 +17,10 @@ def submit_package(
     experiment: str,
     run_name: str,
     namespace: str | None = None,
+    arguments: dict[str, Any] | None = None,
 ) -> str:
-    """Starts a run of `package_path` in `experiment` (created when missing); returns the run id."""
+    """Starts a run of `package_path` in `experiment` (created when missing) with `arguments` for its
+    pipeline-level inputs; returns the run id."""
     import kfp
 
     try:
@@ -27,7 +30,7 @@ def submit_package(
             client = kfp.Client(host=endpoint, namespace=namespace)
         result = client.create_run_from_pipeline_package(
             str(package_path),
-            arguments={},
+            arguments=dict(arguments or {}),
             run_name=run_name,
             experiment_name=experiment,
             namespace=namespace,

@@ -37,13 +37,22 @@ def task_order(dag: dict[str, Any]) -> list[str]:
     return order
 
 
-def play(package_path: Path, root: Path, cwd: Path, timeout: float = 900) -> dict[str, dict[str, Any]]:
+def play(
+    package_path: Path, root: Path, cwd: Path, timeout: float = 900, arguments: dict[str, Any] | None = None
+) -> dict[str, dict[str, Any]]:
     """Runs every task of the compiled pipeline; returns {task: {output: KFP artifact or parameter value}}
     (artifacts have `.path` and `.metadata`). A `dsl.If` group whose condition is false is recorded as
     {"skipped": True}; the tasks of a group that ran appear by their own names."""
     ir = next(yaml.safe_load_all(package_path.read_text()))  # The second document is the platform spec.
     outputs: dict[str, dict[str, Any]] = {}
-    _play_dag(ir, ir["root"]["dag"], {}, outputs, root, cwd, timeout)
+    # The run's arguments for the pipeline's own inputs, over their defaults (what `kfp run create` sends).
+    declared = ir["root"].get("inputDefinitions", {}).get("parameters", {})
+    unknown = set(arguments or {}) - set(declared)
+    if unknown:
+        raise ValueError(f"the pipeline has no inputs {sorted(unknown)} (inputs: {sorted(declared)})")
+    scope = {name: spec.get("defaultValue") for name, spec in declared.items()}
+    scope.update(arguments or {})
+    _play_dag(ir, ir["root"]["dag"], scope, outputs, root, cwd, timeout)
     return outputs
 
 

@@ -93,3 +93,20 @@ def test_kfp_cli_run_submit_sends_the_compiled_spec(tmp_path):
     assert run["display_name"] == "R"
     assert run["pipeline_spec"] == expected
     assert "R" in result.stdout
+
+
+def test_submit_passes_a_run_time_parameter_as_a_run_argument_not_a_recompile(tmp_path):
+    with stand_in_kfp_api_server() as server:
+        code = main(
+            [
+                *("submit", str(DEMO), "--image", "kflow:0.1.0", "--endpoint", server.endpoint, "--run-name", "r"),
+                *("--set", "kubeflow.parameters=[trainer.epochs, trainer.optimizer.learning_rate]"),
+                *("--set", "trainer.epochs=5", "--set", "trainer.optimizer.learning_rate=0.01"),
+            ]
+        )
+        assert code == 0
+        (run,) = server.created_runs()
+    assert run["runtime_config"]["parameters"] == {"trainer_epochs": 5, "trainer_optimizer_learning_rate": 0.01}
+    inputs = run["pipeline_spec"]["root"]["inputDefinitions"]["parameters"]
+    assert inputs["trainer_epochs"]["defaultValue"] == 20  # demo.yaml's value: the package was not recompiled
+    assert inputs["trainer_optimizer_learning_rate"]["defaultValue"] == 0.002

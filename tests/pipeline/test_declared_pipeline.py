@@ -263,3 +263,30 @@ def test_the_compare_config_and_its_python_twin_compile_to_the_same_file(tmp_pat
     from kfp import components
 
     assert components.load_component_from_file(str(yaml_package)).name == "mnist-compare"
+
+
+def test_run_time_parameters_are_pipeline_inputs_that_a_played_run_overrides(tmp_path):
+    extra = "kubeflow: {parameters: [components.produce.parameters.value, components.add.parameters.add]}\n"
+    package = tmp_path / "pipeline.yaml"
+    assert main(["compile", str(toy_config(tmp_path, value=3, extra=extra)), "-o", str(package), "--image", IMAGE]) == 0
+    ir = next(yaml.safe_load_all(package.read_text()))
+    inputs = ir["root"]["inputDefinitions"]["parameters"]
+    assert {name: spec["defaultValue"] for name, spec in inputs.items()} == {
+        "components_add_parameters_add": 1,
+        "components_produce_parameters_value": 3,
+    }
+    played = play(
+        package, tmp_path / "play", cwd=REPO, timeout=120, arguments={"components_produce_parameters_value": 7}
+    )
+    assert (Path(played["produce"]["numbers"].path) / "value.txt").read_text() == "7"
+    assert (Path(played["add"]["total"].path) / "value.txt").read_text() == "22"  # 7 + 2 × 7 + 1
+
+
+def test_a_run_time_parameter_must_name_a_component_parameter_with_a_value(tmp_path, capsys):
+    extra = "kubeflow: {parameters: [components.produce.parameters.valeu, trainer.epochs]}\n"
+    assert (
+        main(["compile", str(toy_config(tmp_path, extra=extra)), "-o", str(tmp_path / "p.yaml"), "--image", IMAGE]) == 2
+    )
+    err = capsys.readouterr().err
+    assert "kubeflow.parameters[0]: 'components.produce.parameters.valeu' sets no component parameter" in err
+    assert "kubeflow.parameters[1]: 'trainer.epochs' sets no component parameter" in err

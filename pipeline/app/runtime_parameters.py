@@ -1,0 +1,92 @@
+"""`kubeflow.parameters`: config fields that become inputs of the compiled pipeline, changeable per run.
+
+    kubeflow:
+      parameters: [trainer.epochs, trainer.optimizer.learning_rate, data.source.path]
+
+Each named field is a pipeline-level input of `pipeline.yaml` (`trainer_epochs`, …) whose default
+is the config's value and which feeds the node parameter the field sets, so the KFP UI, `kfp run
+create … trainer_epochs=5` and `kflow submit --set trainer.epochs=5` change it without a recompile.
+A field is a standard pipeline's section field or, in a declared pipeline,
+`components.<id>.parameters.<name>`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kflow.pipeline.app.sections import EVALUATOR_FIELDS
+from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
+from kflow.pipeline.dsl.dag import Pipeline
+
+# Standard-pipeline fields whose node parameter has another name (the rest map by their last part).
+_RENAMED = {
+    "data.source.path": ("ingest", "source_path"),
+    "data.source.format": ("ingest", "source_format"),
+    "data.source.max_records": ("ingest", "max_records"),
+    "trainer.optimizer.name": ("train", "optimizer"),
+    "trainer.model": ("train", "model_name"),
+}
+
+
+def input_name(field: str) -> str:
+    """The pipeline input of a config field: `trainer.optimizer.learning_rate` → `trainer_optimizer_learning_rate`."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", field)
+
+
+def node_parameter(field: str, config: PipelineConfig) -> tuple[str, str] | None:
+    """(node id, parameter) that `field` sets, or None when it sets none."""
+    parts = field.split(".")
+    if config.components is not None:
+        if len(parts) == 4 and parts[0] == "components" and parts[2] == "parameters":
+            return parts[1], parts[3]
+        return None
+    if field in _RENAMED:
+        return _RENAMED[field]
+    if parts[0] == "data" and len(parts) == 2 and parts[1] in ("split", "shards_per_split"):
+        return "ingest", parts[1]
+    if parts[0] == "trainer" and len(parts) == 2:
+        return "train", parts[1]
+    if parts[:2] == ["trainer", "optimizer"] and len(parts) == 3:
+        return "train", parts[2]
+    if parts[0] == "evaluator" and len(parts) == 2 and parts[1] in EVALUATOR_FIELDS:
+        return "evaluate", parts[1]
+    return None
+
+
+def runtime_parameters(config: PipelineConfig, pipeline: Pipeline, fields: list[str]) -> dict[tuple[str, str], str]:
+    """{(node id, parameter): pipeline input name} for `kubeflow.parameters`; a ConfigError names bad entries."""
+    found: dict[tuple[str, str], str] = {}
+    problems = []
+    nodes = {node.id: node for node in pipeline.components}
+    for index, field in enumerate(fields):
+        where = f"kubeflow.parameters[{index}]"
+        target = node_parameter(field, config)
+        if target is None or target[0] not in nodes or target[1] not in nodes[target[0]].parameters:
+            form = "components.<id>.parameters.<name>" if config.components is not None else "e.g. trainer.epochs"
+            problems.append(f"{where}: {field!r} sets no component parameter of this pipeline ({form})")
+        elif nodes[target[0]].parameters[target[1]] is None:
+            problems.append(f"{where}: {field} has no value in the config; give it one, the run's default")
+        elif target in found:
+            problems.append(f"{where}: {field} is listed twice")
+        else:
+            found[target] = input_name(field)
+    if problems:
+        raise ConfigError(problems, config.source)
+    return found
+
+
+def run_arguments(overrides: list[str], fields: list[str]) -> tuple[list[str], dict[str, Any]]:
+    """`--set` overrides split into those that recompile and the run arguments of run-time parameters."""
+    from kflow.pipeline.dsl.config import apply_override
+
+    compile_overrides, arguments = [], {}
+    for override in overrides:
+        key = override.partition("=")[0]
+        if key in fields:
+            holder: dict[str, Any] = {}
+            apply_override(holder, f"value={override.partition('=')[2]}")
+            arguments[input_name(key)] = holder["value"]
+        else:
+            compile_overrides.append(override)
+    return compile_overrides, arguments
