@@ -14,6 +14,8 @@ A component with a ModelEvaluation output (the Evaluator) also gets a KFP
 `ClassificationMetrics` output, and its task receives the executor input `{{$}}`: the
 entrypoint then writes the evaluation's scalars and the confusion matrix / ROC curve as
 artifact metadata, which the KFP run page shows (see pipeline/runners/kfp_metrics.py).
+It also gets a `system.HTML` output (the evaluation's self-contained report.html) and a
+`system.Markdown` one (the verdict, the metrics, the failed checks), which the KFP UI shows.
 A component with a ModelBlessing output also gets a string output parameter beside it
 (`blessing_blessed`: "true" or "false") for the `dsl.If` of the nodes that `run_if` it.
 """
@@ -41,6 +43,13 @@ KFP_ARTIFACT_CLASSES: dict[str, type[dsl.Artifact]] = {
     cls.schema_title: cls for cls in (dsl.Artifact, dsl.Dataset, dsl.Model, dsl.Metrics)
 }
 CLASSIFICATION_METRICS_OUTPUT = "classification_metrics"
+# The evaluation's report and a short summary, as the KFP UI renders them (`system.HTML`, `system.Markdown`).
+REPORT_OUTPUT, SUMMARY_OUTPUT = "report_html", "summary_markdown"
+KFP_ONLY_OUTPUTS = {
+    CLASSIFICATION_METRICS_OUTPUT: dsl.ClassificationMetrics,
+    REPORT_OUTPUT: dsl.HTML,
+    SUMMARY_OUTPUT: dsl.Markdown,
+}
 
 
 def kfp_artifact_class(kind: type[Artifact]) -> type[dsl.Artifact]:
@@ -69,17 +78,17 @@ def build_container_component(node: Component, settings: KubeflowSettings) -> Co
     spec = node.spec
     parameters = {name: value for name, value in node.parameters.items() if value is not None}
     evaluations = [name for name, kind in spec.outputs.items() if issubclass(kind, ModelEvaluation)]
-    if len(evaluations) > 1 or CLASSIFICATION_METRICS_OUTPUT in spec.outputs:
+    if len(evaluations) > 1 or set(KFP_ONLY_OUTPUTS) & set(spec.outputs):
         raise ValueError(
             f"{type(node).__name__}: the compiler publishes at most one ModelEvaluation output and needs the "
-            f"output name {CLASSIFICATION_METRICS_OUTPUT!r} for it (outputs: {', '.join(spec.outputs)})"
+            f"output names {', '.join(KFP_ONLY_OUTPUTS)} for it (outputs: {', '.join(spec.outputs)})"
         )
-    kfp_only_outputs = [CLASSIFICATION_METRICS_OUTPUT] if evaluations else []
+    kfp_only_outputs = list(KFP_ONLY_OUTPUTS) if evaluations else []
     verdicts = {name: verdict_output(name) for name, kind in spec.outputs.items() if issubclass(kind, ModelBlessing)}
     signature = inspect.Signature(
         [_kw(name, dsl.Input[kfp_artifact_class(spec.inputs[name])]) for name in node.inputs]
         + [_kw(name, dsl.Output[kfp_artifact_class(kind)]) for name, kind in spec.outputs.items()]
-        + [_kw(name, dsl.Output[dsl.ClassificationMetrics]) for name in kfp_only_outputs]
+        + [_kw(name, dsl.Output[KFP_ONLY_OUTPUTS[name]]) for name in kfp_only_outputs]
         + [_kw(name, dsl.OutputPath(str)) for name in verdicts.values()]
         + [_kw(name, spec.parameters[name].type) for name in parameters]
     )
@@ -97,6 +106,8 @@ def build_container_component(node: Component, settings: KubeflowSettings) -> Co
         )
         if evaluations:
             args += metrics_publishing_args(evaluations[0], CLASSIFICATION_METRICS_OUTPUT)
+            args += ["--publish-report", f"{evaluations[0]}={bound[REPORT_OUTPUT].path}"]
+            args += ["--publish-summary", f"{evaluations[0]}={bound[SUMMARY_OUTPUT].path}"]
         for blessing, verdict in verdicts.items():
             args += ["--publish-verdict", f"{blessing}={bound[verdict]}"]
         if not replicas:

@@ -18,13 +18,14 @@ import argparse
 import importlib
 import json
 import logging
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.dsl.artifacts import ModelBlessing
 from kflow.pipeline.dsl.component import Channel, Component
-from kflow.pipeline.runners.kfp_metrics import publish_evaluation_metrics
+from kflow.pipeline.runners.kfp_metrics import evaluation_summary, publish_evaluation_metrics
 from kflow.pipeline.runners.node_runner import invoke_executor
 
 log = logging.getLogger("kflow")
@@ -153,6 +154,16 @@ def main(argv: list[str] | None = None) -> int:
         help="after the run, write 'true' or 'false' (the ModelBlessing output BLESSING's verdict) to PATH, "
         "the KFP output parameter the `dsl.If` of a conditional task reads",
     )
+    parser.add_argument(
+        "--publish-report",
+        metavar="EVALUATION=PATH",
+        help="after the run, copy the ModelEvaluation output EVALUATION's report.html to PATH (a system.HTML output)",
+    )
+    parser.add_argument(
+        "--publish-summary",
+        metavar="EVALUATION=PATH",
+        help="after the run, write a Markdown summary of EVALUATION (and of the task's ModelBlessing output) to PATH",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     try:
@@ -166,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
         if set(publish) - set(outputs):
             raise ValueError(f"--publish-metrics {args.publish_metrics!r}: not an --output of this task")
         verdicts = _pairs("--publish-verdict", args.publish_verdict)
+        reports = _pairs("--publish-report", [args.publish_report] if args.publish_report else [])
+        summaries = _pairs("--publish-summary", [args.publish_summary] if args.publish_summary else [])
+        if set(reports) - set(outputs) or set(summaries) - set(outputs):
+            raise ValueError("--publish-report/--publish-summary: not an --output of this task")
         if set(verdicts) - set(outputs):
             raise ValueError(f"--publish-verdict {sorted(set(verdicts) - set(outputs))}: not an --output of this task")
         executor_input = json.loads(args.executor_input) if args.executor_input else None
@@ -181,6 +196,14 @@ def main(argv: list[str] | None = None) -> int:
     for evaluation, classification in publish.items():
         written = publish_evaluation_metrics(executor_input, evaluation, Path(outputs[evaluation]), classification)
         log.info("published %s's metrics as KFP artifact metadata in %s", evaluation, written)
+    for evaluation, path in reports.items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(outputs[evaluation]) / "report.html", path)
+    blessings = [name for name in outputs if issubclass(component.spec.outputs[name], ModelBlessing)]
+    for evaluation, path in summaries.items():
+        blessing_dir = Path(outputs[blessings[0]]) if len(blessings) == 1 else None
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(evaluation_summary(Path(outputs[evaluation]), blessing_dir))
     for blessing, path in verdicts.items():
         verdict = "true" if ModelBlessing(outputs[blessing]).blessed else "false"
         Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from typing import Any
 from kfp import dsl
 from kfp.dsl.executor import create_artifact_instance
 
-from kflow.pipeline.dsl.artifacts import ModelEvaluation
+from kflow.pipeline.dsl.artifacts import ModelBlessing, ModelEvaluation
 
 
 def metrics_metadata(kfp_metrics: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -63,3 +63,36 @@ def publish_evaluation_metrics(
     """Writes the executor output of a task from the kfp_metrics.json of its ModelEvaluation in `evaluation_dir`."""
     scalars, classification = metrics_metadata(ModelEvaluation(evaluation_dir).kfp_metrics)
     return write_executor_output(executor_input, {evaluation_output: scalars, classification_output: classification})
+
+
+def evaluation_summary(evaluation_dir: Path, blessing_dir: Path | None) -> str:
+    """A short Markdown page for the KFP UI: the verdict, the scalar metrics (beside the baseline's) and the
+    failed checks of an Evaluator's ModelEvaluation (and ModelBlessing) folders."""
+    metrics = ModelEvaluation(evaluation_dir).read_json("metrics.json")
+    scalars = ModelEvaluation(evaluation_dir).kfp_metrics.get("scalars", {})
+    baseline = metrics.get("baseline") or {}
+    lines = []
+    if blessing_dir is not None:
+        blessing = ModelBlessing(blessing_dir)
+        lines += [f"## {'BLESSED' if blessing.blessed else 'NOT BLESSED'}", ""]
+        failed = blessing.failed_checks
+        if failed:
+            lines += ["**Failed checks**", ""] + [f"- {_check_line(check)}" for check in failed] + [""]
+    lines += [f"{metrics.get('task', '')} model on the {metrics.get('split', '?')} split", ""]
+    header = "| metric | value |" + (" baseline |" if baseline else "")
+    lines += [header, "|---|---|" + ("---|" if baseline else "")]
+    for name, value in sorted(scalars.items()):
+        row = f"| {name} | {value:.4g} |"
+        if baseline:
+            reference = baseline.get(name)
+            row += f" {reference:.4g} |" if isinstance(reference, (int, float)) else " |"
+        lines.append(row)
+    return "\n".join(lines) + "\n"
+
+
+def _check_line(check: dict[str, Any]) -> str:
+    """`accuracy min_gain 0: 0.977 (baseline 0.9869)`, from a check of blessing.json."""
+    value, reference = check.get("value"), check.get("baseline")
+    shown = "undefined" if value is None else f"{value:.4g}"
+    against = f" (baseline {reference:.4g})" if isinstance(reference, (int, float)) else ""
+    return f"{check['metric']} {check['bound']} {check['threshold']:g}: {shown}{against}"
