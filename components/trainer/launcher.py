@@ -11,6 +11,8 @@ failure or Ctrl-C.
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import json
 import logging
 import os
@@ -185,7 +187,10 @@ def run_cluster(
             )
             process = _Process(name, popen)
             shown = bar if name == reporter else None
-            thread = threading.Thread(target=_stream, args=(name, popen.stdout, sink, shown), daemon=True)
+            # In the caller's context (contextvars), so that what the runner tags its node's log lines with
+            # (several nodes may train at once) holds for the workers' relayed lines too.
+            stream = functools.partial(contextvars.copy_context().run, _stream)
+            thread = threading.Thread(target=stream, args=(name, popen.stdout, sink, shown), daemon=True)
             thread.start()
             process.threads.append(thread)
             processes.append(process)

@@ -14,6 +14,7 @@ The runner knows nothing of datasets or TensorFlow: executors are imported by pa
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -28,7 +29,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.runners.cancellation import Cancelled, stop_child_processes
-from kflow.pipeline.runners.node_runner import STAGING, NodeFailed, run_node
+from kflow.pipeline.runners.node_runner import STAGING, NodeFailed, node_tagged_logs, run_node
 from kflow.pipeline.runners.run_record import ArtifactRef, Run, RunRecord, new_run_id
 
 log = logging.getLogger("kflow")
@@ -110,6 +111,11 @@ def parallel_by_default(beam_args: list[str], widest_wave: int) -> list[str]:
     return [*beam_args, f"--direct_num_workers={parallel}", "--direct_running_mode=multi_threading"]
 
 
+def _named_runner(beam_args: list[str]) -> list[str]:
+    """The DirectRunner named when no runner is (Beam would log that it picks it)."""
+    return beam_args if any(arg.startswith("--runner") for arg in beam_args) else ["--runner=DirectRunner", *beam_args]
+
+
 class BeamDagRunner:
     """Runs a `Pipeline` under `<pipeline_root>/<pipeline name>/<run_id>/`."""
 
@@ -140,8 +146,12 @@ class BeamDagRunner:
         started = time.perf_counter()
         status = "failed"
         error: BaseException | None = None
+        parallel = max(map(len, stages), default=1) > 1
         try:
-            with beam.Pipeline(options=PipelineOptions(beam_args)) as beam_pipeline:
+            with (
+                node_tagged_logs() if parallel else contextlib.nullcontext(),
+                beam.Pipeline(options=PipelineOptions(_named_runner(beam_args))) as beam_pipeline,
+            ):
                 done: list[beam.PCollection] = []
                 for number, wave in enumerate(stages):
                     name = f"Wave{number}[{','.join(node.id for node in wave)}]"

@@ -8,6 +8,8 @@ path. A failed or cancelled execution's staging folder is removed.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import inspect
 import logging
 import os
@@ -15,6 +17,7 @@ import secrets
 import shutil
 import time
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +54,21 @@ def run_node(
     reaches the same execution waits for it, then reuses its outputs from the cache.
     `cached_only` (the upstream nodes of `kflow run --only`) reuses a cached execution or fails.
     """
+    token = CURRENT_NODE.set(node.id)
+    try:
+        return _run_node(node, record, upstream, enable_cache, verify_hashes, cached_only)
+    finally:
+        CURRENT_NODE.reset(token)
+
+
+def _run_node(
+    node: Component,
+    record: RunRecord,
+    upstream: dict[str, dict[str, ArtifactRef]],
+    enable_cache: bool,
+    verify_hashes: bool,
+    cached_only: bool,
+) -> dict[str, ArtifactRef]:
     reason = skip_reason(node, upstream)
     if reason:
         record.set_component(node.id, status="skipped", seconds=0.0, summary={"skipped": reason})
@@ -97,6 +115,29 @@ def run_node(
             return dict(execution.outputs)
         record.set_component(node.id, **common, status="running", started_at=now_precise())
         return _execute(node, record, inputs, fingerprint, data)
+
+
+# The node whose execution the current thread (or a thread started in its context) works for.
+CURRENT_NODE: contextvars.ContextVar[str | None] = contextvars.ContextVar("kflow_node", default=None)
+
+
+@contextlib.contextmanager
+def node_tagged_logs() -> Iterator[None]:
+    """Prefixes every log line with `[node id] ` while several nodes run at once, so their lines can be told apart."""
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        node = CURRENT_NODE.get()
+        if node is not None and isinstance(record.msg, str) and not record.msg.startswith(("%s:", f"{node}:")):
+            record.msg = f"[{node}] {record.msg}"
+        return record
+
+    logging.setLogRecordFactory(factory)
+    try:
+        yield
+    finally:
+        logging.setLogRecordFactory(previous)
 
 
 def skip_reason(node: Component, upstream: dict[str, dict[str, ArtifactRef]]) -> str | None:

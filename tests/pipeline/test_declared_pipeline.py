@@ -290,3 +290,38 @@ def test_a_run_time_parameter_must_name_a_component_parameter_with_a_value(tmp_p
     err = capsys.readouterr().err
     assert "kubeflow.parameters[0]: 'components.produce.parameters.valeu' sets no component parameter" in err
     assert "kubeflow.parameters[1]: 'trainer.epochs' sets no component parameter" in err
+
+
+def test_log_lines_of_nodes_running_at_once_name_their_node(caplog):
+    """Two evaluators both log `evaluate: …`: while a wave runs several nodes, each line says whose it is,
+    also from a thread the node starts in its context (the Trainer's relay of its workers' output)."""
+    import contextvars
+    import logging
+    import threading
+
+    from kflow.pipeline.runners.node_runner import CURRENT_NODE, node_tagged_logs
+
+    log = logging.getLogger("kflow")
+
+    def node_work(node_id: str) -> None:
+        CURRENT_NODE.set(node_id)
+        log.info("evaluate: accuracy %.2f", 0.5)
+        relay = threading.Thread(target=contextvars.copy_context().run, args=(log.info, "[worker-0] epoch 1"))
+        relay.start()
+        relay.join()
+
+    with caplog.at_level(logging.INFO, logger="kflow"), node_tagged_logs():
+        threads = [threading.Thread(target=contextvars.copy_context().run, args=(node_work, n)) for n in ("a", "b")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        log.info("a line of no node")
+    lines = sorted(record.getMessage() for record in caplog.records)
+    assert lines == [
+        "[a] [worker-0] epoch 1",
+        "[a] evaluate: accuracy 0.50",
+        "[b] [worker-0] epoch 1",
+        "[b] evaluate: accuracy 0.50",
+        "a line of no node",
+    ]
