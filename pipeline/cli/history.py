@@ -21,29 +21,48 @@ def list_runs(path: str | Path) -> list[dict[str, Any]]:
 
 
 def _row(run: Run) -> dict[str, Any]:
-    headline, blessed = None, None
-    for execution in run.executions.values():
+    """`evaluations` has one entry per node that blessed or refused a model (a compare pipeline has several);
+    `headline` and `blessed` are the single one's, or None when there are several or none."""
+    evaluations = []
+    for node_id, execution in sorted(run.executions.items()):
         if "blessed" in execution.summary:
-            blessed = execution.summary["blessed"]
             name = execution.summary.get("headline")
-            if name in execution.summary:
-                headline = {"metric": name, "value": execution.summary[name]}
+            value = execution.summary.get(name) if name else None
+            headline = {"metric": name, "value": value} if value is not None else None
+            evaluations.append({"node": node_id, "headline": headline, "blessed": execution.summary["blessed"]})
+    (single,) = evaluations if len(evaluations) == 1 else [{"headline": None, "blessed": None}]
     return {
         "pipeline": run.pipeline,
         "run_id": run.run_id,
         "started": run.started_at,
         "status": run.status,
         "seconds": run.seconds,
-        "headline": headline,
-        "blessed": blessed,
+        "headline": single["headline"],
+        "blessed": single["blessed"],
+        "evaluations": evaluations,
         "run_dir": str(run.run_dir),
     }
+
+
+def _headline(headline: dict[str, Any] | None) -> str:
+    return "" if headline is None else f"{headline['metric']}={headline['value']:.4g}"
+
+
+_VERDICT = {True: "yes", False: "NO", None: ""}
 
 
 def format_runs(rows: list[dict[str, Any]]) -> str:
     table = [("pipeline", "run", "started", "status", "seconds", "headline metric", "blessed")]
     for row in rows:
-        headline = row["headline"]
+        evaluations = row.get("evaluations", [])
+        if len(evaluations) > 1:  # e.g. two trainers compared: each evaluator's metric and verdict
+            headline = ", ".join(
+                f"{e['node']}: " + " ".join(filter(None, [_headline(e["headline"]), _VERDICT[e["blessed"]]]))
+                for e in evaluations
+            )
+            verdict = f"{sum(bool(e['blessed']) for e in evaluations)} of {len(evaluations)}"
+        else:
+            headline, verdict = _headline(row["headline"]), _VERDICT[row["blessed"]]
         table.append(
             (
                 row["pipeline"],
@@ -51,8 +70,8 @@ def format_runs(rows: list[dict[str, Any]]) -> str:
                 (row["started"] or "")[:19].replace("T", " "),
                 row["status"],
                 "" if row["seconds"] is None else f"{row['seconds']:.1f}",
-                "" if headline is None else f"{headline['metric']}={headline['value']:.4g}",
-                {True: "yes", False: "NO", None: ""}[row["blessed"]],
+                headline,
+                verdict,
             )
         )
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]

@@ -52,3 +52,19 @@ def test_diff_names_the_parameter_the_data_and_the_metric_changes(two_runs, run_
     text = run_kflow("diff", first, second).stdout
     assert "trainer.epochs: 1 → 2" in text and "ingest: succeeded → succeeded (data: train.csv)" in text
     assert f"evaluate.roc_auc: {before:.4g} → {after:.4g}" in text
+
+
+def test_runs_shows_every_verdict_of_a_pipeline_with_several_evaluators(tmp_path):
+    """A compare pipeline blesses one model of two: the list says which, not one verdict picked at random."""
+    from kflow.pipeline import api
+    from kflow.pipeline.cli.history import format_runs, list_runs
+    from tests.pipeline.toy.components import Judge, Produce
+
+    produce = Produce("produce", parameters={"value": 3})
+    judges = [Judge(f"judge_{n}", numbers=produce.outputs["numbers"], parameters={"at_least": n}) for n in (2, 5)]
+    api.run(api.Pipeline("toy", [produce, *judges]), tmp_path)
+    (row,) = list_runs(tmp_path / "toy")
+    assert [(e["node"], e["blessed"]) for e in row["evaluations"]] == [("judge_2", True), ("judge_5", False)]
+    assert row["blessed"] is None
+    line = format_runs([row]).splitlines()[1]
+    assert "judge_2: yes, judge_5: NO" in line and line.endswith("1 of 2")
