@@ -34,6 +34,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from kflow.components.util.progress import RecordProgress
 from kflow.pipeline.dsl.artifacts import Examples, Rejects
+from kflow.pipeline.dsl.config import named_runner
 
 INVALID = "invalid"
 FILTERED = "filtered"
@@ -113,7 +114,7 @@ def run_ingest_pipeline(
         artifact.path.mkdir(parents=True, exist_ok=True)
     every_shard = [((split, shard), None) for split in splits for shard in range(shards)]
     with tempfile.TemporaryDirectory(prefix="kflow-ingest-") as staging:
-        with beam.Pipeline(options=PipelineOptions(with_runner(beam_args))) as pipeline:
+        with beam.Pipeline(options=PipelineOptions(named_runner(beam_args))) as pipeline:
             processed = (
                 pipeline
                 | "Chunks" >> beam.Create(list(chunks), reshuffle=False)
@@ -156,12 +157,6 @@ def run_ingest_pipeline(
                 )
             )
     return examples.stats
-
-
-def with_runner(beam_args: Sequence[str]) -> list[str]:
-    """`beam_args` naming the DirectRunner when they name no runner (Beam otherwise logs that it picks it)."""
-    named = any(arg.startswith("--runner") for arg in beam_args)
-    return list(beam_args) if named else ["--runner=DirectRunner", *beam_args]
 
 
 def _in_process(beam_args: Sequence[str]) -> bool:

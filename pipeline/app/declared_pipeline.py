@@ -16,23 +16,21 @@ under its path in the file (`components.train.inputs.examples: …`), as `kflow 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
 from kflow.components.datasets import DATASETS, get_dataset
 from kflow.pipeline.app.config_checks import check_config
 from kflow.pipeline.app.sections import absolute, evaluator_parameters, ingest_parameters, trainer_parameters
-from kflow.pipeline.dsl.component import Channel, Component
+from kflow.pipeline.dsl.component import Channel, Component, load_component
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
 from kflow.pipeline.dsl.dag import Pipeline
 
-# The kflow components a config names by type; `<dataset>_ingest` for every registered dataset.
+# The kflow components a config names by type, besides `ingest` and `<dataset>_ingest` for each registered dataset.
 COMPONENT_TYPES: dict[str, str] = {
     "trainer": "kflow.components.trainer:Trainer",
     "evaluator": "kflow.components.evaluator:Evaluator",
     "pusher": "kflow.components.pusher:Pusher",
-    **{f"{name}_ingest": f"{module}:DATASET" for name, module in DATASETS.items()},
 }
 # `ingest`: the ingest of the config's own dataset (data.dataset), with the data section as its parameters.
 SECTION_DEFAULTS: dict[str, Callable[[PipelineConfig], dict[str, Any]]] = {
@@ -48,25 +46,18 @@ def component_class(type_name: str, config: PipelineConfig) -> type[Component]:
         if not config.data:
             raise ValueError("type ingest reads the data section, which this config lacks; name a dataset's ingest")
         return get_dataset(config.data["dataset"]).ingest_component()
-    path = COMPONENT_TYPES.get(type_name, type_name)
-    module_name, sep, attribute = path.partition(":")
-    if not sep:
-        known = ["ingest", *COMPONENT_TYPES]
+    if type_name.endswith("_ingest") and type_name.removesuffix("_ingest") in DATASETS:
+        return get_dataset(type_name.removesuffix("_ingest")).ingest_component()
+    if type_name not in COMPONENT_TYPES and ":" not in type_name:
+        known = ["ingest", *COMPONENT_TYPES, *(f"{name}_ingest" for name in DATASETS)]
         raise ValueError(
             f"unknown component type {type_name!r}{did_you_mean(type_name, known)} "
             f"(kflow types: {', '.join(known)}; a user component as package.module:Class)"
         )
     try:
-        found: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            found = getattr(found, part)
-    except (ImportError, AttributeError) as error:
-        raise ValueError(f"cannot import {path!r}: {error}") from None
-    if type_name.endswith("_ingest") and type_name in COMPONENT_TYPES:
-        found = found.ingest_component()  # A dataset bundle names its ingest component.
-    if not (isinstance(found, type) and issubclass(found, Component)):
-        raise ValueError(f"{path!r} is not a kflow Component class")
-    return found
+        return load_component(COMPONENT_TYPES.get(type_name, type_name))
+    except ImportError as error:
+        raise ValueError(f"cannot import {type_name!r}: {error}") from None
 
 
 def build_declared_pipeline(config: PipelineConfig) -> Pipeline:

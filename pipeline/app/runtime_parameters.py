@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from kflow.pipeline.app.sections import EVALUATOR_FIELDS
-from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
+from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, read_value
 from kflow.pipeline.dsl.dag import Pipeline
 
 # Standard-pipeline fields whose node parameter has another name (the rest map by their last part).
@@ -78,15 +78,11 @@ def runtime_parameters(config: PipelineConfig, pipeline: Pipeline, fields: list[
 
 def run_arguments(overrides: list[str], fields: list[str]) -> tuple[list[str], dict[str, Any]]:
     """`--set` overrides split into those that recompile and the run arguments of run-time parameters."""
-    from kflow.pipeline.dsl.config import apply_override
-
     compile_overrides, arguments = [], {}
     for override in overrides:
-        key = override.partition("=")[0]
+        key, _, text = override.partition("=")
         if key in fields:
-            holder: dict[str, Any] = {}
-            apply_override(holder, f"value={override.partition('=')[2]}")
-            arguments[input_name(key)] = holder["value"]
+            arguments[input_name(key)] = read_value(text)
         else:
             compile_overrides.append(override)
     return compile_overrides, arguments

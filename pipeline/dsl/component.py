@@ -183,12 +183,28 @@ class Component:
         return code_version(filter(None, modules))
 
 
-def load_executor(path: str) -> Callable[..., Any]:
-    """Imports an executor function named `package.module:function` or `package.module:Class.function`."""
+def import_path(path: str, example: str = "package.module:name") -> Any:
+    """The object named `package.module:name` (or `package.module:Class.attribute`)."""
     module_name, _, attributes = path.partition(":")
-    if not attributes:
-        raise ValueError(f"executor path {path!r} must look like 'package.module:function'")
+    if not module_name or not attributes:
+        raise ValueError(f"path {path!r} must look like {example!r}")
     found: Any = importlib.import_module(module_name)
     for attribute in attributes.split("."):
         found = getattr(found, attribute)
+    return found
+
+
+def load_executor(path: str) -> Callable[..., Any]:
+    """Imports an executor function named `package.module:function` or `package.module:Class.function`."""
+    return import_path(path, "package.module:function")
+
+
+def load_component(path: str) -> type[Component]:
+    """Imports a component class named `package.module:Class`; ValueError when it names something else."""
+    try:
+        found = import_path(path, "package.module:Class")
+    except AttributeError as error:
+        raise ValueError(f"cannot import {path!r}: {error}") from None
+    if not (isinstance(found, type) and issubclass(found, Component)):
+        raise ValueError(f"{path!r} is not a kflow Component class")
     return found

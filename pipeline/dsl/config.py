@@ -114,15 +114,27 @@ def read_config_file(path: str | Path, overrides: Iterable[str] = ()) -> dict[st
     return raw
 
 
+def read_value(text: str) -> Any:
+    """A `--set` value read as YAML (`5` an int, `[1, 2]` a list); text YAML cannot read stays text."""
+    try:
+        return _yaml(text) if text else ""
+    except yaml.YAMLError:
+        return text
+
+
+def named_runner(beam_args: list[str] | tuple[str, ...]) -> list[str]:
+    """`beam_args` naming the DirectRunner when they name no runner (Beam otherwise logs that it picks it).
+    `PipelineConfig.beam_args` leaves the default runner implicit; whoever starts a Beam pipeline names it."""
+    named = any(arg.startswith("--runner") for arg in beam_args)
+    return list(beam_args) if named else ["--runner=DirectRunner", *beam_args]
+
+
 def apply_override(config: dict[str, Any], override: str) -> None:
     """Sets `a.b.c=value` in place; the value is read as YAML (`5` is an int, `[1, 2]` a list)."""
     key, sep, text = override.partition("=")
     if not sep or not key or any(not part for part in key.split(".")):
         raise ConfigError([f"--set {override!r}: expected FIELD.PATH=VALUE, e.g. trainer.epochs=5"])
-    try:
-        value = _yaml(text) if text else ""
-    except yaml.YAMLError:
-        value = text
+    value = read_value(text)
     parts = key.split(".")
     node: Any = config
     for depth, part in enumerate(parts[:-1]):

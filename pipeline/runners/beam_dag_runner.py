@@ -27,6 +27,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from kflow.pipeline.dsl.component import Component
+from kflow.pipeline.dsl.config import named_runner
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.runners.cancellation import Cancelled, stop_child_processes
 from kflow.pipeline.runners.node_runner import STAGING, NodeFailed, node_tagged_logs, run_node
@@ -111,11 +112,6 @@ def parallel_by_default(beam_args: list[str], widest_wave: int) -> list[str]:
     return [*beam_args, f"--direct_num_workers={parallel}", "--direct_running_mode=multi_threading"]
 
 
-def _named_runner(beam_args: list[str]) -> list[str]:
-    """The DirectRunner named when no runner is (Beam would log that it picks it)."""
-    return beam_args if any(arg.startswith("--runner") for arg in beam_args) else ["--runner=DirectRunner", *beam_args]
-
-
 class BeamDagRunner:
     """Runs a `Pipeline` under `<pipeline_root>/<pipeline name>/<run_id>/`."""
 
@@ -150,7 +146,7 @@ class BeamDagRunner:
         try:
             with (
                 node_tagged_logs() if parallel else contextlib.nullcontext(),
-                beam.Pipeline(options=PipelineOptions(_named_runner(beam_args))) as beam_pipeline,
+                beam.Pipeline(options=PipelineOptions(named_runner(beam_args))) as beam_pipeline,
             ):
                 done: list[beam.PCollection] = []
                 for number, wave in enumerate(stages):

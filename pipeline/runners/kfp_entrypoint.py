@@ -15,7 +15,6 @@ metrics; with `--publish-verdict` it writes a blessing's verdict to the output p
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import shutil
@@ -24,22 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.dsl.artifacts import ModelBlessing
-from kflow.pipeline.dsl.component import Channel, Component
+from kflow.pipeline.dsl.component import Channel, Component, load_component
 from kflow.pipeline.runners.kfp_metrics import evaluation_summary, publish_evaluation_metrics
 from kflow.pipeline.runners.node_runner import invoke_executor
 
 log = logging.getLogger("kflow")
-
-
-def load_component(path: str) -> type[Component]:
-    """Imports a component class named `package.module:Class`."""
-    module_name, _, class_name = path.partition(":")
-    if not class_name:
-        raise ValueError(f"component path {path!r} must look like 'package.module:Class'")
-    component = getattr(importlib.import_module(module_name), class_name, None)
-    if not (isinstance(component, type) and issubclass(component, Component)):
-        raise ValueError(f"{path!r} is not a kflow Component class")
-    return component
 
 
 def parse_parameter(name: str, kind: type, text: str) -> Any:
