@@ -20,7 +20,7 @@ run: $(STAMP)
 # A representative, real subset (real MNIST, real Beam pipelines and training runs):
 # everything but the tests marked slow. Under 15 minutes on 2 cores.
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" -q
+	$(BIN)/python -m pytest -m "not slow" -q --durations=15
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -16,6 +16,7 @@ DATASETS: dict[str, str] = {
     "mnist": "kflow.components.datasets.mnist",
     "wikitext2": "kflow.components.datasets.wikitext2",
     "quora": "kflow.components.datasets.quora",
+    "csv": "kflow.components.datasets.csv",
 }
 
 

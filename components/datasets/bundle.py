@@ -19,16 +19,19 @@ class Dataset:
     `source_test_split`: True when the source brings its own test split, so `data.split` may only
     divide the rest into train and eval; False when the test split is cut from the data by `data.split`.
     `backend_limits`: {Keras backend: why its model cannot train there}; empty when it trains on every backend.
+    `data_fields`: the extra `data` fields its ingest takes, {config field: ingest parameter} (csv: label, task, …).
+    `schema`: its TFMD schema under schemas/, None when the ingest writes one from the data.
     """
 
     name: str
     ingest: str
-    schema: str
+    schema: str | None
     task: str
     metrics: str
     filters: tuple[str, ...] = ()
     source_test_split: bool = True
     backend_limits: dict[str, str] = field(default_factory=dict)
+    data_fields: dict[str, str] = field(default_factory=dict)
 
     def ingest_component(self) -> Any:
         return _load(self.ingest)

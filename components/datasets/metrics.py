@@ -18,6 +18,7 @@ class TaskMetrics:
     SCALARS: ClassVar[dict[str, str]] = {}  # name -> "higher" | "lower" (which way is better)
     HEADLINE: ClassVar[str] = "loss"  # The one number `kflow runs` shows and slice plots draw.
     SLICES: ClassVar[tuple[str, ...]] = ()
+    SLICES_BY_FEATURE: ClassVar[bool] = False  # True: also `{by: <feature name>}` for any feature of the data
     # True when the task needs a pass over the eval split first (e.g. to choose a threshold).
     needs_eval_pass: ClassVar[bool] = False
 

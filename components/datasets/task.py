@@ -15,6 +15,7 @@ import tensorflow as tf
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from kflow.components.datasets import get_dataset
+from kflow.components.datasets.user_module import load_module, with_user_module
 from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Examples
 
@@ -75,12 +76,27 @@ class Task:
     def loss(self) -> keras.losses.Loss:
         raise NotImplementedError
 
+    def model_context(self) -> dict[str, Any]:
+        """What the task learnt that a user's build_model may need (trainer.module's `options`)."""
+        return {}
+
+    def metric_options(self) -> dict[str, Any]:
+        """Keyword arguments for the dataset's TaskMetrics that the task knows (e.g. the class names)."""
+        return {}
+
     def metrics(self) -> list[keras.metrics.Metric]:
         return []
 
 
 def load_task(
-    dataset: str, schema_file: str | Path, model_name: str | None = None, model_options: dict | None = None
+    dataset: str,
+    schema_file: str | Path,
+    model_name: str | None = None,
+    model_options: dict | None = None,
+    module_source: str | None = None,
 ) -> Task:
-    """The `Task` of a registered dataset, on the schema in `schema_file`."""
-    return get_dataset(dataset).task_class()(load_schema(schema_file), model_name, model_options)
+    """The `Task` of a registered dataset, on the schema in `schema_file`; its model from `module_source` if given."""
+    task_class = get_dataset(dataset).task_class()
+    if module_source is not None:
+        task_class = with_user_module(task_class, load_module(module_source))
+    return task_class(load_schema(schema_file), model_name, model_options)

@@ -21,6 +21,7 @@ import numpy as np
 from kflow.components.datasets import get_dataset
 from kflow.components.datasets.metrics import TaskMetrics, subset
 from kflow.components.datasets.task import Task, load_task
+from kflow.components.datasets.user_module import MODULE_FILE
 from kflow.components.evaluator.gate import check_thresholds, describe, run_checks
 from kflow.components.evaluator.report import write_report
 from kflow.components.util import plots
@@ -103,7 +104,7 @@ def run(
     figures = [
         *plots.training_curves(history.get("per_epoch") or [], evaluation.path),
         *overall.plots(evaluation.path),
-        *plots.slice_bars(metrics["slices"], metrics_class.HEADLINE, evaluation.path),
+        *plots.slice_bars(metrics["slices"], overall.HEADLINE, evaluation.path),
     ]
     write_report(
         evaluation.path / "report.html",
@@ -121,7 +122,7 @@ def run(
         key: scalars[key] for key in metrics_class.SCALARS if key in scalars and key != "example_count"
     }
     summary["blessed"] = blessed
-    summary["headline"] = metrics_class.HEADLINE
+    summary["headline"] = overall.HEADLINE  # An instance may choose it (tabular: accuracy or rmse).
     failed = [describe(check) for check in checks if not check["passed"]]
     if failed:
         summary["failed_checks"] = failed
@@ -182,14 +183,16 @@ def _task(dataset: str, schema: Schema, model: Model) -> Task:
     spec = model.task_spec
     if spec["dataset"] != dataset:
         raise ValueError(f"the model {model.uri} was trained on {spec['dataset']!r}, not on {dataset!r}")
-    task_object = load_task(dataset, schema.file, spec["model_name"], spec["model_options"])
+    module = model.assets_uri / MODULE_FILE  # A model built by the user's trainer.module, with its code.
+    source = module.read_text() if module.exists() else None
+    task_object = load_task(dataset, schema.file, spec["model_name"], spec["model_options"], source)
     if model.assets_uri.exists():
         task_object.load_assets(model.assets_uri)
     return task_object
 
 
 def _metric_options(task_object: Any) -> dict[str, Any]:
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = dict(task_object.metric_options())
     if num_classes := getattr(task_object, "num_classes", None):
         options["num_classes"] = num_classes
     # The MLM's reference point: always predicting the most frequent training token.
@@ -202,7 +205,8 @@ def _check_slices(slices: Any, metrics_class: type[TaskMetrics]) -> None:
     if not isinstance(slices, list):
         raise ValueError(f"slices must be a list such as [{{'by': 'label'}}], got {slices!r}")
     for index, spec in enumerate(slices):
-        if not isinstance(spec, dict) or spec.get("by") not in metrics_class.SLICES:
+        known = isinstance(spec, dict) and (spec.get("by") in metrics_class.SLICES or metrics_class.SLICES_BY_FEATURE)
+        if not known or not isinstance(spec.get("by"), str):
             raise ValueError(
                 f"slices[{index}]: {spec!r} is not a slice of this task; "
                 f"slice by: {', '.join(metrics_class.SLICES) or 'nothing'}"

@@ -14,12 +14,14 @@ import keras
 from kflow.components.models import bert_mlm, mnist_convnet
 from kflow.components.models.bert_mlm import build_bert_mlm
 from kflow.components.models.mnist_convnet import build_mnist_convnet
+from kflow.components.models.tabular_mlp import build_tabular_mlp
 from kflow.components.models.text_classifier import build_text_classifier
 
 MODELS: dict[str, Callable[..., keras.Model]] = {
     "mnist_convnet": build_mnist_convnet,
     "bert_mlm": build_bert_mlm,
     "text_classifier": build_text_classifier,
+    "tabular_mlp": build_tabular_mlp,
 }
 
 # keras_model_parallel's default LayoutMap of each model (weight-path regex → mesh axis or None per
@@ -38,4 +40,12 @@ def build_model(name: str, **kwargs) -> keras.Model:
     return factory(**kwargs)
 
 
-__all__ = ["LAYOUT_MAPS", "MODELS", "build_bert_mlm", "build_mnist_convnet", "build_model", "build_text_classifier"]
+__all__ = [
+    "LAYOUT_MAPS",
+    "MODELS",
+    "build_bert_mlm",
+    "build_mnist_convnet",
+    "build_model",
+    "build_tabular_mlp",
+    "build_text_classifier",
+]

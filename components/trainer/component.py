@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kflow.components.datasets.user_module import module_problems, read_module_source
 from kflow.components.trainer.config import TrainerSettings, component_parameters
 from kflow.components.trainer.strategies import get_strategy
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
@@ -22,13 +23,21 @@ class Trainer(Component):
         executor="kflow.components.trainer.executor:run",
     )
 
+    def _bind_parameters(self, parameters: dict) -> dict:
+        """Reads `module` (the user's model file) into `module_source` when the pipeline is built."""
+        module = parameters.get("module")
+        if module and parameters.get("module_source") is None and not module_problems(module):
+            parameters = {**parameters, "module_source": read_module_source(module)}
+        return super()._bind_parameters(parameters)
+
     def check_parameters(self) -> list[str]:
         """What the executor would refuse when it reads its settings (an unknown strategy, a bad mesh, …)."""
         try:
             TrainerSettings.from_parameters(self.parameters)
         except (ValueError, TypeError) as error:
             return [str(error)]
-        return []
+        module = self.parameters.get("module")
+        return [f"module: {problem}" for problem in module_problems(module)] if module else []
 
     def cluster_replicas(self) -> dict[str, int]:
         """The strategy's cluster for `workers` and `parameter_servers`; {} when that is one process."""

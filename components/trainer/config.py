@@ -21,9 +21,9 @@ OPTIMIZERS = ("adam", "adamw", "sgd")
 SCHEDULES = ("constant", "cosine", "polynomial")
 
 
-def setting(default: Any, description: str = "", *, affects_output: bool = True) -> Any:
-    """A dataclass field carrying the description and cache flag of its component parameter."""
-    metadata = {"description": description, "affects_output": affects_output}
+def setting(default: Any, description: str = "", *, affects_output: bool = True, is_path: bool = False) -> Any:
+    """A dataclass field carrying the description, cache flag and path flag of its component parameter."""
+    metadata = {"description": description, "affects_output": affects_output, "is_path": is_path}
     if isinstance(default, dict):
         return field(default_factory=lambda: dict(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -36,6 +36,15 @@ class ModelChoice:
     task: str = setting("mnist", "a registered dataset (kflow.components.datasets)")
     model_name: str = setting("mnist_convnet", "a name in the model registry (other tasks replace this default)")
     model_options: dict = setting({}, "keyword arguments for the task and its model factory")
+    module: str | None = setting(
+        None,
+        "a Python file defining build_model(schema, options) (see README, 'Your own model'); replaces model_name",
+        affects_output=False,
+        is_path=True,
+    )
+    module_source: str | None = setting(
+        None, "the module's source, read when the pipeline is built: the cache key sees edits, pipeline.yaml carries it"
+    )
 
     @property
     def chosen_model(self) -> str | None:
@@ -163,6 +172,7 @@ def component_parameters() -> dict[str, Parameter]:
                 optional=optional,
                 affects_output=item.metadata.get("affects_output", True),
                 description=item.metadata.get("description", ""),
+                is_path=item.metadata.get("is_path", False),
             )
     return parameters
 

@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from kflow.components.datasets import get_dataset
 from kflow.components.datasets.task import load_task
+from kflow.components.datasets.user_module import MODULE_FILE
 from kflow.components.trainer import loop
 from kflow.components.trainer.config import TrainerSettings
 from kflow.components.trainer.launcher import launch
@@ -62,7 +63,9 @@ def run(
     launches = cluster_strategy.multi_process and not in_cluster()
     if not launches:  # This process trains: set its devices up before anything initialises them.
         cluster_strategy.runtime_class().configure(cluster_config.devices)
-    task_object = load_task(task, schema.file, choice.chosen_model, model_options)
+    if choice.module and choice.module_source is None:
+        raise ValueError(f"trainer.module: {choice.module} was not read when the pipeline was built")
+    task_object = load_task(task, schema.file, choice.chosen_model, model_options, choice.module_source)
     temporary = None
     if working_dir is None:
         temporary = tempfile.mkdtemp(prefix="kflow-trainer-")
@@ -80,6 +83,8 @@ def run(
         if chief:
             assets_dir = model.assets_uri
             model.write_task_spec(task, task_object.model_name, model_options or {})
+            if choice.module_source is not None:  # The Evaluator loads the model with the code it was trained with.
+                (model.assets_uri / MODULE_FILE).write_text(choice.module_source)
         else:
             assets_dir = Path(working_dir) / f"assets-{role.get('type')}-{role.get('index')}"
         task_object.prepare(examples, assets_dir)
@@ -98,6 +103,7 @@ def run(
                 "schema_file": str(schema.file),
                 "model_name": task_object.model_name,
                 "model_options": model_options or {},
+                "module_source": choice.module_source,
                 "examples": examples.uri,
                 "model": model.uri,
                 "model_run": model_run.uri,

@@ -40,7 +40,9 @@ def main(argv: list[str]) -> int:
         strategy.runtime_class().serve(cluster, get_dataset(spec["task"]).task_class().op_libraries)
         return 0
     strategy.runtime_class().configure(spec.get("devices"))  # Before anything touches the devices.
-    task = load_task(spec["task"], spec["schema_file"], spec.get("model_name"), spec.get("model_options"))
+    task = load_task(
+        spec["task"], spec["schema_file"], spec.get("model_name"), spec.get("model_options"), spec.get("module_source")
+    )
     if (cluster.get("task") or {}).get("type") == "evaluator":
         kflow.setLevel(logging.INFO)
         evaluate_checkpoints(

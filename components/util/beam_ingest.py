@@ -26,6 +26,7 @@ import tempfile
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -333,3 +334,46 @@ def text_min_chars(proto: Any, name: str) -> int:
     from kflow.components.util.schema import annotation_tags
 
     return int(annotation_tags(proto, name).get("min_chars", 0))
+
+
+def check_split_shares(split: dict[str, int], required: tuple[str, ...], why: str = "") -> None:
+    """Refuses a `data.split` without the `required` splits or with shares that are not positive integers."""
+    missing = [name for name in required if name not in split]
+    if missing:
+        because = f"{why}, so data.split" if why else "it"
+        names = " and ".join([", ".join(required[:-1]), required[-1]] if len(required) > 1 else required)
+        raise ValueError(
+            f"data.split: {because} must give shares to {names} "
+            f"(e.g. {{train: 8, eval: 1, test: 1}}); missing {missing}"
+        )
+    bad = {name: weight for name, weight in split.items() if isinstance(weight, bool) or not isinstance(weight, int)}
+    if bad or any(weight < 1 for weight in split.values()):
+        raise ValueError(f"data.split: every share must be a positive integer, got {split}")
+
+
+@dataclass(frozen=True)
+class StratifiedPlan:
+    """Assigns each record to a split: per group (label), by quota over the records ordered by a hash of their key.
+
+    A key's part before its first "|" is hashed; the rest breaks ties (e.g. the position that
+    makes a repeated record's key unique), so equal records stay next to each other.
+    """
+
+    weights: dict[str, int]
+
+    def __call__(self, items: list[tuple[str, str]]) -> dict[str, str]:
+        by_label: dict[str, list[str]] = {}
+        for key, label in items:
+            by_label.setdefault(label, []).append(key)
+        names = sorted(self.weights)
+        total = sum(self.weights.values())
+        assignment = {}
+        for keys in by_label.values():
+            keys.sort(key=lambda key: (stable_hash(key.partition("|")[0]), key))
+            start, cumulative = 0, 0
+            for name in names:
+                cumulative += self.weights[name]
+                stop = round(len(keys) * cumulative / total)
+                assignment.update(dict.fromkeys(keys[start:stop], name))
+                start = stop
+        return assignment

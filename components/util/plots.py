@@ -130,6 +130,19 @@ def roc_and_pr_curves(fpr, tpr, roc_auc: float, recall, precision, pr_auc: float
     return _save(fig, folder, "roc_pr_curves.png", "ROC and precision-recall curves", caption)
 
 
+def predicted_vs_actual(actual: np.ndarray, predicted: np.ndarray, folder: Path) -> Figure:
+    plt = _pyplot()
+    fig, axis = plt.subplots(figsize=(5, 4.5))
+    axis.scatter(actual, predicted, s=8, alpha=0.5)
+    low, high = float(min(actual.min(), predicted.min())), float(max(actual.max(), predicted.max()))
+    axis.plot([low, high], [low, high], ":", color="grey", label="perfect prediction")
+    axis.set(xlabel="actual", ylabel="predicted", title="Predicted against actual")
+    axis.grid(alpha=0.3)
+    axis.legend(loc="upper left")
+    caption = "One point per example; points on the dotted line are predicted exactly."
+    return _save(fig, folder, "predicted_vs_actual.png", "Predicted against actual", caption)
+
+
 def score_histogram(scores: np.ndarray, labels: np.ndarray, threshold: float | None, folder: Path) -> Figure:
     plt = _pyplot()
     fig, axis = plt.subplots(figsize=(6, 3.5))

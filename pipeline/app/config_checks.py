@@ -22,6 +22,9 @@ FILTER_DEFAULTS = {
     "deduplicate": False,
 }
 
+# The data fields only some datasets take (components/datasets/bundle.py: Dataset.data_fields).
+DATA_FIELDS = ("label", "task", "key", "columns", "infer_rows", "csv")
+
 Check = Callable[[PipelineConfig], list[str]]
 
 
@@ -57,6 +60,19 @@ def _filters(config: PipelineConfig) -> list[str]:
     ]
 
 
+def _data_fields(config: PipelineConfig) -> list[str]:
+    dataset = get_dataset(config.data["dataset"])
+    taken = ", ".join(dataset.data_fields) or "none"
+    problems = [
+        f"data.{field}: not used by {dataset.name} (its extra data fields: {taken})"
+        for field in DATA_FIELDS
+        if field not in dataset.data_fields and config.data.get(field) is not None
+    ]
+    if "label" in dataset.data_fields and config.data.get("label") is None:
+        problems.append(f"data.label: {dataset.name} needs the column to predict, e.g. data.label: species")
+    return problems
+
+
 def _strategy(config: PipelineConfig) -> list[str]:
     name, devices = config.trainer["strategy"], config.trainer.get("devices")
     if name in STRATEGIES:
@@ -81,14 +97,17 @@ def _strategy(config: PipelineConfig) -> list[str]:
 
 def _trainer_settings(config: PipelineConfig) -> list[str]:
     """What the Trainer itself refuses when it parses its parameters (e.g. a layout map naming no mesh axis)."""
+    from kflow.components.datasets.user_module import module_problems
     from kflow.components.trainer.config import TrainerSettings
     from kflow.pipeline.app.sections import trainer_parameters
 
+    parameters = trainer_parameters(config)
     try:
-        TrainerSettings.from_parameters(trainer_parameters(config))
+        TrainerSettings.from_parameters(parameters)
     except (ValueError, TypeError) as error:
         return [f"trainer: {error}"]
-    return []
+    module = parameters.get("module")
+    return [f"trainer.module: {problem}" for problem in module_problems(module)] if module else []
 
 
 def _evaluator(config: PipelineConfig) -> list[str]:
@@ -103,13 +122,13 @@ def _evaluator(config: PipelineConfig) -> list[str]:
     problems += [
         f"evaluator.slices[{index}].by: {dataset.name} slices by {', '.join(metrics.SLICES)}, not {spec.get('by')!r}"
         for index, spec in enumerate(config.evaluator["slices"])
-        if spec.get("by") not in metrics.SLICES
+        if spec.get("by") not in metrics.SLICES and not metrics.SLICES_BY_FEATURE
     ]
     return problems
 
 
 # Checks after the first need a registered dataset.
-CHECKS: tuple[Check, ...] = (_splits, _filters, _strategy, _evaluator)
+CHECKS: tuple[Check, ...] = (_splits, _filters, _data_fields, _strategy, _evaluator)
 
 
 def check_config(config: PipelineConfig) -> None:

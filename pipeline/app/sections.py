@@ -30,6 +30,7 @@ def ingest_parameters(config: PipelineConfig) -> dict[str, Any]:
     }
     # Dataset-specific filters; a null keeps the component's default (wikitext2 min_chars 101, quora max_chars 1000).
     parameters.update({name: filters[name] for name in dataset.filters if filters.get(name) is not None})
+    parameters.update({name: data[field] for field, name in dataset.data_fields.items() if data.get(field) is not None})
     return parameters
 
 
@@ -47,6 +48,8 @@ def trainer_parameters(config: PipelineConfig) -> dict[str, Any]:
     }
     if config.data:
         parameters["task"] = config.data["dataset"]
+    if parameters.get("module") is not None and Path(parameters["module"]).suffix == ".py":
+        parameters["module"] = absolute(parameters["module"])
     return parameters
 
 

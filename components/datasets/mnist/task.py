@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import keras
 import tensorflow as tf
 
@@ -49,6 +51,9 @@ class MnistTask(Task):
 
     def build_model(self) -> keras.Model:
         return build_model(self.model_name, num_classes=self.num_classes, **self.model_options)
+
+    def model_context(self) -> dict[str, Any]:
+        return {"num_classes": self.num_classes}
 
     def loss(self) -> keras.losses.Loss:
         return keras.losses.SparseCategoricalCrossentropy(reduction=None)

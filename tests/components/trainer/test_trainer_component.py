@@ -36,6 +36,8 @@ def test_spec_wiring_and_defaults():
         "early_stopping_patience": None,
         "task": "mnist",
         "model_options": {},
+        "module": None,
+        "module_source": None,
         "workers": 2,
         "parameter_servers": 1,
         "devices": None,

@@ -32,7 +32,7 @@ from typing import Any
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from kflow.components.util import beam_ingest
-from kflow.components.util.beam_ingest import FILTERED, INVALID, make_reject, raw_text, stable_hash
+from kflow.components.util.beam_ingest import FILTERED, INVALID, StratifiedPlan, make_reject, raw_text
 from kflow.components.util.source_resolution import find_source, missing_source_error
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
@@ -96,15 +96,7 @@ def run(
 
 
 def _check_split(split: dict[str, int]) -> None:
-    missing = [name for name in ("train", "eval", "test") if name not in split]
-    if missing:
-        raise ValueError(
-            f"data.split: quora's CSV has no labelled test split, so data.split must give shares to train, eval "
-            f"and test (e.g. {{train: 8, eval: 1, test: 1}}); missing {missing}"
-        )
-    bad = {name: weight for name, weight in split.items() if isinstance(weight, bool) or not isinstance(weight, int)}
-    if bad or any(weight < 1 for weight in split.values()):
-        raise ValueError(f"data.split: every share must be a positive integer, got {split}")
+    beam_ingest.check_split_shares(split, ("train", "eval", "test"), "quora's CSV has no labelled test split")
 
 
 def source_files(*, source_path: str | None = None, source_format: str = "auto", **_: Any) -> list[Path]:
@@ -240,27 +232,3 @@ class ChunkProcessor:
         if len(question) > self.max_chars:
             return None, ("too_long", FILTERED, {"chars": len(question), "max_chars": self.max_chars})
         return (qid, question, int(target)), None
-
-
-@dataclass(frozen=True)
-class StratifiedPlan:
-    """Assigns each record to a split: per label, by quota over the records ordered by a hash of their qid."""
-
-    weights: dict[str, int]
-
-    def __call__(self, items: list[tuple[str, str]]) -> dict[str, str]:
-        by_label: dict[str, list[str]] = {}
-        for key, label in items:
-            by_label.setdefault(label, []).append(key)
-        names = sorted(self.weights)
-        total = sum(self.weights.values())
-        assignment = {}
-        for keys in by_label.values():
-            keys.sort(key=lambda key: (stable_hash(key), key))
-            start, cumulative = 0, 0
-            for name in names:
-                cumulative += self.weights[name]
-                stop = round(len(keys) * cumulative / total)
-                assignment.update(dict.fromkeys(keys[start:stop], name))
-                start = stop
-        return assignment

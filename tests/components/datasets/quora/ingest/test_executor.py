@@ -4,7 +4,8 @@ import pytest
 import tensorflow as tf
 
 from kflow.components.datasets.quora.ingest.component import QuoraIngest
-from kflow.components.datasets.quora.ingest.executor import StratifiedPlan, cut_rows, run
+from kflow.components.datasets.quora.ingest.executor import cut_rows, run
+from kflow.components.util.beam_ingest import StratifiedPlan
 from kflow.components.util.schema import feature_spec, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 

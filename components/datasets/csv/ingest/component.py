@@ -1,0 +1,51 @@
+"""The CSV ingest component (CsvExampleGen-like): CSV files in, typed TFRecord Examples, a Schema and rejects out.
+
+Any CSV, streamed: one file, a folder of `*.csv`/`*.csv.gz` files or a glob pattern (sorted by
+name, every file with the same header); column types declared or inferred from a sample; one
+column is the label of a `classification` or `regression` task. The schema it writes tags the
+label (`role=label`, `task=...`), so the Trainer and the Evaluator need nothing else.
+"""
+
+from __future__ import annotations
+
+from kflow.components.util.ingest_spec import INGEST_OUTPUTS, ingest_parameters
+from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
+
+
+class CsvIngest(Component):
+    spec = ComponentSpec(
+        inputs={},
+        outputs=INGEST_OUTPUTS,
+        parameters=ingest_parameters(
+            source_path=Parameter(
+                str, is_path=True, description="A CSV file (plain or gzipped), a folder of them, or a glob pattern."
+            ),
+            source_format=Parameter(str, default="auto", description="auto | csv (the same: files are CSV)."),
+            label=Parameter(str, description="The column to predict."),
+            task=Parameter(str, default="classification", description="classification | regression."),
+            key=Parameter(
+                str,
+                optional=True,
+                description="A column with a unique record key: the split hashes it; repeats are rejected. "
+                "Without one, the split hashes each record's content.",
+            ),
+            columns=Parameter(
+                dict, default={}, description="{column: int | float | string | bool}; others are inferred."
+            ),
+            csv_format=Parameter(
+                dict,
+                default={},
+                description="{delimiter: ',', quotechar: '\"' (null: none), header: true | [names], "
+                "missing_values: ['', 'NA', 'NaN', 'null', ...]}",
+            ),
+            infer_rows=Parameter(int, default=10_000, description="Records sampled to infer undeclared types."),
+            split=Parameter(
+                dict,
+                default={"train": 8, "eval": 1, "test": 1},
+                description="Shares of the records per split (per label for classification).",
+            ),
+            max_records=Parameter(int, optional=True, description="Read at most this many records."),
+        ),
+        executor="kflow.components.datasets.csv.ingest.executor:run",
+        source_files="kflow.components.datasets.csv.ingest.executor:source_files",
+    )

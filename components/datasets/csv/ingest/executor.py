@@ -1,0 +1,322 @@
+"""The CSV ingest executor: any CSV files in, typed tf.train.Example TFRecords split three ways out.
+
+The driver reads every file once, streaming (components/datasets/csv/ingest/records.py): it
+checks the headers, counts the records, samples the first `infer_rows` to infer the column
+types that the config does not declare, marks repeated keys when a key column is declared,
+and cuts the files into chunks of CHUNK_ROWS records (byte ranges; a gzipped file is one
+chunk). The Beam pipeline (components/util/beam_ingest.py) then parses each chunk in a
+worker. Reasons a record is refused, the first that applies:
+
+    invalid: unterminated_quote, non_utf8, bad_csv, wrong_field_count, missing_label,
+             bad_value (a value that does not parse as its column's type; the column is named),
+             bad_label (regression: not a number), empty_key, duplicate_key
+
+Split: classification is stratified by label, regression is not; within each group the records
+are ordered by a hash of their key (the key column, else the record's content) and cut by
+quota, so the assignment depends on neither the file order nor the other records.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import hashlib
+import io
+import itertools
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import text_format
+
+from kflow.components.datasets.csv.ingest import columns as cols
+from kflow.components.datasets.csv.ingest.records import Record, cut, is_gzip, open_source
+from kflow.components.util import beam_ingest
+from kflow.components.util.beam_ingest import INVALID, StratifiedPlan, make_reject, raw_text
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+
+log = logging.getLogger(__name__)
+
+CHUNK_ROWS = 5000
+DEFAULT_SPLIT = {"train": 8, "eval": 1, "test": 1}
+DEFAULT_FORMAT = {"delimiter": ",", "quotechar": '"', "header": True, "missing_values": list(cols.DEFAULT_MISSING)}
+
+
+def run(
+    *,
+    examples: Examples,
+    schema: Schema,
+    rejects: Rejects,
+    source_path: str | None = None,
+    source_format: str = "auto",
+    label: str | None = None,
+    task: str = "classification",
+    key: str | None = None,
+    columns: dict[str, str] | None = None,
+    csv_format: dict[str, Any] | None = None,
+    infer_rows: int = 10_000,
+    split: dict[str, int] | None = None,
+    shards_per_split: int = 2,
+    max_records: int | None = None,
+    max_invalid_fraction: float = 0.01,
+    beam_args: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Ingests the CSV files; returns {"read": N, "<split>": n, ..., "rejected": r, "invalid": i, "filtered": f}."""
+    split = DEFAULT_SPLIT if split is None else split
+    beam_ingest.check_split_shares(split, ("train", "eval", "test"))
+    beam_ingest.check_fraction("max_invalid_fraction", max_invalid_fraction)
+    if source_format not in ("auto", "csv"):
+        raise ValueError(f"csv: source_format must be auto or csv, got {source_format!r}")
+    dialect = Dialect.from_options(csv_format)
+    files = resolve(source_path)
+    scan = scan_files(files, dialect, key=None, max_records=max_records, sample=infer_rows)
+    cols.check_columns(scan.header, label, task, key, columns or {})
+    if key is not None:  # A second pass only for the keys: most CSVs declare none.
+        scan = scan_files(files, dialect, key=key, max_records=max_records, sample=infer_rows)
+    types = cols.infer_types(scan.header, scan.sample, columns or {}, dialect.missing)
+    if task == "regression" and types[label] not in ("int", "float"):
+        raise ValueError(f"data.label: regression needs a numeric label; column {label!r} is {types[label]}")
+    proto = cols.build_schema(types, label, task, key)
+    schema.path.mkdir(parents=True, exist_ok=True)
+    schema.file.write_text(text_format.MessageToString(proto))
+    if scan.read == 0:
+        raise ValueError(f"csv: {', '.join(files)} hold no records after their header")
+    inferred = {name: kind for name, kind in types.items() if name not in (columns or {})}
+    log.info("csv ingest: %d records in %d file(s); inferred types %s", scan.read, len(files), inferred)
+    stats = beam_ingest.run_ingest_pipeline(
+        chunks=scan.chunks,
+        process_chunk=ChunkProcessor(tuple(scan.header), types, dialect, label, task, key),
+        splits=tuple(split),
+        shards=shards_per_split,
+        read=scan.read,
+        examples=examples,
+        rejects=rejects,
+        beam_args=beam_args,
+        plan=StratifiedPlan(dict(split)),
+    )
+    return beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
+
+
+def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:
+    """The files the ingest reads, for the data fingerprint in its cache key."""
+    return [Path(path) for path in resolve(source_path)]
+
+
+def resolve(source_path: str | None) -> list[str]:
+    """The CSV files: a file, a folder (its *.csv and *.csv.gz files) or a glob pattern, sorted by name."""
+    if not source_path:
+        raise ValueError("data.source.path: the csv dataset needs a file, a folder or a glob pattern")
+    path = Path(source_path).expanduser()
+    if path.is_dir():
+        files = sorted({*glob.glob(str(path / "*.csv")), *glob.glob(str(path / "*.csv.gz"))})
+    elif path.is_file():
+        files = [str(path)]
+    else:
+        files = sorted(name for name in glob.glob(str(path)) if Path(name).is_file())
+    if not files:
+        raise ValueError(f"data.source.path: {source_path} matches no CSV file")
+    return files
+
+
+@dataclass(frozen=True)
+class Dialect:
+    delimiter: str = ","
+    quotechar: str | None = '"'
+    header: tuple[str, ...] | None = None  # None: each file's first record is its header
+    missing: frozenset[str] = frozenset(cols.DEFAULT_MISSING)
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any] | None) -> Dialect:
+        options = {**DEFAULT_FORMAT, **(options or {})}
+        unknown = sorted(set(options) - set(DEFAULT_FORMAT))
+        if unknown:
+            raise ValueError(f"data.csv: unknown options {unknown} (allowed: {', '.join(DEFAULT_FORMAT)})")
+        delimiter, quotechar, header = options["delimiter"], options["quotechar"], options["header"]
+        if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in "\r\n":
+            raise ValueError(f"data.csv.delimiter: must be one character, got {delimiter!r}")
+        if quotechar is not None and (not isinstance(quotechar, str) or len(quotechar) != 1 or quotechar == delimiter):
+            raise ValueError(
+                f"data.csv.quotechar: must be one character other than the delimiter or null, got {quotechar!r}"
+            )
+        if header is not True and not (isinstance(header, list) and header and all(isinstance(n, str) for n in header)):
+            raise ValueError(
+                f"data.csv.header: true (the files start with one) or the list of column names, got {header!r}"
+            )
+        missing = options["missing_values"]
+        if not isinstance(missing, list) or not all(isinstance(token, str) for token in missing):
+            raise ValueError(f"data.csv.missing_values: must be a list of strings, got {missing!r}")
+        return cls(delimiter, quotechar, None if header is True else tuple(header), frozenset(missing))
+
+    @property
+    def quote(self) -> bytes | None:
+        return None if self.quotechar is None else self.quotechar.encode()
+
+    def split(self, text: str) -> list[list[str]]:
+        """The CSV rows in `text` (one, for a well-formed record)."""
+        quoting = csv.QUOTE_NONE if self.quotechar is None else csv.QUOTE_MINIMAL
+        return list(
+            csv.reader(
+                io.StringIO(text), delimiter=self.delimiter, quotechar=self.quotechar, quoting=quoting, strict=True
+            )
+        )
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """`count` records of one file from byte `start`, where line `first_line` begins (end None: to the file's end)."""
+
+    path: str
+    start: int
+    end: int | None
+    first_line: int
+    count: int
+    duplicate_lines: frozenset[int] = frozenset()
+
+
+@dataclass
+class Scan:
+    header: list[str] = field(default_factory=list)
+    read: int = 0
+    chunks: list[Chunk] = field(default_factory=list)
+    sample: list[list[str]] = field(default_factory=list)
+
+
+def scan_files(files: list[str], dialect: Dialect, *, key: str | None, max_records: int | None, sample: int) -> Scan:
+    """One streaming pass over the files: header, record count, chunks, a sample of rows, repeated keys."""
+    scan, seen = Scan(), set()
+    for path in files:
+        if max_records is not None and scan.read >= max_records:
+            break
+        splittable = not is_gzip(path)
+        with open_source(path) as stream:
+            records = cut(stream, dialect.quote)
+            header, start, line = _header(path, records, dialect)
+            if scan.header and header != scan.header:
+                raise ValueError(f"csv: {path} has the columns {header}; {files[0]} has {scan.header}")
+            scan.header = header
+            key_index = header.index(key) if key is not None else None
+            count, duplicates = 0, set()
+            for record in records:
+                if max_records is not None and scan.read >= max_records:
+                    break
+                scan.read += 1
+                count += 1
+                wanted = not record.unterminated and (key_index is not None or len(scan.sample) < sample)
+                row = _row(record.raw, dialect) if wanted else None
+                if row is not None and len(scan.sample) < sample:
+                    scan.sample.append(row)
+                if key_index is not None and row is not None and len(row) == len(header):
+                    value = row[key_index].strip()
+                    if value in seen:
+                        duplicates.add(record.line)
+                    seen.add(value)
+                if count == CHUNK_ROWS and splittable:
+                    scan.chunks.append(Chunk(path, start, record.end, line, count, frozenset(duplicates)))
+                    start, line, count, duplicates = record.end, record.next_line, 0, set()
+            if count:
+                scan.chunks.append(Chunk(path, start, None, line, count, frozenset(duplicates)))
+    return scan
+
+
+def _header(path: str, records: Iterator[Record], dialect: Dialect) -> tuple[list[str], int, int]:
+    """The file's columns, and where its records start: byte offset and line number."""
+    if dialect.header is not None:
+        return list(dialect.header), 0, 1
+    first = next(records, None)
+    if first is None:
+        raise ValueError(f"csv: {path} is empty (no header row)")
+    if first.unterminated:
+        raise ValueError(f"csv: the header of {path} has an unterminated quote")
+    header = [name.strip() for name in (_row(first.raw.removeprefix(b"\xef\xbb\xbf"), dialect) or [])]
+    if not header or any(not name for name in header):
+        raise ValueError(f"csv: {path} line {first.line}: the header {header} has an empty column name")
+    return header, first.end, first.next_line
+
+
+def _row(raw: bytes, dialect: Dialect) -> list[str] | None:
+    try:
+        rows = dialect.split(raw.decode("utf-8").rstrip("\r\n"))
+    except (UnicodeDecodeError, csv.Error):
+        return None
+    return rows[0] if len(rows) == 1 else None
+
+
+@dataclass(frozen=True)
+class ChunkProcessor:
+    """Parses and validates the records of a chunk and serialises the valid ones as Examples."""
+
+    header: tuple[str, ...]
+    types: dict[str, str]
+    dialect: Dialect
+    label: str
+    task: str
+    key: str | None
+
+    def __call__(self, chunk: Chunk) -> tuple[list, list]:
+        from tensorflow.core.example import example_pb2
+
+        accepted, found = [], []
+        name = Path(chunk.path).name
+        with open_source(chunk.path) as stream:
+            records = cut(stream, self.dialect.quote, start=chunk.start, end=chunk.end, first_line=chunk.first_line)
+            for record in itertools.islice(records, chunk.count):
+                position = f"{name}:{record.line}"
+                if record.unterminated:
+                    found.append(
+                        make_reject("unterminated_quote", INVALID, position, raw_text(record.raw.rstrip(b"\r\n")))
+                    )
+                    continue
+                values, problem = self.parse(record.raw, record.line in chunk.duplicate_lines)
+                if problem is not None:
+                    reason, details = problem
+                    found.append(
+                        make_reject(reason, INVALID, position, raw_text(record.raw.rstrip(b"\r\n")), **details)
+                    )
+                    continue
+                example = example_pb2.Example()
+                features = example.features.feature
+                for column, value in values.items():
+                    if isinstance(value, str):
+                        features[column].bytes_list.value.append(value.encode("utf-8"))
+                    elif isinstance(value, float):
+                        features[column].float_list.value.append(value)
+                    else:
+                        features[column].int64_list.value.append(value)
+                key = str(values[self.key]) if self.key else f"{hashlib.sha1(record.raw).hexdigest()[:16]}|{position}"
+                group = str(values[self.label]) if self.task == "classification" else "all"
+                accepted.append((key, group, example.SerializeToString()))
+        return accepted, found
+
+    def parse(self, raw: bytes, duplicate: bool) -> tuple[dict[str, Any] | None, tuple[str, dict] | None]:
+        """{column: value} of the present values, or the problem: (reason, details)."""
+        try:
+            text = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as error:
+            return None, ("non_utf8", {"error": str(error)})
+        try:
+            rows = self.dialect.split(text)
+        except csv.Error as error:
+            return None, ("bad_csv", {"error": str(error)})
+        if len(rows) != 1 or len(rows[0]) != len(self.header):
+            return None, ("wrong_field_count", {"expected": len(self.header), "found": [len(row) for row in rows]})
+        values: dict[str, Any] = {}
+        for column, field_text in zip(self.header, rows[0], strict=True):
+            stripped = field_text.strip()
+            if stripped in self.dialect.missing:
+                continue
+            kind = self.types[column]
+            try:
+                values[column] = cols.parse_value(field_text if kind == "string" else stripped, kind)
+            except cols.BadValue:
+                reason = "bad_label" if column == self.label else "bad_value"
+                return None, (reason, {"column": column, "value": field_text, "type": kind})
+        if self.label not in values:
+            return None, ("missing_label", {"column": self.label})
+        if self.key is not None:
+            if self.key not in values:
+                return None, ("empty_key", {"column": self.key})
+            if duplicate:
+                return None, ("duplicate_key", {"column": self.key, "key": str(values[self.key])})
+        return values, None

@@ -1,0 +1,252 @@
+"""Tabular classification and regression on Examples whose schema tags the label (`role=label`, `task=...`).
+
+Every other feature except the key (`role=key`) is an input. `prepare()` reads the training
+split once and writes `tabular.json` into the assets: per numeric feature (int, float, bool)
+its mean and variance over the present values; per string feature its kind and vocabulary
+(categorical: at most `max_categories` distinct values seen in training, else the most frequent
+`max_categories` ones, unless the values average `text_min_chars` characters or more: then free
+text with a vocabulary of the `max_tokens` most frequent words); the classes (the sorted label
+values of every split: knowing which classes exist is not learning from eval or test data) and
+their class weights; for regression the label's mean and standard deviation.
+
+Batches are `({feature: [batch, 1]}, label, [sample_weight])`: numbers as float32 with NaN when
+missing, strings with "" when missing; labels are class indices [batch] or float32 [batch, 1].
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from kflow.components.datasets.task import Task
+from kflow.components.models import build_model
+from kflow.components.util.schema import annotation_tags
+from kflow.pipeline.dsl.artifacts import Examples
+
+PREPROCESSING_FILE = "tabular.json"
+DATA_OPTIONS: dict[str, Any] = {
+    "class_weighting": "none",
+    "max_categories": 100,
+    "text_min_chars": 20,
+    "max_tokens": 10_000,
+}
+MODEL_OPTIONS = {"hidden_units", "dropout"}
+_INT_MISSING = np.iinfo(np.int64).min  # Parse default of an absent int feature, turned into NaN.
+_NUMERIC = ("int", "float", "bool")
+_WORD = re.compile(r"[a-z0-9']+")
+
+
+class TabularTask(Task):
+    name = "tabular"
+    default_model = "tabular_mlp"
+
+    def __init__(self, schema, model_name: str | None = None, model_options: dict | None = None):
+        super().__init__(schema, model_name, model_options)
+        self.check_options(DATA_OPTIONS, MODEL_OPTIONS)
+        self.options = {**DATA_OPTIONS, **{k: v for k, v in self.model_options.items() if k in DATA_OPTIONS}}
+        if self.options["class_weighting"] not in ("balanced", "none"):
+            raise ValueError(f"class_weighting must be 'balanced' or 'none', got {self.options['class_weighting']!r}")
+        self.model_kwargs = {k: v for k, v in self.model_options.items() if k in MODEL_OPTIONS}
+        self.label, self.kind, self.types = None, None, {}
+        for feature in schema.feature:
+            tags = annotation_tags(schema, feature.name)
+            if tags.get("role") == "label":
+                self.label, self.kind = feature.name, tags.get("task", "classification")
+            elif tags.get("role") != "key":
+                self.types[feature.name] = tags.get("kflow_type") or _type_of(feature)
+        if self.label is None:
+            raise ValueError("a tabular task needs a schema whose label feature is tagged role=label (csv ingest)")
+        if self.kind not in ("classification", "regression"):
+            raise ValueError(f"the label {self.label!r} is tagged task={self.kind}; use classification or regression")
+        if not self.types:
+            raise ValueError(f"the schema has no feature besides the label {self.label!r}")
+        self.label_type = annotation_tags(schema, self.label).get("kflow_type", "string")
+        self.preprocessing: dict[str, Any] | None = None
+
+    # --- Assets -------------------------------------------------------------------------------------
+
+    def prepare(self, examples: Examples, assets_dir: Path) -> dict[str, Any]:
+        assets_dir = Path(assets_dir)
+        assets_dir.mkdir(parents=True, exist_ok=True)
+        numbers = {name: [0, 0.0, 0.0] for name, kind in self.types.items() if kind in _NUMERIC}
+        strings = {name: Counter() for name, kind in self.types.items() if kind == "string"}
+        labels: list[np.ndarray] = []
+        for features, label in self._read(examples, "train", 1024).as_numpy_iterator():
+            labels.append(label.ravel())
+            for name, moments in numbers.items():
+                values = features[name].ravel().astype(np.float64)
+                values = values[~np.isnan(values)]
+                moments[0] += len(values)
+                moments[1] += float(values.sum())
+                moments[2] += float((values**2).sum())
+            for name, counts in strings.items():
+                counts.update(value for value in features[name].ravel() if value)
+        if not labels:
+            raise ValueError(f"the training split under {examples.uri} is empty")
+        train_labels = np.concatenate(labels)
+        features = [self._numeric(name, *moments) for name, moments in numbers.items()]
+        features += [self._strings(name, counts) for name, counts in strings.items()]
+        features.sort(key=lambda spec: list(self.types).index(spec["name"]))
+        head = self._head(examples, train_labels)
+        self.preprocessing = {"label": self.label, "features": features, "head": head}
+        (assets_dir / PREPROCESSING_FILE).write_text(json.dumps(self.preprocessing, indent=1) + "\n")
+        kinds = Counter(spec["kind"] for spec in features)
+        return {"train_examples": len(train_labels), **{f"{kind}_features": n for kind, n in sorted(kinds.items())}}
+
+    def _numeric(self, name: str, count: int, total: float, squares: float) -> dict[str, Any]:
+        mean = total / count if count else 0.0
+        variance = squares / count - mean**2 if count else 1.0
+        return {"name": name, "kind": "numeric", "mean": mean, "variance": variance if variance > 1e-12 else 1.0}
+
+    def _strings(self, name: str, counts: Counter) -> dict[str, Any]:
+        ranked = [value.decode("utf-8", "replace") for value, _ in sorted(counts.items(), key=lambda i: (-i[1], i[0]))]
+        limit = int(self.options["max_categories"])
+        seen = sum(counts.values())
+        mean_chars = sum(len(value) * n for value, n in counts.items()) / seen if seen else 0
+        if len(ranked) > limit and mean_chars >= float(self.options["text_min_chars"]):
+            words = Counter()
+            for value, n in counts.items():
+                for word in _WORD.findall(value.decode("utf-8", "replace").lower()):
+                    words[word] += n
+            vocabulary = [word for word, _ in sorted(words.items(), key=lambda i: (-i[1], i[0]))]
+            return {"name": name, "kind": "text", "vocabulary": vocabulary[: int(self.options["max_tokens"])]}
+        return {"name": name, "kind": "categorical", "vocabulary": ranked[:limit] or ["[none]"]}
+
+    def _head(self, examples: Examples, train_labels: np.ndarray) -> dict[str, Any]:
+        if self.kind == "regression":
+            std = float(train_labels.std())
+            return {"kind": "regression", "mean": float(train_labels.mean()), "std": std if std > 0 else 1.0}
+        values = set()
+        for split in examples.splits:
+            for _, label in self._read(examples, split, 4096).as_numpy_iterator():
+                values.update(label.ravel().tolist())
+        classes = [_label_text(value) for value in sorted(values)]
+        counts = Counter(_label_text(value) for value in train_labels.tolist())
+        if len(classes) < 2:
+            raise ValueError(f"classification needs at least two classes; the label {self.label!r} has {classes}")
+        weights = {name: 1.0 for name in classes}
+        if self.options["class_weighting"] == "balanced":
+            weights = {
+                name: len(train_labels) / (len(classes) * counts[name]) if counts[name] else 0.0 for name in classes
+            }
+        return {"kind": "classification", "classes": classes, "train_counts": dict(counts), "class_weights": weights}
+
+    def load_assets(self, assets_dir: Path) -> None:
+        path = Path(assets_dir) / PREPROCESSING_FILE
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: run prepare() first")
+        self.preprocessing = json.loads(path.read_text())
+
+    @property
+    def classes(self) -> list[str]:
+        return list(self._prepared()["head"].get("classes", []))
+
+    def _prepared(self) -> dict[str, Any]:
+        if self.preprocessing is None:
+            raise ValueError("the tabular task has no preprocessing yet: call prepare() or load_assets() first")
+        return self.preprocessing
+
+    # --- Data ---------------------------------------------------------------------------------------
+
+    def dataset(
+        self, examples: Examples, split: str, *, batch_size: int, training: bool, seed: int, shuffle_buffer: int = 0
+    ) -> tf.data.Dataset:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        head = self._prepared()["head"]
+        records = tf.data.TFRecordDataset(examples.split_files(split), compression_type="GZIP")
+        if training and shuffle_buffer > 0:
+            records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+        batches = records.batch(batch_size, drop_remainder=training).map(
+            self._parse, num_parallel_calls=tf.data.AUTOTUNE
+        )
+        if head["kind"] == "regression":
+            return batches.map(lambda x, y: (x, tf.reshape(tf.cast(y, tf.float32), [-1, 1]))).prefetch(2)
+        table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(head["classes"], tf.range(len(head["classes"]), dtype=tf.int64)), -1
+        )
+        weights = tf.constant([head["class_weights"][name] for name in head["classes"]], tf.float32)
+        weighted = training and self.options["class_weighting"] == "balanced"
+
+        def to_batch(x, y):
+            index = table.lookup(_as_text(y))
+            if weighted:
+                return x, index, tf.gather(weights, index)
+            return x, index
+
+        return batches.map(to_batch, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+
+    def _read(self, examples: Examples, split: str, batch_size: int) -> tf.data.Dataset:
+        records = tf.data.TFRecordDataset(examples.split_files(split), compression_type="GZIP")
+        return records.batch(batch_size).map(self._parse)
+
+    def _parse(self, serialized: tf.Tensor) -> tuple[dict[str, tf.Tensor], tf.Tensor]:
+        spec = {name: _spec(kind) for name, kind in self.types.items()}
+        spec[self.label] = tf.io.FixedLenFeature([1], _dtype(self.label_type))
+        parsed = tf.io.parse_example(serialized, spec)
+        features = {}
+        for name, kind in self.types.items():
+            value = parsed[name]
+            if kind in _NUMERIC:
+                value = tf.cast(value, tf.float32)
+                if kind != "float":
+                    value = tf.where(parsed[name] == _INT_MISSING, tf.constant(np.nan, tf.float32), value)
+            features[name] = value
+        return features, tf.reshape(parsed[self.label], [-1])
+
+    # --- Model --------------------------------------------------------------------------------------
+
+    def build_model(self) -> keras.Model:
+        prepared = self._prepared()
+        return build_model(self.model_name, features=prepared["features"], head=prepared["head"], **self.model_kwargs)
+
+    def loss(self) -> keras.losses.Loss:
+        if self.kind == "regression":
+            return keras.losses.MeanSquaredError(reduction=None)
+        return keras.losses.SparseCategoricalCrossentropy(reduction=None)
+
+    def metrics(self) -> list[keras.metrics.Metric]:
+        if self.kind == "regression":
+            return [keras.metrics.MeanAbsoluteError(name="mae"), keras.metrics.RootMeanSquaredError(name="rmse")]
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def model_context(self) -> dict[str, Any]:
+        prepared = self._prepared()
+        return {"label": self.label, "task": self.kind, "features": prepared["features"], "head": prepared["head"]}
+
+    def metric_options(self) -> dict[str, Any]:
+        return {"kind": self.kind, "classes": self.classes if self.kind == "classification" else []}
+
+
+def _type_of(feature) -> str:
+    from tensorflow_metadata.proto.v0 import schema_pb2
+
+    return {schema_pb2.INT: "int", schema_pb2.FLOAT: "float"}.get(feature.type, "string")
+
+
+def _dtype(kind: str) -> tf.DType:
+    return {"int": tf.int64, "bool": tf.int64, "float": tf.float32}.get(kind, tf.string)
+
+
+def _spec(kind: str) -> tf.io.FixedLenFeature:
+    default = {"int": _INT_MISSING, "bool": _INT_MISSING, "float": np.nan}.get(kind, "")
+    return tf.io.FixedLenFeature([1], _dtype(kind), default_value=[default])
+
+
+def _as_text(values: tf.Tensor) -> tf.Tensor:
+    return values if values.dtype == tf.string else tf.strings.as_string(values)
+
+
+def _label_text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

@@ -1,0 +1,90 @@
+"""A multilayer perceptron for tabular data whose preprocessing lives inside the model.
+
+Each feature is an input of shape [batch, 1] holding its raw value: numbers (float32; NaN when
+missing) are filled with the training mean and normalised with the training mean and variance;
+categorical strings go through `StringLookup` to a one-hot vector (unknown and missing values
+share the out-of-vocabulary slot); free text goes through `TextVectorization` to a multi-hot bag
+of words. The saved model and its serving SavedModel therefore take raw feature values.
+
+Heads: classification ends in a softmax over the classes; regression ends in one unit rescaled
+by the training label's standard deviation and mean, so the network learns a standardised target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import keras
+
+
+@keras.saving.register_keras_serializable(package="kflow")
+class FillMissing(keras.layers.Layer):
+    """Replaces NaN (a missing number) with a fixed value, the training mean."""
+
+    def __init__(self, value: float, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.value = float(value)
+
+    def call(self, inputs):
+        return keras.ops.where(keras.ops.isnan(inputs), keras.ops.full_like(inputs, self.value), inputs)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "value": self.value}
+
+
+def build_tabular_mlp(
+    features: Sequence[dict[str, Any]],
+    head: dict[str, Any],
+    hidden_units: Sequence[int] = (64, 32),
+    dropout: float = 0.1,
+) -> keras.Model:
+    """Builds the uncompiled model.
+
+    `features`: [{"name", "kind": "numeric", "mean", "variance"} | {"name", "kind": "categorical" | "text",
+    "vocabulary": [...]}]; `head`: {"kind": "classification", "classes": [...]} or
+    {"kind": "regression", "mean", "std"}.
+    """
+    if not features:
+        raise ValueError("the tabular model needs at least one feature besides the label")
+    inputs, encoded = {}, []
+    for spec in features:
+        name, kind = spec["name"], spec["kind"]
+        safe = _layer_name(name)
+        if kind == "numeric":
+            inputs[name] = keras.Input(shape=(1,), dtype="float32", name=name)
+            filled = FillMissing(spec["mean"], name=f"fill_{safe}")(inputs[name])
+            normalise = keras.layers.Normalization(mean=spec["mean"], variance=spec["variance"], name=f"norm_{safe}")
+            encoded.append(normalise(filled))
+        elif kind == "categorical":
+            inputs[name] = keras.Input(shape=(1,), dtype="string", name=name)
+            lookup = keras.layers.StringLookup(
+                vocabulary=list(spec["vocabulary"]), output_mode="one_hot", name=f"lookup_{safe}"
+            )
+            encoded.append(lookup(inputs[name]))
+        elif kind == "text":
+            inputs[name] = keras.Input(shape=(1,), dtype="string", name=name)
+            vectorize = keras.layers.TextVectorization(
+                vocabulary=list(spec["vocabulary"]), output_mode="multi_hot", name=f"words_{safe}"
+            )
+            # A [batch, 1] string input gives [batch, 1, vocabulary]: flatten it beside the other features.
+            encoded.append(keras.layers.Flatten(name=f"flat_{safe}")(vectorize(inputs[name])))
+        else:
+            raise ValueError(f"feature {name!r}: unknown kind {kind!r} (numeric, categorical, text)")
+    x = encoded[0] if len(encoded) == 1 else keras.layers.Concatenate(name="features")(encoded)
+    for index, units in enumerate(hidden_units):
+        x = keras.layers.Dense(int(units), activation="relu", name=f"hidden_{index}")(x)
+        if dropout:
+            x = keras.layers.Dropout(dropout, name=f"dropout_{index}")(x)
+    if head["kind"] == "classification":
+        outputs = keras.layers.Dense(len(head["classes"]), activation="softmax", name="probabilities")(x)
+    elif head["kind"] == "regression":
+        standardised = keras.layers.Dense(1, name="standardised")(x)
+        outputs = keras.layers.Rescaling(scale=head["std"], offset=head["mean"], name="prediction")(standardised)
+    else:
+        raise ValueError(f"unknown head kind {head['kind']!r} (classification, regression)")
+    return keras.Model(inputs, outputs, name="tabular_mlp")
+
+
+def _layer_name(name: str) -> str:
+    return "".join(char if char.isalnum() or char in "_-." else "_" for char in name)

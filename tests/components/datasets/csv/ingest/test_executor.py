@@ -1,0 +1,189 @@
+"""The CSV ingest on small files: types, missing values, every reject with its reason, splits, files, errors."""
+
+import gzip
+import json
+
+import pytest
+import tensorflow as tf
+
+from kflow.components.datasets.csv.ingest import executor
+from kflow.components.datasets.csv.ingest.executor import run
+from kflow.components.util.schema import annotation_tags, load_schema
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+
+HEADER = "id,colour,size,weight,fresh,label"
+GOOD = [
+    "1,red,3,1.5,yes,apple",
+    "2,green,NA,2.0,no,pear",  # A missing int.
+    '3,"dark, red",4,,true,apple',  # A quoted delimiter; a missing float.
+    '4,"two\nlines",5,2.5,false,pear',  # A quoted newline.
+    "5,red,6,3.5,yes,apple",
+    "6,yellow,7,1.0,no,pear",
+]
+BAD = [
+    "7,red,eight,1.0,yes,apple",  # bad_value: size is an int.
+    "8,red,3,1.0,maybe,apple",  # bad_value: fresh is a bool.
+    "9,red,3,1.0,yes",  # wrong_field_count.
+    "10,red,3,1.0,yes,",  # missing_label.
+    '11,"red,3,1.0,yes,apple',  # unterminated_quote (nothing closes it).
+]
+TYPES = {"size": "int", "fresh": "bool"}
+
+
+def write(path, lines, header=HEADER):
+    path.write_text("\n".join([header, *lines]) + "\n")
+    return path
+
+
+def ingest(tmp_path, **parameters):
+    examples, schema, rejects = Examples(tmp_path / "ex"), Schema(tmp_path / "schema"), Rejects(tmp_path / "rej")
+    parameters = {"label": "label", "columns": TYPES, "max_invalid_fraction": 1.0, **parameters}
+    summary = run(examples=examples, schema=schema, rejects=rejects, **parameters)
+    return summary, examples, schema, rejects
+
+
+def read_records(examples):
+    """{split: [{feature: value}]} from the written TFRecords, as tf.train.Example holds them."""
+    out = {}
+    for split in examples.splits:
+        rows = []
+        for serialized in tf.data.TFRecordDataset(examples.split_files(split), compression_type="GZIP"):
+            features = tf.train.Example.FromString(serialized.numpy()).features.feature
+            row = {}
+            for name, feature in features.items():
+                kind = feature.WhichOneof("kind")
+                value = getattr(feature, kind).value[0]
+                row[name] = value.decode() if isinstance(value, bytes) else value
+            rows.append(row)
+        out[split] = rows
+    return out
+
+
+def test_values_are_typed_missing_values_left_out_and_every_bad_record_rejected_with_its_reason(tmp_path):
+    source = write(tmp_path / "fruit.csv", GOOD + BAD)
+    summary, examples, schema, rejects = ingest(tmp_path, source_path=str(source))
+
+    assert summary["read"] == 11
+    assert summary["rejected"] == 5
+    assert summary["train"] + summary["eval"] + summary["test"] == 6
+    entries = [json.loads(line) for line in rejects.file.read_text().splitlines()]
+    assert [(e["reason"], e["position"]) for e in entries] == [
+        ("bad_value", "fruit.csv:9"),
+        ("bad_value", "fruit.csv:10"),
+        ("wrong_field_count", "fruit.csv:11"),
+        ("missing_label", "fruit.csv:12"),
+        ("unterminated_quote", "fruit.csv:13"),
+    ]
+    assert (entries[0]["column"], entries[0]["value"], entries[0]["type"]) == ("size", "eight", "int")
+    assert entries[1]["column"] == "fresh"
+    assert entries[0]["record"] == BAD[0]
+
+    rows = {row["id"]: row for split in read_records(examples).values() for row in split}
+    assert sorted(rows) == [1, 2, 3, 4, 5, 6]  # id inferred as int
+    assert rows[1] == {"id": 1, "colour": "red", "size": 3, "weight": 1.5, "fresh": 1, "label": "apple"}
+    assert "size" not in rows[2] and "weight" not in rows[3]  # Missing values are left out.
+    assert rows[3]["colour"] == "dark, red" and rows[4]["colour"] == "two\nlines"
+    assert rows[6]["fresh"] == 0
+
+    proto = load_schema(schema.file)
+    assert [f.name for f in proto.feature] == HEADER.split(",")
+    assert annotation_tags(proto, "label") == {"kflow_type": "string", "role": "label", "task": "classification"}
+    assert annotation_tags(proto, "weight") == {"kflow_type": "float"}
+    assert annotation_tags(proto, "fresh") == {"kflow_type": "bool"}
+
+
+def test_too_many_invalid_records_fail_the_ingest_and_keep_the_rejects(tmp_path):
+    source = write(tmp_path / "fruit.csv", GOOD + BAD)
+    with pytest.raises(ValueError, match="invalid"):
+        ingest(tmp_path, source_path=str(source), max_invalid_fraction=0.1)
+    assert len((tmp_path / "rej" / "rejects.jsonl").read_text().splitlines()) == 5
+
+
+def make_rows(count):
+    return [
+        f"{i},c{i % 4},{i},{i / 10},{'yes' if i % 3 else 'no'},{'apple' if i % 5 else 'pear'}" for i in range(count)
+    ]
+
+
+def test_files_chunks_gzip_and_order_do_not_change_the_split(tmp_path, monkeypatch):
+    rows = make_rows(60)
+    (tmp_path / "one").mkdir()
+    one = write(tmp_path / "one" / "all.csv", rows)
+    _, examples, _, _ = ingest(tmp_path / "a", source_path=str(one))
+    reference = {split: sorted(r["id"] for r in records) for split, records in read_records(examples).items()}
+
+    # The same rows reversed, in three files (one gzipped), cut into chunks of 7 records.
+    folder = tmp_path / "many"
+    folder.mkdir()
+    backwards = rows[::-1]
+    write(folder / "part-1.csv", backwards[:20])
+    write(folder / "part-2.csv", backwards[20:45])
+    (folder / "part-3.csv.gz").write_bytes(gzip.compress(("\n".join([HEADER, *backwards[45:]]) + "\n").encode()))
+    monkeypatch.setattr(executor, "CHUNK_ROWS", 7)
+    summary, examples, _, _ = ingest(tmp_path / "b", source_path=str(folder / "part-*"))
+    got = {split: sorted(r["id"] for r in records) for split, records in read_records(examples).items()}
+
+    assert got == reference
+    assert summary["read"] == 60 and summary["rejected"] == 0
+    # Stratified by label: 12 pears and 48 apples split 8:1:1 within each label.
+    labels = {
+        split: sum(1 for r in records if r["label"] == "pear") for split, records in read_records(examples).items()
+    }
+    assert labels == {"train": 10, "eval": 1, "test": 1}
+
+
+def test_a_declared_key_rejects_repeats_and_empty_keys(tmp_path):
+    source = write(tmp_path / "fruit.csv", [*GOOD, "1,blue,1,1.0,yes,apple", "NA,red,1,1.0,yes,apple"])
+    summary, _, schema, rejects = ingest(tmp_path, source_path=str(source), key="id")
+    entries = [json.loads(line) for line in rejects.file.read_text().splitlines()]
+    assert [(e["reason"], e["position"]) for e in entries] == [
+        ("duplicate_key", "fruit.csv:9"),
+        ("empty_key", "fruit.csv:10"),
+    ]
+    assert summary["read"] == 8 and summary["rejected"] == 2
+    assert annotation_tags(load_schema(schema.file), "id")["role"] == "key"
+
+
+def test_a_file_without_header_another_delimiter_and_max_records(tmp_path):
+    source = tmp_path / "plain.txt"
+    source.write_text("1;red;2.5\n2;'green;blue';3.5\n3;red;4.5\n")
+    summary, examples, _, _ = ingest(
+        tmp_path,
+        source_path=str(source),
+        label="colour",
+        columns={},
+        csv_format={"delimiter": ";", "quotechar": "'", "header": ["n", "colour", "x"]},
+        max_records=2,
+        split={"train": 1, "eval": 1, "test": 1},
+    )
+    assert summary["read"] == 2
+    colours = sorted(r["colour"] for records in read_records(examples).values() for r in records)
+    assert colours == ["green;blue", "red"]
+
+
+@pytest.mark.parametrize(
+    ("parameters", "message"),
+    [
+        ({"label": "flavour"}, "data.label: 'flavour' is not a column"),
+        ({"task": "ranking"}, "data.task: must be one of classification, regression"),
+        ({"task": "regression"}, "regression needs a numeric label; column 'label' is string"),
+        ({"key": "label"}, "data.key"),
+        ({"columns": {"size": "decimal"}}, "data.columns.size: type must be one of"),
+        ({"columns": {"sizes": "int"}}, "data.columns.sizes: no such column"),
+        ({"csv_format": {"delimiter": ";;"}}, "data.csv.delimiter"),
+        ({"csv_format": {"sep": ";"}}, r"data.csv: unknown options \['sep'\]"),
+        ({"split": {"train": 1, "eval": 1}}, r"missing \['test'\]"),
+        ({"source_path": "nowhere/*.csv"}, "matches no CSV file"),
+    ],
+)
+def test_bad_settings_are_refused_naming_the_field(tmp_path, parameters, message):
+    source = write(tmp_path / "fruit.csv", GOOD)
+    with pytest.raises(ValueError, match=message):
+        ingest(tmp_path, **{"source_path": str(source), **parameters})
+
+
+def test_files_with_different_headers_are_refused(tmp_path):
+    write(tmp_path / "a.csv", GOOD)
+    write(tmp_path / "b.csv", GOOD, header=HEADER.replace("weight", "mass"))
+    with pytest.raises(ValueError, match="b.csv has the columns"):
+        ingest(tmp_path, source_path=str(tmp_path))

@@ -1,0 +1,127 @@
+"""Someone else's CSV end to end with a config only: scikit-learn's iris file, converted to a plain header CSV,
+through csv ingest → train → evaluate with `kflow run`; bad rows rejected with reasons; counts balance."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from tests.components.datasets.tabular_fixtures import write_iris
+from tests.conftest import REPO
+
+BAD_ROWS = ["5.0,abc,1.4,0.2,setosa", "6.1,2.8,4.7,versicolor"]
+
+
+def iris_config(tmp_path, **data):
+    source = write_iris(tmp_path / "iris.csv", BAD_ROWS)
+    config = {
+        "name": "iris",
+        "pipeline_root": str(tmp_path / "runs"),
+        "data": {"dataset": "csv", "source": {"path": str(source)}, "label": "species", "task": "classification",
+                 "split": {"train": 8, "eval": 1, "test": 1}, "shards_per_split": 1,
+                 "filters": {"max_invalid_fraction": 0.05}, **data},
+        "trainer": {"epochs": 40, "batch_size": 16, "optimizer": {"name": "adam", "learning_rate": 0.01}},
+        "evaluator": {"thresholds": {"accuracy": {"lower_bound": 0.8}}, "slices": [{"by": "label"}]},
+    }  # fmt: skip
+    path = tmp_path / "iris.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_iris_csv_trains_and_is_evaluated_with_a_config_only(tmp_path, run_kflow):
+    done = run_kflow("run", iris_config(tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run_dir,) = [path for path in (tmp_path / "runs" / "iris").iterdir() if not path.name.startswith(".")]
+    record = json.loads((run_dir / "run.json").read_text())
+    stats = json.loads((run_dir / "ingest" / "examples" / "stats.json").read_text())
+    assert stats["read"] == 152 and sum(stats["accepted"].values()) == 150
+    assert stats["invalid"] == {"bad_value": 1, "wrong_field_count": 1}
+    rejects = [json.loads(line) for line in (run_dir / "ingest" / "rejects" / "rejects.jsonl").read_text().splitlines()]
+    assert [(r["reason"], r["position"]) for r in rejects] == [
+        ("bad_value", "iris.csv:152"),
+        ("wrong_field_count", "iris.csv:153"),
+    ]
+    assert rejects[0]["column"] == "sepal_width"
+
+    metrics = json.loads((run_dir / "evaluate" / "evaluation" / "metrics.json").read_text())
+    assert metrics["example_count"] == stats["accepted"]["test"]
+    assert metrics["accuracy"] >= 0.8
+    matrix = metrics["confusion_matrix"]
+    assert matrix["categories"] == ["setosa", "versicolor", "virginica"]
+    assert sum(map(sum, matrix["matrix"])) == metrics["example_count"]
+    report = (run_dir / "evaluate" / "evaluation" / "report.html").read_text()
+    assert "Confusion matrix" in report and "virginica" in report and "accuracy" in report
+    assert record["components"]["evaluate"]["status"] == "succeeded"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"label": None}, "data.label: csv needs the column to predict"),
+        ({"label": "colour"}, "data.label: 'colour' is not a column"),
+    ],
+)
+def test_a_csv_config_without_a_usable_label_is_refused(tmp_path, run_kflow, change, message):
+    done = run_kflow("run", iris_config(tmp_path, **change))
+    assert done.returncode == 2 if change["label"] is None else done.returncode == 1, done.stderr[-2000:]
+    assert message in done.stderr
+
+
+def test_csv_fields_on_another_dataset_are_refused(tmp_path, run_kflow):
+    done = run_kflow("validate", "pipeline/configs/demo.yaml", "--set", "data.label=digit")
+    assert done.returncode == 2
+    assert "data.label: not used by mnist" in done.stderr
+
+
+def statuses(run_dir):
+    record = json.loads((run_dir / "run.json").read_text())
+    return {name: component["status"] for name, component in record["components"].items()}
+
+
+def newest_run(pipeline_dir):
+    return max((path for path in pipeline_dir.iterdir() if not path.name.startswith(".")), key=lambda p: p.name)
+
+
+def test_a_user_module_trains_under_default_and_multi_worker_mirrored_and_edits_rerun_train(tmp_path, run_kflow):
+    """trainer.module: the user's build_model trains; editing the file re-runs train and evaluate, not ingest."""
+    module = tmp_path / "my_model.py"
+    module.write_text((REPO / "tests" / "pipeline" / "user" / "iris_model.py").read_text())
+    config = iris_config(tmp_path)
+    settings = ["--set", f"trainer.module={module}", "--set", "trainer.epochs=30"]
+    done = run_kflow("run", config, *settings)
+    assert done.returncode == 0, done.stderr[-3000:]
+    first = newest_run(tmp_path / "runs" / "iris")
+    assert statuses(first) == {"ingest": "succeeded", "train": "succeeded", "evaluate": "succeeded"}
+    assert (first / "train" / "model" / "assets" / "user_module.py").read_text() == module.read_text()
+    assert json.loads((first / "evaluate" / "evaluation" / "metrics.json").read_text())["accuracy"] >= 0.8
+
+    module.write_text(module.read_text().replace("HIDDEN_UNITS = 16", "HIDDEN_UNITS = 12"))
+    mirrored = ["--set", "trainer.strategy=multi_worker_mirrored", "--set", "trainer.workers=2"]
+    done = run_kflow("run", config, *settings, *mirrored)
+    assert done.returncode == 0, done.stderr[-3000:]
+    second = newest_run(tmp_path / "runs" / "iris")
+    assert statuses(second) == {"ingest": "cached", "train": "succeeded", "evaluate": "succeeded"}
+    history = json.loads((second / "train" / "model_run" / "history.json").read_text())
+    assert history["strategy"] == "multi_worker_mirrored" and history["replicas"] == 2
+    import keras
+
+    from kflow.components.datasets.user_module import load_module
+
+    load_module(module.read_text())  # The custom layer, as the Evaluator loads it.
+    model = keras.models.load_model(second / "train" / "model" / "model.keras")
+    assert model.name == "iris_user_model" and model.layers[-2].units == 12
+
+
+@pytest.mark.parametrize(
+    ("module", "message"),
+    [
+        ("nowhere/my_model.py", "my_model.py is not a file"),
+        ("tests/pipeline/user/clip_pixels.py", "clip_pixels.py defines no build_model(schema, options) function"),
+    ],
+)
+def test_an_unusable_trainer_module_is_refused_naming_the_field(run_kflow, module, message):
+    done = run_kflow("validate", "pipeline/configs/demo.yaml", "--set", f"trainer.module={module}")
+    assert done.returncode == 2
+    assert "trainer.module: " in done.stderr and message in done.stderr
