@@ -28,7 +28,10 @@ from kflow.components.datasets.mnist.ingest.component import MnistIngest
 from kflow.components.datasets.quora.ingest.component import QuoraIngest
 from kflow.components.datasets.wikitext2.ingest.component import WikiText2Ingest
 from kflow.components.evaluator import Evaluator
+from kflow.components.example_validator import ExampleValidator
 from kflow.components.pusher import Pusher
+from kflow.components.schema_gen import SchemaGen
+from kflow.components.statistics_gen import StatisticsGen
 from kflow.components.trainer import Trainer
 from kflow.pipeline.compiler import KubeflowSettings, compile_pipeline
 from kflow.pipeline.compiler.settings import kubeflow_settings
@@ -68,6 +71,7 @@ __all__ = [
     "Component",
     "ComponentSpec",
     "Evaluator",
+    "ExampleValidator",
     "Input",
     "KubeflowSettings",
     "MnistIngest",
@@ -75,6 +79,8 @@ __all__ = [
     "Parameter",
     "Pipeline",
     "Pusher",
+    "SchemaGen",
+    "StatisticsGen",
     "QuoraIngest",
     "Trainer",
     "WikiText2Ingest",

@@ -5,19 +5,23 @@ from __future__ import annotations
 from kflow.components.datasets.user_module import module_problems, read_module_source
 from kflow.components.trainer.config import TrainerSettings, component_parameters
 from kflow.components.trainer.strategies import get_strategy
-from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
+from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, Model, ModelRun, Schema
 from kflow.pipeline.dsl.component import Component, ComponentSpec
 
 
 class Trainer(Component):
     """Fits a registered Keras model (`model_name`) on Split-train, validating on Split-eval.
 
+    `anomalies` (optional): ExampleValidator's verdict on the Examples; the Trainer runs after it
+    and logs how many anomalies the data it trains on has (on_anomaly: warn lets them through).
+
     Outputs `model` (model.keras and the serving SavedModel in Format-Serving/) and
     `model_run` (TensorBoard logs and history.json with per-epoch metrics and throughput).
     """
 
     spec = ComponentSpec(
-        inputs={"examples": Examples, "schema": Schema},
+        inputs={"examples": Examples, "schema": Schema, "anomalies": ExampleAnomalies},
+        optional_inputs=frozenset({"anomalies"}),
         outputs={"model": Model, "model_run": ModelRun},
         parameters=component_parameters(),
         executor="kflow.components.trainer.executor:run",

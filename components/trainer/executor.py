@@ -27,7 +27,7 @@ from kflow.components.trainer.launcher import launch
 from kflow.components.trainer.sidecar import evaluate_checkpoints
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import in_cluster, is_chief_process, tf_config
-from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
+from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, Model, ModelRun, Schema
 
 log = logging.getLogger("kflow.trainer")
 
@@ -39,6 +39,7 @@ def run(
     model: Model,
     model_run: ModelRun,
     working_dir: Path | None = None,
+    anomalies: ExampleAnomalies | None = None,
     **parameters: Any,
 ) -> dict[str, Any]:
     """Trains the task's model on Split-train (validating on Split-eval when present) and exports it.
@@ -50,6 +51,11 @@ def run(
     metrics. `working_dir` keeps the checkpoints a re-run resumes from.
     """
     settings = TrainerSettings.from_parameters(parameters)
+    if anomalies is not None and anomalies.summary["count"]:
+        verdict = anomalies.summary
+        if verdict["on_anomaly"] == "fail":
+            raise ValueError(f"{verdict['message']}; set data.on_anomaly: warn to train anyway")
+        log.warning("train: training anyway (on_anomaly: warn): %s", verdict["message"])
     choice, config, cluster_config = settings.model, settings.training, settings.cluster
     strategy = config.strategy
     cluster_strategy = get_strategy(strategy)

@@ -24,6 +24,7 @@ FILTER_DEFAULTS = {
 
 # The data fields only some datasets take (components/datasets/bundle.py: Dataset.data_fields).
 DATA_FIELDS = ("label", "task", "key", "columns", "infer_rows", "csv")
+VALIDATION_FIELDS = ("schema", "on_anomaly")  # Only for datasets that validate their data (Dataset.validates_data).
 
 Check = Callable[[PipelineConfig], list[str]]
 
@@ -67,6 +68,11 @@ def _data_fields(config: PipelineConfig) -> list[str]:
         f"data.{field}: not used by {dataset.name} (its extra data fields: {taken})"
         for field in DATA_FIELDS
         if field not in dataset.data_fields and config.data.get(field) is not None
+    ]
+    problems += [
+        f"data.{field}: {dataset.name} does not validate its data (statistics, schema, anomalies); only csv does"
+        for field in VALIDATION_FIELDS
+        if not dataset.validates_data and config.data.get(field) is not None
     ]
     if "label" in dataset.data_fields and config.data.get("label") is None:
         problems.append(f"data.label: {dataset.name} needs the column to predict, e.g. data.label: species")

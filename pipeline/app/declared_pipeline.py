@@ -31,6 +31,9 @@ COMPONENT_TYPES: dict[str, str] = {
     "trainer": "kflow.components.trainer:Trainer",
     "evaluator": "kflow.components.evaluator:Evaluator",
     "pusher": "kflow.components.pusher:Pusher",
+    "statistics_gen": "kflow.components.statistics_gen:StatisticsGen",
+    "schema_gen": "kflow.components.schema_gen:SchemaGen",
+    "example_validator": "kflow.components.example_validator:ExampleValidator",
 }
 # `ingest`: the ingest of the config's own dataset (data.dataset), with the data section as its parameters.
 SECTION_DEFAULTS: dict[str, Callable[[PipelineConfig], dict[str, Any]]] = {

@@ -1,7 +1,8 @@
 """The pipeline of a config: the standard ingest → train → evaluate, or the DAG it declares.
 
 The standard nodes are always named `ingest`, `train` and `evaluate`, whatever the dataset,
-so `--until ingest` means the same thing in every standard pipeline.
+so `--until ingest` means the same thing in every standard pipeline; a dataset that validates
+its data (csv) adds `statistics`, `schema` and `validate` between ingest and train.
 """
 
 from __future__ import annotations
@@ -10,11 +11,15 @@ from pathlib import Path
 
 from kflow.components.datasets import get_dataset
 from kflow.components.evaluator import Evaluator
+from kflow.components.example_validator import ExampleValidator
+from kflow.components.schema_gen import SchemaGen
+from kflow.components.statistics_gen import StatisticsGen
 from kflow.components.trainer import Trainer
 from kflow.pipeline.app.config_checks import check_config
 from kflow.pipeline.app.declared_pipeline import build_declared_pipeline
-from kflow.pipeline.app.sections import evaluator_parameters, ingest_parameters, trainer_parameters
+from kflow.pipeline.app.sections import absolute, evaluator_parameters, ingest_parameters, trainer_parameters
 from kflow.pipeline.dsl.artifacts import Model, ModelBlessing
+from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.runners.run_record import earlier_runs
@@ -30,17 +35,21 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipel
     if config.components is not None:
         return build_declared_pipeline(config)
     check_config(config)
-    ingest = get_dataset(config.data["dataset"]).ingest_component()("ingest", parameters=ingest_parameters(config))
+    dataset = get_dataset(config.data["dataset"])
+    ingest = dataset.ingest_component()("ingest", parameters=ingest_parameters(config))
+    checks = data_checks(config, ingest) if dataset.validates_data else []
+    schema = checks[1].outputs["schema"] if checks else ingest.outputs["schema"]
     train = Trainer(
         "train",
         examples=ingest.outputs["examples"],
-        schema=ingest.outputs["schema"],
+        schema=schema,
+        anomalies=checks[2].outputs["anomalies"] if checks else None,
         parameters=trainer_parameters(config),
     )
     evaluate = Evaluator(
         "evaluate",
         examples=ingest.outputs["examples"],
-        schema=ingest.outputs["schema"],
+        schema=schema,
         model=train.outputs["model"],
         model_run=train.outputs["model_run"],
         parameters={
@@ -50,10 +59,31 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipel
     )
     return Pipeline(
         name=config.name,
-        components=[ingest, train, evaluate],
+        components=[ingest, *checks, train, evaluate],
         beam_args=config.beam_args,
         metadata={"config": config.to_dict(), "config_file": config.source},
     )
+
+
+def data_checks(config: PipelineConfig, ingest: Component) -> list[Component]:
+    """statistics → schema (inferred from Split-train, or data.schema) → validate, TFX's StatisticsGen,
+    SchemaGen and ExampleValidator. The Trainer takes the validated schema and waits for the verdict."""
+    statistics = StatisticsGen(
+        "statistics", examples=ingest.outputs["examples"], parameters={"beam_args": config.beam_args}
+    )
+    schema = SchemaGen(
+        "schema",
+        statistics=statistics.outputs["statistics"],
+        ingest_schema=ingest.outputs["schema"],
+        parameters={"schema_file": absolute(config.data.get("schema"))},
+    )
+    validate = ExampleValidator(
+        "validate",
+        statistics=statistics.outputs["statistics"],
+        schema=schema.outputs["schema"],
+        parameters={"on_anomaly": config.data.get("on_anomaly") or "fail"},
+    )
+    return [statistics, schema, validate]
 
 
 def resolve_baseline(config: PipelineConfig, *, local_runs: bool = True) -> str | None:

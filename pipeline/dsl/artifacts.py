@@ -104,6 +104,42 @@ class Rejects(Artifact):
         return [json.loads(line) for line in self.file.read_text().splitlines() if line]
 
 
+class ExampleStatistics(Artifact):
+    """Per-split feature statistics as TFX writes them (StatisticsGen).
+
+    Layout:
+        {uri}/Split-{split}/FeatureStats.pb   a binary TFMD `DatasetFeatureStatisticsList`
+        {uri}/statistics.html                 a readable summary of every split
+    """
+
+    type_name = "ExampleStatistics"
+
+    def split_file(self, split: str) -> Path:
+        return self.path / f"Split-{split}" / "FeatureStats.pb"
+
+    @property
+    def splits(self) -> list[str]:
+        return sorted(p.parent.name[len("Split-") :] for p in self.path.glob("Split-*/FeatureStats.pb"))
+
+
+class ExampleAnomalies(Artifact):
+    """What ExampleValidator found in each split against the schema.
+
+    Layout:
+        {uri}/Split-{split}/SchemaDiff.pb   a binary TFMD `Anomalies` proto (TFX's layout)
+        {uri}/anomalies.json                {"splits": {split: [{feature, kind, description}]}, "count": n}
+    """
+
+    type_name = "ExampleAnomalies"
+
+    def split_file(self, split: str) -> Path:
+        return self.path / f"Split-{split}" / "SchemaDiff.pb"
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return self.read_json("anomalies.json")
+
+
 class Model(Artifact):
     """A trained Keras model.
 
@@ -232,5 +268,17 @@ class PushedModel(Artifact):
 
 ARTIFACT_TYPES: dict[str, type[Artifact]] = {
     cls.type_name: cls
-    for cls in (Artifact, Examples, Schema, Rejects, Model, ModelRun, ModelEvaluation, ModelBlessing, PushedModel)
+    for cls in (
+        Artifact,
+        Examples,
+        Schema,
+        Rejects,
+        ExampleStatistics,
+        ExampleAnomalies,
+        Model,
+        ModelRun,
+        ModelEvaluation,
+        ModelBlessing,
+        PushedModel,
+    )
 }

@@ -53,7 +53,15 @@ def test_iris_csv_trains_and_is_evaluated_with_a_config_only(tmp_path, run_kflow
     assert sum(map(sum, matrix["matrix"])) == metrics["example_count"]
     report = (run_dir / "evaluate" / "evaluation" / "report.html").read_text()
     assert "Confusion matrix" in report and "virginica" in report and "accuracy" in report
-    assert record["components"]["evaluate"]["status"] == "succeeded"
+    assert {name: c["status"] for name, c in record["components"].items()} == dict.fromkeys(
+        ["ingest", "statistics", "schema", "validate", "train", "evaluate"], "succeeded"
+    )
+    # The Trainer read the schema inferred from Split-train, which kept the ingest's label tag.
+    schema_uri = record["components"]["train"]["inputs"]["schema"]["uri"]
+    assert schema_uri == str(run_dir / "schema" / "schema")
+    assert 'tag: "role=label"' in (run_dir / "schema" / "schema" / "schema.pbtxt").read_text()
+    assert (run_dir / "statistics" / "statistics" / "statistics.html").exists()
+    assert json.loads((run_dir / "validate" / "anomalies" / "anomalies.json").read_text())["count"] == 0
 
 
 @pytest.mark.parametrize(
@@ -75,6 +83,24 @@ def test_csv_fields_on_another_dataset_are_refused(tmp_path, run_kflow):
     assert "data.label: not used by mnist" in done.stderr
 
 
+def test_data_that_breaks_a_frozen_schema_stops_the_run_before_training(tmp_path, run_kflow):
+    frozen = tmp_path / "frozen.pbtxt"
+    frozen.write_text(
+        'feature { name: "species" type: BYTES annotation { tag: "role=label" tag: "task=classification" } }\n'
+        'feature { name: "petal_length" type: FLOAT float_domain { min: 0 max: 3 } }\n'
+    )
+    done = run_kflow("run", iris_config(tmp_path, schema=str(frozen)))
+    assert done.returncode == 1
+    assert "component 'train' failed" in done.stderr
+    assert "petal_length: maximum 6.9 is above the schema's 3" in done.stderr and "on_anomaly: warn" in done.stderr
+    run_dir = newest_run(tmp_path / "runs" / "iris")
+    assert statuses(run_dir) == {**dict.fromkeys(["ingest", "statistics", "schema", "validate"], "succeeded"),
+                                 "train": "failed"}  # fmt: skip
+    anomalies = json.loads((run_dir / "validate" / "anomalies" / "anomalies.json").read_text())
+    kinds = {(entry["feature"], entry["kind"]) for entry in anomalies["splits"]["train"]}
+    assert ("petal_length", "out_of_range") in kinds and ("sepal_width", "unexpected_feature") in kinds
+
+
 def statuses(run_dir):
     record = json.loads((run_dir / "run.json").read_text())
     return {name: component["status"] for name, component in record["components"].items()}
@@ -93,7 +119,7 @@ def test_a_user_module_trains_under_default_and_multi_worker_mirrored_and_edits_
     done = run_kflow("run", config, *settings)
     assert done.returncode == 0, done.stderr[-3000:]
     first = newest_run(tmp_path / "runs" / "iris")
-    assert statuses(first) == {"ingest": "succeeded", "train": "succeeded", "evaluate": "succeeded"}
+    assert set(statuses(first).values()) == {"succeeded"}
     assert (first / "train" / "model" / "assets" / "user_module.py").read_text() == module.read_text()
     assert json.loads((first / "evaluate" / "evaluation" / "metrics.json").read_text())["accuracy"] >= 0.8
 
@@ -102,7 +128,8 @@ def test_a_user_module_trains_under_default_and_multi_worker_mirrored_and_edits_
     done = run_kflow("run", config, *settings, *mirrored)
     assert done.returncode == 0, done.stderr[-3000:]
     second = newest_run(tmp_path / "runs" / "iris")
-    assert statuses(second) == {"ingest": "cached", "train": "succeeded", "evaluate": "succeeded"}
+    assert statuses(second) == {**dict.fromkeys(["ingest", "statistics", "schema", "validate"], "cached"),
+                                "train": "succeeded", "evaluate": "succeeded"}  # fmt: skip
     history = json.loads((second / "train" / "model_run" / "history.json").read_text())
     assert history["strategy"] == "multi_worker_mirrored" and history["replicas"] == 2
     import keras

@@ -9,6 +9,7 @@ DATASET = Dataset(
     task="kflow.components.datasets.tabular.task:TabularTask",
     metrics="kflow.components.datasets.tabular.metrics:TabularMetrics",
     source_test_split=False,
+    validates_data=True,
     data_fields={
         "label": "label",
         "task": "task",

@@ -1,0 +1,174 @@
+"""ExampleValidator's executor: every split's statistics checked against the schema → an anomalies artifact.
+
+Checks, per feature, with the TFMD anomaly type each is recorded as in `Split-<split>/SchemaDiff.pb`:
+
+    missing_feature     required (presence min_fraction 1) and absent    SCHEMA_MISSING_COLUMN
+    missing_values      required, but some examples lack it              FEATURE_TYPE_LOW_FRACTION_PRESENT
+    unexpected_feature  in the data, not in the schema                   SCHEMA_NEW_COLUMN
+    type_mismatch       another type than the schema's                   UNKNOWN_TYPE
+    unknown_category    string values outside the string_domain          ENUM_TYPE_UNEXPECTED_STRING_VALUES
+    out_of_range        numbers outside int_domain / float_domain        INT_TYPE_BIG_INT, FLOAT_TYPE_SMALL_FLOAT, ...
+    drift               the L-infinity distance between the split's and
+                        Split-train's value frequencies is above the
+                        feature's drift_comparator threshold             COMPARATOR_L_INFTY_HIGH
+
+L-infinity distance: the largest difference, over the values, between the share of examples
+holding a value in one split and in the other (0: same distribution; 1: disjoint). The
+threshold lives in the schema (SchemaGen sets `max_category_drift`, 0.25 by default: small
+splits of a few hundred rows differ by several points by chance; TFDV's guides use 0.01-0.1
+for large, stable data).
+
+Like TFX's ExampleValidator, the component itself always succeeds, so its anomalies are
+published; `on_anomaly` (recorded in anomalies.json) tells its consumer what to do: the
+Trainer refuses to train on data with anomalies under `fail` and only warns under `warn`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_pb2
+
+from kflow.components.util.schema import load_schema
+from kflow.components.util.statistics_proto import common_stats, feature_stats, read_split, value_counts
+from kflow.pipeline.dsl.artifacts import ExampleAnomalies, ExampleStatistics, Schema
+
+log = logging.getLogger(__name__)
+
+ON_ANOMALY = ("fail", "warn")
+_STATS_TYPES = {
+    statistics_pb2.FeatureNameStatistics.INT: schema_pb2.INT,
+    statistics_pb2.FeatureNameStatistics.FLOAT: schema_pb2.FLOAT,
+    statistics_pb2.FeatureNameStatistics.STRING: schema_pb2.BYTES,
+    statistics_pb2.FeatureNameStatistics.BYTES: schema_pb2.BYTES,
+}
+_TFMD = {
+    "missing_feature": "SCHEMA_MISSING_COLUMN",
+    "missing_values": "FEATURE_TYPE_LOW_FRACTION_PRESENT",
+    "unexpected_feature": "SCHEMA_NEW_COLUMN",
+    "type_mismatch": "UNKNOWN_TYPE",
+    "unknown_category": "ENUM_TYPE_UNEXPECTED_STRING_VALUES",
+    "drift": "COMPARATOR_L_INFTY_HIGH",
+}
+
+
+def run(
+    *, statistics: ExampleStatistics, schema: Schema, anomalies: ExampleAnomalies, on_anomaly: str = "fail"
+) -> dict[str, Any]:
+    """Writes the anomalies of every split; returns {"anomalies": n, "<split>": n_split}."""
+    if on_anomaly not in ON_ANOMALY:
+        raise ValueError(f"data.on_anomaly: must be fail or warn, got {on_anomaly!r}")
+    proto = load_schema(schema.file)
+    splits = statistics.splits
+    train = read_split(statistics, "train") if "train" in splits else None
+    found = {split: find_anomalies(read_split(statistics, split), proto, train if split != "train" else None)
+             for split in splits}  # fmt: skip
+    anomalies.path.mkdir(parents=True, exist_ok=True)
+    for split, entries in found.items():
+        path = anomalies.split_file(split)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(to_proto(entries).SerializeToString())
+    count = sum(len(entries) for entries in found.values())
+    message = ""
+    if count:
+        first = next(f"{split}: {e['feature']}: {e['description']}" for split, es in found.items() for e in es)
+        message = (
+            f"the Examples have {count} anomal{'y' if count == 1 else 'ies'} against the schema (first: {first}); "
+            f"see {anomalies.path / 'anomalies.json'}"
+        )
+    anomalies.write_json(
+        "anomalies.json", {"count": count, "on_anomaly": on_anomaly, "message": message, "splits": found}
+    )
+    for split, entries in found.items():
+        for entry in entries:
+            log.warning("validate: %s: %s: %s", split, entry["feature"], entry["description"])
+    if count:
+        log.warning("validate: %s (on_anomaly: %s)", message, on_anomaly)
+    return {"anomalies": count, **{split: len(entries) for split, entries in found.items()}}
+
+
+def find_anomalies(
+    split: statistics_pb2.DatasetFeatureStatistics,
+    schema: schema_pb2.Schema,
+    train: statistics_pb2.DatasetFeatureStatistics | None = None,
+) -> list[dict[str, Any]]:
+    """The anomalies of one split: [{"feature", "kind", "description", ...}], in schema order."""
+    stats, found = feature_stats(split), []
+    baseline = feature_stats(train) if train is not None else {}
+
+    def add(name: str, kind: str, description: str, **details: Any) -> None:
+        found.append({"feature": name, "kind": kind, "description": description, **details})
+
+    for feature in schema.feature:
+        name = feature.name
+        required = feature.presence.min_fraction >= 1.0
+        if name not in stats:
+            if required and split.num_examples:
+                add(name, "missing_feature", "the schema requires it and no example has it")
+            continue
+        observed = stats[name]
+        common = common_stats(observed)
+        if required and common.num_missing:
+            add(name, "missing_values", f"{common.num_missing} of {split.num_examples} examples lack it",
+                missing=int(common.num_missing))  # fmt: skip
+        if _STATS_TYPES[observed.type] != feature.type:
+            expected, got = (
+                schema_pb2.FeatureType.Name(feature.type),
+                schema_pb2.FeatureType.Name(_STATS_TYPES[observed.type]),
+            )
+            add(name, "type_mismatch", f"values are {got}, the schema says {expected}")
+            continue
+        if feature.HasField("string_domain"):
+            counts = value_counts(observed)
+            unknown = sorted(set(counts) - set(feature.string_domain.value))
+            if unknown:
+                share = sum(counts[value] for value in unknown) / max(common.tot_num_values, 1)
+                shown = ", ".join(repr(value) for value in unknown[:5]) + (" …" if len(unknown) > 5 else "")
+                add(name, "unknown_category", f"values not in the schema's domain: {shown} ({share:.1%} of values)",
+                    values=unknown[:20], fraction=share)  # fmt: skip
+        for domain, kind in (("int_domain", "INT"), ("float_domain", "FLOAT")):
+            if feature.HasField(domain) and common.num_non_missing:
+                bounds = getattr(feature, domain)
+                low, high = observed.num_stats.min, observed.num_stats.max
+                if bounds.HasField("min") and low < bounds.min:
+                    add(name, "out_of_range", f"minimum {low:g} is below the schema's {bounds.min:g}",
+                        tfmd=f"{kind}_TYPE_SMALL_{kind}", value=low, bound=bounds.min)  # fmt: skip
+                if bounds.HasField("max") and high > bounds.max:
+                    add(name, "out_of_range", f"maximum {high:g} is above the schema's {bounds.max:g}",
+                        tfmd=f"{kind}_TYPE_BIG_{kind}", value=high, bound=bounds.max)  # fmt: skip
+        threshold = feature.drift_comparator.infinity_norm.threshold
+        if threshold and name in baseline and observed.HasField("string_stats"):
+            distance, value = l_infinity(value_counts(observed), value_counts(baseline[name]))
+            if distance > threshold:
+                add(name, "drift", f"L-infinity distance {distance:.3f} to Split-train (value {value!r}) is above "
+                    f"the threshold {threshold:g}", distance=distance, threshold=threshold)  # fmt: skip
+    known = {feature.name for feature in schema.feature}
+    for name in sorted(set(stats) - known):
+        add(name, "unexpected_feature", "the data has it and the schema does not")
+    return found
+
+
+def l_infinity(counts: dict[str, int], other: dict[str, int]) -> tuple[float, str]:
+    """The largest difference between the two normalised value distributions, and the value where it is."""
+    total, other_total = sum(counts.values()) or 1, sum(other.values()) or 1
+    differences = {
+        value: abs(counts.get(value, 0) / total - other.get(value, 0) / other_total) for value in {*counts, *other}
+    }
+    value = max(sorted(differences), key=differences.__getitem__)
+    return differences[value], value
+
+
+def to_proto(entries: list[dict[str, Any]]) -> anomalies_pb2.Anomalies:
+    proto = anomalies_pb2.Anomalies()
+    for entry in entries:
+        info = proto.anomaly_info[entry["feature"]]
+        info.path.step.append(entry["feature"])
+        info.severity = anomalies_pb2.AnomalyInfo.ERROR
+        info.short_description = entry["kind"] if not info.short_description else "multiple anomalies"
+        info.description = "; ".join(filter(None, [info.description, entry["description"]]))
+        reason = info.reason.add()
+        reason.type = anomalies_pb2.AnomalyInfo.Type.Value(entry.get("tfmd") or _TFMD[entry["kind"]])
+        reason.short_description = entry["kind"]
+        reason.description = entry["description"]
+    return proto

@@ -1,0 +1,3 @@
+from kflow.components.schema_gen.component import SchemaGen
+
+__all__ = ["SchemaGen"]

@@ -1,0 +1,3 @@
+from kflow.components.statistics_gen.component import StatisticsGen
+
+__all__ = ["StatisticsGen"]

@@ -1,0 +1,193 @@
+"""Feature statistics of serialized tf.train.Examples, as a mergeable accumulator and a TFMD proto.
+
+One accumulator per split, built record by record (`add`) and merged across Beam workers
+(`merge`); `to_proto` writes a `DatasetFeatureStatistics` the way TFDV does: common stats
+(present, missing, values per example), numeric stats (mean, standard deviation, zeros, min,
+median, max, a 10-bucket quantiles histogram) and string stats (unique values, the top 20,
+average length, and a rank histogram of the most frequent values, which ExampleValidator reads
+as the split's value distribution).
+
+Quantiles come from a deterministic sample: the SAMPLE_SIZE values whose records have the
+smallest hashes, so they are exact up to that many values and the same on every run and
+runner. String counts are exact up to MAX_DISTINCT distinct values a feature; beyond that the
+least frequent are dropped (unique becomes a lower bound, marked in the feature's name of the
+rank histogram: "truncated").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from tensorflow_metadata.proto.v0 import statistics_pb2
+
+SAMPLE_SIZE = 10_000
+MAX_DISTINCT = 100_000
+TOP_VALUES = 20
+RANK_BUCKETS = 1_000
+_TYPES = {"int64_list": statistics_pb2.FeatureNameStatistics.INT,
+          "float_list": statistics_pb2.FeatureNameStatistics.FLOAT,
+          "bytes_list": statistics_pb2.FeatureNameStatistics.STRING}  # fmt: skip
+
+
+@dataclass
+class FeatureAccumulator:
+    kind: str  # int64_list | float_list | bytes_list
+    present: int = 0
+    values: int = 0
+    min_values: int = math.inf
+    max_values: int = 0
+    # Numbers
+    total: float = 0.0
+    squares: float = 0.0
+    zeros: int = 0
+    low: float = math.inf
+    high: float = -math.inf
+    sample: list[tuple[int, float]] = field(default_factory=list)  # (record hash, value), the smallest hashes
+    # Strings
+    counts: Counter = field(default_factory=Counter)
+    length: int = 0
+    truncated: bool = False
+
+    def add(self, values: list, record_hash: int) -> None:
+        self.present += 1
+        self.values += len(values)
+        self.min_values = min(self.min_values, len(values))
+        self.max_values = max(self.max_values, len(values))
+        if self.kind == "bytes_list":
+            self.counts.update(values)
+            self.length += sum(len(value) for value in values)
+            if len(self.counts) > 2 * MAX_DISTINCT:
+                self._prune()
+            return
+        for index, value in enumerate(values):
+            value = float(value)
+            self.total += value
+            self.squares += value * value
+            self.zeros += value == 0
+            self.low, self.high = min(self.low, value), max(self.high, value)
+            self.sample.append((record_hash + index, value))
+        if len(self.sample) > 2 * SAMPLE_SIZE:
+            self.sample = heapq.nsmallest(SAMPLE_SIZE, self.sample)
+
+    def merge(self, other: FeatureAccumulator) -> None:
+        if other.kind != self.kind:
+            raise ValueError(f"a feature holds both {self.kind} and {other.kind} values")
+        self.present += other.present
+        self.values += other.values
+        self.min_values = min(self.min_values, other.min_values)
+        self.max_values = max(self.max_values, other.max_values)
+        self.total += other.total
+        self.squares += other.squares
+        self.zeros += other.zeros
+        self.low, self.high = min(self.low, other.low), max(self.high, other.high)
+        self.sample = heapq.nsmallest(SAMPLE_SIZE, self.sample + other.sample)
+        self.counts.update(other.counts)
+        self.length += other.length
+        self.truncated |= other.truncated
+        if len(self.counts) > 2 * MAX_DISTINCT:
+            self._prune()
+
+    def _prune(self) -> None:
+        self.counts = Counter(dict(_ranked(self.counts)[:MAX_DISTINCT]))
+        self.truncated = True
+
+
+@dataclass
+class SplitAccumulator:
+    examples: int = 0
+    features: dict[str, FeatureAccumulator] = field(default_factory=dict)
+
+    def add(self, serialized: bytes) -> None:
+        from tensorflow.core.example import example_pb2
+
+        example = example_pb2.Example.FromString(serialized)
+        record_hash = int.from_bytes(hashlib.blake2b(serialized, digest_size=8).digest(), "big")
+        self.examples += 1
+        for name, feature in example.features.feature.items():
+            kind = feature.WhichOneof("kind")
+            if kind is None:
+                continue
+            accumulator = self.features.setdefault(name, FeatureAccumulator(kind))
+            if accumulator.kind != kind:
+                raise ValueError(f"feature {name!r} holds {kind} in one record and {accumulator.kind} in another")
+            accumulator.add(list(getattr(feature, kind).value), record_hash)
+
+    def merge(self, other: SplitAccumulator) -> SplitAccumulator:
+        self.examples += other.examples
+        for name, accumulator in other.features.items():
+            if name in self.features:
+                self.features[name].merge(accumulator)
+            else:
+                self.features[name] = accumulator
+        return self
+
+    def to_proto(self, name: str) -> statistics_pb2.DatasetFeatureStatistics:
+        dataset = statistics_pb2.DatasetFeatureStatistics(name=name, num_examples=self.examples)
+        for feature_name in sorted(self.features):
+            _feature_proto(dataset.features.add(), feature_name, self.features[feature_name], self.examples)
+        return dataset
+
+
+def _feature_proto(out, name: str, acc: FeatureAccumulator, examples: int) -> None:
+    out.path.step.append(name)
+    out.type = _TYPES[acc.kind]
+    common = statistics_pb2.CommonStatistics(
+        num_non_missing=acc.present,
+        num_missing=examples - acc.present,
+        min_num_values=int(acc.min_values) if acc.present else 0,
+        max_num_values=acc.max_values,
+        avg_num_values=acc.values / acc.present if acc.present else 0.0,
+        tot_num_values=acc.values,
+    )
+    if acc.kind == "bytes_list":
+        stats = out.string_stats
+        stats.common_stats.CopyFrom(common)
+        ranked = _ranked(acc.counts)
+        stats.unique = len(ranked)
+        stats.avg_length = acc.length / acc.values if acc.values else 0.0
+        for value, count in ranked[:TOP_VALUES]:
+            stats.top_values.add(value=_text(value), frequency=count)
+        stats.rank_histogram.name = "truncated" if acc.truncated else "all values"
+        for rank, (value, count) in enumerate(ranked[:RANK_BUCKETS]):
+            stats.rank_histogram.buckets.add(low_rank=rank, high_rank=rank, label=_text(value), sample_count=count)
+        return
+    stats = out.num_stats
+    stats.common_stats.CopyFrom(common)
+    if not acc.values:
+        return
+    mean = acc.total / acc.values
+    stats.mean = mean
+    stats.std_dev = math.sqrt(max(acc.squares / acc.values - mean * mean, 0.0))
+    stats.num_zeros = acc.zeros
+    stats.min, stats.max = acc.low, acc.high
+    sample = sorted(value for _, value in acc.sample)
+    stats.median = _quantile(sample, 0.5)
+    histogram = stats.histograms.add(type=statistics_pb2.Histogram.QUANTILES)
+    for index in range(10):
+        histogram.buckets.add(
+            low_value=_quantile(sample, index / 10),
+            high_value=_quantile(sample, (index + 1) / 10),
+            sample_count=acc.values / 10,
+        )
+
+
+def _ranked(counts: Counter) -> list[tuple[Any, int]]:
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _quantile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return 0.0
+    position = q * (len(sorted_values) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", errors="replace")
