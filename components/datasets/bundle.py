@@ -32,6 +32,7 @@ class Dataset:
     source_test_split: bool = True
     backend_limits: dict[str, str] = field(default_factory=dict)
     data_fields: dict[str, str] = field(default_factory=dict)
+    required_data_fields: tuple[str, ...] = ()
     # True: the standard pipeline checks its Examples (statistics → inferred schema → validation) before training.
     validates_data: bool = False
 

@@ -23,7 +23,7 @@ FILTER_DEFAULTS = {
 }
 
 # The data fields only some datasets take (components/datasets/bundle.py: Dataset.data_fields).
-DATA_FIELDS = ("label", "task", "key", "columns", "infer_rows", "csv")
+DATA_FIELDS = ("label", "task", "key", "columns", "infer_rows", "csv", "split_files", "tfds")
 VALIDATION_FIELDS = ("schema", "on_anomaly")  # Only for datasets that validate their data (Dataset.validates_data).
 
 Check = Callable[[PipelineConfig], list[str]]
@@ -38,6 +38,8 @@ def _dataset(config: PipelineConfig) -> list[str]:
 
 def _splits(config: PipelineConfig) -> list[str]:
     dataset, split = get_dataset(config.data["dataset"]), config.data["split"]
+    if config.data.get("split_files"):
+        return []  # The source's own files decide (tfrecord).
     if not dataset.source_test_split and "test" not in split:
         return [
             f"data.split.test: {dataset.name}'s source has no labelled test split; "
@@ -70,11 +72,12 @@ def _data_fields(config: PipelineConfig) -> list[str]:
         if field not in dataset.data_fields and config.data.get(field) is not None
     ]
     problems += [
-        f"data.{field}: {dataset.name} does not validate its data (statistics, schema, anomalies); only csv does"
+        f"data.{field}: {dataset.name} does not validate its data (statistics, schema, anomalies); csv, tfrecord and "
+        "tfds do"
         for field in VALIDATION_FIELDS
         if not dataset.validates_data and config.data.get(field) is not None
     ]
-    if "label" in dataset.data_fields and config.data.get("label") is None:
+    if "label" in dataset.required_data_fields and config.data.get("label") is None:
         problems.append(f"data.label: {dataset.name} needs the column to predict, e.g. data.label: species")
     return problems
 

@@ -77,6 +77,7 @@ def demo_both_ways(tmp_path_factory):
     return run_dir, played
 
 
+@pytest.mark.slow  # The csv pipeline below plays in `make test` (about 30 s against 80 s).
 def test_the_played_demo_ingests_the_same_splits_as_kflow_run(demo_both_ways):
     run_dir, played = demo_both_ways
     local_stats = json.loads((run_dir / "ingest" / "examples" / "stats.json").read_text())
@@ -92,6 +93,7 @@ def test_the_played_demo_ingests_the_same_splits_as_kflow_run(demo_both_ways):
     ).read_text()
 
 
+@pytest.mark.slow  # The csv pipeline below plays in `make test` (about 30 s against 80 s).
 def test_the_played_demo_trains_and_blesses_a_model_like_kflow_run(demo_both_ways):
     run_dir, played = demo_both_ways
     assert (run_dir / "evaluate" / "blessing" / "BLESSED").exists()
@@ -108,6 +110,7 @@ def test_the_played_demo_trains_and_blesses_a_model_like_kflow_run(demo_both_way
     assert played_history["epochs"] == local_history["epochs"] == 20
 
 
+@pytest.mark.slow  # The csv pipeline below plays in `make test` (about 30 s against 80 s).
 def test_the_played_evaluate_task_shows_its_metrics_to_kfp(demo_both_ways):
     """KFP reads the run page's metrics from the executor output's artifact metadata."""
     run_dir, played = demo_both_ways
@@ -150,6 +153,7 @@ def test_the_compiled_mnist_config_plays_to_the_same_blessed_model_as_kflow_run(
     assert played["evaluate"]["evaluation"].metadata["accuracy"] == pytest.approx(played_metrics["accuracy"])
 
 
+@pytest.mark.slow  # The csv pipeline below plays in `make test` (about 30 s against 80 s).
 def test_the_played_evaluate_task_gives_the_kfp_ui_its_report_and_summary(demo_both_ways, tmp_path):
     """The system.HTML report is self-contained (plots embedded) and renders in headless Chromium."""
     import shutil
@@ -183,3 +187,37 @@ def test_the_played_evaluate_task_gives_the_kfp_ui_its_report_and_summary(demo_b
     # Plots are in colour: a page of text alone would be grey. Count clearly coloured pixels.
     saturation = pixels.max(axis=-1) - pixels.min(axis=-1)
     assert (saturation > 0.3).mean() > 0.01, f"the rendered report shows no plots ({screenshot})"
+
+
+def test_a_compiled_csv_pipeline_with_a_user_module_plays_its_data_checks_and_model(tmp_path, run_kflow):
+    """csv ingest → statistics → schema → validate → train (the user's module, carried inside pipeline.yaml) →
+    evaluate, played task by task from the compiled pipeline."""
+    import yaml
+
+    from tests.components.datasets.tabular_fixtures import write_iris
+
+    config = {
+        "name": "iris",
+        "data": {"dataset": "csv", "source": {"path": str(write_iris(tmp_path / "iris.csv"))}, "label": "species",
+                 "split": {"train": 8, "eval": 1, "test": 1}, "shards_per_split": 1},
+        "trainer": {"module": str(REPO / "tests" / "pipeline" / "user" / "iris_model.py"), "epochs": 25,
+                    "batch_size": 16, "optimizer": {"name": "adam", "learning_rate": 0.01}},
+        "evaluator": {"thresholds": {"accuracy": {"lower_bound": 0.8}}},
+    }  # fmt: skip
+    (tmp_path / "iris.yaml").write_text(yaml.safe_dump(config))
+    done = run_kflow("compile", tmp_path / "iris.yaml", "-o", tmp_path / "pipeline.yaml", "--image", "kflow:test")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "def build_model(schema, options)" in (tmp_path / "pipeline.yaml").read_text()  # The module travels inside.
+    played = play(tmp_path / "pipeline.yaml", tmp_path / "played", cwd=REPO)
+    assert list(played) == ["ingest", "statistics", "schema", "validate", "train", "evaluate"]
+    anomalies = json.loads((Path(played["validate"]["anomalies"].path) / "anomalies.json").read_text())
+    assert anomalies["count"] == 0
+    model = Path(played["train"]["model"].path)
+    assert (model / "assets" / "user_module.py").read_text() == (REPO / "tests/pipeline/user/iris_model.py").read_text()
+    assert (Path(played["evaluate"]["blessing"].path) / "BLESSED").exists()
+    metrics = json.loads((Path(played["evaluate"]["evaluation"].path) / "metrics.json").read_text())
+    assert metrics["accuracy"] >= 0.8 and metrics["confusion_matrix"]["categories"] == [
+        "setosa",
+        "versicolor",
+        "virginica",
+    ]

@@ -38,6 +38,7 @@ def interval(entry: dict) -> tuple[datetime, datetime]:
     return datetime.fromisoformat(entry["started_at"]), datetime.fromisoformat(entry["finished_at"])
 
 
+@pytest.mark.slow  # About 60 s; the declared-DAG tests (toy components) and the JAX tests cover its parts.
 def test_compare_trains_both_at_once_and_pushes_the_better_model_once(tmp_path, run_kflow):
     first = run_kflow("run", COMPARE, "--pipeline-root", tmp_path / "runs", *demo_overrides(tmp_path))
     assert first.returncode == 0, first.stderr[-3000:]

@@ -22,7 +22,7 @@ def iris_config(tmp_path, **data):
         "data": {"dataset": "csv", "source": {"path": str(source)}, "label": "species", "task": "classification",
                  "split": {"train": 8, "eval": 1, "test": 1}, "shards_per_split": 1,
                  "filters": {"max_invalid_fraction": 0.05}, **data},
-        "trainer": {"epochs": 40, "batch_size": 16, "optimizer": {"name": "adam", "learning_rate": 0.01}},
+        "trainer": {"epochs": 25, "batch_size": 16, "optimizer": {"name": "adam", "learning_rate": 0.01}},
         "evaluator": {"thresholds": {"accuracy": {"lower_bound": 0.8}}, "slices": [{"by": "label"}]},
     }  # fmt: skip
     path = tmp_path / "iris.yaml"
@@ -83,6 +83,7 @@ def test_csv_fields_on_another_dataset_are_refused(tmp_path, run_kflow):
     assert "data.label: not used by mnist" in done.stderr
 
 
+@pytest.mark.slow  # The validator's and the Trainer's halves are unit-tested in make test.
 def test_data_that_breaks_a_frozen_schema_stops_the_run_before_training(tmp_path, run_kflow):
     frozen = tmp_path / "frozen.pbtxt"
     frozen.write_text(
@@ -110,12 +111,12 @@ def newest_run(pipeline_dir):
     return max((path for path in pipeline_dir.iterdir() if not path.name.startswith(".")), key=lambda p: p.name)
 
 
-def test_a_user_module_trains_under_default_and_multi_worker_mirrored_and_edits_rerun_train(tmp_path, run_kflow):
-    """trainer.module: the user's build_model trains; editing the file re-runs train and evaluate, not ingest."""
+def test_a_user_module_trains_and_an_edit_reruns_train_and_evaluate_only(tmp_path, run_kflow):
+    """trainer.module: the user's build_model trains; an edit re-runs train and evaluate, not the data steps."""
     module = tmp_path / "my_model.py"
     module.write_text((REPO / "tests" / "pipeline" / "user" / "iris_model.py").read_text())
     config = iris_config(tmp_path)
-    settings = ["--set", f"trainer.module={module}", "--set", "trainer.epochs=30"]
+    settings = ["--set", f"trainer.module={module}", "--set", "trainer.epochs=20"]
     done = run_kflow("run", config, *settings)
     assert done.returncode == 0, done.stderr[-3000:]
     first = newest_run(tmp_path / "runs" / "iris")
@@ -124,21 +125,35 @@ def test_a_user_module_trains_under_default_and_multi_worker_mirrored_and_edits_
     assert json.loads((first / "evaluate" / "evaluation" / "metrics.json").read_text())["accuracy"] >= 0.8
 
     module.write_text(module.read_text().replace("HIDDEN_UNITS = 16", "HIDDEN_UNITS = 12"))
-    mirrored = ["--set", "trainer.strategy=multi_worker_mirrored", "--set", "trainer.workers=2"]
-    done = run_kflow("run", config, *settings, *mirrored)
+    done = run_kflow("run", config, *settings)
     assert done.returncode == 0, done.stderr[-3000:]
     second = newest_run(tmp_path / "runs" / "iris")
     assert statuses(second) == {**dict.fromkeys(["ingest", "statistics", "schema", "validate"], "cached"),
                                 "train": "succeeded", "evaluate": "succeeded"}  # fmt: skip
-    history = json.loads((second / "train" / "model_run" / "history.json").read_text())
+    assert loaded_user_model(second).layers[-2].units == 12
+
+
+@pytest.mark.slow  # About 35 s: a 2-worker cluster; the default-strategy twin above runs in make test.
+def test_a_user_module_trains_under_multi_worker_mirrored(tmp_path, run_kflow):
+    module = REPO / "tests" / "pipeline" / "user" / "iris_model.py"
+    mirrored = ["--set", "trainer.strategy=multi_worker_mirrored", "--set", "trainer.workers=2"]
+    done = run_kflow("run", iris_config(tmp_path), "--set", f"trainer.module={module}", *mirrored)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = newest_run(tmp_path / "runs" / "iris")
+    history = json.loads((run_dir / "train" / "model_run" / "history.json").read_text())
     assert history["strategy"] == "multi_worker_mirrored" and history["replicas"] == 2
+    assert loaded_user_model(run_dir).name == "iris_user_model"
+    assert json.loads((run_dir / "evaluate" / "evaluation" / "metrics.json").read_text())["accuracy"] >= 0.8
+
+
+def loaded_user_model(run_dir):
+    """The trained model.keras, loaded as the Evaluator loads it: with the module's code from its assets."""
     import keras
 
     from kflow.components.datasets.user_module import load_module
 
-    load_module(module.read_text())  # The custom layer, as the Evaluator loads it.
-    model = keras.models.load_model(second / "train" / "model" / "model.keras")
-    assert model.name == "iris_user_model" and model.layers[-2].units == 12
+    load_module((run_dir / "train" / "model" / "assets" / "user_module.py").read_text())
+    return keras.models.load_model(run_dir / "train" / "model" / "model.keras")
 
 
 @pytest.mark.parametrize(

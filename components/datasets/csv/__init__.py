@@ -10,6 +10,7 @@ DATASET = Dataset(
     metrics="kflow.components.datasets.tabular.metrics:TabularMetrics",
     source_test_split=False,
     validates_data=True,
+    required_data_fields=("label",),
     data_fields={
         "label": "label",
         "task": "task",

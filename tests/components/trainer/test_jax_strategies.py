@@ -81,6 +81,7 @@ def test_keras_data_parallel_over_two_processes_ends_with_identical_weights(trai
     _check_exported(model)
 
 
+@pytest.mark.slow  # About 25 s; the two-process keras_data_parallel test keeps the distribution API in make test.
 def test_keras_model_parallel_shards_the_weights_the_layout_map_names(train):
     # With a warm-up schedule: the learning rate is computed inside the jitted JAX step.
     model, model_run = train(

@@ -10,14 +10,15 @@ import pytest
 
 from kflow.components.trainer import Trainer
 from kflow.components.trainer.config import TrainerSettings
-from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
+from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, Model, ModelRun, Schema
 from kflow.pipeline.dsl.component import Channel
 from tests.components.fixtures import REPO
 
 
 def test_spec_wiring_and_defaults():
     spec = Trainer.spec
-    assert dict(spec.inputs) == {"examples": Examples, "schema": Schema}
+    assert dict(spec.inputs) == {"examples": Examples, "schema": Schema, "anomalies": ExampleAnomalies}
+    assert spec.optional_inputs == {"anomalies"}
     assert dict(spec.outputs) == {"model": Model, "model_run": ModelRun}
     assert spec.executor == "kflow.components.trainer.executor:run"
     trainer = Trainer(
@@ -71,3 +72,16 @@ def test_every_parameter_lands_in_one_typed_settings_group():
 def test_importing_the_component_does_not_import_tensorflow():
     code = "import sys, kflow.components.trainer; assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_the_trainer_refuses_data_with_anomalies_under_on_anomaly_fail(tmp_path):
+    from kflow.components.trainer.executor import run
+
+    anomalies = ExampleAnomalies(tmp_path / "anomalies")
+    message = "the Examples have 2 anomalies against the schema (first: eval: colour: ...)"
+    anomalies.write_json("anomalies.json", {"count": 2, "on_anomaly": "fail", "message": message, "splits": {}})
+    artifacts = {name: cls(tmp_path / name) for name, cls in
+                 (("examples", Examples), ("schema", Schema), ("model", Model), ("model_run", ModelRun))}  # fmt: skip
+    with pytest.raises(ValueError, match=r"2 anomalies .* set data.on_anomaly: warn to train anyway"):
+        run(**artifacts, anomalies=anomalies)
+    assert not (tmp_path / "model").exists()  # Refused before anything was written.

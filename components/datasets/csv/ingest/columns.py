@@ -15,13 +15,11 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tensorflow_metadata.proto.v0 import schema_pb2
+from kflow.components.datasets.tabular.examples import check_task
 
 TYPES = ("int", "float", "string", "bool")
-TASKS = ("classification", "regression")
 DEFAULT_MISSING = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
 _TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0"}
-_PROTO_TYPES = {"int": schema_pb2.INT, "bool": schema_pb2.INT, "float": schema_pb2.FLOAT, "string": schema_pb2.BYTES}
 
 
 class BadValue(ValueError):
@@ -88,27 +86,6 @@ def _parses(value: str, kind: str) -> bool:
     return True
 
 
-def build_schema(types: Mapping[str, str], label: str, task: str, key: str | None) -> schema_pb2.Schema:
-    """The TFMD schema of the Examples: one scalar feature per column; the label and key tagged by role.
-
-    Tags (`annotation.tag`): `kflow_type=<type>` on every feature, `role=label` and `task=<task>` on the
-    label, `role=key` on the key column. Only the label (and the key) are required to be present.
-    """
-    schema = schema_pb2.Schema()
-    for name, kind in types.items():
-        feature = schema.feature.add(name=name, type=_PROTO_TYPES[kind])
-        feature.value_count.min = feature.value_count.max = 1
-        feature.annotation.tag.append(f"kflow_type={kind}")
-        if name in (label, key):
-            feature.presence.min_fraction = 1.0
-            feature.presence.min_count = 1
-        if name == label:
-            feature.annotation.tag.extend(["role=label", f"task={task}"])
-        elif name == key:
-            feature.annotation.tag.append("role=key")
-    return schema
-
-
 def check_columns(
     header: Sequence[str], label: Any, task: Any, key: Any, declared: Any, types_ok: Iterable[str] = TYPES
 ) -> None:
@@ -116,12 +93,7 @@ def check_columns(
     duplicates = sorted({name for name in header if list(header).count(name) > 1})
     if duplicates:
         raise ValueError(f"csv: the header repeats the columns {duplicates}")
-    if not isinstance(label, str) or label not in header:
-        raise ValueError(f"data.label: {label!r} is not a column of the CSV (columns: {', '.join(header)})")
-    if task not in TASKS:
-        raise ValueError(f"data.task: must be one of {', '.join(TASKS)}, got {task!r}")
-    if key is not None and (key not in header or key == label):
-        raise ValueError(f"data.key: {key!r} is not a column of the CSV other than the label")
+    check_task(label, task, key, list(header))
     if not isinstance(declared, Mapping):
         raise ValueError(f"data.columns: must map column names to types, got {declared!r}")
     for name, kind in declared.items():

@@ -32,9 +32,11 @@ from typing import Any
 from google.protobuf import text_format
 
 from kflow.components.datasets.csv.ingest import columns as cols
-from kflow.components.datasets.csv.ingest.records import Record, cut, is_gzip, open_source
+from kflow.components.datasets.csv.ingest.records import Record, cut
+from kflow.components.datasets.tabular.examples import build_schema
 from kflow.components.util import beam_ingest
 from kflow.components.util.beam_ingest import INVALID, StratifiedPlan, make_reject, raw_text
+from kflow.components.util.compressed import is_gzip, open_source
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -78,7 +80,7 @@ def run(
     types = cols.infer_types(scan.header, scan.sample, columns or {}, dialect.missing)
     if task == "regression" and types[label] not in ("int", "float"):
         raise ValueError(f"data.label: regression needs a numeric label; column {label!r} is {types[label]}")
-    proto = cols.build_schema(types, label, task, key)
+    proto = build_schema(types, label, task, key)
     schema.path.mkdir(parents=True, exist_ok=True)
     schema.file.write_text(text_format.MessageToString(proto))
     if scan.read == 0:

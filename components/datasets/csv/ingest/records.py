@@ -33,16 +33,6 @@ class Record:
     unterminated: bool = False
 
 
-def is_gzip(path: str) -> bool:
-    with open(path, "rb") as file:
-        return file.read(2) == b"\x1f\x8b"
-
-
-def open_source(path: str) -> BinaryIO:
-    """The file's bytes, decompressed when it is gzipped (told by its magic bytes, not its name)."""
-    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")  # noqa: SIM115 - the caller closes it.
-
-
 def cut(
     stream: BinaryIO, quote: bytes | None, *, start: int = 0, end: int | None = None, first_line: int = 1
 ) -> Iterator[Record]:

@@ -1,0 +1,78 @@
+"""What the tabular ingests share: checking an Example's features against their types, and the schema they write.
+
+Types: `int`, `float`, `string`, `bool` (csv only; stored as int 0/1). The schema has one scalar
+feature per column and tags the label (`role=label`, `task=...`) and the key (`role=key`), so the
+tabular task, SchemaGen and the Evaluator find them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tensorflow_metadata.proto.v0 import schema_pb2
+
+TASKS = ("classification", "regression")
+KINDS = {"int64_list": "int", "float_list": "float", "bytes_list": "string"}
+_PROTO_TYPES = {"int": schema_pb2.INT, "bool": schema_pb2.INT, "float": schema_pb2.FLOAT, "string": schema_pb2.BYTES}
+
+
+def build_schema(types: Mapping[str, str], label: str, task: str, key: str | None) -> schema_pb2.Schema:
+    """The TFMD schema of the Examples: one scalar feature per column; the label and key tagged by role.
+
+    Tags (`annotation.tag`): `kflow_type=<type>` on every feature, `role=label` and `task=<task>` on the
+    label, `role=key` on the key column. Only the label (and the key) are required to be present.
+    """
+    schema = schema_pb2.Schema()
+    for name, kind in types.items():
+        feature = schema.feature.add(name=name, type=_PROTO_TYPES[kind])
+        feature.value_count.min = feature.value_count.max = 1
+        feature.annotation.tag.append(f"kflow_type={kind}")
+        if name in (label, key):
+            feature.presence.min_fraction = 1.0
+            feature.presence.min_count = 1
+        if name == label:
+            feature.annotation.tag.extend(["role=label", f"task={task}"])
+        elif name == key:
+            feature.annotation.tag.append("role=key")
+    return schema
+
+
+def check_task(label: Any, task: Any, key: Any, columns: Any) -> None:
+    """Refuses a label, task or key the data does not have (`columns`: the feature or column names)."""
+    if not isinstance(label, str) or label not in columns:
+        raise ValueError(f"data.label: {label!r} is not a column of the data (columns: {', '.join(columns)})")
+    if task not in TASKS:
+        raise ValueError(f"data.task: must be one of {', '.join(TASKS)}, got {task!r}")
+    if key is not None and (key not in columns or key == label):
+        raise ValueError(f"data.key: {key!r} is not a column of the data other than the label")
+
+
+def example_problem(example: Any, types: Mapping[str, str], label: str, task: str) -> tuple[str, dict] | None:
+    """Why a parsed tf.train.Example does not fit the tabular task, or None: (reason, details)."""
+    features = example.features.feature
+    for name, feature in features.items():
+        kind = KINDS.get(feature.WhichOneof("kind") or "")
+        if kind is None:
+            continue  # An empty feature: a missing value.
+        expected = types.get(name)
+        if expected is None:
+            return "unexpected_feature", {"feature": name}
+        if kind != expected and not (expected == "bool" and kind == "int"):
+            return "type_mismatch", {"feature": name, "expected": expected, "found": kind}
+        if len(getattr(feature, feature.WhichOneof("kind")).value) > 1:
+            return "multi_valued", {"feature": name, "values": len(getattr(feature, feature.WhichOneof("kind")).value)}
+    if label not in features or features[label].WhichOneof("kind") is None:
+        return "missing_label", {"feature": label}
+    if task == "regression" and types[label] not in ("int", "float"):
+        return "bad_label", {"feature": label, "type": types[label]}
+    return None
+
+
+def group_of(example: Any, label: str, task: str) -> str:
+    """The stratification group of a record: its label for classification, one group for regression."""
+    if task != "classification":
+        return "all"
+    feature = example.features.feature[label]
+    value = getattr(feature, feature.WhichOneof("kind")).value[0]
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

@@ -1,0 +1,3 @@
+from kflow.components.datasets.tfds.ingest.component import TfdsIngest
+
+__all__ = ["TfdsIngest"]
