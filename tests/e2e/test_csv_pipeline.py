@@ -111,6 +111,7 @@ def newest_run(pipeline_dir):
     return max((path for path in pipeline_dir.iterdir() if not path.name.startswith(".")), key=lambda p: p.name)
 
 
+@pytest.mark.slow  # About 40 s; make test plays a compiled csv pipeline with the module and checks the keys below.
 def test_a_user_module_trains_and_an_edit_reruns_train_and_evaluate_only(tmp_path, run_kflow):
     """trainer.module: the user's build_model trains; an edit re-runs train and evaluate, not the data steps."""
     module = tmp_path / "my_model.py"
@@ -144,6 +145,25 @@ def test_a_user_module_trains_under_multi_worker_mirrored(tmp_path, run_kflow):
     assert history["strategy"] == "multi_worker_mirrored" and history["replicas"] == 2
     assert loaded_user_model(run_dir).name == "iris_user_model"
     assert json.loads((run_dir / "evaluate" / "evaluation" / "metrics.json").read_text())["accuracy"] >= 0.8
+
+
+def test_an_edit_of_the_user_module_changes_the_trainers_cache_key_and_nothing_upstream(tmp_path):
+    from kflow.pipeline.app.standard_pipeline import build_pipeline
+    from kflow.pipeline.dsl.config import load_config
+
+    module = tmp_path / "my_model.py"
+    module.write_text((REPO / "tests" / "pipeline" / "user" / "iris_model.py").read_text())
+    config_file = iris_config(tmp_path)
+
+    def keys():
+        pipeline = build_pipeline(load_config(config_file, overrides=[f"trainer.module={module}"]))
+        return {node.id: node.cache_parameters for node in pipeline.components}
+
+    before = keys()
+    assert before["train"]["module_source"] == module.read_text()
+    module.write_text(module.read_text().replace("HIDDEN_UNITS = 16", "HIDDEN_UNITS = 12"))
+    after = keys()
+    assert [name for name in before if before[name] != after[name]] == ["train"]
 
 
 def loaded_user_model(run_dir):
