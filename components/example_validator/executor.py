@@ -68,7 +68,7 @@ def run(
     for split, entries in found.items():
         path = anomalies.split_file(split)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(to_proto(entries).SerializeToString())
+        path.write_bytes(to_proto(entries).SerializeToString(deterministic=True))
     count = sum(len(entries) for entries in found.values())
     message = ""
     if count:

@@ -72,7 +72,7 @@ def _write(accumulator: SplitAccumulator, statistics: ExampleStatistics, split: 
     proto = statistics_pb2.DatasetFeatureStatisticsList(datasets=[accumulator.to_proto(split)])
     path = statistics.split_file(split)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(proto.SerializeToString())
+    path.write_bytes(proto.SerializeToString(deterministic=True))
 
 
 def summary_html(protos: dict[str, statistics_pb2.DatasetFeatureStatistics]) -> str:

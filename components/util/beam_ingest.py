@@ -1,37 +1,48 @@
-"""The Beam half of a text ingest: process chunks, split, write shards, account for every record.
+"""The Beam half of an ingest: process chunks, split, write shards, account for every record.
 
 An ingest's driver cuts its source into chunks (small, picklable references: a file and
 a byte range, or a staged file) and gives `run_ingest_pipeline` a `process_chunk`
 function that turns one chunk into accepted records `(key, group, serialized Example)`
 and reject entries. The pipeline, one Beam element per chunk:
 
-    chunks ─ process (parse, validate, filter, serialise; stage accepted records in a file) ─┬─ rejects ─┐
-             └─ (staged file, [(key, group)]) ─ route to (split, shard) [─ global split plan] ─ group by
-                shard ─ write a sorted, gzipped TFRecord shard ─────────────────────────────────────────┴─ stats
+    chunks ─ process (parse, validate, filter, serialise; stage the chunk's records) ─┬─ rejects ───────────┐
+             ├─ [plan] histogram of key hashes per group ─ cut ranks ─ keys at the cuts ─ split cuts ─┐     │
+             └─ staged chunk ─ route: a part file per (split, shard), sorted by key ◄─────────────────┘     │
+                ─ group part names by shard ─ merge the parts into a gzipped TFRecord shard ─ counts ─ stats ┘
 
-Only keys and staged-file names go through the group-by-key, never serialized records.
+Records travel between stages through staged files in a `Staging` folder: under the
+pipeline's --temp_location when it has one (any Beam filesystem: gs://, s3://, hdfs://, so
+a distributed runner's workers share it), else a local temporary folder. Only file names,
+counts and fixed-size histograms go through Beam, so memory does not grow with the data:
+a worker holds one chunk, or one record of each part it merges.
+
 Without `plan`, a record's group is its split (WikiText-2: the source's split); with a
-`plan` (Quora: stratified by label), `plan([(key, group)])` returns {key: split} over
-all accepted records. The shard of a record is a stable hash of its key.
+`plan` (stratified by label), each group's records are ordered by a hash of their key and
+cut by quota: the cuts are found from a histogram of the hashes (the top 16 bits) and the
+few keys in the buckets where a cut falls. The shard of a record is a stable hash of its key.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
-import itertools
+import heapq
 import json
+import os
 import pickle
 import re
+import shutil
 import tempfile
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
+import numpy as np
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
 
 from kflow.components.util.progress import RecordProgress
 from kflow.pipeline.dsl.artifacts import Examples, Rejects
@@ -40,11 +51,16 @@ from kflow.pipeline.dsl.config import named_runner
 INVALID = "invalid"
 FILTERED = "filtered"
 _REJECTS = "rejects"
+_HISTOGRAM = "histogram"
+_BUCKET_BITS = 16
 _POSITION = re.compile(r"(.*)[:#](\d+)")
 _JSON = json.JSONEncoder(sort_keys=True)  # One encoder for every reject line (json.dumps builds one per call).
 
-Accepted = tuple[str, str, bytes]  # (key, group, serialized tf.train.Example)
+# (key, group, tf.train.Example serialised with deterministic=True: the order of its feature map otherwise
+# differs between processes, and the same data must give the same bytes on any runner)
+Accepted = tuple[str, str, bytes]
 ProcessChunk = Callable[[Any], tuple[list[Accepted], list[dict[str, Any]]]]
+SortKey = tuple[int, str]
 
 
 def stable_hash(text: str) -> int:
@@ -92,6 +108,65 @@ def ingest_summary(stats: dict[str, Any], max_invalid_fraction: float, rejects: 
     }
 
 
+class Staging:
+    """A folder for what an ingest's stages hand each other, removed when the `with` block ends.
+
+    Under the pipeline's --temp_location when the Beam options give one (through Beam's
+    FileSystems, so gs://, s3:// or hdfs:// folders work and a distributed runner's workers
+    share it); else a local temporary folder (the DirectRunner's workers share this disk).
+    """
+
+    def __init__(self, beam_args: Sequence[str] = ()):
+        temp_location = PipelineOptions(list(beam_args)).view_as(GoogleCloudOptions).temp_location
+        self.local = not temp_location
+        if self.local:
+            self.root = tempfile.mkdtemp(prefix="kflow-ingest-")
+        else:
+            self.root = FileSystems.join(temp_location, f"kflow-ingest-{uuid.uuid4().hex}")
+
+    def path(self, name: str) -> str:
+        return FileSystems.join(self.root, name)
+
+    def __enter__(self) -> Staging:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        if self.local:
+            shutil.rmtree(self.root, ignore_errors=True)
+            return
+        matched = FileSystems.match([self.path("*")])[0].metadata_list
+        if matched:
+            FileSystems.delete([metadata.path for metadata in matched])
+        if "://" not in self.root and os.path.isdir(self.root):  # A local --temp_location: its folder too.
+            os.rmdir(self.root)
+
+
+def write_pickled(path: str, value: Any) -> None:
+    with FileSystems.create(path) as file:
+        pickle.dump(value, file, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def read_pickled(path: str) -> Any:
+    with FileSystems.open(path) as file:
+        return pickle.load(file)
+
+
+def _write_stream(path: str, items: Sequence[Any]) -> None:
+    """One pickle an item, so that `_read_stream` holds one item at a time."""
+    with FileSystems.create(path) as file:
+        for item in items:
+            pickle.dump(item, file, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _read_stream(path: str) -> Iterator[Any]:
+    with FileSystems.open(path) as file:
+        while True:
+            try:
+                yield pickle.load(file)
+            except EOFError:
+                return
+
+
 def run_ingest_pipeline(
     *,
     chunks: Sequence[Any],
@@ -102,61 +177,70 @@ def run_ingest_pipeline(
     examples: Examples,
     rejects: Rejects,
     beam_args: Sequence[str] = (),
-    plan: Callable[[list[tuple[str, str]]], dict[str, str]] | None = None,
+    plan: StratifiedPlan | None = None,
     extra_rejects: Sequence[dict[str, Any]] = (),
+    staging: Staging | None = None,
 ) -> dict[str, Any]:
     """Runs the ingest pipeline and returns stats.json: read, accepted per split, rejected per reason.
 
     `extra_rejects` are rejects the driver found (e.g. CSV rows it could not cut out of the file).
+    `staging`: the driver's own, when its chunks refer to files it staged; else one for this run.
     """
     if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
         raise ValueError(f"shards_per_split must be a positive integer, got {shards!r}")
+    if staging is None:
+        with Staging(beam_args) as own:
+            return run_ingest_pipeline(
+                chunks=chunks, process_chunk=process_chunk, splits=splits, shards=shards, read=read,
+                examples=examples, rejects=rejects, beam_args=beam_args, plan=plan,
+                extra_rejects=extra_rejects, staging=own,
+            )  # fmt: skip
     for artifact in (examples, rejects):
         artifact.path.mkdir(parents=True, exist_ok=True)
     every_shard = [((split, shard), None) for split in splits for shard in range(shards)]
-    with tempfile.TemporaryDirectory(prefix="kflow-ingest-") as staging:
-        with beam.Pipeline(options=PipelineOptions(named_runner(beam_args))) as pipeline:
-            processed = (
-                pipeline
-                | "Chunks" >> beam.Create(list(chunks), reshuffle=False)
-                | "Process"
-                >> beam.ParDo(_Process(process_chunk, staging, read, _in_process(beam_args))).with_outputs(
-                    _REJECTS, main="staged"
-                )
+    with beam.Pipeline(options=PipelineOptions(named_runner(beam_args))) as pipeline:
+        processed = (
+            pipeline
+            | "Chunks" >> beam.Create(list(enumerate(chunks)), reshuffle=False)
+            | "Process"
+            >> beam.ParDo(
+                _Process(process_chunk, staging, read, _in_process(beam_args), plan is not None)
+            ).with_outputs(_REJECTS, _HISTOGRAM, main="staged")
+        )
+        cuts = None
+        if plan is not None:
+            histogram = processed[_HISTOGRAM] | "Histogram" >> beam.CombineGlobally(_MergeHistograms())
+            wanted = histogram | "CutRanks" >> beam.Map(plan.cut_ranks)
+            keys_at_cuts = (
+                processed.staged
+                | "KeysAtCuts" >> beam.FlatMap(_keys_at_cuts, beam.pvalue.AsSingleton(wanted))
+                | "AllKeysAtCuts" >> beam.combiners.ToList()
             )
-            if plan is None:
-                routed = processed.staged | "Route" >> beam.ParDo(_Route(shards, tuple(splits)), None)
-            else:
-                assignment = (
-                    processed.staged
-                    | "Keys" >> beam.Map(lambda staged: staged[1])
-                    | "AllKeys" >> beam.combiners.ToList()
-                    | "Plan" >> beam.Map(lambda lists: plan(list(itertools.chain.from_iterable(lists))))
-                )
-                routed = processed.staged | "Route" >> beam.ParDo(
-                    _Route(shards, tuple(splits)), beam.pvalue.AsSingleton(assignment)
-                )
-            shard_counts = (
-                (routed, pipeline | "EveryShard" >> beam.Create(every_shard, reshuffle=False))
-                | "FlattenRecords" >> beam.Flatten()
-                | "GroupByShard" >> beam.GroupByKey()
-                | "WriteShards" >> beam.ParDo(_WriteShard(examples, shards))
+            cuts = beam.pvalue.AsSingleton(
+                wanted | "Cuts" >> beam.Map(_split_cuts, beam.pvalue.AsSingleton(keys_at_cuts))
             )
-            driver_rejects = [_stage_rejects(list(extra_rejects), staging)] if extra_rejects else []
-            found_rejects = (
-                processed[_REJECTS],
-                pipeline | "DriverRejects" >> beam.Create(driver_rejects, reshuffle=False),
-            ) | "FlattenRejects" >> beam.Flatten()
-            _ = (
-                pipeline
-                | "Start" >> beam.Create([None])
-                | "WriteStats"
-                >> beam.ParDo(
-                    _WriteStats(examples, rejects, read, tuple(splits)),
-                    beam.pvalue.AsList(shard_counts),
-                    beam.pvalue.AsList(found_rejects),
-                )
+        parts = processed.staged | "Route" >> beam.ParDo(_Route(shards, tuple(splits), staging), cuts)
+        shard_counts = (
+            (parts, pipeline | "EveryShard" >> beam.Create(every_shard, reshuffle=False))
+            | "FlattenParts" >> beam.Flatten()
+            | "GroupByShard" >> beam.GroupByKey()
+            | "WriteShards" >> beam.ParDo(_WriteShard(examples, shards))
+        )
+        driver_rejects = [_stage_rejects(list(extra_rejects), staging, "driver")] if extra_rejects else []
+        found_rejects = (
+            processed[_REJECTS],
+            pipeline | "DriverRejects" >> beam.Create(driver_rejects, reshuffle=False),
+        ) | "FlattenRejects" >> beam.Flatten()
+        _ = (
+            pipeline
+            | "Start" >> beam.Create([None])
+            | "WriteStats"
+            >> beam.ParDo(
+                _WriteStats(examples, rejects, read, tuple(splits)),
+                beam.pvalue.AsList(shard_counts),
+                beam.pvalue.AsList(found_rejects),
             )
+        )
     return examples.stats
 
 
@@ -166,16 +250,23 @@ def _in_process(beam_args: Sequence[str]) -> bool:
     return options.get("runner") in (None, "DirectRunner") and options.get("direct_running_mode") != "multi_processing"
 
 
+def _sort_key(key: str) -> SortKey:
+    """A record's place in its group: a hash of the key's part before its first "|", then the key (ties)."""
+    return stable_hash(key.partition("|")[0]), key
+
+
 class _Process(beam.DoFn):
-    """Runs `process_chunk` on a chunk, stages its accepted records; emits (file, [(key, group)]) and rejects.
+    """Runs `process_chunk` on a chunk and stages its accepted records sorted by `_sort_key`; emits the staged
+    file's name, the rejects, and (with a plan) a histogram of the records' hashes per group.
 
     Shows the records processed out of `read`: as a bar when every chunk is processed here, else
     as a log line at each tenth from each worker."""
 
-    def __init__(self, process_chunk: ProcessChunk, staging: str, read: int, one_bar: bool):
+    def __init__(self, process_chunk: ProcessChunk, staging: Staging, read: int, one_bar: bool, histogram: bool):
         self._process_chunk = process_chunk
         self._staging = staging
         self._read, self._one_bar = read, one_bar
+        self._histogram = histogram
         self._progress: RecordProgress | None = None
 
     def setup(self):
@@ -185,52 +276,112 @@ class _Process(beam.DoFn):
         if self._progress is not None:
             self._progress.close()
 
-    def process(self, chunk):
+    def process(self, element):
+        index, chunk = element
         accepted, found_rejects = self._process_chunk(chunk)
         if self._progress is not None:
             self._progress.add(len(accepted) + len(found_rejects))
         if accepted:
-            path = Path(self._staging) / f"chunk-{uuid.uuid4().hex}.pkl"
-            with path.open("wb") as file:
-                pickle.dump({key: record for key, _group, record in accepted}, file, protocol=pickle.HIGHEST_PROTOCOL)
-            yield str(path), [(key, group) for key, group, _record in accepted]
+            staged = sorted((_sort_key(key), group, record) for key, group, record in accepted)
+            path = self._staging.path(f"chunk-{index:08d}.pkl")
+            write_pickled(path, staged)
+            yield path
+            if self._histogram:
+                by_group: dict[str, list[int]] = {}
+                for (hashed, _), group, _ in staged:
+                    by_group.setdefault(group, []).append(hashed >> (64 - _BUCKET_BITS))
+                yield beam.pvalue.TaggedOutput(
+                    _HISTOGRAM, {group: np.unique(buckets, return_counts=True) for group, buckets in by_group.items()}
+                )
         if found_rejects:
-            yield beam.pvalue.TaggedOutput(_REJECTS, _stage_rejects(found_rejects, self._staging))
+            yield beam.pvalue.TaggedOutput(_REJECTS, _stage_rejects(found_rejects, self._staging, f"{index:08d}"))
 
 
-def _stage_rejects(entries: list[dict[str, Any]], staging: str) -> tuple[str, dict[tuple[str, str], int]]:
+class _MergeHistograms(beam.CombineFn):
+    """{group: records per hash bucket}: a fixed size however many records. A chunk's histogram comes sparse,
+    (buckets, counts), as its records fill few of the 65,536 buckets."""
+
+    def create_accumulator(self):
+        return {}
+
+    def add_input(self, accumulator, histogram):
+        for group, (buckets, counts) in histogram.items():
+            np.add.at(accumulator.setdefault(group, np.zeros(1 << _BUCKET_BITS, np.int64)), buckets, counts)
+        return accumulator
+
+    def merge_accumulators(self, accumulators):
+        merged = {}
+        for accumulator in accumulators:
+            for group, counts in accumulator.items():
+                if group in merged:
+                    merged[group] += counts
+                else:
+                    merged[group] = counts.copy()
+        return merged
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+def _keys_at_cuts(path: str, wanted: dict[str, list[tuple[int, str, int, int]]]):
+    """(group, bucket, sort key) of the staged records in a bucket where a cut falls."""
+    buckets = {(group, bucket) for group, cuts in wanted.items() for _, _, bucket, _ in cuts}
+    for sort_key, group, _ in read_pickled(path):
+        bucket = sort_key[0] >> (64 - _BUCKET_BITS)
+        if (group, bucket) in buckets:
+            yield group, bucket, sort_key
+
+
+def _split_cuts(wanted: dict[str, list[tuple[int, str, int, int]]], keys_at_cuts: list) -> SplitCuts:
+    in_bucket: dict[tuple[str, int], list[SortKey]] = {}
+    for group, bucket, sort_key in keys_at_cuts:
+        in_bucket.setdefault((group, bucket), []).append(sort_key)
+    for keys in in_bucket.values():
+        keys.sort()
+    return SplitCuts(
+        {
+            group: tuple((in_bucket[(group, bucket)][offset], split) for _, split, bucket, offset in cuts)
+            for group, cuts in wanted.items()
+        }
+    )
+
+
+def _stage_rejects(entries: list[dict[str, Any]], staging: Staging, name: str) -> tuple[str, Counter]:
     """Saves reject entries as (source order, JSON line) in a staged file; returns it and the counts by (kind, reason).
 
     Only the file name and the counts travel through Beam: side inputs of many small dicts
     cost more (Beam measures their deep size) than writing them.
     """
-    path = Path(staging) / f"rejects-{uuid.uuid4().hex}.pkl"
-    lines = [(_position_order(entry), _JSON.encode(entry)) for entry in entries]
-    path.write_bytes(pickle.dumps(lines, protocol=pickle.HIGHEST_PROTOCOL))
-    return str(path), Counter((entry["kind"], entry["reason"]) for entry in entries)
+    path = staging.path(f"rejects-{name}.pkl")
+    write_pickled(path, [(_position_order(entry), _JSON.encode(entry)) for entry in entries])
+    return path, Counter((entry["kind"], entry["reason"]) for entry in entries)
 
 
 class _Route(beam.DoFn):
-    """Emits ((split, shard), (staged file, [keys])) for the records of a staged chunk."""
+    """Splits and shards the records of a staged chunk into part files sorted by key; emits ((split, shard), part)."""
 
-    def __init__(self, shards: int, splits: tuple[str, ...]):
+    def __init__(self, shards: int, splits: tuple[str, ...], staging: Staging):
         self._shards = shards
         self._splits = splits
+        self._staging = staging
 
-    def process(self, staged, assignment):
-        path, keys = staged
-        routes: dict[tuple[str, int], list[str]] = {}
-        for key, group in keys:
-            split = group if assignment is None else assignment[key]
+    def process(self, path, cuts=None):
+        parts: dict[tuple[str, int], list[tuple[str, bytes]]] = {}
+        for sort_key, group, record in read_pickled(path):
+            key = sort_key[1]
+            split = group if cuts is None else cuts.split(sort_key, group)
             if split not in self._splits:
                 raise RuntimeError(f"ingest: record {key!r} was routed to the unknown split {split!r}")
-            routes.setdefault((split, stable_hash(key) % self._shards), []).append(key)
-        for split_shard, shard_keys in routes.items():
-            yield split_shard, (path, shard_keys)
+            parts.setdefault((split, stable_hash(key) % self._shards), []).append((key, record))
+        chunk = path.rsplit("/", 1)[-1].removesuffix(".pkl")
+        for (split, shard), records in parts.items():
+            part = self._staging.path(f"part-{split}-{shard:05d}-{chunk}.pkl")
+            _write_stream(part, sorted(records))
+            yield (split, shard), part
 
 
 class _WriteShard(beam.DoFn):
-    """Writes the records of one shard sorted by key; emits (split, shard, record count)."""
+    """Merges the part files of one shard into a TFRecord file sorted by key; emits (split, shard, record count)."""
 
     def __init__(self, examples: Examples, shards: int):
         self._examples = examples
@@ -239,20 +390,16 @@ class _WriteShard(beam.DoFn):
     def process(self, element):
         import tensorflow as tf  # Only the workers that write need TensorFlow.
 
-        (split, shard), batches = element
-        records = []
-        for path, keys in filter(None, batches):  # Without the None batch every shard gets.
-            with open(path, "rb") as file:
-                staged = pickle.load(file)
-            records.extend((key, staged[key]) for key in keys)
-        records.sort()
+        (split, shard), parts = element
         folder = self._examples.split_uri(split)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"data_tfrecord-{shard:05d}-of-{self._shards:05d}.gz"
+        count = 0
         with tf.io.TFRecordWriter(str(path), options="GZIP") as writer:
-            for _, record in records:
+            for _, record in heapq.merge(*(_read_stream(part) for part in sorted(filter(None, parts)))):
                 writer.write(record)
-        yield split, shard, len(records)
+                count += 1
+        yield split, shard, count
 
 
 def _position_order(entry: dict[str, Any]) -> tuple:
@@ -279,7 +426,7 @@ class _WriteStats(beam.DoFn):
         for path, counts in staged_rejects:
             for (kind, reason), count in counts.items():
                 by_kind[kind][reason] += count
-            lines.extend(pickle.loads(Path(path).read_bytes()))
+            lines.extend(read_pickled(path))
         lines.sort(key=lambda line: line[0])
         rejected = dict(sorted((by_kind[INVALID] + by_kind[FILTERED]).items()))
         if self._read != sum(accepted.values()) + sum(rejected.values()):
@@ -355,25 +502,59 @@ def check_split_shares(split: dict[str, int], required: tuple[str, ...], why: st
 class StratifiedPlan:
     """Assigns each record to a split: per group (label), by quota over the records ordered by a hash of their key.
 
-    A key's part before its first "|" is hashed; the rest breaks ties (e.g. the position that
-    makes a repeated record's key unique), so equal records stay next to each other.
+    Within a group of n records ordered by `_sort_key`, the first round(n·w₁/W) go to the first split (names
+    sorted), and so on: each split's group ratio matches the whole to a record, and a record's split depends
+    on neither the file order nor the other groups. A key's part before its first "|" is hashed; the rest
+    breaks ties (e.g. the position that makes a repeated record's key unique), so equal records stay together.
     """
 
     weights: dict[str, int]
 
-    def __call__(self, items: list[tuple[str, str]]) -> dict[str, str]:
-        by_label: dict[str, list[str]] = {}
-        for key, label in items:
-            by_label.setdefault(label, []).append(key)
-        names = sorted(self.weights)
-        total = sum(self.weights.values())
-        assignment = {}
-        for keys in by_label.values():
-            keys.sort(key=lambda key: (stable_hash(key.partition("|")[0]), key))
-            start, cumulative = 0, 0
-            for name in names:
-                cumulative += self.weights[name]
-                stop = round(len(keys) * cumulative / total)
-                assignment.update(dict.fromkeys(keys[start:stop], name))
-                start = stop
-        return assignment
+    def ranks(self, count: int) -> list[tuple[int, str]]:
+        """(rank of a split's first record, split) for the splits that get records, of a group of `count`."""
+        names, total = sorted(self.weights), sum(self.weights.values())
+        starts, start, cumulative = [], 0, 0
+        for name in names:
+            cumulative += self.weights[name]
+            stop = round(count * cumulative / total)
+            if stop > start:
+                starts.append((start, name))
+            start = stop
+        return starts
+
+    def cut_ranks(self, histogram: dict[str, np.ndarray]) -> dict[str, list[tuple[int, str, int, int]]]:
+        """{group: [(rank, split, hash bucket holding that rank, rank within the bucket), ...]}."""
+        wanted = {}
+        for group, counts in histogram.items():
+            below = np.cumsum(counts) - counts  # Records in the buckets before each bucket.
+            cuts = []
+            for rank, split in self.ranks(int(counts.sum())):
+                bucket = int(np.searchsorted(below, rank, side="right")) - 1
+                cuts.append((rank, split, bucket, rank - int(below[bucket])))
+            wanted[group] = cuts
+        return wanted
+
+    def __call__(self, items: list[tuple[str, str]]) -> SplitCuts:
+        """The cuts for (key, group) items held in memory (what the pipeline finds without holding them)."""
+        by_group: dict[str, list[SortKey]] = {}
+        for key, group in items:
+            by_group.setdefault(group, []).append(_sort_key(key))
+        cuts = {}
+        for group, keys in by_group.items():
+            keys.sort()
+            cuts[group] = tuple((keys[rank], split) for rank, split in self.ranks(len(keys)))
+        return SplitCuts(cuts)
+
+
+@dataclass(frozen=True)
+class SplitCuts:
+    """{group: ((sort key of a split's first record, split), ...)} in sort order."""
+
+    cuts: dict[str, tuple[tuple[SortKey, str], ...]]
+
+    def split(self, sort_key: SortKey, group: str) -> str:
+        starts = self.cuts[group]
+        return starts[bisect.bisect_right([first for first, _ in starts], sort_key) - 1][1]
+
+    def __call__(self, key: str, group: str) -> str:
+        return self.split(_sort_key(key), group)

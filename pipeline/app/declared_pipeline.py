@@ -93,7 +93,7 @@ def build_declared_pipeline(config: PipelineConfig) -> Pipeline:
     return Pipeline(
         name=config.name,
         components=[nodes[i] for i in ids],
-        beam_args=config.beam_args,
+        beam_args=config.orchestration_args,
         metadata={"config": config.to_dict(), "config_file": config.source},
     )
 

@@ -60,7 +60,7 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipel
     return Pipeline(
         name=config.name,
         components=[ingest, *checks, train, evaluate],
-        beam_args=config.beam_args,
+        beam_args=config.orchestration_args,
         metadata={"config": config.to_dict(), "config_file": config.source},
     )
 

@@ -61,6 +61,7 @@ class PipelineConfig:
     trainer: dict[str, Any] = field(default_factory=dict)
     evaluator: dict[str, Any] = field(default_factory=dict)
     beam: dict[str, Any] = field(default_factory=dict)
+    orchestration: dict[str, Any] = field(default_factory=dict)
     kubeflow: dict[str, Any] = field(default_factory=dict)
     components: list[dict[str, Any]] | None = None  # a declared DAG (pipeline/app/declared_pipeline.py)
     source: str | None = None
@@ -73,20 +74,32 @@ class PipelineConfig:
             "trainer": self.trainer,
             "evaluator": self.evaluator,
             "beam": self.beam,
+            "orchestration": self.orchestration,
             "kubeflow": self.kubeflow,
         }
         return fields if self.components is None else {**fields, "components": self.components}
 
     @property
     def beam_args(self) -> list[str]:
-        """The `beam` section as Beam pipeline arguments; the default runner (DirectRunner) is left implicit, so a
-        Python pipeline built without Beam options is the same pipeline as a config without a `beam` section."""
-        args = [] if self.beam["runner"] == "DirectRunner" else [f"--runner={self.beam['runner']}"]
-        for key, value in sorted(self.beam["options"].items()):
-            if isinstance(value, bool):
-                value = str(value).lower()
-            args.append(f"--{key}={value}")
-        return args
+        """The `beam` section (the data components' Beam pipelines) as Beam pipeline arguments; the default runner
+        (DirectRunner) is left implicit, so a Python pipeline built without Beam options is the same pipeline as a
+        config without a `beam` section."""
+        return section_beam_args(self.beam)
+
+    @property
+    def orchestration_args(self) -> list[str]:
+        """The `orchestration` section (the local DAG runner's own Beam pipeline) as Beam pipeline arguments: apart
+        from `beam`, so a distributed runner for the data never ships the Trainer's node to it."""
+        return section_beam_args(self.orchestration)
+
+
+def section_beam_args(section: dict[str, Any]) -> list[str]:
+    args = [] if section["runner"] == "DirectRunner" else [f"--runner={section['runner']}"]
+    for key, value in sorted(section["options"].items()):
+        if isinstance(value, bool):
+            value = str(value).lower()
+        args.append(f"--{key}={value}")
+    return args
 
 
 def config_schema() -> dict[str, Any]:

@@ -187,3 +187,42 @@ def test_an_unusable_trainer_module_is_refused_naming_the_field(run_kflow, modul
     done = run_kflow("validate", "pipeline/configs/demo.yaml", "--set", f"trainer.module={module}")
     assert done.returncode == 2
     assert "trainer.module: " in done.stderr and message in done.stderr
+
+
+DATAFLOW = "beam.runner=DataflowRunner"  # Unusable here (no project, no network): whatever runs on it fails.
+
+
+def test_the_data_runner_is_given_to_the_data_steps_only(tmp_path):
+    from kflow.pipeline.app.standard_pipeline import build_pipeline
+    from kflow.pipeline.dsl.config import load_config
+
+    settings = [DATAFLOW, "beam.options.temp_location=gs://bucket/tmp", "orchestration.options.direct_num_workers=1"]
+    pipeline = build_pipeline(load_config(iris_config(tmp_path), overrides=settings))
+    data_args = ["--runner=DataflowRunner", "--temp_location=gs://bucket/tmp"]
+    assert pipeline.beam_args == ["--direct_num_workers=1"]  # The DAG runner's own options.
+    assert pipeline.node("ingest").parameters["beam_args"] == data_args
+    assert pipeline.node("statistics").parameters["beam_args"] == data_args
+    others = [node for node in pipeline.components if node.id not in ("ingest", "statistics")]
+    assert [node.id for node in others] == ["schema", "validate", "train", "evaluate"]
+    assert not any("beam_args" in node.parameters for node in others)
+
+
+@pytest.mark.slow  # Two kflow runs (about 35 s); the pipeline it builds is checked in make test, above.
+def test_a_distributed_data_runner_moves_neither_the_dag_runner_nor_training(tmp_path, run_kflow):
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    with pytest.raises((Exception, SystemExit)):  # The control: DataflowRunner cannot run anything here.
+        with beam.Pipeline(options=PipelineOptions(["--runner=DataflowRunner"])) as pipeline:
+            _ = pipeline | beam.Create([1])
+    config = iris_config(tmp_path)
+    done = run_kflow("run", config, "--until", "validate")
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_kflow("run", config, "--set", DATAFLOW, "--set", "trainer.epochs=3", "--set",
+                     "evaluator.on_not_blessed=warn")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert statuses(newest_run(tmp_path / "runs" / "iris")) == {
+        **dict.fromkeys(["ingest", "statistics", "schema", "validate"], "cached"),
+        "train": "succeeded",
+        "evaluate": "succeeded",
+    }

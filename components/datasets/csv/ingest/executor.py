@@ -157,6 +157,8 @@ class Dialect:
 
     def split(self, text: str) -> list[list[str]]:
         """The CSV rows in `text` (one, for a well-formed record)."""
+        if text and (self.quotechar is None or self.quotechar not in text) and "\r" not in text and "\n" not in text:
+            return [text.split(self.delimiter)]  # What csv.reader returns for such a line, at a third of the cost.
         quoting = csv.QUOTE_NONE if self.quotechar is None else csv.QUOTE_MINIMAL
         return list(
             csv.reader(
@@ -288,7 +290,7 @@ class ChunkProcessor:
                         features[column].int64_list.value.append(value)
                 key = str(values[self.key]) if self.key else f"{hashlib.sha1(record.raw).hexdigest()[:16]}|{position}"
                 group = str(values[self.label]) if self.task == "classification" else "all"
-                accepted.append((key, group, example.SerializeToString()))
+                accepted.append((key, group, example.SerializeToString(deterministic=True)))
         return accepted, found
 
     def parse(self, raw: bytes, duplicate: bool) -> tuple[dict[str, Any] | None, tuple[str, dict] | None]:

@@ -10,13 +10,13 @@ past the end of the shorter of a split's images and labels are rejected by the d
 
 from __future__ import annotations
 
+import io
 import logging
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from apache_beam.io.filesystems import FileSystems
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from kflow.components.datasets.mnist.ingest.records import (
@@ -70,10 +70,10 @@ def run(
         raise ValueError(f"the source {source.location} ({source.format}) holds no records")
     log.info("ingest: read %d records from %s (%s)", read, source.location, source.format)
 
-    # The staged arrays live until the pipeline has finished; workers share the local file system.
-    with tempfile.TemporaryDirectory(prefix="kflow-mnist-ingest-") as staging:
+    # The staged arrays live until the pipeline has finished, where every worker reads them.
+    with beam_ingest.Staging(beam_args) as staging:
         stats = beam_ingest.run_ingest_pipeline(
-            chunks=[chunk for source_split in source.splits for chunk in _stage(source_split, Path(staging))],
+            chunks=[chunk for source_split in source.splits for chunk in _stage(source_split, staging)],
             process_chunk=ChunkProcessor(plan, layout, staging),
             splits=plan.splits,
             shards=shards_per_split,
@@ -82,6 +82,7 @@ def run(
             rejects=rejects,
             beam_args=beam_args,
             extra_rejects=[entry for source_split in source.splits for entry in source_split.unmatched_rejects()],
+            staging=staging,
         )
     stats["accepted"] = {name: stats["accepted"][name] for name in [*split, TEST_SPLIT]}  # In the order given.
     summary = beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
@@ -125,15 +126,14 @@ class _ChunkRef:
     has_positions: bool
 
 
-def _stage(source_split: SourceSplit, folder: Path) -> list[_ChunkRef]:
+def _stage(source_split: SourceSplit, staging: beam_ingest.Staging) -> list[_ChunkRef]:
     """Saves the paired records of a source split as .npy files and returns its chunks."""
     paired = source_split.paired
     arrays = {"images": source_split.images, "labels": source_split.labels, "positions": source_split.positions}
     for name, array in arrays.items():
         if array is not None:
-            np.save(
-                _StagedArrays.file(folder, source_split.name, name), array[:paired], allow_pickle=array.dtype == object
-            )
+            with FileSystems.create(_StagedArrays.file(staging, source_split.name, name)) as file:
+                np.save(file, array[:paired], allow_pickle=array.dtype == object)
     return [
         _ChunkRef(
             source_split=source_split.name,
@@ -148,24 +148,28 @@ def _stage(source_split: SourceSplit, folder: Path) -> list[_ChunkRef]:
 
 
 class _StagedArrays:
-    """The staged arrays of the source splits, each loaded once per DoFn instance, memory-mapped."""
+    """The staged arrays of the source splits, each loaded once per DoFn instance (memory-mapped when local)."""
 
-    def __init__(self, folder: str | Path):
-        self._folder = Path(folder)
+    def __init__(self, staging: beam_ingest.Staging):
+        self._staging = staging
         self._arrays: dict[tuple[str, str], np.ndarray] = {}
 
     @staticmethod
-    def file(folder: str | Path, source_split: str, name: str) -> Path:
-        return Path(folder) / f"{source_split}-{name}.npy"
+    def file(staging: beam_ingest.Staging, source_split: str, name: str) -> str:
+        return staging.path(f"{source_split}-{name}.npy")
 
     def get(self, source_split: str, name: str) -> np.ndarray:
         if (source_split, name) not in self._arrays:
-            path = self.file(self._folder, source_split, name)
-            try:
-                # A plain ndarray view of the map: indexing a np.memmap costs ten times more.
-                array = np.asarray(np.load(path, mmap_mode="r"))
-            except ValueError:  # Object arrays cannot be memory-mapped; this one we staged ourselves.
-                array = np.load(path, allow_pickle=True)
+            path = self.file(self._staging, source_split, name)
+            if self._staging.local:
+                try:
+                    # A plain ndarray view of the map: indexing a np.memmap costs ten times more.
+                    array = np.asarray(np.load(path, mmap_mode="r"))
+                except ValueError:  # Object arrays cannot be memory-mapped; this one we staged ourselves.
+                    array = np.load(path, allow_pickle=True)
+            else:
+                with FileSystems.open(path) as file:
+                    array = np.load(io.BytesIO(file.read()), allow_pickle=True)
             self._arrays[(source_split, name)] = array
         return self._arrays[(source_split, name)]
 
@@ -173,7 +177,7 @@ class _StagedArrays:
 class ChunkProcessor:
     """The per-chunk work of the shared ingest: validate, split and serialise the records of a staged chunk."""
 
-    def __init__(self, plan: SplitPlan, layout: RecordLayout, staging: str):
+    def __init__(self, plan: SplitPlan, layout: RecordLayout, staging: beam_ingest.Staging):
         self._plan = plan
         self._layout = layout
         self._staging = staging

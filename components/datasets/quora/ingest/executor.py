@@ -22,9 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
-import pickle
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,8 +76,8 @@ def run(
     if read == 0:
         raise ValueError(f"quora: {path} holds no rows after its header")
     log.info("quora ingest: %d rows from %s", read, path)
-    with tempfile.TemporaryDirectory(prefix="kflow-quora-") as staging:
-        chunks = stage(rows, Path(staging))
+    with beam_ingest.Staging(beam_args) as staging:
+        chunks = stage(rows, staging)
         stats = beam_ingest.run_ingest_pipeline(
             chunks=chunks,
             process_chunk=ChunkProcessor(path.name, max_chars),
@@ -91,6 +89,7 @@ def run(
             beam_args=beam_args,
             plan=StratifiedPlan(dict(split)),
             extra_rejects=cut_rejects,
+            staging=staging,
         )
     return beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
 
@@ -173,13 +172,13 @@ def cut_rows(path: Path, max_records: int | None = None) -> tuple[list[tuple[int
     return rows, found
 
 
-def stage(rows: list[tuple[int, bytes, bool]], folder: Path) -> list[str]:
+def stage(rows: list[tuple[int, bytes, bool]], staging: beam_ingest.Staging) -> list[str]:
     """Saves the rows in chunks of CHUNK_ROWS as pickle files; returns their paths (the Beam elements)."""
     paths = []
     for number, first in enumerate(range(0, len(rows), CHUNK_ROWS)):
-        path = folder / f"rows-{number:05d}.pkl"
-        path.write_bytes(pickle.dumps(rows[first : first + CHUNK_ROWS], protocol=pickle.HIGHEST_PROTOCOL))
-        paths.append(str(path))
+        path = staging.path(f"rows-{number:05d}.pkl")
+        beam_ingest.write_pickled(path, rows[first : first + CHUNK_ROWS])
+        paths.append(path)
     return paths
 
 
@@ -193,7 +192,7 @@ class ChunkProcessor:
     def __call__(self, chunk_path: str) -> tuple[list, list]:
         from tensorflow.core.example import example_pb2
 
-        rows = pickle.loads(Path(chunk_path).read_bytes())
+        rows = beam_ingest.read_pickled(chunk_path)
         accepted, found = [], []
         for line, raw, duplicate in rows:
             position = f"{self.file_name}:{line}"
@@ -208,7 +207,7 @@ class ChunkProcessor:
             features["qid"].bytes_list.value.append(qid.encode("utf-8"))
             features["text"].bytes_list.value.append(text.encode("utf-8"))
             features["label"].int64_list.value.append(label)
-            accepted.append((qid, str(label), example.SerializeToString()))
+            accepted.append((qid, str(label), example.SerializeToString(deterministic=True)))
         return accepted, found
 
     def parse(self, raw: bytes, duplicate: bool) -> tuple[tuple[str, str, int] | None, tuple | None]:

@@ -203,5 +203,5 @@ class ChunkProcessor:
                     features[name].float_list.value.append(float(value))
                 else:
                     features[name].int64_list.value.append(int(value))
-            accepted.append((f"{chunk.spec}#{index:09d}", chunk.split, example.SerializeToString()))
+            accepted.append((f"{chunk.spec}#{index:09d}", chunk.split, example.SerializeToString(deterministic=True)))
         return accepted, []

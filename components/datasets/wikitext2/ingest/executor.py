@@ -241,5 +241,5 @@ class ChunkProcessor:
             features = example.features.feature
             features["text"].bytes_list.value.append(line.strip().encode("utf-8"))
             features["key"].bytes_list.value.append(key.encode())
-            accepted.append((key, group, example.SerializeToString()))
+            accepted.append((key, group, example.SerializeToString(deterministic=True)))
         return accepted, found

@@ -127,7 +127,7 @@ def test_stratified_plan_quota():
     items = [(f"q{i}", str(int(i < 30))) for i in range(1000)]
     assignment = StratifiedPlan({"train": 8, "eval": 1, "test": 1})(items)
     positives = {
-        name: sum(1 for key, label in items if label == "1" and assignment[key] == name)
+        name: sum(1 for key, label in items if label == "1" and assignment(key, label) == name)
         for name in "train eval test".split()
     }
     assert positives == {"train": 24, "eval": 3, "test": 3}
