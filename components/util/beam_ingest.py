@@ -201,7 +201,7 @@ def run_ingest_pipeline(
     with beam.Pipeline(options=PipelineOptions(named_runner(beam_args))) as pipeline:
         processed = (
             pipeline
-            | "Chunks" >> beam.Create(list(enumerate(chunks)), reshuffle=False)
+            | "Chunks" >> beam.Create(list(enumerate(chunks)))
             | "Process"
             >> beam.ParDo(
                 _Process(process_chunk, staging, read, _in_process(beam_args), plan is not None)

@@ -1,12 +1,12 @@
 """The Quora Insincere Questions ingest executor: cuts the CSV into rows, validates, stratifies, writes Examples.
 
-The driver finds the CSV and cuts it into rows, which needs one sequential pass: a quoted
-question may hold commas and newlines. A row whose quotes are still open when the next
-line starts like a new row (`<20 hex digits>,`) or when the file ends has an
-unterminated quote: it is rejected and cutting resumes at the next line. The driver also
-marks repeated qids (the first row with a qid keeps it) and stages the rows in chunks.
-The Beam pipeline (components/util/beam_ingest.py) then parses and validates each chunk
-in a worker. Reasons, the first that applies:
+The driver finds the CSV and reads it once, streaming, to cut it into chunks of rows (byte
+ranges), which needs one sequential pass: a quoted question may hold commas and newlines. A
+row whose quotes are still open when the next line starts like a new row (`<20 hex
+digits>,`) or when the file ends has an unterminated quote: it is rejected and cutting
+resumes at the next line. The driver also marks repeated qids (the first row with a qid
+keeps it; components/util/repeats.py). The Beam pipeline (components/util/beam_ingest.py)
+then cuts each chunk again in a worker, parses and validates its rows. Reasons, the first that applies:
 
     invalid:  unterminated_quote, non_utf8, wrong_field_count, duplicate_qid, empty_qid, bad_label, empty_text
     filtered: too_long (more than max_chars characters after stripping)
@@ -20,9 +20,12 @@ neither the file order nor the other records' labels.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
+import itertools
 import logging
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 
 from kflow.components.util import beam_ingest
 from kflow.components.util.beam_ingest import FILTERED, INVALID, StratifiedPlan, make_reject, raw_text
+from kflow.components.util.repeats import RepeatFinder
 from kflow.components.util.source_resolution import find_source, missing_source_error
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
@@ -71,26 +75,22 @@ def run(
     beam_ingest.copy_schema("quora", schema, _FEATURES)
 
     path = resolve(source_path, source_format)
-    rows, cut_rejects = cut_rows(path, max_records)
-    read = len(rows) + len(cut_rejects)
+    chunks, cut_rejects, read = scan(path, max_records)
     if read == 0:
         raise ValueError(f"quora: {path} holds no rows after its header")
     log.info("quora ingest: %d rows from %s", read, path)
-    with beam_ingest.Staging(beam_args) as staging:
-        chunks = stage(rows, staging)
-        stats = beam_ingest.run_ingest_pipeline(
-            chunks=chunks,
-            process_chunk=ChunkProcessor(path.name, max_chars),
-            splits=tuple(split),
-            shards=shards_per_split,
-            read=read,
-            examples=examples,
-            rejects=rejects,
-            beam_args=beam_args,
-            plan=StratifiedPlan(dict(split)),
-            extra_rejects=cut_rejects,
-            staging=staging,
-        )
+    stats = beam_ingest.run_ingest_pipeline(
+        chunks=chunks,
+        process_chunk=ChunkProcessor(max_chars),
+        splits=tuple(split),
+        shards=shards_per_split,
+        read=read,
+        examples=examples,
+        rejects=rejects,
+        beam_args=beam_args,
+        plan=StratifiedPlan(dict(split)),
+        extra_rejects=cut_rejects,
+    )
     return beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
 
 
@@ -140,74 +140,116 @@ def _kaggle_download() -> Path:
         ) from error
 
 
-def cut_rows(path: Path, max_records: int | None = None) -> tuple[list[tuple[int, bytes, bool]], list[dict]]:
-    """The CSV's rows as (line number, raw bytes, repeats an earlier qid), and the rows that could not be cut."""
-    lines = path.read_bytes().splitlines(keepends=True)
-    if not lines:
-        raise ValueError(f"quora: {path} is empty")
-    header = lines[0].decode("utf-8", errors="replace").lstrip("\ufeff").strip()
-    if next(csv.reader([header])) != HEADER:
-        raise ValueError(f"quora: {path} must start with the header {','.join(HEADER)}; found {header[:100]!r}")
-    rows, found, seen = [], [], set()
-    index = 1
-    while index < len(lines) and (max_records is None or len(rows) + len(found) < max_records):
-        start = index
-        if not lines[index].strip():  # A blank line is no record in CSV.
-            index += 1
-            continue
-        buffer = lines[index]
-        index += 1
-        quotes = buffer.count(b'"')
-        while quotes % 2 and index < len(lines) and not _ROW_START.match(lines[index]):
-            buffer += lines[index]
-            quotes += lines[index].count(b'"')
-            index += 1
-        position = f"{path.name}:{start + 1}"
-        if quotes % 2:
-            found.append(make_reject("unterminated_quote", INVALID, position, raw_text(buffer)))
-            continue
-        qid = buffer.split(b",", 1)[0]
-        rows.append((start + 1, buffer, qid in seen))
-        seen.add(qid)
-    return rows, found
+@dataclass(frozen=True)
+class Chunk:
+    """`count` rows of the CSV from byte `start` (line `first_line`) to `end` (None: the file's end)."""
+
+    path: str
+    start: int
+    end: int | None
+    first_line: int
+    count: int
+    duplicate_lines: frozenset[int] = frozenset()
 
 
-def stage(rows: list[tuple[int, bytes, bool]], staging: beam_ingest.Staging) -> list[str]:
-    """Saves the rows in chunks of CHUNK_ROWS as pickle files; returns their paths (the Beam elements)."""
-    paths = []
-    for number, first in enumerate(range(0, len(rows), CHUNK_ROWS)):
-        path = staging.path(f"rows-{number:05d}.pkl")
-        beam_ingest.write_pickled(path, rows[first : first + CHUNK_ROWS])
-        paths.append(path)
-    return paths
+def cut(lines: Iterable[bytes], first_line: int, offset: int) -> Iterator[tuple[int, int, bytes, bool]]:
+    """The rows in `lines` (which start at line `first_line`, byte `offset`): (line, byte offset, raw row,
+    unterminated). Blank lines are no rows; a row with open quotes takes the following lines until they close,
+    the next line starts like a row, or the lines end."""
+    lines = iter(lines)
+    line, number = next(lines, None), first_line
+    while line is not None:
+        if not line.strip():
+            offset, number, line = offset + len(line), number + 1, next(lines, None)
+            continue
+        start, start_offset, buffer, quotes = number, offset, line, line.count(b'"')
+        offset, number, line = offset + len(line), number + 1, next(lines, None)
+        while quotes % 2 and line is not None and not _ROW_START.match(line):
+            buffer += line
+            quotes += line.count(b'"')
+            offset, number, line = offset + len(line), number + 1, next(lines, None)
+        yield start, start_offset, buffer, bool(quotes % 2)
+
+
+def scan(path: Path, max_records: int | None = None) -> tuple[list[Chunk], list[dict], int]:
+    """One streaming pass: the header checked, the rows counted and cut into chunks of CHUNK_ROWS, the rows with
+    an unterminated quote (as rejects), and the rows that repeat an earlier qid (the first keeps it)."""
+    chunks, found, read = [], [], 0
+    qids = RepeatFinder()
+    with path.open("rb") as file:
+        header_line = file.readline()
+        if not header_line:
+            raise ValueError(f"quora: {path} is empty")
+        header = header_line.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
+        if next(csv.reader([header])) != HEADER:
+            raise ValueError(f"quora: {path} must start with the header {','.join(HEADER)}; found {header[:100]!r}")
+        first, count = None, 0
+        for line, offset, raw, unterminated in cut(file, 2, len(header_line)):
+            if max_records is not None and read >= max_records:
+                break
+            read += 1
+            if count == 0:
+                first = (offset, line)
+            count += 1
+            if unterminated:
+                found.append(make_reject("unterminated_quote", INVALID, f"{path.name}:{line}", raw_text(raw)))
+            else:
+                qids.add(raw.split(b",", 1)[0], line)
+            if count == CHUNK_ROWS:
+                chunks.append(Chunk(str(path), first[0], offset + len(raw), first[1], count))
+                count = 0
+        if count:
+            chunks.append(Chunk(str(path), first[0], None, first[1], count))
+    repeats = qids.repeats()
+    chunks = [
+        dataclasses.replace(
+            chunk, duplicate_lines=frozenset(line for line in repeats if chunk.first_line <= line < next_line)
+        )
+        for chunk, next_line in zip(chunks, [c.first_line for c in chunks[1:]] + [float("inf")], strict=True)
+    ]
+    return chunks, found, read
+
+
+def _until(file, end: int) -> Iterator[bytes]:
+    """The lines of `file` from its position up to byte `end`."""
+    position = file.tell()
+    for line in file:
+        if position >= end:
+            return
+        position += len(line)
+        yield line
 
 
 @dataclass(frozen=True)
 class ChunkProcessor:
-    """Parses and validates a staged chunk of rows and serialises the valid ones as Examples."""
+    """Cuts a chunk's rows out of the CSV, parses and validates them and serialises the valid ones as Examples."""
 
-    file_name: str
     max_chars: int
 
-    def __call__(self, chunk_path: str) -> tuple[list, list]:
+    def __call__(self, chunk: Chunk) -> tuple[list, list]:
         from tensorflow.core.example import example_pb2
 
-        rows = beam_ingest.read_pickled(chunk_path)
         accepted, found = [], []
-        for line, raw, duplicate in rows:
-            position = f"{self.file_name}:{line}"
-            record, problem = self.parse(raw, duplicate)
-            if problem is not None:
-                reason, kind, details = problem
-                found.append(make_reject(reason, kind, position, raw_text(raw.rstrip(b"\r\n")), **details))
-                continue
-            qid, text, label = record
-            example = example_pb2.Example()
-            features = example.features.feature
-            features["qid"].bytes_list.value.append(qid.encode("utf-8"))
-            features["text"].bytes_list.value.append(text.encode("utf-8"))
-            features["label"].int64_list.value.append(label)
-            accepted.append((qid, str(label), example.SerializeToString(deterministic=True)))
+        name = Path(chunk.path).name
+        with open(chunk.path, "rb") as file:
+            file.seek(chunk.start)
+            lines = file if chunk.end is None else _until(file, chunk.end)
+            for line, _, raw, unterminated in itertools.islice(cut(lines, chunk.first_line, chunk.start), chunk.count):
+                if unterminated:  # The driver's reject.
+                    continue
+                position = f"{name}:{line}"
+                record, problem = self.parse(raw, line in chunk.duplicate_lines)
+                if problem is not None:
+                    reason, kind, details = problem
+                    found.append(make_reject(reason, kind, position, raw_text(raw.rstrip(b"\r\n")), **details))
+                    continue
+                qid, text, label = record
+                example = example_pb2.Example()
+                features = example.features.feature
+                features["qid"].bytes_list.value.append(qid.encode("utf-8"))
+                features["text"].bytes_list.value.append(text.encode("utf-8"))
+                features["label"].int64_list.value.append(label)
+                accepted.append((qid, str(label), example.SerializeToString(deterministic=True)))
         return accepted, found
 
     def parse(self, raw: bytes, duplicate: bool) -> tuple[tuple[str, str, int] | None, tuple | None]:

@@ -1,10 +1,10 @@
 """The WikiText-2 ingest executor: finds the corpus, filters its lines, writes them as TFRecord Examples.
 
 The driver only finds the files and cuts each into chunks of CHUNK_LINES lines (byte
-ranges; with `deduplicate`, it also marks the lines that repeat an earlier one, which
-needs the whole corpus). The Beam pipeline of components/util/beam_ingest.py then reads,
-decodes, filters and serialises each chunk in a worker. Filters, in order, the first
-that applies being the line's reason:
+ranges), reading them once, streaming; with `deduplicate`, it also marks the lines that
+repeat an earlier one (components/util/repeats.py: 16 bytes a line). The Beam pipeline of
+components/util/beam_ingest.py then reads, decodes, filters and serialises each chunk in a
+worker. Filters, in order, the first that applies being the line's reason:
 
     non_utf8 (invalid) → blank → heading → too_short (< min_chars) → too_long (> max_chars) → duplicate
 
@@ -15,6 +15,8 @@ Splits: the source's train/valid/test lines go to train/eval/test.
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import logging
 import re
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 
 from kflow.components.util import beam_ingest
 from kflow.components.util.beam_ingest import FILTERED, INVALID, make_reject, raw_text
+from kflow.components.util.repeats import RepeatFinder
 from kflow.components.util.source_resolution import find_source, missing_source_error
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
@@ -161,27 +164,33 @@ class Chunk:
 
 
 def plan_chunks(files: dict[str, Path], max_records: int | None, deduplicate: bool) -> tuple[list[Chunk], int]:
-    """Cuts each file into chunks of CHUNK_LINES lines; returns them and the number of lines read."""
-    chunks, read, seen = [], 0, set()
+    """Cuts each file into chunks of CHUNK_LINES lines, streaming; returns them and the number of lines read."""
+    planned, read, repeats = [], 0, RepeatFinder()
     for source_split, path in files.items():
-        lines = path.read_bytes().split(b"\n")
-        if lines and lines[-1] == b"":  # The file's final newline ends its last line.
-            lines.pop()
-        if max_records is not None:
-            lines = lines[:max_records]
-        read += len(lines)
-        offset = 0
-        for first in range(0, len(lines), CHUNK_LINES):
-            block = lines[first : first + CHUNK_LINES]
-            size = sum(map(len, block)) + len(block)
-            duplicates = set()
-            if deduplicate:
-                for number, line in enumerate(block, first + 1):
-                    if line in seen:
-                        duplicates.add(number)
-                    seen.add(line)
-            chunks.append(Chunk(str(path), source_split, offset, offset + size, first + 1, frozenset(duplicates)))
-            offset += size
+        base, offset, first, block_start, count = read, 0, 1, 0, 0
+        with path.open("rb") as file:
+            for line in file:  # Each line with its newline; the file's last line may have none.
+                if max_records is not None and count >= max_records:
+                    break
+                count += 1
+                if deduplicate:
+                    repeats.add(line.removesuffix(b"\n"), base + count)
+                offset += len(line)
+                if count % CHUNK_LINES == 0:
+                    planned.append((Chunk(str(path), source_split, block_start, offset, first), base))
+                    first, block_start = count + 1, offset
+        if count >= first:
+            planned.append((Chunk(str(path), source_split, block_start, offset, first), base))
+        read += count
+    # Repeats are numbered across the files (base + line), so a line repeating another file's counts too.
+    repeated = sorted(repeats.repeats()) if deduplicate else []
+    chunks = []
+    for chunk, base in planned:
+        low, high = base + chunk.first_line, base + chunk.first_line + CHUNK_LINES
+        lines = [
+            order - base for order in repeated[bisect.bisect_left(repeated, low) : bisect.bisect_left(repeated, high)]
+        ]
+        chunks.append(dataclasses.replace(chunk, duplicates=frozenset(lines)))
     return chunks, read
 
 

@@ -3,8 +3,9 @@
 import pytest
 import tensorflow as tf
 
+from kflow.components.datasets.quora.ingest import executor
 from kflow.components.datasets.quora.ingest.component import QuoraIngest
-from kflow.components.datasets.quora.ingest.executor import cut_rows, run
+from kflow.components.datasets.quora.ingest.executor import run, scan
 from kflow.components.util.beam_ingest import StratifiedPlan
 from kflow.components.util.schema import feature_spec, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
@@ -103,9 +104,27 @@ def test_too_many_invalid_rows_fail_pointing_at_the_rejects(tmp_path):
 
 def test_unterminated_quote_at_the_end_of_the_file(tmp_path):
     csv_path = write_csv(tmp_path / "train.csv", [qid(1) + b",Fine?,0", qid(2) + b',"Never closed,1', b"more text"])
-    rows, rejects = cut_rows(csv_path)
-    assert [line for line, _, _ in rows] == [2]
+    chunks, rejects, read = scan(csv_path)
+    assert read == 2 and [(chunk.first_line, chunk.count) for chunk in chunks] == [(2, 2)]
     assert [(entry["reason"], entry["position"]) for entry in rejects] == [("unterminated_quote", "train.csv:3")]
+
+
+def test_chunk_boundaries_change_nothing(tmp_path, monkeypatch):
+    """Rows cut into chunks of 2 (quoted newlines, a repeated qid and an unterminated quote in other chunks
+    than their neighbours) give the same Examples, rejects and counts as one chunk."""
+    csv_path = write_csv(tmp_path / "train.csv", ROWS + [b"", qid(2) + b",Repeat of a two-line row?,0"])
+    _, whole, whole_rejects, _ = ingest(tmp_path / "whole", source_path=str(csv_path), max_chars=60,
+                                        max_invalid_fraction=1.0)  # fmt: skip
+    monkeypatch.setattr(executor, "CHUNK_ROWS", 2)
+    chunks, _, read = scan(csv_path)
+    assert read == 12 and [chunk.count for chunk in chunks] == [2] * 6
+    assert [line for chunk in chunks for line in sorted(chunk.duplicate_lines)] == [8, 15]
+    _, chunked, chunked_rejects, _ = ingest(tmp_path / "chunked", source_path=str(csv_path), max_chars=60,
+                                            max_invalid_fraction=1.0)  # fmt: skip
+    assert chunked.stats == whole.stats and chunked.stats["read"] == 12
+    assert chunked_rejects.file.read_text() == whole_rejects.file.read_text()
+    for path in sorted(whole.path.rglob("*.gz")):
+        assert path.read_bytes() == (chunked.path / path.relative_to(whole.path)).read_bytes()
 
 
 def test_split_is_stratified_deterministic_and_independent_of_file_order(tmp_path):

@@ -1,0 +1,87 @@
+"""The shared ingest pipeline's pieces that keep memory flat: the split found from a histogram of key hashes
+(equal to sorting every key in memory), the staging folder under --temp_location, shards merged from parts."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import tensorflow as tf
+
+from kflow.components.util import beam_ingest
+from kflow.components.util.beam_ingest import Staging, StratifiedPlan
+from kflow.pipeline.dsl.artifacts import Examples, Rejects
+
+
+def histogram_cuts(plan: StratifiedPlan, items: list[tuple[str, str]], chunk: int) -> beam_ingest.SplitCuts:
+    """The pipeline's way, chunk by chunk: sparse histograms merged, cut ranks, keys in the cut buckets."""
+    merge = beam_ingest._MergeHistograms()
+    accumulators = []
+    staged_chunks = []
+    for start in range(0, len(items), chunk):
+        staged = sorted((beam_ingest._sort_key(key), group) for key, group in items[start : start + chunk])
+        staged_chunks.append(staged)
+        by_group: dict[str, list[int]] = {}
+        for (hashed, _), group in staged:
+            by_group.setdefault(group, []).append(hashed >> (64 - beam_ingest._BUCKET_BITS))
+        sparse = {group: np.unique(buckets, return_counts=True) for group, buckets in by_group.items()}
+        accumulators.append(merge.add_input(merge.create_accumulator(), sparse))
+    wanted = plan.cut_ranks(merge.extract_output(merge.merge_accumulators(accumulators)))
+    buckets = {(group, bucket) for group, cuts in wanted.items() for _, _, bucket, _ in cuts}
+    at_cuts = [
+        (group, sort_key[0] >> (64 - beam_ingest._BUCKET_BITS), sort_key)
+        for staged in staged_chunks
+        for sort_key, group in staged
+        if (group, sort_key[0] >> (64 - beam_ingest._BUCKET_BITS)) in buckets
+    ]
+    return beam_ingest._split_cuts(wanted, at_cuts)
+
+
+def test_the_histogram_split_equals_sorting_every_key():
+    rng = random.Random(3)
+    # Three groups of unequal sizes; a fifth of the records repeat a content hash (ties broken by position).
+    items = [(f"{rng.getrandbits(40):x}|row{i}", rng.choice("aab")) for i in range(5000)]
+    items += [(f"same|row{i}", "c") for i in range(700)]
+    rng.shuffle(items)
+    plan = StratifiedPlan({"train": 8, "eval": 1, "test": 1})
+    whole = plan(items)
+    chunked = histogram_cuts(plan, items, chunk=333)
+    assert chunked == whole
+    counts = {group: {"train": 0, "eval": 0, "test": 0} for group in "abc"}
+    for key, group in items:
+        counts[group][chunked(key, group)] += 1
+    for by_split in counts.values():  # Quotas in name order: eval, test, train.
+        total = sum(by_split.values())
+        assert by_split["eval"] == round(total / 10)
+        assert by_split["test"] == round(total * 2 / 10) - round(total / 10)
+
+
+def test_a_temp_location_holds_the_staged_records_until_the_run_ends(tmp_path):
+    temp = tmp_path / "beam-temp"
+    records = [(f"k{i:03d}", "train" if i % 3 else "eval", b"record" + bytes([i])) for i in range(50)]
+
+    def process(chunk):
+        return records[chunk * 10 : chunk * 10 + 10], []
+
+    examples, rejects = Examples(tmp_path / "examples"), Rejects(tmp_path / "rejects")
+    with Staging([f"--temp_location={temp}"]) as staging:
+        assert staging.root.startswith(str(temp)) and not staging.local
+        stats = beam_ingest.run_ingest_pipeline(
+            chunks=range(5), process_chunk=process, splits=("train", "eval"), shards=3, read=50,
+            examples=examples, rejects=rejects, staging=staging,
+        )  # fmt: skip
+        assert any(name.startswith("part-train-") for name in (path.name for path in temp.rglob("*")))
+    assert list(temp.iterdir()) == []
+    assert stats["accepted"] == {"train": 33, "eval": 17}
+    for split, expected in (("train", 33), ("eval", 17)):
+        written = []
+        for shard in range(3):
+            path = examples.split_uri(split) / f"data_tfrecord-{shard:05d}-of-00003.gz"
+            shard_records = [record.numpy() for record in tf.data.TFRecordDataset(str(path), "GZIP")]
+            keys = [f"k{record[-1]:03d}" for record in shard_records]
+            assert keys == sorted(keys)  # Merged from the chunks' parts in key order.
+            assert all(beam_ingest.stable_hash(key) % 3 == shard for key in keys)
+            written += shard_records
+        assert len(written) == expected
+    assert json.loads((examples.path / "stats.json").read_text())["read"] == 50
