@@ -1,4 +1,4 @@
-"""Scale data made from the real samples, deterministically, outside the repo: a Quora-format CSV of any size.
+"""Scale data, made deterministically outside the repo: Quora-format CSVs from the real sample, tabular CSVs.
 
 Quora (`quora --rows 1306122`, the real training set's size): each row recombines two questions
 of ../shared/datasets/quora-insincere/train_sample.csv (the first half of one, the second half of
@@ -6,6 +6,9 @@ another, both of the same label, so an insincere question stays insincere), swap
 another word of the sample (a small perturbation), and quotes the text when it holds a comma,
 as Kaggle's file does. The label keeps the real set's positive rate (6.2 %, drawn per row),
 the qid is 20 hex digits. Seed 0: the same arguments give the same bytes.
+
+Tabular (`tabular --rows N`): 4 floats (one with 2 % missing values, "NA"), 2 ints, 2 categorical
+strings, a bool, a short text and a 3-class label that depends on the features (learnable, not noise).
 
 Usage: .venv/bin/python bench/scale_data.py quora --rows 1306122 --out /tmp/kflow-scale/quora-1306122.csv
 """
@@ -25,6 +28,7 @@ POSITIVE_RATE = 0.062  # 80,810 of the 1,306,122 rows of the competition's train
 
 
 def quora(sample: Path, rows: int, out: Path, seed: int = 0) -> None:
+    """`rows` Quora-format rows recombined from the `sample`'s questions."""
     with sample.open(newline="", encoding="utf-8") as file:
         records = list(csv.DictReader(file))
     by_label = {label: [r["question_text"].split() for r in records if r["target"] == label] for label in "01"}
@@ -43,17 +47,45 @@ def quora(sample: Path, rows: int, out: Path, seed: int = 0) -> None:
     shutil.move(partial, out)
 
 
+TABULAR_COLUMNS = ["f1", "f2", "f3", "f4", "n1", "n2", "colour", "city", "flag", "note", "label"]
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
+CITIES = [f"city{i:03d}" for i in range(120)]
+COLOURS = ["red", "green", "blue", "amber", "violet"]
+
+
+def tabular(rows: int, out: Path, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    partial = out.with_suffix(".partial")
+    with partial.open("w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(TABULAR_COLUMNS)
+        for _ in range(rows):
+            f1, f2, f3, f4 = (round(rng.gauss(0, 1), 4) for _ in range(4))
+            colour = rng.choice(COLOURS)
+            score = f1 + 0.5 * f2 + (0.8 if colour == "red" else 0)
+            label = "high" if score > 0.7 else "low" if score < -0.7 else "mid"
+            note = " ".join(rng.choices(WORDS, k=rng.randint(1, 5)))
+            writer.writerow(
+                [f1, f2, "NA" if rng.random() < 0.02 else f3, f4, rng.randint(0, 99), rng.randint(-5, 5000)]
+                + [colour, rng.choice(CITIES), rng.choice(["true", "false"]), note, label]
+            )
+    shutil.move(partial, out)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("dataset", choices=["quora"])
+    parser.add_argument("dataset", choices=["quora", "tabular"])
     parser.add_argument("--rows", type=int, default=1_306_122)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--sample", type=Path, default=QUORA_SAMPLE)
     args = parser.parse_args()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.dataset == "tabular":
+        tabular(args.rows, args.out)
+        return 0
     if not args.sample.is_file():
         print(f"missing {args.sample} (see ../shared/datasets/README.md)", file=sys.stderr)
         return 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     quora(args.sample, args.rows, args.out)
     return 0
 
