@@ -37,6 +37,7 @@ from kflow.components.datasets.tabular.examples import build_schema
 from kflow.components.util import beam_ingest
 from kflow.components.util.beam_ingest import INVALID, StratifiedPlan, make_reject, raw_text
 from kflow.components.util.compressed import is_gzip, open_source
+from kflow.components.util.file_chunk import FileChunk as Chunk
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -165,18 +166,6 @@ class Dialect:
                 io.StringIO(text), delimiter=self.delimiter, quotechar=self.quotechar, quoting=quoting, strict=True
             )
         )
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """`count` records of one file from byte `start`, where line `first_line` begins (end None: to the file's end)."""
-
-    path: str
-    start: int
-    end: int | None
-    first_line: int
-    count: int
-    duplicate_lines: frozenset[int] = frozenset()
 
 
 @dataclass

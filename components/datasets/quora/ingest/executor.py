@@ -34,6 +34,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 
 from kflow.components.util import beam_ingest
 from kflow.components.util.beam_ingest import FILTERED, INVALID, StratifiedPlan, make_reject, raw_text
+from kflow.components.util.file_chunk import FileChunk as Chunk
 from kflow.components.util.repeats import RepeatFinder
 from kflow.components.util.source_resolution import find_source, missing_source_error
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
@@ -138,18 +139,6 @@ def _kaggle_download() -> Path:
             f"credentials (~/.kaggle/kaggle.json or KAGGLE_USERNAME/KAGGLE_KEY) and accept the competition rules, "
             f"or download train.csv and set data.source.path to it"
         ) from error
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """`count` rows of the CSV from byte `start` (line `first_line`) to `end` (None: the file's end)."""
-
-    path: str
-    start: int
-    end: int | None
-    first_line: int
-    count: int
-    duplicate_lines: frozenset[int] = frozenset()
 
 
 def cut(lines: Iterable[bytes], first_line: int, offset: int) -> Iterator[tuple[int, int, bytes, bool]]:

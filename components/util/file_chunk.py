@@ -1,0 +1,18 @@
+"""A chunk of a text file's records, as a driver hands it to its Beam workers: a byte range, not the records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FileChunk:
+    """`count` records of `path` from byte `start`, where line `first_line` begins, to `end` (None: the file's end);
+    `duplicate_lines`: the lines whose key an earlier record has."""
+
+    path: str
+    start: int
+    end: int | None
+    first_line: int
+    count: int
+    duplicate_lines: frozenset[int] = frozenset()
