@@ -15,6 +15,7 @@ def run_dir(root):
     return sorted((root / "mnist").glob("*/run.json"))[-1].parent
 
 
+@pytest.mark.slow  # About 27 s; make test ingests real MNIST (test_real_data.py) and trains on it elsewhere.
 def test_a_short_training_on_real_mnist_learns(tmp_path, run_kflow):
     data = shared_dataset("mnist")
     result = run_kflow(

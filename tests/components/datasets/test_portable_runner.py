@@ -96,6 +96,7 @@ def test_csv_ingest(worker_pool, tmp_path):
     assert portable == direct
 
 
+@pytest.mark.slow  # make test runs the csv ingest this way; about 8 s each.
 def test_wikitext2_ingest(worker_pool, tmp_path):
     from kflow.components.datasets.wikitext2.ingest.executor import run
 
@@ -106,6 +107,7 @@ def test_wikitext2_ingest(worker_pool, tmp_path):
     assert portable == direct
 
 
+@pytest.mark.slow  # make test runs the csv ingest this way; about 8 s each.
 def test_mnist_ingest(worker_pool, tmp_path):
     from kflow.components.datasets.mnist.ingest.executor import run
 
