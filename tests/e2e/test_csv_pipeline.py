@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from tests.components.datasets.tabular_fixtures import write_iris
+from tests.components.datasets.tabular_fixtures import IRIS_COLUMNS, iris_rows, write_iris
 from tests.conftest import REPO
 
 BAD_ROWS = ["5.0,abc,1.4,0.2,setosa", "6.1,2.8,4.7,versicolor"]
@@ -226,3 +226,12 @@ def test_a_distributed_data_runner_moves_neither_the_dag_runner_nor_training(tmp
         "train": "succeeded",
         "evaluate": "succeeded",
     }
+
+
+def test_the_shipped_csv_config_validates_and_its_file_is_scikit_learns_iris(run_kflow):
+    import csv
+
+    with (REPO / "pipeline" / "configs" / "data" / "iris.csv").open(newline="") as file:
+        assert list(csv.reader(file)) == [IRIS_COLUMNS, *iris_rows()]
+    done = run_kflow("validate", REPO / "pipeline" / "configs" / "iris.yaml")
+    assert done.returncode == 0, done.stderr[-2000:]
