@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 
 from kflow.pipeline.app.runtime_parameters import run_arguments, runtime_parameters
-from kflow.pipeline.app.standard_pipeline import build_pipeline
+from kflow.pipeline.app.standard_pipeline import build_pipeline, run_time_baselines
 from kflow.pipeline.compiler.pipeline_builder import compile_pipeline
 from kflow.pipeline.compiler.settings import load_compile_config
 from kflow.pipeline.dsl.config import ConfigError, did_you_mean
+from kflow.pipeline.kubeflow.baselines import store_path
 
 
 def compile_config(config_path: str, output: str | Path, overrides: list[str], image: str | None = None) -> Path:
@@ -29,7 +30,15 @@ def compile_config(config_path: str, output: str | Path, overrides: list[str], i
     if unknown:
         raise ConfigError(unknown, config.source)
     runtime = runtime_parameters(config, pipeline, settings.parameters)
-    return compile_pipeline(pipeline, settings, output, runtime)
+    baselines = run_time_baselines(config)
+    if baselines:
+        print(
+            f"{', '.join(baselines)}: compares with the latest blessed model, kept on the volume claim "
+            f"{settings.tfjob.shared_volume_claim!r} at {store_path(settings.tfjob.shared_mount_path, config.name)} "
+            "(deploy/shared-volume.yaml; evaluator.baseline: none compiles without it)",
+            file=sys.stderr,
+        )
+    return compile_pipeline(pipeline, settings, output, runtime, baselines)
 
 
 def compile_command(args: argparse.Namespace) -> int:

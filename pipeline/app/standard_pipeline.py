@@ -30,7 +30,8 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipel
 
     `local_runs=True` (`kflow run`) lets `evaluator.baseline: latest_blessed` look for the
     latest blessed model among the earlier local runs; otherwise (e.g. when compiling for
-    Kubeflow) that baseline resolves to none, so the built pipeline depends on the config only.
+    Kubeflow) the built pipeline depends on the config only and leaves that baseline unset:
+    a compiled pipeline resolves it at run time (`run_time_baselines`).
     """
     if config.components is not None:
         return build_declared_pipeline(config)
@@ -109,6 +110,14 @@ def resolve_baseline(config: PipelineConfig, *, local_runs: bool = True) -> str 
             )
         return str(path)
     return latest_blessed_model(Path(config.pipeline_root).expanduser().resolve() / config.name, config.to_dict())
+
+
+def run_time_baselines(config: PipelineConfig) -> dict[str, str]:
+    """{node id: parameter} that a compiled pipeline feeds with the latest blessed model when it runs
+    (a resolver task on Kubeflow: pipeline/kubeflow/baselines.py)."""
+    if config.components is None and config.evaluator["baseline"] == "latest_blessed":
+        return {"evaluate": "baseline_model_uri"}
+    return {}
 
 
 def latest_blessed_model(pipeline_dir: Path, config: dict | None = None) -> str | None:

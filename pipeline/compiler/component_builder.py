@@ -29,6 +29,7 @@ from kfp import dsl
 from kfp.dsl.container_component_class import ContainerComponent
 
 from kflow.pipeline.compiler.container_args import (
+    BASELINE_RESOLVER,
     ENTRYPOINT,
     TFJOB_LAUNCHER,
     entrypoint_args,
@@ -72,11 +73,18 @@ def component_path(node: Component) -> str:
     return f"{type(node).__module__}:{type(node).__qualname__}"
 
 
-def build_container_component(node: Component, settings: KubeflowSettings) -> ContainerComponent:
+def build_container_component(
+    node: Component, settings: KubeflowSettings, baseline: tuple[str, str] | None = None
+) -> ContainerComponent:
     """The KFP component running `node`; a node with `cluster_replicas` launches a TFJob whose replicas run
-    the entrypoint instead of running it in the task's pod."""
+    the entrypoint instead of running it in the task's pod.
+
+    `baseline` (parameter, store): the node's parameter that a resolver task feeds with the latest blessed
+    model, and the store where the task records its model when it blesses it (pipeline/kubeflow/baselines.py).
+    """
     spec = node.spec
-    parameters = {name: value for name, value in node.parameters.items() if value is not None}
+    fed = {baseline[0]} if baseline else set()  # Fed by the resolver task: declared even though unset here.
+    parameters = {name: value for name, value in node.parameters.items() if value is not None or name in fed}
     evaluations = [name for name, kind in spec.outputs.items() if issubclass(kind, ModelEvaluation)]
     if len(evaluations) > 1 or set(KFP_ONLY_OUTPUTS) & set(spec.outputs):
         raise ValueError(
@@ -85,6 +93,10 @@ def build_container_component(node: Component, settings: KubeflowSettings) -> Co
         )
     kfp_only_outputs = list(KFP_ONLY_OUTPUTS) if evaluations else []
     verdicts = {name: verdict_output(name) for name, kind in spec.outputs.items() if issubclass(kind, ModelBlessing)}
+    if baseline and (len(verdicts) != 1 or baseline[0] not in spec.parameters):
+        raise ValueError(
+            f"{node.id}: a latest-blessed baseline needs one ModelBlessing output and a parameter {baseline[0]!r}"
+        )
     signature = inspect.Signature(
         [_kw(name, dsl.Input[kfp_artifact_class(spec.inputs[name])]) for name in node.inputs]
         + [_kw(name, dsl.Output[kfp_artifact_class(kind)]) for name, kind in spec.outputs.items()]
@@ -110,6 +122,10 @@ def build_container_component(node: Component, settings: KubeflowSettings) -> Co
             args += ["--publish-summary", f"{evaluations[0]}={bound[SUMMARY_OUTPUT].path}"]
         for blessing, verdict in verdicts.items():
             args += ["--publish-verdict", f"{blessing}={bound[verdict]}"]
+        if baseline:
+            (blessing,) = verdicts  # The compiler checked there is one.
+            args += [] if evaluations else ["--executor-input", dsl.PIPELINE_TASK_EXECUTOR_INPUT_PLACEHOLDER]
+            args += ["--record-blessed-model", f"{blessing}={baseline[1]}"]
         if not replicas:
             return dsl.ContainerSpec(image=settings.image, command=list(ENTRYPOINT), args=args)
         launcher = tfjob_launcher_args(
@@ -130,6 +146,25 @@ def build_container_component(node: Component, settings: KubeflowSettings) -> Co
     container.__name__ = container.__qualname__ = node.id.replace("-", "_")
     container.__doc__ = (type(node).__doc__ or type(node).__name__).strip().splitlines()[0]
     container.__signature__ = signature  # type: ignore[attr-defined]
+    return dsl.container_component(container)
+
+
+def build_baseline_resolver(node: Component, store: str, image: str) -> ContainerComponent:
+    """A task that outputs the latest blessed model in `store` ("" for none) as `node`'s baseline. It takes the
+    model `node` will judge, to avoid comparing a model with itself (pipeline/kubeflow/baselines.py)."""
+
+    def container(model: Any, baseline_model_uri: Any) -> dsl.ContainerSpec:
+        return dsl.ContainerSpec(
+            image=image,
+            command=list(BASELINE_RESOLVER),
+            args=["--store", store, "--model-uri", model.uri, "--output", baseline_model_uri],
+        )
+
+    container.__name__ = container.__qualname__ = f"{node.id}_baseline".replace("-", "_")
+    container.__doc__ = f"The latest blessed model: the baseline {node.id} compares its model with."
+    container.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [_kw("model", dsl.Input[dsl.Model]), _kw("baseline_model_uri", dsl.OutputPath(str))]
+    )
     return dsl.container_component(container)
 
 

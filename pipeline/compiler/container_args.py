@@ -18,6 +18,7 @@ from kfp import dsl
 
 ENTRYPOINT = ["python", "-m", "kflow.pipeline.runners.kfp_entrypoint"]
 TFJOB_LAUNCHER = ["python", "-m", "kflow.pipeline.kubeflow.tfjob_launcher"]
+BASELINE_RESOLVER = ["python", "-m", "kflow.pipeline.kubeflow.baselines"]
 
 
 def entrypoint_args(

@@ -4,7 +4,8 @@ One KFP task per node, named after the node (`ingest`, `train`, `evaluate`); art
 flow along the DAG's channels; parameters are the config's values, baked in as
 constants; caching, resource requests, node selectors and tolerations come from the
 `kubeflow` settings (a node that runs a TFJob passes its resources on to the job's replicas). A node with
-`run_if` runs inside a `dsl.If` on its blessing's verdict output.
+`run_if` runs inside a `dsl.If` on its blessing's verdict output. A node whose baseline is the latest
+blessed model gets it from a resolver task run just before it (pipeline/kubeflow/baselines.py).
 """
 
 from __future__ import annotations
@@ -15,19 +16,37 @@ from pathlib import Path
 from kfp import compiler, dsl, kubernetes
 from kfp.dsl.graph_component import GraphComponent
 
-from kflow.pipeline.compiler.component_builder import build_container_component, verdict_output
+from kflow.pipeline.compiler.component_builder import (
+    build_baseline_resolver,
+    build_container_component,
+    verdict_output,
+)
 from kflow.pipeline.compiler.settings import IMAGE_REQUIRED, LAUNCHER_RESOURCES, KubeflowSettings, Resources
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.dag import Pipeline
+from kflow.pipeline.kubeflow.baselines import gated_model_input, store_path
 
 
 def build_kfp_pipeline(
-    pipeline: Pipeline, settings: KubeflowSettings, runtime_parameters: dict[tuple[str, str], str] | None = None
+    pipeline: Pipeline,
+    settings: KubeflowSettings,
+    runtime_parameters: dict[tuple[str, str], str] | None = None,
+    latest_blessed: dict[str, str] | None = None,
 ) -> GraphComponent:
     """`runtime_parameters` {(node id, parameter): input name}: node parameters fed by pipeline-level inputs
-    (defaulting to the node's value) instead of constants, so that a run can change them."""
+    (defaulting to the node's value) instead of constants, so that a run can change them.
+    `latest_blessed` {node id: parameter}: a parameter fed at run time with the latest blessed model's URI
+    (the Evaluator's `baseline_model_uri` under `evaluator.baseline: latest_blessed`)."""
     nodes = pipeline.topological_order()
-    components = {node.id: build_container_component(node, settings) for node in nodes}
+    baselines = dict(latest_blessed or {})
+    store = store_path(settings.tfjob.shared_mount_path, pipeline.name)
+    components = {
+        node.id: build_container_component(
+            node, settings, (baselines[node.id], store) if node.id in baselines else None
+        )
+        for node in nodes
+    }
+    resolvers = {node: build_baseline_resolver(pipeline.node(node), store, settings.image) for node in baselines}
     runtime = dict(runtime_parameters or {})
     inputs = {
         name: inspect.Parameter(
@@ -50,18 +69,35 @@ def build_kfp_pipeline(
             arguments.update(
                 {name: given[runtime[(node.id, name)]] for name in node.parameters if (node.id, name) in runtime}
             )
+            if node.id in baselines:
+                arguments[baselines[node.id]] = add_resolver(node).output
             task = components[node.id](**arguments)
             task.set_caching_options(settings.caching)
+            if node.id in baselines:
+                mount_shared_volume(task)
             if node.cluster_replicas():
                 # The work is in the job's replicas (they get the node's resources through the launcher's
                 # arguments); the task only launches and waits, and shares artifacts with them on this volume.
                 _apply_resources(task, LAUNCHER_RESOURCES)
-                kubernetes.mount_pvc(
-                    task, pvc_name=settings.tfjob.shared_volume_claim, mount_path=settings.tfjob.shared_mount_path
-                )
+                mount_shared_volume(task)
             else:
                 _apply_resources(task, settings.resources_for(node.id))
             tasks[node.id] = task
+
+        def add_resolver(node: Component) -> dsl.PipelineTask:
+            """Never cached: its answer depends on the runs before, not on its inputs."""
+            model = node.inputs[gated_model_input(node.spec)]
+            resolver = resolvers[node.id](model=tasks[model.producer].outputs[model.output])
+            resolver.set_caching_options(False)
+            _apply_resources(resolver, LAUNCHER_RESOURCES)
+            mount_shared_volume(resolver)
+            return resolver
+
+        def mount_shared_volume(task: dsl.PipelineTask) -> None:
+            if not task.platform_config.get("kubernetes", {}).get("pvcMount"):
+                kubernetes.mount_pvc(
+                    task, pvc_name=settings.tfjob.shared_volume_claim, mount_path=settings.tfjob.shared_mount_path
+                )
 
         def add_group(key: tuple[tuple[str, str], ...]) -> None:
             """The nodes under exactly the conditions `key`, then each nested condition group once: KFP lets a
@@ -102,13 +138,15 @@ def compile_pipeline(
     settings: KubeflowSettings,
     package_path: str | Path,
     runtime_parameters: dict[tuple[str, str], str] | None = None,
+    latest_blessed: dict[str, str] | None = None,
 ) -> Path:
     """Writes the KFP v2 IR YAML of `pipeline` to `package_path` and returns the path."""
     if not settings.image:
         raise ValueError(IMAGE_REQUIRED)
     package_path = Path(package_path)
     package_path.parent.mkdir(parents=True, exist_ok=True)
-    compiler.Compiler().compile(build_kfp_pipeline(pipeline, settings, runtime_parameters), str(package_path))
+    kfp_pipeline = build_kfp_pipeline(pipeline, settings, runtime_parameters, latest_blessed)
+    compiler.Compiler().compile(kfp_pipeline, str(package_path))
     return package_path
 
 

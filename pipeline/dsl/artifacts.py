@@ -244,6 +244,12 @@ class ModelBlessing(Artifact):
     def failed_checks(self) -> list[dict[str, Any]]:
         return [check for check in self.checks if not check.get("passed")]
 
+    @property
+    def baseline_model(self) -> str | None:
+        """The URI of the model the verdict compared against, if any."""
+        path = self.path / "blessing.json"
+        return json.loads(path.read_text()).get("baseline_model") if path.is_file() else None
+
     def set_blessed(self, blessed: bool, checks: list[dict]) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / ("BLESSED" if blessed else "NOT_BLESSED")).touch()

@@ -22,8 +22,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kflow.pipeline.dsl.artifacts import ModelBlessing
+from kflow.pipeline.dsl.artifacts import ModelBlessing, ModelRun
 from kflow.pipeline.dsl.component import Channel, Component, load_component
+from kflow.pipeline.kubeflow.baselines import gated_model_input, record_blessed_model
 from kflow.pipeline.runners.kfp_metrics import evaluation_summary, publish_evaluation_metrics
 from kflow.pipeline.runners.node_runner import invoke_executor
 
@@ -152,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="EVALUATION=PATH",
         help="after the run, write a Markdown summary of EVALUATION (and of the task's ModelBlessing output) to PATH",
     )
+    parser.add_argument(
+        "--record-blessed-model",
+        metavar="BLESSING=STORE",
+        help="after the run, if the ModelBlessing output BLESSING blessed the task's model, copy the model into "
+        "STORE and record it there for the next runs' latest-blessed baseline (pipeline/kubeflow/baselines.py)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     try:
@@ -171,6 +178,10 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--publish-report/--publish-summary: not an --output of this task")
         if set(verdicts) - set(outputs):
             raise ValueError(f"--publish-verdict {sorted(set(verdicts) - set(outputs))}: not an --output of this task")
+        records = _pairs("--record-blessed-model", [args.record_blessed_model] if args.record_blessed_model else [])
+        if set(records) - set(outputs):
+            raise ValueError(f"--record-blessed-model {args.record_blessed_model!r}: not an --output of this task")
+        model_input = gated_model_input(component.spec) if records else None
         executor_input = json.loads(args.executor_input) if args.executor_input else None
     except (ValueError, ImportError) as error:
         print(f"kfp_entrypoint: {error}", file=sys.stderr)
@@ -191,13 +202,29 @@ def main(argv: list[str] | None = None) -> int:
     for evaluation, path in summaries.items():
         blessing_dir = Path(outputs[blessings[0]]) if len(blessings) == 1 else None
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(evaluation_summary(Path(outputs[evaluation]), blessing_dir))
+        runs = [name for name in inputs if issubclass(component.spec.inputs[name], ModelRun)]
+        logs = [f"{_input_uri(executor_input, name) or inputs[name]}/logs" for name in runs]
+        Path(path).write_text(evaluation_summary(Path(outputs[evaluation]), blessing_dir, logs[0] if logs else None))
     for blessing, path in verdicts.items():
         verdict = "true" if ModelBlessing(outputs[blessing]).blessed else "false"
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(verdict)
         log.info("published %s's verdict %s to %s", blessing, verdict, path)
+    for blessing, store in records.items():
+        verdict = ModelBlessing(outputs[blessing])
+        if verdict.blessed:
+            model_uri = _input_uri(executor_input, model_input) or inputs[model_input]
+            record = record_blessed_model(Path(store), Path(inputs[model_input]), model_uri, verdict.baseline_model)
+            log.info("recorded the blessed model %s as a baseline for later runs: %s", model_uri, record)
     return 0
+
+
+def _input_uri(executor_input: dict[str, Any] | None, name: str) -> str | None:
+    """The KFP URI (gs://, minio://, s3://) of an input artifact, which stays the same when KFP reuses a cached task."""
+    if not executor_input:
+        return None
+    listed = executor_input.get("inputs", {}).get("artifacts", {}).get(name, {}).get("artifacts", [])
+    return listed[0].get("uri") if listed else None
 
 
 if __name__ == "__main__":

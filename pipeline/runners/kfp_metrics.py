@@ -65,9 +65,10 @@ def publish_evaluation_metrics(
     return write_executor_output(executor_input, {evaluation_output: scalars, classification_output: classification})
 
 
-def evaluation_summary(evaluation_dir: Path, blessing_dir: Path | None) -> str:
+def evaluation_summary(evaluation_dir: Path, blessing_dir: Path | None, training_logs: str | None = None) -> str:
     """A short Markdown page for the KFP UI: the verdict, the scalar metrics (beside the baseline's) and the
-    failed checks of an Evaluator's ModelEvaluation (and ModelBlessing) folders."""
+    failed checks of an Evaluator's ModelEvaluation (and ModelBlessing) folders, the baseline model, and
+    where the training's TensorBoard logs are (KFP v2's UI has no TensorBoard viewer of its own)."""
     metrics = ModelEvaluation(evaluation_dir).read_json("metrics.json")
     scalars = ModelEvaluation(evaluation_dir).kfp_metrics.get("scalars", {})
     baseline = metrics.get("baseline") or {}
@@ -87,6 +88,10 @@ def evaluation_summary(evaluation_dir: Path, blessing_dir: Path | None) -> str:
             reference = baseline.get(name)
             row += f" {reference:.4g} |" if isinstance(reference, (int, float)) else " |"
         lines.append(row)
+    baseline_model = ModelBlessing(blessing_dir).baseline_model if blessing_dir is not None else None
+    lines += ["", f"Baseline model: `{baseline_model}`" if baseline_model else "No baseline model."]
+    if training_logs:
+        lines += ["", f"TensorBoard logs of the training: `{training_logs}` (`tensorboard --logdir` on it)"]
     return "\n".join(lines) + "\n"
 
 

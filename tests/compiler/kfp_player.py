@@ -8,12 +8,16 @@ runners use) — artifact URIs to local folders, parameters to their constants,
 environment (the image's `python` replaced by `sys.executable`) and reads the task's
 outputs back, metadata and output parameters included, from its executor output as KFP
 does. Condition groups (`dsl.If`) are played when their condition on an upstream output
-parameter holds, skipped otherwise. What it proves: the compiled commands, their arguments
-and the entrypoint really run the pipeline.
+parameter holds, skipped otherwise. Given a `cache` (a dict kept across plays), it reuses a task's
+outputs the way KFP's cache does: same component, same arguments (artifacts by URI), caching enabled
+on the task. A PVC that the platform spec mounts into a task is a folder `volumes/<claim>`: the task's
+command sees that folder where it names the mount path. What it proves: the compiled commands, their
+arguments and the entrypoint really run the pipeline.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -38,12 +42,25 @@ def task_order(dag: dict[str, Any]) -> list[str]:
 
 
 def play(
-    package_path: Path, root: Path, cwd: Path, timeout: float = 900, arguments: dict[str, Any] | None = None
+    package_path: Path,
+    root: Path,
+    cwd: Path,
+    timeout: float = 900,
+    arguments: dict[str, Any] | None = None,
+    cache: dict[str, dict[str, Any]] | None = None,
+    volumes: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Runs every task of the compiled pipeline; returns {task: {output: KFP artifact or parameter value}}
     (artifacts have `.path` and `.metadata`). A `dsl.If` group whose condition is false is recorded as
-    {"skipped": True}; the tasks of a group that ran appear by their own names."""
-    ir = next(yaml.safe_load_all(package_path.read_text()))  # The second document is the platform spec.
+    {"skipped": True}; the tasks of a group that ran appear by their own names; a task reused from `cache`
+    has {"cached": True} beside its outputs. `volumes` (default `root/volumes`) holds the PVCs' folders."""
+    ir, *platform = yaml.safe_load_all(package_path.read_text())  # The second document is the platform spec.
+    executors = (platform[0] or {}).get("platforms", {}).get("kubernetes", {}) if platform else {}
+    volumes = volumes or root / "volumes"
+    ir["_mounts"] = {
+        label: {mount["mountPath"]: str(volumes / mount["constant"]) for mount in config.get("pvcMount", [])}
+        for label, config in executors.get("deploymentSpec", {}).get("executors", {}).items()
+    }
     outputs: dict[str, dict[str, Any]] = {}
     # The run's arguments for the pipeline's own inputs, over their defaults (what `kfp run create` sends).
     declared = ir["root"].get("inputDefinitions", {}).get("parameters", {})
@@ -52,7 +69,7 @@ def play(
         raise ValueError(f"the pipeline has no inputs {sorted(unknown)} (inputs: {sorted(declared)})")
     scope = {name: spec.get("defaultValue") for name, spec in declared.items()}
     scope.update(arguments or {})
-    _play_dag(ir, ir["root"]["dag"], scope, outputs, root, cwd, timeout)
+    _play_dag(ir, ir["root"]["dag"], scope, outputs, root, cwd, timeout, cache)
     return outputs
 
 
@@ -60,7 +77,7 @@ def play(
 _CONDITION = re.compile(r"^inputs\.parameter_values\['([^']+)'\] == '([^']*)'$")
 
 
-def _play_dag(ir, dag, scope: dict[str, Any], outputs, root: Path, cwd: Path, timeout: float) -> None:
+def _play_dag(ir, dag, scope: dict[str, Any], outputs, root: Path, cwd: Path, timeout: float, cache) -> None:
     for task_name in task_order(dag):
         task = dag["tasks"][task_name]
         component_ir = ir["components"][task["componentRef"]["name"]]
@@ -75,9 +92,22 @@ def _play_dag(ir, dag, scope: dict[str, Any], outputs, root: Path, cwd: Path, ti
                 continue
         if "dag" in component_ir:  # A condition group: play its tasks with its inputs in scope.
             outputs[task_name] = {}
-            _play_dag(ir, component_ir["dag"], arguments, outputs, root, cwd, timeout)
-        else:
-            outputs[task_name] = _run_task(ir, task_name, component_ir, arguments, root, cwd, timeout)
+            _play_dag(ir, component_ir["dag"], arguments, outputs, root, cwd, timeout, cache)
+            continue
+        key = _cache_key(ir, component_ir, arguments)
+        if cache is not None and task.get("cachingOptions", {}).get("enableCache") and key in cache:
+            outputs[task_name] = {**cache[key], "cached": True}
+            continue
+        outputs[task_name] = _run_task(ir, task_name, component_ir, arguments, root, cwd, timeout)
+        if cache is not None:
+            cache[key] = outputs[task_name]
+
+
+def _cache_key(ir, component_ir, arguments: dict[str, Any]) -> str:
+    """What KFP's cache key holds: the component's interface and container, and the arguments (artifacts by URI)."""
+    container = ir["deploymentSpec"]["executors"][component_ir.get("executorLabel", "")]["container"]
+    values = {name: getattr(value, "uri", value) for name, value in arguments.items()}
+    return json.dumps([component_ir, container, values], sort_keys=True, default=str)
 
 
 def _arguments(inputs: dict[str, Any], scope: dict[str, Any], outputs) -> dict[str, Any]:
@@ -119,6 +149,8 @@ def _run_task(ir, task_name: str, component_ir, arguments, root: Path, cwd: Path
         raise ValueError(f"task {task_name}: unresolved placeholders {leftover}")
     if command[0] == "python":
         command[0] = sys.executable
+    for mount_path, folder in ir["_mounts"].get(component.executor_label, {}).items():
+        command = [part.replace(mount_path, folder) for part in command]
     task_root.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     if result.returncode != 0:

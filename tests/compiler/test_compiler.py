@@ -19,6 +19,7 @@ from kflow.pipeline.compiler.settings import kubeflow_settings
 from kflow.pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
 from kflow.pipeline.dsl.dag import Pipeline
 from tests.conftest import REPO
+from tests.kubeflow.operator_models import operator_model_differences
 from tests.pipeline.toy.components import ClusterAdd, Produce
 
 DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
@@ -51,16 +52,54 @@ def test_demo_matches_the_golden_file(tmp_path):
 def test_compiled_ir_parses_as_a_pipeline_spec_and_loads_in_kfp(config, tmp_path):
     assert compile_cli(config, tmp_path / "p.yaml") == 0
     ir, platform = load_ir(tmp_path / "p.yaml")
-    assert platform == []
     spec = json_format.ParseDict(ir, pipeline_spec_pb2.PipelineSpec(), ignore_unknown_fields=False)
-    assert set(spec.root.dag.tasks) == {"ingest", "train", "evaluate"}
+    tasks = {"ingest", "train", "evaluate-baseline", "evaluate"}  # Both configs compare with the latest blessed model.
+    assert set(spec.root.dag.tasks) == tasks
     assert spec.deployment_spec["executors"]["exec-train"]["container"]["image"] == "kflow:0.1.0"
+    (platform,) = platform
+    assert set(platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]) == {
+        "exec-evaluate-baseline",
+        "exec-evaluate",
+    }
     loaded = components.load_component_from_file(str(tmp_path / "p.yaml"))
     assert loaded.name == config.stem
-    assert set(loaded.pipeline_spec.root.dag.tasks) == {"ingest", "train", "evaluate"}
+    assert set(loaded.pipeline_spec.root.dag.tasks) == tasks
     # kfp's own compiler writes the loaded pipeline back unchanged.
     compiler.Compiler().compile(loaded, str(tmp_path / "again.yaml"))
     assert load_ir(tmp_path / "again.yaml")[0] == ir
+
+
+def test_a_latest_blessed_baseline_compiles_to_an_uncached_resolver_task_feeding_the_evaluator(tmp_path):
+    assert compile_cli(DEMO, tmp_path / "p.yaml", "--set", "kubeflow.tfjob.shared_mount_path=/mnt/shared") == 0
+    ir, (platform,) = load_ir(tmp_path / "p.yaml")
+    tasks = ir["root"]["dag"]["tasks"]
+    resolver, evaluate = tasks["evaluate-baseline"], tasks["evaluate"]
+    assert resolver["cachingOptions"] == {} and evaluate["cachingOptions"] == {"enableCache": True}
+    assert resolver["inputs"]["artifacts"]["model"]["taskOutputArtifact"] == {
+        "outputArtifactKey": "model",
+        "producerTask": "train",
+    }
+    assert evaluate["inputs"]["parameters"]["baseline_model_uri"]["taskOutputParameter"] == {
+        "outputParameterKey": "baseline_model_uri",
+        "producerTask": "evaluate-baseline",
+    }
+    store = "/mnt/shared/kflow-baselines/demo"
+    executors = ir["deploymentSpec"]["executors"]
+    assert executors["exec-evaluate-baseline"]["container"]["args"] == [
+        "--store", store, "--model-uri", "{{$.inputs.artifacts['model'].uri}}",
+        "--output", "{{$.outputs.parameters['baseline_model_uri'].output_file}}",
+    ]  # fmt: skip
+    args = executors["exec-evaluate"]["container"]["args"]
+    assert args[args.index("--record-blessed-model") + 1] == f"blessing={store}" and "--executor-input" in args
+    mounts = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    for executor in ("exec-evaluate-baseline", "exec-evaluate"):
+        assert mounts[executor]["pvcMount"][0]["mountPath"] == "/mnt/shared"
+        assert mounts[executor]["pvcMount"][0]["constant"] == "kflow-shared"
+
+    assert compile_cli(DEMO, tmp_path / "none.yaml", "--set", "evaluator.baseline=none") == 0
+    ir, platform = load_ir(tmp_path / "none.yaml")
+    assert set(ir["root"]["dag"]["tasks"]) == {"ingest", "train", "evaluate"} and platform == []
+    assert "--record-blessed-model" not in ir["deploymentSpec"]["executors"]["exec-evaluate"]["container"]["args"]
 
 
 def test_tasks_are_wired_typed_and_run_the_entrypoint(tmp_path):
@@ -68,7 +107,7 @@ def test_tasks_are_wired_typed_and_run_the_entrypoint(tmp_path):
     ir, _ = load_ir(tmp_path / "p.yaml")
     tasks = ir["root"]["dag"]["tasks"]
     assert tasks["train"]["dependentTasks"] == ["ingest"]
-    assert sorted(tasks["evaluate"]["dependentTasks"]) == ["ingest", "train"]
+    assert sorted(tasks["evaluate"]["dependentTasks"]) == ["evaluate-baseline", "ingest", "train"]
     model_ref = tasks["evaluate"]["inputs"]["artifacts"]["model"]["taskOutputArtifact"]
     assert model_ref == {"outputArtifactKey": "model", "producerTask": "train"}
     train = ir["components"]["comp-train"]
@@ -257,6 +296,7 @@ def test_train_resources_go_to_every_replica_and_the_launcher_task_gets_small_re
     )  # fmt: skip
     specs = manifest["spec"]["tfReplicaSpecs"]
     assert manifest["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
+    assert operator_model_differences(manifest) == []  # Field for field what the Training Operator's API takes.
     for replica in ("Chief", "Worker"):
         pod = specs[replica]["template"]["spec"]
         assert pod["containers"][0]["resources"] == {

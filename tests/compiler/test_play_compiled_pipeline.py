@@ -189,27 +189,32 @@ def test_the_played_evaluate_task_gives_the_kfp_ui_its_report_and_summary(demo_b
     assert (saturation > 0.3).mean() > 0.01, f"the rendered report shows no plots ({screenshot})"
 
 
-def test_a_compiled_csv_pipeline_with_a_user_module_plays_its_data_checks_and_model(tmp_path, run_kflow):
+def test_a_compiled_csv_pipeline_with_a_user_module_plays_its_data_checks_model_and_baselines(tmp_path, run_kflow):
     """csv ingest → statistics → schema → validate → train (the user's module, carried inside pipeline.yaml) →
-    evaluate, played task by task from the compiled pipeline."""
+    evaluate, played task by task from the compiled pipeline; then played again as KFP would run it again
+    (its cache kept, the epochs changed at run time): the second Evaluator gets the first run's blessed model
+    as its baseline from the resolver task, through the store on the shared volume."""
     import yaml
 
     from tests.components.datasets.tabular_fixtures import write_iris
 
+    volumes = tmp_path / "volumes"  # The player's stand-in for the cluster's volumes, kept across runs.
     config = {
         "name": "iris",
         "data": {"dataset": "csv", "source": {"path": str(write_iris(tmp_path / "iris.csv"))}, "label": "species",
                  "split": {"train": 8, "eval": 1, "test": 1}, "shards_per_split": 1},
         "trainer": {"module": str(REPO / "tests" / "pipeline" / "user" / "iris_model.py"), "epochs": 25,
                     "batch_size": 16, "optimizer": {"name": "adam", "learning_rate": 0.01}},
-        "evaluator": {"thresholds": {"accuracy": {"lower_bound": 0.8}}},
+        "evaluator": {"thresholds": {"accuracy": {"lower_bound": 0.8, "max_drop": 0.5}}, "baseline": "latest_blessed"},
+        "kubeflow": {"parameters": ["trainer.epochs"]},
     }  # fmt: skip
     (tmp_path / "iris.yaml").write_text(yaml.safe_dump(config))
     done = run_kflow("compile", tmp_path / "iris.yaml", "-o", tmp_path / "pipeline.yaml", "--image", "kflow:test")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "def build_model(schema, options)" in (tmp_path / "pipeline.yaml").read_text()  # The module travels inside.
-    played = play(tmp_path / "pipeline.yaml", tmp_path / "played", cwd=REPO)
-    assert list(played) == ["ingest", "statistics", "schema", "validate", "train", "evaluate"]
+    runs = {"cache": {}, "volumes": volumes}  # What KFP keeps from one run to the next.
+    played = play(tmp_path / "pipeline.yaml", tmp_path / "played", cwd=REPO, **runs)
+    assert list(played) == ["ingest", "statistics", "schema", "validate", "train", "evaluate-baseline", "evaluate"]
     anomalies = json.loads((Path(played["validate"]["anomalies"].path) / "anomalies.json").read_text())
     assert anomalies["count"] == 0
     model = Path(played["train"]["model"].path)
@@ -221,3 +226,31 @@ def test_a_compiled_csv_pipeline_with_a_user_module_plays_its_data_checks_and_mo
         "versicolor",
         "virginica",
     ]
+    # First run: nothing blessed before, so no baseline; the blessed model is copied into the store.
+    store = volumes / "kflow-shared" / "kflow-baselines" / "iris"
+    assert played["evaluate-baseline"]["baseline_model_uri"] == ""
+    (first_record,) = [json.loads(path.read_text()) for path in (store / "records").glob("*.json")]
+    assert first_record["model_uri"] == str(model) and first_record["baseline_model"] is None
+    first_copy = Path(first_record["model_path"])
+    assert (first_copy / "model.keras").read_bytes() == (model / "model.keras").read_bytes()
+
+    # Second run, other epochs: the data steps come from the cache, train and evaluate run, against the first model.
+    again = play(tmp_path / "pipeline.yaml", tmp_path / "again", cwd=REPO, arguments={"trainer_epochs": 20}, **runs)
+    assert [task for task, outputs in again.items() if outputs.get("cached")] == [
+        "ingest", "statistics", "schema", "validate"
+    ]  # fmt: skip
+    assert again["evaluate-baseline"]["baseline_model_uri"] == str(first_copy)
+    blessing = json.loads((Path(again["evaluate"]["blessing"].path) / "blessing.json").read_text())
+    assert blessing["baseline_model"] == str(first_copy)
+    assert [check["bound"] for check in blessing["checks"]] == ["lower_bound", "max_drop"]
+    assert all(check["baseline"] == metrics["accuracy"] for check in blessing["checks"] if check["bound"] == "max_drop")
+    summary = Path(again["evaluate"]["summary_markdown"].path).read_text()  # What the KFP UI shows.
+    assert f"Baseline model: `{first_copy}`" in summary
+    assert f"TensorBoard logs of the training: `{again['train']['model_run'].uri}/logs`" in summary
+    assert any((Path(again["train"]["model_run"].path) / "logs").rglob("events.out.tfevents.*"))
+
+    # Third run, same arguments: train and evaluate are reused; the resolver does not offer the model as its own
+    # baseline but the one it was blessed against, so the cached verdict stands.
+    third = play(tmp_path / "pipeline.yaml", tmp_path / "third", cwd=REPO, arguments={"trainer_epochs": 20}, **runs)
+    assert third["evaluate-baseline"]["baseline_model_uri"] == str(first_copy)
+    assert [task for task, outputs in third.items() if not outputs.get("cached")] == ["evaluate-baseline"]

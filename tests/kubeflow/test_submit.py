@@ -14,8 +14,15 @@ KFP_CLI = REPO / ".venv" / "bin" / "kfp"
 
 
 def compiled_demo(tmp_path):
+    """The package and what the API server receives: the pipeline spec and, as a second document, the platform
+    spec (the shared volume the baseline resolver and the Evaluator mount)."""
     assert main(["compile", str(DEMO), "-o", str(tmp_path / "p.yaml"), "--image", "kflow:0.1.0"]) == 0
-    return tmp_path / "p.yaml", yaml.safe_load((tmp_path / "p.yaml").read_text())
+    return tmp_path / "p.yaml", sent_spec(tmp_path / "p.yaml")
+
+
+def sent_spec(package):
+    pipeline_spec, platform_spec = yaml.safe_load_all(package.read_text())
+    return {"pipeline_spec": pipeline_spec, "platform_spec": platform_spec}
 
 
 def test_kflow_submit_sends_the_compiled_spec_to_a_new_experiment(tmp_path, capsys):
@@ -64,7 +71,7 @@ def test_kflow_submit_reuses_an_existing_experiment_and_keeps_the_file(tmp_path)
         runs = server.created_runs()
     assert len(server.experiments) == 1
     assert [run["display_name"] for run in runs] == ["a", "b"]
-    assert runs[1]["pipeline_spec"] == yaml.safe_load((tmp_path / "b.yaml").read_text())
+    assert runs[1]["pipeline_spec"] == sent_spec(tmp_path / "b.yaml")
 
 
 def test_kflow_submit_to_an_unreachable_endpoint_exits_1(capsys):
@@ -107,6 +114,6 @@ def test_submit_passes_a_run_time_parameter_as_a_run_argument_not_a_recompile(tm
         assert code == 0
         (run,) = server.created_runs()
     assert run["runtime_config"]["parameters"] == {"trainer_epochs": 5, "trainer_optimizer_learning_rate": 0.01}
-    inputs = run["pipeline_spec"]["root"]["inputDefinitions"]["parameters"]
+    inputs = run["pipeline_spec"]["pipeline_spec"]["root"]["inputDefinitions"]["parameters"]
     assert inputs["trainer_epochs"]["defaultValue"] == 20  # demo.yaml's value: the package was not recompiled
     assert inputs["trainer_optimizer_learning_rate"]["defaultValue"] == 0.002

@@ -23,6 +23,7 @@ from kflow.pipeline.kubeflow.tfjob import (
     writer_pod,
 )
 from kflow.pipeline.kubeflow.tfjob_launcher import replica_command, task_paths
+from tests.kubeflow.operator_models import operator_model_differences
 
 
 def trainer(strategy: str, workers: int, parameter_servers: int) -> Trainer:
@@ -87,6 +88,42 @@ def test_replicas_are_laid_out_like_the_trainers_local_cluster(strategy, workers
     manifest = render_tfjob(request(replicas=layout))
     assert {kind: spec["replicas"] for kind, spec in manifest["spec"]["tfReplicaSpecs"].items()} == expected
     assert writer_pod("train-1", layout) == writer
+
+
+@pytest.mark.parametrize(
+    ("strategy", "workers", "ps"),
+    [
+        ("multi_worker_mirrored", 2, 0),
+        ("parameter_server", 2, 1),
+        ("parameter_server", 3, 2),
+        ("keras_data_parallel", 2, 0),
+    ],
+)
+def test_rendered_jobs_are_what_the_training_operators_models_accept(strategy, workers, ps):
+    node = trainer(strategy, workers, ps)
+    settings = {"nodeSelector": {"pool": "gpu"}, "tolerations": [{"key": "gpu", "operator": "Exists"}]}
+    manifest = render_tfjob(
+        request(
+            replicas=tfjob_replicas(node.cluster_replicas()),
+            kind=node.cluster_job_kind(),
+            pod_settings={role: settings for role in tfjob_replicas(node.cluster_replicas())},
+        )
+    )
+    assert operator_model_differences(manifest) == []
+
+
+def test_the_operator_models_check_catches_unknown_fields_and_wrong_types():
+    manifest = render_tfjob(request())
+    manifest["spec"]["runPolicy"]["cleanPodPolcy"] = "Running"
+    (container,) = manifest["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+    container["ports"] = [{"containerPort": 2222, "protocl": "TCP"}]
+    assert operator_model_differences(manifest) == [
+        "/spec/runPolicy/cleanPodPolcy: not a field of the operator's API",
+        "/spec/tfReplicaSpecs/Worker/template/spec/containers[0]/ports[0]/protocl: not a field of the operator's API",
+    ]
+    del container["name"]
+    with pytest.raises(ValueError, match="`name`"):
+        operator_model_differences(manifest)
 
 
 def test_every_replica_runs_the_entrypoint_in_the_image_with_the_resources():

@@ -1,0 +1,116 @@
+"""`evaluator.baseline: latest_blessed` on Kubeflow: blessed models kept in a store on the shared volume.
+
+`kflow run` finds the latest blessed model in its local run records when it builds the pipeline;
+a compiled pipeline cannot look at earlier runs when it is compiled, so on Kubeflow:
+
+- the Evaluator's task, when it blesses its model, copies the model into the store and then writes a
+  record: `<store>/models/<id>/` and `<store>/records/<id>.json` {"model_uri" (the KFP URI of the
+  Model artifact), "model_path" (the copy), "baseline_model" (what it was compared against), "created"};
+- a resolver task before the Evaluator (TFX's LatestBlessedModelResolver; never cached) reads the
+  newest record and outputs the copy's path as the Evaluator's `baseline_model_uri` parameter ("" for
+  none), so the baseline is part of the Evaluator's cache key, as it is locally.
+
+The store is `<shared mount>/kflow-baselines/<pipeline name>` on the ReadWriteMany volume that TFJobs
+already use (`kubeflow.tfjob.shared_volume_claim`). The copy is needed because an earlier run's Model
+artifact lives in the object store, where the next run's Evaluator pod has no path to it.
+
+When the newest blessed model is the very model being evaluated (KFP reused the cached Trainer task:
+same artifact URI), comparing it with itself says nothing: the resolver gives the baseline that model
+was blessed against, as `kflow run` does.
+
+    python -m kflow.pipeline.kubeflow.baselines --store DIR --model-uri URI --output PATH
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import secrets
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from kflow.pipeline.dsl.artifacts import Model
+from kflow.pipeline.dsl.component import ComponentSpec
+
+log = logging.getLogger(__name__)
+
+STORE_FOLDER = "kflow-baselines"
+
+
+def store_path(shared_mount_path: str, pipeline_name: str) -> str:
+    return f"{shared_mount_path.rstrip('/')}/{STORE_FOLDER}/{pipeline_name}"
+
+
+def gated_model_input(spec: ComponentSpec) -> str:
+    """The input holding the model a component judges: its one required Model input (the Evaluator's `model`)."""
+    found = [name for name, kind in spec.inputs.items() if issubclass(kind, Model) and name not in spec.optional_inputs]
+    if len(found) != 1:
+        raise ValueError(f"a latest-blessed baseline needs one required Model input, found {found or 'none'}")
+    return found[0]
+
+
+def record_blessed_model(store: Path, model_dir: Path, model_uri: str, baseline_model: str | None) -> Path:
+    """Copies the blessed model into the store, then writes its record (a reader never sees half a copy)."""
+    record_id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(4)}"
+    copy = store / "models" / record_id
+    partial = store / "models" / f".partial-{record_id}"
+    shutil.copytree(model_dir, partial)
+    partial.rename(copy)
+    record = {
+        "model_uri": model_uri,
+        "model_path": str(copy),
+        "baseline_model": baseline_model or None,
+        "created": time.time(),
+    }
+    path = store / "records" / f"{record_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial_record = path.with_name(f".partial-{path.name}")
+    partial_record.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    os.replace(partial_record, path)
+    return path
+
+
+def blessed_records(store: Path) -> list[dict]:
+    """The store's records, newest first (unreadable ones are skipped with a warning)."""
+    records = []
+    for path in sorted((store / "records").glob("*.json")):
+        try:
+            records.append({**json.loads(path.read_text()), "id": path.stem})
+        except (OSError, ValueError) as error:
+            log.warning("skipping the baseline record %s: %s", path, error)
+    return sorted(records, key=lambda record: (record.get("created", 0), record["id"]), reverse=True)
+
+
+def latest_blessed(store: Path, model_uri: str) -> str:
+    """The path of the newest blessed model's copy ("" when there is none); for the model being evaluated
+    itself, the baseline it was blessed against."""
+    for record in blessed_records(store):
+        if not (Path(record["model_path"]) / "model.keras").is_file():
+            log.warning("skipping the baseline record %s: %s holds no model.keras", record["id"], record["model_path"])
+            continue
+        if record["model_uri"] == model_uri:
+            return record.get("baseline_model") or ""
+        return record["model_path"]
+    return ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="baselines", description="Resolve the latest blessed model (a KFP task).")
+    parser.add_argument("--store", type=Path, required=True, help="the pipeline's folder of blessed models")
+    parser.add_argument("--model-uri", required=True, help="the URI of the model the Evaluator will judge")
+    parser.add_argument("--output", type=Path, required=True, help="where to write the baseline's path (KFP output)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    baseline = latest_blessed(args.store, args.model_uri)
+    log.info("baseline for %s: %s", args.model_uri, baseline or f"none (no earlier blessed model in {args.store})")
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(baseline)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
