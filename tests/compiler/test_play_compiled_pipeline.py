@@ -239,6 +239,9 @@ def test_a_compiled_csv_pipeline_with_a_user_module_plays_its_data_checks_model_
     assert [task for task, outputs in again.items() if outputs.get("cached")] == [
         "ingest", "statistics", "schema", "validate"
     ]  # fmt: skip
+    runs_of_train = [Path(run["train"]["model_run"].path) / "history.json" for run in (played, again)]
+    # The run-time parameter reached the Trainer.
+    assert [json.loads(path.read_text())["epochs"] for path in runs_of_train] == [25, 20]
     assert again["evaluate-baseline"]["baseline_model_uri"] == str(first_copy)
     blessing = json.loads((Path(again["evaluate"]["blessing"].path) / "blessing.json").read_text())
     assert blessing["baseline_model"] == str(first_copy)
