@@ -8,9 +8,10 @@ Datasets, made deterministically (seed 0) outside the repo by bench/scale_data.p
 
 Runs, alternated in each round:
 - plain: one Python loop: parse, type, tf.train.Example, a split by hash, gzipped TFRecord files;
-- kflow: the ingest executor with the config's default Beam options (DirectRunner, one worker,
-  in memory), 2 shards a split: validation, rejects, stratified split, stats;
-- kflow-2: the same with `direct_num_workers=2, direct_running_mode=multi_processing`.
+- kflow: the ingest executor on the DirectRunner with one worker, in memory (`direct_num_workers=1`), automatic shards
+  per split: validation, rejects, stratified split, stats;
+- kflow-2: the same with `direct_num_workers=2, direct_running_mode=multi_processing` (what kflow chooses by
+  default on this 2-core machine from beam_ingest.PARALLEL_RECORDS records on, when the options choose none).
 
 Each run is a process of its own (imports done before the clock starts), so its peak RSS
 (`ru_maxrss` from wait4) is its own; kflow-2's SDK worker processes are not in it. "over imports"
@@ -43,6 +44,7 @@ import scale_data  # noqa: E402
 TYPES = {"f1": "float", "f2": "float", "f3": "float", "f4": "float", "n1": "int", "n2": "int"}
 TYPES |= {"colour": "string", "city": "string", "flag": "bool", "note": "string", "label": "string"}
 MISSING = {"", "NA", "NaN", "null"}
+WORKERS_1 = ["--direct_num_workers=1", "--direct_running_mode=in_memory"]
 WORKERS_2 = ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
 QUORA_SIZES = (999, 9_990, 1_306_122)
 
@@ -133,7 +135,7 @@ def child(dataset: str, kind: str, source: Path) -> None:
         if kind == "plain":
             records = plain(dataset, source, Path(folder))
         else:
-            records = run_kflow(dataset, source, Path(folder), WORKERS_2 if kind == "kflow-2" else [])
+            records = run_kflow(dataset, source, Path(folder), WORKERS_2 if kind == "kflow-2" else WORKERS_1)
         seconds = time.perf_counter() - started
     print(json.dumps({"seconds": seconds, "records": records, "imported_mb": imported_mb}))
 

@@ -9,6 +9,7 @@ and reject entries. The pipeline, one Beam element per chunk:
              ├─ [plan] histogram of key hashes per group ─ cut ranks ─ keys at the cuts ─ split cuts ─┐     │
              └─ staged chunk ─ route: a part file per (split, shard), sorted by key ◄─────────────────┘     │
                 ─ group part names by shard ─ merge the parts into a gzipped TFRecord shard ─ counts ─ stats ┘
+             └─ bytes per group ─ shards per split (with `shards=0`: one per SHARD_BYTES of the split) ─ route, write
 
 Records travel between stages through staged files in a `Staging` folder: under the
 pipeline's --temp_location when it has one (any Beam filesystem: gs://, s3://, hdfs://, so
@@ -20,6 +21,11 @@ Without `plan`, a record's group is its split (WikiText-2: the source's split); 
 `plan` (stratified by label), each group's records are ordered by a hash of their key and
 cut by quota: the cuts are found from a histogram of the hashes (the top 16 bits) and the
 few keys in the buckets where a cut falls. The shard of a record is a stable hash of its key.
+
+Defaults that follow the data: `shards=0` gives each split one shard per SHARD_BYTES of its serialised
+Examples (at least one); and a DirectRunner ingest of PARALLEL_RECORDS records or more whose Beam options
+choose no running mode processes its chunks in one worker process per core (`multi_processing`): the
+workers' start-up (~10 s each here: they import TensorFlow) pays for itself from about there (bench/ingest_scale.py).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import bisect
 import hashlib
 import heapq
 import json
+import math
 import os
 import pickle
 import re
@@ -52,6 +59,9 @@ INVALID = "invalid"
 FILTERED = "filtered"
 _REJECTS = "rejects"
 _HISTOGRAM = "histogram"
+_SIZES = "sizes"
+SHARD_BYTES = 256 * 2**20  # Serialised Examples per shard when the count is automatic: gzipped files of ~100 MB.
+PARALLEL_RECORDS = 500_000
 _BUCKET_BITS = 16
 _POSITION = re.compile(r"(.*)[:#](\d+)")
 _JSON = json.JSONEncoder(sort_keys=True)  # One encoder for every reject line (json.dumps builds one per call).
@@ -186,8 +196,8 @@ def run_ingest_pipeline(
     `extra_rejects` are rejects the driver found (e.g. CSV rows it could not cut out of the file).
     `staging`: the driver's own, when its chunks refer to files it staged; else one for this run.
     """
-    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
-        raise ValueError(f"shards_per_split must be a positive integer, got {shards!r}")
+    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 0:
+        raise ValueError(f"shards_per_split must be a positive integer or 0 (automatic), got {shards!r}")
     if staging is None:
         with Staging(beam_args) as own:
             return run_ingest_pipeline(
@@ -197,7 +207,7 @@ def run_ingest_pipeline(
             )  # fmt: skip
     for artifact in (examples, rejects):
         artifact.path.mkdir(parents=True, exist_ok=True)
-    every_shard = [((split, shard), None) for split in splits for shard in range(shards)]
+    beam_args = data_beam_args(beam_args, read)
     with beam.Pipeline(options=PipelineOptions(named_runner(beam_args))) as pipeline:
         processed = (
             pipeline
@@ -205,7 +215,12 @@ def run_ingest_pipeline(
             | "Process"
             >> beam.ParDo(
                 _Process(process_chunk, staging, read, _in_process(beam_args), plan is not None)
-            ).with_outputs(_REJECTS, _HISTOGRAM, main="staged")
+            ).with_outputs(_REJECTS, _HISTOGRAM, _SIZES, main="staged")
+        )
+        counts = beam.pvalue.AsSingleton(
+            processed[_SIZES]
+            | "Sizes" >> beam.CombineGlobally(_add_sizes)
+            | "ShardCounts" >> beam.Map(shard_counts, shards, tuple(splits), plan)
         )
         cuts = None
         if plan is not None:
@@ -219,12 +234,13 @@ def run_ingest_pipeline(
             cuts = beam.pvalue.AsSingleton(
                 wanted | "Cuts" >> beam.Map(_split_cuts, beam.pvalue.AsSingleton(keys_at_cuts))
             )
-        parts = processed.staged | "Route" >> beam.ParDo(_Route(shards, tuple(splits), staging), cuts)
-        shard_counts = (
-            (parts, pipeline | "EveryShard" >> beam.Create(every_shard, reshuffle=False))
+        parts = processed.staged | "Route" >> beam.ParDo(_Route(tuple(splits), staging), counts, cuts)
+        every_shard = pipeline | "Shards" >> beam.Create([None]) | "EveryShard" >> beam.FlatMap(_every_shard, counts)
+        written = (
+            (parts, every_shard)
             | "FlattenParts" >> beam.Flatten()
             | "GroupByShard" >> beam.GroupByKey()
-            | "WriteShards" >> beam.ParDo(_WriteShard(examples, shards))
+            | "WriteShards" >> beam.ParDo(_WriteShard(examples), counts)
         )
         driver_rejects = [_stage_rejects(list(extra_rejects), staging, "driver")] if extra_rejects else []
         found_rejects = (
@@ -237,11 +253,53 @@ def run_ingest_pipeline(
             | "WriteStats"
             >> beam.ParDo(
                 _WriteStats(examples, rejects, read, tuple(splits)),
-                beam.pvalue.AsList(shard_counts),
+                beam.pvalue.AsList(written),
                 beam.pvalue.AsList(found_rejects),
             )
         )
     return examples.stats
+
+
+def data_beam_args(beam_args: Sequence[str], records: int) -> list[str]:
+    """The ingest's Beam options: the given ones, plus one worker process per core for a large input on the
+    DirectRunner when they choose no running mode or worker count."""
+    runner = PipelineOptions(list(beam_args)).get_all_options().get("runner")
+    chosen = any(arg.startswith(("--direct_running_mode", "--direct_num_workers")) for arg in beam_args)
+    if records < PARALLEL_RECORDS or runner not in (None, "DirectRunner") or chosen:
+        return list(beam_args)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if cores < 2:
+        return list(beam_args)
+    return [*beam_args, "--direct_running_mode=multi_processing", f"--direct_num_workers={cores}"]
+
+
+def shard_counts(sizes: dict[str, int], shards: int, splits: Sequence[str], plan: StratifiedPlan | None) -> dict:
+    """{split: shard count}: `shards` each, or with `shards=0` one per SHARD_BYTES of the split's Examples.
+
+    `sizes` are the serialised bytes per group: a split's own without a plan, else the total shared by quota."""
+    if shards:
+        return dict.fromkeys(splits, shards)
+    total = sum(sizes.values())
+    if plan is None:
+        split_bytes = {split: sizes.get(split, 0) for split in splits}
+    else:
+        weight = sum(plan.weights.values())
+        split_bytes = {split: total * plan.weights.get(split, 0) / weight for split in splits}
+    return {split: max(1, math.ceil(size / SHARD_BYTES)) for split, size in split_bytes.items()}
+
+
+def _every_shard(_, counts: dict[str, int]) -> Iterator[tuple[tuple[str, int], None]]:
+    """Every (split, shard) gets a file, records or not."""
+    for split, count in counts.items():
+        for shard in range(count):
+            yield (split, shard), None
+
+
+def _add_sizes(sizes: Iterator[dict[str, int]]) -> dict[str, int]:
+    total: Counter = Counter()
+    for size in sizes:
+        total.update(size)
+    return dict(total)
 
 
 def _in_process(beam_args: Sequence[str]) -> bool:
@@ -286,6 +344,10 @@ class _Process(beam.DoFn):
             path = self._staging.path(f"chunk-{index:08d}.pkl")
             write_pickled(path, staged)
             yield path
+            sizes: Counter = Counter()
+            for _, group, record in staged:
+                sizes[group] += len(record)
+            yield beam.pvalue.TaggedOutput(_SIZES, dict(sizes))
             if self._histogram:
                 by_group: dict[str, list[int]] = {}
                 for (hashed, _), group, _ in staged:
@@ -360,19 +422,18 @@ def _stage_rejects(entries: list[dict[str, Any]], staging: Staging, name: str) -
 class _Route(beam.DoFn):
     """Splits and shards the records of a staged chunk into part files sorted by key; emits ((split, shard), part)."""
 
-    def __init__(self, shards: int, splits: tuple[str, ...], staging: Staging):
-        self._shards = shards
+    def __init__(self, splits: tuple[str, ...], staging: Staging):
         self._splits = splits
         self._staging = staging
 
-    def process(self, path, cuts=None):
+    def process(self, path, counts, cuts=None):
         parts: dict[tuple[str, int], list[tuple[str, bytes]]] = {}
         for sort_key, group, record in read_pickled(path):
             key = sort_key[1]
             split = group if cuts is None else cuts.split(sort_key, group)
             if split not in self._splits:
                 raise RuntimeError(f"ingest: record {key!r} was routed to the unknown split {split!r}")
-            parts.setdefault((split, stable_hash(key) % self._shards), []).append((key, record))
+            parts.setdefault((split, stable_hash(key) % counts[split]), []).append((key, record))
         chunk = path.rsplit("/", 1)[-1].removesuffix(".pkl")
         for (split, shard), records in parts.items():
             part = self._staging.path(f"part-{split}-{shard:05d}-{chunk}.pkl")
@@ -383,17 +444,16 @@ class _Route(beam.DoFn):
 class _WriteShard(beam.DoFn):
     """Merges the part files of one shard into a TFRecord file sorted by key; emits (split, shard, record count)."""
 
-    def __init__(self, examples: Examples, shards: int):
+    def __init__(self, examples: Examples):
         self._examples = examples
-        self._shards = shards
 
-    def process(self, element):
+    def process(self, element, counts):
         import tensorflow as tf  # Only the workers that write need TensorFlow.
 
         (split, shard), parts = element
         folder = self._examples.split_uri(split)
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"data_tfrecord-{shard:05d}-of-{self._shards:05d}.gz"
+        path = folder / f"data_tfrecord-{shard:05d}-of-{counts[split]:05d}.gz"
         count = 0
         with tf.io.TFRecordWriter(str(path), options="GZIP") as writer:
             for _, record in heapq.merge(*(_read_stream(part) for part in sorted(filter(None, parts)))):

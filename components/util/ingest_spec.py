@@ -12,7 +12,9 @@ def ingest_parameters(**own: Parameter) -> dict[str, Parameter]:
     """A dataset's own ingest parameters, then those of the shared Beam ingest (components/util/beam_ingest.py)."""
     return {
         **own,
-        "shards_per_split": Parameter(int, default=2, description="TFRecord files per split."),
+        "shards_per_split": Parameter(
+            int, default=0, description="TFRecord files per split; 0: one per 256 MB of the split's Examples."
+        ),
         "max_invalid_fraction": Parameter(
             float, default=0.01, description="Fail when a larger share of the records read is invalid."
         ),

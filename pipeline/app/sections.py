@@ -24,7 +24,7 @@ def ingest_parameters(config: PipelineConfig) -> dict[str, Any]:
         "source_format": data["source"]["format"],
         "max_records": data["source"]["max_records"],
         "split": data["split"],
-        "shards_per_split": data["shards_per_split"],
+        "shards_per_split": 0 if data["shards_per_split"] == "auto" else data["shards_per_split"],
         "max_invalid_fraction": float(data["filters"]["max_invalid_fraction"]),
         "beam_args": config.beam_args,
     }

@@ -115,3 +115,25 @@ def test_mnist_ingest(worker_pool, tmp_path):
     direct, portable = ingest_both_ways(run, tmp_path, worker_pool, source_path=str(source))
     assert sum(map(len, direct["shards"].values())) == 350
     assert portable == direct
+
+
+@pytest.mark.slow  # About 8 s; make test runs the csv ingest this way.
+def test_statistics_of_an_ingest(worker_pool, tmp_path):
+    """StatisticsGen, the other data step, on the portable path: the same per-split statistics protos."""
+    from kflow.components.datasets.csv.ingest.executor import run as ingest
+    from kflow.components.statistics_gen.executor import run as statistics
+    from kflow.pipeline.dsl.artifacts import Examples, ExampleStatistics, Rejects, Schema
+
+    examples = Examples(tmp_path / "examples")
+    ingest(
+        examples=examples, schema=Schema(tmp_path / "schema"), rejects=Rejects(tmp_path / "rejects"),
+        source_path=str(write_iris(tmp_path / "iris.csv")), label="species",
+    )  # fmt: skip
+    found = {}
+    for name, beam_args in (("direct", []), ("portable", portable_args(worker_pool, tmp_path / "beam-temp"))):
+        summary = statistics(examples=examples, statistics=ExampleStatistics(tmp_path / name), beam_args=beam_args)
+        found[name] = summary, {path.parent.name: path.read_bytes() for path in (tmp_path / name).rglob("*.pb")}
+    assert found["direct"][0]["train_examples"] == 120 and sorted(found["direct"][1]) == [
+        "Split-eval", "Split-test", "Split-train"
+    ]  # fmt: skip
+    assert found["portable"] == found["direct"]

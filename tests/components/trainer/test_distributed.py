@@ -218,6 +218,7 @@ def test_killed_worker_restarts_the_cluster_from_the_last_checkpoint(inputs, tmp
     assert history["examples_trained"] == (80 - history["start_step"]) * 32
 
 
+@pytest.mark.slow  # ~30 s; make test keeps the loop (the Quora PS test) and the keras-hub MLM (test_wikitext2.py).
 def test_the_loop_trains_a_keras_hub_task_with_dict_inputs_and_sample_weights(tmp_path):
     """WikiText-2 MLM batches are ({token_ids, padding_mask, mask_positions}, labels, weights)."""
     from kflow.components.datasets.wikitext2.task import WikiText2Task

@@ -85,3 +85,52 @@ def test_a_temp_location_holds_the_staged_records_until_the_run_ends(tmp_path):
             written += shard_records
         assert len(written) == expected
     assert json.loads((examples.path / "stats.json").read_text())["read"] == 50
+
+
+def test_automatic_shard_counts_follow_each_splits_bytes():
+    plan = StratifiedPlan({"train": 8, "eval": 1, "test": 1})
+    mb = 2**20
+    assert beam_ingest.shard_counts({"a": 300 * mb, "b": 300 * mb}, 0, ("train", "eval", "test"), plan) == {
+        "train": 2,  # 480 MB of 600 by quota
+        "eval": 1,
+        "test": 1,
+    }
+    assert beam_ingest.shard_counts({"a": 3000 * mb}, 0, ("train", "eval", "test"), plan)["train"] == 10
+    # Without a plan a group is its split; an empty split still gets its one file; a fixed count is kept.
+    assert beam_ingest.shard_counts({"train": 700 * mb}, 0, ("train", "valid"), None) == {"train": 3, "valid": 1}
+    assert beam_ingest.shard_counts({"train": 700 * mb}, 4, ("train", "valid"), None) == {"train": 4, "valid": 4}
+
+
+def test_an_automatic_ingest_writes_more_shards_for_a_bigger_split(tmp_path, monkeypatch):
+    monkeypatch.setattr(beam_ingest, "SHARD_BYTES", 1000)  # The pipeline runs in this process (DirectRunner).
+    records = [(f"k{i:03d}", "x" if i % 2 else "y", b"r" * 40 + bytes([i])) for i in range(200)]
+    examples, rejects = Examples(tmp_path / "examples"), Rejects(tmp_path / "rejects")
+    stats = beam_ingest.run_ingest_pipeline(
+        chunks=range(4), process_chunk=lambda chunk: (records[chunk * 50 : chunk * 50 + 50], []),
+        splits=("train", "eval", "test"), shards=0, read=200, examples=examples, rejects=rejects,
+        plan=StratifiedPlan({"train": 8, "eval": 1, "test": 1}),
+    )  # fmt: skip
+    assert stats["accepted"] == {"train": 160, "eval": 20, "test": 20}
+    # 200 records of 41 bytes: 8,200 bytes, 6,560 of them train's by quota → 7 shards; eval and test 820 → 1.
+    shards = {split: sorted(path.name for path in examples.split_uri(split).iterdir()) for split in stats["accepted"]}
+    assert {split: len(names) for split, names in shards.items()} == {"train": 7, "eval": 1, "test": 1}
+    assert shards["train"][-1] == "data_tfrecord-00006-of-00007.gz"
+    written = sum(
+        1 for path in examples.split_uri("train").iterdir() for _ in tf.data.TFRecordDataset(str(path), "GZIP")
+    )
+    assert written == 160
+
+
+def test_a_large_input_runs_on_every_core_unless_the_options_choose(monkeypatch):
+    monkeypatch.setattr(beam_ingest.os, "sched_getaffinity", lambda _: {0, 1, 2})
+    big = beam_ingest.PARALLEL_RECORDS
+    assert beam_ingest.data_beam_args([], big - 1) == []
+    assert beam_ingest.data_beam_args(["--temp_location=/t"], big) == [
+        "--temp_location=/t",
+        "--direct_running_mode=multi_processing",
+        "--direct_num_workers=3",
+    ]
+    for chosen in (["--direct_num_workers=1"], ["--direct_running_mode", "in_memory"], ["--runner=PortableRunner"]):
+        assert beam_ingest.data_beam_args(chosen, big) == chosen
+    monkeypatch.setattr(beam_ingest.os, "sched_getaffinity", lambda _: {0})
+    assert beam_ingest.data_beam_args([], big) == []

@@ -61,7 +61,7 @@ def run(
     csv_format: dict[str, Any] | None = None,
     infer_rows: int = 10_000,
     split: dict[str, int] | None = None,
-    shards_per_split: int = 2,
+    shards_per_split: int = 0,
     max_records: int | None = None,
     max_invalid_fraction: float = 0.01,
     beam_args: Sequence[str] = (),

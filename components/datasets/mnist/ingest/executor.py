@@ -50,7 +50,7 @@ def run(
     source_path: str | None = None,
     source_format: str = "auto",
     split: dict[str, int] | None = None,
-    shards_per_split: int = 2,
+    shards_per_split: int = 0,
     max_records: int | None = None,
     max_invalid_fraction: float = 0.01,
     beam_args: list[str] | tuple[str, ...] = (),
@@ -86,8 +86,11 @@ def run(
         )
     stats["accepted"] = {name: stats["accepted"][name] for name in [*split, TEST_SPLIT]}  # In the order given.
     summary = beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
-    written = " ".join(f"{name}={count}" for name, count in stats["accepted"].items())
-    log.info("ingest: wrote %s, rejected %d (%d shards per split)", written, summary["rejected"], shards_per_split)
+    written = " ".join(
+        f"{name}={count} ({len(list(examples.split_uri(name).glob('*.gz')))} shards)"
+        for name, count in stats["accepted"].items()
+    )
+    log.info("ingest: wrote %s, rejected %d", written, summary["rejected"])
     return {**summary, "source_format": source.format}
 
 

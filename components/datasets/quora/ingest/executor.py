@@ -60,7 +60,7 @@ def run(
     source_path: str | None = None,
     source_format: str = "auto",
     split: dict[str, int] | None = None,
-    shards_per_split: int = 2,
+    shards_per_split: int = 0,
     max_records: int | None = None,
     max_chars: int = 1000,
     max_invalid_fraction: float = 0.01,

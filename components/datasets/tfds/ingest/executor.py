@@ -42,7 +42,7 @@ def run(
     label: str | None = None,
     task: str = "classification",
     tfds: dict[str, Any] | None = None,
-    shards_per_split: int = 2,
+    shards_per_split: int = 0,
     max_records: int | None = None,
     max_invalid_fraction: float = 0.01,
     beam_args: Sequence[str] = (),

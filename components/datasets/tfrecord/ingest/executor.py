@@ -52,7 +52,7 @@ def run(
     split_files: dict[str, str] | None = None,
     infer_records: int = 1000,
     split: dict[str, int] | None = None,
-    shards_per_split: int = 2,
+    shards_per_split: int = 0,
     max_records: int | None = None,
     max_invalid_fraction: float = 0.01,
     beam_args: Sequence[str] = (),

@@ -57,7 +57,7 @@ def run(
     source_path: str | None = None,
     source_format: str = "auto",
     split: dict[str, int] | None = None,
-    shards_per_split: int = 2,
+    shards_per_split: int = 0,
     max_records: int | None = None,
     min_chars: int = 101,
     max_chars: int | None = None,

@@ -29,7 +29,7 @@ def test_spec_outputs_parameters_and_executor():
         "source_path": None,
         "source_format": "auto",
         "split": {"train": 9, "eval": 1},
-        "shards_per_split": 2,
+        "shards_per_split": 0,  # automatic: one shard per 256 MB of a split
         "max_records": None,
         "max_invalid_fraction": 0.01,
         "beam_args": [],

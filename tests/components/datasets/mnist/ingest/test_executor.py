@@ -48,14 +48,12 @@ def test_counts_balance_and_the_source_test_split_is_kept_whole(npz_ingested):
     assert npz_ingested.rejects.read() == []
 
 
-def test_every_split_has_shards_per_split_files_sorted_by_key(npz_ingested):
+def test_every_split_has_its_automatic_shard_count_of_files_sorted_by_key(npz_ingested):
     assert npz_ingested.examples.splits == ["eval", "test", "train"]
     for split in npz_ingested.examples.splits:
         files = npz_ingested.examples.split_files(split)
-        assert [path.rsplit("/", 1)[1] for path in files] == [
-            "data_tfrecord-00000-of-00002.gz",
-            "data_tfrecord-00001-of-00002.gz",
-        ]
+        # A few MB of Examples: one shard each (shards_per_split=3 below gives three).
+        assert [path.rsplit("/", 1)[1] for path in files] == ["data_tfrecord-00000-of-00001.gz"]
         for path in files:
             keys = shard_keys(path)
             assert keys == sorted(keys)
@@ -159,7 +157,7 @@ def test_images_of_the_wrong_size_are_all_rejected(arrays, tmp_path):
     first = ingested.rejects.read()[0]
     assert first["position"] == "mnist.npz[x_train]#0"
     assert first["record"]["image_shape"] == [28, 27]
-    assert len(ingested.examples.split_files("train")) == 2  # Empty, but there.
+    assert len(ingested.examples.split_files("train")) == 1  # Empty, but there.
 
 
 def test_unmatched_images_and_labels_are_rejected(arrays, tmp_path):
@@ -233,7 +231,7 @@ def test_sklearn_digits_become_1797_valid_mnist_records(tmp_path):
         ({"split": {"train": 9, "test": 1}}, "reserved"),
         ({"split": {"Train!": 1}}, "must match"),
         ({"split": {}}, "non-empty dict"),
-        ({"shards_per_split": 0}, "shards_per_split"),
+        ({"shards_per_split": -1}, "shards_per_split"),
         ({"max_records": 0}, "max_records"),
         ({"max_invalid_fraction": 1.5}, "max_invalid_fraction"),
         ({"source_format": "csv"}, "source_format must be one of"),
