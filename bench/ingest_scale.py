@@ -4,7 +4,9 @@ Datasets, made deterministically (seed 0) outside the repo by bench/scale_data.p
 - tabular: generated CSVs of --rows/4 and --rows records (4 floats, one with 2 % missing values,
   2 ints, 2 categorical strings, a bool, a short text, a 3-class label), through the csv ingest;
 - quora: Quora-format CSVs recombined from the real sample, at 1× (999 rows), 10× and the real
-  training set's size (1,306,122 rows), through the Quora ingest.
+  training set's size (1,306,122 rows), through the Quora ingest;
+- wikitext: WikiText-2 itself (1×) and WikiText-2 ×10 (--wikitext-times), through the WikiText-2 ingest
+  (its filters: blank lines, headings, lines under 101 characters); sizes are lines read.
 
 Runs, alternated in each round:
 - plain: one Python loop: parse, type, tf.train.Example, a split by hash, gzipped TFRecord files;
@@ -18,7 +20,7 @@ Each run is a process of its own (imports done before the clock starts), so its 
 is that peak less the RSS after the imports (TensorFlow and Beam alone hold ~800 MB). Prints
 medians of --rounds, ratios to the plain script, and the peak memory ratio between the sizes.
 
-Usage: .venv/bin/python bench/ingest_scale.py [--datasets tabular,quora] [--rows 1000000] [--rounds 3]
+Usage: .venv/bin/python bench/ingest_scale.py [--datasets tabular,quora,wikitext] [--rows 1000000] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ MISSING = {"", "NA", "NaN", "null"}
 WORKERS_1 = ["--direct_num_workers=1", "--direct_running_mode=in_memory"]
 WORKERS_2 = ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
 QUORA_SIZES = (999, 9_990, 1_306_122)
+WIKITEXT_SPLITS = {"train.txt": "train", "valid.txt": "eval", "test.txt": "test"}
 
 
 def _split_of(text: str) -> str:
@@ -64,6 +67,22 @@ def plain(dataset: str, source: Path, out: Path) -> int:
         split: tf.io.TFRecordWriter(str(out / f"{split}.gz"), options="GZIP") for split in ("train", "eval", "test")
     }
     written = 0
+    if dataset == "wikitext":
+        for name, split in WIKITEXT_SPLITS.items():
+            with (source / name).open(encoding="utf-8") as file:
+                for number, line in enumerate(file, 1):
+                    line = line.rstrip("\n")
+                    stripped = line.strip()
+                    if not stripped or stripped.startswith("= ") or len(line) < 101:
+                        continue
+                    example = tf.train.Example()
+                    example.features.feature["text"].bytes_list.value.append(stripped.encode())
+                    example.features.feature["key"].bytes_list.value.append(f"{split}-{number:07d}".encode())
+                    writers[split].write(example.SerializeToString())
+                    written += 1
+        for writer in writers.values():
+            writer.close()
+        return written
     with source.open(newline="", encoding="utf-8") as file:
         reader = csv.reader(file)
         header = next(reader)
@@ -114,6 +133,10 @@ def run_kflow(dataset: str, source: Path, out: Path, beam_args: list[str]) -> in
         from kflow.components.datasets.quora.ingest.executor import run
 
         summary = run(**artifacts, source_path=str(source), beam_args=beam_args)
+    elif dataset == "wikitext":
+        from kflow.components.datasets.wikitext2.ingest.executor import run
+
+        summary = run(**artifacts, source_path=str(source), beam_args=beam_args)
     else:
         from kflow.components.datasets.csv.ingest.executor import run
 
@@ -128,6 +151,7 @@ def child(dataset: str, kind: str, source: Path) -> None:
 
     import kflow.components.datasets.csv.ingest.executor  # noqa: F401
     import kflow.components.datasets.quora.ingest.executor  # noqa: F401
+    import kflow.components.datasets.wikitext2.ingest.executor  # noqa: F401
 
     imported_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     with tempfile.TemporaryDirectory(prefix="kflow-bench-scale-out-") as folder:
@@ -153,8 +177,14 @@ def measure(dataset: str, kind: str, source: Path) -> dict:
     return {**result, "peak_mb": usage.ru_maxrss / 1024}
 
 
-def sources(dataset: str, rows: int, folder: Path) -> dict[int, Path]:
+def sources(dataset: str, rows: int, folder: Path, wikitext_times: int = 10) -> dict[int, Path]:
     """The dataset's input files by size, made when missing."""
+    if dataset == "wikitext":
+        made = {1: scale_data.WIKITEXT, wikitext_times: folder / f"wikitext-x{wikitext_times}"}
+        if not (made[wikitext_times] / "test.txt").is_file():
+            print(f"generating {made[wikitext_times]} ...", flush=True)
+            scale_data.wikitext(scale_data.WIKITEXT, wikitext_times, made[wikitext_times])
+        return {_lines(path): path for path in made.values()}
     sizes = QUORA_SIZES if dataset == "quora" else sorted({rows // 4, rows})
     made = {}
     for size in sizes:
@@ -168,6 +198,11 @@ def sources(dataset: str, rows: int, folder: Path) -> dict[int, Path]:
     return made
 
 
+def _lines(folder: Path) -> int:
+    """Lines read by the WikiText-2 ingest in a folder of its three files."""
+    return sum(sum(1 for _ in (folder / name).open("rb")) for name in WIKITEXT_SPLITS)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", default="tabular,quora")
@@ -175,16 +210,22 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "kflow-scale")
     parser.add_argument("--kinds", default="plain,kflow,kflow-2")
+    parser.add_argument("--wikitext-times", type=int, default=10, help="the larger WikiText size (×50: 50)")
     parser.add_argument("--child", nargs=3, metavar=("DATASET", "KIND", "CSV"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child[0], args.child[1], Path(args.child[2]))
         return 0
+    if "wikitext" in args.datasets and not (scale_data.WIKITEXT / "train.txt").is_file():
+        print(f"missing {scale_data.WIKITEXT} (see ../shared/datasets/README.md)", file=sys.stderr)
+        return 1
     if "quora" in args.datasets and not scale_data.QUORA_SAMPLE.is_file():
         print(f"missing {scale_data.QUORA_SAMPLE} (see ../shared/datasets/README.md)", file=sys.stderr)
         return 1
     args.folder.mkdir(parents=True, exist_ok=True)
-    inputs = {dataset: sources(dataset, args.rows, args.folder) for dataset in args.datasets.split(",")}
+    inputs = {
+        dataset: sources(dataset, args.rows, args.folder, args.wikitext_times) for dataset in args.datasets.split(",")
+    }
     kinds = args.kinds.split(",")
     results: dict[tuple[str, int, str], list[dict]] = {}
     for round_number in range(args.rounds):

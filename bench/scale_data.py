@@ -7,6 +7,10 @@ another word of the sample (a small perturbation), and quotes the text when it h
 as Kaggle's file does. The label keeps the real set's positive rate (6.2 %, drawn per row),
 the qid is 20 hex digits. Seed 0: the same arguments give the same bytes.
 
+WikiText (`wikitext --times 10`): a folder of train/valid/test.txt, WikiText-2's files (../shared/datasets/
+wikitext-2) repeated N times, every copy after the first with one word of each text line swapped for a word
+of the training text (headings and blank lines kept), so that a repeat is no duplicate line.
+
 Tabular (`tabular --rows N`): 4 floats (one with 2 % missing values, "NA"), 2 ints, 2 categorical
 strings, a bool, a short text and a 3-class label that depends on the features (learnable, not noise).
 
@@ -72,16 +76,46 @@ def tabular(rows: int, out: Path, seed: int = 0) -> None:
     shutil.move(partial, out)
 
 
+WIKITEXT = REPO.parent / "shared" / "datasets" / "wikitext-2"
+WIKITEXT_FILES = ("train.txt", "valid.txt", "test.txt")
+
+
+def wikitext(source: Path, times: int, out: Path, seed: int = 0) -> None:
+    """WikiText-2 ×`times` into the folder `out`: each file repeated; every copy after the first swaps one word of
+    each text line (not blank lines or headings) for a word of the training text, so repeats are not duplicates."""
+    rng = random.Random(seed)
+    vocabulary = sorted(set((source / "train.txt").read_text(encoding="utf-8").split()))
+    out.mkdir(parents=True, exist_ok=True)
+    for name in WIKITEXT_FILES:
+        lines = (source / name).read_text(encoding="utf-8").splitlines(keepends=True)
+        partial = out / f"{name}.partial"
+        with partial.open("w", encoding="utf-8", newline="") as file:
+            for copy in range(times):
+                for line in lines:
+                    body = line.rstrip("\n")
+                    if copy and body.strip() and not body.strip().startswith("="):
+                        words = body.split(" ")
+                        filled = [index for index, word in enumerate(words) if word]
+                        words[rng.choice(filled)] = rng.choice(vocabulary)
+                        line = " ".join(words) + line[len(body) :]
+                    file.write(line)
+        partial.rename(out / name)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("dataset", choices=["quora", "tabular"])
+    parser.add_argument("dataset", choices=["quora", "tabular", "wikitext"])
     parser.add_argument("--rows", type=int, default=1_306_122)
+    parser.add_argument("--times", type=int, default=10, help="wikitext: copies of WikiText-2")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--sample", type=Path, default=QUORA_SAMPLE)
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.dataset == "tabular":
         tabular(args.rows, args.out)
+        return 0
+    if args.dataset == "wikitext":
+        wikitext(WIKITEXT, args.times, args.out)
         return 0
     if not args.sample.is_file():
         print(f"missing {args.sample} (see ../shared/datasets/README.md)", file=sys.stderr)

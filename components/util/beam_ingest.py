@@ -61,6 +61,8 @@ _REJECTS = "rejects"
 _HISTOGRAM = "histogram"
 _SIZES = "sizes"
 SHARD_BYTES = 256 * 2**20  # Serialised Examples per shard when the count is automatic: gzipped files of ~100 MB.
+# A split of more than this gets at least a shard per ingest worker, so that the workers write them in parallel.
+PARALLEL_SHARD_BYTES = 16 * 2**20
 PARALLEL_RECORDS = 500_000
 _BUCKET_BITS = 16
 _POSITION = re.compile(r"(.*)[:#](\d+)")
@@ -220,7 +222,7 @@ def run_ingest_pipeline(
         counts = beam.pvalue.AsSingleton(
             processed[_SIZES]
             | "Sizes" >> beam.CombineGlobally(_add_sizes)
-            | "ShardCounts" >> beam.Map(shard_counts, shards, tuple(splits), plan)
+            | "ShardCounts" >> beam.Map(shard_counts, shards, tuple(splits), plan, _direct_workers(beam_args))
         )
         cuts = None
         if plan is not None:
@@ -273,8 +275,11 @@ def data_beam_args(beam_args: Sequence[str], records: int) -> list[str]:
     return [*beam_args, "--direct_running_mode=multi_processing", f"--direct_num_workers={cores}"]
 
 
-def shard_counts(sizes: dict[str, int], shards: int, splits: Sequence[str], plan: StratifiedPlan | None) -> dict:
-    """{split: shard count}: `shards` each, or with `shards=0` one per SHARD_BYTES of the split's Examples.
+def shard_counts(
+    sizes: dict[str, int], shards: int, splits: Sequence[str], plan: StratifiedPlan | None, workers: int = 1
+) -> dict:
+    """{split: shard count}: `shards` each, or with `shards=0` one per SHARD_BYTES of the split's Examples, and at
+    least one per worker (up to one per PARALLEL_SHARD_BYTES) so that a big split is written in parallel.
 
     `sizes` are the serialised bytes per group: a split's own without a plan, else the total shared by quota."""
     if shards:
@@ -285,7 +290,10 @@ def shard_counts(sizes: dict[str, int], shards: int, splits: Sequence[str], plan
     else:
         weight = sum(plan.weights.values())
         split_bytes = {split: total * plan.weights.get(split, 0) / weight for split in splits}
-    return {split: max(1, math.ceil(size / SHARD_BYTES)) for split, size in split_bytes.items()}
+    return {
+        split: max(1, math.ceil(size / SHARD_BYTES), min(workers, math.ceil(size / PARALLEL_SHARD_BYTES)))
+        for split, size in split_bytes.items()
+    }
 
 
 def _every_shard(_, counts: dict[str, int]) -> Iterator[tuple[tuple[str, int], None]]:
@@ -300,6 +308,15 @@ def _add_sizes(sizes: Iterator[dict[str, int]]) -> dict[str, int]:
     for size in sizes:
         total.update(size)
     return dict(total)
+
+
+def _direct_workers(beam_args: Sequence[str]) -> int:
+    """The DirectRunner's worker count (1 in memory; other runners scale on their own: 1)."""
+    options = PipelineOptions(list(beam_args)).get_all_options()
+    parallel = options.get("direct_running_mode") in ("multi_processing", "multi_threading")
+    if not parallel or options.get("runner") not in (None, "DirectRunner"):
+        return 1
+    return int(options.get("direct_num_workers") or 1)
 
 
 def _in_process(beam_args: Sequence[str]) -> bool:
@@ -415,7 +432,7 @@ def _stage_rejects(entries: list[dict[str, Any]], staging: Staging, name: str) -
     cost more (Beam measures their deep size) than writing them.
     """
     path = staging.path(f"rejects-{name}.pkl")
-    write_pickled(path, [(_position_order(entry), _JSON.encode(entry)) for entry in entries])
+    _write_stream(path, sorted((_position_order(entry), _JSON.encode(entry)) for entry in entries))
     return path, Counter((entry["kind"], entry["reason"]) for entry in entries)
 
 
@@ -482,18 +499,18 @@ class _WriteStats(beam.DoFn):
         for split, _shard, count in shard_counts:
             accepted[split] += count
         by_kind = {kind: Counter() for kind in (INVALID, FILTERED)}
-        lines = []
-        for path, counts in staged_rejects:
+        for _path, counts in staged_rejects:
             for (kind, reason), count in counts.items():
                 by_kind[kind][reason] += count
-            lines.extend(read_pickled(path))
-        lines.sort(key=lambda line: line[0])
+        # Each staged file is sorted: merged in source order with one line of each in memory.
+        lines = heapq.merge(*(_read_stream(path) for path, _ in staged_rejects), key=lambda line: line[0])
         rejected = dict(sorted((by_kind[INVALID] + by_kind[FILTERED]).items()))
         if self._read != sum(accepted.values()) + sum(rejected.values()):
             raise RuntimeError(
                 f"ingest: the counts do not add up: read {self._read}, accepted {accepted}, rejected {rejected}"
             )
-        self._rejects.file.write_text("".join(line + "\n" for _, line in lines))
+        with self._rejects.file.open("w") as file:
+            file.writelines(line + "\n" for _, line in lines)
         self._examples.write_json(
             "stats.json",
             {

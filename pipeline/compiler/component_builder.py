@@ -124,7 +124,8 @@ def build_container_component(
             args += ["--publish-verdict", f"{blessing}={bound[verdict]}"]
         if baseline:
             (blessing,) = verdicts  # The compiler checked there is one.
-            args += [] if evaluations else ["--executor-input", dsl.PIPELINE_TASK_EXECUTOR_INPUT_PLACEHOLDER]
+            if not evaluations:  # The record names the model by its KFP URI, read from the executor input.
+                args += ["--executor-input", dsl.PIPELINE_TASK_EXECUTOR_INPUT_PLACEHOLDER]
             args += ["--record-blessed-model", f"{blessing}={baseline[1]}"]
         if not replicas:
             return dsl.ContainerSpec(image=settings.image, command=list(ENTRYPOINT), args=args)

@@ -99,6 +99,16 @@ def test_automatic_shard_counts_follow_each_splits_bytes():
     # Without a plan a group is its split; an empty split still gets its one file; a fixed count is kept.
     assert beam_ingest.shard_counts({"train": 700 * mb}, 0, ("train", "valid"), None) == {"train": 3, "valid": 1}
     assert beam_ingest.shard_counts({"train": 700 * mb}, 4, ("train", "valid"), None) == {"train": 4, "valid": 4}
+    # With 2 ingest workers a split of more than 16 MB gets a shard each, so that both write; a fixed count stays.
+    sizes = {"a": 100 * mb, "b": 50 * mb}  # train 120 MB, eval and test 15 MB each
+    assert beam_ingest.shard_counts(sizes, 0, ("train", "eval", "test"), plan, workers=2) == {
+        "train": 2,
+        "eval": 1,
+        "test": 1,
+    }
+    assert beam_ingest.shard_counts(sizes, 3, ("train", "eval"), plan, workers=2) == {"train": 3, "eval": 3}
+    assert beam_ingest._direct_workers(["--direct_running_mode=multi_processing", "--direct_num_workers=2"]) == 2
+    assert beam_ingest._direct_workers(["--direct_num_workers=2"]) == 1  # In memory: one worker whatever the count.
 
 
 def test_an_automatic_ingest_writes_more_shards_for_a_bigger_split(tmp_path, monkeypatch):
