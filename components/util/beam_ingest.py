@@ -23,9 +23,10 @@ cut by quota: the cuts are found from a histogram of the hashes (the top 16 bits
 few keys in the buckets where a cut falls. The shard of a record is a stable hash of its key.
 
 Defaults that follow the data: `shards=0` gives each split one shard per SHARD_BYTES of its serialised
-Examples (at least one); and a DirectRunner ingest of PARALLEL_RECORDS records or more whose Beam options
-choose no running mode processes its chunks in one worker process per core (`multi_processing`): the
-workers' start-up (~10 s each here: they import TensorFlow) pays for itself from about there (bench/ingest_scale.py).
+Examples (at least one, and one per ingest worker when the split is over PARALLEL_SHARD_BYTES); and a
+DirectRunner ingest of PARALLEL_RECORDS records or more whose Beam options choose no running mode processes
+its chunks in one worker process per core (`multi_processing`): the workers' start-up (~10 s each here:
+they import TensorFlow) pays for itself from about there (bench/ingest_scale.py).
 """
 
 from __future__ import annotations
