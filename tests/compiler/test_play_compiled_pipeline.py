@@ -77,7 +77,7 @@ def demo_both_ways(tmp_path_factory):
     return run_dir, played
 
 
-@pytest.mark.slow  # The csv pipeline below plays in `make test` (about 30 s against 80 s).
+@pytest.mark.slow  # With the demo plays (about 80 s); make test plays the toy and declared pipelines.
 def test_the_played_demo_ingests_the_same_splits_as_kflow_run(demo_both_ways):
     run_dir, played = demo_both_ways
     local_stats = json.loads((run_dir / "ingest" / "examples" / "stats.json").read_text())
@@ -93,7 +93,7 @@ def test_the_played_demo_ingests_the_same_splits_as_kflow_run(demo_both_ways):
     ).read_text()
 
 
-@pytest.mark.slow  # The csv pipeline below plays in `make test` (about 30 s against 80 s).
+@pytest.mark.slow  # With the demo plays (about 80 s); make test plays the toy and declared pipelines.
 def test_the_played_demo_trains_and_blesses_a_model_like_kflow_run(demo_both_ways):
     run_dir, played = demo_both_ways
     assert (run_dir / "evaluate" / "blessing" / "BLESSED").exists()
@@ -110,7 +110,7 @@ def test_the_played_demo_trains_and_blesses_a_model_like_kflow_run(demo_both_way
     assert played_history["epochs"] == local_history["epochs"] == 20
 
 
-@pytest.mark.slow  # The csv pipeline below plays in `make test` (about 30 s against 80 s).
+@pytest.mark.slow  # With the demo plays (about 80 s); make test plays the toy and declared pipelines.
 def test_the_played_evaluate_task_shows_its_metrics_to_kfp(demo_both_ways):
     """KFP reads the run page's metrics from the executor output's artifact metadata."""
     run_dir, played = demo_both_ways
@@ -153,7 +153,7 @@ def test_the_compiled_mnist_config_plays_to_the_same_blessed_model_as_kflow_run(
     assert played["evaluate"]["evaluation"].metadata["accuracy"] == pytest.approx(played_metrics["accuracy"])
 
 
-@pytest.mark.slow  # The csv pipeline below plays in `make test` (about 30 s against 80 s).
+@pytest.mark.slow  # With the demo plays (about 80 s); make test plays the toy and declared pipelines.
 def test_the_played_evaluate_task_gives_the_kfp_ui_its_report_and_summary(demo_both_ways, tmp_path):
     """The system.HTML report is self-contained (plots embedded) and renders in headless Chromium."""
     import shutil
@@ -189,6 +189,7 @@ def test_the_played_evaluate_task_gives_the_kfp_ui_its_report_and_summary(demo_b
     assert (saturation > 0.3).mean() > 0.01, f"the rendered report shows no plots ({screenshot})"
 
 
+@pytest.mark.slow  # ~85 s (three plays); make test keeps the toy and declared plays and the resolver's compile test.
 def test_a_compiled_csv_pipeline_with_a_user_module_plays_its_data_checks_model_and_baselines(tmp_path, run_kflow):
     """csv ingest → statistics → schema → validate → train (the user's module, carried inside pipeline.yaml) →
     evaluate, played task by task from the compiled pipeline; then played again as KFP would run it again

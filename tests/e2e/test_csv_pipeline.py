@@ -30,6 +30,7 @@ def iris_config(tmp_path, **data):
     return path
 
 
+@pytest.mark.slow  # ~25 s; make test keeps csv ingest → Trainer → Evaluator (test_tabular.py, diabetes).
 def test_iris_csv_trains_and_is_evaluated_with_a_config_only(tmp_path, run_kflow):
     done = run_kflow("run", iris_config(tmp_path))
     assert done.returncode == 0, done.stderr[-3000:]
