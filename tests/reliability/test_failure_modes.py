@@ -61,6 +61,7 @@ def test_a_full_disk_during_an_execution_publishes_nothing_and_keeps_earlier_run
     assert manifest_problem(earlier.run_dir / "blob", hashes=True) is None
 
 
+@pytest.mark.slow  # ~20 s; make test keeps the full disk during an execution (above).
 def test_the_real_ingest_on_a_full_disk_fails_cleanly(tmp_path):
     command = [sys.executable, "-m", "kflow.pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(tmp_path)]
     result = subprocess.run(

@@ -38,6 +38,7 @@ def run_and_kill_worker_1(root, *settings: str) -> tuple[subprocess.Popen, str]:
     return process, stderr
 
 
+@pytest.mark.slow  # ~45 s; make test keeps resuming from a checkpoint (test_distributed.py).
 def test_a_killed_worker_is_replaced_from_the_last_checkpoint_with_the_shipped_defaults(tmp_path):
     process, stderr = run_and_kill_worker_1(tmp_path)
     assert process.returncode == 0, stderr[-3000:]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import REPO
 
 DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
 
 
+@pytest.mark.slow  # ~30 s; make test trains mirrored in test_trainer_executor.py.
 def test_two_logical_cpus_train_two_replicas_in_sync(tmp_path, run_kflow):
     # In its own process: TensorFlow's devices can be split only before they are initialised.
     result = run_kflow(
