@@ -237,8 +237,7 @@ class ModelBlessing(Artifact):
     @property
     def checks(self) -> list[dict[str, Any]]:
         """Every check of the verdict: metric, bound, threshold, value, baseline, change, passed."""
-        path = self.path / "blessing.json"
-        return json.loads(path.read_text()).get("checks", []) if path.is_file() else []
+        return self._record().get("checks", [])
 
     @property
     def failed_checks(self) -> list[dict[str, Any]]:
@@ -247,8 +246,11 @@ class ModelBlessing(Artifact):
     @property
     def baseline_model(self) -> str | None:
         """The URI of the model the verdict compared against, if any."""
+        return self._record().get("baseline_model")
+
+    def _record(self) -> dict[str, Any]:
         path = self.path / "blessing.json"
-        return json.loads(path.read_text()).get("baseline_model") if path.is_file() else None
+        return json.loads(path.read_text()) if path.is_file() else {}
 
     def set_blessed(self, blessed: bool, checks: list[dict]) -> None:
         self.path.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,19 @@ def task_order(dag: dict[str, Any]) -> list[str]:
     return order
 
 
+@dataclass
+class _Run:
+    """What one play shares across its tasks."""
+
+    ir: dict[str, Any]
+    root: Path
+    cwd: Path
+    timeout: float
+    cache: dict[str, dict[str, Any]] | None
+    mounts: dict[str, dict[str, str]]  # {executor label: {mount path: local folder}}
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
 def play(
     package_path: Path,
     root: Path,
@@ -57,11 +71,10 @@ def play(
     ir, *platform = yaml.safe_load_all(package_path.read_text())  # The second document is the platform spec.
     executors = (platform[0] or {}).get("platforms", {}).get("kubernetes", {}) if platform else {}
     volumes = volumes or root / "volumes"
-    ir["_mounts"] = {
+    mounts = {
         label: {mount["mountPath"]: str(volumes / mount["constant"]) for mount in config.get("pvcMount", [])}
         for label, config in executors.get("deploymentSpec", {}).get("executors", {}).items()
     }
-    outputs: dict[str, dict[str, Any]] = {}
     # The run's arguments for the pipeline's own inputs, over their defaults (what `kfp run create` sends).
     declared = ir["root"].get("inputDefinitions", {}).get("parameters", {})
     unknown = set(arguments or {}) - set(declared)
@@ -69,15 +82,17 @@ def play(
         raise ValueError(f"the pipeline has no inputs {sorted(unknown)} (inputs: {sorted(declared)})")
     scope = {name: spec.get("defaultValue") for name, spec in declared.items()}
     scope.update(arguments or {})
-    _play_dag(ir, ir["root"]["dag"], scope, outputs, root, cwd, timeout, cache)
-    return outputs
+    run = _Run(ir, root, cwd, timeout, cache, mounts)
+    _play_dag(run, ir["root"]["dag"], scope)
+    return run.outputs
 
 
 # `dsl.If(task.outputs[...] == "true")` compiles to this condition; the player evaluates only that form.
 _CONDITION = re.compile(r"^inputs\.parameter_values\['([^']+)'\] == '([^']*)'$")
 
 
-def _play_dag(ir, dag, scope: dict[str, Any], outputs, root: Path, cwd: Path, timeout: float, cache) -> None:
+def _play_dag(run: _Run, dag: dict[str, Any], scope: dict[str, Any]) -> None:
+    ir, outputs, cache = run.ir, run.outputs, run.cache
     for task_name in task_order(dag):
         task = dag["tasks"][task_name]
         component_ir = ir["components"][task["componentRef"]["name"]]
@@ -92,13 +107,13 @@ def _play_dag(ir, dag, scope: dict[str, Any], outputs, root: Path, cwd: Path, ti
                 continue
         if "dag" in component_ir:  # A condition group: play its tasks with its inputs in scope.
             outputs[task_name] = {}
-            _play_dag(ir, component_ir["dag"], arguments, outputs, root, cwd, timeout, cache)
+            _play_dag(run, component_ir["dag"], arguments)
             continue
         key = _cache_key(ir, component_ir, arguments)
         if cache is not None and task.get("cachingOptions", {}).get("enableCache") and key in cache:
             outputs[task_name] = {**cache[key], "cached": True}
             continue
-        outputs[task_name] = _run_task(ir, task_name, component_ir, arguments, root, cwd, timeout)
+        outputs[task_name] = _run_task(run, task_name, component_ir, arguments)
         if cache is not None:
             cache[key] = outputs[task_name]
 
@@ -129,19 +144,19 @@ def _arguments(inputs: dict[str, Any], scope: dict[str, Any], outputs) -> dict[s
     return arguments
 
 
-def _run_task(ir, task_name: str, component_ir, arguments, root: Path, cwd: Path, timeout: float) -> dict[str, Any]:
+def _run_task(run: _Run, task_name: str, component_ir, arguments) -> dict[str, Any]:
     component = json_format.ParseDict(component_ir, pipeline_spec_pb2.ComponentSpec())
-    container = ir["deploymentSpec"]["executors"][component.executor_label]["container"]
-    task_root = root / task_name
+    container = run.ir["deploymentSpec"]["executors"][component.executor_label]["container"]
+    task_root = run.root / task_name
     executor_input = executor_input_utils.construct_executor_input(
         component, arguments, str(task_root), block_input_artifact=False
     )
     command = placeholder_utils.replace_placeholders(
         container["command"] + container.get("args", []),
         executor_input_utils.executor_input_to_dict(executor_input, component),
-        pipeline_resource_name=ir["pipelineInfo"]["name"],
+        pipeline_resource_name=run.ir["pipelineInfo"]["name"],
         task_resource_name=task_name,
-        pipeline_root=str(root),
+        pipeline_root=str(run.root),
         unique_pipeline_id="play",
     )
     leftover = [part for part in command if "{{$" in part]
@@ -149,10 +164,10 @@ def _run_task(ir, task_name: str, component_ir, arguments, root: Path, cwd: Path
         raise ValueError(f"task {task_name}: unresolved placeholders {leftover}")
     if command[0] == "python":
         command[0] = sys.executable
-    for mount_path, folder in ir["_mounts"].get(component.executor_label, {}).items():
+    for mount_path, folder in run.mounts.get(component.executor_label, {}).items():
         command = [part.replace(mount_path, folder) for part in command]
     task_root.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(command, cwd=run.cwd, capture_output=True, text=True, timeout=run.timeout)
     if result.returncode != 0:
         raise RuntimeError(f"task {task_name} exited {result.returncode}:\n{result.stderr[-4000:]}")
     reported = executor_output_utils.get_outputs_for_task(executor_input, component)
