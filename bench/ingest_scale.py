@@ -6,7 +6,9 @@ Datasets, made deterministically (seed 0) outside the repo by bench/scale_data.p
 - quora: Quora-format CSVs recombined from the real sample, at 1× (999 rows), 10× and the real
   training set's size (1,306,122 rows), through the Quora ingest;
 - wikitext: WikiText-2 itself (1×) and WikiText-2 ×10 (--wikitext-times), through the WikiText-2 ingest
-  (its filters: blank lines, headings, lines under 101 characters); sizes are lines read.
+  (its filters: blank lines, headings, lines under 101 characters); sizes are lines read;
+- mnist: MNIST's four gzipped IDX files (1×, 70,000 images) and MNIST ×10 (--mnist-times: shifted copies),
+  through the MNIST ingest (`source_format: idx`).
 
 Runs, alternated in each round:
 - plain: one Python loop: parse, type, tf.train.Example, a split by hash, gzipped TFRecord files;
@@ -20,13 +22,14 @@ Each run is a process of its own (imports done before the clock starts), so its 
 is that peak less the RSS after the imports (TensorFlow and Beam alone hold ~800 MB). Prints
 medians of --rounds, ratios to the plain script, and the peak memory ratio between the sizes.
 
-Usage: .venv/bin/python bench/ingest_scale.py [--datasets tabular,quora,wikitext] [--rows 1000000] [--rounds 3]
+Usage: .venv/bin/python bench/ingest_scale.py [--datasets tabular,quora,wikitext,mnist] [--rows 1000000] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import hashlib
 import json
 import os
@@ -37,6 +40,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
@@ -59,7 +64,7 @@ def _split_of(text: str) -> str:
 
 def plain(dataset: str, source: Path, out: Path) -> int:
     """The plain single-process script: stream the CSV, parse, type, serialise, split by hash, write gzipped
-    TFRecords (Quora: as bench/ingest.py's plain script, the same filters)."""
+    TFRecords (Quora: as bench/ingest.py's plain script, the same filters; MNIST: the IDX arrays read whole)."""
     import tensorflow as tf
 
     out.mkdir(parents=True, exist_ok=True)
@@ -67,6 +72,23 @@ def plain(dataset: str, source: Path, out: Path) -> int:
         split: tf.io.TFRecordWriter(str(out / f"{split}.gz"), options="GZIP") for split in ("train", "eval", "test")
     }
     written = 0
+    if dataset == "mnist":
+        for source_split, (images_file, labels_file) in scale_data.MNIST_FILES.items():
+            images = np.frombuffer(gzip.decompress((source / images_file).read_bytes()), np.uint8, offset=16)
+            labels = np.frombuffer(gzip.decompress((source / labels_file).read_bytes()), np.uint8, offset=8)
+            images = images.reshape(len(labels), -1)
+            for index in range(len(labels)):
+                key = f"{source_split}-{index:05d}"
+                example = tf.train.Example()
+                example.features.feature["image"].bytes_list.value.append(images[index].tobytes())
+                example.features.feature["label"].int64_list.value.append(int(labels[index]))
+                example.features.feature["key"].bytes_list.value.append(key.encode())
+                split = "test" if source_split == "test" else "eval" if _split_of(key) == "test" else "train"
+                writers[split].write(example.SerializeToString())
+                written += 1
+        for writer in writers.values():
+            writer.close()
+        return written
     if dataset == "wikitext":
         for name, split in WIKITEXT_SPLITS.items():
             with (source / name).open(encoding="utf-8") as file:
@@ -137,6 +159,11 @@ def run_kflow(dataset: str, source: Path, out: Path, beam_args: list[str]) -> in
         from kflow.components.datasets.wikitext2.ingest.executor import run
 
         summary = run(**artifacts, source_path=str(source), beam_args=beam_args)
+    elif dataset == "mnist":
+        from kflow.components.datasets.mnist.ingest.executor import run
+
+        summary = run(**artifacts, source_path=str(source), source_format="idx", beam_args=beam_args)
+        return sum(summary[split] for split in ("train", "eval", "test"))
     else:
         from kflow.components.datasets.csv.ingest.executor import run
 
@@ -150,6 +177,7 @@ def child(dataset: str, kind: str, source: Path) -> None:
     import tensorflow  # noqa: F401
 
     import kflow.components.datasets.csv.ingest.executor  # noqa: F401
+    import kflow.components.datasets.mnist.ingest.executor  # noqa: F401
     import kflow.components.datasets.quora.ingest.executor  # noqa: F401
     import kflow.components.datasets.wikitext2.ingest.executor  # noqa: F401
 
@@ -177,8 +205,14 @@ def measure(dataset: str, kind: str, source: Path) -> dict:
     return {**result, "peak_mb": usage.ru_maxrss / 1024}
 
 
-def sources(dataset: str, rows: int, folder: Path, wikitext_times: int = 10) -> dict[int, Path]:
+def sources(dataset: str, rows: int, folder: Path, wikitext_times: int = 10, mnist_times: int = 10) -> dict[int, Path]:
     """The dataset's input files by size, made when missing."""
+    if dataset == "mnist":
+        made = {70_000: scale_data.MNIST, 70_000 * mnist_times: folder / f"mnist-x{mnist_times}"}
+        if not (made[70_000 * mnist_times] / scale_data.MNIST_FILES["test"][1]).is_file():
+            print(f"generating {made[70_000 * mnist_times]} ...", flush=True)
+            scale_data.mnist(scale_data.MNIST, mnist_times, made[70_000 * mnist_times])
+        return made
     if dataset == "wikitext":
         made = {1: scale_data.WIKITEXT, wikitext_times: folder / f"wikitext-x{wikitext_times}"}
         if not (made[wikitext_times] / "test.txt").is_file():
@@ -211,6 +245,7 @@ def main() -> int:
     parser.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "kflow-scale")
     parser.add_argument("--kinds", default="plain,kflow,kflow-2")
     parser.add_argument("--wikitext-times", type=int, default=10, help="the larger WikiText size (×50: 50)")
+    parser.add_argument("--mnist-times", type=int, default=10, help="the larger MNIST size")
     parser.add_argument("--child", nargs=3, metavar=("DATASET", "KIND", "CSV"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -219,12 +254,16 @@ def main() -> int:
     if "wikitext" in args.datasets and not (scale_data.WIKITEXT / "train.txt").is_file():
         print(f"missing {scale_data.WIKITEXT} (see ../shared/datasets/README.md)", file=sys.stderr)
         return 1
+    if "mnist" in args.datasets and not (scale_data.MNIST / "mnist.npz").is_file():
+        print(f"missing {scale_data.MNIST} (see ../shared/datasets/README.md)", file=sys.stderr)
+        return 1
     if "quora" in args.datasets and not scale_data.QUORA_SAMPLE.is_file():
         print(f"missing {scale_data.QUORA_SAMPLE} (see ../shared/datasets/README.md)", file=sys.stderr)
         return 1
     args.folder.mkdir(parents=True, exist_ok=True)
     inputs = {
-        dataset: sources(dataset, args.rows, args.folder, args.wikitext_times) for dataset in args.datasets.split(",")
+        dataset: sources(dataset, args.rows, args.folder, args.wikitext_times, args.mnist_times)
+        for dataset in args.datasets.split(",")
     }
     kinds = args.kinds.split(",")
     results: dict[tuple[str, int, str], list[dict]] = {}

@@ -11,20 +11,29 @@ WikiText (`wikitext --times 10`): a folder of train/valid/test.txt, WikiText-2's
 wikitext-2) repeated N times, every copy after the first with one word of each text line swapped for a word
 of the training text (headings and blank lines kept), so that a repeat is no duplicate line.
 
+MNIST (`mnist --times 10`): a folder of the four gzipped IDX files, MNIST's images ×N (train and test), every copy
+after the first shifted by one or two pixels up, down, left or right (a shift drawn per image; the digit keeps
+its label), the labels repeated. Read from ../shared/datasets/mnist/mnist.npz; written a copy at a time.
+
 Tabular (`tabular --rows N`): 4 floats (one with 2 % missing values, "NA"), 2 ints, 2 categorical
 strings, a bool, a short text and a 3-class label that depends on the features (learnable, not noise).
 
 Usage: .venv/bin/python bench/scale_data.py quora --rows 1306122 --out /tmp/kflow-scale/quora-1306122.csv
+       .venv/bin/python bench/scale_data.py mnist --times 10 --out /tmp/kflow-scale/mnist-x10
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import random
 import shutil
+import struct
 import sys
 from pathlib import Path
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 QUORA_SAMPLE = REPO.parent / "shared" / "datasets" / "quora-insincere" / "train_sample.csv"
@@ -102,11 +111,50 @@ def wikitext(source: Path, times: int, out: Path, seed: int = 0) -> None:
         partial.rename(out / name)
 
 
+MNIST = REPO.parent / "shared" / "datasets" / "mnist"
+MNIST_FILES = {"train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz")}
+MNIST_FILES["test"] = ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+SHIFTS = [(dy, dx) for dy in range(-2, 3) for dx in range(-2, 3) if (dy, dx) != (0, 0)]
+
+
+def mnist(source: Path, times: int, out: Path, seed: int = 0) -> None:
+    """MNIST ×`times` as gzipped IDX files in the folder `out` (see the module's docstring)."""
+    rng = np.random.default_rng(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    with np.load(source / "mnist.npz") as data:
+        arrays = {split: (data[f"x_{split}"], data[f"y_{split}"]) for split in MNIST_FILES}
+    for split, (images, labels) in arrays.items():
+        for array, name in zip((images, labels), MNIST_FILES[split], strict=True):
+            count = len(array) * times
+            header = bytes([0, 0, 0x08, array.ndim]) + struct.pack(f">{array.ndim}I", count, *array.shape[1:])
+            partial = out / f"{name}.partial"
+            with gzip.open(partial, "wb", compresslevel=6) as file:
+                file.write(header)
+                for copy in range(times):
+                    file.write((_shifted(array, rng) if copy and array.ndim == 3 else array).tobytes())
+            partial.rename(out / name)
+
+
+def _shifted(images: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Each image moved by a shift drawn from SHIFTS, the pixels moved in filled with zeros."""
+    choice = rng.integers(len(SHIFTS), size=len(images))
+    moved = np.zeros_like(images)
+    height, width = images.shape[1:]
+    for index, (dy, dx) in enumerate(SHIFTS):
+        which = choice == index
+        target = moved[which]
+        target[:, max(dy, 0) : height + min(dy, 0), max(dx, 0) : width + min(dx, 0)] = images[
+            which, max(-dy, 0) : height + min(-dy, 0), max(-dx, 0) : width + min(-dx, 0)
+        ]
+        moved[which] = target
+    return moved
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("dataset", choices=["quora", "tabular", "wikitext"])
+    parser.add_argument("dataset", choices=["quora", "tabular", "wikitext", "mnist"])
     parser.add_argument("--rows", type=int, default=1_306_122)
-    parser.add_argument("--times", type=int, default=10, help="wikitext: copies of WikiText-2")
+    parser.add_argument("--times", type=int, default=10, help="wikitext, mnist: copies of the dataset")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--sample", type=Path, default=QUORA_SAMPLE)
     args = parser.parse_args()
@@ -116,6 +164,9 @@ def main() -> int:
         return 0
     if args.dataset == "wikitext":
         wikitext(WIKITEXT, args.times, args.out)
+        return 0
+    if args.dataset == "mnist":
+        mnist(MNIST, args.times, args.out)
         return 0
     if not args.sample.is_file():
         print(f"missing {args.sample} (see ../shared/datasets/README.md)", file=sys.stderr)

@@ -65,6 +65,7 @@ SHARD_BYTES = 256 * 2**20  # Serialised Examples per shard when the count is aut
 # A split of more than this gets at least a shard per ingest worker, so that the workers write them in parallel.
 PARALLEL_SHARD_BYTES = 16 * 2**20
 PARALLEL_RECORDS = 500_000
+STREAM_BATCH = 256  # Records a pickle in staged part files: a shard's merge holds a batch of each of its parts.
 _BUCKET_BITS = 16
 _POSITION = re.compile(r"(.*)[:#](\d+)")
 _JSON = json.JSONEncoder(sort_keys=True)  # One encoder for every reject line (json.dumps builds one per call).
@@ -165,17 +166,18 @@ def read_pickled(path: str) -> Any:
 
 
 def _write_stream(path: str, items: Sequence[Any]) -> None:
-    """One pickle an item, so that `_read_stream` holds one item at a time."""
+    """One pickle a batch of STREAM_BATCH items, so that `_read_stream` holds one batch at a time (a pickle an
+    item costs three times as much)."""
     with FileSystems.create(path) as file:
-        for item in items:
-            pickle.dump(item, file, protocol=pickle.HIGHEST_PROTOCOL)
+        for start in range(0, len(items), STREAM_BATCH):
+            pickle.dump(items[start : start + STREAM_BATCH], file, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _read_stream(path: str) -> Iterator[Any]:
     with FileSystems.open(path) as file:
         while True:
             try:
-                yield pickle.load(file)
+                yield from pickle.load(file)
             except EOFError:
                 return
 
@@ -438,7 +440,9 @@ def _stage_rejects(entries: list[dict[str, Any]], staging: Staging, name: str) -
 
 
 class _Route(beam.DoFn):
-    """Splits and shards the records of a staged chunk into part files sorted by key; emits ((split, shard), part)."""
+    """Splits and shards the records of a staged chunk into part files sorted by key; emits ((split, shard), part).
+
+    A record's shard is its sort key's hash modulo the split's shard count."""
 
     def __init__(self, splits: tuple[str, ...], staging: Staging):
         self._splits = splits
@@ -451,7 +455,7 @@ class _Route(beam.DoFn):
             split = group if cuts is None else cuts.split(sort_key, group)
             if split not in self._splits:
                 raise RuntimeError(f"ingest: record {key!r} was routed to the unknown split {split!r}")
-            parts.setdefault((split, stable_hash(key) % counts[split]), []).append((key, record))
+            parts.setdefault((split, sort_key[0] % counts[split]), []).append((key, record))
         chunk = path.rsplit("/", 1)[-1].removesuffix(".pkl")
         for (split, shard), records in parts.items():
             part = self._staging.path(f"part-{split}-{shard:05d}-{chunk}.pkl")

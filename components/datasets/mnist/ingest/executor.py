@@ -1,16 +1,17 @@
 """The MNIST ingest executor: reads a source, validates, splits and writes it as TFRecord Examples.
 
-The driver reads the source into numpy arrays and stages them as .npy files, cut into
-chunks of a few thousand records; the shared Beam ingest (components/util/beam_ingest.py)
-then validates, splits and serialises each chunk in a worker (`ChunkProcessor`, which
-memory-maps the staged arrays instead of shipping images through the pipeline graph),
-writes the shards and accounts for every record, as for every other dataset. Records
-past the end of the shorter of a split's images and labels are rejected by the driver.
+The driver streams the source a chunk of a few thousand records at a time and stages each
+chunk as an .npz file under the pipeline's temp location (so memory stays flat and workers on
+other machines can read it); the shared Beam ingest (components/util/beam_ingest.py) then
+validates, splits and serialises each chunk in a worker (`ChunkProcessor`), writes the shards
+and accounts for every record, as for every other dataset. Records past the end of the shorter
+of a split's images and labels are rejected by the driver.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -65,15 +66,21 @@ def run(
     layout = _record_layout(beam_ingest.copy_schema("mnist", schema, _FEATURES), schema)
 
     source = read_source(source_path, source_format).limit(max_records)
-    read = source.size
-    if read == 0:
-        raise ValueError(f"the source {source.location} ({source.format}) holds no records")
-    log.info("ingest: read %d records from %s (%s)", read, source.location, source.format)
+    log.info("ingest: reading %s (%s)", source.location, source.format)
 
-    # The staged arrays live until the pipeline has finished, where every worker reads them.
+    # The staged chunks live until the pipeline has finished, where every worker reads them.
     with beam_ingest.Staging(beam_args) as staging:
+        chunks, extra_rejects, read = [], [], 0
+        for source_split in source.splits:
+            staged = _stage(source_split, staging)
+            chunks += staged.chunks
+            extra_rejects += source_split.unmatched_rejects(staged.images, staged.labels)
+            read += source_split.size(staged.images, staged.labels)
+        if read == 0:
+            raise ValueError(f"the source {source.location} ({source.format}) holds no records")
+        log.info("ingest: read %d records from %s (%s)", read, source.location, source.format)
         stats = beam_ingest.run_ingest_pipeline(
-            chunks=[chunk for source_split in source.splits for chunk in _stage(source_split, staging)],
+            chunks=chunks,
             process_chunk=ChunkProcessor(plan, layout, staging),
             splits=plan.splits,
             shards=shards_per_split,
@@ -81,7 +88,7 @@ def run(
             examples=examples,
             rejects=rejects,
             beam_args=beam_args,
-            extra_rejects=[entry for source_split in source.splits for entry in source_split.unmatched_rejects()],
+            extra_rejects=extra_rejects,
             staging=staging,
         )
     stats["accepted"] = {name: stats["accepted"][name] for name in [*split, TEST_SPLIT]}  # In the order given.
@@ -119,62 +126,46 @@ def _record_layout(proto: schema_pb2.Schema, schema: Schema) -> RecordLayout:
 
 @dataclass(frozen=True)
 class _ChunkRef:
-    """Records [start, stop) of a staged source split, and where they come from."""
+    """Records [start, start + count) of a source split, staged in `file`, and where they come from."""
 
     source_split: str
     start: int
-    stop: int
+    file: str
     image_origin: str
     label_origin: str
-    has_positions: bool
 
 
-def _stage(source_split: SourceSplit, staging: beam_ingest.Staging) -> list[_ChunkRef]:
-    """Saves the paired records of a source split as .npy files and returns its chunks."""
-    paired = source_split.paired
-    arrays = {"images": source_split.images, "labels": source_split.labels, "positions": source_split.positions}
-    for name, array in arrays.items():
-        if array is not None:
-            with FileSystems.create(_StagedArrays.file(staging, source_split.name, name)) as file:
-                np.save(file, array[:paired], allow_pickle=array.dtype == object)
-    return [
-        _ChunkRef(
-            source_split=source_split.name,
-            start=start,
-            stop=min(start + CHUNK_SIZE, paired),
-            image_origin=source_split.image_origin,
-            label_origin=source_split.label_origin,
-            has_positions=source_split.positions is not None,
+@dataclass
+class _Staged:
+    """The staged chunks of a source split, and how many images and labels its streams held."""
+
+    chunks: list[_ChunkRef]
+    images: int = 0
+    labels: int = 0
+
+
+def _stage(source_split: SourceSplit, staging: beam_ingest.Staging) -> _Staged:
+    """Streams a source split and saves each chunk of its paired records as an .npz file."""
+    staged = _Staged([])
+    images = source_split.images.blocks(CHUNK_SIZE)
+    labels = source_split.labels.blocks(CHUNK_SIZE)
+    positions = source_split.positions.blocks(CHUNK_SIZE) if source_split.positions is not None else None
+    for image_block, label_block in itertools.zip_longest(images, labels, fillvalue=()):
+        start, paired = min(staged.images, staged.labels), min(len(image_block), len(label_block))
+        staged.images += len(image_block)
+        staged.labels += len(label_block)
+        if not paired:
+            continue  # Past the end of the shorter stream: the driver rejects these records.
+        arrays = {"images": image_block[:paired], "labels": label_block[:paired]}
+        if positions is not None:
+            arrays["positions"] = next(positions)[:paired]
+        file = staging.path(f"{source_split.name}-{start:010d}.npz")
+        with FileSystems.create(file) as out:
+            np.savez(out, allow_pickle=any(array.dtype == object for array in arrays.values()), **arrays)
+        staged.chunks.append(
+            _ChunkRef(source_split.name, start, file, source_split.images.origin, source_split.labels.origin)
         )
-        for start in range(0, paired, CHUNK_SIZE)
-    ]
-
-
-class _StagedArrays:
-    """The staged arrays of the source splits, each loaded once per DoFn instance (memory-mapped when local)."""
-
-    def __init__(self, staging: beam_ingest.Staging):
-        self._staging = staging
-        self._arrays: dict[tuple[str, str], np.ndarray] = {}
-
-    @staticmethod
-    def file(staging: beam_ingest.Staging, source_split: str, name: str) -> str:
-        return staging.path(f"{source_split}-{name}.npy")
-
-    def get(self, source_split: str, name: str) -> np.ndarray:
-        if (source_split, name) not in self._arrays:
-            path = self.file(self._staging, source_split, name)
-            if self._staging.local:
-                try:
-                    # A plain ndarray view of the map: indexing a np.memmap costs ten times more.
-                    array = np.asarray(np.load(path, mmap_mode="r"))
-                except ValueError:  # Object arrays cannot be memory-mapped; this one we staged ourselves.
-                    array = np.load(path, allow_pickle=True)
-            else:
-                with FileSystems.open(path) as file:
-                    array = np.load(io.BytesIO(file.read()), allow_pickle=True)
-            self._arrays[(source_split, name)] = array
-        return self._arrays[(source_split, name)]
+    return staged
 
 
 class ChunkProcessor:
@@ -184,28 +175,18 @@ class ChunkProcessor:
         self._plan = plan
         self._layout = layout
         self._staging = staging
-        self._staged: _StagedArrays | None = None  # Opened in the worker, once per processor.
 
     def __call__(self, ref: _ChunkRef) -> tuple[list[beam_ingest.Accepted], list[dict[str, Any]]]:
-        if self._staged is None:
-            self._staged = _StagedArrays(self._staging)
-        images = self._staged.get(ref.source_split, "images")
-        labels = self._staged.get(ref.source_split, "labels")
-        chunk = Chunk(
-            source_split=ref.source_split,
-            start=ref.start,
-            images=images[ref.start : ref.stop],
-            labels=labels[ref.start : ref.stop],
-            image_origin=ref.image_origin,
-            label_origin=ref.label_origin,
-            positions=self._staged.get(ref.source_split, "positions")[ref.start : ref.stop]
-            if ref.has_positions
-            else None,
-        )
+        with FileSystems.open(ref.file) as file:
+            # Staged by the driver above: object arrays (ragged records) are its own pickles.
+            arrays = np.load(io.BytesIO(file.read()), allow_pickle=True)
+            images, labels = arrays["images"], arrays["labels"]
+            positions = arrays["positions"] if "positions" in arrays else None
+        chunk = Chunk(ref.source_split, ref.start, images, labels, ref.image_origin, ref.label_origin, positions)
         by_split, found_rejects = split_chunk(chunk, self._plan, self._layout)
         accepted = [
             (key, split, record)
             for split, indices in by_split.items()
-            for key, record in serialize_records(ref.source_split, indices, images, labels)
+            for key, record in serialize_records(ref.source_split, indices, images, labels, ref.start)
         ]
         return accepted, found_rejects

@@ -228,15 +228,17 @@ def split_chunk(
 
 
 def serialize_records(
-    source_split: str, indices: list[int], images: np.ndarray, labels: np.ndarray
+    source_split: str, indices: list[int], images: np.ndarray, labels: np.ndarray, start: int = 0
 ) -> list[tuple[str, bytes]]:
-    """The (key, serialized Example) of the valid records `indices` of a source split."""
+    """The (key, serialized Example) of the valid records `indices` of a source split, whose records
+    from `start` on are in `images` and `labels`."""
     serialize = ExampleSerializer()
     # A contiguous (n, pixels) view makes `tobytes()` per record cheap; object arrays go record by record.
     flat_images = images.reshape(len(images), -1) if images.dtype != object and len(images) else None
     records = []
     for index in indices:
         key = record_key(source_split, index)
-        image = flat_images[index] if flat_images is not None else np.asarray(images[index]).reshape(-1)
-        records.append((key, serialize(image.tobytes(), int(labels[index]), key)))
+        at = index - start
+        image = flat_images[at] if flat_images is not None else np.asarray(images[at]).reshape(-1)
+        records.append((key, serialize(image.tobytes(), int(labels[at]), key)))
     return records

@@ -1,8 +1,9 @@
 """Where MNIST comes from: a Keras `mnist.npz`, the four IDX files, scikit-learn's digits, TFDS or the web.
 
-Each reader returns the source's splits ("train" and "test") as numpy arrays, as read:
-nothing is validated here, so that the executor can reject bad records one by one
-and say where they came from.
+Each reader returns the source's splits ("train" and "test") as streams of numpy arrays, as read:
+nothing is validated here, so that the executor can reject bad records one by one and say where
+they came from. The npz and IDX files (gzipped or not) are read a block of records at a time, so
+that a source of any size is ingested with flat memory.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import math
 import struct
 import zipfile
 import zlib
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,65 +36,95 @@ _NPZ_ARRAYS = {"train": ("x_train", "y_train"), "test": ("x_test", "y_test")}
 _IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 # Share of scikit-learn's digits that go to the source's test split, as in MNIST (10,000 of 70,000).
 _DIGITS_TEST_SHARE = 6
+_READ_BYTES = 2**20  # Bytes read from a file at a time.
+_READ_BLOCK = 10_000  # Records a block when a stream is read whole.
+
+
+@dataclass(frozen=True)
+class ArrayStream:
+    """One array of a source (the images or the labels of a split), read in blocks of records.
+
+    `declared` is the number of records a file's header promises (None without a header); a file cut
+    short holds fewer. Reading a block at a time keeps memory flat whatever the size of the source.
+    """
+
+    origin: str
+    open_blocks: Callable[[int], Iterator[np.ndarray]]
+    declared: int | None = None
+
+    @classmethod
+    def of(cls, array: np.ndarray, origin: str) -> ArrayStream:
+        """A stream over an array already in memory."""
+        return cls(origin, lambda size: (array[start : start + size] for start in range(0, len(array), size)))
+
+    def blocks(self, size: int) -> Iterator[np.ndarray]:
+        """The records in blocks of `size` (the last one shorter)."""
+        return self.open_blocks(size)
+
+    def read(self) -> np.ndarray:
+        """The whole array (for small sources and tests)."""
+        blocks = list(self.blocks(_READ_BLOCK))
+        return np.concatenate(blocks) if blocks else np.empty((0,))
 
 
 @dataclass(frozen=True)
 class SourceSplit:
-    """The records of one split of the source, as read.
+    """The records of one split of the source, as streams: record i pairs image i with label i.
 
-    Record i pairs `images[i]` with `labels[i]`. The split holds `size` records: when
-    one array is shorter than the other, or a file's header promised more records than
-    it holds (`declared_*`), the records past the end of the shorter array are unmatched.
+    When one stream is shorter than the other, or a file's header promised more records than it
+    holds, the records past the end of the shorter stream are unmatched (see `unmatched_rejects`).
+    `positions`, when given, is each record's index in its origin, when it is not the record's own index.
     """
 
     name: str
-    images: np.ndarray
-    labels: np.ndarray
-    image_origin: str
-    label_origin: str
-    declared_images: int | None = None
-    declared_labels: int | None = None
-    positions: np.ndarray | None = None  # A record's index in its origin, when it is not the record's own index.
-
-    @property
-    def paired(self) -> int:
-        return min(len(self.images), len(self.labels))
-
-    @property
-    def size(self) -> int:
-        return max(len(self.images), len(self.labels), self.declared_images or 0, self.declared_labels or 0)
+    images: ArrayStream
+    labels: ArrayStream
+    positions: ArrayStream | None = None
 
     def limit(self, max_records: int) -> SourceSplit:
         """The first `max_records` records only."""
         return replace(
             self,
-            images=self.images[:max_records],
-            labels=self.labels[:max_records],
-            declared_images=None if self.declared_images is None else min(self.declared_images, max_records),
-            declared_labels=None if self.declared_labels is None else min(self.declared_labels, max_records),
-            positions=None if self.positions is None else self.positions[:max_records],
+            images=_limited(self.images, max_records),
+            labels=_limited(self.labels, max_records),
+            positions=None if self.positions is None else _limited(self.positions, max_records),
         )
 
-    def unmatched_rejects(self) -> list[dict[str, Any]]:
-        """A reject for each record past the end of the images or of the labels."""
+    def size(self, images: int, labels: int) -> int:
+        """The records of the split, given how many images and labels its streams held."""
+        return max(images, labels, self.images.declared or 0, self.labels.declared or 0)
+
+    def unmatched_rejects(self, images: int, labels: int) -> list[dict[str, Any]]:
+        """A reject for each record past the end of the images or of the labels, given how many each stream held."""
+        counts = {
+            "images": images,
+            "images_declared": self.images.declared,
+            "labels": labels,
+            "labels_declared": self.labels.declared,
+        }
         rejects = []
-        for index in range(self.paired, self.size):
+        for index in range(min(images, labels), self.size(images, labels)):
             key = record_key(self.name, index)
-            if index >= len(self.images):
-                reason = _shortfall(index, self.declared_images, "missing_image")
-                rejects.append(reject(reason, f"{self.image_origin}#{index}", key, **self._counts()))
+            if index >= images:
+                reason = _shortfall(index, self.images.declared, "missing_image")
+                rejects.append(reject(reason, f"{self.images.origin}#{index}", key, **counts))
             else:
-                reason = _shortfall(index, self.declared_labels, "missing_label")
-                rejects.append(reject(reason, f"{self.label_origin}#{index}", key, **self._counts()))
+                reason = _shortfall(index, self.labels.declared, "missing_label")
+                rejects.append(reject(reason, f"{self.labels.origin}#{index}", key, **counts))
         return rejects
 
-    def _counts(self) -> dict[str, int | None]:
-        return {
-            "images": len(self.images),
-            "images_declared": self.declared_images,
-            "labels": len(self.labels),
-            "labels_declared": self.declared_labels,
-        }
+
+def _limited(stream: ArrayStream, max_records: int) -> ArrayStream:
+    def blocks(size: int) -> Iterator[np.ndarray]:
+        left = max_records
+        for block in stream.blocks(min(size, max_records)):
+            if left <= 0:
+                return
+            yield block[:left]
+            left -= len(block)
+
+    declared = None if stream.declared is None else min(stream.declared, max_records)
+    return ArrayStream(stream.origin, blocks, declared)
 
 
 def _shortfall(index: int, declared: int | None, missing_reason: str) -> str:
@@ -105,10 +138,6 @@ class Source:
     location: str
     splits: tuple[SourceSplit, ...]
 
-    @property
-    def size(self) -> int:
-        return sum(split.size for split in self.splits)
-
     def limit(self, max_records: int | None) -> Source:
         if max_records is None:
             return self
@@ -116,7 +145,8 @@ class Source:
 
 
 def read_source(source_path: str | None, source_format: str = "auto") -> Source:
-    """Finds the source that `source_path` and `source_format` name and reads it."""
+    """Finds the source that `source_path` and `source_format` name and opens it (headers checked, records
+    not read yet: the npz and IDX files are streamed, the other sources are small enough to load)."""
     source_format, path = resolve(source_path, source_format)
     if source_format == "npz":
         return Source("npz", str(path), read_npz(path))
@@ -130,69 +160,173 @@ def read_source(source_path: str | None, source_format: str = "auto") -> Source:
 
 
 def read_npz(path: Path) -> tuple[SourceSplit, ...]:
-    """Reads a Keras-layout npz: x_train, y_train, x_test, y_test."""
+    """Opens a Keras-layout npz (x_train, y_train, x_test, y_test): each array is streamed from its zip member."""
     try:
-        with np.load(path, allow_pickle=False) as data:
-            missing = [name for names in _NPZ_ARRAYS.values() for name in names if name not in data.files]
+        with zipfile.ZipFile(path) as archive:
+            members = {name.removesuffix(".npy"): name for name in archive.namelist()}
+            missing = [name for names in _NPZ_ARRAYS.values() for name in names if name not in members]
             if missing:
-                raise ValueError(f"{path} lacks the arrays {missing} (it holds {sorted(data.files)})")
-            arrays = {name: data[name] for names in _NPZ_ARRAYS.values() for name in names}
+                raise ValueError(f"{path} lacks the arrays {missing} (it holds {sorted(members)})")
+            headers = {}
+            for names in _NPZ_ARRAYS.values():
+                for name in names:
+                    with archive.open(members[name]) as member:
+                        headers[name] = _npy_header(member)
     except (zipfile.BadZipFile, OSError, EOFError) as error:
         raise ValueError(f"{path} is not a readable .npz file: {error}") from error
-    except ValueError as error:
-        if "allow_pickle" not in str(error):
-            raise
+    objects = [name for name, (_, _, dtype) in headers.items() if dtype.hasobject]
+    if objects:
         raise ValueError(
-            f"{path} holds Python objects (pickled arrays), which kflow does not load from data files; "
-            f"save the images and labels as numeric arrays"
-        ) from error
-    scalars = [name for name, array in arrays.items() if array.ndim == 0]
+            f"{path} holds Python objects (pickled arrays: {objects}), which kflow does not load from data "
+            f"files; save the images and labels as numeric arrays"
+        )
+    scalars = [name for name, (shape, _, _) in headers.items() if not shape]
     if scalars:
         raise ValueError(f"{path}: {scalars} must be arrays with one entry per record, not scalars")
-    return tuple(
-        SourceSplit(split, arrays[x], arrays[y], f"{path.name}[{x}]", f"{path.name}[{y}]")
-        for split, (x, y) in _NPZ_ARRAYS.items()
-    )
+
+    def stream(name: str) -> ArrayStream:
+        shape, fortran_order, dtype = headers[name]
+        return ArrayStream(
+            f"{path.name}[{name}]", partial(_npz_blocks, path, members[name], shape, fortran_order, dtype)
+        )
+
+    return tuple(SourceSplit(split, stream(x), stream(y)) for split, (x, y) in _NPZ_ARRAYS.items())
+
+
+def _npy_header(file: Any) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """The shape, order and dtype of a .npy stream, which is left at the first value."""
+    version = np.lib.format.read_magic(file)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(file)
+    if version == (2, 0):
+        return np.lib.format.read_array_header_2_0(file)
+    raise ValueError(f"npy format version {version} is not supported (1.0 and 2.0 are)")
+
+
+def _npz_blocks(
+    path: Path, member: str, shape: tuple[int, ...], fortran_order: bool, dtype: np.dtype, size: int
+) -> Iterator[np.ndarray]:
+    with zipfile.ZipFile(path) as archive, archive.open(member) as file:
+        _npy_header(file)
+        if fortran_order:  # Records are not contiguous in a Fortran-ordered array: it is read whole.
+            array = np.asfortranarray(np.frombuffer(file.read(), dtype).reshape(shape[::-1]).T)
+            yield from ArrayStream.of(array, member).blocks(size)
+            return
+        yield from _record_blocks(iter(partial(file.read, _READ_BYTES), b""), shape, dtype, size)
+
+
+def _record_blocks(
+    pieces: Iterator[bytes], shape: tuple[int, ...], dtype: np.dtype, size: int
+) -> Generator[np.ndarray, None, int]:
+    """Blocks of `size` complete records of `shape[1:]` from a stream of bytes; stops at `shape[0]` records
+    (returning the bytes it read past them) or when the bytes end (a part of a record at the end is dropped)."""
+    record_bytes = math.prod(shape[1:]) * dtype.itemsize
+    block_bytes = max(1, size * record_bytes)
+    left = shape[0]
+    buffer = bytearray()
+    for piece in pieces:
+        buffer += piece
+        while len(buffer) >= block_bytes and left > 0:
+            count = min(size, left)
+            yield _records(bytes(buffer[: count * record_bytes]), shape, dtype, count)
+            del buffer[: count * record_bytes]
+            left -= count
+        if left <= 0:
+            return len(buffer)
+    count = min(left, len(buffer) // record_bytes if record_bytes else left)
+    if count:
+        yield _records(bytes(buffer[: count * record_bytes]), shape, dtype, count)
+    return max(0, len(buffer) - left * record_bytes)
+
+
+def _records(data: bytes, shape: tuple[int, ...], dtype: np.dtype, count: int) -> np.ndarray:
+    array = np.frombuffer(data, dtype).reshape((count, *shape[1:]))
+    return array.astype(dtype.newbyteorder("="), copy=False)
 
 
 def read_idx_folder(folder: Path) -> tuple[SourceSplit, ...]:
-    """Reads the four MNIST IDX files of a folder, each gzipped or not."""
+    """Opens the four MNIST IDX files of a folder, each gzipped or not."""
     files = _idx_files(folder)
     missing = [" or ".join(_idx_names(split, kind)) for (split, kind), found in files.items() if found is None]
     if missing:
         raise ValueError(f"{folder} lacks the IDX files: {'; '.join(missing)}")
-    splits = []
-    for split in SOURCE_SPLITS:
-        images_path, labels_path = files[(split, "images")], files[(split, "labels")]
-        images, declared_images = read_idx(images_path)
-        labels, declared_labels = read_idx(labels_path)
-        splits.append(
-            SourceSplit(split, images, labels, images_path.name, labels_path.name, declared_images, declared_labels)
-        )
-    return tuple(splits)
+    return tuple(
+        SourceSplit(split, open_idx(files[(split, "images")]), open_idx(files[(split, "labels")]))
+        for split in SOURCE_SPLITS
+    )
 
 
-def read_idx(path: Path) -> tuple[np.ndarray, int]:
-    """Reads an IDX file: the complete records it holds and the number of records its header promises.
+def open_idx(path: Path) -> ArrayStream:
+    """An IDX file as a stream of its complete records; its header says how many it promises (`declared`).
 
     A file cut short yields the records before the cut; a broken header is a ValueError.
     """
-    data = _read_bytes(path)
-    if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] not in _IDX_DTYPES or data[3] == 0:
-        raise ValueError(f"{path} is not an IDX file: its magic number is {data[:4].hex() or 'missing'}")
-    header_size = 4 + 4 * data[3]
-    if len(data) < header_size:
-        raise ValueError(f"{path}: the IDX header is cut short ({len(data)} of {header_size} bytes)")
-    dims = struct.unpack(f">{data[3]}I", data[4:header_size])
-    dtype = np.dtype(_IDX_DTYPES[data[2]])
-    record_values = math.prod(dims[1:])
-    record_bytes = record_values * dtype.itemsize
-    payload = len(data) - header_size
-    complete = dims[0] if record_bytes == 0 else min(dims[0], payload // record_bytes)
-    if payload > dims[0] * record_bytes:
-        log.warning("ingest: %s holds %d bytes past its last record; ignored", path, payload - dims[0] * record_bytes)
-    array = np.frombuffer(data, dtype, count=complete * record_values, offset=header_size)
-    return array.reshape((complete, *dims[1:])).astype(dtype.newbyteorder("="), copy=False), dims[0]
+    head = b"".join(_take(_byte_stream(path, 4 + 4 * 255), 4 + 4 * 255))
+    if len(head) < 4 or head[0] != 0 or head[1] != 0 or head[2] not in _IDX_DTYPES or head[3] == 0:
+        raise ValueError(f"{path} is not an IDX file: its magic number is {head[:4].hex() or 'missing'}")
+    header_size = 4 + 4 * head[3]
+    if len(head) < header_size:
+        raise ValueError(f"{path}: the IDX header is cut short ({len(head)} of {header_size} bytes)")
+    shape = struct.unpack(f">{head[3]}I", head[4:header_size])
+    dtype = np.dtype(_IDX_DTYPES[head[2]])
+
+    def blocks(size: int) -> Iterator[np.ndarray]:
+        pieces = _byte_stream(path, _READ_BYTES)
+        left_over = yield from _record_blocks(_skip(pieces, header_size), shape, dtype, size)
+        extra = left_over + sum(len(piece) for piece in pieces)
+        if extra:
+            log.warning("ingest: %s holds %d bytes past its last record; ignored", path, extra)
+
+    return ArrayStream(path.name, blocks, shape[0])
+
+
+def _byte_stream(path: Path, piece_bytes: int) -> Iterator[bytes]:
+    """The content of a file in pieces, gunzipped when it is gzipped; a gzip stream cut short yields what it holds."""
+    with path.open("rb") as file:
+        first = file.read(piece_bytes)
+        if first[:2] != b"\x1f\x8b":
+            yield first
+            yield from iter(partial(file.read, piece_bytes), b"")
+            return
+        data = first
+        decompressor = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        while data:
+            try:
+                yield decompressor.decompress(data)
+            except zlib.error as error:
+                raise ValueError(f"{path} is not a valid gzip file: {error}") from error
+            data = decompressor.unused_data
+            if decompressor.eof:
+                yield decompressor.flush()
+                # A gzip file may hold several members, one after the other.
+                decompressor = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+                if data[:2] != b"\x1f\x8b":
+                    data += file.read(2)
+                    if data[:2] != b"\x1f\x8b":
+                        return
+            if not data:
+                data = file.read(piece_bytes)
+        if not decompressor.eof:
+            log.warning("ingest: %s is cut short; reading what it holds", path)
+
+
+def _take(pieces: Iterator[bytes], count: int) -> Iterator[bytes]:
+    """The first `count` bytes of a stream of pieces."""
+    for piece in pieces:
+        yield piece[:count]
+        count -= len(piece)
+        if count <= 0:
+            return
+
+
+def _skip(pieces: Iterator[bytes], count: int) -> Iterator[bytes]:
+    """A stream of pieces without its first `count` bytes; `pieces` goes on past what is taken."""
+    for piece in pieces:
+        if count < len(piece):
+            yield piece[count:]
+            break
+        count -= len(piece)
+    yield from pieces
 
 
 def read_sklearn_digits() -> tuple[SourceSplit, ...]:
@@ -213,7 +347,10 @@ def read_sklearn_digits() -> tuple[SourceSplit, ...]:
     is_test = np.array([stable_hash(f"digits-{index:04d}") % _DIGITS_TEST_SHARE == 0 for index in range(count)])
     return tuple(
         SourceSplit(
-            split, images[mask], labels[mask], "sklearn_digits", "sklearn_digits", positions=np.flatnonzero(mask)
+            split,
+            ArrayStream.of(images[mask], "sklearn_digits"),
+            ArrayStream.of(labels[mask], "sklearn_digits"),
+            positions=ArrayStream.of(np.flatnonzero(mask), "sklearn_digits"),
         )
         for split, mask in (("train", ~is_test), ("test", is_test))
     )
@@ -229,7 +366,8 @@ def read_tfds(data_dir: Path | None) -> tuple[SourceSplit, ...]:
         images, labels = tfds.as_numpy(dataset)
         if images.ndim == 4 and images.shape[-1] == 1:
             images = images[..., 0]
-        splits.append(SourceSplit(split, images, labels, f"tfds:mnist/{split}[image]", f"tfds:mnist/{split}[label]"))
+        image_stream = ArrayStream.of(images, f"tfds:mnist/{split}[image]")
+        splits.append(SourceSplit(split, image_stream, ArrayStream.of(labels, f"tfds:mnist/{split}[label]")))
     return tuple(splits)
 
 
@@ -238,26 +376,8 @@ def read_download() -> tuple[SourceSplit, ...]:
     import keras  # A slow import that only this source needs.
 
     (x_train, y_train), (x_test, y_test) = keras.datasets.mnist.load_data()
-    return (
-        SourceSplit("train", x_train, y_train, "keras.datasets.mnist[x_train]", "keras.datasets.mnist[y_train]"),
-        SourceSplit("test", x_test, y_test, "keras.datasets.mnist[x_test]", "keras.datasets.mnist[y_test]"),
+    arrays = {"x_train": x_train, "y_train": y_train, "x_test": x_test, "y_test": y_test}
+    return tuple(
+        SourceSplit(split, *(ArrayStream.of(arrays[name], f"keras.datasets.mnist[{name}]") for name in names))
+        for split, names in _NPZ_ARRAYS.items()
     )
-
-
-def _read_bytes(path: Path) -> bytes:
-    """The content of a file, gunzipped when it is gzipped; a gzip stream cut short yields what it holds."""
-    data = path.read_bytes()
-    if data[:2] != b"\x1f\x8b":
-        return data
-    parts = []
-    while data[:2] == b"\x1f\x8b":  # A gzip file may hold several members, one after the other.
-        decompressor = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        try:
-            parts.append(decompressor.decompress(data) + decompressor.flush())
-        except zlib.error as error:
-            raise ValueError(f"{path} is not a valid gzip file: {error}") from error
-        if not decompressor.eof:
-            log.warning("ingest: %s is cut short; reading what it holds", path)
-            break
-        data = decompressor.unused_data
-    return b"".join(parts)

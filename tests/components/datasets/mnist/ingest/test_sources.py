@@ -7,7 +7,7 @@ import pytest
 
 from kflow.components.datasets.mnist.ingest.locate import resolve
 from kflow.components.datasets.mnist.ingest.sources import (
-    read_idx,
+    open_idx,
     read_idx_folder,
     read_npz,
     read_sklearn_digits,
@@ -19,10 +19,31 @@ def test_read_idx_reads_gzipped_and_plain_files(arrays, tmp_path):
     for gzipped in (True, False):
         folder = write_idx(tmp_path / str(gzipped), arrays, gzipped=gzipped)
         train, test = read_idx_folder(folder)
-        assert np.array_equal(train.images, arrays.x_train) and np.array_equal(train.labels, arrays.y_train)
-        assert np.array_equal(test.images, arrays.x_test) and np.array_equal(test.labels, arrays.y_test)
-        assert train.size == len(arrays.y_train) and train.paired == train.size
-        assert train.image_origin == "train-images-idx3-ubyte" + (".gz" if gzipped else "")
+        assert np.array_equal(train.images.read(), arrays.x_train)
+        assert np.array_equal(train.labels.read(), arrays.y_train)
+        assert np.array_equal(test.images.read(), arrays.x_test) and np.array_equal(test.labels.read(), arrays.y_test)
+        assert train.images.declared == train.labels.declared == len(arrays.y_train)
+        assert train.images.origin == "train-images-idx3-ubyte" + (".gz" if gzipped else "")
+
+
+@pytest.mark.parametrize("gzipped", [True, False])
+def test_idx_and_npz_files_stream_in_blocks_equal_to_the_whole(arrays, gzipped, tmp_path):
+    folder = write_idx(tmp_path / "idx", arrays, gzipped=gzipped)
+    npz_train, _ = read_npz(write_npz(tmp_path / "npz", arrays) / "mnist.npz")
+    idx_train, _ = read_idx_folder(folder)
+    for stream in (idx_train.images, npz_train.images):
+        blocks = list(stream.blocks(7))
+        assert [len(block) for block in blocks] == [7] * (len(arrays.x_train) // 7) + [len(arrays.x_train) % 7]
+        assert np.array_equal(np.concatenate(blocks), arrays.x_train)
+    assert np.array_equal(np.concatenate(list(idx_train.limit(20).labels.blocks(7))), arrays.y_train[:20])
+
+
+def test_a_gzip_file_of_several_members_streams_them_all(tmp_path):
+    labels = np.arange(100, dtype=np.uint8)
+    content = idx_bytes(labels)
+    path = tmp_path / "labels.gz"
+    path.write_bytes(gzip.compress(content[:30], mtime=0) + gzip.compress(content[30:], mtime=0))
+    assert open_idx(path).read().tolist() == labels.tolist()
 
 
 def test_read_idx_keeps_the_complete_records_of_a_cut_gzip_stream(tmp_path):
@@ -31,9 +52,10 @@ def test_read_idx_keeps_the_complete_records_of_a_cut_gzip_stream(tmp_path):
     path = tmp_path / "images.gz"
     path.write_bytes(compressed[: len(compressed) // 2])
 
-    complete, declared = read_idx(path)
+    stream = open_idx(path)
+    complete = stream.read()
 
-    assert declared == 50
+    assert stream.declared == 50
     assert 0 < len(complete) < 50
     assert np.array_equal(complete, images[: len(complete)])
 
@@ -42,8 +64,8 @@ def test_read_idx_reads_big_endian_values(tmp_path):
     labels = np.array([1, 300, 70000], dtype=np.int32)
     path = tmp_path / "labels"
     path.write_bytes(idx_bytes(labels))
-    values, declared = read_idx(path)
-    assert values.tolist() == [1, 300, 70000] and declared == 3
+    stream = open_idx(path)
+    assert stream.read().tolist() == [1, 300, 70000] and stream.declared == 3
 
 
 @pytest.mark.parametrize(
@@ -59,7 +81,7 @@ def test_a_broken_idx_header_is_an_error_naming_the_file(content, message, tmp_p
     path = tmp_path / "train-images-idx3-ubyte"
     path.write_bytes(content)
     with pytest.raises(ValueError, match=message) as failure:
-        read_idx(path)
+        open_idx(path)
     assert str(path) in str(failure.value)
 
 
@@ -128,10 +150,11 @@ def test_resolve_explains_what_it_cannot_use(arrays, tmp_path):
 
 def test_sklearn_digits_in_the_mnist_layout():
     train, test = read_sklearn_digits()
-    assert train.size + test.size == 1797
+    assert len(train.labels.read()) + len(test.labels.read()) == 1797
     for split in (train, test):
-        assert split.images.shape[1:] == (28, 28) and split.images.dtype == np.uint8
-        assert split.images[:, 4:24, 4:24].max() == 255
-        assert not split.images[:, :4].any() and not split.images[:, :, 24:].any()
+        images = split.images.read()
+        assert images.shape[1:] == (28, 28) and images.dtype == np.uint8
+        assert images[:, 4:24, 4:24].max() == 255
+        assert not images[:, :4].any() and not images[:, :, 24:].any()
     # Each digit keeps its index in scikit-learn's array as its position.
-    assert sorted(train.positions.tolist() + test.positions.tolist()) == list(range(1797))
+    assert sorted(train.positions.read().tolist() + test.positions.read().tolist()) == list(range(1797))
