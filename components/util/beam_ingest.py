@@ -65,6 +65,7 @@ SHARD_BYTES = 256 * 2**20  # Serialised Examples per shard when the count is aut
 # A split of more than this gets at least a shard per ingest worker, so that the workers write them in parallel.
 PARALLEL_SHARD_BYTES = 16 * 2**20
 PARALLEL_RECORDS = 500_000
+_FIBONACCI, _UINT64 = 0x9E3779B97F4A7C15, (1 << 64) - 1
 STREAM_BATCH = 256  # Records a pickle in staged part files: a shard's merge holds a batch of each of its parts.
 _BUCKET_BITS = 16
 _POSITION = re.compile(r"(.*)[:#](\d+)")
@@ -328,6 +329,16 @@ def _in_process(beam_args: Sequence[str]) -> bool:
     return options.get("runner") in (None, "DirectRunner") and options.get("direct_running_mode") != "multi_processing"
 
 
+def shard_of(hashed: int, count: int) -> int:
+    """The shard of a record whose key hashes to `hashed`, among `count`.
+
+    The hash is mixed first (Fibonacci hashing): splits are made from the same hash, by its value modulo
+    the buckets (MNIST, Quora, WikiText-2) or by ranges of it (stratified), and a shard taken as the plain
+    hash modulo the count would follow the split (a split of the even buckets would fill only even shards).
+    """
+    return (((hashed * _FIBONACCI) & _UINT64) >> 32) % count
+
+
 def _sort_key(key: str) -> SortKey:
     """A record's place in its group: a hash of the key's part before its first "|", then the key (ties)."""
     return stable_hash(key.partition("|")[0]), key
@@ -442,7 +453,7 @@ def _stage_rejects(entries: list[dict[str, Any]], staging: Staging, name: str) -
 class _Route(beam.DoFn):
     """Splits and shards the records of a staged chunk into part files sorted by key; emits ((split, shard), part).
 
-    A record's shard is its sort key's hash modulo the split's shard count."""
+    A record's shard comes from its sort key's hash (`shard_of`)."""
 
     def __init__(self, splits: tuple[str, ...], staging: Staging):
         self._splits = splits
@@ -455,7 +466,7 @@ class _Route(beam.DoFn):
             split = group if cuts is None else cuts.split(sort_key, group)
             if split not in self._splits:
                 raise RuntimeError(f"ingest: record {key!r} was routed to the unknown split {split!r}")
-            parts.setdefault((split, sort_key[0] % counts[split]), []).append((key, record))
+            parts.setdefault((split, shard_of(sort_key[0], counts[split])), []).append((key, record))
         chunk = path.rsplit("/", 1)[-1].removesuffix(".pkl")
         for (split, shard), records in parts.items():
             part = self._staging.path(f"part-{split}-{shard:05d}-{chunk}.pkl")

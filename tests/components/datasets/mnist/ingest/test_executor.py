@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from kflow.components.datasets.mnist.ingest.records import SplitPlan
 from tests.components.datasets.mnist.ingest.conftest import (
@@ -115,6 +116,11 @@ def test_custom_splits_and_shards(npz_folder, tmp_path):
     assert all(60 <= accepted[name] <= 140 for name in ("train", "eval", "holdout"))
     for split in accepted:
         assert len(ingested.examples.split_files(split)) == 3
+        # Splits come from the key's hash modulo 3 and so do shards: each shard still gets records.
+        per_shard = [
+            sum(1 for _ in tf.data.TFRecordDataset(str(file), "GZIP")) for file in ingested.examples.split_files(split)
+        ]
+        assert sum(per_shard) == accepted[split] and min(per_shard) >= accepted[split] // 6
 
 
 def test_empty_shards_are_written_as_valid_files(npz_folder, tmp_path):
