@@ -81,7 +81,7 @@ def test_a_temp_location_holds_the_staged_records_until_the_run_ends(tmp_path):
             shard_records = [record.numpy() for record in tf.data.TFRecordDataset(str(path), "GZIP")]
             keys = [f"k{record[-1]:03d}" for record in shard_records]
             assert keys == sorted(keys)  # Merged from the chunks' parts in key order.
-            assert all(beam_ingest.stable_hash(key) % 3 == shard for key in keys)
+            assert all(beam_ingest.shard_of(beam_ingest.stable_hash(key), 3) == shard for key in keys)
             written += shard_records
         assert len(written) == expected
     assert json.loads((examples.path / "stats.json").read_text())["read"] == 50
