@@ -8,7 +8,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class FileChunk:
     """`count` records of `path` from byte `start`, where line `first_line` begins, to `end` (None: the file's end);
-    `duplicate_lines`: the lines whose key an earlier record has."""
+    `duplicate_lines`: the lines whose key an earlier record has; `name`: the file's name in reject positions when
+    `path` is a copy of it (a gzipped source decompressed into the staging folder), else `path`'s own."""
 
     path: str
     start: int
@@ -16,3 +17,8 @@ class FileChunk:
     first_line: int
     count: int
     duplicate_lines: frozenset[int] = frozenset()
+    name: str = ""
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.path.rsplit("/", 1)[-1]

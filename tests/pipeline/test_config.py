@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kflow.pipeline.dsl.config import ConfigError, apply_override, load_config
+from kflow.pipeline.dsl.config import ConfigError, apply_override, load_config, named_runner
 
 CONFIGS = Path(__file__).resolve().parents[2] / "pipeline" / "configs"
 
@@ -94,3 +94,30 @@ def test_unreadable_files_give_config_errors(tmp_path):
     (tmp_path / "list.yaml").write_text("- a\n- b\n")
     with pytest.raises(ConfigError, match="must be a mapping"):
         load_config(tmp_path / "list.yaml")
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ([], ["--runner=FnApiRunner"]),
+        (["--runner=DirectRunner", "--direct_num_workers=2"], ["--runner=FnApiRunner", "--direct_num_workers=2"]),
+        (["--runner", "DirectRunner", "--x=1"], ["--runner=FnApiRunner", "--x=1"]),
+        (["--runner=PrismRunner"], ["--runner=PrismRunner"]),
+        (["--runner=DataflowRunner", "--project=p"], ["--runner=DataflowRunner", "--project=p"]),
+    ],
+)
+def test_local_pipelines_run_on_the_fn_api_runner_without_trying_prism(given, expected):
+    assert named_runner(given) == expected
+
+
+def test_a_local_beam_pipeline_leaves_nothing_in_the_temp_folder(tmp_path, monkeypatch):
+    import tempfile
+
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with beam.Pipeline(options=PipelineOptions(named_runner([]))) as pipeline:
+        _ = pipeline | beam.Create([1, 2, 3]) | beam.Map(lambda x: x * 2)
+    # The DirectRunner's try of Prism (a download, offline a failure) left an empty beam-temp* folder per pipeline.
+    assert list(tmp_path.iterdir()) == []

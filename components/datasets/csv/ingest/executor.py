@@ -3,9 +3,10 @@
 The driver reads every file once, streaming (components/datasets/csv/ingest/records.py): it
 checks the headers, counts the records, samples the first `infer_rows` to infer the column
 types that the config does not declare, marks repeated keys when a key column is declared,
-and cuts the files into chunks of CHUNK_ROWS records (byte ranges; a gzipped file is one
-chunk). The Beam pipeline (components/util/beam_ingest.py) then parses each chunk in a
-worker. Reasons a record is refused, the first that applies:
+and cuts the files into chunks of CHUNK_ROWS records (byte ranges; a gzipped file is first
+decompressed, streaming, into the staging folder, so that it is cut like the others). The Beam
+pipeline (components/util/beam_ingest.py) then parses each chunk in a worker. Reasons a record
+is refused, the first that applies:
 
     invalid: unterminated_quote, non_utf8, bad_csv, wrong_field_count, missing_label,
              bad_value (a value that does not parse as its column's type; the column is named),
@@ -24,11 +25,13 @@ import hashlib
 import io
 import itertools
 import logging
+import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from apache_beam.io.filesystems import FileSystems
 from google.protobuf import text_format
 
 from kflow.components.datasets.csv.ingest import columns as cols
@@ -74,31 +77,35 @@ def run(
         raise ValueError(f"csv: source_format must be auto or csv, got {source_format!r}")
     dialect = Dialect.from_options(csv_format)
     files = resolve(source_path)
-    scan = scan_files(files, dialect, key=None, max_records=max_records, sample=infer_rows)
-    cols.check_columns(scan.header, label, task, key, columns or {})
-    if key is not None:  # A second pass only for the keys: most CSVs declare none.
-        scan = scan_files(files, dialect, key=key, max_records=max_records, sample=infer_rows)
-    types = cols.infer_types(scan.header, scan.sample, columns or {}, dialect.missing)
-    if task == "regression" and types[label] not in ("int", "float"):
-        raise ValueError(f"data.label: regression needs a numeric label; column {label!r} is {types[label]}")
-    proto = build_schema(types, label, task, key)
-    schema.path.mkdir(parents=True, exist_ok=True)
-    schema.file.write_text(text_format.MessageToString(proto))
-    if scan.read == 0:
-        raise ValueError(f"csv: {', '.join(files)} hold no records after their header")
-    inferred = {name: kind for name, kind in types.items() if name not in (columns or {})}
-    log.info("csv ingest: %d records in %d file(s); inferred types %s", scan.read, len(files), inferred)
-    stats = beam_ingest.run_ingest_pipeline(
-        chunks=scan.chunks,
-        process_chunk=ChunkProcessor(tuple(scan.header), types, dialect, label, task, key),
-        splits=tuple(split),
-        shards=shards_per_split,
-        read=scan.read,
-        examples=examples,
-        rejects=rejects,
-        beam_args=beam_args,
-        plan=StratifiedPlan(dict(split)),
-    )
+    # The staged copies of gzipped files live until the pipeline has finished, where every worker reads them.
+    with beam_ingest.Staging(beam_args) as staging:
+        readable = {path: _plain_copy(path, index, staging) for index, path in enumerate(files) if is_gzip(path)}
+        scan = scan_files(files, dialect, key=None, max_records=max_records, sample=infer_rows, readable=readable)
+        cols.check_columns(scan.header, label, task, key, columns or {})
+        if key is not None:  # A second pass only for the keys: most CSVs declare none.
+            scan = scan_files(files, dialect, key=key, max_records=max_records, sample=infer_rows, readable=readable)
+        types = cols.infer_types(scan.header, scan.sample, columns or {}, dialect.missing)
+        if task == "regression" and types[label] not in ("int", "float"):
+            raise ValueError(f"data.label: regression needs a numeric label; column {label!r} is {types[label]}")
+        proto = build_schema(types, label, task, key)
+        schema.path.mkdir(parents=True, exist_ok=True)
+        schema.file.write_text(text_format.MessageToString(proto))
+        if scan.read == 0:
+            raise ValueError(f"csv: {', '.join(files)} hold no records after their header")
+        inferred = {name: kind for name, kind in types.items() if name not in (columns or {})}
+        log.info("csv ingest: %d records in %d file(s); inferred types %s", scan.read, len(files), inferred)
+        stats = beam_ingest.run_ingest_pipeline(
+            chunks=scan.chunks,
+            process_chunk=ChunkProcessor(tuple(scan.header), types, dialect, label, task, key),
+            splits=tuple(split),
+            shards=shards_per_split,
+            read=scan.read,
+            examples=examples,
+            rejects=rejects,
+            beam_args=beam_args,
+            plan=StratifiedPlan(dict(split)),
+            staging=staging,
+        )
     return beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
 
 
@@ -176,14 +183,35 @@ class Scan:
     sample: list[list[str]] = field(default_factory=list)
 
 
-def scan_files(files: list[str], dialect: Dialect, *, key: str | None, max_records: int | None, sample: int) -> Scan:
-    """One streaming pass over the files: header, record count, chunks, a sample of rows, repeated keys."""
+def _plain_copy(path: str, index: int, staging: beam_ingest.Staging) -> str:
+    """Decompresses a gzipped file into the staging folder, streaming; returns the copy's path."""
+    copy = staging.path(f"source-{index:05d}.csv")
+    log.info("csv ingest: decompressing %s into the staging folder", path)
+    with open_source(path) as source, FileSystems.create(copy) as target:
+        shutil.copyfileobj(source, target, 1 << 20)
+    return copy
+
+
+def scan_files(
+    files: list[str],
+    dialect: Dialect,
+    *,
+    key: str | None,
+    max_records: int | None,
+    sample: int,
+    readable: dict[str, str] | None = None,
+) -> Scan:
+    """One streaming pass over the files: header, record count, chunks, a sample of rows, repeated keys.
+
+    `readable`: a file's decompressed copy, to read and cut instead of the gzipped file (which cannot be
+    cut: a chunk would have to decompress everything before it)."""
     scan, seen = Scan(), set()
     for path in files:
         if max_records is not None and scan.read >= max_records:
             break
-        splittable = not is_gzip(path)
-        with open_source(path) as stream:
+        source = (readable or {}).get(path, path)
+        splittable = not is_gzip(source)
+        with open_source(source) as stream:
             records = cut(stream, dialect.quote)
             header, start, line = _header(path, records, dialect)
             if scan.header and header != scan.header:
@@ -206,10 +234,12 @@ def scan_files(files: list[str], dialect: Dialect, *, key: str | None, max_recor
                         duplicates.add(record.line)
                     seen.add(value)
                 if count == CHUNK_ROWS and splittable:
-                    scan.chunks.append(Chunk(path, start, record.end, line, count, frozenset(duplicates)))
+                    scan.chunks.append(
+                        Chunk(source, start, record.end, line, count, frozenset(duplicates), Path(path).name)
+                    )
                     start, line, count, duplicates = record.end, record.next_line, 0, set()
             if count:
-                scan.chunks.append(Chunk(path, start, None, line, count, frozenset(duplicates)))
+                scan.chunks.append(Chunk(source, start, None, line, count, frozenset(duplicates), Path(path).name))
     return scan
 
 
@@ -251,7 +281,7 @@ class ChunkProcessor:
         from tensorflow.core.example import example_pb2
 
         accepted, found = [], []
-        name = Path(chunk.path).name
+        name = chunk.display_name
         with open_source(chunk.path) as stream:
             records = cut(stream, self.dialect.quote, start=chunk.start, end=chunk.end, first_line=chunk.first_line)
             for record in itertools.islice(records, chunk.count):

@@ -1,10 +1,12 @@
 """The TFRecord ingest executor (ImportExampleGen-like): existing tf.train.Example files in, kflow's Examples out.
 
 The driver lists the files (a file, a folder or a glob; plain or gzipped, told by their bytes),
-reads each once to count its records and learns the feature types from the first
-`infer_records` Examples (int64_list → int, float_list → float, bytes_list → string). Each file
-is one Beam element: a worker reads it, checks every record and copies the valid ones as they
-are (the same bytes) into the splits. Reasons a record is refused (position `file#index`):
+reads each once to count its records, cut it into chunks of CHUNK_RECORDS records (byte offsets;
+a gzipped file is first decompressed, streaming, into the staging folder) and learn the feature
+types from the first `infer_records` Examples (int64_list → int, float_list → float, bytes_list →
+string). Each chunk is one Beam element: a worker reads its records from their offset, checks
+every record and copies the valid ones as they are (the same bytes) into the splits. Reasons a
+record is refused (position `file#index`):
 
     invalid: corrupt_record (TFRecord framing or CRC broken: the rest of that file is unreadable
              and the file's remaining count is unknown, so the one record stands for it),
@@ -21,22 +23,27 @@ from __future__ import annotations
 import fnmatch
 import glob
 import hashlib
+import itertools
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+import shutil
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from apache_beam.io.filesystems import FileSystems
 from google.protobuf import text_format
 
 from kflow.components.datasets.tabular.examples import KINDS, build_schema, check_task, example_problem, group_of
 from kflow.components.util import beam_ingest
 from kflow.components.util.beam_ingest import INVALID, StratifiedPlan, make_reject
+from kflow.components.util.compressed import is_gzip, open_source
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SPLIT = {"train": 8, "eval": 1, "test": 1}
+CHUNK_RECORDS = 5000
 
 
 def run(
@@ -66,33 +73,33 @@ def run(
     if assignment is None:
         split = DEFAULT_SPLIT if split is None else split
         beam_ingest.check_split_shares(split, ("train", "eval", "test"))
-    counts, types, duplicates = scan(files, infer_records, max_records, key)
-    check_task(label, task, key, list(types))
-    if task == "regression" and types[label] not in ("int", "float"):
-        raise ValueError(f"data.label: regression needs a numeric label; feature {label!r} is {types[label]}")
-    schema.path.mkdir(parents=True, exist_ok=True)
-    schema.file.write_text(text_format.MessageToString(build_schema(types, label, task, key)))
-    read = sum(counts.values())
-    if read == 0:
-        raise ValueError(f"tfrecord: {', '.join(files)} hold no records")
-    log.info("tfrecord ingest: %d records in %d file(s); feature types %s", read, len(files), types)
-    chunks = [
-        FileChunk(path, counts[path], assignment[path] if assignment else None, duplicates.get(path, frozenset()))
-        for path in files
-        if counts[path]
-    ]
-    splits = tuple(sorted(set(assignment.values()))) if assignment else tuple(split)
-    stats = beam_ingest.run_ingest_pipeline(
-        chunks=chunks,
-        process_chunk=RecordProcessor(types, label, task, key),
-        splits=splits,
-        shards=shards_per_split,
-        read=read,
-        examples=examples,
-        rejects=rejects,
-        beam_args=beam_args,
-        plan=None if assignment else StratifiedPlan(dict(split)),
-    )
+    # The staged copies of gzipped files live until the pipeline has finished, where every worker reads them.
+    with beam_ingest.Staging(beam_args) as staging:
+        readable = {path: _plain_copy(path, index, staging) for index, path in enumerate(files) if is_gzip(path)}
+        found = scan(files, infer_records, max_records, key, readable)
+        types = found.types
+        check_task(label, task, key, list(types))
+        if task == "regression" and types[label] not in ("int", "float"):
+            raise ValueError(f"data.label: regression needs a numeric label; feature {label!r} is {types[label]}")
+        schema.path.mkdir(parents=True, exist_ok=True)
+        schema.file.write_text(text_format.MessageToString(build_schema(types, label, task, key)))
+        if found.read == 0:
+            raise ValueError(f"tfrecord: {', '.join(files)} hold no records")
+        log.info("tfrecord ingest: %d records in %d file(s); feature types %s", found.read, len(files), types)
+        chunks = [replace(chunk, split=assignment[chunk.source] if assignment else None) for chunk in found.chunks]
+        splits = tuple(sorted(set(assignment.values()))) if assignment else tuple(split)
+        stats = beam_ingest.run_ingest_pipeline(
+            chunks=chunks,
+            process_chunk=RecordProcessor(types, label, task, key),
+            splits=splits,
+            shards=shards_per_split,
+            read=found.read,
+            examples=examples,
+            rejects=rejects,
+            beam_args=beam_args,
+            plan=None if assignment else StratifiedPlan(dict(split)),
+            staging=staging,
+        )
     return beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
 
 
@@ -137,69 +144,105 @@ def _assign(files: list[str], split_files: dict[str, str], source_path: str | No
     return assignment
 
 
-def _records(path: str):
-    """(index, serialized record) of a TFRecord file; a broken record ends it with (index, None)."""
+def _plain_copy(path: str, index: int, staging: beam_ingest.Staging) -> str:
+    """Decompresses a gzipped file into the staging folder, streaming; returns the copy's path."""
+    copy = staging.path(f"source-{index:05d}.tfrecord")
+    log.info("tfrecord ingest: decompressing %s into the staging folder", path)
+    with open_source(path) as source, FileSystems.create(copy) as target:
+        shutil.copyfileobj(source, target, 1 << 20)
+    return copy
+
+
+def _records(path: str, start: int = 0, first_index: int = 0) -> Iterator[tuple[int, int, bytes | None]]:
+    """(index, byte offset, serialized record) of an uncompressed TFRecord file from byte `start`, whose record
+    is the `first_index`-th; a broken record (framing or CRC) ends it with (index, offset, None)."""
     import tensorflow as tf
 
-    from kflow.components.util.compressed import is_gzip
+    # TensorFlow's reader of a record at an offset, CRCs checked: tf.data cannot start at an offset.
+    from tensorflow.python.lib.io.tf_record import tf_record_random_reader
 
-    dataset = tf.data.TFRecordDataset(path, compression_type="GZIP" if is_gzip(path) else "")
-    iterator = iter(dataset)
-    index = 0
-    while True:
-        try:
-            record = next(iterator)
-        except StopIteration:
-            return
-        except tf.errors.DataLossError:
-            yield index, None
-            return
-        yield index, record.numpy()
-        index += 1
-
-
-def scan(
-    files: list[str], infer_records: int, max_records: int | None, key: str | None
-) -> tuple[dict[str, int], dict[str, str], dict[str, frozenset[int]]]:
-    """Each file's record count (a broken record counts once and ends the file), the feature types, and
-    the records whose key an earlier record has ({file: indices}; parsed only when a key is declared)."""
-    from tensorflow.core.example import example_pb2
-
-    counts, types, sampled, total, seen, duplicates = {}, {}, 0, 0, set(), {}
-    for path in files:
-        counts[path], repeated = 0, set()
-        for index, record in _records(path):
-            if max_records is not None and total >= max_records:
-                break
-            counts[path] += 1
-            total += 1
-            if record is None or (sampled >= infer_records and key is None):
-                continue
+    size = tf.io.gfile.stat(path).length
+    reader = tf_record_random_reader(path)
+    offset, index = start, first_index
+    try:
+        while offset < size:
             try:
-                example = example_pb2.Example.FromString(record)
-            except Exception:  # noqa: BLE001 - protobuf raises DecodeError and others; the worker rejects it.
-                continue
-            if sampled < infer_records:
-                sampled += 1
-                for name, feature in example.features.feature.items():
-                    kind = KINDS.get(feature.WhichOneof("kind") or "")
-                    if kind is not None:
-                        types.setdefault(name, kind)
-            if key is not None and example.features.feature[key].WhichOneof("kind"):
-                value = _value(example, key)
-                if value in seen:
-                    repeated.add(index)
-                seen.add(value)
-        duplicates[path] = frozenset(repeated)
-    return counts, dict(sorted(types.items())), duplicates
+                record, end = reader.read(offset)
+            except (tf.errors.DataLossError, tf.errors.OutOfRangeError, IndexError):
+                yield index, offset, None
+                return
+            yield index, offset, record
+            offset, index = end, index + 1
+    finally:
+        reader.close()
 
 
 @dataclass(frozen=True)
 class FileChunk:
+    """`count` records of the file `path` from byte `start`, where its `first_index`-th record begins; `source`
+    is the file the user gave (`path` is its decompressed copy when it is gzipped)."""
+
     path: str
+    source: str
+    start: int
+    first_index: int
     count: int
-    split: str | None  # the split every record of the file goes to (split_files), else None
+    split: str | None = None  # the split every record of the file goes to (split_files), else None
     duplicate_indices: frozenset[int] = frozenset()
+
+
+@dataclass
+class Scan:
+    read: int = 0
+    types: dict[str, str] = field(default_factory=dict)
+    chunks: list[FileChunk] = field(default_factory=list)
+
+
+def scan(
+    files: list[str], infer_records: int, max_records: int | None, key: str | None, readable: dict[str, str]
+) -> Scan:
+    """One pass over the files: the records (a broken record counts once and ends its file) cut into chunks,
+    the feature types, and the records whose key an earlier record has (parsed only when a key is declared)."""
+    from tensorflow.core.example import example_pb2
+
+    found, sampled, seen = Scan(), 0, set()
+    for path in files:
+        chunk: dict[str, Any] | None = None
+        for index, offset, record in _records(readable.get(path, path)):
+            if max_records is not None and found.read >= max_records:
+                break
+            if chunk is None:
+                chunk = {"start": offset, "first_index": index, "count": 0, "repeated": set()}
+            found.read += 1
+            chunk["count"] += 1
+            if record is not None and (sampled < infer_records or key is not None):
+                try:
+                    example = example_pb2.Example.FromString(record)
+                except Exception:  # noqa: BLE001 - protobuf raises DecodeError and others; the worker rejects it.
+                    example = None
+                if example is not None and sampled < infer_records:
+                    sampled += 1
+                    for name, feature in example.features.feature.items():
+                        kind = KINDS.get(feature.WhichOneof("kind") or "")
+                        if kind is not None:
+                            found.types.setdefault(name, kind)
+                if example is not None and key is not None and example.features.feature[key].WhichOneof("kind"):
+                    value = _value(example, key)
+                    if value in seen:
+                        chunk["repeated"].add(index)
+                    seen.add(value)
+            if chunk["count"] == CHUNK_RECORDS:
+                found.chunks.append(_chunk(readable.get(path, path), path, chunk))
+                chunk = None
+        if chunk is not None:
+            found.chunks.append(_chunk(readable.get(path, path), path, chunk))
+    found.types = dict(sorted(found.types.items()))
+    return found
+
+
+def _chunk(path: str, source: str, chunk: dict[str, Any]) -> FileChunk:
+    start, first_index, count = chunk["start"], chunk["first_index"], chunk["count"]
+    return FileChunk(path, source, start, first_index, count, duplicate_indices=frozenset(chunk["repeated"]))
 
 
 @dataclass(frozen=True)
@@ -213,10 +256,8 @@ class RecordProcessor:
         from tensorflow.core.example import example_pb2
 
         accepted, found = [], []
-        name = Path(chunk.path).name
-        for index, record in _records(chunk.path):
-            if index >= chunk.count:
-                break
+        name = Path(chunk.source).name
+        for index, _, record in itertools.islice(_records(chunk.path, chunk.start, chunk.first_index), chunk.count):
             position = f"{name}#{index}"
             if record is None:
                 found.append(make_reject("corrupt_record", INVALID, position, None))

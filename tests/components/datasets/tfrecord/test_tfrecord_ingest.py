@@ -7,6 +7,7 @@ import gzip
 import pytest
 import tensorflow as tf
 
+from kflow.components.datasets.tfrecord.ingest import executor
 from kflow.components.datasets.tfrecord.ingest.executor import run
 from kflow.components.util.schema import annotation_tags, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
@@ -51,7 +52,10 @@ def written(examples):
     }
 
 
-def test_examples_are_copied_as_they_are_and_bad_records_rejected(tmp_path):
+@pytest.mark.parametrize("chunk_records", [5000, 7])
+def test_examples_are_copied_as_they_are_and_bad_records_rejected(tmp_path, monkeypatch, chunk_records):
+    # Chunks of 7 records: files are read from byte offsets, the gzipped one from its staged plain copy.
+    monkeypatch.setattr(executor, "CHUNK_RECORDS", chunk_records)
     rows = iris_rows()
     folder = tmp_path / "data"
     folder.mkdir()
@@ -68,8 +72,18 @@ def test_examples_are_copied_as_they_are_and_bad_records_rejected(tmp_path):
     truncated = write(folder / "part-3.tfrecord", good[:3])
     truncated.write_bytes(truncated.read_bytes()[:-10])  # The third record's CRC and tail are cut off.
 
+    seen = {}
+    real_pipeline = executor.beam_ingest.run_ingest_pipeline
+
+    def pipeline(**arguments):
+        seen["chunks"] = arguments["chunks"]
+        return real_pipeline(**arguments)
+
+    monkeypatch.setattr(executor.beam_ingest, "run_ingest_pipeline", pipeline)
     summary, examples, schema, rejects = ingest(tmp_path, folder)
     assert summary["read"] == 150 + 4 + 3
+    per_file = [-(-75 // chunk_records), -(-75 // chunk_records), 1, 1]
+    assert len(seen["chunks"]) == sum(per_file) and sum(chunk.count for chunk in seen["chunks"]) == 157
     copied = [record for records in written(examples).values() for record in records]
     assert sorted(copied) == sorted(good + good[:2])  # byte for byte
     assert [(r["reason"], r["position"]) for r in rejects.read()] == [

@@ -2,6 +2,7 @@
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 import tensorflow as tf
@@ -130,6 +131,32 @@ def test_files_chunks_gzip_and_order_do_not_change_the_split(tmp_path, monkeypat
         split: sum(1 for r in records if r["label"] == "pear") for split, records in read_records(examples).items()
     }
     assert labels == {"train": 10, "eval": 1, "test": 1}
+
+
+def test_a_gzipped_file_is_cut_into_chunks_of_its_staged_copy_and_named_in_rejects(tmp_path, monkeypatch):
+    rows = make_rows(40)
+    rows[30] = "30,c2,thirty,3.0,yes,apple"  # bad_value, on line 32 of the file.
+    source = tmp_path / "fruit.csv.gz"
+    source.write_bytes(gzip.compress(("\n".join([HEADER, *rows]) + "\n").encode()))
+    monkeypatch.setattr(executor, "CHUNK_ROWS", 7)
+    seen = {}
+    real_pipeline = executor.beam_ingest.run_ingest_pipeline
+
+    def pipeline(**arguments):
+        seen["chunks"] = arguments["chunks"]
+        return real_pipeline(**arguments)
+
+    monkeypatch.setattr(executor.beam_ingest, "run_ingest_pipeline", pipeline)
+    summary, examples, _, rejects = ingest(tmp_path, source_path=str(source), columns={"size": "int"})
+
+    assert summary["read"] == 40 and summary["rejected"] == 1
+    assert [chunk.count for chunk in seen["chunks"]] == [7] * 5 + [5]
+    assert {chunk.display_name for chunk in seen["chunks"]} == {"fruit.csv.gz"}
+    assert all(not chunk.path.endswith(".gz") for chunk in seen["chunks"])  # Byte ranges of the plain copy.
+    entry = json.loads(rejects.file.read_text())
+    assert (entry["reason"], entry["position"]) == ("bad_value", "fruit.csv.gz:32")
+    assert sum(len(records) for records in read_records(examples).values()) == 39
+    assert not Path(seen["chunks"][0].path).exists()  # The staged copy is gone with the run.
 
 
 def test_a_declared_key_rejects_repeats_and_empty_keys(tmp_path):
