@@ -19,6 +19,7 @@ quota, so the assignment depends on neither the file order nor the other records
 
 from __future__ import annotations
 
+import bisect
 import csv
 import glob
 import hashlib
@@ -26,8 +27,9 @@ import io
 import itertools
 import logging
 import shutil
+from array import array
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,7 @@ from kflow.components.util import beam_ingest
 from kflow.components.util.beam_ingest import INVALID, StratifiedPlan, make_reject, raw_text
 from kflow.components.util.compressed import is_gzip, open_source
 from kflow.components.util.file_chunk import FileChunk as Chunk
+from kflow.components.util.repeats import RepeatFinder
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -201,11 +204,14 @@ def scan_files(
     sample: int,
     readable: dict[str, str] | None = None,
 ) -> Scan:
-    """One streaming pass over the files: header, record count, chunks, a sample of rows, repeated keys.
+    """One streaming pass over the files: header, record count, chunks, a sample of rows, repeated keys (found
+    with 24 bytes a record: `components/util/repeats.py`).
 
     `readable`: a file's decompressed copy, to read and cut instead of the gzipped file (which cannot be
     cut: a chunk would have to decompress everything before it)."""
-    scan, seen = Scan(), set()
+    scan = Scan()
+    keys = RepeatFinder() if key is not None else None
+    lines, chunk_starts = array("q"), []  # Each record's line in its file; each chunk's first record.
     for path in files:
         if max_records is not None and scan.read >= max_records:
             break
@@ -218,28 +224,32 @@ def scan_files(
                 raise ValueError(f"csv: {path} has the columns {header}; {files[0]} has {scan.header}")
             scan.header = header
             key_index = header.index(key) if key is not None else None
-            count, duplicates = 0, set()
+            count = 0
             for record in records:
                 if max_records is not None and scan.read >= max_records:
                     break
-                scan.read += 1
-                count += 1
                 wanted = not record.unterminated and (key_index is not None or len(scan.sample) < sample)
                 row = _row(record.raw, dialect) if wanted else None
                 if row is not None and len(scan.sample) < sample:
                     scan.sample.append(row)
-                if key_index is not None and row is not None and len(row) == len(header):
-                    value = row[key_index].strip()
-                    if value in seen:
-                        duplicates.add(record.line)
-                    seen.add(value)
+                if keys is not None:
+                    if row is not None and len(row) == len(header):
+                        keys.add(row[key_index].strip().encode(), scan.read)
+                    lines.append(record.line)
+                if count == 0:
+                    chunk_starts.append(scan.read)
+                scan.read += 1
+                count += 1
                 if count == CHUNK_ROWS and splittable:
-                    scan.chunks.append(
-                        Chunk(source, start, record.end, line, count, frozenset(duplicates), Path(path).name)
-                    )
-                    start, line, count, duplicates = record.end, record.next_line, 0, set()
+                    scan.chunks.append(Chunk(source, start, record.end, line, count, name=Path(path).name))
+                    start, line, count = record.end, record.next_line, 0
             if count:
-                scan.chunks.append(Chunk(source, start, None, line, count, frozenset(duplicates), Path(path).name))
+                scan.chunks.append(Chunk(source, start, None, line, count, name=Path(path).name))
+    if keys is not None:
+        repeats = sorted(keys.repeats())
+        for index, (chunk, first) in enumerate(zip(scan.chunks, chunk_starts, strict=True)):
+            inside = repeats[bisect.bisect_left(repeats, first) : bisect.bisect_left(repeats, first + chunk.count)]
+            scan.chunks[index] = replace(chunk, duplicate_lines=frozenset(lines[ordinal] for ordinal in inside))
     return scan
 
 

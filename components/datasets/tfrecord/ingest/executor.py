@@ -20,6 +20,7 @@ key (`key` feature, else the record's bytes).
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import glob
 import hashlib
@@ -38,6 +39,7 @@ from kflow.components.datasets.tabular.examples import KINDS, build_schema, chec
 from kflow.components.util import beam_ingest
 from kflow.components.util.beam_ingest import INVALID, StratifiedPlan, make_reject
 from kflow.components.util.compressed import is_gzip, open_source
+from kflow.components.util.repeats import RepeatFinder
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -202,17 +204,20 @@ def scan(
     files: list[str], infer_records: int, max_records: int | None, key: str | None, readable: dict[str, str]
 ) -> Scan:
     """One pass over the files: the records (a broken record counts once and ends its file) cut into chunks,
-    the feature types, and the records whose key an earlier record has (parsed only when a key is declared)."""
+    the feature types, and the records whose key an earlier record has (parsed only when a key is declared;
+    found with 16 bytes a record: `components/util/repeats.py`)."""
     from tensorflow.core.example import example_pb2
 
-    found, sampled, seen = Scan(), 0, set()
+    found, sampled, keys = Scan(), 0, RepeatFinder()
+    firsts = []  # Each chunk's first record, counted over all files.
     for path in files:
         chunk: dict[str, Any] | None = None
         for index, offset, record in _records(readable.get(path, path)):
             if max_records is not None and found.read >= max_records:
                 break
             if chunk is None:
-                chunk = {"start": offset, "first_index": index, "count": 0, "repeated": set()}
+                chunk = {"start": offset, "first_index": index, "count": 0}
+                firsts.append(found.read)
             found.read += 1
             chunk["count"] += 1
             if record is not None and (sampled < infer_records or key is not None):
@@ -227,22 +232,23 @@ def scan(
                         if kind is not None:
                             found.types.setdefault(name, kind)
                 if example is not None and key is not None and example.features.feature[key].WhichOneof("kind"):
-                    value = _value(example, key)
-                    if value in seen:
-                        chunk["repeated"].add(index)
-                    seen.add(value)
+                    keys.add(_value(example, key).encode(), found.read - 1)
             if chunk["count"] == CHUNK_RECORDS:
                 found.chunks.append(_chunk(readable.get(path, path), path, chunk))
                 chunk = None
         if chunk is not None:
             found.chunks.append(_chunk(readable.get(path, path), path, chunk))
     found.types = dict(sorted(found.types.items()))
+    repeats = sorted(keys.repeats())
+    for number, (chunk, first) in enumerate(zip(found.chunks, firsts, strict=True)):
+        inside = repeats[bisect.bisect_left(repeats, first) : bisect.bisect_left(repeats, first + chunk.count)]
+        indices = frozenset(chunk.first_index + ordinal - first for ordinal in inside)
+        found.chunks[number] = replace(chunk, duplicate_indices=indices)
     return found
 
 
 def _chunk(path: str, source: str, chunk: dict[str, Any]) -> FileChunk:
-    start, first_index, count = chunk["start"], chunk["first_index"], chunk["count"]
-    return FileChunk(path, source, start, first_index, count, duplicate_indices=frozenset(chunk["repeated"]))
+    return FileChunk(path, source, chunk["start"], chunk["first_index"], chunk["count"])
 
 
 @dataclass(frozen=True)

@@ -171,6 +171,22 @@ def test_a_declared_key_rejects_repeats_and_empty_keys(tmp_path):
     assert annotation_tags(load_schema(schema.file), "id")["role"] == "key"
 
 
+def test_repeated_keys_are_found_across_chunks_and_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(executor, "CHUNK_ROWS", 3)
+    folder = tmp_path / "fruit"
+    folder.mkdir()
+    # GOOD's record 4 spans two lines: a.csv's records start on lines 2, 3, 4, 5, 7, 8.
+    write(folder / "a.csv", [*GOOD, "3,blue,1,1.0,yes,apple"])  # Line 9 repeats line 4's key, two chunks later.
+    write(folder / "b.csv", ["20,red,1,1.0,yes,pear", "6,red,1,1.0,yes,apple", "20,red,2,1.0,yes,pear"])
+    summary, _, _, rejects = ingest(tmp_path, source_path=str(folder), key="id")
+    assert [(entry["reason"], entry["position"]) for entry in rejects.read()] == [
+        ("duplicate_key", "a.csv:9"),
+        ("duplicate_key", "b.csv:3"),
+        ("duplicate_key", "b.csv:4"),
+    ]
+    assert summary["read"] == 10 and summary["rejected"] == 3
+
+
 def test_a_file_without_header_another_delimiter_and_max_records(tmp_path):
     source = tmp_path / "plain.txt"
     source.write_text("1;red;2.5\n2;'green;blue';3.5\n3;red;4.5\n")
