@@ -35,6 +35,7 @@ import bisect
 import hashlib
 import heapq
 import json
+import logging
 import math
 import os
 import pickle
@@ -52,9 +53,12 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
 
+from kflow.components.util.compressed import open_source
 from kflow.components.util.progress import RecordProgress
 from kflow.pipeline.dsl.artifacts import Examples, Rejects
 from kflow.pipeline.dsl.config import named_runner
+
+log = logging.getLogger(__name__)
 
 INVALID = "invalid"
 FILTERED = "filtered"
@@ -141,6 +145,15 @@ class Staging:
 
     def path(self, name: str) -> str:
         return FileSystems.join(self.root, name)
+
+    def plain_copy(self, source: str, name: str) -> str:
+        """Decompresses the gzipped file `source` into the staging folder as `name`, streaming; returns the copy's
+        path. Its records can then be cut into chunks by offset, which a gzip stream does not allow."""
+        copy = self.path(name)
+        log.info("ingest: decompressing %s into the staging folder", source)
+        with open_source(source) as stream, FileSystems.create(copy) as target:
+            shutil.copyfileobj(stream, target, 1 << 20)
+        return copy
 
     def __enter__(self) -> Staging:
         return self

@@ -26,14 +26,12 @@ import hashlib
 import io
 import itertools
 import logging
-import shutil
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from apache_beam.io.filesystems import FileSystems
 from google.protobuf import text_format
 
 from kflow.components.datasets.csv.ingest import columns as cols
@@ -82,7 +80,11 @@ def run(
     files = resolve(source_path)
     # The staged copies of gzipped files live until the pipeline has finished, where every worker reads them.
     with beam_ingest.Staging(beam_args) as staging:
-        readable = {path: _plain_copy(path, index, staging) for index, path in enumerate(files) if is_gzip(path)}
+        readable = {
+            path: staging.plain_copy(path, f"source-{index:05d}.csv")
+            for index, path in enumerate(files)
+            if is_gzip(path)
+        }
         scan = scan_files(files, dialect, key=None, max_records=max_records, sample=infer_rows, readable=readable)
         cols.check_columns(scan.header, label, task, key, columns or {})
         if key is not None:  # A second pass only for the keys: most CSVs declare none.
@@ -184,15 +186,6 @@ class Scan:
     read: int = 0
     chunks: list[Chunk] = field(default_factory=list)
     sample: list[list[str]] = field(default_factory=list)
-
-
-def _plain_copy(path: str, index: int, staging: beam_ingest.Staging) -> str:
-    """Decompresses a gzipped file into the staging folder, streaming; returns the copy's path."""
-    copy = staging.path(f"source-{index:05d}.csv")
-    log.info("csv ingest: decompressing %s into the staging folder", path)
-    with open_source(path) as source, FileSystems.create(copy) as target:
-        shutil.copyfileobj(source, target, 1 << 20)
-    return copy
 
 
 def scan_files(

@@ -26,19 +26,17 @@ import glob
 import hashlib
 import itertools
 import logging
-import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from apache_beam.io.filesystems import FileSystems
 from google.protobuf import text_format
 
 from kflow.components.datasets.tabular.examples import KINDS, build_schema, check_task, example_problem, group_of
 from kflow.components.util import beam_ingest
 from kflow.components.util.beam_ingest import INVALID, StratifiedPlan, make_reject
-from kflow.components.util.compressed import is_gzip, open_source
+from kflow.components.util.compressed import is_gzip
 from kflow.components.util.repeats import RepeatFinder
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
@@ -77,7 +75,11 @@ def run(
         beam_ingest.check_split_shares(split, ("train", "eval", "test"))
     # The staged copies of gzipped files live until the pipeline has finished, where every worker reads them.
     with beam_ingest.Staging(beam_args) as staging:
-        readable = {path: _plain_copy(path, index, staging) for index, path in enumerate(files) if is_gzip(path)}
+        readable = {
+            path: staging.plain_copy(path, f"source-{index:05d}.tfrecord")
+            for index, path in enumerate(files)
+            if is_gzip(path)
+        }
         found = scan(files, infer_records, max_records, key, readable)
         types = found.types
         check_task(label, task, key, list(types))
@@ -144,15 +146,6 @@ def _assign(files: list[str], split_files: dict[str, str], source_path: str | No
     if empty:
         raise ValueError(f"data.split_files: no file matches the splits {empty}")
     return assignment
-
-
-def _plain_copy(path: str, index: int, staging: beam_ingest.Staging) -> str:
-    """Decompresses a gzipped file into the staging folder, streaming; returns the copy's path."""
-    copy = staging.path(f"source-{index:05d}.tfrecord")
-    log.info("tfrecord ingest: decompressing %s into the staging folder", path)
-    with open_source(path) as source, FileSystems.create(copy) as target:
-        shutil.copyfileobj(source, target, 1 << 20)
-    return copy
 
 
 def _records(path: str, start: int = 0, first_index: int = 0) -> Iterator[tuple[int, int, bytes | None]]:
