@@ -70,7 +70,7 @@ SHARD_BYTES = 256 * 2**20  # Serialised Examples per shard when the count is aut
 PARALLEL_SHARD_BYTES = 16 * 2**20
 PARALLEL_RECORDS = 500_000
 _FIBONACCI, _UINT64 = 0x9E3779B97F4A7C15, (1 << 64) - 1
-STREAM_BATCH = 256  # Records a pickle in staged part files: a shard's merge holds a batch of each of its parts.
+STREAM_BATCH = 32  # Records a pickle in staged files: a merge holds a batch of each of its files (one per chunk).
 _BUCKET_BITS = 16
 _POSITION = re.compile(r"(.*)[:#](\d+)")
 _JSON = json.JSONEncoder(sort_keys=True)  # One encoder for every reject line (json.dumps builds one per call).
@@ -180,8 +180,8 @@ def read_pickled(path: str) -> Any:
 
 
 def _write_stream(path: str, items: Sequence[Any]) -> None:
-    """One pickle a batch of STREAM_BATCH items, so that `_read_stream` holds one batch at a time (a pickle an
-    item costs three times as much)."""
+    """One pickle a batch of STREAM_BATCH items, so that `_read_stream` holds one batch at a time: a pickle an
+    item costs three times as much; big batches cost memory, as a merge holds one of each of its files."""
     with FileSystems.create(path) as file:
         for start in range(0, len(items), STREAM_BATCH):
             pickle.dump(items[start : start + STREAM_BATCH], file, protocol=pickle.HIGHEST_PROTOCOL)

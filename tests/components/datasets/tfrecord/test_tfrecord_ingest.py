@@ -11,6 +11,7 @@ from kflow.components.datasets.tfrecord.ingest import executor
 from kflow.components.datasets.tfrecord.ingest.executor import run
 from kflow.components.util.schema import annotation_tags, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+from tests.components.datasets.chunk_spy import spy_on_chunks
 from tests.components.datasets.tabular_fixtures import IRIS_COLUMNS, iris_rows
 
 
@@ -72,14 +73,7 @@ def test_examples_are_copied_as_they_are_and_bad_records_rejected(tmp_path, monk
     truncated = write(folder / "part-3.tfrecord", good[:3])
     truncated.write_bytes(truncated.read_bytes()[:-10])  # The third record's CRC and tail are cut off.
 
-    seen = {}
-    real_pipeline = executor.beam_ingest.run_ingest_pipeline
-
-    def pipeline(**arguments):
-        seen["chunks"] = arguments["chunks"]
-        return real_pipeline(**arguments)
-
-    monkeypatch.setattr(executor.beam_ingest, "run_ingest_pipeline", pipeline)
+    seen = spy_on_chunks(monkeypatch, executor)
     summary, examples, schema, rejects = ingest(tmp_path, folder)
     assert summary["read"] == 150 + 4 + 3
     per_file = [-(-75 // chunk_records), -(-75 // chunk_records), 1, 1]

@@ -11,6 +11,7 @@ from kflow.components.datasets.csv.ingest import executor
 from kflow.components.datasets.csv.ingest.executor import run
 from kflow.components.util.schema import annotation_tags, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+from tests.components.datasets.chunk_spy import spy_on_chunks
 
 HEADER = "id,colour,size,weight,fresh,label"
 GOOD = [
@@ -139,14 +140,7 @@ def test_a_gzipped_file_is_cut_into_chunks_of_its_staged_copy_and_named_in_rejec
     source = tmp_path / "fruit.csv.gz"
     source.write_bytes(gzip.compress(("\n".join([HEADER, *rows]) + "\n").encode()))
     monkeypatch.setattr(executor, "CHUNK_ROWS", 7)
-    seen = {}
-    real_pipeline = executor.beam_ingest.run_ingest_pipeline
-
-    def pipeline(**arguments):
-        seen["chunks"] = arguments["chunks"]
-        return real_pipeline(**arguments)
-
-    monkeypatch.setattr(executor.beam_ingest, "run_ingest_pipeline", pipeline)
+    seen = spy_on_chunks(monkeypatch, executor)
     summary, examples, _, rejects = ingest(tmp_path, source_path=str(source), columns={"size": "int"})
 
     assert summary["read"] == 40 and summary["rejected"] == 1
