@@ -8,8 +8,10 @@ about n²/2⁶⁵ (10⁻⁷ for 1.3 M rows): then the later row is wrongly refus
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from array import array
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -33,3 +35,9 @@ class RepeatFinder:
         sorted_hashes = hashes[order]
         repeat = np.concatenate([[False], sorted_hashes[1:] == sorted_hashes[:-1]])
         return set(lines[order][repeat].tolist())
+
+    def repeats_within(self, ranges: Iterable[tuple[int, float]]) -> Iterator[list[int]]:
+        """The repeated lines of each half-open range [low, high) of lines (a chunk's), in order."""
+        repeated = sorted(self.repeats())
+        for low, high in ranges:
+            yield repeated[bisect.bisect_left(repeated, low) : bisect.bisect_left(repeated, high)]

@@ -19,7 +19,6 @@ quota, so the assignment depends on neither the file order nor the other records
 
 from __future__ import annotations
 
-import bisect
 import csv
 import glob
 import hashlib
@@ -239,10 +238,11 @@ def scan_files(
             if count:
                 scan.chunks.append(Chunk(source, start, None, line, count, name=Path(path).name))
     if keys is not None:
-        repeats = sorted(keys.repeats())
-        for index, (chunk, first) in enumerate(zip(scan.chunks, chunk_starts, strict=True)):
-            inside = repeats[bisect.bisect_left(repeats, first) : bisect.bisect_left(repeats, first + chunk.count)]
-            scan.chunks[index] = replace(chunk, duplicate_lines=frozenset(lines[ordinal] for ordinal in inside))
+        ranges = [(first, first + chunk.count) for chunk, first in zip(scan.chunks, chunk_starts, strict=True)]
+        scan.chunks = [
+            replace(chunk, duplicate_lines=frozenset(lines[ordinal] for ordinal in inside))
+            for chunk, inside in zip(scan.chunks, keys.repeats_within(ranges), strict=True)
+        ]
     return scan
 
 

@@ -189,12 +189,11 @@ def scan(path: Path, max_records: int | None = None) -> tuple[list[Chunk], list[
                 count = 0
         if count:
             chunks.append(Chunk(str(path), first[0], None, first[1], count))
-    repeats = qids.repeats()
+    next_lines = [chunk.first_line for chunk in chunks[1:]] + [float("inf")]
+    ranges = [(chunk.first_line, next_line) for chunk, next_line in zip(chunks, next_lines, strict=True)]
     chunks = [
-        dataclasses.replace(
-            chunk, duplicate_lines=frozenset(line for line in repeats if chunk.first_line <= line < next_line)
-        )
-        for chunk, next_line in zip(chunks, [c.first_line for c in chunks[1:]] + [float("inf")], strict=True)
+        dataclasses.replace(chunk, duplicate_lines=frozenset(inside))
+        for chunk, inside in zip(chunks, qids.repeats_within(ranges), strict=True)
     ]
     return chunks, found, read
 

@@ -20,7 +20,6 @@ key (`key` feature, else the record's bytes).
 
 from __future__ import annotations
 
-import bisect
 import fnmatch
 import glob
 import hashlib
@@ -232,11 +231,11 @@ def scan(
         if chunk is not None:
             found.chunks.append(_chunk(readable.get(path, path), path, chunk))
     found.types = dict(sorted(found.types.items()))
-    repeats = sorted(keys.repeats())
-    for number, (chunk, first) in enumerate(zip(found.chunks, firsts, strict=True)):
-        inside = repeats[bisect.bisect_left(repeats, first) : bisect.bisect_left(repeats, first + chunk.count)]
-        indices = frozenset(chunk.first_index + ordinal - first for ordinal in inside)
-        found.chunks[number] = replace(chunk, duplicate_indices=indices)
+    ranges = [(first, first + chunk.count) for chunk, first in zip(found.chunks, firsts, strict=True)]
+    found.chunks = [
+        replace(chunk, duplicate_indices=frozenset(chunk.first_index + ordinal - first for ordinal in inside))
+        for chunk, first, inside in zip(found.chunks, firsts, keys.repeats_within(ranges), strict=True)
+    ]
     return found
 
 

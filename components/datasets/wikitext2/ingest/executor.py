@@ -15,7 +15,6 @@ Splits: the source's train/valid/test lines go to train/eval/test.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import logging
 import re
@@ -183,14 +182,11 @@ def plan_chunks(files: dict[str, Path], max_records: int | None, deduplicate: bo
             planned.append((Chunk(str(path), source_split, block_start, offset, first), base))
         read += count
     # Repeats are numbered across the files (base + line), so a line repeating another file's counts too.
-    repeated = sorted(repeats.repeats()) if deduplicate else []
-    chunks = []
-    for chunk, base in planned:
-        low, high = base + chunk.first_line, base + chunk.first_line + CHUNK_LINES
-        lines = [
-            order - base for order in repeated[bisect.bisect_left(repeated, low) : bisect.bisect_left(repeated, high)]
-        ]
-        chunks.append(dataclasses.replace(chunk, duplicates=frozenset(lines)))
+    ranges = [(base + chunk.first_line, base + chunk.first_line + CHUNK_LINES) for chunk, base in planned]
+    chunks = [
+        dataclasses.replace(chunk, duplicates=frozenset(order - base for order in inside))
+        for (chunk, base), inside in zip(planned, repeats.repeats_within(ranges), strict=True)
+    ]
     return chunks, read
 
 
