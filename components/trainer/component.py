@@ -50,6 +50,9 @@ class Trainer(Component):
         )
         return replicas if sum(replicas.values()) > 1 else {}
 
-    def cluster_job_kind(self) -> str:
-        """The Training Operator job that runs the cluster: a JAXJob for a JAX strategy, else a TFJob."""
-        return "JAXJob" if get_strategy(self.parameters["strategy"]).backend == "jax" else "TFJob"
+    def cluster_restarts(self) -> int:
+        return self.parameters["max_restarts"]
+
+    def cluster_framework(self) -> str:
+        """What the cluster's processes run on: `jax` for a JAX strategy, else `tensorflow`."""
+        return get_strategy(self.parameters["strategy"]).backend

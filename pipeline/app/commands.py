@@ -32,13 +32,39 @@ def compile_config(config_path: str, output: str | Path, overrides: list[str], i
     runtime = runtime_parameters(config, pipeline, settings.parameters)
     baselines = run_time_baselines(config)
     if baselines:
+        volume = settings.cluster
         print(
             f"{', '.join(baselines)}: compares with the latest blessed model, kept on the volume claim "
-            f"{settings.tfjob.shared_volume_claim!r} at {store_path(settings.tfjob.shared_mount_path, config.name)} "
-            "(deploy/shared-volume.yaml; evaluator.baseline: none compiles without it)",
+            f"{volume.shared_volume_claim!r} at {store_path(volume.shared_mount_path, config.name)} "
+            "(kflow manifests writes it; evaluator.baseline: none compiles without it)",
             file=sys.stderr,
         )
     return compile_pipeline(pipeline, settings, output, runtime, baselines)
+
+
+def manifests_command(args: argparse.Namespace) -> int:
+    """Writes what the cluster needs for the config (see pipeline/compiler/manifests.py)."""
+    from kflow.pipeline.compiler.manifests import PER_RUN, render_manifests, write_manifests
+
+    config, settings = load_compile_config(args.config, args.overrides, args.image)
+    pipeline = build_pipeline(config)
+    files = render_manifests(pipeline, settings)
+    written = write_manifests(files, args.output)
+    size = sum(path.stat().st_size for path in written)
+    objects = sum(len(found) for name, found in files.items() if not name.startswith(PER_RUN))
+    clusters = [node.id for node in pipeline.components if node.cluster_replicas()]
+    print(
+        f"wrote {len(written)} files ({size:,} bytes) to {args.output}: "
+        f"kubectl apply -f {args.output} creates {objects} objects"
+    )
+    if clusters:
+        print(
+            f"{', '.join(clusters)}: runs as a {settings.training} (kubeflow.training); "
+            f"{args.output}/{PER_RUN}/ shows what its launcher creates on each run"
+        )
+    else:
+        print("no node runs as a cluster here (trainer.workers is 1): the volume and the accounts only")
+    return 0
 
 
 def compile_command(args: argparse.Namespace) -> int:

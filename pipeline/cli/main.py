@@ -1,4 +1,4 @@
-"""The `kflow` command line: validate, run, show, compile and submit pipelines.
+"""The `kflow` command line: validate, run, show, compile and submit pipelines, write their cluster manifests.
 
 Exit codes: 0 success, 1 a run failed, 2 a bad config or bad arguments, 130 / 143 a run
 cancelled by SIGINT / SIGTERM.
@@ -87,6 +87,16 @@ def _parser() -> argparse.ArgumentParser:
     compile_.add_argument("-o", "--output", default="pipeline.yaml", help="where to write it (default pipeline.yaml)")
     compile_.add_argument("--image", help="the container image every task runs (overrides kubeflow.image)")
     compile_.set_defaults(command=_compile)
+
+    manifests = commands.add_parser(
+        "manifests",
+        parents=[verbosity],
+        help="write what a cluster needs for the pipeline (runtimes, accounts, RBAC, volume) to review and apply",
+    )
+    with_config(manifests)
+    manifests.add_argument("-o", "--output", required=True, help="the folder to write (kubectl apply -f FOLDER)")
+    manifests.add_argument("--image", help="the container image the replicas run (overrides kubeflow.image)")
+    manifests.set_defaults(command=_manifests)
 
     submit = commands.add_parser(
         "submit", parents=[verbosity], help="compile a pipeline and start a run on a Kubeflow Pipelines endpoint"
@@ -214,6 +224,12 @@ def _gate(run: Run, on_not_blessed: str) -> int:
             )
             status = EXIT_FAILED if on_not_blessed == "fail" else status
     return status
+
+
+def _manifests(args: argparse.Namespace) -> int:
+    from kflow.pipeline.app.commands import manifests_command
+
+    return manifests_command(args)
 
 
 def _compile(args: argparse.Namespace) -> int:

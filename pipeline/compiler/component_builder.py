@@ -31,12 +31,12 @@ from kfp.dsl.container_component_class import ContainerComponent
 from kflow.pipeline.compiler.container_args import (
     BASELINE_RESOLVER,
     ENTRYPOINT,
-    TFJOB_LAUNCHER,
+    JOB_LAUNCHER,
     entrypoint_args,
+    job_launcher_args,
     metrics_publishing_args,
-    tfjob_launcher_args,
 )
-from kflow.pipeline.compiler.settings import KubeflowSettings, Resources
+from kflow.pipeline.compiler.settings import KubeflowSettings
 from kflow.pipeline.dsl.artifacts import Artifact, ModelBlessing, ModelEvaluation
 from kflow.pipeline.dsl.component import Component
 
@@ -73,11 +73,15 @@ def component_path(node: Component) -> str:
     return f"{type(node).__module__}:{type(node).__qualname__}"
 
 
+# The input that carries a node's source-file digest (from its fingerprint task) into its KFP cache key.
+SOURCE_FINGERPRINT = "source_fingerprint"
+
+
 def build_container_component(
     node: Component, settings: KubeflowSettings, baseline: tuple[str, str] | None = None
 ) -> ContainerComponent:
-    """The KFP component running `node`; a node with `cluster_replicas` launches a TFJob whose replicas run
-    the entrypoint instead of running it in the task's pod.
+    """The KFP component running `node`; a node with `cluster_replicas` launches a cluster job (a TrainJob, or a
+    TFJob under `kubeflow.training: tfjob`) whose replicas run the entrypoint instead of the task's pod.
 
     `baseline` (parameter, store): the node's parameter that a resolver task feeds with the latest blessed
     model, and the store where the task records its model when it blesses it (pipeline/kubeflow/baselines.py).
@@ -97,18 +101,23 @@ def build_container_component(
         raise ValueError(
             f"{node.id}: a latest-blessed baseline needs one ModelBlessing output and a parameter {baseline[0]!r}"
         )
+    fingerprinted = [SOURCE_FINGERPRINT] if spec.source_files else []
+    if SOURCE_FINGERPRINT in spec.parameters:
+        raise ValueError(f"{type(node).__name__}: the compiler needs the parameter name {SOURCE_FINGERPRINT}")
     signature = inspect.Signature(
         [_kw(name, dsl.Input[kfp_artifact_class(spec.inputs[name])]) for name in node.inputs]
         + [_kw(name, dsl.Output[kfp_artifact_class(kind)]) for name, kind in spec.outputs.items()]
         + [_kw(name, dsl.Output[KFP_ONLY_OUTPUTS[name]]) for name in kfp_only_outputs]
         + [_kw(name, dsl.OutputPath(str)) for name in verdicts.values()]
         + [_kw(name, spec.parameters[name].type) for name in parameters]
+        + [_kw(name, str) for name in fingerprinted]
     )
     inputs, outputs = list(node.inputs), list(spec.outputs)
     replicas = node.cluster_replicas()
+    code_version = type(node).code_version()
 
     def container(*placeholders: Any) -> dsl.ContainerSpec:
-        names = [*inputs, *outputs, *kfp_only_outputs, *verdicts.values(), *parameters]
+        names = [*inputs, *outputs, *kfp_only_outputs, *verdicts.values(), *parameters, *fingerprinted]
         bound = dict(zip(names, placeholders, strict=True))
         args = entrypoint_args(
             component_path(node),
@@ -116,6 +125,11 @@ def build_container_component(
             outputs={name: bound[name] for name in outputs},
             parameters={name: bound[name] for name in parameters},
         )
+        # kflow's own code version is part of the task's KFP cache key (an image tag may be pushed again with new
+        # code), and so is the digest of the bytes a node reads from outside (fed by its fingerprint task).
+        args += ["--code-version", code_version]
+        if fingerprinted:
+            args += ["--source-fingerprint", bound[SOURCE_FINGERPRINT]]
         if evaluations:
             args += metrics_publishing_args(evaluations[0], CLASSIFICATION_METRICS_OUTPUT)
             args += ["--publish-report", f"{evaluations[0]}={bound[REPORT_OUTPUT].path}"]
@@ -129,24 +143,34 @@ def build_container_component(
             args += ["--record-blessed-model", f"{blessing}={baseline[1]}"]
         if not replicas:
             return dsl.ContainerSpec(image=settings.image, command=list(ENTRYPOINT), args=args)
-        launcher = tfjob_launcher_args(
-            job_prefix=node.id,
-            replicas=replicas,
-            image=settings.image,
-            namespace=settings.namespace,
-            shared_volume_claim=settings.tfjob.shared_volume_claim,
-            shared_mount_path=settings.tfjob.shared_mount_path,
-            timeout_seconds=settings.tfjob.timeout_seconds,
-            service_account=settings.tfjob.service_account,
-            entrypoint=[*ENTRYPOINT, *args],
-            kind=node.cluster_job_kind(),
-            pod_settings={role: _pod_settings(settings.resources_for(node.id).for_role(role)) for role in replicas},
-        )
-        return dsl.ContainerSpec(image=settings.image, command=list(TFJOB_LAUNCHER), args=launcher)
+        launcher = job_launcher_args(node, settings, [*ENTRYPOINT, *args])
+        return dsl.ContainerSpec(image=settings.image, command=list(JOB_LAUNCHER), args=launcher)
 
     container.__name__ = container.__qualname__ = node.id.replace("-", "_")
     container.__doc__ = (type(node).__doc__ or type(node).__name__).strip().splitlines()[0]
     container.__signature__ = signature  # type: ignore[attr-defined]
+    return dsl.container_component(container)
+
+
+def build_source_fingerprinter(node: Component, image: str) -> ContainerComponent:
+    """A task that outputs the digest of the source files `node` will read (never cached: it looks at the data
+    as it is now), fed to the node's `source_fingerprint` input so that KFP reuses it only for the same bytes."""
+    parameters = {name: value for name, value in node.parameters.items() if value is not None}
+
+    def container(*placeholders: Any) -> dsl.ContainerSpec:
+        bound = dict(zip([*parameters, "digest"], placeholders, strict=True))
+        args = entrypoint_args(
+            component_path(node), inputs={}, outputs={}, parameters={name: bound[name] for name in parameters}
+        )
+        return dsl.ContainerSpec(
+            image=image, command=list(ENTRYPOINT), args=[*args, "--fingerprint-sources", bound["digest"]]
+        )
+
+    container.__name__ = container.__qualname__ = f"{node.id}_fingerprint".replace("-", "_")
+    container.__doc__ = f"The digest of the source files {node.id} reads, for its cache key."
+    container.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [_kw(name, node.spec.parameters[name].type) for name in parameters] + [_kw("digest", dsl.OutputPath(str))]
+    )
     return dsl.container_component(container)
 
 
@@ -167,12 +191,6 @@ def build_baseline_resolver(node: Component, store: str, image: str) -> Containe
         [_kw("model", dsl.Input[dsl.Model]), _kw("baseline_model_uri", dsl.OutputPath(str))]
     )
     return dsl.container_component(container)
-
-
-def _pod_settings(resources: Resources) -> dict[str, Any]:
-    """A training replica's container resources and where its pod may run, as the TFJob template takes them."""
-    found = {"resources": resources.kubernetes(), "nodeSelector": resources.node_selector}
-    return {key: value for key, value in {**found, "tolerations": resources.tolerations}.items() if value}
 
 
 def _kw(name: str, annotation: Any) -> inspect.Parameter:

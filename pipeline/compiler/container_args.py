@@ -3,9 +3,9 @@
 Every task runs `python -m kflow.pipeline.runners.kfp_entrypoint` with the component's class
 path, one `--input name=PATH` per input artifact, one `--output name=PATH` per output
 artifact and one `--parameter name=VALUE` per parameter; KFP substitutes the
-placeholders (`{{$.inputs.artifacts['examples'].path}}`, ...) at run time. The Trainer
-with several workers runs the TFJob launcher instead, with the same arguments after
-its own options, so the TFJob replicas run the very same entrypoint.
+placeholders (`{{$.inputs.artifacts['examples'].path}}`, ...) at run time. A Trainer that
+runs as a cluster runs the job launcher instead, with the same arguments after its own
+options, so the job's replicas run the very same entrypoint.
 """
 
 from __future__ import annotations
@@ -16,8 +16,11 @@ from typing import Any
 
 from kfp import dsl
 
+from kflow.pipeline.compiler.settings import KubeflowSettings, Resources
+from kflow.pipeline.dsl.component import Component
+
 ENTRYPOINT = ["python", "-m", "kflow.pipeline.runners.kfp_entrypoint"]
-TFJOB_LAUNCHER = ["python", "-m", "kflow.pipeline.kubeflow.tfjob_launcher"]
+JOB_LAUNCHER = ["python", "-m", "kflow.pipeline.kubeflow.job_launcher"]
 BASELINE_RESOLVER = ["python", "-m", "kflow.pipeline.kubeflow.baselines"]
 
 
@@ -48,35 +51,35 @@ def metrics_publishing_args(evaluation_output: str, classification_output: str) 
     ]
 
 
-def tfjob_launcher_args(
-    *,
-    job_prefix: str,
-    replicas: dict[str, int],
-    image: str,
-    namespace: str,
-    shared_volume_claim: str,
-    shared_mount_path: str,
-    timeout_seconds: int,
-    service_account: str,
-    entrypoint: list[str],
-    kind: str = "TFJob",
-    pod_settings: dict[str, dict[str, Any]] | None = None,
-) -> list[str]:
-    """Options of the TFJob launcher, followed by `--` and the entrypoint arguments each replica runs.
+def job_launcher_args(node: Component, settings: KubeflowSettings, entrypoint: list[str]) -> list[str]:
+    """Options of the job launcher for `node`'s cluster, then `--` and the entrypoint each replica runs.
 
-    `pod_settings`: per role, the replicas' container `resources`, `nodeSelector` and `tolerations`."""
-    settings = {role: values for role, values in (pod_settings or {}).items() if values}
+    The node's `kubeflow.resources` go to every replica (a role's overrides to that role's), as the
+    containers' `resources`, `nodeSelector` and `tolerations`."""
+    replicas = node.cluster_replicas()
+    resources = settings.resources_for(node.id)
+    pods = {role: pod_settings(resources.for_role(role)) for role in replicas}
+    pods = {role: values for role, values in pods.items() if values}
+    cluster = settings.cluster
     return [
-        f"--job-prefix={job_prefix}",
+        f"--job-prefix={node.id}",
         *(f"--replica={role}={count}" for role, count in replicas.items()),
-        *([f"--pod-settings={json.dumps(settings, sort_keys=True)}"] if settings else []),
-        f"--image={image}",
-        f"--namespace={namespace}",
-        f"--shared-volume-claim={shared_volume_claim}",
-        f"--shared-mount-path={shared_mount_path}",
-        f"--timeout-seconds={timeout_seconds}",
-        f"--service-account={service_account}",
-        *([f"--kind={kind}"] if kind != "TFJob" else []),
+        *([f"--pod-settings={json.dumps(pods, sort_keys=True)}"] if pods else []),
+        f"--image={settings.image}",
+        f"--namespace={settings.namespace}",
+        f"--backend={settings.training}",
+        f"--framework={node.cluster_framework()}",
+        f"--shared-volume-claim={cluster.shared_volume_claim}",
+        f"--shared-mount-path={cluster.shared_mount_path}",
+        f"--timeout-seconds={cluster.timeout_seconds}",
+        f"--service-account={cluster.service_account}",
+        f"--max-restarts={node.cluster_restarts()}",
         "--",
         *entrypoint,
     ]
+
+
+def pod_settings(resources: Resources) -> dict[str, Any]:
+    """A training replica's container resources and where its pod may run, as cluster jobs take them."""
+    found = {"resources": resources.kubernetes(), "nodeSelector": resources.node_selector}
+    return {key: value for key, value in {**found, "tolerations": resources.tolerations}.items() if value}

@@ -3,7 +3,7 @@
 One KFP task per node, named after the node (`ingest`, `train`, `evaluate`); artifacts
 flow along the DAG's channels; parameters are the config's values, baked in as
 constants; caching, resource requests, node selectors and tolerations come from the
-`kubeflow` settings (a node that runs a TFJob passes its resources on to the job's replicas). A node with
+`kubeflow` settings (a node that runs a cluster job passes its resources on to the job's replicas). A node with
 `run_if` runs inside a `dsl.If` on its blessing's verdict output. A node whose baseline is the latest
 blessed model gets it from a resolver task run just before it (pipeline/kubeflow/baselines.py).
 """
@@ -17,8 +17,10 @@ from kfp import compiler, dsl, kubernetes
 from kfp.dsl.graph_component import GraphComponent
 
 from kflow.pipeline.compiler.component_builder import (
+    SOURCE_FINGERPRINT,
     build_baseline_resolver,
     build_container_component,
+    build_source_fingerprinter,
     verdict_output,
 )
 from kflow.pipeline.compiler.settings import IMAGE_REQUIRED, LAUNCHER_RESOURCES, KubeflowSettings, Resources
@@ -39,7 +41,7 @@ def build_kfp_pipeline(
     (the Evaluator's `baseline_model_uri` under `evaluator.baseline: latest_blessed`)."""
     nodes = pipeline.topological_order()
     baselines = dict(latest_blessed or {})
-    store = store_path(settings.tfjob.shared_mount_path, pipeline.name)
+    store = store_path(settings.cluster.shared_mount_path, pipeline.name)
     components = {
         node.id: build_container_component(
             node, settings, (baselines[node.id], store) if node.id in baselines else None
@@ -47,6 +49,7 @@ def build_kfp_pipeline(
         for node in nodes
     }
     resolvers = {node: build_baseline_resolver(pipeline.node(node), store, settings.image) for node in baselines}
+    fingerprinters = {n.id: build_source_fingerprinter(n, settings.image) for n in nodes if n.spec.source_files}
     runtime = dict(runtime_parameters or {})
     inputs = {
         name: inspect.Parameter(
@@ -71,6 +74,8 @@ def build_kfp_pipeline(
             )
             if node.id in baselines:
                 arguments[baselines[node.id]] = add_resolver(node).output
+            if node.id in fingerprinters:
+                arguments[SOURCE_FINGERPRINT] = add_fingerprinter(node, arguments).output
             task = components[node.id](**arguments)
             task.set_caching_options(settings.caching)
             if node.id in baselines:
@@ -78,11 +83,24 @@ def build_kfp_pipeline(
             if node.cluster_replicas():
                 # The work is in the job's replicas (they get the node's resources through the launcher's
                 # arguments); the task only launches and waits, and shares artifacts with them on this volume.
+                # It names the job's owner: its own pod, so that the job goes when the task's pod goes.
                 _apply_resources(task, LAUNCHER_RESOURCES)
                 mount_shared_volume(task)
+                for variable, field in LAUNCHER_POD_FIELDS.items():
+                    kubernetes.use_field_path_as_env(task, variable, field)
             else:
                 _apply_resources(task, settings.resources_for(node.id))
+                _retry(task, settings.retries)
             tasks[node.id] = task
+
+        def add_fingerprinter(node: Component, arguments: dict) -> dsl.PipelineTask:
+            """Never cached: it reads the data as it is now, so that the node's cache key holds its bytes."""
+            parameters = {name: value for name, value in arguments.items() if name in node.spec.parameters}
+            task = fingerprinters[node.id](**parameters)
+            task.set_caching_options(False)
+            _apply_resources(task, LAUNCHER_RESOURCES)
+            _retry(task, settings.retries)
+            return task
 
         def add_resolver(node: Component) -> dsl.PipelineTask:
             """Never cached: its answer depends on the runs before, not on its inputs."""
@@ -90,13 +108,14 @@ def build_kfp_pipeline(
             resolver = resolvers[node.id](model=tasks[model.producer].outputs[model.output])
             resolver.set_caching_options(False)
             _apply_resources(resolver, LAUNCHER_RESOURCES)
+            _retry(resolver, settings.retries)
             mount_shared_volume(resolver)
             return resolver
 
         def mount_shared_volume(task: dsl.PipelineTask) -> None:
             if not task.platform_config.get("kubernetes", {}).get("pvcMount"):
                 kubernetes.mount_pvc(
-                    task, pvc_name=settings.tfjob.shared_volume_claim, mount_path=settings.tfjob.shared_mount_path
+                    task, pvc_name=settings.cluster.shared_volume_claim, mount_path=settings.cluster.shared_mount_path
                 )
 
         def add_group(key: tuple[tuple[str, str], ...]) -> None:
@@ -148,6 +167,19 @@ def compile_pipeline(
     kfp_pipeline = build_kfp_pipeline(pipeline, settings, runtime_parameters, latest_blessed)
     compiler.Compiler().compile(kfp_pipeline, str(package_path))
     return package_path
+
+
+# The launcher's own pod (Downward API), which owns the cluster job it creates.
+LAUNCHER_POD_FIELDS = {
+    "KFLOW_POD_NAME": "metadata.name",
+    "KFLOW_POD_UID": "metadata.uid",
+    "KFLOW_POD_NAMESPACE": "metadata.namespace",
+}
+
+
+def _retry(task: dsl.PipelineTask, retries: int) -> None:
+    if retries:
+        task.set_retry(retries, backoff_duration="30s", backoff_factor=2.0, backoff_max_duration="600s")
 
 
 def _apply_resources(task: dsl.PipelineTask, resources: Resources) -> None:

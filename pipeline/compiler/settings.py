@@ -17,6 +17,7 @@ from kflow.pipeline.dsl.config import (
     DefaultFillingValidator,
     PipelineConfig,
     config_schema,
+    describe_error,
     read_config_file,
     validate_config,
 )
@@ -26,7 +27,7 @@ from kflow.pipeline.dsl.config import (
 class Resources:
     """Kubernetes resource requests and limits of one task or training replica, as Kubernetes quantities,
     and where its pods may run. `roles` overrides them per replica role (chief, worker, ps, evaluator)
-    of a node that runs a TFJob/JAXJob."""
+    of a node that runs a cluster job."""
 
     cpu: str | None = None
     cpu_limit: str | None = None
@@ -73,16 +74,19 @@ class Resources:
         return {key: value for key, value in (("requests", requests), ("limits", limits)) if value}
 
 
-# What a task that only launches a TFJob and waits for it needs (it copies the artifacts to and from the volume).
+# What a task that only launches a cluster job and waits for it needs (it copies the artifacts to and from the volume).
 LAUNCHER_RESOURCES = Resources(cpu="100m", memory="256Mi", memory_limit="1Gi")
 
 
 @dataclass(frozen=True)
-class TFJobSettings:
+class ClusterSettings:
+    """How a multi-process Trainer runs as a cluster job (`kubeflow.cluster`)."""
+
     shared_volume_claim: str = "kflow-shared"
     shared_mount_path: str = "/mnt/kflow-shared"
     timeout_seconds: int = 86400
-    service_account: str = "pipeline-runner"
+    service_account: str = "kflow-training"
+    launcher_service_account: str = "pipeline-runner"
 
 
 IMAGE_REQUIRED = (
@@ -95,17 +99,19 @@ IMAGE_REQUIRED = (
 class KubeflowSettings:
     image: str | None = None  # required to compile: there is no image a cluster could pull by default
     caching: bool = True
+    retries: int = 0
     namespace: str = "kubeflow"
+    training: str = "trainjob"  # trainjob (Kubeflow Trainer v2) | tfjob (Training Operator v1)
     resources: dict[str, Resources] = field(default_factory=dict)
-    tfjob: TFJobSettings = field(default_factory=TFJobSettings)
+    cluster: ClusterSettings = field(default_factory=ClusterSettings)
     parameters: list[str] = field(default_factory=list)  # config fields that are run-time pipeline inputs
 
     @classmethod
     def from_dict(cls, section: dict[str, Any]) -> KubeflowSettings:
         section = dict(section)
         resources = {name: Resources.from_dict(value) for name, value in section.pop("resources", {}).items()}
-        tfjob = TFJobSettings(**section.pop("tfjob", {}))
-        return cls(resources=resources, tfjob=tfjob, **section)
+        cluster = ClusterSettings(**section.pop("cluster", {}))
+        return cls(resources=resources, cluster=cluster, **section)
 
     def resources_for(self, component_id: str) -> Resources:
         return self.resources.get(component_id, Resources())
@@ -130,10 +136,7 @@ def kubeflow_settings(section: Any, source: str | None = None) -> KubeflowSettin
     """Validates the `kubeflow` section against its part of the config schema, filling defaults."""
     instance = copy.deepcopy(section)
     validator = DefaultFillingValidator(config_schema()["properties"]["kubeflow"])
-    problems = sorted(
-        f"{'.'.join(['kubeflow', *map(str, error.absolute_path)])}: {error.message}"
-        for error in validator.iter_errors(instance)
-    )
+    problems = sorted({line for error in validator.iter_errors(instance) for line in describe_error(error, "kubeflow")})
     if problems:
         raise ConfigError(problems, source)
     return KubeflowSettings.from_dict(instance)

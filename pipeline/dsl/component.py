@@ -172,9 +172,13 @@ class Component:
         empty when it runs in one container. Roles are TF_CONFIG task types; a compiler maps them to replicas."""
         return {}
 
-    def cluster_job_kind(self) -> str:
-        """The Training Operator job running the cluster: `TFJob` (TF_CONFIG roles) or `JAXJob` (Worker replicas)."""
-        return "TFJob"
+    def cluster_restarts(self) -> int:
+        """How many times a failed cluster restarts as a whole (from its last checkpoint) before the node fails."""
+        return 0
+
+    def cluster_framework(self) -> str:
+        """What the cluster's processes run on: `tensorflow` (TF_CONFIG roles) or `jax` (JAX's coordinator)."""
+        return "tensorflow"
 
     @classmethod
     def code_version(cls) -> str:

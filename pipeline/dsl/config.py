@@ -195,7 +195,7 @@ def validate_config(raw: dict[str, Any], source: str | None = None) -> PipelineC
     instance = copy.deepcopy(raw)
     validator = DefaultFillingValidator(config_schema())
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    problems = sorted({line for error in errors for line in _describe(error)})
+    problems = sorted({line for error in errors for line in describe_error(error)})
     if "data" not in instance and "components" not in instance:
         problems.append("data: is required (or declare the pipeline's components)")
     if problems:
@@ -230,8 +230,9 @@ _TYPE_NAMES = {
 }
 
 
-def _describe(error: jsonschema.ValidationError) -> list[str]:
-    path = ".".join(str(part) for part in error.absolute_path)
+def describe_error(error: jsonschema.ValidationError, section: str = "") -> list[str]:
+    """One line per problem, naming the field (under `section` when the schema validated only that section)."""
+    path = ".".join(str(part) for part in [*filter(None, [section]), *error.absolute_path])
     value = error.validator_value
     got = f" (got {json.dumps(error.instance)})" if not isinstance(error.instance, (dict, list)) else ""
     match error.validator:

@@ -1,1 +1,1 @@
-"""Talking to a Kubeflow cluster: run submission and multi-worker training as a TFJob."""
+"""Talking to a Kubeflow cluster: submitting runs, training as a Trainer v2 TrainJob (or a TFJob), manifests."""

@@ -10,8 +10,8 @@ a compiled pipeline cannot look at earlier runs when it is compiled, so on Kubef
   newest record and outputs the copy's path as the Evaluator's `baseline_model_uri` parameter ("" for
   none), so the baseline is part of the Evaluator's cache key, as it is locally.
 
-The store is `<shared mount>/kflow-baselines/<pipeline name>` on the ReadWriteMany volume that TFJobs
-already use (`kubeflow.tfjob.shared_volume_claim`). The copy is needed because an earlier run's Model
+The store is `<shared mount>/kflow-baselines/<pipeline name>` on the ReadWriteMany volume that cluster jobs
+already use (`kubeflow.cluster.shared_volume_claim`). The copy is needed because an earlier run's Model
 artifact lives in the object store, where the next run's Evaluator pod has no path to it.
 
 When the newest blessed model is the very model being evaluated (KFP reused the cached Trainer task:

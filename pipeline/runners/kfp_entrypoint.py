@@ -15,6 +15,7 @@ metrics; with `--publish-verdict` it writes a blessing's verdict to the output p
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import shutil
@@ -63,6 +64,27 @@ def _whole_numbers_as_ints(value: Any) -> Any:
     return value
 
 
+def bind_node(component: type[Component], inputs: dict[str, str], parameter_texts: dict[str, str]) -> Component:
+    """A node of `component` with the parameters read from their texts, bound as in `kflow run`."""
+    spec = component.spec
+    unknown = set(parameter_texts) - set(spec.parameters)
+    if unknown:
+        raise ValueError(
+            f"{component.__name__}: unknown parameters {sorted(unknown)} (known: {sorted(spec.parameters)})"
+        )
+    values = {name: parse_parameter(name, spec.parameters[name].type, text) for name, text in parameter_texts.items()}
+    # Binding through a node applies the spec's defaults and type checks, exactly as in `kflow run`.
+    return component(
+        "kfp", parameters=values, **{name: Channel("upstream", name, spec.inputs[name]) for name in inputs}
+    )
+
+
+def source_digest(node: Component) -> str:
+    """One digest of the node's source files' names, sizes and SHA-256s ("" when it reads none)."""
+    fingerprint = node.data_fingerprint()
+    return hashlib.sha256(json.dumps(fingerprint["key"]).encode()).hexdigest() if fingerprint else ""
+
+
 def run_component(
     component: type[Component],
     inputs: dict[str, str],
@@ -82,16 +104,7 @@ def run_component(
                 f"{component.__name__}: {role}s {sorted(given)} given, the spec declares {sorted(expected)}"
                 + (f" (optional: {sorted(set(expected) - required)})" if set(expected) != required else "")
             )
-    unknown = set(parameter_texts) - set(spec.parameters)
-    if unknown:
-        raise ValueError(
-            f"{component.__name__}: unknown parameters {sorted(unknown)} (known: {sorted(spec.parameters)})"
-        )
-    values = {name: parse_parameter(name, spec.parameters[name].type, text) for name, text in parameter_texts.items()}
-    # Binding through a node applies the spec's defaults and type checks, exactly as in `kflow run`.
-    node = component(
-        "kfp", parameters=values, **{name: Channel("upstream", name, spec.inputs[name]) for name in inputs}
-    )
+    node = bind_node(component, inputs, parameter_texts)
     output_artifacts = {name: spec.outputs[name](path) for name, path in outputs.items()}
     for artifact in output_artifacts.values():
         artifact.path.mkdir(parents=True, exist_ok=True)
@@ -127,6 +140,20 @@ def main(argv: list[str] | None = None) -> int:
         "--working-dir",
         type=Path,
         help="a folder the executor keeps across attempts and shares with the job's other replicas (checkpoints)",
+    )
+    parser.add_argument(
+        "--code-version",
+        help="the component's code version when the pipeline was compiled (part of KFP's cache key); "
+        "an image whose kflow code differs is said in the log",
+    )
+    parser.add_argument(
+        "--source-fingerprint",
+        help="the digest of the source files, from the task that fingerprinted them (part of KFP's cache key)",
+    )
+    parser.add_argument(
+        "--fingerprint-sources",
+        metavar="PATH",
+        help="only fingerprint the component's source files and write their digest to PATH; no executor runs",
     )
     parser.add_argument("--executor-input", help="KFP's executor input (JSON), needed by --publish-metrics")
     parser.add_argument(
@@ -186,6 +213,21 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ImportError) as error:
         print(f"kfp_entrypoint: {error}", file=sys.stderr)
         return 2
+    if args.fingerprint_sources:
+        digest = source_digest(bind_node(component, inputs, parameters))
+        Path(args.fingerprint_sources).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.fingerprint_sources).write_text(digest)
+        log.info("%s: the source files' digest is %s", args.component, digest or "(no source files)")
+        return 0
+    if args.code_version and args.code_version != component.code_version():
+        log.warning(
+            "%s: compiled with kflow code %s, this image runs %s: rebuild and push the image, or compile again",
+            args.component,
+            args.code_version,
+            component.code_version(),
+        )
+    if args.source_fingerprint is not None:
+        log.info("%s: source files with digest %s", args.component, args.source_fingerprint or "(none)")
     log.info("%s: running with inputs %s, outputs %s", args.component, inputs, outputs)
     summary = run_component(component, inputs, outputs, parameters, args.working_dir)
     text = json.dumps(summary, indent=2, sort_keys=True, default=str)

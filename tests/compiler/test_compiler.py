@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from kflow.pipeline.compiler.settings import kubeflow_settings
 from kflow.pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
 from kflow.pipeline.dsl.dag import Pipeline
 from tests.conftest import REPO
-from tests.kubeflow.operator_models import operator_model_differences
+from tests.kubeflow.api_models import model_differences
 from tests.pipeline.toy.components import ClusterAdd, Produce
 
 DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
@@ -37,10 +38,15 @@ def load_ir(path):
     return document, platform
 
 
+def without_code_versions(text: str) -> str:
+    """The compiled YAML with each task's `--code-version` (a hash of kflow's code: any edit changes it) masked."""
+    return re.sub(r"(- --code-version\n\s+- )[0-9a-f]+", r"\1CODE_VERSION", text)
+
+
 def test_demo_matches_the_golden_file(tmp_path):
     """Regenerate with `KFLOW_UPDATE_GOLDEN=1 .venv/bin/pytest tests/compiler/test_compiler.py`."""
     assert compile_cli(DEMO, tmp_path / "p.yaml") == 0
-    compiled = (tmp_path / "p.yaml").read_text()
+    compiled = without_code_versions((tmp_path / "p.yaml").read_text())
     if os.environ.get("KFLOW_UPDATE_GOLDEN"):
         GOLDEN.write_text(compiled)
     assert compiled == GOLDEN.read_text(), (
@@ -53,7 +59,8 @@ def test_compiled_ir_parses_as_a_pipeline_spec_and_loads_in_kfp(config, tmp_path
     assert compile_cli(config, tmp_path / "p.yaml") == 0
     ir, platform = load_ir(tmp_path / "p.yaml")
     spec = json_format.ParseDict(ir, pipeline_spec_pb2.PipelineSpec(), ignore_unknown_fields=False)
-    tasks = {"ingest", "train", "evaluate-baseline", "evaluate"}  # Both configs compare with the latest blessed model.
+    # Both configs compare with the latest blessed model; the ingest's source files are fingerprinted first.
+    tasks = {"ingest-fingerprint", "ingest", "train", "evaluate-baseline", "evaluate"}
     assert set(spec.root.dag.tasks) == tasks
     assert spec.deployment_spec["executors"]["exec-train"]["container"]["image"] == "kflow:0.1.0"
     (platform,) = platform
@@ -70,7 +77,7 @@ def test_compiled_ir_parses_as_a_pipeline_spec_and_loads_in_kfp(config, tmp_path
 
 
 def test_a_latest_blessed_baseline_compiles_to_an_uncached_resolver_task_feeding_the_evaluator(tmp_path):
-    assert compile_cli(DEMO, tmp_path / "p.yaml", "--set", "kubeflow.tfjob.shared_mount_path=/mnt/shared") == 0
+    assert compile_cli(DEMO, tmp_path / "p.yaml", "--set", "kubeflow.cluster.shared_mount_path=/mnt/shared") == 0
     ir, (platform,) = load_ir(tmp_path / "p.yaml")
     tasks = ir["root"]["dag"]["tasks"]
     resolver, evaluate = tasks["evaluate-baseline"], tasks["evaluate"]
@@ -98,7 +105,7 @@ def test_a_latest_blessed_baseline_compiles_to_an_uncached_resolver_task_feeding
 
     assert compile_cli(DEMO, tmp_path / "none.yaml", "--set", "evaluator.baseline=none") == 0
     ir, platform = load_ir(tmp_path / "none.yaml")
-    assert set(ir["root"]["dag"]["tasks"]) == {"ingest", "train", "evaluate"} and platform == []
+    assert set(ir["root"]["dag"]["tasks"]) == {"ingest-fingerprint", "ingest", "train", "evaluate"} and platform == []
     assert "--record-blessed-model" not in ir["deploymentSpec"]["executors"]["exec-evaluate"]["container"]["args"]
 
 
@@ -152,7 +159,8 @@ def test_resources_caching_and_overrides_come_from_the_kubeflow_section(tmp_path
         ("kubeflow.resources.train.cpu=lots", "kubeflow.resources.train.cpu"),
         ("kubeflow.resources.trian={cpu: '1'}", "kubeflow.resources.trian"),
         ("kubeflow.caching=maybe", "kubeflow.caching"),
-        ("kubeflow.imagee=x", "kubeflow"),
+        ("kubeflow.imagee=x", "kubeflow.imagee"),  # unknown field, did you mean kubeflow.image
+        ("kubeflow.tfjob={timeout_seconds: 60}", "kubeflow.tfjob"),  # renamed kubeflow.cluster
     ],
 )
 def test_a_bad_kubeflow_field_exits_2_naming_it(override, field, tmp_path, capsys):
@@ -186,15 +194,15 @@ def test_every_artifact_type_maps_to_a_kfp_schema():
         kfp_artifact_class(Odd)
 
 
-def test_a_distributed_trainer_launches_a_tfjob_with_the_same_entrypoint(tmp_path):
+def test_a_distributed_trainer_launches_a_trainjob_with_the_same_entrypoint(tmp_path):
     produce = Produce("produce", parameters={"value": 3})
     add = ClusterAdd("add", left=produce.outputs["numbers"], right=produce.outputs["numbers"])
     pipeline = Pipeline("toy", [produce, add])
-    settings = KubeflowSettings(image="img:1", namespace="team-a")
+    settings = KubeflowSettings(image="img:1", namespace="team-a", retries=2)
     compile_pipeline(pipeline, settings, tmp_path / "p.yaml")
     ir, platform = load_ir(tmp_path / "p.yaml")
     container = ir["deploymentSpec"]["executors"]["exec-add"]["container"]
-    assert container["command"] == ["python", "-m", "kflow.pipeline.kubeflow.tfjob_launcher"]
+    assert container["command"] == ["python", "-m", "kflow.pipeline.kubeflow.job_launcher"]
     args = container["args"]
     assert {
         "--replica=chief=1",
@@ -202,7 +210,27 @@ def test_a_distributed_trainer_launches_a_tfjob_with_the_same_entrypoint(tmp_pat
         "--replica=ps=1",
         "--namespace=team-a",
         "--image=img:1",
+        "--backend=trainjob",
+        "--framework=tensorflow",
+        "--max-restarts=0",
+        "--service-account=kflow-training",
     } <= set(args)
+    # The launcher owns its job through its own pod, which it learns from the Downward API.
+    executor = platform[0]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]["exec-add"]
+    assert executor["fieldPathAsEnv"] == [
+        {"name": "KFLOW_POD_NAME", "fieldPath": "metadata.name"},
+        {"name": "KFLOW_POD_UID", "fieldPath": "metadata.uid"},
+        {"name": "KFLOW_POD_NAMESPACE", "fieldPath": "metadata.namespace"},
+    ]
+    # KFP retries every other task with backoff; the cluster restarts under its own failure policy.
+    tasks = ir["root"]["dag"]["tasks"]
+    assert tasks["produce"]["retryPolicy"] == {
+        "maxRetryCount": 2,
+        "backoffDuration": "30s",
+        "backoffFactor": 2.0,
+        "backoffMaxDuration": "600s",
+    }
+    assert "retryPolicy" not in tasks["add"]
     entrypoint = args[args.index("--") + 1 :]
     assert entrypoint[:5] == [
         "python",
@@ -211,7 +239,7 @@ def test_a_distributed_trainer_launches_a_tfjob_with_the_same_entrypoint(tmp_pat
         "--component",
         f"{ClusterAdd.__module__}:ClusterAdd",
     ]
-    mounts = platform[0]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]["exec-add"]["pvcMount"]
+    mounts = executor["pvcMount"]
     assert [(m["constant"], m["mountPath"]) for m in mounts] == [("kflow-shared", "/mnt/kflow-shared")]
     assert (
         ir["deploymentSpec"]["executors"]["exec-produce"]["container"]["command"][-1]
@@ -226,7 +254,7 @@ def test_compile_writes_the_default_output_and_reports_it(tmp_path, monkeypatch,
     assert "pipeline.yaml" in capsys.readouterr().out
 
 
-def test_trainer_workers_in_the_config_make_the_train_task_a_tfjob_launcher(tmp_path, monkeypatch):
+def test_trainer_workers_in_the_config_make_the_train_task_a_job_launcher(tmp_path, monkeypatch):
     from kflow.pipeline.app import commands
 
     def with_workers(*args, **kwargs):
@@ -238,8 +266,8 @@ def test_trainer_workers_in_the_config_make_the_train_task_a_tfjob_launcher(tmp_
     commands.compile_config(str(DEMO), tmp_path / "p.yaml", [], image="kflow:0.1.0")
     ir, platform = load_ir(tmp_path / "p.yaml")
     train = ir["deploymentSpec"]["executors"]["exec-train"]["container"]
-    assert train["command"][-1] == "kflow.pipeline.kubeflow.tfjob_launcher"
-    assert "--replica=worker=4" in train["args"]
+    assert train["command"][-1] == "kflow.pipeline.kubeflow.job_launcher"
+    assert {"--replica=worker=4", "--max-restarts=2"} <= set(train["args"])  # trainer.max_restarts: 2 by default
     ingest = ir["deploymentSpec"]["executors"]["exec-ingest"]["container"]
     assert ingest["command"][-1] == "kflow.pipeline.runners.kfp_entrypoint"
     assert "exec-train" in platform[0]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
@@ -254,13 +282,24 @@ def test_a_jax_strategy_compiles_to_a_jaxjob_launcher(tmp_path, run_kflow):
     ir, _ = load_ir(tmp_path / "p.yaml")
     args = ir["deploymentSpec"]["executors"]["exec-train"]["container"]["args"]
     launcher = args[: args.index("--")]
-    assert "--kind=JAXJob" in launcher and "--replica=worker=2" in launcher
+    assert {"--framework=jax", "--backend=trainjob", "--replica=worker=2"} <= set(launcher)
+
+
+def test_kubeflow_training_tfjob_keeps_the_training_operator(tmp_path):
+    code = compile_cli(
+        DEMO, tmp_path / "p.yaml", "--set", "trainer.strategy=multi_worker_mirrored", "--set", "trainer.workers=2",
+        "--set", "kubeflow.training=tfjob",
+    )  # fmt: skip
+    assert code == 0
+    args = load_ir(tmp_path / "p.yaml")[0]["deploymentSpec"]["executors"]["exec-train"]["container"]["args"]
+    assert "--backend=tfjob" in args[: args.index("--")]
 
 
 def test_train_resources_go_to_every_replica_and_the_launcher_task_gets_small_requests(tmp_path):
-    """chief + 2 workers + 1 PS: the compiled launcher arguments, rendered as the launcher renders its job."""
-    from kflow.pipeline.kubeflow import tfjob_launcher
-    from kflow.pipeline.kubeflow.tfjob import TFJobRequest, render_tfjob
+    """chief + 3 workers + 1 PS: the compiled launcher arguments, rendered as the launcher renders its job."""
+    from kflow.pipeline.kubeflow.job_launcher import parse_arguments, requested_job
+    from kflow.pipeline.kubeflow.tfjob import render_tfjob
+    from kflow.pipeline.kubeflow.trainjob import render_runtime
 
     settings = kubeflow_settings(
         {
@@ -285,28 +324,26 @@ def test_train_resources_go_to_every_replica_and_the_launcher_task_gets_small_re
     resources = container["resources"]
     assert (resources["resourceCpuRequest"], resources["resourceMemoryRequest"]) == ("100m", "256Mi")
     assert resources["resourceMemoryLimit"] == "1Gi" and "accelerator" not in resources
-    args = container["args"]
-    (pod_settings,) = [json.loads(a.partition("=")[2]) for a in args if a.startswith("--pod-settings=")]
-    manifest = render_tfjob(
-        TFJobRequest(
-            name="add-1", namespace="kubeflow", image="img:1", command=["python"],
-            replicas={"Chief": 1, "Worker": 3, "PS": 1},
-            pod_settings={tfjob_launcher.REPLICA_TYPES[role]: value for role, value in pod_settings.items()},
-        )
-    )  # fmt: skip
-    specs = manifest["spec"]["tfReplicaSpecs"]
-    assert manifest["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
-    assert operator_model_differences(manifest) == []  # Field for field what the Training Operator's API takes.
-    for replica in ("Chief", "Worker"):
-        pod = specs[replica]["template"]["spec"]
-        assert pod["containers"][0]["resources"] == {
-            "requests": {"cpu": "4", "memory": "8Gi"},
-            "limits": {"nvidia.com/gpu": 1},
-        }
-        assert pod["nodeSelector"] == {"pool": "gpu"} and pod["tolerations"][0]["key"] == "nvidia.com/gpu"
-    ps = specs["PS"]["template"]["spec"]
-    assert ps["containers"][0]["resources"] == {"requests": {"cpu": "2", "memory": "8Gi"}}
-    assert ps["nodeSelector"] == {"pool": "cpu"}
+    options, entrypoint = parse_arguments(container["args"])
+    job = requested_job(options, "add-1a2b", "kubeflow", entrypoint)
+    runtime = render_runtime(job)
+    pods = {
+        rjob["name"]: rjob["template"]["spec"]["template"]["spec"]
+        for rjob in runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    }
+    tfjob = render_tfjob(job)
+    assert model_differences(runtime) == [] and model_differences(tfjob) == []
+    tfjob_pods = {kind.lower(): spec["template"]["spec"] for kind, spec in tfjob["spec"]["tfReplicaSpecs"].items()}
+    for found in (pods, tfjob_pods):
+        for role in ("chief", "worker"):
+            assert found[role]["containers"][0]["resources"] == {
+                "requests": {"cpu": "4", "memory": "8Gi"},
+                "limits": {"nvidia.com/gpu": 1},
+            }
+            assert found[role]["nodeSelector"] == {"pool": "gpu"}
+            assert found[role]["tolerations"][0]["key"] == "nvidia.com/gpu"
+        assert found["ps"]["containers"][0]["resources"] == {"requests": {"cpu": "2", "memory": "8Gi"}}
+        assert found["ps"]["nodeSelector"] == {"pool": "cpu"}
 
 
 def test_compile_without_an_image_exits_2_naming_kubeflow_image(tmp_path, capsys):

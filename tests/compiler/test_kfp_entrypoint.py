@@ -75,3 +75,32 @@ def test_the_working_dir_option_reaches_an_executor_that_takes_one(tmp_path):
     assert code == 0
     # model.fit's BackupAndRestore kept its state there: a retried task resumes from it.
     assert (tmp_path / "work" / "backup" / "latest.weights.h5").exists()
+
+
+def test_fingerprint_sources_writes_the_digest_of_the_bytes_and_runs_no_executor(tmp_path):
+    from kflow.components.datasets.csv.ingest.component import CsvIngest
+
+    source = tmp_path / "data.csv"
+    source.write_text("x,label\n1,a\n2,b\n")
+    component = f"{CsvIngest.__module__}:CsvIngest"
+
+    def digest() -> str:
+        out = tmp_path / "digest"
+        args = ["--component", component, "--parameter", f"source_path={source}", "--parameter", "label=label"]
+        assert main([*args, "--fingerprint-sources", str(out)]) == 0
+        return out.read_text()
+
+    first = digest()
+    assert len(first) == 64 and digest() == first
+    source.write_text("x,label\n1,a\n3,b\n")  # same path, same size, other bytes
+    assert digest() != first
+    assert not (tmp_path / "examples").exists()
+
+
+def test_an_image_with_other_kflow_code_says_so(tmp_path, caplog):
+    args = ["--component", PRODUCE, "--output", f"numbers={tmp_path / 'n'}", "--code-version", "0123456789abcdef"]
+    assert main(args) == 0
+    assert "compiled with kflow code 0123456789abcdef, this image runs" in caplog.text
+    caplog.clear()
+    assert main([*args[:-1], Produce.code_version()]) == 0
+    assert "compiled with kflow code" not in caplog.text

@@ -258,3 +258,31 @@ def test_a_compiled_csv_pipeline_with_a_user_module_plays_its_data_checks_model_
     third = play(tmp_path / "pipeline.yaml", tmp_path / "third", cwd=REPO, arguments={"trainer_epochs": 20}, **runs)
     assert third["evaluate-baseline"]["baseline_model_uri"] == str(first_copy)
     assert [task for task, outputs in third.items() if not outputs.get("cached")] == ["evaluate-baseline"]
+
+
+def test_on_kubeflow_an_ingest_is_reused_only_for_the_same_bytes(tmp_path):
+    """KFP's cache keys a task by its arguments; the ingest's include its source files' digest, which a never-cached
+    task computes first: an edit in place under the same path re-runs the ingest, the same bytes hit the cache."""
+    from kflow.components.datasets.csv.ingest.component import CsvIngest
+
+    source = tmp_path / "iris.csv"
+    source.write_bytes((REPO / "pipeline" / "configs" / "data" / "iris.csv").read_bytes())
+    ingest = CsvIngest("ingest", parameters={"source_path": str(source), "label": "species", "shards_per_split": 1})
+    package = compile_pipeline(Pipeline("iris", [ingest]), KubeflowSettings(image="kflow:test"), tmp_path / "p.yaml")
+    cache: dict = {}
+
+    def run(name):
+        outputs = play(package, tmp_path / name, cwd=REPO, timeout=300, cache=cache)
+        return outputs["ingest"].get("cached", False), outputs["ingest-fingerprint"]["digest"]
+
+    reused, digest = run("first")
+    assert not reused and len(digest) == 64
+    assert run("same-bytes") == (True, digest)  # the fingerprint task always runs; the ingest is reused
+    lines = source.read_text().splitlines()
+    lines[1] = "9.9" + lines[1][lines[1].index(",") :]  # one value changed in place: same path, same row count
+    source.write_text("\n".join(lines) + "\n")
+    reused, edited = run("edited")
+    assert not reused and edited != digest
+    (stats,) = (tmp_path / "edited").glob("ingest/**/stats.json")
+    assert json.loads(stats.read_text())["read"] == 150
+    assert run("edited-again") == (True, edited)

@@ -1,11 +1,13 @@
 """deploy/: the image recipe and the manifests hold what the compiled pipeline relies on."""
 
+import os
 import re
+import shutil
+import tempfile
 
 import pytest
 import yaml
 
-from kflow.pipeline.kubeflow.tfjob import DEFAULT_TEMPLATE
 from tests.conftest import REPO
 
 DEPLOY = REPO / "deploy"
@@ -17,7 +19,7 @@ def test_the_dockerfile_pins_its_base_runs_as_non_root_and_uses_the_lock_file():
     assert re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?(@sha256:[0-9a-f]{64})?", base), base
     assert re.search(r"^USER 10001", text, flags=re.MULTILINE)
     assert "-c requirements.lock" in text
-    assert "COPY deploy" in text  # The TFJob launcher reads the template from the image.
+    assert "kflow.pipeline.kubeflow.replica" in text  # The image runs the replicas' command.
 
 
 def test_the_dependency_layer_is_independent_of_the_readme_and_the_sources():
@@ -58,16 +60,46 @@ def test_the_dockerfile_passes_hadolint():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_the_manifests_are_kubernetes_objects_wired_to_each_other():
-    kinds = {path.name: [doc["kind"] for doc in yaml.safe_load_all(path.read_text())] for path in DEPLOY.glob("*.yaml")}
-    assert kinds["tfjob.template.yaml"] == ["TFJob"]
-    assert kinds["rbac.yaml"] == ["Role", "RoleBinding"]
-    assert kinds["shared-volume.yaml"] == ["PersistentVolumeClaim"]
-    assert kinds["training-job.yaml"] == ["TFJob"]
-    assert DEFAULT_TEMPLATE == DEPLOY / "tfjob.template.yaml"
-    (role, _) = yaml.safe_load_all((DEPLOY / "rbac.yaml").read_text())
-    assert {"create", "get"} <= set(role["rules"][0]["verbs"])
-    assert role["rules"][0]["resources"] == ["tfjobs", "jaxjobs"]
-    pvc = yaml.safe_load((DEPLOY / "shared-volume.yaml").read_text())
-    assert pvc["metadata"]["name"] == "kflow-shared" and pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+TRAINER_V2 = DEPLOY / "trainer-v2"
+SHIPPED_LAYOUTS = {
+    "multi-worker-mirrored": ["trainer.strategy=multi_worker_mirrored", "trainer.workers=2"],
+    "parameter-server": ["trainer.strategy=parameter_server", "trainer.workers=2", "trainer.parameter_servers=1"],
+    "sidecar-evaluator": ["trainer.strategy=parameter_server", "trainer.workers=2", "trainer.sidecar_evaluator=true"],
+    "keras-data-parallel": ["trainer.strategy=keras_data_parallel", "trainer.workers=2"],
+}
+
+
+def shipped_manifests() -> dict[str, str]:
+    """deploy/trainer-v2/ as `kflow manifests` writes it for pipeline/configs/mnist.yaml, image REGISTRY/kflow:0.1.0:
+    the accounts, RBAC and volume once, and the TrainingRuntime of each layout the strategies need."""
+    from kflow.pipeline.app.standard_pipeline import build_pipeline
+    from kflow.pipeline.compiler.manifests import render_manifests, write_manifests
+    from kflow.pipeline.compiler.settings import load_compile_config
+
+    found = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for layout, settings in SHIPPED_LAYOUTS.items():
+            mnist = REPO / "pipeline" / "configs" / "mnist.yaml"
+            config, kubeflow = load_compile_config(mnist, settings, "REGISTRY/kflow:0.1.0")
+            files = render_manifests(build_pipeline(config), kubeflow)
+            runtimes = files.pop("training-runtimes.yaml")
+            base = {name: objects for name, objects in files.items() if "/" not in name}
+            for path in write_manifests({**base, f"runtimes/{layout}.yaml": runtimes}, scratch):
+                found[str(path.relative_to(scratch))] = path.read_text()
+    return found
+
+
+def test_deploy_ships_the_manifests_kflow_writes():
+    """Regenerate with `KFLOW_UPDATE_GOLDEN=1 .venv/bin/pytest tests/kubeflow/test_deploy.py`."""
+    expected = shipped_manifests()
+    if os.environ.get("KFLOW_UPDATE_GOLDEN"):
+        shutil.rmtree(TRAINER_V2, ignore_errors=True)
+        for name, text in expected.items():
+            (TRAINER_V2 / name).parent.mkdir(parents=True, exist_ok=True)
+            (TRAINER_V2 / name).write_text(text)
+    shipped = {str(path.relative_to(TRAINER_V2)): path.read_text() for path in TRAINER_V2.rglob("*.yaml")}
+    assert shipped == expected, "deploy/trainer-v2/ is stale: regenerate it with KFLOW_UPDATE_GOLDEN=1"
+    kinds = {name: [doc["kind"] for doc in yaml.safe_load_all(text)] for name, text in shipped.items()}
+    assert kinds["launcher-rbac.yaml"] == ["Role", "RoleBinding"]
+    assert kinds["runtimes/parameter-server.yaml"] == ["TrainingRuntime"]
     assert (DEPLOY / "README.md").read_text().count("kfp --endpoint") >= 1

@@ -1,0 +1,188 @@
+"""The train task's job launcher end to end, against a STAND-IN Kubernetes API server and Trainer/JobSet controllers.
+
+The stand-in (tests/kubeflow/stand_in_kube.py) serves real HTTP to the real `kubernetes` client and runs
+every pod of the job as a local process: kflow's replica command, the entrypoint and a toy component.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from kflow.pipeline.kubeflow import job_launcher
+from tests.conftest import REPO
+from tests.kubeflow.stand_in_kube import StandInKubernetes
+
+POD_ENV = {"KFLOW_POD_NAME": "run-1-train-launcher", "KFLOW_POD_UID": "0d5c1e7e-1111-4a2b-9c3d-123456789abc"}
+
+
+@pytest.fixture
+def cluster(tmp_path, monkeypatch):
+    with StandInKubernetes() as server:
+        monkeypatch.setenv("KUBECONFIG", str(server.kubeconfig(tmp_path / "kubeconfig")))
+        monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+        for name, value in {**POD_ENV, "KFLOW_POD_NAMESPACE": "team-a"}.items():
+            monkeypatch.setenv(name, value)
+        yield server
+
+
+def arguments(tmp_path, *options, add=1, sleep=0.0, fail="", replicas=("worker=2",), backend="trainjob"):
+    (tmp_path / "left").mkdir(exist_ok=True)
+    (tmp_path / "left" / "value.txt").write_text("4")
+    return [
+        "--job-prefix=train",
+        *(f"--replica={replica}" for replica in replicas),
+        "--image=registry.example/kflow:1",
+        "--namespace=kubeflow",
+        "--shared-volume-claim=kflow-shared",
+        f"--shared-mount-path={tmp_path / 'shared'}",
+        f"--backend={backend}",
+        "--poll-seconds=0.2",
+        *options,
+        "--",
+        *("python", "-m", "kflow.pipeline.runners.kfp_entrypoint", "--component", "tests.kubeflow.toy:SumAndSign"),
+        *("--input", f"left={tmp_path / 'left'}", "--output", f"total={tmp_path / 'task-out' / 'total'}"),
+        *("--parameter", f"add={add}", "--parameter", f"sleep={sleep}", "--parameter", f"fail_on_first_attempt={fail}"),
+    ]
+
+
+def shared_is_empty(tmp_path) -> bool:
+    return not (tmp_path / "shared").exists() or list((tmp_path / "shared").iterdir()) == []
+
+
+@pytest.mark.parametrize("backend", ["trainjob", "tfjob"])
+def test_the_job_runs_every_replica_and_its_writers_outputs_come_back(tmp_path, cluster, capfd, backend):
+    assert job_launcher.main(arguments(tmp_path, backend=backend)) == 0
+    total = tmp_path / "task-out" / "total"
+    assert (total / "value.txt").read_text() == "5"
+    assert (total / "replica.txt").read_text() == "worker-0 attempt 0"  # worker 0 writes under MWMS
+    assert shared_is_empty(tmp_path)  # the job's folder on the shared volume is removed
+    err = capfd.readouterr().err
+    assert "[worker-0] summing as worker-0" in err and "[worker-1] summing as worker-1" in err
+    (job,) = cluster.created("trainjobs" if backend == "trainjob" else "tfjobs")
+    # Owned by the launcher's pod (Kubernetes removes it however the task ends), bounded in time.
+    assert job["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Pod", "name": POD_ENV["KFLOW_POD_NAME"], "uid": POD_ENV["KFLOW_POD_UID"]}
+    ]
+    assert job["metadata"]["namespace"] == "team-a"  # the launcher pod's own namespace, where it may own things
+    deadline = (
+        job["spec"]["activeDeadlineSeconds"]
+        if backend == "trainjob"
+        else job["spec"]["runPolicy"]["activeDeadlineSeconds"]
+    )
+    assert deadline == 86400
+    (policy,) = cluster.created("networkpolicies")
+    assert policy["metadata"]["ownerReferences"][0]["name"] == job["metadata"]["name"]
+    assert cluster.deleted() == []  # a finished job is kept, with its pods' logs
+    if backend == "trainjob":
+        (runtime,) = cluster.created("trainingruntimes")  # missing, so the launcher created it
+        assert job["spec"]["runtimeRef"]["name"] == runtime["metadata"]["name"]
+
+
+def test_an_existing_runtime_is_used_as_it_is(tmp_path, cluster):
+    assert job_launcher.main(arguments(tmp_path)) == 0
+    assert job_launcher.main(arguments(tmp_path, add=2)) == 0  # the same config: the runtime exists now
+    assert len(cluster.created("trainingruntimes")) == 1 and len(cluster.created("trainjobs")) == 2
+
+
+def test_passing_api_errors_are_retried_not_fatal(tmp_path, cluster, caplog):
+    cluster.fail_next("GET", r"/trainjobs/", 503)
+    cluster.fail_next("POST", r"/trainjobs$", 429)
+    cluster.fail_next("GET", r"/pods$", 0, times=4)  # dropped connections: more than the client's own 3 retries
+    assert job_launcher.main(arguments(tmp_path)) == 0
+    retried = [r.getMessage() for r in caplog.records if r.name == "kflow" and "retrying in" in r.getMessage()]
+    assert len(retried) == 3
+    assert retried[0].startswith("creating TrainJob team-a/train-") and "429 Too Many Requests" in retried[0]
+    assert retried[1].startswith("reading trainjobs team-a/train-") and "503 Service Unavailable" in retried[1]
+    assert retried[2].startswith("listing the pods jobset.sigs.k8s.io/jobset-name=train-")
+    assert cluster.deleted() == [] and (tmp_path / "task-out" / "total" / "value.txt").read_text() == "5"
+
+
+def test_a_failed_job_fails_the_task_in_one_line_and_is_deleted(tmp_path, cluster, capfd):
+    assert job_launcher.main(arguments(tmp_path, fail="worker-1")) == 1
+    err = capfd.readouterr().err
+    (line,) = [line for line in err.splitlines() if line.startswith("job_launcher:")]
+    assert "failed: FailedJobs" in line and "worker-1 (" in line and line.endswith("; deleting the job")
+    (job,) = cluster.created("trainjobs")
+    assert cluster.deleted() == [
+        f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/team-a/trainjobs/{job['metadata']['name']}"
+    ]
+    assert shared_is_empty(tmp_path) and not (tmp_path / "task-out" / "total").exists()
+
+
+def test_max_restarts_restart_the_group_which_then_finishes(tmp_path, cluster, capfd):
+    assert job_launcher.main(arguments(tmp_path, "--max-restarts=1", fail="worker-1")) == 0
+    assert (tmp_path / "task-out" / "total" / "replica.txt").read_text() == "worker-0 attempt 1"
+    (run,) = cluster.runs.values()
+    assert run.restarts == 1  # worker-1 failed once, the whole group was made again
+    # The first attempt's pods are deleted with it, possibly before their logs were read; the second's are shown.
+    assert "[worker-1] kflow replica worker-1 (trainjob, restart attempt 1)" in capfd.readouterr().err
+
+
+def test_a_job_past_its_deadline_fails_and_is_deleted(tmp_path, cluster, capfd):
+    assert job_launcher.main(arguments(tmp_path, "--timeout-seconds=2", sleep=60)) == 1
+    assert "DeadlineExceeded" in capfd.readouterr().err
+    assert len(cluster.deleted()) == 1 and shared_is_empty(tmp_path)
+
+
+def test_a_runtime_the_launcher_may_not_create_is_one_line_naming_the_fix(tmp_path, cluster, capfd):
+    cluster.fail_next("POST", r"/trainingruntimes$", 403)
+    assert job_launcher.main(arguments(tmp_path)) == 1
+    (line,) = [line for line in capfd.readouterr().err.splitlines() if line.startswith("job_launcher:")]
+    assert "creating TrainingRuntime" in line and "403" in line and "kflow manifests" in line
+    assert cluster.created("trainjobs") == [] and cluster.deleted() == [] and shared_is_empty(tmp_path)
+
+
+def test_sigterm_deletes_the_job_and_exits_143(tmp_path, cluster):
+    """A KFP cancel SIGTERMs the launcher's pod: a real signal to a real launcher process."""
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "kflow.pipeline.kubeflow.job_launcher", *arguments(tmp_path, sleep=120)],
+        cwd=REPO,
+        env=environment,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        cluster.wait_for(lambda: any(p.phase == "Running" and p.lines for r in cluster.runs.values() for p in r.pods))
+        launcher.send_signal(signal.SIGTERM)
+        _, err = launcher.communicate(timeout=60)
+    finally:
+        launcher.kill()
+    assert launcher.returncode == 143
+    assert "terminated by SIGTERM" in err
+    assert len(cluster.deleted()) == 1
+    cluster.wait_for(lambda: all(p.phase != "Running" for r in cluster.runs.values() for p in r.pods))
+    assert shared_is_empty(tmp_path)
+
+
+def used_permissions(requests) -> set[tuple[str, str, str]]:
+    """(API group, resource, verb) of every call the stand-in API server received, as RBAC names them."""
+    used = set()
+    for method, path, _ in requests:
+        if match := re.match(r"^/api/v1/namespaces/[^/]+/pods(/[^/]+/log)?$", path):
+            used.add(("", "pods/log" if match[1] else "pods", "get" if match[1] else "list"))
+            continue
+        group, _, _, _, resource, *name = path.removeprefix("/apis/").split("/")
+        verb = {"POST": "create", "DELETE": "delete", "GET": "get" if name else "list"}[method]
+        used.add((group, resource, verb))
+    return used
+
+
+@pytest.mark.parametrize("backend", ["trainjob", "tfjob"])
+def test_the_launcher_calls_exactly_what_its_rbac_role_grants(tmp_path, cluster, backend):
+    assert job_launcher.main(arguments(tmp_path, fail="worker-1", backend=backend)) == 1  # every call, delete too
+    granted = {
+        (group, resource, verb)
+        for rule in job_launcher.launcher_rules(backend)
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    used = used_permissions(cluster.requests)
+    if backend == "tfjob":  # the role covers both Training Operator kinds; a TensorFlow job uses TFJobs
+        granted = {permission for permission in granted if permission[1] != "jaxjobs"}
+    assert used == granted
