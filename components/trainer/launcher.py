@@ -102,14 +102,17 @@ def _die_with_parent() -> None:
 def _stream(prefix: str, pipe, sink, bar: EventBar | None = None) -> None:
     """Copies a process's lines to `sink`, prefixed; its progress events drive `bar` instead."""
     for line in iter(pipe.readline, ""):
-        if bar is not None and bar.handle(line):
-            continue
         text = f"[{prefix}] {line}" if line.endswith("\n") else f"[{prefix}] {line}\n"
-        if bar is not None:
-            bar.write(text, sink)
-        else:
-            sink.write(text)
-            sink.flush()
+        try:
+            if bar is not None and bar.handle(line):
+                continue
+            if bar is not None:
+                bar.write(text, sink)
+                continue
+        except Exception as error:  # The relay must go on draining the pipe, or the process writing to it blocks.
+            log.warning("progress relay of %s: %s", prefix, error)
+        sink.write(text)
+        sink.flush()
     pipe.close()
 
 

@@ -64,11 +64,19 @@ class EpochProgress:
             show(self.bar, step, self.loss, speed)
         else:
             event = {"epoch": self.epoch, "epochs": self.epochs, "step": step, "steps": self.steps, "loss": self.loss}
-            print(EVENT + json.dumps({**event, "examples_per_second": speed}), flush=True)
+            send_event({**event, "examples_per_second": speed})
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def send_event(event: dict) -> None:
+    """One progress event on stdout, as ONE write() of a whole line: the launcher reads stdout and stderr merged
+    in one pipe, where another writer's bytes may land between two writes (print() writes the line and its
+    newline apart when unbuffered); a write of at most PIPE_BUF bytes to a pipe is never interleaved."""
+    sys.stdout.flush()  # what was printed before goes first
+    os.write(sys.stdout.fileno(), (EVENT + json.dumps(event) + "\n").encode())
 
 
 def new_bar(epoch: int, epochs: int, steps: int) -> tqdm:
@@ -92,16 +100,25 @@ class EventBar:
     def __init__(self) -> None:
         self.bar: tqdm | None = None
         self.epoch = None
+        self.unreadable = 0
 
     def handle(self, line: str) -> bool:
-        """Consumes `line` when it is a progress event (returns True)."""
+        """Consumes `line` when it is a progress event (returns True); a line that only looks like one (another
+        writer's bytes mixed in) is logged and left to be shown as text."""
         if not line.startswith(EVENT):
             return False
-        event = json.loads(line[len(EVENT) :])
-        if event["epoch"] != self.epoch:
+        try:
+            event = json.loads(line[len(EVENT) :])
+            epoch, epochs, steps = event["epoch"], event["epochs"], event["steps"]
+            step, loss, speed = event["step"], event["loss"], event["examples_per_second"]
+        except (ValueError, KeyError, TypeError) as error:
+            self.unreadable += 1
+            log.debug("an unreadable progress line (%s), shown as text: %r", error, line[:200])
+            return False
+        if epoch != self.epoch:
             self.close()
-            self.bar, self.epoch = new_bar(event["epoch"], event["epochs"], event["steps"]), event["epoch"]
-        show(self.bar, event["step"], event["loss"], event["examples_per_second"])
+            self.bar, self.epoch = new_bar(epoch, epochs, steps), epoch
+        show(self.bar, step, loss, speed)
         return True
 
     def write(self, text: str, sink) -> None:
