@@ -19,7 +19,10 @@ import hashlib
 import json
 import logging
 import math
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -32,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from kflow.components.datasets.task import Task
+from kflow.components.datasets.user_module import MODULE_FILE, load_module
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.strategies import get_strategy
@@ -345,6 +349,26 @@ def export_model(task: Task, trained: keras.Model, model: Model, *, serving: boo
         plain.export(str(model.serving_uri), format="tf_saved_model", verbose=False)
 
 
+# What makes a process one of a cluster's: an exporting process must not join that cluster.
+CLUSTER_VARIABLES = ("TF_CONFIG", "COORDINATOR_ADDRESS", "COORDINATOR_PORT", "NUM_PROCESSES", "PROCESS_ID")
+
+
 def export_serving(model: Model) -> None:
-    """Exports the serving SavedModel of the model.keras a process of another Keras backend saved."""
+    """Exports the serving SavedModel of the model.keras a process of another Keras backend saved.
+
+    Called in a JAX process (process 0 of a JAX cluster on Kubernetes), it exports in a fresh process of the
+    TensorFlow backend, as the local launcher does: jax2tf would trace the model on the cluster's devices,
+    waiting for the other processes, which have finished."""
+    if keras.backend.backend() != "tensorflow":
+        environment = {name: value for name, value in os.environ.items() if name not in CLUSTER_VARIABLES}
+        code = (
+            "import sys; from kflow.components.trainer.loop import export_serving; "
+            "from kflow.pipeline.dsl.artifacts import Model; export_serving(Model(sys.argv[1]))"
+        )
+        command = [sys.executable, "-c", code, str(model.uri)]
+        subprocess.run(command, env={**environment, "KERAS_BACKEND": "tensorflow"}, check=True, timeout=3600)
+        return
+    module = model.assets_uri / MODULE_FILE
+    if module.exists():  # The user's module registers its custom layers before the model loads.
+        load_module(module.read_text())
     keras.models.load_model(model.keras_file).export(str(model.serving_uri), format="tf_saved_model", verbose=False)

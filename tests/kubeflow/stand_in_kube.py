@@ -4,8 +4,8 @@ It serves, over real HTTP on a free loopback port, the few endpoints kflow's lau
 real `kubernetes` client (create/get/delete of custom objects, NetworkPolicies, pods and their logs),
 and plays the controllers' part: a created TrainJob becomes the pods `stand_in_trainer` renders (as the
 Trainer v2.3.0 and JobSet code would), a TFJob/JAXJob the pods the Training Operator would make. Each
-pod is started by `start_pod` (by default a local process running its container's command with its
-resolved environment; the "every replica its own host" harness starts them in network namespaces).
+job's pods are started together by `start_pods` (by default local processes running their container's
+command with their resolved environment; tests/kubeflow/hosts.py starts each on a host of its own).
 Everything else is real: the client, HTTP, the launcher, the replica command, the entrypoint, the files.
 
 Controller behaviour, as documented by JobSet v0.12 and Trainer v2.3.0: a job succeeds when the pods of
@@ -48,19 +48,28 @@ def _now() -> str:
 
 
 class LocalPod:
-    """A pod as a local process: its container's command, with its environment, in the repository."""
+    """A pod as a local process: its container's command, with its environment, in the repository.
 
-    def __init__(self, pod: Pod, extra_environment: dict[str, str] | None = None) -> None:
+    `spawn` starts it (default: here; the hosts harness starts it in the pod's network namespace) and
+    `on_stop` runs once it has ended (the harness removes the pod's host)."""
+
+    def __init__(
+        self,
+        pod: Pod,
+        spawn: Callable[..., subprocess.Popen] = subprocess.Popen,
+        on_stop: Callable[[], None] | None = None,
+    ) -> None:
         self.pod = pod
+        self.on_stop = on_stop
         self.lines: list[tuple[str, str]] = []
         self.exit_code: int | None = None
         self.stopped = False
         container = pod.spec["containers"][0]
         command = [*container.get("command", []), *container.get("args", [])]
         command = [sys.executable if part == "python" else part for part in command]
-        environment = {**os.environ, **pod.environment(), **(extra_environment or {})}
+        environment = {**os.environ, **pod.environment()}
         environment.pop("KUBECONFIG", None)
-        self.process = subprocess.Popen(
+        self.process = spawn(
             command,
             cwd=REPO,
             env=environment,
@@ -93,6 +102,13 @@ class LocalPod:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
         self.reader.join(timeout=10)
+        if self.on_stop is not None:
+            self.on_stop()
+            self.on_stop = None
+
+
+def local_pods(pods: list[Pod]) -> list[LocalPod]:
+    return [LocalPod(pod) for pod in pods]
 
 
 @dataclass
@@ -118,9 +134,9 @@ class JobRun:
 class StandInKubernetes(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, start_pod: Callable[[Pod], Any] = LocalPod, poll_seconds: float = 0.2) -> None:
+    def __init__(self, start_pods: Callable[[list[Pod]], list[Any]] = local_pods, poll_seconds: float = 0.2) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.start_pod, self.poll_seconds = start_pod, poll_seconds
+        self.start_pods, self.poll_seconds = start_pods, poll_seconds
         self.objects: dict[tuple[str, str, str, str, str], dict[str, Any]] = {}
         self.requests: list[tuple[str, str, Any]] = []
         self.faults: list[Fault] = []
@@ -206,7 +222,7 @@ class StandInKubernetes(ThreadingHTTPServer):
             targets = ["chief"] if "Chief" in specs else ["worker"]
             max_restarts = 0
         while not run.deleted.is_set():
-            run.pods = [self.start_pod(pod) for pod in self._pods_for(run)]
+            run.pods = self.start_pods(self._pods_for(run))
             while not run.deleted.is_set():
                 time.sleep(self.poll_seconds)
                 phases = [(p.pod.replicated_job, p.phase) for p in run.pods]
