@@ -152,3 +152,38 @@ def test_the_explicit_jax_loop_resumes_from_its_checkpoint(train, tmp_path):
         3 * STEPS_PER_EPOCH,
         1,
     )
+
+
+def _train_two_by_two(tmp_path, strategy):
+    """`kflow run` of the demo's train step under `strategy` on 2 processes x 2 devices, 300 steps: a subprocess with
+    a time bound, so that a hang fails the test (and SIGKILL takes the workers with their launcher)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    command = [
+        sys.executable, "-m", "kflow.pipeline.cli.main", "run", str(REPO / "pipeline" / "configs" / "demo.yaml"),
+        "--until", "train", "--pipeline-root", str(tmp_path),
+        *("--set", f"trainer.strategy={strategy}", "--set", "trainer.workers=2", "--set", "trainer.devices=2"),
+        *("--set", "trainer.epochs=1", "--set", "trainer.steps_per_epoch=300"),
+    ]  # fmt: skip
+    try:
+        result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=240)
+    except subprocess.TimeoutExpired as error:
+        pytest.fail(f"{strategy} on 2 processes x 2 devices did not finish 300 steps in 240 s: {error.stderr[-2000:]}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    (history,) = tmp_path.glob("demo/*/train/model_run/history.json")
+    return json.loads(history.read_text())
+
+
+def test_the_explicit_jax_loop_on_two_processes_of_two_devices_runs_to_the_end(tmp_path):
+    """It hung, each process waiting in another step's collective, when steps were dispatched without bound."""
+    history = _train_two_by_two(tmp_path, "jax_data_parallel")
+    assert (history["final_step"], history["replicas"], history["processes"]) == (300, 4, 2)
+
+
+@pytest.mark.slow
+def test_keras_data_parallel_on_two_processes_of_two_devices_runs_to_the_end(tmp_path):
+    history = _train_two_by_two(tmp_path, "keras_data_parallel")
+    assert (history["final_step"], history["replicas"], history["processes"]) == (300, 4, 2)
