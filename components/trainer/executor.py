@@ -26,7 +26,13 @@ from kflow.components.trainer.config import TrainerSettings
 from kflow.components.trainer.launcher import launch
 from kflow.components.trainer.sidecar import evaluate_checkpoints
 from kflow.components.trainer.strategies import get_strategy
-from kflow.components.trainer.strategies.runtime import in_cluster, is_chief_process, tf_config
+from kflow.components.trainer.strategies.runtime import (
+    in_cluster,
+    is_chief_process,
+    replica_name,
+    tf_config,
+)
+from kflow.pipeline.dsl import heartbeat
 from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, Model, ModelRun, Schema
 
 log = logging.getLogger("kflow.trainer")
@@ -131,15 +137,22 @@ def run(
             history["restarts"] = restarts
             model_run.write_json("history.json", history)
         else:
-            history = cluster_strategy.train_module().train(
-                task_object,
-                examples=examples,
-                model=model,
-                model_run=model_run,
-                config=config,
-                working_dir=Path(working_dir),
-                assets_dir=assets_dir,
-            )
+            if cluster_strategy.multi_process:  # A pod of a cluster job: no launcher beside it watches its beats.
+                heartbeat.start(
+                    Path(working_dir) / heartbeat.HEARTBEATS, replica_name(), config.stall_timeout, watch=True
+                )
+            try:
+                history = cluster_strategy.train_module().train(
+                    task_object,
+                    examples=examples,
+                    model=model,
+                    model_run=model_run,
+                    config=config,
+                    working_dir=Path(working_dir),
+                    assets_dir=assets_dir,
+                )
+            finally:
+                heartbeat.stop()
         if chief and not model.serving_uri.exists():  # Saved by a process of another backend: export here.
             loop.export_serving(model)
     except tf.errors.DataLossError as error:

@@ -32,6 +32,7 @@ from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import Runtime
 from kflow.components.util.progress import EpochProgress
+from kflow.pipeline.dsl import heartbeat
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 log = logging.getLogger("kflow.trainer")
@@ -169,6 +170,9 @@ class EpochLog(keras.callbacks.Callback):
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
         if self._progress is not None:
             self._progress.update(batch + 1, lambda: float((logs or {}).get("loss", float("nan"))))
+
+    def on_test_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        heartbeat.beat()  # Validation is progress too: a long one is no stall.
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         if self._progress is not None:

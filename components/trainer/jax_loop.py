@@ -37,6 +37,7 @@ from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import unpack
 from kflow.components.util.progress import EpochProgress
+from kflow.pipeline.dsl import heartbeat
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 log = logging.getLogger("kflow.trainer")
@@ -229,6 +230,7 @@ def evaluate(steps: Steps, state, batches, eval_steps: int, zero) -> dict[str, f
     eval_batches = batches("eval", False)
     for _ in range(eval_steps):
         loss_sum, state = steps.eval(state, loss_sum, next(eval_batches))
+        heartbeat.beat()
     return {"loss": float(loss_sum) / eval_steps, **steps.metric_results(state)}
 
 

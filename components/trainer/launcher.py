@@ -11,11 +11,13 @@ failure or Ctrl-C.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -28,6 +30,7 @@ from pathlib import Path
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.util.progress import EventBar
 from kflow.components.util.progress import mode as progress_mode
+from kflow.pipeline.dsl.heartbeat import HEARTBEATS, beats_line, last_beats
 
 log = logging.getLogger("kflow.trainer.launcher")
 
@@ -116,6 +119,38 @@ def _stream(prefix: str, pipe, sink, bar: EventBar | None = None) -> None:
     pipe.close()
 
 
+def _others(training: list[_Process], folder: Path | None) -> str:
+    """What else the failure line should say: processes that are stopped, and the last steps of each."""
+    stopped = [p.name for p in training if _state(p.popen.pid) == "T"]
+    said = f"; stopped (SIGSTOP or a debugger): {', '.join(stopped)}" if stopped else ""
+    beats = last_beats(folder) if folder is not None else {}
+    return said + ("; last steps: " + ", ".join(f"{n} at step {b['step']}" for n, b in beats.items()) if beats else "")
+
+
+def _stalled(training: list[_Process], folder: Path, stall_timeout: float, running: float) -> str | None:
+    """Why the cluster counts as stalled (no beat for `stall_timeout` s), or None while it trains."""
+    beats = last_beats(folder)
+    newest = min((beat["seconds_ago"] for beat in beats.values()), default=running)
+    if min(newest, running) <= stall_timeout:
+        return None
+    stopped = [p.name for p in training if _state(p.popen.pid) == "T"]
+    for process in training:  # Their threads' Python stacks, into the log (faulthandler in the worker).
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.popen.pid, signal.SIGUSR1)
+    time.sleep(1.0)  # for the stacks to reach the log before the cluster is stopped
+    who = f"; stopped (SIGSTOP or a debugger): {', '.join(stopped)}" if stopped else ""
+    line = f"no process finished a training step for {newest:.0f} s; {beats_line(beats)}"
+    return f"the cluster stalled: {line}{who} (trainer.stall_timeout: {stall_timeout:g} s)"
+
+
+def _state(pid: int) -> str:
+    """The process's state letter (R running, S sleeping, T stopped, ...), '' when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
 def _stop(processes: list[_Process], grace: float = 5.0) -> None:
     """SIGTERM every process group, wait `grace` seconds, then SIGKILL what is left."""
     for process in processes:
@@ -153,8 +188,14 @@ def run_cluster(
     timeout: float | None = None,
     sink=None,
     on_start=None,
+    stall_timeout: float | None = None,
+    heartbeats: Path | None = None,
 ) -> None:
     """Runs one incarnation of the cluster until the training processes finish; raises ClusterError on failure.
+
+    With `stall_timeout`, the training processes' beats in `heartbeats` are watched: when none came for that
+    long, the processes are asked for their Python stacks (SIGUSR1, into the log) and the cluster fails,
+    naming the ones that stopped (components/util/heartbeat.py).
 
     Under parameter_server the chief (coordinator) is the process whose exit ends the run;
     the worker and ps servers are then stopped. `on_start(processes)` gets the `{name: Popen}`
@@ -171,6 +212,8 @@ def run_cluster(
     bar = EventBar() if progress_mode() == "bar" else None
     # The serving roles first, the chief (if any) last; a sidecar evaluator, outside the cluster, after them.
     tasks = [(kind, index) for kind in reversed(list(cluster)) for index in range(len(cluster[kind]))]
+    if heartbeats is not None:
+        shutil.rmtree(heartbeats, ignore_errors=True)  # an earlier attempt's beats are no news
     try:
         for kind, index in tasks + ([("evaluator", 0)] if evaluator else []):
             name = f"{kind}-{index}"
@@ -208,13 +251,17 @@ def run_cluster(
             for process in training:
                 code = process.popen.poll()
                 if code not in (None, 0):
-                    raise ClusterError(f"{process.name} failed with exit code {code}")
+                    raise ClusterError(f"{process.name} failed with exit code {code}{_others(training, heartbeats)}")
                 if code == 0 and process not in finishers:
                     raise ClusterError(f"{process.name} exited before training finished")
             if all(process.popen.poll() == 0 for process in finishers):
                 break
             if timeout is not None and time.monotonic() - started > timeout:
                 raise ClusterError(f"the cluster did not finish within {timeout:.0f} s")
+            if stall_timeout is not None and heartbeats is not None:
+                stalled = _stalled(training, heartbeats, stall_timeout, time.monotonic() - started)
+                if stalled:
+                    raise ClusterError(stalled)
             time.sleep(0.2)
         for process in sidecar:  # It evaluates the last checkpoint, then stops by itself.
             try:
@@ -262,6 +309,8 @@ def launch(
                 timeout=timeout,
                 sink=sink,
                 on_start=on_start if attempt == 0 else None,
+                stall_timeout=spec["config"].get("stall_timeout"),
+                heartbeats=Path(spec["working_dir"]) / HEARTBEATS if spec.get("working_dir") else None,
             )
             return attempt
         except ClusterError as error:

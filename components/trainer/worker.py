@@ -10,8 +10,10 @@ launcher, or by a Kubernetes job) names the artifacts and the training configura
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -20,7 +22,8 @@ from kflow.components.datasets.task import load_task
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.sidecar import evaluate_checkpoints
 from kflow.components.trainer.strategies import get_strategy
-from kflow.components.trainer.strategies.runtime import is_chief_process, tf_config
+from kflow.components.trainer.strategies.runtime import is_chief_process, replica_name, tf_config
+from kflow.pipeline.dsl import heartbeat
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 
@@ -54,15 +57,24 @@ def main(argv: list[str]) -> int:
             assets_dir=Path(spec["assets_dir"]) if spec.get("assets_dir") else None,
         )
         return 0
-    strategy.train_module().train(
-        task,
-        examples=Examples(spec["examples"]),
-        model=Model(spec["model"]),
-        model_run=ModelRun(spec["model_run"]),
-        config=config,
-        working_dir=Path(spec["working_dir"]) if spec.get("working_dir") else None,
-        assets_dir=Path(spec["assets_dir"]) if spec.get("assets_dir") else None,
-    )
+    # The launcher watches the beats (and asks for the Python stacks with SIGUSR1 when they stop).
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    if spec.get("working_dir"):
+        heartbeat.start(
+            Path(spec["working_dir"]) / heartbeat.HEARTBEATS, replica_name(), config.stall_timeout, watch=False
+        )
+    try:
+        strategy.train_module().train(
+            task,
+            examples=Examples(spec["examples"]),
+            model=Model(spec["model"]),
+            model_run=ModelRun(spec["model_run"]),
+            config=config,
+            working_dir=Path(spec["working_dir"]) if spec.get("working_dir") else None,
+            assets_dir=Path(spec["assets_dir"]) if spec.get("assets_dir") else None,
+        )
+    finally:
+        heartbeat.stop()
     return 0
 
 

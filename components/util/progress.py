@@ -19,6 +19,8 @@ from collections.abc import Callable
 
 from tqdm import tqdm
 
+from kflow.pipeline.dsl import heartbeat
+
 log = logging.getLogger("kflow")
 
 EVENT = "KFLOW-PROGRESS "
@@ -47,6 +49,7 @@ class EpochProgress:
         """`step`: steps done in this epoch so far. `loss()` reads the running loss, which can be a
         collective op (MWMS all-reduces the metrics): every process calls it at the same steps, each
         `log_every_steps`, whatever it shows."""
+        heartbeat.beat((self.epoch - 1) * self.steps + step)
         now = time.perf_counter()
         due = step % self.log_every_steps == 0 and step < self.steps
         if due and loss is not None:

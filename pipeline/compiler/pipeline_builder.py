@@ -68,7 +68,9 @@ def build_kfp_pipeline(
 
         def add_task(node: Component) -> None:
             arguments = {name: tasks[channel.producer].outputs[channel.output] for name, channel in node.inputs.items()}
-            arguments.update({name: value for name, value in node.parameters.items() if value is not None})
+            arguments.update(
+                {name: _typed(node, name, value) for name, value in node.parameters.items() if value is not None}
+            )
             arguments.update(
                 {name: given[runtime[(node.id, name)]] for name in node.parameters if (node.id, name) in runtime}
             )
@@ -175,6 +177,13 @@ LAUNCHER_POD_FIELDS = {
     "KFLOW_POD_UID": "metadata.uid",
     "KFLOW_POD_NAMESPACE": "metadata.namespace",
 }
+
+
+def _typed(node: Component, name: str, value: object) -> object:
+    """A whole number given for a float parameter (YAML's `60` for 60.0) as the float KFP's type check wants."""
+    if node.spec.parameters[name].type is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
 
 
 def _retry(task: dsl.PipelineTask, retries: int) -> None:

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kflow.pipeline.dsl.heartbeat import HEARTBEATS, REPORT, stall_line
 from kflow.pipeline.kubeflow import tfjob, trainjob
 from kflow.pipeline.kubeflow.cluster_job import ClusterJob, JobBackend, job_name, owner_reference
 from kflow.pipeline.kubeflow.kube_api import KubeApi, KubeApiError
@@ -187,6 +188,16 @@ def follow(
         sleep(poll_seconds)
 
 
+def stall_report(job_dir: Path) -> str:
+    """`; stalled: <the replica's watchdog report>` when a replica of the job stopped training (else '')."""
+    report = job_dir / "work" / HEARTBEATS / REPORT
+    try:
+        found = json.loads(report.read_text())
+        return f"; stalled: {stall_line(found['replica'], found['waited_seconds'], found['beats'])}"
+    except (OSError, ValueError, KeyError):
+        return ""
+
+
 def ensure_prerequisites(api: KubeApi, backend: JobBackend, job: ClusterJob) -> None:
     """Creates what the job needs and outlives it (a TrainingRuntime, named by its content) when missing."""
     for group, version, plural, manifest in backend.prerequisites(job):
@@ -297,7 +308,7 @@ def main(argv: list[str] | None = None, connect: Callable[[], KubeApi] = KubeApi
         isolate(api, backend, job, created_job)
         state, why = follow(api, backend, job, poll_seconds=args.poll_seconds)
         if state != "Succeeded":
-            print(f"job_launcher: {job.name} failed: {why}; deleting the job", file=sys.stderr)
+            print(f"job_launcher: {job.name} failed: {why}{stall_report(job_dir)}; deleting the job", file=sys.stderr)
             return 1
         for output_name, target in task_paths(entrypoint, "--output").items():
             source = job_dir / "outputs" / job.writer() / shared_outputs[output_name]

@@ -352,3 +352,14 @@ def test_compile_without_an_image_exits_2_naming_kubeflow_image(tmp_path, capsys
     assert not (tmp_path / "p.yaml").exists()
     with pytest.raises(ValueError, match="kubeflow.image: is required"):
         compile_pipeline(Pipeline("toy", [Produce("produce")]), KubeflowSettings(), tmp_path / "p.yaml")
+
+
+def test_a_whole_number_for_a_float_setting_compiles(tmp_path):
+    """YAML reads `1` as an int; KFP's type check wants a float for a float input (it raised a traceback)."""
+    code = compile_cli(
+        DEMO, tmp_path / "p.yaml", "--set", "trainer.optimizer.learning_rate=1", "--set", "trainer.stall_timeout=60"
+    )
+    assert code == 0
+    parameters = load_ir(tmp_path / "p.yaml")[0]["root"]["dag"]["tasks"]["train"]["inputs"]["parameters"]
+    assert parameters["learning_rate"]["runtimeValue"]["constant"] == 1.0
+    assert parameters["stall_timeout"]["runtimeValue"]["constant"] == 60.0

@@ -29,7 +29,7 @@ def cluster(tmp_path, monkeypatch):
         yield server
 
 
-def arguments(tmp_path, *options, add=1, sleep=0.0, fail="", replicas=("worker=2",), backend="trainjob"):
+def arguments(tmp_path, *options, add=1, sleep=0.0, fail="", stall="", replicas=("worker=2",), backend="trainjob"):
     (tmp_path / "left").mkdir(exist_ok=True)
     (tmp_path / "left" / "value.txt").write_text("4")
     return [
@@ -46,6 +46,7 @@ def arguments(tmp_path, *options, add=1, sleep=0.0, fail="", replicas=("worker=2
         *("python", "-m", "kflow.pipeline.runners.kfp_entrypoint", "--component", "tests.kubeflow.toy:SumAndSign"),
         *("--input", f"left={tmp_path / 'left'}", "--output", f"total={tmp_path / 'task-out' / 'total'}"),
         *("--parameter", f"add={add}", "--parameter", f"sleep={sleep}", "--parameter", f"fail_on_first_attempt={fail}"),
+        *("--parameter", f"stall={stall}"),
     ]
 
 
@@ -111,6 +112,15 @@ def test_a_failed_job_fails_the_task_in_one_line_and_is_deleted(tmp_path, cluste
         f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/team-a/trainjobs/{job['metadata']['name']}"
     ]
     assert shared_is_empty(tmp_path) and not (tmp_path / "task-out" / "total").exists()
+
+
+def test_a_replica_that_stalls_ends_itself_and_the_failure_line_says_so(tmp_path, cluster, capfd):
+    """A pod's own watchdog (pipeline/dsl/heartbeat.py) ends a replica that stopped finishing steps; the launcher
+    quotes the report it left on the shared volume."""
+    assert job_launcher.main(arguments(tmp_path, fail="", stall="worker-1")) == 1
+    (line,) = [line for line in capfd.readouterr().err.splitlines() if line.startswith("job_launcher:")]
+    assert "worker-1 (" in line and "exit 75" in line
+    assert "stalled: worker-1 finished no training step for 2 s; last steps: worker-1 at step 3" in line
 
 
 def test_max_restarts_restart_the_group_which_then_finishes(tmp_path, cluster, capfd):

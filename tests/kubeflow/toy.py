@@ -4,6 +4,7 @@ import json
 import os
 import time
 
+from kflow.pipeline.dsl import heartbeat
 from kflow.pipeline.dsl.artifacts import Artifact, Examples
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
@@ -13,10 +14,16 @@ def _replica() -> str:
     return f"{task.get('type', 'worker')}-{task.get('index', os.environ.get('PROCESS_ID', 0))}"
 
 
-def sum_and_sign(*, left, total, add, sleep, fail_on_first_attempt):
-    """Writes left + add and the replica that wrote it; `fail_on_first_attempt` names a replica that fails once."""
+def sum_and_sign(*, left, total, add, sleep, fail_on_first_attempt, stall, working_dir):
+    """Writes left + add and the replica that wrote it; `fail_on_first_attempt` names a replica that fails once;
+    `stall` names one that beats three steps, then waits forever (its own watchdog ends it, as a pod's would)."""
     replica = _replica()
     print(f"summing as {replica}", flush=True)
+    if replica == stall:
+        beats = heartbeat.start(working_dir / heartbeat.HEARTBEATS, replica, 2.0, watch=True)
+        for step in range(1, 4):
+            beats.beat(step)
+        time.sleep(600)
     attempt = os.environ.get("KFLOW_RESTART_ATTEMPT", "0")
     if replica == fail_on_first_attempt and attempt == "0":
         raise RuntimeError(f"{replica} fails on attempt {attempt}")
@@ -35,6 +42,7 @@ class SumAndSign(Component):
             "add": Parameter(int, default=0),
             "sleep": Parameter(float, default=0.0),
             "fail_on_first_attempt": Parameter(str, default=""),
+            "stall": Parameter(str, default=""),
         },
         executor="tests.kubeflow.toy:sum_and_sign",
     )

@@ -26,6 +26,7 @@ from kflow.components.trainer.strategies.runtime import (
     unpack,
 )
 from kflow.components.trainer.strategies.runtime import Runtime as BaseRuntime
+from kflow.pipeline.dsl import heartbeat
 
 log = logging.getLogger("kflow.trainer")
 
@@ -153,6 +154,7 @@ class Runtime(BaseRuntime):
             metric.reset_state()
         for batch in self._eval_data():
             self._chief_eval(batch)
+            heartbeat.beat()
         return metric_results(self.eval_metrics, self.eval_loss, self.eval_batches)
 
     def saves_checkpoints(self, chief: bool) -> bool:

@@ -44,6 +44,14 @@ def in_cluster() -> bool:
     return bool(os.environ.get("TF_CONFIG") or os.environ.get("NUM_PROCESSES"))
 
 
+def replica_name() -> str:
+    """This process's place in its cluster: `worker-1`, `chief-0` (TF_CONFIG), `worker-<id>` (JAX)."""
+    if os.environ.get("PROCESS_ID") is not None:
+        return f"worker-{os.environ['PROCESS_ID']}"
+    task = tf_config().get("task") or {}
+    return f"{task.get('type', 'worker')}-{task.get('index', 0)}"
+
+
 def is_chief_process() -> bool:
     """The process that writes the outputs: process 0 of a JAX cluster, else the TF_CONFIG chief."""
     if os.environ.get("PROCESS_ID") is not None:

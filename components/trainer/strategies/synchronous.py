@@ -19,6 +19,7 @@ from kflow.components.trainer.strategies.runtime import (
     replica_loss,
     unpack,
 )
+from kflow.pipeline.dsl import heartbeat
 
 
 class SynchronousRuntime(Runtime):
@@ -102,4 +103,5 @@ class SynchronousRuntime(Runtime):
             metric.reset_state()
         for _ in range(self._eval_steps):
             self._eval(self._eval_iterator)
+            heartbeat.beat()
         return metric_results(self.eval_metrics, self.eval_loss, self.eval_batches)

@@ -49,6 +49,7 @@ def test_spec_wiring_and_defaults():
         "mixed_precision": False,
         "checkpoint_every_steps": None,
         "log_every_steps": 100,
+        "stall_timeout": 300.0,
         "mesh": None,
         "layout_map": None,
         "sidecar_evaluator": False,
