@@ -133,10 +133,32 @@ def pods_on_hosts(network: VirtualNetwork):
             if pod.subdomain:
                 names.insert(1, f"{pod.hostname}.{pod.subdomain}")
             hosts.append(network.add(names))
-        return [
-            LocalPod(pod, spawn=lambda argv, host=host, **options: network.popen(host, argv, **options),
-                     on_stop=lambda host=host: network.remove(host))
-            for pod, host in zip(pods, hosts, strict=True)
-        ]  # fmt: skip
+        started = []
+        for pod, host in zip(pods, hosts, strict=True):
+            running = LocalPod(pod, spawn=lambda argv, host=host, **options: network.popen(host, argv, **options),
+                               on_stop=lambda host=host: network.remove(host))  # fmt: skip
+            running.host = host
+            started.append(running)
+        return started
 
     return start
+
+
+def train_on_hosts(tmp_path, examples, schema, *parameters, replicas=("worker=2",), options=()):
+    """Runs the real job launcher for a Trainer job of MNIST (against the stand-in cluster the caller set up, whose
+    KUBECONFIG is in the environment); returns (its exit code, the task's output folder)."""
+    from kflow.pipeline.kubeflow import job_launcher
+
+    out = tmp_path / "task"
+    argv = [
+        "--job-prefix=train", *(f"--replica={r}" for r in replicas), "--image=registry.example/kflow:1",
+        "--namespace=kubeflow", "--shared-volume-claim=kflow-shared", f"--shared-mount-path={tmp_path / 'shared'}",
+        "--poll-seconds=1", *options, "--",
+        "python", "-m", "kflow.pipeline.runners.kfp_entrypoint",
+        "--component", "kflow.components.trainer.component:Trainer",
+        "--input", f"examples={examples}", "--input", f"schema={schema}",
+        "--output", f"model={out / 'model'}", "--output", f"model_run={out / 'model_run'}",
+        "--parameter", "task=mnist", "--parameter", "model_name=mnist_convnet",
+        *(part for parameter in parameters for part in ("--parameter", parameter)),
+    ]  # fmt: skip
+    return job_launcher.main(argv), out

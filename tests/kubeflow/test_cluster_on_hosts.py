@@ -7,61 +7,16 @@ over HTTP. The rest is real: each pod runs kflow's replica command and the Train
 """
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from kflow.pipeline.kubeflow import job_launcher
-from tests.conftest import REPO, shared_dataset
-from tests.kubeflow.hosts import VirtualNetwork, pods_on_hosts, unavailable
-from tests.kubeflow.stand_in_kube import StandInKubernetes
+from tests.kubeflow.hosts import train_on_hosts as train
+from tests.kubeflow.hosts import unavailable
 
 pytestmark = [
     pytest.mark.distributed,
     pytest.mark.skipif(bool(unavailable()), reason=f"no hosts to run on: {unavailable()}"),
 ]
-
-
-@pytest.fixture(scope="module")
-def mnist_ingested(tmp_path_factory):
-    """Real MNIST through kflow's ingest (Examples and Schema folders)."""
-    source = shared_dataset("mnist")
-    root = tmp_path_factory.mktemp("mnist-ingest")
-    result = subprocess.run(
-        [sys.executable, "-m", "kflow.pipeline.cli.main", "run", str(REPO / "pipeline" / "configs" / "mnist.yaml"),
-         "--until", "ingest", "--pipeline-root", str(root), "--set", f"data.source.path={source}"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    (run_dir,) = [path.parent for path in root.glob("mnist/*/run.json")]
-    return run_dir / "ingest" / "examples", run_dir / "ingest" / "schema"
-
-
-@pytest.fixture
-def cluster_on_hosts(tmp_path, monkeypatch):
-    with VirtualNetwork() as network, StandInKubernetes(start_pods=pods_on_hosts(network)) as server:
-        monkeypatch.setenv("KUBECONFIG", str(server.kubeconfig(tmp_path / "kubeconfig")))
-        monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-        monkeypatch.setenv("KFLOW_POD_NAMESPACE", "team-a")
-        server.network = network
-        yield server
-
-
-def train(tmp_path, examples, schema, *parameters, replicas=("worker=2",), options=()):
-    out = tmp_path / "task"
-    argv = [
-        "--job-prefix=train", *(f"--replica={r}" for r in replicas), "--image=registry.example/kflow:1",
-        "--namespace=kubeflow", "--shared-volume-claim=kflow-shared", f"--shared-mount-path={tmp_path / 'shared'}",
-        "--poll-seconds=1", *options, "--",
-        "python", "-m", "kflow.pipeline.runners.kfp_entrypoint",
-        "--component", "kflow.components.trainer.component:Trainer",
-        "--input", f"examples={examples}", "--input", f"schema={schema}",
-        "--output", f"model={out / 'model'}", "--output", f"model_run={out / 'model_run'}",
-        "--parameter", "task=mnist", "--parameter", "model_name=mnist_convnet",
-        *(part for parameter in parameters for part in ("--parameter", parameter)),
-    ]  # fmt: skip
-    return job_launcher.main(argv), out
 
 
 def test_multi_worker_mirrored_trains_mnist_across_two_hosts(tmp_path, mnist_ingested, cluster_on_hosts, capfd):
