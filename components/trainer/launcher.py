@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kflow.components.trainer.private_network import private_network
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.util.progress import EventBar
 from kflow.components.util.progress import mode as progress_mode
@@ -214,7 +215,9 @@ def run_cluster(
     tasks = [(kind, index) for kind in reversed(list(cluster)) for index in range(len(cluster[kind]))]
     if heartbeats is not None:
         shutil.rmtree(heartbeats, ignore_errors=True)  # an earlier attempt's beats are no news
+    network = contextlib.ExitStack()
     try:
+        prefix = network.enter_context(private_network())  # no host can reach the cluster's ports
         for kind, index in tasks + ([("evaluator", 0)] if evaluator else []):
             name = f"{kind}-{index}"
             env = dict(
@@ -223,7 +226,7 @@ def run_cluster(
                 KFLOW_PROGRESS=("events" if bar else "plain") if name == reporter else "off",
             )
             popen = subprocess.Popen(
-                [sys.executable, "-m", "kflow.components.trainer.worker", str(spec_file)],
+                [*prefix, sys.executable, "-m", "kflow.components.trainer.worker", str(spec_file)],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -272,6 +275,7 @@ def run_cluster(
                 log.warning("train: the sidecar evaluator %s", "did not finish" if code is None else f"exited {code}")
     finally:
         _stop(processes)
+        network.close()
         if bar is not None:
             bar.close()
 
