@@ -217,8 +217,9 @@ def run_cluster(
         shutil.rmtree(heartbeats, ignore_errors=True)  # an earlier attempt's beats are no news
     network = contextlib.ExitStack()
     try:
-        prefix = network.enter_context(private_network())  # no host can reach the cluster's ports
-        for kind, index in tasks + ([("evaluator", 0)] if evaluator else []):
+        everyone = tasks + ([("evaluator", 0)] if evaluator else [])
+        prefix = network.enter_context(private_network(len(everyone)))  # no host can reach the cluster's ports
+        for kind, index in everyone:
             name = f"{kind}-{index}"
             env = dict(
                 environment,

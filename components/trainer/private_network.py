@@ -57,8 +57,12 @@ def _remove_orphans() -> None:
 
 
 @contextlib.contextmanager
-def private_network() -> Iterator[list[str]]:
-    """Yields the command prefix that starts a process in the cluster's own network ([] when there is none)."""
+def private_network(processes: int = 2) -> Iterator[list[str]]:
+    """Yields the command prefix that starts a process in the cluster's own network ([] when there is none); one
+    process alone has no peers to listen for, and needs none."""
+    if processes < 2:
+        yield []
+        return
     reason = why_not()
     if reason is None:
         _remove_orphans()
