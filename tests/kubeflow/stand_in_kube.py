@@ -84,7 +84,8 @@ class LocalPod:
     def _read(self) -> None:
         for line in self.process.stdout:
             self.lines.append((_now(), line.rstrip("\n")))
-        self.exit_code = self.process.wait()
+        code = self.process.wait()
+        self.exit_code = 128 - code if code < 0 else code  # as a container runtime reports a signal: 137 for SIGKILL
 
     @property
     def phase(self) -> str:

@@ -111,3 +111,31 @@ def test_other_faults_end_in_a_finished_model(
     name, layout, victim, fault, tmp_path, mnist_ingested, cluster_on_hosts, capfd
 ):
     check_recovered(name, *run_with_fault(tmp_path, mnist_ingested, cluster_on_hosts, layout, victim, fault), capfd)
+
+
+@pytest.mark.slow
+def test_with_no_restart_left_the_job_fails_in_one_line_naming_the_killed_replica(
+    tmp_path, mnist_ingested, cluster_on_hosts, capfd
+):
+    examples, schema = mnist_ingested
+    started = time.monotonic()
+
+    def kill_worker_1():
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            for beats in (tmp_path / "shared").glob("*/work/heartbeats"):
+                if last_beats(beats).get("worker-0", {}).get("step", 0) >= 20:
+                    (run,) = cluster_on_hosts.runs.values()
+                    (target,) = [p for p in run.pods if replica(p) == "worker-1"]
+                    kill(target, cluster_on_hosts.network)
+                    return
+            time.sleep(0.1)
+
+    threading.Thread(target=kill_worker_1, daemon=True).start()
+    code, _ = train(
+        tmp_path, examples, schema, *MWMS[2], "epochs=2", f"steps_per_epoch={STEPS}", f"batch_size={BATCH}",
+        options=["--max-restarts=0"],
+    )  # fmt: skip
+    (line,) = [line for line in capfd.readouterr().err.splitlines() if line.startswith("job_launcher:")]
+    print(f"no restart left: failed {time.monotonic() - started:.1f} s after the start: {line}")
+    assert code == 1 and "failed: FailedJobs" in line and "worker-1 (" in line and "exit 137" in line

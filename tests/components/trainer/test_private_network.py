@@ -33,7 +33,7 @@ def listening(pid: int) -> set[int]:
 def test_a_two_worker_cluster_listens_on_no_address_of_this_machine(tmp_path):
     examples, schema = write_examples(tmp_path / "examples"), write_schema(tmp_path / "schema")
     work = tmp_path / "work"
-    config = TrainConfig(strategy="multi_worker_mirrored", epochs=2, batch_size=32)
+    config = TrainConfig(strategy="multi_worker_mirrored", epochs=20, batch_size=32)  # long enough to look at
     spec = {
         "task": "mnist", "schema_file": str(schema.file), "examples": examples.uri, "model": str(tmp_path / "model"),
         "model_run": str(tmp_path / "run"), "working_dir": str(work), "config": config.to_json(),
