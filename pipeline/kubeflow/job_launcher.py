@@ -140,7 +140,6 @@ class LogFollower:
             except KubeApiError as error:  # A container that is starting has no log yet: next time.
                 log.debug("no log of %s yet: %s", name, error)
                 continue
-            self.seen[name] = (last, self.clock())
             for line in text.splitlines():
                 stamp, message = _timestamp(line)
                 if stamp > last:
