@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kflow.pipeline.runners.plan import changes, execution_facts
 from kflow.pipeline.runners.run_record import RUN_FILE, Execution, Run, earlier_runs
 
 
@@ -108,33 +109,7 @@ def diff_runs(a: Run, b: Run) -> dict[str, Any]:
 
 def _why(first: Execution, second: Execution) -> list[str]:
     """Which parts of the two executions' fingerprints differ."""
-    reasons = []
-    if first.code_version != second.code_version:
-        reasons.append("code")
-    changed = sorted(
-        key
-        for key in set(first.parameters) | set(second.parameters)
-        if first.parameters.get(key) != second.parameters.get(key)
-    )
-    if changed:
-        reasons.append("parameters: " + ", ".join(changed))
-    inputs = sorted(
-        name
-        for name in set(first.inputs) | set(second.inputs)
-        if (first.inputs.get(name) and first.inputs[name].fingerprint)
-        != (second.inputs.get(name) and second.inputs[name].fingerprint)
-    )
-    if inputs:
-        reasons.append("inputs: " + ", ".join(inputs))
-    files_a, files_b = _data_files(first), _data_files(second)
-    if files_a != files_b:
-        differing = sorted({name for name in set(files_a) | set(files_b) if files_a.get(name) != files_b.get(name)})
-        reasons.append("data: " + ", ".join(differing))
-    return reasons
-
-
-def _data_files(execution: Execution) -> dict[str, str]:
-    return {Path(entry["path"]).name: entry["sha256"] for entry in (execution.data or {}).get("files", [])}
+    return changes(execution_facts(first), execution_facts(second))
 
 
 def _metric_deltas(a: Run, b: Run) -> dict[str, dict[str, float]]:

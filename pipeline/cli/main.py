@@ -1,4 +1,4 @@
-"""The `kflow` command line: validate, run, show, compile and submit pipelines, write their cluster manifests.
+"""The `kflow` command line: validate, plan, run, show, compile and submit pipelines, write their cluster manifests.
 
 Exit codes: 0 success, 1 a run failed, 2 a bad config or bad arguments, 130 / 143 a run
 cancelled by SIGINT / SIGTERM.
@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+from pathlib import Path
 
 from kflow.pipeline.dsl.artifacts import ModelBlessing
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, load_config
@@ -79,6 +80,18 @@ def _parser() -> argparse.ArgumentParser:
         help="before reusing cached outputs, check their content hashes (sizes are always checked)",
     )
     run.set_defaults(command=_run)
+
+    plan = commands.add_parser(
+        "plan",
+        parents=[verbosity],
+        help="say what `kflow run` would do: each component cached (from which run) or run, and why",
+    )
+    with_config(plan)
+    plan.add_argument("--pipeline-root", help="where runs go (overrides pipeline_root)")
+    plan.add_argument("--until", metavar="COMPONENT", help="plan up to and including this component")
+    plan.add_argument("--no-cache", action="store_true", help="as `kflow run --no-cache`: every component would run")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.set_defaults(command=_plan)
 
     compile_ = commands.add_parser(
         "compile", parents=[verbosity], help="compile a pipeline to Kubeflow Pipelines YAML (KFP v2 IR)"
@@ -203,6 +216,25 @@ def _run(args: argparse.Namespace) -> int:
     print(format_run(result.run, colour=_colour()))
     print(f"run folder: {result.run_dir}")
     return _gate(result.run, config.evaluator.get("on_not_blessed", "fail"))
+
+
+def _plan(args: argparse.Namespace) -> int:
+    config = _load(args)
+    from kflow.pipeline.app.standard_pipeline import build_pipeline
+    from kflow.pipeline.runners.plan import format_plan, plan_pipeline
+
+    pipeline = build_pipeline(config, local_runs=True)
+    if args.until:
+        if args.until not in {node.id for node in pipeline.components}:
+            choices = ", ".join(node.id for node in pipeline.components)
+            raise ConfigError([f"--until: no component {args.until!r} (choose from {choices})"])
+        pipeline = pipeline.until(args.until)
+    plans = plan_pipeline(pipeline, config.pipeline_root, enable_cache=not args.no_cache)
+    if args.json:
+        print(json.dumps({"pipeline": pipeline.name, "components": {p.node: p.to_json() for p in plans}}, indent=2))
+    else:
+        print(format_plan(pipeline, plans, Path(config.pipeline_root) / pipeline.name))
+    return EXIT_OK
 
 
 def _gate(run: Run, on_not_blessed: str) -> int:

@@ -1,0 +1,135 @@
+"""`kflow plan`: what a `kflow run` would do, without doing it.
+
+For each node, in the order the run would take them, the plan computes the execution fingerprint exactly as
+the runner does (the component's code version, its parameters, its inputs' fingerprints, the source files'
+content: an ingest's data is read and hashed, as a run would), looks it up in the cache the same way, and
+says whether the node would be reused (and from which run) or run, and why: what differs from the node's
+last execution (`changes`, which `kflow diff` uses too). A node that runs only if an upstream model is
+blessed is `skipped` when that verdict is cached and negative, and `run if blessed` while it is unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kflow.pipeline.dsl.component import Component
+from kflow.pipeline.dsl.dag import Pipeline
+from kflow.pipeline.runners.cache import artifact_fingerprint, execution_fingerprint, find_cached
+from kflow.pipeline.runners.node_runner import skip_reason
+from kflow.pipeline.runners.run_record import ArtifactRef, Execution, earlier_runs
+
+
+@dataclass
+class NodePlan:
+    node: str
+    action: str  # cached | run | skipped | run if blessed
+    why: list[str] = field(default_factory=list)
+    cached_from: str | None = None
+    fingerprint: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "why": self.why,
+            "cached_from": self.cached_from,
+            "fingerprint": self.fingerprint,
+        }
+
+
+def facts(code_version: str, parameters: dict, inputs: dict[str, str], data: dict | None) -> dict[str, Any]:
+    """What an execution's fingerprint is made of, in the form `changes` compares."""
+    files = {Path(entry["path"]).name: entry["sha256"] for entry in (data or {}).get("files", [])}
+    return {"code": code_version, "parameters": dict(parameters), "inputs": dict(inputs), "data": files}
+
+
+def execution_facts(execution: Execution) -> dict[str, Any]:
+    inputs = {name: ref.fingerprint for name, ref in execution.inputs.items()}
+    return facts(execution.code_version, execution.parameters, inputs, execution.data)
+
+
+def changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """Which parts of two executions' fingerprints differ: code, parameters (named), inputs, data files."""
+    reasons = []
+    if before["code"] != after["code"]:
+        reasons.append("code")
+    for part in ("parameters", "inputs", "data"):
+        old, new = before[part], after[part]
+        differing = sorted(key for key in set(old) | set(new) if old.get(key) != new.get(key))
+        if differing:
+            reasons.append(f"{part}: {', '.join(differing)}")
+    return reasons
+
+
+def _last_execution(pipeline_dir: Path, node_id: str) -> Execution | None:
+    for run in earlier_runs(pipeline_dir):
+        execution = run.executions.get(node_id)
+        if execution and execution.finished:
+            return execution
+    return None
+
+
+def plan_pipeline(pipeline: Pipeline, pipeline_root: str | Path, enable_cache: bool = True) -> list[NodePlan]:
+    pipeline_dir = Path(pipeline_root) / pipeline.name
+    fingerprints: dict[str, str] = {}
+    outputs: dict[str, dict[str, ArtifactRef]] = {}  # the outputs of cached nodes, which later nodes may read
+    plans: dict[str, NodePlan] = {}
+    for node in pipeline.topological_order():
+        plans[node.id] = plan = _plan_node(node, pipeline_dir, fingerprints, outputs, plans, enable_cache)
+        fingerprints[node.id] = plan.fingerprint
+    return list(plans.values())
+
+
+def _plan_node(
+    node: Component,
+    pipeline_dir: Path,
+    fingerprints: dict[str, str],
+    outputs: dict[str, dict[str, ArtifactRef]],
+    plans: dict[str, NodePlan],
+    enable_cache: bool,
+) -> NodePlan:
+    producers = [channel.producer for channel in [*node.inputs.values(), *([node.run_if] if node.run_if else [])]]
+    skipped = [producer for producer in producers if plans[producer].action == "skipped"]
+    if skipped:
+        return NodePlan(node.id, "skipped", [f"{skipped[0]} is skipped"])
+    if node.run_if is not None and plans[node.run_if.producer].action == "cached":
+        reason = skip_reason(node, outputs)
+        if reason:
+            return NodePlan(node.id, "skipped", [reason])
+    inputs = {name: artifact_fingerprint(fingerprints[ch.producer], ch.output) for name, ch in node.inputs.items()}
+    data = node.data_fingerprint()
+    fingerprint = execution_fingerprint(node, inputs, data)
+    planned = facts(type(node).code_version(), node.cache_parameters, inputs, data)
+    cached = find_cached(pipeline_dir, node.id, fingerprint) if enable_cache else None
+    if cached:
+        execution, source_run = cached
+        outputs[node.id] = dict(execution.outputs)
+        return NodePlan(node.id, "cached", [], source_run, fingerprint)
+    last = _last_execution(pipeline_dir, node.id)
+    if last is None:
+        why = ["new"]
+    else:
+        before = execution_facts(last)
+        before["parameters"] = {name: value for name, value in last.parameters.items() if name in node.cache_parameters}
+        why = changes(before, planned) or ["its last outputs are gone or damaged"]
+    if not enable_cache:
+        why = ["--no-cache"]
+    action = "run"
+    if node.run_if is not None and plans[node.run_if.producer].action != "cached":
+        action = "run if blessed"
+        why = [*why, f"if {node.run_if.producer}.{node.run_if.output} blesses its model"]
+    return NodePlan(node.id, action, why, None, fingerprint)
+
+
+def format_plan(pipeline: Pipeline, plans: list[NodePlan], pipeline_dir: Path) -> str:
+    running = sum(plan.action != "cached" and plan.action != "skipped" for plan in plans)
+    width = max(len("component"), *(len(plan.node) for plan in plans))
+    lines = [
+        f"plan for {pipeline.name} ({pipeline_dir}): {running} of {len(plans)} component(s) would run",
+        f"{'component':<{width}}  {'action':<14}  why",
+    ]
+    for plan in plans:
+        why = f"from run {plan.cached_from}" if plan.action == "cached" else "; ".join(plan.why)
+        lines.append(f"{plan.node:<{width}}  {plan.action:<14}  {why}")
+    return "\n".join(lines)

@@ -1,0 +1,62 @@
+"""`kflow plan` says what the next `kflow run` does: which components are reused, which run, and why."""
+
+import json
+import shutil
+
+import yaml
+
+from tests.conftest import REPO
+
+IRIS = REPO / "pipeline" / "configs" / "iris.yaml"
+
+
+def run(run_kflow, config, root, *settings):
+    """`kflow run` (2 epochs, and `settings`); the status of each component in its run.json."""
+    overrides = [part for setting in settings for part in ("--set", setting)]
+    result = run_kflow("run", config, "--pipeline-root", root, "--set", "trainer.epochs=2", *overrides)
+    assert result.returncode in (0, 1), result.stderr[-3000:]  # 1: a 2-epoch model may well not be blessed
+    newest = sorted(root.glob("iris/*/run.json"))[-1]
+    return {node: entry["status"] for node, entry in json.loads(newest.read_text())["components"].items()}
+
+
+def plan(run_kflow, config, root, *options):
+    result = run_kflow("plan", config, "--pipeline-root", root, "--set", "trainer.epochs=2", "--json", *options)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout)["components"]
+
+
+def test_the_plan_is_what_the_next_run_does_after_a_parameter_and_a_data_edit(tmp_path, run_kflow):
+    data = tmp_path / "iris.csv"
+    shutil.copyfile(REPO / "pipeline" / "configs" / "data" / "iris.csv", data)
+    config_data = yaml.safe_load(IRIS.read_text())
+    config_data["data"]["source"]["path"] = str(data)
+    config = tmp_path / "iris.yaml"
+    config.write_text(yaml.safe_dump(config_data))
+    root = tmp_path / "runs"
+
+    first = plan(run_kflow, config, root)
+    assert {entry["action"] for entry in first.values()} == {"run"} and first["ingest"]["why"] == ["new"]
+    run(run_kflow, config, root)
+
+    # A parameter: the data steps are reused, training and what follows run, and the plan says why.
+    planned = plan(run_kflow, config, root, "--set", "trainer.batch_size=8")
+    assert planned["ingest"]["action"] == "cached" and planned["ingest"]["cached_from"]
+    assert planned["train"] == {**planned["train"], "action": "run", "why": ["parameters: batch_size"]}
+    assert planned["evaluate"]["action"] == "run" and planned["evaluate"]["why"] == ["inputs: model, model_run"]
+    ran = run(run_kflow, config, root, "trainer.batch_size=8")
+    assert ran == {node: "cached" if entry["action"] == "cached" else "succeeded" for node, entry in planned.items()}
+
+    # The data, edited in place: everything runs again, the ingest because of that file.
+    lines = data.read_text().splitlines()
+    lines[1] = "9.9" + lines[1][lines[1].index(",") :]
+    data.write_text("\n".join(lines) + "\n")
+    planned = plan(run_kflow, config, root, "--set", "trainer.batch_size=8")
+    assert planned["ingest"]["action"] == "run" and planned["ingest"]["why"] == ["data: iris.csv"]
+    assert all(entry["action"] == "run" for entry in planned.values())
+    ran = run(run_kflow, config, root, "trainer.batch_size=8")
+    assert set(ran.values()) == {"succeeded"} and set(ran) == set(planned)
+
+    text = run_kflow(
+        "plan", config, "--pipeline-root", root, "--set", "trainer.epochs=2", "--set", "trainer.batch_size=8"
+    )
+    assert text.returncode == 0 and "0 of 6 component(s) would run" in text.stdout
