@@ -5,6 +5,7 @@ Artifacts written:
     evaluation/metrics.json      the task's metrics, `slices` {slice: {key: metrics}}, `baseline` metrics
     evaluation/kfp_metrics.json  {"scalars": {name: number}, "confusion_matrix": {categories, matrix}, "roc": …}
                                  for KFP's Metrics / ClassificationMetrics artifacts
+    evaluation/serving_check.json  the serving SavedModel's outputs against model.keras's (serving_check.py)
     evaluation/report.html       one self-contained page: verdict, metrics beside the baseline's, checks,
                                  per-class and slice tables, plots (also as *.png), data and training summaries
     blessing/BLESSED | NOT_BLESSED, blessing.json {"blessed", "baseline_model", "checks": [...]}
@@ -24,6 +25,8 @@ from kflow.components.datasets.task import Task, load_task
 from kflow.components.datasets.user_module import MODULE_FILE
 from kflow.components.evaluator.gate import check_thresholds, describe, run_checks
 from kflow.components.evaluator.report import write_report
+from kflow.components.evaluator.serving_check import REPORT as SERVING_REPORT
+from kflow.components.evaluator.serving_check import as_check, check_serving, examples_and_outputs
 from kflow.components.util import plots
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
 
@@ -88,6 +91,11 @@ def run(
     log.info("evaluate: %s split, %d examples: %s", split, metrics["example_count"], _scalars(overall.result()))
 
     checks = run_checks(thresholds, metrics, baseline_metrics)
+    serving = check_serving(model, *examples_and_outputs(
+        _task(task, schema, model), keras.models.load_model(model.keras_file), examples, split, seed
+    ))  # fmt: skip
+    evaluation.write_json(SERVING_REPORT, serving)
+    checks.append(as_check(serving))
     blessed = all(check["passed"] for check in checks)
     blessing.set_blessed(blessed, checks)
     if baseline_model_uri:

@@ -79,3 +79,10 @@ def write_schema(uri: str | Path) -> Schema:
     schema.path.mkdir(parents=True, exist_ok=True)
     shutil.copy(MNIST_SCHEMA, schema.file)
     return schema
+
+
+def save_model(keras_model, model) -> None:
+    """A Model artifact as the Trainer writes it: model.keras and the serving SavedModel (Format-Serving/)."""
+    model.path.mkdir(parents=True, exist_ok=True)
+    keras_model.save(model.keras_file)
+    keras_model.export(str(model.serving_uri), format="tf_saved_model", verbose=False)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+
 import keras
 import numpy as np
 import pytest
 
 from kflow.components.evaluator.executor import run
 from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation
-from tests.components.fixtures import read_split, write_examples, write_schema
+from tests.components.fixtures import read_split, save_model, write_examples, write_schema
 
 
 def bar_detector() -> keras.Model:
@@ -35,8 +37,7 @@ def inputs(tmp_path_factory):
     root = tmp_path_factory.mktemp("evaluator-inputs")
     examples = write_examples(root / "examples", counts={"train": 20, "test": 300}, shards=3)
     model = Model(root / "model")
-    model.path.mkdir()
-    bar_detector().save(model.keras_file)
+    save_model(bar_detector(), model)
     model.write_task_spec("mnist", "mnist_convnet", {})
     return examples, write_schema(root / "schema"), model
 
@@ -77,7 +78,29 @@ def test_metrics_match_a_numpy_computation(inputs, tmp_path):
         "headline": "accuracy",
     }
     assert blessing.blessed
-    assert blessing.read_json("blessing.json") == {"blessed": True, "checks": []}
+    # No thresholds: the one check is that the serving SavedModel predicts what model.keras does.
+    (check,) = blessing.read_json("blessing.json")["checks"]
+    assert check["metric"] == "serving_predictions" and check["passed"] and check["value"] <= check["threshold"]
+    serving = evaluation.read_json("serving_check.json")
+    assert serving["examples"] == 256 and serving["signature"] == "serving_default"
+
+
+def test_a_serving_model_that_predicts_otherwise_is_not_blessed(inputs, tmp_path):
+    """The Pusher ships Format-Serving: an export that lost what model.keras has (here its trained weights) is
+    refused, though model.keras scores well."""
+    examples, schema, model = inputs
+    broken = Model(tmp_path / "broken")
+    shutil.copytree(model.path, broken.path)
+    shutil.rmtree(broken.serving_uri)
+    untrained = bar_detector()
+    untrained.layers[-1].set_weights([np.zeros((784, 10), np.float32), np.zeros(10, np.float32)])
+    untrained.export(str(broken.serving_uri), format="tf_saved_model", verbose=False)
+    summary, evaluation, blessing = evaluate((examples, schema, broken), tmp_path)
+    assert not blessing.blessed and summary["failed_checks"][0].startswith("serving_predictions")
+    assert evaluation.read_json("serving_check.json")["max_abs_difference"] > 0.01
+    shutil.rmtree(broken.serving_uri)  # and one with no serving model at all
+    summary, evaluation, blessing = evaluate((examples, schema, broken), tmp_path / "none")
+    assert not blessing.blessed and "no serving SavedModel" in evaluation.read_json("serving_check.json")["reason"]
 
 
 def test_thresholds_that_hold_bless_the_model(inputs, tmp_path):
@@ -89,6 +112,7 @@ def test_thresholds_that_hold_bless_the_model(inputs, tmp_path):
     checks = blessing.read_json("blessing.json")["checks"]
     assert {(check["metric"], check["bound"]) for check in checks} == {
         ("accuracy", "lower_bound"), ("loss", "upper_bound"), ("example_count", "lower_bound"),
+        ("serving_predictions", "upper_bound"),
     }  # fmt: skip
     assert all(check["passed"] for check in checks)
 

@@ -11,13 +11,12 @@ import pytest
 from kflow.components.evaluator.executor import run
 from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation, ModelRun
 from tests.components.evaluator.test_evaluator_executor import bar_detector
-from tests.components.fixtures import write_examples, write_schema
+from tests.components.fixtures import save_model, write_examples, write_schema
 
 
 def save(model, folder) -> Model:
     artifact = Model(folder)
-    artifact.path.mkdir(parents=True)
-    model.save(artifact.keras_file)
+    save_model(model, artifact)
     artifact.write_task_spec("mnist", "mnist_convnet", {})
     return artifact
 

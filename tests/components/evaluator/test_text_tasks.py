@@ -13,6 +13,7 @@ from kflow.components.datasets.wikitext2.task import WikiText2Task
 from kflow.components.evaluator.executor import run
 from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation, Schema
 from tests.components.datasets.text_fixtures import text_schema, write_quora, write_wikitext
+from tests.components.fixtures import save_model
 
 WIKITEXT_OPTIONS = {
     "vocabulary_size": 200, "sequence_length": 48, "mask_selection_length": 12, "num_layers": 1,
@@ -32,7 +33,7 @@ def prepared(root, task_class, features, write, options):
     model = Model(root / "model")
     task.prepare(examples, model.assets_uri)
     model.write_task_spec(task.name, task.model_name, options)
-    task.build_model().save(model.keras_file)
+    save_model(task.build_model(), model)
     return examples, schema, model, task
 
 
