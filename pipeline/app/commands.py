@@ -13,12 +13,23 @@ from kflow.pipeline.app.standard_pipeline import build_pipeline, run_time_baseli
 from kflow.pipeline.compiler.pipeline_builder import compile_pipeline
 from kflow.pipeline.compiler.settings import load_compile_config
 from kflow.pipeline.dsl.config import ConfigError, did_you_mean
+from kflow.pipeline.dsl.secrets import credential_fields
 from kflow.pipeline.kubeflow.baselines import store_path
 
 
 def compile_config(config_path: str, output: str | Path, overrides: list[str], image: str | None = None) -> Path:
     """Compiles a config file to KFP v2 IR YAML at `output`."""
     config, settings = load_compile_config(config_path, overrides, image)
+    secrets = credential_fields(config)
+    if secrets:
+        raise ConfigError(
+            [
+                f"{field}: a credential is not compiled into pipeline.yaml (everyone who can read the pipeline or "
+                "its runs could read it): give it to the tasks as an environment variable from a Kubernetes Secret"
+                for field in secrets
+            ],
+            config.source,
+        )
     pipeline = build_pipeline(config)
     ids = [node.id for node in pipeline.components]
     unknown = [

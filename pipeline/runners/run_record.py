@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
+from kflow.pipeline.dsl.secrets import redact_record
 
 RUN_FILE = "run.json"
 # Statuses of an execution whose outputs are published (by this run, or reused from an earlier one).
@@ -95,7 +96,8 @@ class RunRecord:
 
     def _write(self, data: dict[str, Any]) -> None:
         temporary = self.path.with_suffix(f".tmp{os.getpid()}")
-        temporary.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+        record = redact_record(data)  # Credentials given as Beam options are used, never recorded.
+        temporary.write_text(json.dumps(record, indent=2, sort_keys=False, default=str) + "\n")
         os.replace(temporary, self.path)
 
 
