@@ -1,6 +1,7 @@
 """`run.json`: the record of one pipeline run, rewritten atomically after every change.
 
-    {"pipeline": "mnist", "run_id": "20261123-101500-123456-3f2a",
+    {"pipeline": "mnist", "run_id": "20261123-101500-123456-3f2a" (its start in UTC, and a tag),
+     "sequence": 42 (the pipeline folder's run counter: the order of runs, whatever the clocks say),
      "status": "running" | "succeeded" | "failed" | "cancelled",
      "started_at": ..., "finished_at": ..., "seconds": 12.3, "metadata": {...},
      "components": {"ingest": {"status": "succeeded" | "cached" | "skipped" | "failed" | "cancelled" | "running",
@@ -36,8 +37,28 @@ FINISHED = ("succeeded", "cached")
 
 
 def new_run_id() -> str:
-    """Sortable by start time to the microsecond (runs started in the same second keep their order)."""
-    return dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f-") + secrets.token_hex(2)
+    """The start time in UTC to the microsecond, and a random tag: for people to read; the order of runs is their
+    `sequence`, not this (a clock set back, a change of time zone or of summer time would reorder names)."""
+    return dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S-%f-") + secrets.token_hex(2)
+
+
+SEQUENCE_FILE = ".sequence"
+
+
+def next_sequence(pipeline_dir: Path) -> int:
+    """The next number of the pipeline folder's run counter (under a lock, so concurrent runs get distinct ones)."""
+    pipeline_dir.mkdir(parents=True, exist_ok=True)
+    with open(pipeline_dir / f"{SEQUENCE_FILE}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        counter = pipeline_dir / SEQUENCE_FILE
+        try:
+            current = int(counter.read_text().strip() or 0)
+        except (OSError, ValueError):  # none yet (or unreadable): continue after the highest recorded run
+            current = max((run.sequence or 0 for run in earlier_runs(pipeline_dir)), default=0)
+        temporary = counter.with_suffix(f".tmp{os.getpid()}")
+        temporary.write_text(f"{current + 1}\n")
+        os.replace(temporary, counter)
+        return current + 1
 
 
 def _now(timespec: str = "seconds") -> str:
@@ -64,6 +85,7 @@ class RunRecord:
             {
                 "pipeline": pipeline,
                 "run_id": run_id,
+                "sequence": next_sequence(run_dir.parent),
                 "status": "running",
                 "started_at": _now(),
                 "metadata": metadata,
@@ -102,13 +124,17 @@ class RunRecord:
 
 
 def earlier_runs(pipeline_dir: Path) -> Iterator[Run]:
-    """The runs under `pipeline_dir`, newest first; unreadable records are skipped."""
-    for run_file in sorted(pipeline_dir.glob(f"*/{RUN_FILE}"), reverse=True):
+    """The runs under `pipeline_dir`, newest first by their sequence number (records from before sequences, by
+    name, older than any numbered one); unreadable records are skipped."""
+    runs = []
+    for run_file in pipeline_dir.glob(f"*/{RUN_FILE}"):
         try:
-            data = json.loads(run_file.read_text())
+            runs.append(Run.from_json(json.loads(run_file.read_text()), run_file.parent))
         except (OSError, json.JSONDecodeError):
             continue
-        yield Run.from_json(data, run_file.parent)
+    yield from sorted(
+        runs, key=lambda run: (run.sequence is not None, run.sequence or 0, run.run_dir.name), reverse=True
+    )
 
 
 @dataclass(frozen=True)
@@ -182,6 +208,7 @@ class Run:
     run_id: str
     run_dir: Path
     pipeline: str = ""
+    sequence: int | None = None
     status: str = "unknown"
     started_at: str | None = None
     seconds: float | None = None
@@ -194,6 +221,7 @@ class Run:
             run_id=data.get("run_id", run_dir.name),
             run_dir=run_dir,
             pipeline=data.get("pipeline", ""),
+            sequence=data.get("sequence"),
             status=data.get("status", "unknown"),
             started_at=data.get("started_at"),
             seconds=data.get("seconds"),
