@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from kflow.components.trainer.strategies.runtime import (
 )
 from kflow.pipeline.dsl import heartbeat
 from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, Model, ModelRun, Schema
+from kflow.pipeline.dsl.scratch import scratch_dir
 
 log = logging.getLogger("kflow.trainer")
 
@@ -80,7 +80,7 @@ def run(
     task_object = load_task(task, schema.file, choice.chosen_model, model_options, choice.module_source)
     temporary = None
     if working_dir is None:
-        temporary = tempfile.mkdtemp(prefix="kflow-trainer-")
+        temporary = scratch_dir("trainer")
         working_dir = Path(temporary)
     try:
         # Inside a cluster (TF_CONFIG, e.g. Kubeflow pods) every task runs this executor: serving roles

@@ -23,7 +23,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,6 +41,7 @@ from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import MakeDataset, Runtime, is_chief, tf_config
 from kflow.components.util.progress import EpochProgress
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
+from kflow.pipeline.dsl.scratch import scratch_dir
 
 log = logging.getLogger("kflow.trainer")
 
@@ -211,13 +211,13 @@ def _train(
     # Checkpoints: the chief's manager in working_dir; other MWMS workers write theirs into a temp dir.
     temp_dirs: list[Path] = []
     if working_dir is None:
-        working_dir = Path(tempfile.mkdtemp(prefix="kflow-train-"))
+        working_dir = Path(scratch_dir("train"))
         temp_dirs.append(working_dir)
     checkpoint_dir = Path(working_dir) / "checkpoints"
     if chief:
         save_dir = checkpoint_dir
     else:
-        save_dir = Path(tempfile.mkdtemp(prefix=f"kflow-ckpt-{me}-"))
+        save_dir = Path(scratch_dir("ckpt"))
         temp_dirs.append(save_dir)
     manager = tf.train.CheckpointManager(checkpoint, str(save_dir), max_to_keep=2)
     latest = tf.train.latest_checkpoint(str(checkpoint_dir))

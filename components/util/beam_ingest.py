@@ -41,7 +41,6 @@ import os
 import pickle
 import re
 import shutil
-import tempfile
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -57,6 +56,7 @@ from kflow.components.util.compressed import open_source
 from kflow.components.util.progress import RecordProgress
 from kflow.pipeline.dsl.artifacts import Examples, Rejects
 from kflow.pipeline.dsl.config import named_runner
+from kflow.pipeline.dsl.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ class Staging:
         temp_location = PipelineOptions(list(beam_args)).view_as(GoogleCloudOptions).temp_location
         self.local = not temp_location
         if self.local:
-            self.root = tempfile.mkdtemp(prefix="kflow-ingest-")
+            self.root = scratch_dir("ingest")
         else:
             self.root = FileSystems.join(temp_location, f"kflow-ingest-{uuid.uuid4().hex}")
 

@@ -128,6 +128,15 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="print run.json instead")
     show.set_defaults(command=_show)
 
+    gc = commands.add_parser(
+        "gc", parents=[verbosity], help="remove what no run needs (stale staging, scratch, checkpoints, locks)"
+    )
+    gc.add_argument("path", nargs="?", default="runs", help="a pipeline folder or a pipeline root (default: runs)")
+    gc.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
+    gc.add_argument("--keep-last", type=int, metavar="N", help="also remove the runs but the newest N")
+    gc.add_argument("--keep-blessed", action="store_true", help="with --keep-last: keep the runs that blessed a model")
+    gc.set_defaults(command=_gc)
+
     runs = commands.add_parser(
         "runs", parents=[verbosity], help="list the runs of a pipeline folder, or of every pipeline of a root"
     )
@@ -188,6 +197,10 @@ def _run(args: argparse.Namespace) -> int:
     from kflow.pipeline.runners.cancellation import Cancelled, signals_cancel
 
     pipeline = build_pipeline(config, local_runs=True)
+    from kflow.pipeline.runners.gc import sweep_staging
+
+    if swept := sweep_staging(Path(config.pipeline_root) / pipeline.name):
+        logging.getLogger("kflow").info("removed the unpublished outputs of %d earlier run(s) that stopped", swept)
     cached_only: set[str] = set()
     for option, node_id in (("--until", args.until), ("--only", args.only)):
         if node_id and node_id not in {node.id for node in pipeline.components}:
@@ -216,6 +229,23 @@ def _run(args: argparse.Namespace) -> int:
     print(format_run(result.run, colour=_colour()))
     print(f"run folder: {result.run_dir}")
     return _gate(result.run, config.evaluator.get("on_not_blessed", "fail"))
+
+
+def _gc(args: argparse.Namespace) -> int:
+    from kflow.pipeline.runners.gc import remove, stale_items
+
+    path = Path(args.path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"no folder {path}")
+    if args.keep_last is not None and args.keep_last < 1:
+        raise ConfigError([f"--keep-last: must be ≥ 1 (got {args.keep_last})"])
+    items = stale_items(path, args.keep_last, args.keep_blessed)
+    for item in items:
+        print(f"{'would remove' if args.dry_run else 'removed'} {item.path}  ({item.why})")
+    if not args.dry_run:
+        remove(items)
+    print(f"{len(items)} item(s) {'to remove' if args.dry_run else 'removed'}")
+    return EXIT_OK
 
 
 def _plan(args: argparse.Namespace) -> int:

@@ -2,6 +2,7 @@
 
     {"pipeline": "mnist", "run_id": "20261123-101500-123456-3f2a" (its start in UTC, and a tag),
      "sequence": 42 (the pipeline folder's run counter: the order of runs, whatever the clocks say),
+     "host": ..., "pid": ... (the process running it),
      "status": "running" | "succeeded" | "failed" | "cancelled",
      "started_at": ..., "finished_at": ..., "seconds": 12.3, "metadata": {...},
      "components": {"ingest": {"status": "succeeded" | "cached" | "skipped" | "failed" | "cancelled" | "running",
@@ -22,6 +23,7 @@ import fcntl
 import json
 import os
 import secrets
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +36,7 @@ from kflow.pipeline.dsl.secrets import redact_record
 RUN_FILE = "run.json"
 # Statuses of an execution whose outputs are published (by this run, or reused from an earlier one).
 FINISHED = ("succeeded", "cached")
+REF_FIELDS = ("type", "uri", "fingerprint")
 
 
 def new_run_id() -> str:
@@ -86,6 +89,8 @@ class RunRecord:
                 "pipeline": pipeline,
                 "run_id": run_id,
                 "sequence": next_sequence(run_dir.parent),
+                "host": socket.gethostname(),  # with the pid: whether a "running" run still runs (kflow gc)
+                "pid": os.getpid(),
                 "status": "running",
                 "started_at": _now(),
                 "metadata": metadata,
@@ -172,7 +177,10 @@ class Execution:
     @classmethod
     def from_json(cls, node_id: str, entry: dict[str, Any]) -> Execution:
         def refs(items: dict[str, Any]) -> dict[str, ArtifactRef]:
-            return {name: ArtifactRef(**ref) for name, ref in items.items()}
+            # Fields a newer kflow may add are left out, not an error.
+            return {
+                name: ArtifactRef(**{k: v for k, v in ref.items() if k in REF_FIELDS}) for name, ref in items.items()
+            }
 
         return cls(
             node_id=node_id,
@@ -209,6 +217,8 @@ class Run:
     run_dir: Path
     pipeline: str = ""
     sequence: int | None = None
+    host: str | None = None
+    pid: int | None = None
     status: str = "unknown"
     started_at: str | None = None
     seconds: float | None = None
@@ -222,6 +232,8 @@ class Run:
             run_dir=run_dir,
             pipeline=data.get("pipeline", ""),
             sequence=data.get("sequence"),
+            host=data.get("host"),
+            pid=data.get("pid"),
             status=data.get("status", "unknown"),
             started_at=data.get("started_at"),
             seconds=data.get("seconds"),

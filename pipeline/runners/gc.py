@@ -1,0 +1,140 @@
+"""`kflow gc`: removes what no run needs, and old runs by a keep policy, never anything a live run uses.
+
+    kflow gc [PIPELINE_DIR | PIPELINE_ROOT] [--dry-run] [--keep-last N] [--keep-blessed]
+
+Stale, always removed:
+- `<run>/.staging/` of a run that is not live (a crash or a kill left an unpublished output there);
+- `<tmp>/kflow-<what>-<pid>-…` scratch folders whose process is dead (decompressed sources, staged chunks,
+  a trainer's temporary working dir);
+- `<pipeline>/.work/<node>-<fingerprint>/` (checkpoints to resume from) once an execution with that
+  fingerprint has finished, unless a live run is at it;
+- `<pipeline>/.locks/*.lock` no process holds, untouched for a day (a lock file young enough could be
+  about to be taken).
+With `--keep-last N`, the runs but the newest N are removed too (`--keep-blessed` keeps those that blessed a
+model), except a live run and a run whose outputs a kept run reuses (its cached executions point there).
+
+A run is live when its record says `running` and its process (`host`, `pid` in run.json) is alive on this host.
+`kflow run` sweeps its own pipeline's stale staging when it starts.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import shutil
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kflow.pipeline.dsl.artifacts import ModelBlessing
+from kflow.pipeline.dsl.scratch import alive, owner
+from kflow.pipeline.runners.cache import LOCKS
+from kflow.pipeline.runners.node_runner import STAGING, WORK
+from kflow.pipeline.runners.run_record import RUN_FILE, Run, earlier_runs
+
+LOCK_AGE_SECONDS = 86400
+
+
+@dataclass(frozen=True)
+class Stale:
+    path: Path
+    why: str
+
+
+def live(run: Run) -> bool:
+    if run.status != "running":
+        return False
+    if run.pid is None:  # a record from before pids: it may run; leave it alone
+        return True
+    return run.host not in (None, socket.gethostname()) or alive(run.pid)
+
+
+def pipeline_dirs(path: Path) -> list[Path]:
+    """`path` itself when it holds runs, else its folders that do (a pipeline root)."""
+    if any(path.glob(f"*/{RUN_FILE}")):
+        return [path]
+    return sorted(folder for folder in path.iterdir() if folder.is_dir() and any(folder.glob(f"*/{RUN_FILE}")))
+
+
+def stale_items(path: Path, keep_last: int | None = None, keep_blessed: bool = False) -> list[Stale]:
+    found: list[Stale] = []
+    for pipeline_dir in pipeline_dirs(Path(path)):
+        runs = list(earlier_runs(pipeline_dir))
+        live_runs = [run for run in runs if live(run)]
+        found += _stale_staging(runs, live_runs)
+        finished = {(node, e.fingerprint) for run in runs for node, e in run.executions.items() if e.finished}
+        in_use = {(node, e.fingerprint) for run in live_runs for node, e in run.executions.items()}
+        for work in sorted((pipeline_dir / WORK).glob("*")):
+            node, _, fingerprint = work.name.rpartition("-")
+            if (node, fingerprint) in finished and (node, fingerprint) not in in_use:
+                found.append(Stale(work, f"checkpoints of {node}, which has finished"))
+        found += _unheld_locks(pipeline_dir / LOCKS)
+        if keep_last is not None:
+            found += _old_runs(runs, live_runs, keep_last, keep_blessed)
+    return found + stale_scratch()
+
+
+def _stale_staging(runs: list[Run], live_runs: list[Run]) -> list[Stale]:
+    return [
+        Stale(run.run_dir / STAGING, f"unpublished outputs of run {run.run_id} ({run.status})")
+        for run in runs
+        if run not in live_runs and (run.run_dir / STAGING).is_dir() and any((run.run_dir / STAGING).iterdir())
+    ]
+
+
+def stale_scratch(folder: Path | None = None) -> list[Stale]:
+    """Scratch folders of processes that are dead."""
+    folder = Path(folder or tempfile.gettempdir())
+    return [
+        Stale(path, f"scratch of process {pid}, which is gone")
+        for path in sorted(folder.glob("kflow-*"))
+        if path.is_dir() and (pid := owner(path)) is not None and not alive(pid)
+    ]
+
+
+def _unheld_locks(folder: Path) -> list[Stale]:
+    found = []
+    for lock in sorted(folder.glob("*.lock")):
+        if time.time() - lock.stat().st_mtime < LOCK_AGE_SECONDS:
+            continue
+        with open(lock, "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            fcntl.flock(handle, fcntl.LOCK_UN)
+        found.append(Stale(lock, "a lock no process holds"))
+    return found
+
+
+def _old_runs(runs: list[Run], live_runs: list[Run], keep_last: int, keep_blessed: bool) -> list[Stale]:
+    kept = list(runs[:keep_last]) + [run for run in runs[keep_last:] if run in live_runs]
+    if keep_blessed:
+        kept += [run for run in runs[keep_last:] if _blessed(run) and run not in kept]
+    used = {e.cached_from for run in kept for e in run.executions.values() if e.cached_from}
+    return [
+        Stale(run.run_dir, f"run {run.run_id}, older than the newest {keep_last}")
+        for run in runs[keep_last:]
+        if run not in kept and run.run_id not in used
+    ]
+
+
+def _blessed(run: Run) -> bool:
+    return any(blessing.blessed for e in run.executions.values() for blessing in e.outputs_of_type(ModelBlessing))
+
+
+def remove(items: list[Stale]) -> None:
+    for item in items:
+        if item.path.is_dir():
+            shutil.rmtree(item.path, ignore_errors=True)
+        else:
+            item.path.unlink(missing_ok=True)
+
+
+def sweep_staging(pipeline_dir: Path) -> int:
+    """What `kflow run` does first: the unpublished outputs of this pipeline's runs that are not live."""
+    runs = list(earlier_runs(pipeline_dir)) if pipeline_dir.is_dir() else []
+    items = _stale_staging(runs, [run for run in runs if live(run)])
+    remove(items)
+    return len(items)
