@@ -30,7 +30,9 @@ import types
 from pathlib import Path
 from typing import Any
 
-MODULE_FILE = "user_module.py"
+from kflow.pipeline.dsl.artifacts import Model
+
+MODULE_FILE = Model.MODULE_FILE
 
 
 def read_module_source(module: str) -> str:

@@ -36,6 +36,11 @@ class Evaluator(Component):
             ),
             "slices": Parameter(list, default=[], description="[{by: label} | {by: length, boundaries: [...]}]"),
             "baseline_model_uri": Parameter(str, default=None, description="the Model to compare against, if any"),
+            "baseline_module_digest": Parameter(
+                str, default=None, description="sha256 of the baseline's user module when it was blessed"
+            ),
+            "no_baseline_reason": Parameter(str, default=None, description="why there is no baseline, for the verdict"),
+            "require_baseline": Parameter(bool, default=False, description="no baseline: not blessed"),
             "seed": Parameter(int, default=0, description="seed of the evaluation randomness (MLM masks)"),
         },
         executor="kflow.components.evaluator.executor:run",

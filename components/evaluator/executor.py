@@ -8,7 +8,9 @@ Artifacts written:
     evaluation/serving_check.json  the serving SavedModel's outputs against model.keras's (serving_check.py)
     evaluation/report.html       one self-contained page: verdict, metrics beside the baseline's, checks,
                                  per-class and slice tables, plots (also as *.png), data and training summaries
-    blessing/BLESSED | NOT_BLESSED, blessing.json {"blessed", "baseline_model", "checks": [...]}
+    blessing/BLESSED | NOT_BLESSED, blessing.json {"blessed", "checks": [...], "baseline_model",
+                                 "no_baseline" (why there is none), "model_module_digest" (the sha256 of the
+                                 model's user module, checked before it runs as a later run's baseline)}
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ def run(
     slices: list[dict[str, Any]] | None = None,
     baseline_model_uri: str | None = None,
     baseline_model: Model | None = None,
+    baseline_module_digest: str | None = None,
+    no_baseline_reason: str | None = None,
+    require_baseline: bool = False,
     seed: int = 0,
     eval_split: str = "eval",
 ) -> dict[str, Any]:
@@ -84,6 +89,7 @@ def run(
         baseline_model = Model(baseline_model_uri)
         if not baseline_model.keras_file.exists():
             raise ValueError(f"the baseline model {baseline_model_uri} has no {baseline_model.keras_file.name}")
+        check_baseline_code(baseline_model, baseline_module_digest)
         baseline_overall, _ = measure(baseline_model, [])
         baseline_metrics = baseline_overall.result()
         metrics["baseline"] = {"model": baseline_model_uri, **_scalars(baseline_metrics)}
@@ -91,17 +97,24 @@ def run(
     log.info("evaluate: %s split, %d examples: %s", split, metrics["example_count"], _scalars(overall.result()))
 
     checks = run_checks(thresholds, metrics, baseline_metrics)
+    no_baseline = None if baseline_model_uri else (no_baseline_reason or "none was given")
+    if no_baseline:
+        log.info("evaluate: no baseline: %s", no_baseline)
+        if require_baseline:
+            checks.append(baseline_required(no_baseline))
     serving = check_serving(model, *examples_and_outputs(
         _task(task, schema, model), keras.models.load_model(model.keras_file), examples, split, seed
     ))  # fmt: skip
     evaluation.write_json(SERVING_REPORT, serving)
     checks.append(as_check(serving))
     blessed = all(check["passed"] for check in checks)
-    blessing.set_blessed(blessed, checks)
-    if baseline_model_uri:
-        blessing.write_json(
-            "blessing.json", {"blessed": blessed, "baseline_model": baseline_model_uri, "checks": checks}
-        )
+    blessing.set_blessed(
+        blessed,
+        checks,
+        baseline_model=baseline_model_uri or None,
+        no_baseline=no_baseline,
+        model_module_digest=model.module_digest,
+    )
     for check in checks:
         log.info("evaluate: check %s", describe(check))
     log.info("evaluate: %s (%d checks)", "BLESSED" if blessed else "NOT BLESSED", len(checks))
@@ -136,7 +149,34 @@ def run(
         summary["failed_checks"] = failed
     if baseline_model_uri:
         summary["baseline_model"] = baseline_model_uri
+    else:
+        summary["no_baseline"] = no_baseline
     return summary
+
+
+def check_baseline_code(baseline: Model, recorded_digest: str | None) -> None:
+    """A baseline's user module is code: it runs only as it was when the baseline was blessed."""
+    digest = baseline.module_digest
+    if digest is None or digest == recorded_digest:
+        return
+    if recorded_digest is None:
+        log.warning("evaluate: the baseline %s runs a user module with no recorded digest", baseline.uri)
+        return
+    raise ValueError(
+        f"the baseline model {baseline.uri}: assets/{MODULE_FILE} changed since it was blessed "
+        f"(sha256 {digest[:12]}…, blessed with {recorded_digest[:12]}…); refusing to run it"
+    )
+
+
+def baseline_required(reason: str) -> dict[str, Any]:
+    return {
+        "metric": "baseline",
+        "bound": "required",
+        "threshold": None,
+        "value": None,
+        "passed": False,
+        "reason": f"no baseline: {reason} (evaluator.require_baseline)",
+    }
 
 
 def _links(examples: Examples, model_run: ModelRun | None) -> dict[str, str]:

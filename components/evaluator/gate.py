@@ -81,6 +81,8 @@ def describe(check: dict[str, Any]) -> str:
     """One line: 'accuracy 0.9512 >= 0.98: failed' or 'accuracy change -0.0100 (0.95 vs baseline 0.96) >= -0.002'."""
     verdict = "passed" if check["passed"] else "FAILED"
     value = check["value"]
+    if check["bound"] == "required":
+        return f"{check['reason']}: {verdict}"
     if value is None:
         return f"{check['metric']} undefined ({check['bound']} {check['threshold']:g}): {verdict}"
     if check["bound"] in VALUE_BOUNDS:

@@ -12,7 +12,7 @@ from typing import Any
 from kflow.components.datasets import get_dataset
 from kflow.pipeline.dsl.config import PipelineConfig
 
-EVALUATOR_FIELDS = ("split", "batch_size", "thresholds", "slices", "seed")
+EVALUATOR_FIELDS = ("split", "batch_size", "thresholds", "slices", "seed", "require_baseline")
 
 
 def ingest_parameters(config: PipelineConfig) -> dict[str, Any]:

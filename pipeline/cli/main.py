@@ -269,15 +269,14 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _gate(run: Run, on_not_blessed: str) -> int:
     """Exit 1 (fail) or 0 with a warning (warn) when a blessing of the run refused its model."""
+    from kflow.components.evaluator.gate import describe
+
     status = EXIT_OK
     for execution in run.executions.values():
         for blessing in execution.outputs_of_type(ModelBlessing):
             if blessing.blessed:
                 continue
-            failed = ", ".join(
-                f"{check['metric']} {check['bound']} {check['threshold']:g} (value {check['value']:.4g})"
-                for check in blessing.failed_checks
-            )
+            failed = ", ".join(describe(check).removesuffix(": FAILED") for check in blessing.failed_checks)
             level = "error" if on_not_blessed == "fail" else "warning"
             print(
                 f"kflow: {level}: {execution.node_id}: the model is NOT BLESSED; "

@@ -6,6 +6,7 @@ TFX's standard artifacts so that tools which know TFX find their way around.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, ClassVar
@@ -147,12 +148,14 @@ class Model(Artifact):
         {uri}/model.keras          the Keras model, for Keras users and for evaluation
         {uri}/Format-Serving/      the exported TensorFlow SavedModel, for serving
         {uri}/assets/task.json     what reads data for it: {"dataset", "model_name", "model_options"}
-        {uri}/assets/…             the task's own assets (a vocabulary, class weights, …)
+        {uri}/assets/user_module.py the trainer.module it was built with, if any (code: see `module_digest`)
+    {uri}/assets/…             the task's own assets (a vocabulary, class weights, …)
     """
 
     type_name = "Model"
     kfp_schema_title = "system.Model"
     TASK_FILE = "task.json"
+    MODULE_FILE = "user_module.py"
 
     @property
     def assets_uri(self) -> Path:
@@ -174,6 +177,12 @@ class Model(Artifact):
     @property
     def keras_file(self) -> Path:
         return self.path / "model.keras"
+
+    @property
+    def module_digest(self) -> str | None:
+        """The sha256 of the user module the model runs (`assets/user_module.py`), None when it has none."""
+        module = self.assets_uri / self.MODULE_FILE
+        return hashlib.sha256(module.read_bytes()).hexdigest() if module.is_file() else None
 
     @property
     def serving_uri(self) -> Path:
@@ -237,7 +246,7 @@ class ModelBlessing(Artifact):
     @property
     def checks(self) -> list[dict[str, Any]]:
         """Every check of the verdict: metric, bound, threshold, value, baseline, change, passed."""
-        return self._record().get("checks", [])
+        return self.record.get("checks", [])
 
     @property
     def failed_checks(self) -> list[dict[str, Any]]:
@@ -246,16 +255,18 @@ class ModelBlessing(Artifact):
     @property
     def baseline_model(self) -> str | None:
         """The URI of the model the verdict compared against, if any."""
-        return self._record().get("baseline_model")
+        return self.record.get("baseline_model")
 
-    def _record(self) -> dict[str, Any]:
+    @property
+    def record(self) -> dict[str, Any]:
+        """blessing.json: {"blessed", "checks", "baseline_model", "no_baseline", "model_module_digest"}."""
         path = self.path / "blessing.json"
         return json.loads(path.read_text()) if path.is_file() else {}
 
-    def set_blessed(self, blessed: bool, checks: list[dict]) -> None:
+    def set_blessed(self, blessed: bool, checks: list[dict], **details: Any) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / ("BLESSED" if blessed else "NOT_BLESSED")).touch()
-        self.write_json("blessing.json", {"blessed": blessed, "checks": checks})
+        self.write_json("blessing.json", {"blessed": blessed, "checks": checks, **details})
 
 
 class PushedModel(Artifact):

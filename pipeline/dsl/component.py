@@ -88,6 +88,10 @@ class Component:
 
     `run_if` names a ModelBlessing output upstream: the node runs only when that model was
     blessed (TFX's Pusher pattern); otherwise it is skipped, and so are the nodes that consume its outputs.
+
+    `run_time_parameters` computes parameters that depend on what earlier runs made (TFX's resolver
+    nodes: the latest blessed model) from the fingerprints of the node's inputs; the runner calls it
+    (`resolve_run_time_parameters`) before it computes the node's fingerprint, so they are in its cache key.
     """
 
     spec: ClassVar[ComponentSpec]
@@ -98,6 +102,7 @@ class Component:
         *,
         parameters: Mapping[str, Any] | None = None,
         run_if: Channel | None = None,
+        run_time_parameters: Callable[[dict[str, str]], dict[str, Any]] | None = None,
         **inputs: Channel | None,
     ):
         self.id = id
@@ -110,6 +115,7 @@ class Component:
                 f"from {run_if.producer}.{run_if.output}"
             )
         self.run_if = run_if
+        self.run_time_parameters = run_time_parameters
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id!r})"
@@ -150,6 +156,11 @@ class Component:
             parameter.check(name, value)
             bound[name] = value
         return bound
+
+    def resolve_run_time_parameters(self, input_fingerprints: dict[str, str]) -> None:
+        if self.run_time_parameters is not None:
+            resolved = self.run_time_parameters(input_fingerprints)
+            self.parameters = self._bind_parameters({**self.parameters, **resolved})
 
     @property
     def cache_parameters(self) -> dict[str, Any]:

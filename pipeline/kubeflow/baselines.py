@@ -5,7 +5,8 @@ a compiled pipeline cannot look at earlier runs when it is compiled, so on Kubef
 
 - the Evaluator's task, when it blesses its model, copies the model into the store and then writes a
   record: `<store>/models/<id>/` and `<store>/records/<id>.json` {"model_uri" (the KFP URI of the
-  Model artifact), "model_path" (the copy), "baseline_model" (what it was compared against), "created"};
+  Model artifact), "model_path" (the copy), "baseline_model" (what it was compared against),
+  "model_module_digest" (its user module's sha256: a copy whose module changed is refused), "created"};
 - a resolver task before the Evaluator (TFX's LatestBlessedModelResolver; never cached) reads the
   newest record and outputs the copy's path as the Evaluator's `baseline_model_uri` parameter ("" for
   none), so the baseline is part of the Evaluator's cache key, as it is locally.
@@ -64,6 +65,7 @@ def record_blessed_model(store: Path, model_dir: Path, model_uri: str, baseline_
         "model_uri": model_uri,
         "model_path": str(copy),
         "baseline_model": baseline_model or None,
+        "model_module_digest": Model(str(copy)).module_digest,
         "created": time.time(),
     }
     path = store / "records" / f"{record_id}.json"
@@ -94,6 +96,12 @@ def latest_blessed(store: Path, model_uri: str) -> str:
             continue
         if record["model_uri"] == model_uri:
             return record.get("baseline_model") or ""
+        digest = Model(record["model_path"]).module_digest
+        if digest is not None and digest != record.get("model_module_digest"):
+            raise ValueError(
+                f"the blessed model {record['model_path']}: assets/{Model.MODULE_FILE} changed since it was "
+                f"blessed (record {record['id']}); refusing to run it as the baseline"
+            )
         return record["model_path"]
     return ""
 

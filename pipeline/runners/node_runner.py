@@ -76,8 +76,10 @@ def _run_node(
         return {}
     inputs = {name: upstream[channel.producer][channel.output] for name, channel in node.inputs.items()}
     try:  # Its data cannot be found, its code cannot be read: the node fails as its executor would.
+        input_fingerprints = {name: ref.fingerprint for name, ref in inputs.items()}
+        node.resolve_run_time_parameters(input_fingerprints)
         data = node.data_fingerprint()
-        fingerprint = execution_fingerprint(node, {name: ref.fingerprint for name, ref in inputs.items()}, data)
+        fingerprint = execution_fingerprint(node, input_fingerprints, data)
         code_version = type(node).code_version()
     except Exception as error:
         raise _failed(node, record, error, seconds=0.0) from error

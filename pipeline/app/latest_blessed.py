@@ -1,0 +1,74 @@
+"""`evaluator.baseline: latest_blessed` in `kflow run`: TFX's LatestBlessedModelResolver over the local run records.
+
+The baseline is the model of the newest earlier run (by run sequence) that blessed it and trained a
+comparable model: the same pipeline name, dataset, task and label (`model_identity`), so two configs with
+one name in one root never take each other's baselines. Models are told apart by their fingerprint (code,
+parameters, data bytes, user module), not by config equality: when the newest blessed model is the very
+model being evaluated (the Trainer was cached), comparing it with itself says nothing, so it keeps what it
+was blessed against, and a re-run stays fully cached. Anything else (new bytes under the same path, an
+edited `trainer.module`, another kflow) is a new model, compared with the newest blessed one.
+
+Resolved when the node is about to run, from its inputs' fingerprints (`Component.run_time_parameters`),
+into parameters of the Evaluator, so its cache key holds the baseline: `baseline_model_uri`,
+`baseline_module_digest` (the sha256 of the baseline's user module when it was blessed: the Evaluator runs
+that code only if it is unchanged) and `no_baseline_reason` (said in the verdict when there is none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kflow.pipeline.dsl.artifacts import Model, ModelBlessing
+from kflow.pipeline.runners.run_record import ArtifactRef, Execution, Run, earlier_runs
+
+RESOLVED = ("baseline_model_uri", "baseline_module_digest", "no_baseline_reason")
+COMPARABLE = ("dataset", "task", "label")  # What makes two models of a pipeline comparable.
+
+
+def model_identity(config: dict[str, Any]) -> dict[str, Any]:
+    data = config.get("data") or {}
+    return {"name": config.get("name"), **{key: data.get(key) for key in COMPARABLE}}
+
+
+def latest_blessed(pipeline_dir: Path, config: dict[str, Any], model_input: str) -> Callable[[dict[str, str]], dict]:
+    """The Evaluator's run-time parameters: the baseline for the model on its `model_input`."""
+    identity = model_identity(config)
+    return lambda input_fingerprints: find_baseline(pipeline_dir, identity, input_fingerprints[model_input])
+
+
+def find_baseline(pipeline_dir: Path, identity: dict[str, Any], model_fingerprint: str) -> dict[str, Any]:
+    others = 0
+    for run in earlier_runs(pipeline_dir):
+        found = blessed_model(run)
+        if found is None:
+            continue
+        execution, model, blessing = found
+        if model_identity(run.metadata.get("config") or {}) != identity:
+            others += 1
+            continue
+        if model.fingerprint and model.fingerprint == model_fingerprint:
+            return {name: execution.parameters.get(name) for name in RESOLVED}
+        return {
+            "baseline_model_uri": model.uri,
+            "baseline_module_digest": blessing.record.get("model_module_digest"),
+            "no_baseline_reason": None,
+        }
+    reason = f"no earlier run of {identity['name']!r} blessed a model"
+    if others:
+        described = ", ".join(f"{key} {identity[key]!r}" for key in COMPARABLE if identity[key] is not None)
+        reason += f" of {described} ({others} blessed model(s) of another config of that name passed over)"
+    return {"baseline_model_uri": None, "baseline_module_digest": None, "no_baseline_reason": reason}
+
+
+def blessed_model(run: Run) -> tuple[Execution, ArtifactRef, ModelBlessing] | None:
+    """The finished execution of `run` that blessed one model, that model's ref and the blessing."""
+    for execution in run.executions.values():
+        blessings = execution.outputs_of_type(ModelBlessing)
+        models = [ref for ref in execution.inputs.values() if ref.type == Model.type_name]
+        if not execution.finished or len(blessings) != 1 or len(models) != 1:
+            continue
+        if (blessings[0].path / "BLESSED").exists() and Path(models[0].uri).is_dir():
+            return execution, models[0], blessings[0]
+    return None
