@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, PushedModel
+from kflow.pipeline.dsl.durable import fsync_path, fsync_tree
 
 log = logging.getLogger("kflow")
 
@@ -57,6 +58,7 @@ def publish(saved_model: Path, base: Path) -> tuple[Path, int]:
     base.mkdir(parents=True, exist_ok=True)
     staging = base / f"{STAGING_PREFIX}{secrets.token_hex(4)}"
     shutil.copytree(saved_model, staging)
+    fsync_tree(staging)
     try:
         for _ in range(1000):
             version = (versions(base) or [0])[-1] + 1
@@ -65,6 +67,7 @@ def publish(saved_model: Path, base: Path) -> tuple[Path, int]:
                 os.rename(staging, target)
             except OSError:  # Taken meanwhile (ENOTEMPTY/EEXIST): try the next number.
                 continue
+            fsync_path(base)
             return target, version
         raise RuntimeError(f"could not claim a version folder under {base}")
     finally:

@@ -17,6 +17,7 @@ import collections
 import logging
 import os
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from kflow.components.trainer.strategies.runtime import unpack
 from kflow.components.util.progress import EpochProgress
 from kflow.pipeline.dsl import heartbeat
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
+from kflow.pipeline.dsl.durable import fsync_path
 
 log = logging.getLogger("kflow.trainer")
 
@@ -83,10 +85,7 @@ def _train(task, runtime, examples, model, model_run, config, working_dir, asset
 
     state = current_state(keras_model, optimizer, metrics)
     checkpoint = working_dir / "jax_state.npz"
-    start_step = 0
-    if checkpoint.exists():
-        state, start_step = load_state(checkpoint, state)
-        log.info("train: resumed from step %d (%s)", start_step, checkpoint)
+    state, start_step = resume(checkpoint, state)
     state = jax.tree.map(lambda value: place(value, runtime.replicated), state)
 
     def batches(split: str, training: bool):
@@ -260,11 +259,37 @@ def write_back(model, optimizer, state) -> None:
 
 
 def save_state(path: Path, state, step: int) -> None:
-    """The model and optimizer state as one .npz, replaced atomically (a kill mid-write keeps the last one)."""
+    """The model and optimizer state as one .npz written whole and synced, then renamed over the last one,
+    which is kept as `<name>.previous.npz`: a kill or a power loss mid-write leaves one to resume from."""
     leaves = jax.tree.leaves(state[:3])
     temporary = path.with_suffix(".tmp.npz")
-    np.savez(temporary, step=step, **{f"leaf_{index}": np.asarray(leaf) for index, leaf in enumerate(leaves)})
+    with open(temporary, "wb") as file:
+        np.savez(file, step=step, **{f"leaf_{index}": np.asarray(leaf) for index, leaf in enumerate(leaves)})
+        file.flush()
+        os.fsync(file.fileno())
+    if path.exists():
+        os.replace(path, previous_state(path))
     os.replace(temporary, path)
+    fsync_path(path.parent)
+
+
+def previous_state(path: Path) -> Path:
+    return path.with_suffix(".previous.npz")
+
+
+def resume(path: Path, state) -> tuple[tuple, int]:
+    """The state of the newest readable checkpoint and its step; a torn one falls back to the one before."""
+    for candidate in (path, previous_state(path)):
+        if not candidate.exists():
+            continue
+        try:
+            restored, step = load_state(candidate, state)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+            log.warning("train: the checkpoint %s cannot be read (%s); trying the one before", candidate, error)
+            continue
+        log.info("train: resumed from step %d (%s)", step, candidate)
+        return restored, step
+    return state, 0
 
 
 def load_state(path: Path, state) -> tuple[tuple, int]:

@@ -35,6 +35,7 @@ import tensorflow as tf
 
 from kflow.components.datasets.task import Task
 from kflow.components.datasets.user_module import MODULE_FILE, load_module
+from kflow.components.trainer.checkpoints import restore_newest_readable
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.strategies import get_strategy
@@ -220,13 +221,7 @@ def _train(
         save_dir = Path(scratch_dir("ckpt"))
         temp_dirs.append(save_dir)
     manager = tf.train.CheckpointManager(checkpoint, str(save_dir), max_to_keep=2)
-    latest = tf.train.latest_checkpoint(str(checkpoint_dir))
-    start_step = 0
-    if latest:
-        checkpoint.restore(latest).assert_existing_objects_matched()
-        # The checkpoint number is the loop's step counter (see Runtime.step_counter).
-        start_step = int(latest.rsplit("-", 1)[1])
-        log.info("train: %s resumed from step %d (%s)", me, start_step, latest)
+    start_step = restore_newest_readable(checkpoint, checkpoint_dir, me)
 
     def save(step: int) -> None:
         if runtime.saves_checkpoints(chief):

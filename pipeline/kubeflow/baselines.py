@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import secrets
 import shutil
 import sys
@@ -36,6 +35,7 @@ from pathlib import Path
 
 from kflow.pipeline.dsl.artifacts import Model
 from kflow.pipeline.dsl.component import ComponentSpec
+from kflow.pipeline.dsl.durable import fsync_tree, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,7 @@ def record_blessed_model(store: Path, model_dir: Path, model_uri: str, baseline_
     copy = store / "models" / record_id
     partial = store / "models" / f".partial-{record_id}"
     shutil.copytree(model_dir, partial)
+    fsync_tree(partial)
     partial.rename(copy)
     record = {
         "model_uri": model_uri,
@@ -70,9 +71,7 @@ def record_blessed_model(store: Path, model_dir: Path, model_uri: str, baseline_
     }
     path = store / "records" / f"{record_id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial_record = path.with_name(f".partial-{path.name}")
-    partial_record.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    os.replace(partial_record, path)
+    write_atomically(path, json.dumps(record, indent=2, sort_keys=True) + "\n")
     return path
 
 

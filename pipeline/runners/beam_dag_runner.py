@@ -31,7 +31,7 @@ from kflow.pipeline.dsl.config import named_runner
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.runners.cancellation import Cancelled, stop_child_processes
 from kflow.pipeline.runners.node_runner import STAGING, NodeFailed, node_tagged_logs, run_node
-from kflow.pipeline.runners.run_record import ArtifactRef, Run, RunRecord, new_run_id
+from kflow.pipeline.runners.run_record import ArtifactRef, RecordNotWritten, Run, RunRecord, new_run_id
 
 log = logging.getLogger("kflow")
 
@@ -173,7 +173,15 @@ class BeamDagRunner:
                 shutil.rmtree(run_dir / STAGING, ignore_errors=True)
                 raise Cancelled.from_interrupt(interrupt) from None
         finally:
-            record.finish(status, time.perf_counter() - started)
+            try:
+                record.finish(status, time.perf_counter() - started)
+            except RecordNotWritten as unwritten:  # A full disk: one line, and the record as it last was.
+                if status == "cancelled":
+                    log.error("%s", unwritten)
+                else:
+                    node = _cause(error, NodeFailed) if error is not None else None
+                    message = f"{node}; {unwritten}" if node else f"the run {status}, but {unwritten}"
+                    raise PipelineFailed(message, None) from unwritten
         result = RunResult(run_dir, status, record.load())
         if error is not None:
             raise PipelineFailed(_failure_message(error, result), result) from error

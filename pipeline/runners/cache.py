@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.dsl.component import Component
+from kflow.pipeline.dsl.durable import open_lock
 from kflow.pipeline.runners.manifest import manifest_problem
 from kflow.pipeline.runners.run_record import Execution, earlier_runs
 
@@ -77,7 +78,7 @@ def execution_lock(pipeline_dir: Path, node_id: str, fingerprint: str) -> Iterat
     The kernel releases the lock when its holder dies, however it dies."""
     locks = pipeline_dir / LOCKS
     locks.mkdir(parents=True, exist_ok=True)
-    with open(locks / f"{node_id}-{fingerprint}.lock", "w") as lock:
+    with open_lock(locks / f"{node_id}-{fingerprint}.lock") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

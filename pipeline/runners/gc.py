@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kflow.pipeline.dsl.artifacts import ModelBlessing
+from kflow.pipeline.dsl.durable import open_lock
 from kflow.pipeline.dsl.scratch import alive, owner
 from kflow.pipeline.runners.cache import LOCKS
 from kflow.pipeline.runners.node_runner import STAGING, WORK
@@ -98,7 +99,7 @@ def _unheld_locks(folder: Path) -> list[Stale]:
     for lock in sorted(folder.glob("*.lock")):
         if time.time() - lock.stat().st_mtime < LOCK_AGE_SECONDS:
             continue
-        with open(lock, "a") as handle:
+        with open_lock(lock) as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -23,10 +23,11 @@ from typing import Any
 
 from kflow.pipeline.dsl.artifacts import Artifact
 from kflow.pipeline.dsl.component import Component, load_executor
+from kflow.pipeline.dsl.durable import fsync_path, fsync_tree
 from kflow.pipeline.dsl.fingerprint import changed_files
 from kflow.pipeline.runners.cache import artifact_fingerprint, execution_fingerprint, execution_lock, find_cached
 from kflow.pipeline.runners.manifest import write_manifest
-from kflow.pipeline.runners.run_record import ArtifactRef, RunRecord, now_precise
+from kflow.pipeline.runners.run_record import ArtifactRef, RecordNotWritten, RunRecord, now_precise
 
 log = logging.getLogger("kflow")
 
@@ -178,7 +179,9 @@ def _execute(
         if changed:
             raise RuntimeError(f"{changed[0]} changed or disappeared while it was read; run again")
         write_manifest(staging)
+        fsync_tree(staging)  # On disk before the rename that publishes it: a power loss leaves no zeros behind.
         os.rename(staging, final)
+        fsync_path(final.parent)
     except KeyboardInterrupt:
         shutil.rmtree(staging, ignore_errors=True)
         record.set_component(node.id, status="cancelled", seconds=round(time.perf_counter() - started, 3))
@@ -207,9 +210,11 @@ def _execute(
 def _failed(node: Component, record: RunRecord, error: BaseException, seconds: float) -> NodeFailed:
     """Records the failure (with its traceback, which `-v` also logs) and returns the error to raise."""
     trace = traceback.format_exc(limit=20)
-    record.set_component(
-        node.id, status="failed", seconds=round(seconds, 3), error=f"{type(error).__name__}: {error}", traceback=trace
-    )
+    try:
+        described = f"{type(error).__name__}: {error}"
+        record.set_component(node.id, status="failed", seconds=round(seconds, 3), error=described, traceback=trace)
+    except RecordNotWritten as unwritten:  # The failure is still reported, whole, by the error raised.
+        log.error("%s: %s", node.id, unwritten)
     log.debug("%s: failed after %.1f s\n%s", node.id, seconds, trace)
     return NodeFailed(node.id, error)
 

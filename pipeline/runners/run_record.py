@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
+from kflow.pipeline.dsl.durable import open_lock, write_atomically
 from kflow.pipeline.dsl.secrets import redact_record
 
 RUN_FILE = "run.json"
@@ -51,16 +52,14 @@ SEQUENCE_FILE = ".sequence"
 def next_sequence(pipeline_dir: Path) -> int:
     """The next number of the pipeline folder's run counter (under a lock, so concurrent runs get distinct ones)."""
     pipeline_dir.mkdir(parents=True, exist_ok=True)
-    with open(pipeline_dir / f"{SEQUENCE_FILE}.lock", "w") as lock:
+    with open_lock(pipeline_dir / f"{SEQUENCE_FILE}.lock") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         counter = pipeline_dir / SEQUENCE_FILE
         try:
             current = int(counter.read_text().strip() or 0)
         except (OSError, ValueError):  # none yet (or unreadable): continue after the highest recorded run
             current = max((run.sequence or 0 for run in earlier_runs(pipeline_dir)), default=0)
-        temporary = counter.with_suffix(f".tmp{os.getpid()}")
-        temporary.write_text(f"{current + 1}\n")
-        os.replace(temporary, counter)
+        write_atomically(counter, f"{current + 1}\n")
         return current + 1
 
 
@@ -71,6 +70,13 @@ def _now(timespec: str = "seconds") -> str:
 def now_precise() -> str:
     """A component's start or end: to the millisecond, so that parallel executions show their overlap."""
     return _now("milliseconds")
+
+
+class RecordNotWritten(OSError):
+    """run.json could not be replaced (a full disk, an I/O error): the file keeps its last state, whole."""
+
+    def __init__(self, path: Path, error: OSError):
+        super().__init__(error.errno, f"cannot write {path}: {error.strerror or error}; it keeps its last state")
 
 
 class RunRecord:
@@ -115,17 +121,18 @@ class RunRecord:
 
     @contextmanager
     def _locked(self) -> Iterator[dict[str, Any]]:
-        with open(self.path.with_suffix(".lock"), "w") as lock:
+        with open_lock(self.path.with_suffix(".lock")) as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             data = self.load()
             yield data
             self._write(data)
 
     def _write(self, data: dict[str, Any]) -> None:
-        temporary = self.path.with_suffix(f".tmp{os.getpid()}")
         record = redact_record(data)  # Credentials given as Beam options are used, never recorded.
-        temporary.write_text(json.dumps(record, indent=2, sort_keys=False, default=str) + "\n")
-        os.replace(temporary, self.path)
+        try:
+            write_atomically(self.path, json.dumps(record, indent=2, sort_keys=False, default=str) + "\n")
+        except OSError as error:
+            raise RecordNotWritten(self.path, error) from error
 
 
 def earlier_runs(pipeline_dir: Path) -> Iterator[Run]:

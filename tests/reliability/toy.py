@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
@@ -82,6 +83,20 @@ def start_a_child_and_wait(*, blob, seconds: float):
     child.wait()
     (blob.path / "data.bin").write_text("done")
     return {}
+
+
+def fill_the_disk(*, blob):
+    """Fills the file system of its run folder (outside its outputs, so the space stays taken), then returns."""
+    with open(blob.path.parents[2] / "filler.bin", "wb", buffering=0) as file:
+        for size in (1 << 16, 4096, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    file.write(b"f" * size)
+    return {}
+
+
+class FillDisk(Component):
+    spec = ComponentSpec(outputs={"blob": Examples}, executor=f"{HERE}:fill_the_disk")
 
 
 class Blob(Component):
