@@ -38,7 +38,6 @@ import json
 import logging
 import math
 import os
-import pickle
 import re
 import shutil
 import uuid
@@ -54,6 +53,7 @@ from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOpt
 
 from kflow.components.util.compressed import open_source
 from kflow.components.util.progress import RecordProgress
+from kflow.components.util.staged_records import read_rows, write_rows
 from kflow.pipeline.dsl.artifacts import Examples, Rejects
 from kflow.pipeline.dsl.config import named_runner
 from kflow.pipeline.dsl.scratch import scratch_dir
@@ -70,7 +70,7 @@ SHARD_BYTES = 256 * 2**20  # Serialised Examples per shard when the count is aut
 PARALLEL_SHARD_BYTES = 16 * 2**20
 PARALLEL_RECORDS = 500_000
 _FIBONACCI, _UINT64 = 0x9E3779B97F4A7C15, (1 << 64) - 1
-STREAM_BATCH = 32  # Records a pickle in staged files: a merge holds a batch of each of its files (one per chunk).
+STREAM_BATCH = 32  # Records a batch in staged files: a merge holds a batch of each of its files (one per chunk).
 _BUCKET_BITS = 16
 _POSITION = re.compile(r"(.*)[:#](\d+)")
 _JSON = json.JSONEncoder(sort_keys=True)  # One encoder for every reject line (json.dumps builds one per call).
@@ -169,31 +169,27 @@ class Staging:
             os.rmdir(self.root)
 
 
-def write_pickled(path: str, value: Any) -> None:
+# Staged files (staged_records.py: data, not code): a chunk's records, a reject, a part file's records.
+CHUNK_ROWS = ("u64", "str", "str", "bytes")  # the sort key (hash, key), the group, the serialised Example
+REJECT_ROWS = ("str", "i64", "str")  # the position (file, line or index), the JSON line
+PART_ROWS = ("str", "bytes")  # the key, the serialised Example
+
+
+def _write_staged(path: str, rows: Sequence[tuple], kinds: tuple[str, ...]) -> None:
+    """Batches of STREAM_BATCH rows, so that `_read_staged` holds one batch at a time: a merge holds a batch of
+    each of its files."""
     with FileSystems.create(path) as file:
-        pickle.dump(value, file, protocol=pickle.HIGHEST_PROTOCOL)
+        write_rows(file, rows, kinds, STREAM_BATCH)
 
 
-def read_pickled(path: str) -> Any:
+def _read_staged(path: str, kinds: tuple[str, ...]) -> Iterator[tuple]:
     with FileSystems.open(path) as file:
-        return pickle.load(file)
+        yield from read_rows(file, kinds)
 
 
-def _write_stream(path: str, items: Sequence[Any]) -> None:
-    """One pickle a batch of STREAM_BATCH items, so that `_read_stream` holds one batch at a time: a pickle an
-    item costs three times as much; big batches cost memory, as a merge holds one of each of its files."""
-    with FileSystems.create(path) as file:
-        for start in range(0, len(items), STREAM_BATCH):
-            pickle.dump(items[start : start + STREAM_BATCH], file, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _read_stream(path: str) -> Iterator[Any]:
-    with FileSystems.open(path) as file:
-        while True:
-            try:
-                yield from pickle.load(file)
-            except EOFError:
-                return
+def _read_chunk(path: str) -> Iterator[tuple[SortKey, str, bytes]]:
+    for hashed, key, group, record in _read_staged(path, CHUNK_ROWS):
+        yield (hashed, key), group, record
 
 
 def run_ingest_pipeline(
@@ -385,8 +381,8 @@ class _Process(beam.DoFn):
             self._progress.add(len(accepted) + len(found_rejects))
         if accepted:
             staged = sorted((_sort_key(key), group, record) for key, group, record in accepted)
-            path = self._staging.path(f"chunk-{index:08d}.pkl")
-            write_pickled(path, staged)
+            path = self._staging.path(f"chunk-{index:08d}.rec")
+            _write_staged(path, [(*sort_key, group, record) for sort_key, group, record in staged], CHUNK_ROWS)
             yield path
             sizes: Counter = Counter()
             for _, group, record in staged:
@@ -432,7 +428,7 @@ class _MergeHistograms(beam.CombineFn):
 def _keys_at_cuts(path: str, wanted: dict[str, list[tuple[int, str, int, int]]]):
     """(group, bucket, sort key) of the staged records in a bucket where a cut falls."""
     buckets = {(group, bucket) for group, cuts in wanted.items() for _, _, bucket, _ in cuts}
-    for sort_key, group, _ in read_pickled(path):
+    for sort_key, group, _ in _read_chunk(path):
         bucket = sort_key[0] >> (64 - _BUCKET_BITS)
         if (group, bucket) in buckets:
             yield group, bucket, sort_key
@@ -458,8 +454,8 @@ def _stage_rejects(entries: list[dict[str, Any]], staging: Staging, name: str) -
     Only the file name and the counts travel through Beam: side inputs of many small dicts
     cost more (Beam measures their deep size) than writing them.
     """
-    path = staging.path(f"rejects-{name}.pkl")
-    _write_stream(path, sorted((_position_order(entry), _JSON.encode(entry)) for entry in entries))
+    path = staging.path(f"rejects-{name}.rec")
+    _write_staged(path, sorted((*_position_order(entry), _JSON.encode(entry)) for entry in entries), REJECT_ROWS)
     return path, Counter((entry["kind"], entry["reason"]) for entry in entries)
 
 
@@ -474,16 +470,16 @@ class _Route(beam.DoFn):
 
     def process(self, path, counts, cuts=None):
         parts: dict[tuple[str, int], list[tuple[str, bytes]]] = {}
-        for sort_key, group, record in read_pickled(path):
+        for sort_key, group, record in _read_chunk(path):
             key = sort_key[1]
             split = group if cuts is None else cuts.split(sort_key, group)
             if split not in self._splits:
                 raise RuntimeError(f"ingest: record {key!r} was routed to the unknown split {split!r}")
             parts.setdefault((split, shard_of(sort_key[0], counts[split])), []).append((key, record))
-        chunk = path.rsplit("/", 1)[-1].removesuffix(".pkl")
+        chunk = path.rsplit("/", 1)[-1].removesuffix(".rec")
         for (split, shard), records in parts.items():
-            part = self._staging.path(f"part-{split}-{shard:05d}-{chunk}.pkl")
-            _write_stream(part, sorted(records))
+            part = self._staging.path(f"part-{split}-{shard:05d}-{chunk}.rec")
+            _write_staged(part, sorted(records), PART_ROWS)
             yield (split, shard), part
 
 
@@ -502,7 +498,8 @@ class _WriteShard(beam.DoFn):
         path = folder / f"data_tfrecord-{shard:05d}-of-{counts[split]:05d}.gz"
         count = 0
         with tf.io.TFRecordWriter(str(path), options="GZIP") as writer:
-            for _, record in heapq.merge(*(_read_stream(part) for part in sorted(filter(None, parts)))):
+            merged = heapq.merge(*(_read_staged(part, PART_ROWS) for part in sorted(filter(None, parts))))
+            for _, record in merged:
                 writer.write(record)
                 count += 1
         yield split, shard, count
@@ -532,14 +529,14 @@ class _WriteStats(beam.DoFn):
             for (kind, reason), count in counts.items():
                 by_kind[kind][reason] += count
         # Each staged file is sorted: merged in source order with one line of each in memory.
-        lines = heapq.merge(*(_read_stream(path) for path, _ in staged_rejects), key=lambda line: line[0])
+        lines = heapq.merge(*(_read_staged(path, REJECT_ROWS) for path, _ in staged_rejects))
         rejected = dict(sorted((by_kind[INVALID] + by_kind[FILTERED]).items()))
         if self._read != sum(accepted.values()) + sum(rejected.values()):
             raise RuntimeError(
                 f"ingest: the counts do not add up: read {self._read}, accepted {accepted}, rejected {rejected}"
             )
         with self._rejects.file.open("w") as file:
-            file.writelines(line + "\n" for _, line in lines)
+            file.writelines(line + "\n" for _, _, line in lines)
         self._examples.write_json(
             "stats.json",
             {

@@ -161,7 +161,7 @@ def _stage(source_split: SourceSplit, staging: beam_ingest.Staging) -> _Staged:
             arrays["positions"] = next(positions)[:paired]
         file = staging.path(f"{source_split.name}-{start:010d}.npz")
         with FileSystems.create(file) as out:
-            np.savez(out, allow_pickle=any(array.dtype == object for array in arrays.values()), **arrays)
+            np.savez(out, allow_pickle=False, **arrays)  # Data, not code: the sources hold no object arrays.
         staged.chunks.append(
             _ChunkRef(source_split.name, start, file, source_split.images.origin, source_split.labels.origin)
         )
@@ -178,8 +178,7 @@ class ChunkProcessor:
 
     def __call__(self, ref: _ChunkRef) -> tuple[list[beam_ingest.Accepted], list[dict[str, Any]]]:
         with FileSystems.open(ref.file) as file:
-            # Staged by the driver above: object arrays (ragged records) are its own pickles.
-            arrays = np.load(io.BytesIO(file.read()), allow_pickle=True)
+            arrays = np.load(io.BytesIO(file.read()), allow_pickle=False)
             images, labels = arrays["images"], arrays["labels"]
             positions = arrays["positions"] if "positions" in arrays else None
         chunk = Chunk(ref.source_split, ref.start, images, labels, ref.image_origin, ref.label_origin, positions)

@@ -1,0 +1,86 @@
+"""Staged records as data, not code: the ingest's intermediate files, in batches of typed columns.
+
+A staged file may sit in a shared `--temp_location`; a pickle there is code that whoever can write the
+location runs in every worker that reads it. This format holds only numbers, strings and bytes:
+
+    b"KFSR1", then per batch: <count: u32> <body size: u32> <body>
+    body: one column after the other; `u64`/`i64` columns as little-endian integers, `str`/`bytes`
+    columns as their lengths (u32) followed by their bytes joined (strings in UTF-8).
+
+Rows are flat tuples of the declared kinds. A batch is what a reader holds at a time: a merge reads one
+batch of each of its files.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from typing import IO
+
+import numpy as np
+
+MAGIC = b"KFSR1"
+_HEADER = struct.Struct("<II")
+_INTEGERS = {"u64": np.dtype("<u8"), "i64": np.dtype("<i8")}
+_LENGTH = np.dtype("<u4")
+
+
+def write_rows(file: IO[bytes], rows: Sequence[tuple], kinds: tuple[str, ...], batch: int) -> None:
+    file.write(MAGIC)
+    for start in range(0, len(rows), batch):
+        part = rows[start : start + batch]
+        columns = zip(*part, strict=True)  # Rows of unequal length are an error, not a silent cut.
+        body = b"".join(_column(kind, column) for kind, column in zip(kinds, columns, strict=True))
+        file.write(_HEADER.pack(len(part), len(body)))
+        file.write(body)
+
+
+def _column(kind: str, values: tuple) -> bytes:
+    if kind in _INTEGERS:
+        return np.array(values, dtype=_INTEGERS[kind]).tobytes()
+    items = [value.encode() for value in values] if kind == "str" else values
+    return np.fromiter(map(len, items), _LENGTH, len(items)).tobytes() + b"".join(items)
+
+
+def read_rows(file: IO[bytes], kinds: tuple[str, ...]) -> Iterator[tuple]:
+    if _read_exactly(file, len(MAGIC)) != MAGIC:
+        raise ValueError(f"{getattr(file, 'name', 'a staged file')} is not a kflow staged-records file")
+    while header := file.read(_HEADER.size):
+        if len(header) < _HEADER.size:
+            header += _read_exactly(file, _HEADER.size - len(header))
+        count, size = _HEADER.unpack(header)
+        body = _read_exactly(file, size)
+        columns, offset = [], 0
+        for kind in kinds:
+            column, offset = _parse(kind, body, offset, count)
+            columns.append(column)
+        if offset != size:
+            raise ValueError(f"a staged batch of {size} bytes holds {offset} bytes of columns")
+        yield from zip(*columns, strict=True)
+
+
+def _parse(kind: str, body: bytes, offset: int, count: int) -> tuple[list, int]:
+    if kind in _INTEGERS:
+        dtype = _INTEGERS[kind]
+        values = np.frombuffer(body, dtype, count, offset).tolist()
+        return values, offset + count * dtype.itemsize
+    lengths = np.frombuffer(body, _LENGTH, count, offset)
+    offset += count * _LENGTH.itemsize
+    ends = (np.cumsum(lengths, dtype=np.int64) + offset).tolist()
+    starts = [offset, *ends[:-1]]
+    view = memoryview(body)
+    if kind == "str":
+        values = [str(view[start:end], "utf-8") for start, end in zip(starts, ends, strict=True)]
+    else:
+        values = [body[start:end] for start, end in zip(starts, ends, strict=True)]
+    return values, ends[-1] if ends else offset
+
+
+def _read_exactly(file: IO[bytes], size: int) -> bytes:
+    data = file.read(size)
+    while len(data) < size:
+        more = file.read(size - len(data))
+        if not more:
+            raise ValueError(f"a staged file ends {size - len(data)} bytes short of its batch")
+        data += more
+    return data
