@@ -21,7 +21,20 @@ import yaml
 
 
 class _Loader(yaml.SafeLoader):
-    """YAML as people write numbers: `2e-3` and `5E-5` are floats (YAML 1.2), not the strings YAML 1.1 makes them."""
+    """YAML as people write numbers: `2e-3` and `5E-5` are floats (YAML 1.2), not the strings YAML 1.1 makes them.
+
+    A config is data: aliases (`*name`) are refused as they are read, so nested ones cannot expand a few
+    lines into gigabytes (a "billion laughs") and none can refer to itself.
+    """
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            alias = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, f"the alias *{alias.anchor} is not allowed in a kflow config: write the value out",
+                alias.start_mark,
+            )  # fmt: skip
+        return super().compose_node(parent, index)
 
 
 _Loader.add_implicit_resolver(
@@ -123,12 +136,20 @@ def read_config_file(path: str | Path, overrides: Iterable[str] = ()) -> dict[st
     except FileNotFoundError:
         raise ConfigError([f"no such config file: {path}"]) from None
     except yaml.YAMLError as error:
-        raise ConfigError([f"not valid YAML: {error}"], source) from None
+        raise ConfigError([f"not valid YAML: {_one_line(error)}"], source) from None
     if not isinstance(raw, dict):
         raise ConfigError(["(top level): must be a mapping of fields"], source)
     for override in overrides:
         apply_override(raw, override)
     return raw
+
+
+def _one_line(error: yaml.YAMLError) -> str:
+    """'line 3, column 8: the alias *a is not allowed …' instead of PyYAML's four lines with a caret."""
+    mark, problem = getattr(error, "problem_mark", None), getattr(error, "problem", None)
+    if mark is None or problem is None:
+        return " ".join(str(error).split())
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
 def read_value(text: str) -> Any:

@@ -1,3 +1,4 @@
+import time
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,27 @@ def test_unreadable_files_give_config_errors(tmp_path):
     (tmp_path / "list.yaml").write_text("- a\n- b\n")
     with pytest.raises(ConfigError, match="must be a mapping"):
         load_config(tmp_path / "list.yaml")
+
+
+def test_yaml_aliases_are_refused_before_they_expand(tmp_path, run_kflow):
+    """Nine aliases nine deep would be ~2.8 GB once expanded (a "billion laughs"); a self-reference loops."""
+    lines = ["name: demo", 'l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"l{depth}: &l{depth} [{', '.join([f'*l{depth - 1}'] * 9)}]" for depth in range(1, 10)]
+    (tmp_path / "bomb.yaml").write_text("\n".join(lines) + "\n")
+    started = time.perf_counter()
+    done = run_kflow("validate", tmp_path / "bomb.yaml")
+    assert done.returncode == 2 and time.perf_counter() - started < 10  # The interpreter's start included.
+    assert done.stderr.strip().splitlines() == [
+        f"kflow: {tmp_path / 'bomb.yaml'}: not valid YAML: line 3, column 10: "
+        "the alias *l0 is not allowed in a kflow config: write the value out"
+    ]
+    (tmp_path / "self.yaml").write_text("name: demo\nloop: &s [*s]\n")
+    with pytest.raises(ConfigError, match="the alias \\*s is not allowed"):
+        load_config(tmp_path / "self.yaml")
+    started = time.perf_counter()
+    with pytest.raises(ConfigError, match="alias"):
+        load_config(tmp_path / "bomb.yaml")
+    assert time.perf_counter() - started < 1.0
 
 
 @pytest.mark.parametrize(
