@@ -36,6 +36,11 @@ class Dataset:
     # True: the standard pipeline checks its Examples (statistics → inferred schema → validation) before training.
     validates_data: bool = False
 
+    @property
+    def default_split(self) -> dict[str, int]:
+        """`data.split` when a config gives none: a test share too where the source has no test split of its own."""
+        return {"train": 9, "eval": 1} if self.source_test_split else {"train": 8, "eval": 1, "test": 1}
+
     def ingest_component(self) -> Any:
         return _load(self.ingest)
 

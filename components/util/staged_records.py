@@ -4,8 +4,9 @@ A staged file may sit in a shared `--temp_location`; a pickle there is code that
 location runs in every worker that reads it. This format holds only numbers, strings and bytes:
 
     b"KFSR1", then per batch: <count: u32> <body size: u32> <body>
-    body: one column after the other; `u64`/`i64` columns as little-endian integers, `str`/`bytes`
-    columns as their lengths (u32) followed by their bytes joined (strings in UTF-8).
+    body: one column after the other; `u64`/`i64` columns as little-endian integers; `bytes` columns as
+    b"l", their lengths (u32), their bytes joined; `str` columns (UTF-8) the same, or, when no value holds
+    a NUL, as b"j", the size (u32) and the values joined by NULs (split in one call when read).
 
 Rows are flat tuples of the declared kinds. A batch is what a reader holds at a time: a merge reads one
 batch of each of its files.
@@ -23,6 +24,8 @@ MAGIC = b"KFSR1"
 _HEADER = struct.Struct("<II")
 _INTEGERS = {"u64": np.dtype("<u8"), "i64": np.dtype("<i8")}
 _LENGTH = np.dtype("<u4")
+_SIZE = struct.Struct("<I")
+_JOINED, _LENGTHS = b"j", b"l"  # A string column as one NUL-joined blob, or as lengths and bytes.
 
 
 def write_rows(file: IO[bytes], rows: Sequence[tuple], kinds: tuple[str, ...], batch: int) -> None:
@@ -38,8 +41,13 @@ def write_rows(file: IO[bytes], rows: Sequence[tuple], kinds: tuple[str, ...], b
 def _column(kind: str, values: tuple) -> bytes:
     if kind in _INTEGERS:
         return np.array(values, dtype=_INTEGERS[kind]).tobytes()
-    items = [value.encode() for value in values] if kind == "str" else values
-    return np.fromiter(map(len, items), _LENGTH, len(items)).tobytes() + b"".join(items)
+    if kind == "str":
+        joined = "\0".join(values)
+        if joined.count("\0") == len(values) - 1:  # No string holds a NUL: one blob, split in C when read.
+            blob = joined.encode()
+            return _JOINED + _SIZE.pack(len(blob)) + blob
+        values = tuple(value.encode() for value in values)
+    return _LENGTHS + np.fromiter(map(len, values), _LENGTH, len(values)).tobytes() + b"".join(values)
 
 
 def read_rows(file: IO[bytes], kinds: tuple[str, ...]) -> Iterator[tuple]:
@@ -64,6 +72,12 @@ def _parse(kind: str, body: bytes, offset: int, count: int) -> tuple[list, int]:
         dtype = _INTEGERS[kind]
         values = np.frombuffer(body, dtype, count, offset).tolist()
         return values, offset + count * dtype.itemsize
+    layout, offset = body[offset : offset + 1], offset + 1
+    if layout == _JOINED:
+        (size,) = _SIZE.unpack_from(body, offset)
+        offset += _SIZE.size
+        values = body[offset : offset + size].decode().split("\0") if count else []
+        return values, offset + size
     lengths = np.frombuffer(body, _LENGTH, count, offset)
     offset += count * _LENGTH.itemsize
     ends = (np.cumsum(lengths, dtype=np.int64) + offset).tolist()

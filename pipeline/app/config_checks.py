@@ -37,7 +37,8 @@ def _dataset(config: PipelineConfig) -> list[str]:
 
 
 def _splits(config: PipelineConfig) -> list[str]:
-    dataset, split = get_dataset(config.data["dataset"]), config.data["split"]
+    dataset = get_dataset(config.data["dataset"])
+    split = config.data.get("split") or dataset.default_split
     if config.data.get("split_files"):
         return []  # The source's own files decide (tfrecord).
     if not dataset.source_test_split and "test" not in split:
@@ -136,8 +137,41 @@ def _evaluator(config: PipelineConfig) -> list[str]:
     return problems
 
 
+def _source(config: PipelineConfig) -> list[str]:
+    """What the ingest would refuse in the data itself (no such file; a label, key or column the header lacks; a
+    task it cannot infer) and thresholds or slices the data cannot have, from the first file's header and
+    sample, where the ingest can look (csv)."""
+    from kflow.pipeline.app.sections import ingest_parameters
+
+    dataset = get_dataset(config.data["dataset"])
+    try:
+        ingest = dataset.ingest_component()("ingest", parameters=ingest_parameters(config))
+    except (ValueError, TypeError):
+        return []  # Named by the other checks.
+    if not hasattr(ingest, "inspect_source"):
+        return []
+    try:
+        facts = ingest.inspect_source()
+    except (ValueError, OSError) as error:
+        return [str(error)]
+    metrics = dataset.metrics_class()
+    problems = [
+        f"evaluator.thresholds.{metric}: {problem}"
+        for metric in config.evaluator["thresholds"]
+        if (problem := metrics.threshold_problem(metric, facts.task, facts.labels))
+    ]
+    slices = [spec.get("by") for spec in config.evaluator["slices"]]
+    problems += [
+        f"evaluator.slices[{index}].by: no column {by!r} in the data{did_you_mean(by, facts.header)} "
+        f"(slice by: {', '.join(['label'] * (facts.task == 'classification') + facts.header)})"
+        for index, by in enumerate(slices)
+        if by not in facts.header and not (by == "label" and facts.task == "classification")
+    ]
+    return problems
+
+
 # Checks after the first need a registered dataset.
-CHECKS: tuple[Check, ...] = (_splits, _filters, _data_fields, _strategy, _evaluator)
+CHECKS: tuple[Check, ...] = (_splits, _filters, _data_fields, _strategy, _evaluator, _source)
 
 
 def check_config(config: PipelineConfig) -> None:

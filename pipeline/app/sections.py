@@ -23,7 +23,7 @@ def ingest_parameters(config: PipelineConfig) -> dict[str, Any]:
         "source_path": absolute(data["source"]["path"]),
         "source_format": data["source"]["format"],
         "max_records": data["source"]["max_records"],
-        "split": data["split"],
+        "split": data.get("split") or dataset.default_split,
         "shards_per_split": 0 if data["shards_per_split"] == "auto" else data["shards_per_split"],
         "max_invalid_fraction": float(data["filters"]["max_invalid_fraction"]),
         "beam_args": config.beam_args,

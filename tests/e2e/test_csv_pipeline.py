@@ -74,8 +74,34 @@ def test_iris_csv_trains_and_is_evaluated_with_a_config_only(tmp_path, run_kflow
 )
 def test_a_csv_config_without_a_usable_label_is_refused(tmp_path, run_kflow, change, message):
     done = run_kflow("run", iris_config(tmp_path, **change))
-    assert done.returncode == 2 if change["label"] is None else done.returncode == 1, done.stderr[-2000:]
+    assert done.returncode == 2, done.stderr[-2000:]  # Before anything runs: validate reads the header.
     assert message in done.stderr
+
+
+def test_validate_refuses_what_the_run_would_refuse_in_the_data(tmp_path, run_kflow):
+    """A binary metric on three classes, a regression metric on a classification, a slice and a label that are
+    not columns, a file that is not there: each one line of `kflow validate`, exit 2, before anything runs."""
+    config = iris_config(tmp_path)
+    settings = [
+        "--set", "evaluator.thresholds={roc_auc: {lower_bound: 0.9}, r2: {lower_bound: 0.1}}",
+        "--set", "evaluator.slices=[{by: sepal_lenght}]",
+    ]  # fmt: skip
+    done = run_kflow("validate", config, *settings)
+    assert done.returncode == 2, done.stderr
+    problems = [line.strip() for line in done.stderr.splitlines()[1:]]
+    assert problems == [
+        "evaluator.thresholds.roc_auc: roc_auc is defined for two classes; the label has 3 "
+        "(setosa, versicolor, virginica)",
+        "evaluator.thresholds.r2: a classification task has no r2 (its metrics: example_count, loss, accuracy, "
+        "macro_precision, macro_recall, macro_f1, roc_auc, pr_auc)",
+        "evaluator.slices[0].by: no column 'sepal_lenght' in the data; did you mean sepal_length? (slice by: "
+        "label, sepal_length, sepal_width, petal_length, petal_width, species)",
+    ]
+    done = run_kflow("validate", config, "--set", f"data.source.path={tmp_path / 'gone.csv'}")
+    assert done.returncode == 2 and f"data.source.path: {tmp_path / 'gone.csv'} matches no CSV file" in done.stderr
+    done = run_kflow("validate", config, "--set", "data.task=regression", "--set", "evaluator.thresholds={}")
+    assert done.returncode == 2 and "regression needs a numeric label; column 'species' is string" in done.stderr
+    assert run_kflow("validate", config).returncode == 0
 
 
 def test_csv_fields_on_another_dataset_are_refused(tmp_path, run_kflow):
@@ -236,3 +262,32 @@ def test_the_shipped_csv_config_validates_and_its_file_is_scikit_learns_iris(run
         assert list(csv.reader(file)) == [IRIS_COLUMNS, *iris_rows()]
     done = run_kflow("validate", REPO / "pipeline" / "configs" / "iris.yaml")
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.slow  # About 16 s; make test has the inference on the ingest (test_executor.py).
+def test_scikit_learns_diabetes_without_a_task_trains_a_regression(tmp_path, run_kflow):
+    """A numeric target and no data.task: a regression (said in the log), not a classifier over ~200 'classes'."""
+    import csv
+
+    from sklearn.datasets import load_diabetes
+
+    bunch = load_diabetes(scaled=False)
+    source = tmp_path / "diabetes.csv"
+    with source.open("w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow([*bunch.feature_names, "target"])
+        writer.writerows([*row, target] for row, target in zip(bunch.data.tolist(), bunch.target.tolist(), strict=True))
+    config = {
+        "name": "diabetes",
+        "pipeline_root": str(tmp_path / "runs"),
+        "data": {"dataset": "csv", "source": {"path": str(source)}, "label": "target"},
+        "trainer": {"epochs": 5},
+    }
+    path = tmp_path / "diabetes.yaml"
+    path.write_text(yaml.safe_dump(config))
+    done = run_kflow("run", path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "data.task not set: regression, as the label 'target' holds decimal numbers" in done.stderr
+    (metrics_file,) = (tmp_path / "runs" / "diabetes").glob("*/evaluate/evaluation/metrics.json")
+    metrics = json.loads(metrics_file.read_text())
+    assert metrics["example_count"] >= 40 and "rmse" in metrics and "accuracy" not in metrics

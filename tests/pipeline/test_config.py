@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kflow.components.datasets import get_dataset
 from kflow.pipeline.dsl.config import ConfigError, apply_override, load_config, named_runner
 
 CONFIGS = Path(__file__).resolve().parents[2] / "pipeline" / "configs"
@@ -30,7 +31,9 @@ def test_defaults_are_filled_from_the_schema(tmp_path):
     assert config.trainer["epochs"] == 3
     assert config.trainer["optimizer"]["name"] == "adam"
     assert config.trainer["optimizer"]["learning_rate"] == 0.001
-    assert config.data["split"] == {"train": 9, "eval": 1}
+    assert "split" not in config.data  # Its default is the dataset's: a test share where the source has none.
+    assert get_dataset("mnist").default_split == {"train": 9, "eval": 1}
+    assert get_dataset("csv").default_split == {"train": 8, "eval": 1, "test": 1}
     assert config.data["source"] == {"path": None, "format": "auto", "max_records": None}
     assert config.beam_args == []
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from kflow.pipeline.dsl.config import did_you_mean
+
 TASKS = ("classification", "regression")
 KINDS = {"int64_list": "int", "float_list": "float", "bytes_list": "string"}
 _PROTO_TYPES = {"int": schema_pb2.INT, "bool": schema_pb2.INT, "float": schema_pb2.FLOAT, "string": schema_pb2.BYTES}
@@ -41,7 +43,8 @@ def build_schema(types: Mapping[str, str], label: str, task: str, key: str | Non
 def check_task(label: Any, task: Any, key: Any, columns: Any) -> None:
     """Refuses a label, task or key the data does not have (`columns`: the feature or column names)."""
     if not isinstance(label, str) or label not in columns:
-        raise ValueError(f"data.label: {label!r} is not a column of the data (columns: {', '.join(columns)})")
+        close = did_you_mean(label, columns) if isinstance(label, str) else ""
+        raise ValueError(f"data.label: {label!r} is not a column of the data{close} (columns: {', '.join(columns)})")
     if task not in TASKS:
         raise ValueError(f"data.task: must be one of {', '.join(TASKS)}, got {task!r}")
     if key is not None and (key not in columns or key == label):

@@ -43,6 +43,23 @@ class TabularMetrics(TaskMetrics):
     }
     SLICES = ("label",)
     SLICES_BY_FEATURE = True
+    BY_KIND = {
+        "classification": (
+            "example_count", "loss", "accuracy", "macro_precision", "macro_recall", "macro_f1", "roc_auc", "pr_auc",
+        ),
+        "regression": ("example_count", "loss", "mae", "rmse", "r2"),
+    }  # fmt: skip
+    TWO_CLASSES = ("roc_auc", "pr_auc")
+
+    @classmethod
+    def threshold_problem(cls, metric: str, kind: str, classes: list[str]) -> str | None:
+        """Why a threshold on `metric` cannot hold for this task (`classes`: the label values seen), or None."""
+        if metric in cls.SCALARS and metric not in cls.BY_KIND[kind]:
+            return f"a {kind} task has no {metric} (its metrics: {', '.join(cls.BY_KIND[kind])})"
+        if kind == "classification" and metric in cls.TWO_CLASSES and len(classes) > 2:
+            shown = ", ".join(classes[:5]) + (", …" if len(classes) > 5 else "")
+            return f"{metric} is defined for two classes; the label has {len(classes)} ({shown})"
+        return None
 
     def __init__(self, kind: str = "classification", classes: list[str] | None = None, **options: Any):
         super().__init__(kind=kind, classes=list(classes or []), **options)

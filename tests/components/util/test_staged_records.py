@@ -14,7 +14,12 @@ KINDS = ("u64", "str", "i64", "bytes")
 
 def rows(count: int) -> list[tuple]:
     return [
-        ((1 << 64) - 1 - index, f"clé-{index}|ü" * (index % 3), index - 1, bytes(range(index % 256)) * (index % 4))
+        (
+            (1 << 64) - 1 - index,
+            f"clé-{index}|ü" * (index % 3) + "\0" * (index % 50 == 49),  # A NUL in some batches: lengths then.
+            index - 1,
+            bytes(range(index % 256)) * (index % 4),
+        )
         for index in range(count)
     ]
 

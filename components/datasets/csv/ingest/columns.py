@@ -64,6 +64,24 @@ def infer_types(
     return {name: declared.get(name) or _narrowest(values[name]) for name in header}
 
 
+MAX_INFERRED_CLASSES = 20  # More distinct whole-number labels than this, and no data.task: ask.
+
+
+def infer_task(label: str, kind: str, values: Sequence[str]) -> tuple[str, str]:
+    """data.task when the config leaves it out, and why: a decimal label is a quantity (regression); strings
+    and booleans are classes; whole numbers are class ids up to MAX_INFERRED_CLASSES distinct values, and
+    beyond that ambiguous (a count? a price in cents?), so refused with a question."""
+    if kind == "float":
+        return "regression", f"the label {label!r} holds decimal numbers"
+    distinct = len(set(values))
+    if kind == "int" and distinct > MAX_INFERRED_CLASSES:
+        raise ValueError(
+            f"data.task: not set, and the label {label!r} holds {distinct} distinct whole numbers in the "
+            f"first {len(values)} records: set data.task to regression (a quantity) or classification (class ids)"
+        )
+    return "classification", f"the label {label!r} holds {distinct} distinct {kind} values"
+
+
 def _narrowest(values: list[str]) -> str:
     if not values:
         return "string"

@@ -8,6 +8,8 @@ label (`role=label`, `task=...`), so the Trainer and the Evaluator need nothing 
 
 from __future__ import annotations
 
+from typing import Any
+
 from kflow.components.util.ingest_spec import INGEST_OUTPUTS, ingest_parameters
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
@@ -22,7 +24,12 @@ class CsvIngest(Component):
             ),
             source_format=Parameter(str, default="auto", description="auto | csv (the same: files are CSV)."),
             label=Parameter(str, description="The column to predict."),
-            task=Parameter(str, default="classification", description="classification | regression."),
+            task=Parameter(
+                str,
+                optional=True,
+                description="classification | regression; unset: inferred from the label (decimals: regression; "
+                "strings, booleans, up to 20 whole numbers: classification; more: refused, asking).",
+            ),
             key=Parameter(
                 str,
                 optional=True,
@@ -49,3 +56,17 @@ class CsvIngest(Component):
         executor="kflow.components.datasets.csv.ingest.executor:run",
         source_files="kflow.components.datasets.csv.ingest.executor:source_files",
     )
+
+    def check_parameters(self) -> list[str]:
+        try:
+            self.inspect_source()
+        except (ValueError, OSError) as error:
+            return [str(error)]
+        return []
+
+    def inspect_source(self) -> Any:
+        """The source's facts (executor.SourceFacts) from its first file's header and sample; ValueError
+        naming the field for what the ingest would refuse (a missing file, label or column, a task)."""
+        from kflow.components.datasets.csv.ingest.executor import inspect_source
+
+        return inspect_source(**self.parameters)

@@ -58,7 +58,7 @@ def run(
     source_path: str | None = None,
     source_format: str = "auto",
     label: str | None = None,
-    task: str = "classification",
+    task: str | None = None,
     key: str | None = None,
     columns: dict[str, str] | None = None,
     csv_format: dict[str, Any] | None = None,
@@ -85,12 +85,12 @@ def run(
             if is_gzip(path)
         }
         scan = scan_files(files, dialect, key=None, max_records=max_records, sample=infer_rows, readable=readable)
-        cols.check_columns(scan.header, label, task, key, columns or {})
+        facts = source_facts(scan, dialect, label, task, key, columns)
+        types, task = facts.types, facts.task
+        if facts.task_reason:
+            log.info("csv ingest: data.task not set: %s, as %s (set data.task to choose)", task, facts.task_reason)
         if key is not None:  # A second pass only for the keys: most CSVs declare none.
             scan = scan_files(files, dialect, key=key, max_records=max_records, sample=infer_rows, readable=readable)
-        types = cols.infer_types(scan.header, scan.sample, columns or {}, dialect.missing)
-        if task == "regression" and types[label] not in ("int", "float"):
-            raise ValueError(f"data.label: regression needs a numeric label; column {label!r} is {types[label]}")
         proto = build_schema(types, label, task, key)
         schema.path.mkdir(parents=True, exist_ok=True)
         schema.file.write_text(text_format.MessageToString(proto))
@@ -111,6 +111,55 @@ def run(
             staging=staging,
         )
     return beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    """What a sample of the source says: the columns, their types, the task, the label's values."""
+
+    header: list[str]
+    types: dict[str, str]
+    task: str
+    task_reason: str | None  # Why, when the task was inferred.
+    labels: list[str]  # The distinct label values of the sample.
+    sampled: int
+
+
+def source_facts(
+    scan: Scan, dialect: Dialect, label: Any, task: str | None, key: str | None, columns: dict[str, str] | None
+) -> SourceFacts:
+    """The checks of the header, the declared columns and the task that the ingest and `kflow validate` share."""
+    declared = columns or {}
+    types = cols.infer_types(scan.header, scan.sample, declared, dialect.missing)
+    at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None
+    values = [row[at].strip() for row in scan.sample if at is not None and len(row) == len(scan.header)]
+    values = [value for value in values if value not in dialect.missing]
+    reason = None
+    if task is None and at is not None:
+        task, reason = cols.infer_task(label, types[label], values)
+    cols.check_columns(scan.header, label, task, key, declared)
+    if task == "regression" and types[label] not in ("int", "float"):
+        raise ValueError(f"data.label: regression needs a numeric label; column {label!r} is {types[label]}")
+    return SourceFacts(list(scan.header), types, task, reason, sorted(set(values)), len(scan.sample))
+
+
+def inspect_source(
+    *,
+    source_path: str | None = None,
+    label: Any = None,
+    task: str | None = None,
+    key: str | None = None,
+    columns: dict[str, str] | None = None,
+    csv_format: dict[str, Any] | None = None,
+    infer_rows: int = 10_000,
+    **_: Any,
+) -> SourceFacts:
+    """The source's facts from its first file's header and first `infer_rows` records (`kflow validate`):
+    raises the ValueError the ingest would, naming the field."""
+    files = resolve(source_path)
+    dialect = Dialect.from_options(csv_format)
+    scan = scan_files(files[:1], dialect, key=None, max_records=infer_rows, sample=infer_rows)
+    return source_facts(scan, dialect, label, task, key, columns)
 
 
 def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:

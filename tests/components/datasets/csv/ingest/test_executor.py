@@ -224,3 +224,21 @@ def test_files_with_different_headers_are_refused(tmp_path):
     write(tmp_path / "b.csv", GOOD, header=HEADER.replace("weight", "mass"))
     with pytest.raises(ValueError, match="b.csv has the columns"):
         ingest(tmp_path, source_path=str(tmp_path))
+
+
+def test_without_data_task_a_decimal_label_is_a_regression_and_many_whole_numbers_are_a_question(tmp_path, caplog):
+    rows = [f"{index},{index % 7}.5" for index in range(40)]
+    source = write(tmp_path / "prices.csv", rows, header="id,price")
+    with caplog.at_level("INFO"):
+        ingest(tmp_path / "decimal", source_path=str(source), label="price", columns={})
+    assert annotation_tags(load_schema(Schema(tmp_path / "decimal" / "schema").file), "price")["task"] == "regression"
+    assert "data.task not set: regression, as the label 'price' holds decimal numbers" in caplog.text
+
+    counts = write(tmp_path / "counts.csv", [f"{index},{index}" for index in range(40)], header="id,count")
+    with pytest.raises(ValueError, match="data.task: not set, and the label 'count' holds 40 distinct whole numbers"):
+        ingest(tmp_path / "counts", source_path=str(counts), label="count", columns={})
+    summary, *_ = ingest(tmp_path / "asked", source_path=str(counts), label="count", columns={}, task="regression")
+    assert summary["read"] == 40
+    few = write(tmp_path / "classes.csv", [f"{index},{index % 3}" for index in range(40)], header="id,kind")
+    ingest(tmp_path / "few", source_path=str(few), label="kind", columns={})
+    assert annotation_tags(load_schema(Schema(tmp_path / "few" / "schema").file), "kind")["task"] == "classification"
