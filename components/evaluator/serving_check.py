@@ -70,10 +70,21 @@ def examples_and_outputs(task_object: Any, keras_model: Any, examples: Any, spli
     if not inputs:
         return None, None
     if isinstance(inputs[0], dict):
-        joined = {name: np.concatenate([x[name] for x in inputs])[:EXAMPLES] for name in inputs[0]}
+        names = serving_names(keras_model)
+        joined = {names.get(name, name): np.concatenate([x[name] for x in inputs])[:EXAMPLES] for name in inputs[0]}
     else:
         joined = np.concatenate(inputs)[:EXAMPLES]
     return joined, np.concatenate(outputs)[:EXAMPLES]
+
+
+def serving_names(keras_model: Any) -> dict[str, str]:
+    """{feature name: the serving signature's name for it}: TensorFlow takes only some characters in a
+    signature's input names, so a model keeps its features' names as its input keys and names its Input
+    layers with safe ones (`glucose (mg/dl)` → `glucose__mg_dl_`), which the SavedModel's signature takes."""
+    structure = keras_model.input
+    if not isinstance(structure, dict):
+        return {}
+    return {key: tensor.name for key, tensor in structure.items()}
 
 
 def check_serving(model: Model, inputs: Any, expected: np.ndarray | None, timeout: float = 600) -> dict[str, Any]:

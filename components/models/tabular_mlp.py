@@ -12,10 +12,15 @@ by the training label's standard deviation and mean, so the network learns a sta
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import keras
+
+# The model's input keys are the features' names as written in the data; its Input layers carry safe names for
+# TensorFlow (`_layer_name`). Keras warns about the difference on every build and load: it is deliberate.
+warnings.filterwarnings("ignore", message="When providing `inputs` as a dict, all keys in the dict must match")
 
 
 @keras.saving.register_keras_serializable(package="kflow")
@@ -47,23 +52,23 @@ def build_tabular_mlp(
     """
     if not features:
         raise ValueError("the tabular model needs at least one feature besides the label")
-    inputs, encoded = {}, []
+    inputs, encoded, taken = {}, [], set()
     for spec in features:
         name, kind = spec["name"], spec["kind"]
-        safe = _layer_name(name)
+        safe = _layer_name(name, taken)
         if kind == "numeric":
-            inputs[name] = keras.Input(shape=(1,), dtype="float32", name=name)
+            inputs[name] = keras.Input(shape=(1,), dtype="float32", name=safe)
             filled = FillMissing(spec["mean"], name=f"fill_{safe}")(inputs[name])
             normalise = keras.layers.Normalization(mean=spec["mean"], variance=spec["variance"], name=f"norm_{safe}")
             encoded.append(normalise(filled))
         elif kind == "categorical":
-            inputs[name] = keras.Input(shape=(1,), dtype="string", name=name)
+            inputs[name] = keras.Input(shape=(1,), dtype="string", name=safe)
             lookup = keras.layers.StringLookup(
                 vocabulary=list(spec["vocabulary"]), output_mode="one_hot", name=f"lookup_{safe}"
             )
             encoded.append(lookup(inputs[name]))
         elif kind == "text":
-            inputs[name] = keras.Input(shape=(1,), dtype="string", name=name)
+            inputs[name] = keras.Input(shape=(1,), dtype="string", name=safe)
             vectorize = keras.layers.TextVectorization(
                 vocabulary=list(spec["vocabulary"]), output_mode="multi_hot", name=f"words_{safe}"
             )
@@ -86,5 +91,13 @@ def build_tabular_mlp(
     return keras.Model(inputs, outputs, name="tabular_mlp")
 
 
-def _layer_name(name: str) -> str:
-    return "".join(char if char.isalnum() or char in "_-." else "_" for char in name)
+def _layer_name(name: str, taken: set[str]) -> str:
+    """A name Keras and TensorFlow take for a layer (ASCII letters, digits, `_-.`), unique case-insensitively
+    among `taken`: the features keep their names as written in the data (the model's input dict keys)."""
+    safe = "".join(char if char.isascii() and (char.isalnum() or char in "_-.") else "_" for char in name) or "feature"
+    unique, number = safe, 1
+    while unique.lower() in taken:
+        number += 1
+        unique = f"{safe}_{number}"
+    taken.add(unique.lower())
+    return unique

@@ -177,7 +177,8 @@ def slice_bars(slices: Mapping[str, Mapping[str, Mapping[str, Any]]], metric: st
         axis.set_ylim(0, max(heights) * 1.15 or 1)
         axis.grid(axis="y", alpha=0.3)
         caption = f"{metric} on each slice by {name}; n is the slice's example count."
-        figures.append(_save(fig, folder, f"slices_{name}.png", f"{metric} by {name}", caption))
+        file = "slices_" + "".join(char if char.isalnum() or char in "_-." else "_" for char in name) + ".png"
+        figures.append(_save(fig, folder, file, f"{metric} by {name}", caption))
     return figures
 
 

@@ -291,3 +291,39 @@ def test_scikit_learns_diabetes_without_a_task_trains_a_regression(tmp_path, run
     (metrics_file,) = (tmp_path / "runs" / "diabetes").glob("*/evaluate/evaluation/metrics.json")
     metrics = json.loads(metrics_file.read_text())
     assert metrics["example_count"] >= 40 and "rmse" in metrics and "accuracy" not in metrics
+
+
+@pytest.mark.slow  # About 15 s; make test builds, exports and serves such a model (test_column_names.py).
+def test_columns_named_as_files_name_them_train_and_are_reported_as_written(tmp_path, run_kflow):
+    import csv
+    import random
+
+    generator = random.Random(0)
+    source = tmp_path / "names.csv"
+    with source.open("w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["glucose (mg/dl)", "body weight", "Größe", "A", "a", "outcome"])
+        for _ in range(300):
+            glucose = generator.gauss(100, 20)
+            writer.writerow([
+                round(glucose, 1), round(generator.gauss(70, 10), 1), generator.choice(["klein", "groß"]),
+                generator.randint(0, 5), round(generator.random(), 3),
+                "yes" if glucose + generator.gauss(0, 10) > 105 else "no",
+            ])  # fmt: skip
+    config = {
+        "name": "names",
+        "pipeline_root": str(tmp_path / "runs"),
+        "data": {"dataset": "csv", "source": {"path": str(source)}, "label": "outcome"},
+        "trainer": {"epochs": 3},
+        "evaluator": {"slices": [{"by": "Größe"}, {"by": "glucose (mg/dl)", "boundaries": [100]}]},
+    }
+    path = tmp_path / "names.yaml"
+    path.write_text(yaml.safe_dump(config, allow_unicode=True))
+    done = run_kflow("run", path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run_file,) = (tmp_path / "runs" / "names").glob("*/run.json")
+    run_dir = run_file.parent
+    report = (run_dir / "evaluate" / "evaluation" / "report.html").read_text()
+    assert "Größe=groß" in report and "glucose (mg/dl)" in report
+    assert json.loads((run_dir / "evaluate" / "evaluation" / "serving_check.json").read_text())["passed"]
+    assert "glucose (mg/dl)" in (run_dir / "schema" / "schema" / "schema.pbtxt").read_text()

@@ -87,7 +87,7 @@ def _narrowest(values: list[str]) -> str:
         return "string"
     stray = len(values) // 100  # Values allowed not to parse (1 %).
     for kind in ("bool", "int", "float"):
-        parsed = [value for value in values if _parses(value, kind)]
+        parsed = [value for value in values if parses(value, kind)]
         if len(values) - len(parsed) > stray or not parsed:
             continue
         if kind == "bool" and not {value.lower() for value in parsed} - {"0", "1"}:
@@ -96,7 +96,7 @@ def _narrowest(values: list[str]) -> str:
     return "string"
 
 
-def _parses(value: str, kind: str) -> bool:
+def parses(value: str, kind: str) -> bool:
     try:
         parse_value(value, kind)
     except BadValue:

@@ -24,7 +24,9 @@ import glob
 import hashlib
 import io
 import itertools
+import json
 import logging
+import shutil
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -98,19 +100,52 @@ def run(
             raise ValueError(f"csv: {', '.join(files)} hold no records after their header")
         inferred = {name: kind for name, kind in types.items() if name not in (columns or {})}
         log.info("csv ingest: %d records in %d file(s); inferred types %s", scan.read, len(files), inferred)
-        stats = beam_ingest.run_ingest_pipeline(
-            chunks=scan.chunks,
-            process_chunk=ChunkProcessor(tuple(scan.header), types, dialect, label, task, key),
-            splits=tuple(split),
-            shards=shards_per_split,
-            read=scan.read,
-            examples=examples,
-            rejects=rejects,
-            beam_args=beam_args,
-            plan=StratifiedPlan(dict(split)),
-            staging=staging,
+        widenable = frozenset(
+            name for name, kind in inferred.items() if kind == "int" and (name != label or task == "regression")
         )
+        while True:
+            stats = beam_ingest.run_ingest_pipeline(
+                chunks=scan.chunks,
+                process_chunk=ChunkProcessor(tuple(scan.header), types, dialect, label, task, key, widenable),
+                splits=tuple(split),
+                shards=shards_per_split,
+                read=scan.read,
+                examples=examples,
+                rejects=rejects,
+                beam_args=beam_args,
+                plan=StratifiedPlan(dict(split)),
+                staging=staging,
+            )
+            widened = decimals_in_int_columns(stats, rejects)
+            if not widened:
+                break
+            # Types come from a sample: a column of whole numbers there may hold decimals further on. Its values
+            # are numbers, not errors: read everything again with the column as float (rare, so a second pass).
+            log.info("csv ingest: %s", "; ".join(f"{name!r} holds decimals ({where})" for name, where in widened))
+            log.info("csv ingest: reading again with %s as float", ", ".join(repr(name) for name, _ in widened))
+            types = {**types, **{name: "float" for name, _ in widened}}
+            widenable = widenable - {name for name, _ in widened}
+            schema.file.write_text(text_format.MessageToString(build_schema(types, label, task, key)))
+            for folder in (examples.path, rejects.path):
+                shutil.rmtree(folder)
+                folder.mkdir(parents=True)
     return beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
+
+
+DECIMAL_IN_INT = "decimal_in_int_column"
+
+
+def decimals_in_int_columns(stats: dict[str, Any], rejects: Rejects) -> list[tuple[str, str]]:
+    """(column, first position) of each inferred int column whose records held a decimal number."""
+    if not stats["invalid"].get(DECIMAL_IN_INT):
+        return []
+    first: dict[str, str] = {}
+    with rejects.file.open() as lines:
+        for line in lines:
+            entry = json.loads(line)
+            if entry["reason"] == DECIMAL_IN_INT:
+                first.setdefault(entry["column"], entry["position"])
+    return sorted(first.items())
 
 
 @dataclass(frozen=True)
@@ -318,6 +353,13 @@ def _row(raw: bytes, dialect: Dialect) -> list[str] | None:
     return rows[0] if len(rows) == 1 else None
 
 
+def content_hash(values: dict[str, Any]) -> str:
+    """A record's identity for the split when it has no key: its parsed values, so that the same rows saved with
+    other line endings, a BOM, other quoting or `1.50` for `1.5` land in the same split."""
+    canonical = "\x1f".join(f"{column}\x1e{value}" for column, value in values.items())
+    return hashlib.sha1(canonical.encode()).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class ChunkProcessor:
     """Parses and validates the records of a chunk and serialises the valid ones as Examples."""
@@ -328,6 +370,7 @@ class ChunkProcessor:
     label: str
     task: str
     key: str | None
+    widenable: frozenset[str] = frozenset()  # Inferred int columns: a decimal there is DECIMAL_IN_INT, not bad.
 
     def __call__(self, chunk: Chunk) -> tuple[list, list]:
         from tensorflow.core.example import example_pb2
@@ -359,7 +402,7 @@ class ChunkProcessor:
                         features[column].float_list.value.append(value)
                     else:
                         features[column].int64_list.value.append(value)
-                key = str(values[self.key]) if self.key else f"{hashlib.sha1(record.raw).hexdigest()[:16]}|{position}"
+                key = str(values[self.key]) if self.key else f"{content_hash(values)}|{position}"
                 group = str(values[self.label]) if self.task == "classification" else "all"
                 accepted.append((key, group, example.SerializeToString(deterministic=True)))
         return accepted, found
@@ -367,7 +410,7 @@ class ChunkProcessor:
     def parse(self, raw: bytes, duplicate: bool) -> tuple[dict[str, Any] | None, tuple[str, dict] | None]:
         """{column: value} of the present values, or the problem: (reason, details)."""
         try:
-            text = raw.decode("utf-8").rstrip("\r\n")
+            text = raw.decode("utf-8").rstrip("\r\n").removeprefix("\ufeff")  # A BOM can only open a file.
         except UnicodeDecodeError as error:
             return None, ("non_utf8", {"error": str(error)})
         try:
@@ -386,6 +429,8 @@ class ChunkProcessor:
                 values[column] = cols.parse_value(field_text if kind == "string" else stripped, kind)
             except cols.BadValue:
                 reason = "bad_label" if column == self.label else "bad_value"
+                if column in self.widenable and cols.parses(stripped, "float"):
+                    reason = DECIMAL_IN_INT
                 return None, (reason, {"column": column, "value": field_text, "type": kind})
         if self.label not in values:
             return None, ("missing_label", {"column": self.label})

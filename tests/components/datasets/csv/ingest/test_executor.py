@@ -134,6 +134,21 @@ def test_files_chunks_gzip_and_order_do_not_change_the_split(tmp_path, monkeypat
     assert labels == {"train": 10, "eval": 1, "test": 1}
 
 
+def test_line_endings_a_bom_quoting_and_number_spelling_do_not_change_the_split(tmp_path):
+    """Without a key a record is known by its parsed values, not its bytes."""
+    rows = make_rows(60)
+    plain = write(tmp_path / "plain.csv", rows)
+    _, examples, _, _ = ingest(tmp_path / "a", source_path=str(plain))
+    reference = {split: sorted(r["id"] for r in records) for split, records in read_records(examples).items()}
+    fields = [row.split(",") for row in rows]
+    spelled = [f'{i},"{colour}",{size},{weight}0,{fresh},{label}' for i, colour, size, weight, fresh, label in fields]
+    windows = tmp_path / "windows.csv"
+    windows.write_bytes(b"\xef\xbb\xbf" + ("\r\n".join([HEADER, *spelled]) + "\r\n").encode())
+    _, examples, _, _ = ingest(tmp_path / "b", source_path=str(windows))
+    got = {split: sorted(r["id"] for r in records) for split, records in read_records(examples).items()}
+    assert got == reference
+
+
 def test_a_gzipped_file_is_cut_into_chunks_of_its_staged_copy_and_named_in_rejects(tmp_path, monkeypatch):
     rows = make_rows(40)
     rows[30] = "30,c2,thirty,3.0,yes,apple"  # bad_value, on line 32 of the file.
@@ -242,3 +257,21 @@ def test_without_data_task_a_decimal_label_is_a_regression_and_many_whole_number
     few = write(tmp_path / "classes.csv", [f"{index},{index % 3}" for index in range(40)], header="id,kind")
     ingest(tmp_path / "few", source_path=str(few), label="kind", columns={})
     assert annotation_tags(load_schema(Schema(tmp_path / "few" / "schema").file), "kind")["task"] == "classification"
+
+
+def test_an_inferred_int_column_that_meets_a_decimal_later_becomes_float_and_loses_no_record(tmp_path, caplog):
+    rows = [f"{index},{index * 3},{'yes' if index % 2 else 'no'}" for index in range(60)]
+    rows[45] = "45,42.5,yes"  # After the 10 records the types are inferred from.
+    source = write(tmp_path / "sizes.csv", rows, header="id,size,label")
+    with caplog.at_level("INFO"):
+        summary, examples, schema, rejects = ingest(tmp_path, source_path=str(source), columns={}, infer_rows=10)
+    assert summary["read"] == 60 and summary["rejected"] == 0
+    assert sum(summary[split] for split in ("train", "eval", "test")) == 60
+    assert rejects.file.read_text() == ""
+    assert annotation_tags(load_schema(schema.file), "size")["kflow_type"] == "float"
+    sizes = sorted(r["size"] for records in read_records(examples).values() for r in records)
+    assert 42.5 in sizes and len(sizes) == 60
+    assert "'size' holds decimals (sizes.csv:47)" in caplog.text
+    # Declared int: the user said so, so the decimal is a bad value, kept with its reason.
+    summary, *_ = ingest(tmp_path / "declared", source_path=str(source), columns={"size": "int"}, infer_rows=10)
+    assert summary["rejected"] == 1
