@@ -60,7 +60,8 @@ def run(
     if anomalies is not None and anomalies.summary["count"]:
         verdict = anomalies.summary
         if verdict["on_anomaly"] == "fail":
-            raise ValueError(f"{verdict['message']}; set data.on_anomaly: warn to train anyway")
+            where = anomalies.path / "anomalies.json"
+            raise ValueError(f"{verdict['message']}; see {where}; set data.on_anomaly: warn to train anyway")
         log.warning("train: training anyway (on_anomaly: warn): %s", verdict["message"])
     choice, config, cluster_config = settings.model, settings.training, settings.cluster
     strategy = config.strategy

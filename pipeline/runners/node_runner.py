@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import inspect
 import logging
 import os
@@ -188,8 +189,11 @@ def _execute(
         log.info("%s: cancelled", node.id)
         raise
     except BaseException as error:
-        shutil.rmtree(staging, ignore_errors=True)  # Nothing partial is kept, and a full disk gets its space back.
-        raise _failed(node, record, error, seconds=time.perf_counter() - started) from error
+        said = error
+        kept = keep_failed_outputs(staging, record.run_dir / f"{node.id}{FAILED_SUFFIX}", error)
+        if kept is not None and _rewritable(error, staging):  # It names files of the staging folder: name them there.
+            said = type(error)(str(error).replace(str(staging), str(kept)))
+        raise _failed(node, record, said, seconds=time.perf_counter() - started) from error
     seconds = time.perf_counter() - started
     outputs = {
         name: ArtifactRef(kind.type_name, str(final / name), artifact_fingerprint(fingerprint, name))
@@ -205,6 +209,34 @@ def _execute(
     )
     log.info("%s: succeeded in %.1f s", node.id, seconds)
     return outputs
+
+
+FAILED_SUFFIX = ".failed"
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def keep_failed_outputs(staging: Path, kept: Path, error: BaseException) -> Path | None:
+    """What a failed execution wrote (its rejects, stats, logs: why it failed) moves to `<run>/<node>.failed/`,
+    never published nor reused; removed instead when the disk is full (to give the space back) or absent."""
+    full = isinstance(error, OSError) and error.errno in _DISK_FULL
+    if full or not staging.is_dir() or not any(staging.rglob("*")):
+        shutil.rmtree(staging, ignore_errors=True)
+        return None
+    try:
+        os.rename(staging, kept)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        return None
+    return kept
+
+
+def _rewritable(error: BaseException, staging: Path) -> bool:
+    if str(staging) not in str(error):
+        return False
+    try:
+        return str(type(error)(str(error))) == str(error)
+    except Exception:  # An exception class that takes other arguments: keep it as it is.
+        return False
 
 
 def _failed(node: Component, record: RunRecord, error: BaseException, seconds: float) -> NodeFailed:

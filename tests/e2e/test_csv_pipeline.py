@@ -4,6 +4,7 @@ through csv ingest → train → evaluate with `kflow run`; bad rows rejected wi
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -327,3 +328,16 @@ def test_columns_named_as_files_name_them_train_and_are_reported_as_written(tmp_
     assert "Größe=groß" in report and "glucose (mg/dl)" in report
     assert json.loads((run_dir / "evaluate" / "evaluation" / "serving_check.json").read_text())["passed"]
     assert "glucose (mg/dl)" in (run_dir / "schema" / "schema" / "schema.pbtxt").read_text()
+
+
+def test_a_failed_ingest_keeps_its_rejects_and_stats_where_its_error_says(tmp_path, run_kflow):
+    done = run_kflow("run", iris_config(tmp_path, filters={"max_invalid_fraction": 0.0}), "--until", "ingest")
+    assert done.returncode == 1
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("kflow: error:")]
+    assert "2 of 152 records are invalid" in line and "/ingest.failed/rejects/rejects.jsonl" in line
+    rejects = Path(line.split("; see ")[1].split(" ")[0])
+    assert rejects.is_file() and len(rejects.read_text().splitlines()) == 2  # Every path in the message exists.
+    stats = json.loads((rejects.parents[1] / "examples" / "stats.json").read_text())
+    assert stats["read"] == 152 and sum(stats["invalid"].values()) == 2
+    assert not list((rejects.parents[2] / ".staging").iterdir())  # Not published, not left half-way.
+    assert not (rejects.parents[2] / "ingest").exists()
