@@ -24,6 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kflow.components.bulk_inferrer import BulkInferrer
 from kflow.components.datasets.mnist.ingest.component import MnistIngest
 from kflow.components.datasets.quora.ingest.component import QuoraIngest
 from kflow.components.datasets.wikitext2.ingest.component import WikiText2Ingest
@@ -79,6 +80,7 @@ __all__ = [
     "Parameter",
     "Pipeline",
     "Pusher",
+    "BulkInferrer",
     "SchemaGen",
     "StatisticsGen",
     "QuoraIngest",

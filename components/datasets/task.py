@@ -17,7 +17,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 from kflow.components.datasets import get_dataset
 from kflow.components.datasets.user_module import load_module, with_user_module
 from kflow.components.util.schema import load_schema
-from kflow.pipeline.dsl.artifacts import Examples
+from kflow.pipeline.dsl.artifacts import Examples, Model
 
 
 class Task:
@@ -86,6 +86,18 @@ class Task:
 
     def metrics(self) -> list[keras.metrics.Metric]:
         return []
+
+
+def task_for_model(model: Model, schema_file: str | Path) -> Task:
+    """The task that reads data for `model` as it was trained: its dataset, model options, user module and
+    assets (the Evaluator's and the BulkInferrer's)."""
+    spec = model.task_spec
+    module = model.assets_uri / Model.MODULE_FILE  # A model built by the user's trainer.module, with its code.
+    source = module.read_text() if module.exists() else None
+    task_object = load_task(spec["dataset"], schema_file, spec["model_name"], spec["model_options"], source)
+    if model.assets_uri.exists():
+        task_object.load_assets(model.assets_uri)
+    return task_object
 
 
 def load_task(

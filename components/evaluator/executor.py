@@ -23,7 +23,7 @@ import numpy as np
 
 from kflow.components.datasets import get_dataset
 from kflow.components.datasets.metrics import TaskMetrics, subset
-from kflow.components.datasets.task import Task, load_task
+from kflow.components.datasets.task import Task, task_for_model
 from kflow.components.datasets.user_module import MODULE_FILE
 from kflow.components.evaluator.gate import check_thresholds, describe, run_checks
 from kflow.components.evaluator.report import write_report
@@ -228,15 +228,9 @@ class _Measure:
 
 def _task(dataset: str, schema: Schema, model: Model) -> Task:
     """The task that reads data for `model`, with the options and assets it was trained with."""
-    spec = model.task_spec
-    if spec["dataset"] != dataset:
-        raise ValueError(f"the model {model.uri} was trained on {spec['dataset']!r}, not on {dataset!r}")
-    module = model.assets_uri / MODULE_FILE  # A model built by the user's trainer.module, with its code.
-    source = module.read_text() if module.exists() else None
-    task_object = load_task(dataset, schema.file, spec["model_name"], spec["model_options"], source)
-    if model.assets_uri.exists():
-        task_object.load_assets(model.assets_uri)
-    return task_object
+    if model.task_spec["dataset"] != dataset:
+        raise ValueError(f"the model {model.uri} was trained on {model.task_spec['dataset']!r}, not on {dataset!r}")
+    return task_for_model(model, schema.file)
 
 
 def _metric_options(task_object: Any) -> dict[str, Any]:

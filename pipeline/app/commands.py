@@ -12,7 +12,7 @@ from kflow.pipeline.app.runtime_parameters import run_arguments, runtime_paramet
 from kflow.pipeline.app.standard_pipeline import build_pipeline, run_time_baselines
 from kflow.pipeline.compiler.pipeline_builder import compile_pipeline
 from kflow.pipeline.compiler.settings import load_compile_config
-from kflow.pipeline.dsl.config import ConfigError, did_you_mean
+from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
 from kflow.pipeline.dsl.secrets import credential_fields
 from kflow.pipeline.kubeflow.baselines import store_path
 
@@ -40,6 +40,8 @@ def compile_config(config_path: str, output: str | Path, overrides: list[str], i
     ]
     if unknown:
         raise ConfigError(unknown, config.source)
+    for warning in local_path_warnings(config, settings.cluster.shared_mount_path):
+        print(f"kflow: warning: {warning}", file=sys.stderr)
     runtime = runtime_parameters(config, pipeline, settings.parameters)
     baselines = run_time_baselines(config)
     if baselines:
@@ -51,6 +53,31 @@ def compile_config(config_path: str, output: str | Path, overrides: list[str], i
             file=sys.stderr,
         )
     return compile_pipeline(pipeline, settings, output, runtime, baselines)
+
+
+# Read by the pods, not at compile time (trainer.module travels in pipeline.yaml as its source).
+POD_INPUT_PATHS = ("data.source.path", "data.schema", "evaluator.baseline")
+
+
+def local_path_warnings(config: PipelineConfig, shared_mount_path: str) -> list[str]:
+    """A line for each input path of `config` the pipeline's pods will not see: a path of this machine that is
+    not on the shared volume nor in an object store."""
+    warnings = []
+    for field in POD_INPUT_PATHS:
+        section, name = field.rsplit(".", 1)
+        holder = config.to_dict()
+        for part in section.split("."):
+            holder = holder.get(part) or {}
+        value = holder.get(name)
+        if not isinstance(value, str) or "://" in value or value in ("latest_blessed", "none"):
+            continue
+        if Path(value).expanduser().resolve().is_relative_to(Path(shared_mount_path)):
+            continue
+        warnings.append(
+            f"{field}: {value} is a path on this machine: the pods will not see it unless it is on the shared "
+            f"volume (mounted at {shared_mount_path}) or in an object store (gs://, s3://, minio://)"
+        )
+    return warnings
 
 
 def manifests_command(args: argparse.Namespace) -> int:

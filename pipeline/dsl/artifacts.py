@@ -269,6 +269,28 @@ class ModelBlessing(Artifact):
         self.write_json("blessing.json", {"blessed": blessed, "checks": checks, **details})
 
 
+class InferenceResult(Artifact):
+    """A model's predictions on a split (TFX's BulkInferrer output).
+
+    Layout: `{uri}/inference.json` {"inferred", "reason", "split", "count", "model", "outputs"}, and per split
+        Split-<split>/predictions.tfrecord.gz  tf.train.Examples: `key`, `label` (when the data has one) and
+                                               `predicted_class` + `scores` (classes) or `prediction` (a number)
+        Split-<split>/predictions.jsonl        the same, a JSON object a line, for people and tools
+        Split-<split>/predictions.csv          the same as a table (a `score_<class>` column a class)
+    """
+
+    type_name = "InferenceResult"
+    kfp_schema_title = "system.Dataset"
+    RECORD = "inference.json"
+
+    def split_uri(self, split: str) -> Path:
+        return self.path / f"Split-{split}"
+
+    @property
+    def record(self) -> dict[str, Any]:
+        return self.read_json(self.RECORD)
+
+
 class PushedModel(Artifact):
     """Where a Pusher put a model: `{uri}/push.json` {"pushed", "version", "serving_dir", "model", "reason"}."""
 
@@ -298,6 +320,7 @@ ARTIFACT_TYPES: dict[str, type[Artifact]] = {
         ModelRun,
         ModelEvaluation,
         ModelBlessing,
+        InferenceResult,
         PushedModel,
     )
 }

@@ -139,9 +139,34 @@ def read_config_file(path: str | Path, overrides: Iterable[str] = ()) -> dict[st
         raise ConfigError([f"not valid YAML: {_one_line(error)}"], source) from None
     if not isinstance(raw, dict):
         raise ConfigError(["(top level): must be a mapping of fields"], source)
-    for override in overrides:
+    anchor_input_paths(raw, Path(path).resolve().parent)
+    for override in overrides:  # Their paths stay relative to the current directory, as on a command line.
         apply_override(raw, override)
     return raw
+
+
+# The fields that name what a run reads: relative values in a config file are relative to its folder, so the
+# config works from any directory. pipeline_root, what a run writes, stays relative to the current directory.
+INPUT_PATHS = ("data.source.path", "data.schema", "trainer.module", "evaluator.baseline")
+_NOT_PATHS = {"evaluator.baseline": ("latest_blessed", "none")}
+
+
+def anchor_input_paths(raw: dict[str, Any], folder: Path) -> None:
+    for dotted in INPUT_PATHS:
+        *parents, name = dotted.split(".")
+        section: Any = raw
+        for part in parents:
+            section = section.get(part) if isinstance(section, dict) else None
+        value = section.get(name) if isinstance(section, dict) else None
+        if isinstance(value, str) and is_relative_local_path(value, dotted):
+            section[name] = str(folder / value)
+
+
+def is_relative_local_path(value: str, field: str) -> bool:
+    if not value or value in _NOT_PATHS.get(field, ()) or "://" in value or value.startswith(("/", "~")):
+        return False
+    # trainer.module is a .py file or an importable `package.module`.
+    return field != "trainer.module" or value.endswith(".py") or "/" in value
 
 
 def _one_line(error: yaml.YAMLError) -> str:

@@ -4,6 +4,7 @@ through csv ingest → train → evaluate with `kflow run`; bad rows rejected wi
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -341,3 +342,33 @@ def test_a_failed_ingest_keeps_its_rejects_and_stats_where_its_error_says(tmp_pa
     assert stats["read"] == 152 and sum(stats["invalid"].values()) == 2
     assert not list((rejects.parents[2] / ".staging").iterdir())  # Not published, not left half-way.
     assert not (rejects.parents[2] / "ingest").exists()
+
+
+@pytest.mark.slow  # About 30 s: a declared iris pipeline; make test has the executor on MNIST-like data.
+def test_the_bulk_inferrer_scores_iris_with_the_blessed_model_as_the_evaluator_did(tmp_path, run_kflow):
+    config = yaml.safe_load(iris_config(tmp_path).read_text())
+    config["components"] = [
+        {"id": "ingest", "type": "ingest"},
+        {"id": "train", "type": "trainer", "inputs": {"examples": "ingest.examples", "schema": "ingest.schema"}},
+        {"id": "evaluate", "type": "evaluator",
+         "inputs": {"examples": "ingest.examples", "schema": "ingest.schema", "model": "train.model"}},
+        {"id": "push", "type": "pusher", "inputs": {"model": "train.model", "blessing": "evaluate.blessing"},
+         "run_if": "evaluate.blessing", "parameters": {"push_destination": str(tmp_path / "serving")}},
+        {"id": "predict", "type": "bulk_inferrer", "run_if": "evaluate.blessing",
+         "inputs": {"examples": "ingest.examples", "schema": "ingest.schema", "model": "train.model",
+                    "blessing": "evaluate.blessing"}},
+    ]  # fmt: skip
+    path = tmp_path / "declared.yaml"
+    path.write_text(yaml.safe_dump(config))
+    done = run_kflow("run", path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = newest_run(tmp_path / "runs" / "iris")
+    metrics = json.loads((run_dir / "evaluate" / "evaluation" / "metrics.json").read_text())
+    lines = [json.loads(line) for line in (run_dir / "predict" / "inference_result" / "Split-test" /
+                                           "predictions.jsonl").read_text().splitlines()]  # fmt: skip
+    assert len(lines) == metrics["example_count"]
+    assert sum(line["predicted_class"] == line["label"] for line in lines) / len(lines) == metrics["accuracy"]
+    loss = -sum(math.log(max(line["scores"][line["label"]], 1e-7)) for line in lines) / len(lines)
+    assert loss == pytest.approx(metrics["loss"], rel=1e-4)
+    for name in metrics["per_class_count"]:
+        assert sum(line["label"] == name for line in lines) == metrics["per_class_count"][name]

@@ -1,0 +1,153 @@
+"""BulkInferrer executor: streams one split through the model, a batch at a time, into three files.
+
+A record's key is its place in the split, `<shard file>#<index>` (the Examples' own order, which the task's
+input pipeline keeps), unless the data has a key column (`data.key`), whose value is the key. The label, when
+the split has one, is written beside the prediction, so the file is enough to compute any metric again.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from kflow.components.datasets.task import Task, task_for_model
+from kflow.components.util.schema import annotation_tags, load_schema
+from kflow.pipeline.dsl.artifacts import Examples, InferenceResult, Model, ModelBlessing, Schema
+
+log = logging.getLogger("kflow.bulk_inferrer")
+
+TFRECORD, JSONL, CSV = "predictions.tfrecord.gz", "predictions.jsonl", "predictions.csv"
+
+
+def run(
+    *,
+    examples: Examples,
+    schema: Schema,
+    model: Model,
+    inference_result: InferenceResult,
+    blessing: ModelBlessing | None = None,
+    split: str = "test",
+    batch_size: int = 256,
+) -> dict[str, Any]:
+    if blessing is not None and not blessing.blessed:
+        reason = f"the model was not blessed ({blessing.uri})"
+        inference_result.write_json(InferenceResult.RECORD, {"inferred": False, "reason": reason, "split": split})
+        log.info("bulk_inferrer: %s; nothing scored", reason)
+        return {"inferred": False}
+    if split not in examples.splits:
+        raise ValueError(f"the Examples have no split {split!r} (splits: {', '.join(examples.splits) or 'none'})")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    import keras
+
+    task = task_for_model(model, schema.file)
+    keras_model = keras.models.load_model(model.keras_file)
+    classes = _class_names(task)
+    folder = inference_result.split_uri(split)
+    folder.mkdir(parents=True)
+    count = 0
+    batches = task.dataset(examples, split, batch_size=batch_size, training=False, seed=0)
+    keys = _keys(examples, split, _key_feature(schema))
+    with (
+        tf.io.TFRecordWriter(str(folder / TFRECORD), options="GZIP") as records,
+        (folder / JSONL).open("w") as lines,
+        (folder / CSV).open("w", newline="") as table,
+    ):
+        writer = csv.writer(table)
+        writer.writerow(
+            ["key", "label", *(["predicted_class", *(f"score_{c}" for c in classes)] if classes else ["prediction"])]
+        )
+        for batch in batches.as_numpy_iterator():
+            outputs = np.asarray(keras_model.predict_on_batch(batch[0]), np.float64)
+            labels = np.asarray(batch[1]).reshape(len(outputs), -1)[:, 0] if len(batch) > 1 else [None] * len(outputs)
+            for output, label in zip(outputs, labels, strict=True):
+                key = next(keys, None)
+                if key is None:
+                    raise RuntimeError(f"the {split} split yields more predictions than it has records")
+                entry = _entry(key, label, output, classes)
+                records.write(_example(entry).SerializeToString())
+                lines.write(json.dumps(entry, ensure_ascii=False) + "\n")
+                writer.writerow(_row(entry, classes))
+                count += 1
+    if next(keys, None) is not None:
+        raise RuntimeError(f"the model scored {count} records of the {split} split, which holds more")
+    inference_result.write_json(
+        InferenceResult.RECORD,
+        {"inferred": True, "split": split, "count": count, "model": model.uri, "outputs": [TFRECORD, JSONL, CSV]},
+    )
+    log.info("bulk_inferrer: %d records of %s scored into %s", count, split, folder)
+    return {"inferred": True, "count": count}
+
+
+def _class_names(task: Task) -> list[str]:
+    classes = getattr(task, "classes", None)
+    if classes:
+        return [str(name) for name in classes]
+    if count := getattr(task, "num_classes", None):
+        return [str(index) for index in range(int(count))]
+    return []
+
+
+def _key_feature(schema: Schema) -> str | None:
+    """The data's key column (`data.key`: the schema tags it role=key), if any."""
+    proto = load_schema(schema.file)
+    return next((f.name for f in proto.feature if annotation_tags(proto, f.name).get("role") == "key"), None)
+
+
+def _keys(examples: Examples, split: str, key_feature: str | None) -> Iterator[str]:
+    """Each record's key, in the order the task reads the split's files."""
+    for path in examples.split_files(split):
+        name = path.rsplit("/", 1)[-1] if isinstance(path, str) else path.name
+        for index, serialized in enumerate(tf.data.TFRecordDataset(str(path), compression_type="GZIP")):
+            if key_feature is None:
+                yield f"{name}#{index}"
+                continue
+            feature = tf.train.Example.FromString(serialized.numpy()).features.feature[key_feature]
+            values = getattr(feature, feature.WhichOneof("kind") or "bytes_list").value
+            yield values[0].decode() if isinstance(values[0], bytes) else str(values[0])
+
+
+def _entry(key: str, label: Any, output: np.ndarray, classes: list[str]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"key": key}
+    if classes:
+        if output.ndim != 1 or len(output) != len(classes):
+            raise ValueError(f"the model gives {output.shape} outputs a record; its task has {len(classes)} classes")
+        entry["label"] = None if label is None else classes[int(label)]
+        entry["predicted_class"] = classes[int(np.argmax(output))]
+        entry["scores"] = {name: float(score) for name, score in zip(classes, output, strict=True)}
+        return entry
+    if output.size != 1:
+        raise ValueError(f"the model gives {output.shape} outputs a record: only classes or one number are scored")
+    entry["label"] = None if label is None else float(label)
+    entry["prediction"] = float(output.reshape(-1)[0])
+    return entry
+
+
+def _example(entry: dict[str, Any]) -> tf.train.Example:
+    example = tf.train.Example()
+    features = example.features.feature
+    features["key"].bytes_list.value.append(entry["key"].encode())
+    if entry.get("label") is not None:
+        if isinstance(entry["label"], str):
+            features["label"].bytes_list.value.append(entry["label"].encode())
+        else:
+            features["label"].float_list.value.append(entry["label"])
+    if "scores" in entry:
+        features["predicted_class"].bytes_list.value.append(entry["predicted_class"].encode())
+        features["scores"].float_list.value.extend(entry["scores"].values())
+    else:
+        features["prediction"].float_list.value.append(entry["prediction"])
+    return example
+
+
+def _row(entry: dict[str, Any], classes: list[str]) -> list[Any]:
+    row = [entry["key"], "" if entry["label"] is None else entry["label"]]
+    if classes:
+        return [*row, entry["predicted_class"], *(entry["scores"][name] for name in classes)]
+    return [*row, entry["prediction"]]
