@@ -12,30 +12,19 @@ import pytest
 import tensorflow as tf
 
 from kflow.components.bulk_inferrer.executor import run
-from kflow.pipeline.dsl.artifacts import InferenceResult, Model, ModelBlessing
-from tests.components.evaluator.test_evaluator_executor import bar_detector
-from tests.components.fixtures import read_split, save_model, write_examples, write_schema
+from kflow.pipeline.dsl.artifacts import InferenceResult, ModelBlessing
+from tests.components.fixtures import read_split
 
 
-@pytest.fixture(scope="module")
-def inputs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bulk-inferrer")
-    examples = write_examples(root / "examples", counts={"train": 20, "test": 130}, shards=3)
-    model = Model(root / "model")
-    save_model(bar_detector(), model)
-    model.write_task_spec("mnist", "mnist_convnet", {})
-    return examples, write_schema(root / "schema"), model
-
-
-def test_every_record_is_scored_once_with_its_key_and_the_models_prediction(inputs, tmp_path):
-    examples, schema, model = inputs
+def test_every_record_is_scored_once_with_its_key_and_the_models_prediction(bar_detector_inputs, tmp_path):
+    examples, schema, model = bar_detector_inputs
     result = InferenceResult(tmp_path / "inference")
     summary = run(examples=examples, schema=schema, model=model, inference_result=result, split="test", batch_size=32)
-    assert summary == {"inferred": True, "count": 130}
+    assert summary == {"inferred": True, "count": 300}
     images, labels = read_split(examples, "test")
     expected = keras.models.load_model(model.keras_file).predict_on_batch(images)
     lines = [json.loads(line) for line in (result.split_uri("test") / "predictions.jsonl").read_text().splitlines()]
-    assert len(lines) == 130 and len({line["key"] for line in lines}) == 130
+    assert len(lines) == 300 and len({line["key"] for line in lines}) == 300
     files = [path.rsplit("/", 1)[1] for path in examples.split_files("test")]
     assert lines[0]["key"] == f"{files[0]}#0" and lines[-1]["key"].startswith(files[-1])
     assert [line["label"] for line in lines] == [str(label) for label in labels]
@@ -51,11 +40,11 @@ def test_every_record_is_scored_once_with_its_key_and_the_models_prediction(inpu
     parsed = [tf.train.Example.FromString(record.numpy()).features.feature for record in records]
     assert [f["key"].bytes_list.value[0].decode() for f in parsed] == [line["key"] for line in lines]
     np.testing.assert_allclose([list(f["scores"].float_list.value) for f in parsed], expected, atol=1e-6)
-    assert result.record["count"] == 130 and result.record["model"] == model.uri
+    assert result.record["count"] == 300 and result.record["model"] == model.uri
 
 
-def test_a_model_that_was_not_blessed_is_not_used(inputs, tmp_path):
-    examples, schema, model = inputs
+def test_a_model_that_was_not_blessed_is_not_used(bar_detector_inputs, tmp_path):
+    examples, schema, model = bar_detector_inputs
     blessing = ModelBlessing(tmp_path / "blessing")
     blessing.set_blessed(False, [])
     result = InferenceResult(tmp_path / "inference")

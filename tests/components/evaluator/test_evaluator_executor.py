@@ -10,7 +10,7 @@ import pytest
 
 from kflow.components.evaluator.executor import run
 from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation
-from tests.components.fixtures import read_split, save_model, write_examples, write_schema
+from tests.components.fixtures import read_split
 
 
 def bar_detector() -> keras.Model:
@@ -33,13 +33,8 @@ def bar_detector() -> keras.Model:
 
 
 @pytest.fixture(scope="module")
-def inputs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("evaluator-inputs")
-    examples = write_examples(root / "examples", counts={"train": 20, "test": 300}, shards=3)
-    model = Model(root / "model")
-    save_model(bar_detector(), model)
-    model.write_task_spec("mnist", "mnist_convnet", {})
-    return examples, write_schema(root / "schema"), model
+def inputs(bar_detector_inputs):
+    return bar_detector_inputs
 
 
 def evaluate(inputs, tmp_path, **parameters):
