@@ -102,8 +102,8 @@ def find_anomalies(
         name = feature.name
         required = feature.presence.min_fraction >= 1.0
         if name not in stats:
-            if required and split.num_examples:
-                add(name, "missing_feature", "the schema requires it and no example has it")
+            if (required or feature.presence.min_count >= 1) and split.num_examples:
+                add(name, "missing_feature", "the schema expects it and no example of the split has it")
             continue
         observed = stats[name]
         common = common_stats(observed)

@@ -2,7 +2,10 @@
 
 Inference, per feature of Split-train (TFDV's rules where it has them):
     type            the ingest's schema's, else the statistics' (INT, FLOAT, BYTES)
-    presence        min_fraction 1 when no training example lacks it, else min_count 1
+    presence        min_count 1 (a split where no example has it is an anomaly); min_fraction 1 (every example
+                    must have it) only when no example of any split lacks it: values missing here and there,
+                    which the ingest reads as missing (`missing_values`) and the models fill, are data, not
+                    an anomaly (TFDV requires what train always has, which blocked clean data)
     value_count     the fewest and most values an example has
     string_domain   the training values, when there are at most `max_string_domain` of them
     int/float range the training min and max, widened by `range_margin` (0.5) × their span on both
@@ -64,7 +67,15 @@ def run(
     if max_string_domain < 1 or range_margin < 0 or not 0 < max_category_drift <= 1:
         raise ValueError("max_string_domain must be ≥ 1, range_margin ≥ 0 and max_category_drift in (0, 1]")
     base = load_schema(ingest_schema.file) if ingest_schema is not None and ingest_schema.file.exists() else None
-    proto = infer_schema(read_split(statistics, "train"), base, max_string_domain, range_margin, max_category_drift)
+    sometimes_missing = {
+        name
+        for split in statistics.splits
+        for name, observed in feature_stats(read_split(statistics, split)).items()
+        if common_stats(observed).num_missing
+    }
+    proto = infer_schema(
+        read_split(statistics, "train"), base, max_string_domain, range_margin, max_category_drift, sometimes_missing
+    )
     schema.file.write_text(text_format.MessageToString(proto))
     summary = {
         "features": len(proto.feature),
@@ -87,6 +98,7 @@ def infer_schema(
     max_string_domain: int,
     range_margin: float,
     max_category_drift: float,
+    sometimes_missing: set[str] = frozenset(),
 ) -> schema_pb2.Schema:
     stats = feature_stats(train)
     declared = {feature.name: feature for feature in base.feature} if base is not None else {}
@@ -104,7 +116,7 @@ def infer_schema(
             feature.type = _TYPES[observed.type]
         common = common_stats(observed)
         feature.value_count.min, feature.value_count.max = common.min_num_values, common.max_num_values
-        if common.num_missing == 0:
+        if common.num_missing == 0 and name not in sometimes_missing:
             feature.presence.min_fraction = 1.0
         feature.presence.min_count = 1
         if feature.type == schema_pb2.BYTES:

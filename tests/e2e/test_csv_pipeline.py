@@ -372,3 +372,25 @@ def test_the_bulk_inferrer_scores_iris_with_the_blessed_model_as_the_evaluator_d
     assert loss == pytest.approx(metrics["loss"], rel=1e-4)
     for name in metrics["per_class_count"]:
         assert sum(line["label"] == name for line in lines) == metrics["per_class_count"][name]
+
+
+@pytest.mark.slow  # About 25 s; make test has the schema and validator halves (test_data_checks.py).
+def test_a_csv_with_a_few_missing_values_runs_with_the_shipped_config(tmp_path, run_kflow):
+    """The shipped iris config with only the path changed, on iris with two values blanked in each of three columns
+    (no real dataset with missing values ships in a package here): no anomaly stops it, the model fills them."""
+    lines = (REPO / "pipeline" / "configs" / "data" / "iris.csv").read_text().splitlines()
+    for column, rows in ((0, (3, 77)), (2, (40, 120)), (3, (9, 140))):
+        for row in rows:
+            cells = lines[row].split(",")
+            cells[column] = ""
+            lines[row] = ",".join(cells)
+    source = tmp_path / "iris-with-gaps.csv"
+    source.write_text("\n".join(lines) + "\n")
+    done = run_kflow(
+        "run", REPO / "pipeline" / "configs" / "iris.yaml", "--pipeline-root", tmp_path / "runs",
+        "--set", f"data.source.path={source}",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = newest_run(tmp_path / "runs" / "iris")
+    assert json.loads((run_dir / "validate" / "anomalies" / "anomalies.json").read_text())["count"] == 0
+    assert json.loads((run_dir / "evaluate" / "evaluation" / "metrics.json").read_text())["accuracy"] >= 0.85

@@ -135,16 +135,29 @@ def test_an_eval_split_with_a_new_category_and_numbers_out_of_range_is_flagged(t
 
 
 def test_missing_unexpected_and_mistyped_features_are_flagged(tmp_path):
-    evaluation = [{"colour": "red", "size": 1.5, "weight": 10.0, "extra": 1} for _ in range(20)]  # size: a float
-    evaluation += [{"size": 1.5, "weight": 10.0, "extra": 1} for _ in range(5)]  # colour missing
+    evaluation = [{"colour": "red", "size": 1.5, "extra": 1} for _ in range(20)]  # size: a float; no weight
+    evaluation += [{"size": 1.5, "extra": 1} for _ in range(5)]  # colour missing: data, not an anomaly
     _, _, anomalies, _ = checked(tmp_path, {"train": rows(100), "eval": evaluation})
     found = {(entry["feature"], entry["kind"]) for entry in anomalies.summary["splits"]["eval"]}
     assert found == {
-        ("colour", "missing_values"),
+        ("weight", "missing_feature"),  # a whole split without it: a broken source
+        ("note", "missing_feature"),  # optional (train lacks some), but absent from the whole split
         ("colour", "drift"),  # every present colour is red
         ("size", "type_mismatch"),
         ("extra", "unexpected_feature"),
     }
+
+
+def test_values_missing_here_and_there_are_data_not_an_anomaly(tmp_path):
+    """A real dataset with a few missing values: train happens to have none, the test split two."""
+    test = rows(44, seed=3)
+    test[5]["weight"] = test[17]["weight"] = None
+    _, schema, anomalies, summary = checked(tmp_path, {"train": rows(200), "eval": rows(20, seed=2), "test": test})
+    assert summary["anomalies"] == 0, anomalies.summary["splits"]
+    weight = next(feature for feature in load_schema(schema.file).feature if feature.name == "weight")
+    assert weight.presence.min_count == 1 and weight.presence.min_fraction < 1.0
+    colour = next(feature for feature in load_schema(schema.file).feature if feature.name == "colour")
+    assert colour.presence.min_fraction == 1.0  # Never missing anywhere: required.
 
 
 def test_anomalies_are_published_with_the_verdict_and_a_frozen_schema_is_used_as_is(tmp_path):

@@ -294,7 +294,7 @@ def scan_files(
         source = (readable or {}).get(path, path)
         splittable = not is_gzip(source)
         with open_source(source) as stream:
-            records = cut(stream, dialect.quote)
+            records = cut(stream, dialect.quote, delimiter=dialect.delimiter.encode())
             header, start, line = _header(path, records, dialect)
             if scan.header and header != scan.header:
                 raise ValueError(f"csv: {path} has the columns {header}; {files[0]} has {scan.header}")
@@ -378,7 +378,14 @@ class ChunkProcessor:
         accepted, found = [], []
         name = chunk.display_name
         with open_source(chunk.path) as stream:
-            records = cut(stream, self.dialect.quote, start=chunk.start, end=chunk.end, first_line=chunk.first_line)
+            records = cut(
+                stream,
+                self.dialect.quote,
+                start=chunk.start,
+                end=chunk.end,
+                first_line=chunk.first_line,
+                delimiter=self.dialect.delimiter.encode(),
+            )
             for record in itertools.islice(records, chunk.count):
                 position = f"{name}:{record.line}"
                 if record.unterminated:

@@ -34,11 +34,20 @@ class Record:
 
 
 def cut(
-    stream: BinaryIO, quote: bytes | None, *, start: int = 0, end: int | None = None, first_line: int = 1
+    stream: BinaryIO,
+    quote: bytes | None,
+    *,
+    start: int = 0,
+    end: int | None = None,
+    first_line: int = 1,
+    delimiter: bytes = b",",
 ) -> Iterator[Record]:
     """The records of `stream` from byte `start` (where line `first_line` begins) up to byte `end`.
 
-    Blank lines are no records and are skipped. `quote` None: every line is a record.
+    Blank lines are no records and are skipped. `quote` None: every line is a record. A line with an odd
+    number of quotes continues on the next line only when it ends inside a quoted field, one whose quote
+    opens the field (`1,"two<newline>lines"`); a quote inside an unquoted field (`5'11"`) is a character of
+    the field, so that line is a record of its own, as csv readers read it.
     """
     pending: deque[tuple[int, int, bytes]] = deque()
     lines = _lines(stream, start, end, first_line)
@@ -50,7 +59,7 @@ def cut(
         number, offset, data = item
         if not data.rstrip(b"\r\n"):
             continue
-        if quote is None or data.count(quote) % 2 == 0:
+        if quote is None or data.count(quote) % 2 == 0 or not ends_in_quoted_field(data, quote, delimiter):
             yield Record(number, number + 1, offset, offset + len(data), data)
             continue
         parts, quotes = [item], data.count(quote)
@@ -64,6 +73,28 @@ def cut(
             continue
         pending.extendleft(reversed(parts[1:]))
         yield Record(number, number + 1, offset, offset + len(data), data, unterminated=True)
+
+
+def ends_in_quoted_field(line: bytes, quote: bytes, delimiter: bytes) -> bool:
+    """Whether a quoted field is still open at the end of `line`: a quote opens a field only as its first
+    character (after the delimiter or at the line's start), as csv readers read it; inside one, a doubled quote
+    is a quote."""
+    mark, separator = quote[0], delimiter[0]
+    inside, at_start, index, size = False, True, 0, len(line)
+    while index < size:
+        byte = line[index]
+        if inside:
+            if byte == mark:
+                if index + 1 < size and line[index + 1] == mark:
+                    index += 1  # "" inside a quoted field
+                else:
+                    inside = False
+        elif byte == mark and at_start:
+            inside = True
+        else:
+            at_start = byte == separator
+        index += 1
+    return inside
 
 
 def _lines(stream: BinaryIO, start: int, end: int | None, first_line: int) -> Iterator[tuple[int, int, bytes]]:

@@ -275,3 +275,13 @@ def test_an_inferred_int_column_that_meets_a_decimal_later_becomes_float_and_los
     # Declared int: the user said so, so the decimal is a bad value, kept with its reason.
     summary, *_ = ingest(tmp_path / "declared", source_path=str(source), columns={"size": "int"}, infer_rows=10)
     assert summary["rejected"] == 1
+
+
+def test_a_stray_quote_costs_no_line_and_every_line_is_counted(tmp_path):
+    rows = [f"{index},{5 + index % 2}'{index % 12}\",{'yes' if index % 3 else 'no'}" for index in range(30)]
+    rows[10] = "10,5'11,no"  # Even: one quote closes another line's, were they read as one record.
+    source = write(tmp_path / "heights.csv", rows, header="id,height,label")
+    summary, examples, *_ = ingest(tmp_path, source_path=str(source), columns={})
+    assert summary["read"] == 30 and summary["rejected"] == 0
+    heights = sorted(r["height"] for records in read_records(examples).values() for r in records)
+    assert "6'1\"" in heights and "5'11" in heights and len(heights) == 30
