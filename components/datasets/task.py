@@ -106,9 +106,11 @@ def load_task(
     model_name: str | None = None,
     model_options: dict | None = None,
     module_source: str | None = None,
+    module_origin: str | None = None,
 ) -> Task:
-    """The `Task` of a registered dataset, on the schema in `schema_file`; its model from `module_source` if given."""
+    """The `Task` of a registered dataset, on the schema in `schema_file`; its model from `module_source` if given
+    (`module_origin`: the file name its errors name, `user_module.py` when none is given)."""
     task_class = get_dataset(dataset).task_class()
     if module_source is not None:
-        task_class = with_user_module(task_class, load_module(module_source))
+        task_class = with_user_module(task_class, load_module(module_source, module_origin or Model.MODULE_FILE))
     return task_class(load_schema(schema_file), model_name, model_options)

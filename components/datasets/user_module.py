@@ -25,7 +25,9 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import json
 import sys
+import traceback
 import types
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,7 @@ from typing import Any
 from kflow.pipeline.dsl.artifacts import Model
 
 MODULE_FILE = Model.MODULE_FILE
+MODEL_INPUTS_FILE = "model_inputs.json"  # The named inputs a user's model takes, beside its module in the assets.
 
 
 def read_module_source(module: str) -> str:
@@ -85,22 +88,94 @@ def load_module(source: str, origin: str = MODULE_FILE) -> types.ModuleType:
     return module
 
 
+class UserModuleError(ValueError):
+    """The user's module failed or built a model the task cannot train: one line with its file and line."""
+
+
+def where(error: BaseException | None, module: types.ModuleType) -> str:
+    """`trainer.module: my_model.py:LINE`: the user module's deepest frame of `error`'s traceback, else the line
+    of its build_model."""
+    line = module.build_model.__code__.co_firstlineno
+    if error is not None:
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == module.__file__]
+        if frames:
+            line = frames[-1].lineno or line
+    return f"trainer.module: {module.__file__}:{line}"
+
+
+def contract_problem(model: Any, task: Any) -> str | None:
+    """What the built model cannot do for the task, checked before training: its named inputs against the
+    features the task feeds (`task.input_features`, where the task says), its outputs against the task's
+    classes or single number (`task.output_size`)."""
+    features = getattr(task, "input_features", None)
+    structure = model.input
+    if features is not None and isinstance(structure, dict):
+        unknown = [name for name in structure if name not in features]
+        if unknown:
+            return (
+                f"the model takes the input {unknown[0]!r}, which the data has no feature of "
+                f"(features: {', '.join(features)})"
+            )
+    elif features is not None and len(features) > 1:
+        return (
+            f"the model takes one unnamed input, but the data has {len(features)} features: build it on a dict of "
+            f"keras.Input(name=feature) for the features it uses ({', '.join(features)})"
+        )
+    expected = getattr(task, "output_size", None)
+    outputs = model.outputs
+    if expected is not None and len(outputs) == 1:
+        units = outputs[0].shape[-1]
+        if units is not None and units != expected:
+            what = f"{expected} classes" if expected > 1 else "one number (a regression)"
+            return f"the model outputs {units} value(s) a record; the task predicts {what}"
+    return None
+
+
 def with_user_module(task_class: type, module: types.ModuleType) -> type:
     """A subclass of `task_class` whose model (and loss and metrics, when the module has them) come from `module`."""
     import keras
 
     class UserModuleTask(task_class):
         user_module = module
+        model_inputs: list[str] | None = None  # The named inputs the built model takes: the only ones fed.
 
         def check_options(self, data_options: Any, model_options: Any) -> None:
             """Options that are not the task's own go to the module's build_model."""
 
         def build_model(self) -> keras.Model:
             options = {**self.model_options, **self.model_context()}
-            model = module.build_model(self.schema, options)
+            try:
+                model = module.build_model(self.schema, options)
+            except Exception as error:
+                raise UserModuleError(f"{where(error, module)}: {type(error).__name__}: {error}") from error
             if not isinstance(model, keras.Model):
-                raise TypeError(f"trainer.module: build_model returned {type(model).__name__}, not a keras.Model")
+                returned = type(model).__name__
+                raise UserModuleError(f"{where(None, module)}: build_model returned {returned}, not a Keras model")
+            problem = contract_problem(model, self)
+            if problem:
+                raise UserModuleError(f"{where(None, module)}: {problem}")
+            if isinstance(model.input, dict):
+                self.model_inputs = list(model.input)
             return model
+
+        def load_assets(self, assets_dir: Path) -> None:
+            super().load_assets(assets_dir)
+            recorded = Path(assets_dir) / MODEL_INPUTS_FILE
+            if recorded.is_file():
+                self.model_inputs = json.loads(recorded.read_text())
+
+        def save_model_inputs(self, assets_dir: Path) -> None:
+            if self.model_inputs is not None:
+                (Path(assets_dir) / MODEL_INPUTS_FILE).write_text(json.dumps(self.model_inputs) + "\n")
+
+        def dataset(self, *args: Any, **kwargs: Any) -> Any:
+            """The task's batches with only the features the model takes: a model that leaves a column out
+            (a string one it does not encode) is not handed it, which Keras would try to cast."""
+            batches = super().dataset(*args, **kwargs)
+            names = self.model_inputs
+            if names is None:
+                return batches
+            return batches.map(lambda x, *rest: ({name: x[name] for name in names}, *rest))
 
         def loss(self) -> keras.losses.Loss:
             if not hasattr(module, "loss"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import types
 import typing
 from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from kflow.components.trainer.strategies import get_strategy
@@ -48,7 +49,10 @@ class ModelChoice:
 
     @property
     def chosen_model(self) -> str | None:
-        """The config's default model is MNIST's: other datasets then use their task's own default (None)."""
+        """The model's name in logs, history.json and the report: the user module's (`my_model` for my_model.py);
+        else the config's, whose default is MNIST's: other datasets then use their task's own default (None)."""
+        if self.module:
+            return Path(self.module).stem if self.module.endswith(".py") else self.module.rsplit(".", 1)[-1]
         return None if self.task != "mnist" and self.model_name == "mnist_convnet" else self.model_name
 
 

@@ -78,7 +78,8 @@ def run(
         cluster_strategy.runtime_class().configure(cluster_config.devices)
     if choice.module and choice.module_source is None:
         raise ValueError(f"trainer.module: {choice.module} was not read when the pipeline was built")
-    task_object = load_task(task, schema.file, choice.chosen_model, model_options, choice.module_source)
+    origin = Path(choice.module).name if choice.module else None
+    task_object = load_task(task, schema.file, choice.chosen_model, model_options, choice.module_source, origin)
     temporary = None
     if working_dir is None:
         temporary = scratch_dir("trainer")
@@ -117,6 +118,7 @@ def run(
                 "model_name": task_object.model_name,
                 "model_options": model_options or {},
                 "module_source": choice.module_source,
+                "module_origin": origin,
                 "examples": examples.uri,
                 "model": model.uri,
                 "model_run": model_run.uri,

@@ -340,6 +340,9 @@ def export_model(task: Task, trained: keras.Model, model: Model, *, serving: boo
     plain.set_weights(trained.get_weights())
     model.path.mkdir(parents=True, exist_ok=True)
     plain.save(model.keras_file)
+    if hasattr(task, "save_model_inputs"):  # A user's model that takes some of the features: said in its assets.
+        model.assets_uri.mkdir(parents=True, exist_ok=True)
+        task.save_model_inputs(model.assets_uri)
     if serving:
         plain.export(str(model.serving_uri), format="tf_saved_model", verbose=False)
 

@@ -44,7 +44,12 @@ def main(argv: list[str]) -> int:
         return 0
     strategy.runtime_class().configure(spec.get("devices"))  # Before anything touches the devices.
     task = load_task(
-        spec["task"], spec["schema_file"], spec.get("model_name"), spec.get("model_options"), spec.get("module_source")
+        spec["task"],
+        spec["schema_file"],
+        spec.get("model_name"),
+        spec.get("model_options"),
+        spec.get("module_source"),
+        spec.get("module_origin"),
     )
     if (cluster.get("task") or {}).get("type") == "evaluator":
         kflow.setLevel(logging.INFO)

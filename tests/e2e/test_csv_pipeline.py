@@ -394,3 +394,67 @@ def test_a_csv_with_a_few_missing_values_runs_with_the_shipped_config(tmp_path, 
     run_dir = newest_run(tmp_path / "runs" / "iris")
     assert json.loads((run_dir / "validate" / "anomalies" / "anomalies.json").read_text())["count"] == 0
     assert json.loads((run_dir / "evaluate" / "evaluation" / "metrics.json").read_text())["accuracy"] >= 0.85
+
+
+def test_a_model_that_breaks_its_contract_fails_in_one_line_naming_the_module_file_and_line(tmp_path, run_kflow):
+    """Checked after build_model, before training: a KeyError in the module, outputs that are not the classes,
+    an input the data does not have. Each: exit 1, one line `trainer.module: my_model.py:LINE: …`."""
+    source = (REPO / "tests" / "pipeline" / "user" / "iris_model.py").read_text()
+    broken = {
+        "key_error": (source.replace('feature["variance"]', 'feature["varience"]'), "KeyError: 'varience'"),
+        "units": (
+            source.replace('len(options["head"]["classes"])', "4"),
+            "the model outputs 4 value(s) a record; the task predicts 3 classes",
+        ),
+        "input": (
+            source.replace("inputs[name] = keras.Input(shape=(1,), name=name", 'inputs[name + "_cm"] = keras.Input('
+                           'shape=(1,), name=name').replace("(inputs[name])", '(inputs[name + "_cm"])'),
+            "the model takes the input 'sepal_length_cm', which the data has no feature of",
+        ),
+    }  # fmt: skip
+    config = iris_config(tmp_path)
+    for name, (text, message) in broken.items():
+        module = tmp_path / "my_model.py"
+        module.write_text(text)
+        done = run_kflow("run", config, "--set", f"trainer.module={module}", "--until", "train")
+        assert done.returncode == 1, (name, done.stderr[-2000:])
+        (line,) = [line for line in done.stderr.splitlines() if line.startswith("kflow: error:")]
+        assert f"trainer.module: {module.name}:" in line and message in line, (name, line)
+        where = int(line.split(f"{module.name}:")[1].split(":")[0])
+        wanted = "varience" if name == "key_error" else "def build_model"
+        assert wanted in text.splitlines()[where - 1], (name, where)
+        assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow  # About 20 s; make test has the contract's refusals (above).
+def test_a_model_that_leaves_a_string_column_out_is_fed_only_what_it_takes(tmp_path, run_kflow):
+    """Keras would try to cast the column it does not take ("Cast string to float is not supported"): kflow feeds
+    a user's model only its named inputs, in training, evaluation and the serving check; logs and the report
+    name the user's model."""
+    lines = (REPO / "pipeline" / "configs" / "data" / "iris.csv").read_text().splitlines()
+    rows = [lines[0] + ",colour"] + [line + ("," + ("red" if i % 2 else "blue")) for i, line in enumerate(lines[1:])]
+    source = tmp_path / "iris.csv"
+    source.write_text("\n".join(rows) + "\n")
+    module = tmp_path / "numeric_only.py"
+    numeric_only = 'for feature in [f for f in options["features"] if f["kind"] == "numeric"]:'
+    original = (REPO / "tests" / "pipeline" / "user" / "iris_model.py").read_text()
+    module.write_text(original.replace('for feature in options["features"]:', numeric_only))
+    config = {
+        "name": "colours",
+        "pipeline_root": str(tmp_path / "runs"),
+        "data": {"dataset": "csv", "source": {"path": str(source)}, "label": "species"},
+        "trainer": {"epochs": 20, "batch_size": 16, "module": str(module)},
+        "evaluator": {"thresholds": {"accuracy": {"lower_bound": 0.8}}},
+    }
+    path = tmp_path / "colours.yaml"
+    path.write_text(yaml.safe_dump(config))
+    done = run_kflow("run", path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "train: numeric_only for 20 epochs" in done.stderr
+    run_dir = newest_run(tmp_path / "runs" / "colours")
+    assets = run_dir / "train" / "model" / "assets"
+    assert json.loads((assets / "model_inputs.json").read_text()) == [
+        "sepal_length", "sepal_width", "petal_length", "petal_width",
+    ]  # fmt: skip
+    assert json.loads((run_dir / "evaluate" / "evaluation" / "serving_check.json").read_text())["passed"]
+    assert "numeric_only" in (run_dir / "evaluate" / "evaluation" / "report.html").read_text()

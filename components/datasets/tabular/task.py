@@ -145,6 +145,15 @@ class TabularTask(Task):
         self.preprocessing = json.loads(path.read_text())
 
     @property
+    def input_features(self) -> list[str]:
+        """The features the model is fed (by name), for the model contract (user_module.contract_problem)."""
+        return list(self.types)
+
+    @property
+    def output_size(self) -> int:
+        return len(self.classes) if self.kind == "classification" else 1
+
+    @property
     def classes(self) -> list[str]:
         return list(self._prepared()["head"].get("classes", []))
 

@@ -134,14 +134,14 @@ def test_files_chunks_gzip_and_order_do_not_change_the_split(tmp_path, monkeypat
     assert labels == {"train": 10, "eval": 1, "test": 1}
 
 
-def test_line_endings_a_bom_quoting_and_number_spelling_do_not_change_the_split(tmp_path):
-    """Without a key a record is known by its parsed values, not its bytes."""
+def test_line_endings_a_bom_and_quoting_do_not_change_the_split(tmp_path):
+    """Without a key a record is known by its fields as the CSV reader gives them, not by its bytes."""
     rows = make_rows(60)
     plain = write(tmp_path / "plain.csv", rows)
     _, examples, _, _ = ingest(tmp_path / "a", source_path=str(plain))
     reference = {split: sorted(r["id"] for r in records) for split, records in read_records(examples).items()}
     fields = [row.split(",") for row in rows]
-    spelled = [f'{i},"{colour}",{size},{weight}0,{fresh},{label}' for i, colour, size, weight, fresh, label in fields]
+    spelled = [f'{i},"{colour}",{size},{weight},{fresh},"{label}"' for i, colour, size, weight, fresh, label in fields]
     windows = tmp_path / "windows.csv"
     windows.write_bytes(b"\xef\xbb\xbf" + ("\r\n".join([HEADER, *spelled]) + "\r\n").encode())
     _, examples, _, _ = ingest(tmp_path / "b", source_path=str(windows))
