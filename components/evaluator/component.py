@@ -41,6 +41,7 @@ class Evaluator(Component):
             ),
             "no_baseline_reason": Parameter(str, default=None, description="why there is no baseline, for the verdict"),
             "require_baseline": Parameter(bool, default=False, description="no baseline: not blessed"),
+            "report_title": Parameter(str, default=None, description="the report's title: the pipeline's name"),
             "seed": Parameter(int, default=0, description="seed of the evaluation randomness (MLM masks)"),
         },
         executor="kflow.components.evaluator.executor:run",

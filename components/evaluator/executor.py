@@ -52,6 +52,7 @@ def run(
     baseline_module_digest: str | None = None,
     no_baseline_reason: str | None = None,
     require_baseline: bool = False,
+    report_title: str | None = None,
     seed: int = 0,
     eval_split: str = "eval",
 ) -> dict[str, Any]:
@@ -137,6 +138,7 @@ def run(
         data=examples.stats if (examples.path / "stats.json").exists() else None,
         training={key: value for key, value in history.items() if key != "per_epoch"},
         links=_links(examples, model_run),
+        title=report_title,
     )
 
     summary: dict[str, Any] = {
@@ -184,7 +186,7 @@ def _links(examples: Examples, model_run: ModelRun | None) -> dict[str, str]:
     links = {}
     rejects = examples.path.parent / "rejects" / "rejects.jsonl"  # Beside the Examples in a kflow run folder.
     if rejects.exists():
-        links["rejects.jsonl"] = rejects.as_uri()
+        links["rejects.jsonl"] = str(rejects)
     if model_run is not None and model_run.log_dir.exists():
         links["TensorBoard logs"] = str(model_run.log_dir)
     return links

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from kflow.components.evaluator.gate import describe
 
 _STYLE = """
-body{font-family:system-ui,sans-serif;max-width:72em;margin:1em auto;padding:0 1em;color:#222}
+body{font-family:system-ui,sans-serif;margin:1em;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0} td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}
 td:first-child,th:first-child,.text td,.text th{text-align:left}
 .pass{color:#1a7f37} .fail{color:#c62828;font-weight:bold}
@@ -37,14 +38,18 @@ def write_report(
     data: Mapping[str, Any] | None = None,
     training: Mapping[str, Any] | None = None,
     links: Mapping[str, str] | None = None,
+    title: str | None = None,
 ) -> None:
     """Writes the page. `data`: the Examples' stats.json; `training`: the Trainer's history.json
-    (without per-epoch rows); `links`: {label: path} of related files (rejects, TensorBoard logs)."""
+    (without per-epoch rows); `links`: {label: path} of related files (rejects, TensorBoard logs), made
+    relative to the page; `title`: the pipeline's name. Numbers are rounded for reading (four significant
+    digits); metrics.json keeps them whole."""
     e = html.escape
     failed = [check for check in checks if not check["passed"]]
     verdict = "BLESSED" if blessed else "NOT BLESSED"
+    heading = f"{task} model, evaluated on the {metrics.get('split')} split"
     parts = [
-        f"<h1>{e(task)} model, evaluated on the {e(str(metrics.get('split')))} split</h1>",
+        f"<h1>{e(title + ': ' if title else '')}{e(heading)}</h1>",
         f"<p class='verdict {'blessed' if blessed else 'refused'}'>{verdict}</p>",
     ]
     if failed:
@@ -68,15 +73,16 @@ def write_report(
         parts += ["<h2>Data</h2>", _data_summary(data)]
     if training:
         parts += ["<h2>Training</h2>", _training_summary(training)]
-    related = {"metrics.json": "metrics.json", "kfp_metrics.json": "kfp_metrics.json", **(links or {})}
+    beside = {label: os.path.relpath(target, path.parent) for label, target in (links or {}).items()}
+    related = {"metrics.json": "metrics.json", "kfp_metrics.json": "kfp_metrics.json", **beside}
     parts.append(
         "<p class=muted>Files: " + ", ".join(f"<a href='{e(href)}'>{e(label)}</a>" for label, href in related.items())
     )
     if links and "TensorBoard logs" in links:
-        parts.append(f"<br>TensorBoard: <code>tensorboard --logdir {e(links['TensorBoard logs'])}</code>")
+        parts.append(f"<br>TensorBoard: <code>tensorboard --logdir {e(str(links['TensorBoard logs']))}</code>")
     parts.append("</p>")
     path.write_text(
-        f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>kflow evaluation: {verdict}</title>"
+        f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{e(title or 'kflow')} evaluation: {verdict}</title>"
         f"<style>{_STYLE}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n"
     )
 
@@ -174,8 +180,12 @@ def _is_number(value: Any) -> bool:
 
 
 def _number(value: Any, signed: bool = False) -> str:
+    """For reading: four significant digits, thousands grouped (0.9333, 3,516, 387.5, +0.0012)."""
     if value is None:
         return "–"
     if isinstance(value, float):
-        return f"{value:+.4f}" if signed else f"{value:.4f}"
-    return str(value)
+        sign = "+" if signed else ""
+        if value and abs(value) >= 1000:
+            return f"{value:{sign},.0f}"
+        return f"{value:{sign}.4g}"
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)

@@ -108,7 +108,7 @@ def class_bars(labels: Sequence[str], precision: Sequence[float], recall: Sequen
     low = float(np.nanmin([*precision, *recall, 1.0]))
     axis.set(xticks=positions, xticklabels=labels, xlabel="class", ylabel="score", ylim=(max(0.0, low - 0.05), 1.0))
     axis.set_title("Per-class precision and recall")
-    axis.legend(loc="lower right")
+    axis.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))  # Beside the plot: over it, it would hide bars.
     axis.grid(axis="y", alpha=0.3)
     caption = "Precision and recall of each class; the y axis starts just below the lowest bar."
     return _save(fig, folder, "per_class.png", "Per-class precision and recall", caption)

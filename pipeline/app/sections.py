@@ -55,7 +55,7 @@ def trainer_parameters(config: PipelineConfig) -> dict[str, Any]:
 
 def evaluator_parameters(config: PipelineConfig) -> dict[str, Any]:
     """The `evaluator` section's fields the Evaluator takes as they are (the baseline is resolved apart)."""
-    return {key: config.evaluator[key] for key in EVALUATOR_FIELDS}
+    return {**{key: config.evaluator[key] for key in EVALUATOR_FIELDS}, "report_title": config.name}
 
 
 def absolute(path: str | None) -> str | None:

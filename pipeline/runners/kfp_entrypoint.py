@@ -214,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kfp_entrypoint: {error}", file=sys.stderr)
         return 2
     if args.fingerprint_sources:
-        digest = source_digest(bind_node(component, inputs, parameters))
+        # Only the parameters name the source files: the inputs, which this task does not get, are wired as stubs.
+        stubs = {name: "" for name in component.spec.inputs if name not in component.spec.optional_inputs}
+        digest = source_digest(bind_node(component, {**stubs, **inputs}, parameters))
         Path(args.fingerprint_sources).parent.mkdir(parents=True, exist_ok=True)
         Path(args.fingerprint_sources).write_text(digest)
         log.info("%s: the source files' digest is %s", args.component, digest or "(no source files)")

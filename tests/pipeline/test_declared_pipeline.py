@@ -234,7 +234,7 @@ def test_the_compare_config_and_its_python_twin_compile_to_the_same_file(tmp_pat
             model=train.outputs["model"],
             model_run=train.outputs["model_run"],
             baseline_model=other.outputs["model"],
-            parameters={"thresholds": thresholds, "slices": [{"by": "label"}]},
+            parameters={"thresholds": thresholds, "slices": [{"by": "label"}], "report_title": "mnist-compare"},
         )
         nodes.append(evaluate)
     for name, train in (("mwms", train_mwms), ("jax", train_jax)):

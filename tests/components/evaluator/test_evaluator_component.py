@@ -36,6 +36,7 @@ def test_spec_wiring_and_defaults():
         "baseline_module_digest": None,
         "no_baseline_reason": None,
         "require_baseline": False,
+        "report_title": None,
         "seed": 0,
     }
 

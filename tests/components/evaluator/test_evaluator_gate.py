@@ -76,7 +76,7 @@ def test_label_slices_count_and_score_each_class(inputs, tmp_path):
 
 
 def test_outputs_plots_report_and_kfp_metrics(inputs, tmp_path):
-    _, evaluation, _ = evaluate(inputs, tmp_path, inputs[2], slices=[{"by": "label"}])
+    _, evaluation, _ = evaluate(inputs, tmp_path, inputs[2], slices=[{"by": "label"}], report_title="digits")
     for name in ("confusion_matrix.png", "per_class.png", "training_curves.png", "slices_label.png"):
         with PIL.Image.open(evaluation.path / name) as image:  # Drawn by the plotting library, not by hand.
             assert image.format == "PNG" and image.info["Software"].startswith("matplotlib")
@@ -86,14 +86,16 @@ def test_outputs_plots_report_and_kfp_metrics(inputs, tmp_path):
     assert kfp["confusion_matrix"]["matrix"] == evaluation.metrics["confusion_matrix"]["matrix"]
     report = (evaluation.path / "report.html").read_text()
     assert "BLESSED" in report and "label=7" in report
+    assert "<title>digits evaluation: BLESSED</title>" in report and "<h1>digits: mnist model" in report
     # Self-contained: every plot embedded, nothing fetched from beside the file.
     assert report.count("src='data:image/png;base64,") == 4 and ".png'" not in report
     metrics = evaluation.metrics
-    for name, value in metrics.items():  # Every number of metrics.json is on the page.
+    for name, value in metrics.items():  # Every number of metrics.json is on the page, rounded for reading.
         if isinstance(value, float):
-            assert f"<td>{name}</td><td>{value:.4f}</td>" in report, name
+            shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+            assert f"<td>{name}</td><td>{shown}</td>" in report, name
     for label, recall in metrics["per_class_recall"].items():
-        assert f"<td>{label}</td>" in report and f"{recall:.4f}" in report
+        assert f"<td>{label}</td>" in report and f"{recall:.4g}" in report
     for row in metrics["confusion_matrix"]["matrix"]:
         assert "".join(f"<td>{count}</td>" for count in row) in report
 
