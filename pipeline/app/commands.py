@@ -30,7 +30,7 @@ def compile_config(config_path: str, output: str | Path, overrides: list[str], i
             ],
             config.source,
         )
-    pipeline = build_pipeline(config)
+    pipeline = build_pipeline(config, local_data=False)  # The pods read the data, not this machine.
     ids = [node.id for node in pipeline.components]
     unknown = [
         f"kubeflow.resources.{name}: no component {name!r} in the pipeline{did_you_mean(name, ids)} "
@@ -85,7 +85,7 @@ def manifests_command(args: argparse.Namespace) -> int:
     from kflow.pipeline.compiler.manifests import PER_RUN, render_manifests, write_manifests
 
     config, settings = load_compile_config(args.config, args.overrides, args.image)
-    pipeline = build_pipeline(config)
+    pipeline = build_pipeline(config, local_data=False)  # The pods read the data, not this machine.
     files = render_manifests(pipeline, settings)
     written = write_manifests(files, args.output)
     size = sum(path.stat().st_size for path in written)

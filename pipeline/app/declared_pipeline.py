@@ -64,10 +64,10 @@ def component_class(type_name: str, config: PipelineConfig) -> type[Component]:
         raise ValueError(f"cannot import {type_name!r}: {error}") from None
 
 
-def build_declared_pipeline(config: PipelineConfig) -> Pipeline:
+def build_declared_pipeline(config: PipelineConfig, *, local_data: bool = True) -> Pipeline:
     """The DAG of `config.components`; one ConfigError lists every problem, each with its path."""
     if config.data:
-        check_config(config)  # The sections are the nodes' defaults: they must be valid too.
+        check_config(config, local_data=local_data)  # The sections are the nodes' defaults: they must be valid too.
     entries = list(config.components or [])
     ids = [entry["id"] for entry in entries]
     labels = [f"components.{i}" if ids.count(i) == 1 else f"components[{n}]" for n, i in enumerate(ids)]

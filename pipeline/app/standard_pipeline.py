@@ -25,17 +25,18 @@ from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 from kflow.pipeline.dsl.dag import Pipeline
 
 
-def build_pipeline(config: PipelineConfig, *, local_runs: bool = False) -> Pipeline:
+def build_pipeline(config: PipelineConfig, *, local_runs: bool = False, local_data: bool = True) -> Pipeline:
     """The pipeline of `config`: its declared `components` (declared_pipeline.py), else ingest → train → evaluate.
 
     `local_runs=True` (`kflow run`, `kflow plan`) lets `evaluator.baseline: latest_blessed` look for the
     latest blessed model among the earlier local runs when the Evaluator is about to run (latest_blessed.py);
     otherwise (compiling for Kubeflow) the built pipeline depends on the config only: a compiled pipeline
-    resolves it in a task of its own (`run_time_baselines`).
+    resolves it in a task of its own (`run_time_baselines`). `local_data=False` (compiling: the pods read the
+    data) skips the checks that read the data's source here (config_checks.check_config).
     """
     if config.components is not None:
-        return build_declared_pipeline(config)
-    check_config(config)
+        return build_declared_pipeline(config, local_data=local_data)
+    check_config(config, local_data=local_data)
     pipeline_dir = Path(config.pipeline_root).expanduser().resolve() / config.name
     dataset = get_dataset(config.data["dataset"])
     ingest = dataset.ingest_component()("ingest", parameters=ingest_parameters(config))

@@ -67,6 +67,12 @@ def test_compile_names_every_input_path_the_pods_will_not_see(tmp_path):
         "will not see it unless it is on the shared volume (mounted at /mnt/kflow-shared) or in an object store "
         "(gs://, s3://, minio://)"
     ]
+    # A source only the pods see compiles (validate and run, which read it here, would refuse it).
+    done = kflow(
+        "compile", project / "iris.yaml", "-o", tmp_path / "q.yaml", "--image", "r.example/kflow:1",
+        "--set", "data.source.path=/mnt/kflow-shared/iris.csv", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
     on_volume = load_config(project / "iris.yaml", ["data.source.path=/mnt/kflow-shared/iris.csv"])
     assert local_path_warnings(on_volume, "/mnt/kflow-shared") == []
     in_a_bucket = load_config(project / "iris.yaml", ["data.source.path=gs://bucket/iris.csv"])
