@@ -11,6 +11,7 @@ import csv
 import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -103,7 +104,7 @@ def _key_feature(schema: Schema) -> str | None:
 def _keys(examples: Examples, split: str, key_feature: str | None) -> Iterator[str]:
     """Each record's key, in the order the task reads the split's files."""
     for path in examples.split_files(split):
-        name = path.rsplit("/", 1)[-1] if isinstance(path, str) else path.name
+        name = Path(path).name
         for index, serialized in enumerate(tf.data.TFRecordDataset(str(path), compression_type="GZIP")):
             if key_feature is None:
                 yield f"{name}#{index}"

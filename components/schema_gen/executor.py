@@ -67,15 +67,14 @@ def run(
     if max_string_domain < 1 or range_margin < 0 or not 0 < max_category_drift <= 1:
         raise ValueError("max_string_domain must be ≥ 1, range_margin ≥ 0 and max_category_drift in (0, 1]")
     base = load_schema(ingest_schema.file) if ingest_schema is not None and ingest_schema.file.exists() else None
+    splits = {split: read_split(statistics, split) for split in statistics.splits}
     sometimes_missing = {
         name
-        for split in statistics.splits
-        for name, observed in feature_stats(read_split(statistics, split)).items()
+        for stats in splits.values()
+        for name, observed in feature_stats(stats).items()
         if common_stats(observed).num_missing
     }
-    proto = infer_schema(
-        read_split(statistics, "train"), base, max_string_domain, range_margin, max_category_drift, sometimes_missing
-    )
+    proto = infer_schema(splits["train"], base, max_string_domain, range_margin, max_category_drift, sometimes_missing)
     schema.file.write_text(text_format.MessageToString(proto))
     summary = {
         "features": len(proto.feature),
