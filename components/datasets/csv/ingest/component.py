@@ -54,7 +54,7 @@ class CsvIngest(Component):
             max_records=Parameter(int, optional=True, description="Read at most this many records."),
         ),
         executor="kflow.components.datasets.csv.ingest.executor:run",
-        source_files="kflow.components.datasets.csv.ingest.executor:source_files",
+        source_files="kflow.components.datasets.csv.ingest.source:source_files",
     )
 
     def check_parameters(self) -> list[str]:
@@ -67,6 +67,6 @@ class CsvIngest(Component):
     def inspect_source(self) -> Any:
         """The source's facts (executor.SourceFacts) from its first file's header and sample; ValueError
         naming the field for what the ingest would refuse (a missing file, label or column, a task)."""
-        from kflow.components.datasets.csv.ingest.executor import inspect_source
+        from kflow.components.datasets.csv.ingest.source import inspect_source
 
         return inspect_source(**self.parameters)

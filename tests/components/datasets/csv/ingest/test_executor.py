@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from kflow.components.datasets.csv.ingest import executor
+from kflow.components.datasets.csv.ingest import source as csv_source
 from kflow.components.datasets.csv.ingest.executor import run
 from kflow.components.util.schema import annotation_tags, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
@@ -121,7 +122,7 @@ def test_files_chunks_gzip_and_order_do_not_change_the_split(tmp_path, monkeypat
     write(folder / "part-1.csv", backwards[:20])
     write(folder / "part-2.csv", backwards[20:45])
     (folder / "part-3.csv.gz").write_bytes(gzip.compress(("\n".join([HEADER, *backwards[45:]]) + "\n").encode()))
-    monkeypatch.setattr(executor, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(csv_source, "CHUNK_ROWS", 7)
     summary, examples, _, _ = ingest(tmp_path / "b", source_path=str(folder / "part-*"))
     got = {split: sorted(r["id"] for r in records) for split, records in read_records(examples).items()}
 
@@ -154,7 +155,7 @@ def test_a_gzipped_file_is_cut_into_chunks_of_its_staged_copy_and_named_in_rejec
     rows[30] = "30,c2,thirty,3.0,yes,apple"  # bad_value, on line 32 of the file.
     source = tmp_path / "fruit.csv.gz"
     source.write_bytes(gzip.compress(("\n".join([HEADER, *rows]) + "\n").encode()))
-    monkeypatch.setattr(executor, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(csv_source, "CHUNK_ROWS", 7)
     seen = spy_on_chunks(monkeypatch, executor)
     summary, examples, _, rejects = ingest(tmp_path, source_path=str(source), columns={"size": "int"})
 
@@ -181,7 +182,7 @@ def test_a_declared_key_rejects_repeats_and_empty_keys(tmp_path):
 
 
 def test_repeated_keys_are_found_across_chunks_and_files(tmp_path, monkeypatch):
-    monkeypatch.setattr(executor, "CHUNK_ROWS", 3)
+    monkeypatch.setattr(csv_source, "CHUNK_ROWS", 3)
     folder = tmp_path / "fruit"
     folder.mkdir()
     # GOOD's record 4 spans two lines: a.csv's records start on lines 2, 3, 4, 5, 7, 8.
