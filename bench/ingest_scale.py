@@ -15,7 +15,7 @@ Runs, alternated in each round:
 - kflow: the ingest executor on the DirectRunner with one worker, in memory (`direct_num_workers=1`), automatic shards
   per split: validation, rejects, stratified split, stats;
 - kflow-2: the same with `direct_num_workers=2, direct_running_mode=multi_processing` (what kflow chooses by
-  default on this 2-core machine from beam_ingest.PARALLEL_RECORDS records on, when the options choose none).
+  default on this 2-core machine from ingest_options.PARALLEL_RECORDS records on, when the options choose none).
 
 Each run is a process of its own (imports done before the clock starts), so its peak RSS
 (`ru_maxrss` from wait4) is its own; kflow-2's SDK worker processes are not in it. "over imports"

@@ -9,33 +9,34 @@ import random
 import numpy as np
 import tensorflow as tf
 
-from kflow.components.util import beam_ingest
-from kflow.components.util.beam_ingest import Staging, StratifiedPlan
+from kflow.components.util import beam_ingest, ingest_options, split_plan
+from kflow.components.util.ingest_staging import Staging
+from kflow.components.util.split_plan import StratifiedPlan
 from kflow.pipeline.dsl.artifacts import Examples, Rejects
 
 
-def histogram_cuts(plan: StratifiedPlan, items: list[tuple[str, str]], chunk: int) -> beam_ingest.SplitCuts:
+def histogram_cuts(plan: StratifiedPlan, items: list[tuple[str, str]], chunk: int) -> split_plan.SplitCuts:
     """The pipeline's way, chunk by chunk: sparse histograms merged, cut ranks, keys in the cut buckets."""
     merge = beam_ingest._MergeHistograms()
     accumulators = []
     staged_chunks = []
     for start in range(0, len(items), chunk):
-        staged = sorted((beam_ingest._sort_key(key), group) for key, group in items[start : start + chunk])
+        staged = sorted((split_plan.sort_key_of(key), group) for key, group in items[start : start + chunk])
         staged_chunks.append(staged)
         by_group: dict[str, list[int]] = {}
         for (hashed, _), group in staged:
-            by_group.setdefault(group, []).append(hashed >> (64 - beam_ingest._BUCKET_BITS))
+            by_group.setdefault(group, []).append(hashed >> (64 - split_plan.BUCKET_BITS))
         sparse = {group: np.unique(buckets, return_counts=True) for group, buckets in by_group.items()}
         accumulators.append(merge.add_input(merge.create_accumulator(), sparse))
     wanted = plan.cut_ranks(merge.extract_output(merge.merge_accumulators(accumulators)))
     buckets = {(group, bucket) for group, cuts in wanted.items() for _, _, bucket, _ in cuts}
     at_cuts = [
-        (group, sort_key[0] >> (64 - beam_ingest._BUCKET_BITS), sort_key)
+        (group, sort_key[0] >> (64 - split_plan.BUCKET_BITS), sort_key)
         for staged in staged_chunks
         for sort_key, group in staged
-        if (group, sort_key[0] >> (64 - beam_ingest._BUCKET_BITS)) in buckets
+        if (group, sort_key[0] >> (64 - split_plan.BUCKET_BITS)) in buckets
     ]
-    return beam_ingest._split_cuts(wanted, at_cuts)
+    return split_plan.split_cuts(wanted, at_cuts)
 
 
 def test_the_histogram_split_equals_sorting_every_key():
@@ -81,7 +82,7 @@ def test_a_temp_location_holds_the_staged_records_until_the_run_ends(tmp_path):
             shard_records = [record.numpy() for record in tf.data.TFRecordDataset(str(path), "GZIP")]
             keys = [f"k{record[-1]:03d}" for record in shard_records]
             assert keys == sorted(keys)  # Merged from the chunks' parts in key order.
-            assert all(beam_ingest.shard_of(beam_ingest.stable_hash(key), 3) == shard for key in keys)
+            assert all(split_plan.shard_of(split_plan.stable_hash(key), 3) == shard for key in keys)
             written += shard_records
         assert len(written) == expected
     assert json.loads((examples.path / "stats.json").read_text())["read"] == 50
@@ -90,29 +91,29 @@ def test_a_temp_location_holds_the_staged_records_until_the_run_ends(tmp_path):
 def test_automatic_shard_counts_follow_each_splits_bytes():
     plan = StratifiedPlan({"train": 8, "eval": 1, "test": 1})
     mb = 2**20
-    assert beam_ingest.shard_counts({"a": 300 * mb, "b": 300 * mb}, 0, ("train", "eval", "test"), plan) == {
+    assert split_plan.shard_counts({"a": 300 * mb, "b": 300 * mb}, 0, ("train", "eval", "test"), plan) == {
         "train": 2,  # 480 MB of 600 by quota
         "eval": 1,
         "test": 1,
     }
-    assert beam_ingest.shard_counts({"a": 3000 * mb}, 0, ("train", "eval", "test"), plan)["train"] == 10
+    assert split_plan.shard_counts({"a": 3000 * mb}, 0, ("train", "eval", "test"), plan)["train"] == 10
     # Without a plan a group is its split; an empty split still gets its one file; a fixed count is kept.
-    assert beam_ingest.shard_counts({"train": 700 * mb}, 0, ("train", "valid"), None) == {"train": 3, "valid": 1}
-    assert beam_ingest.shard_counts({"train": 700 * mb}, 4, ("train", "valid"), None) == {"train": 4, "valid": 4}
+    assert split_plan.shard_counts({"train": 700 * mb}, 0, ("train", "valid"), None) == {"train": 3, "valid": 1}
+    assert split_plan.shard_counts({"train": 700 * mb}, 4, ("train", "valid"), None) == {"train": 4, "valid": 4}
     # With 2 ingest workers a split of more than 16 MB gets a shard each, so that both write; a fixed count stays.
     sizes = {"a": 100 * mb, "b": 50 * mb}  # train 120 MB, eval and test 15 MB each
-    assert beam_ingest.shard_counts(sizes, 0, ("train", "eval", "test"), plan, workers=2) == {
+    assert split_plan.shard_counts(sizes, 0, ("train", "eval", "test"), plan, workers=2) == {
         "train": 2,
         "eval": 1,
         "test": 1,
     }
-    assert beam_ingest.shard_counts(sizes, 3, ("train", "eval"), plan, workers=2) == {"train": 3, "eval": 3}
-    assert beam_ingest._direct_workers(["--direct_running_mode=multi_processing", "--direct_num_workers=2"]) == 2
-    assert beam_ingest._direct_workers(["--direct_num_workers=2"]) == 1  # In memory: one worker whatever the count.
+    assert split_plan.shard_counts(sizes, 3, ("train", "eval"), plan, workers=2) == {"train": 3, "eval": 3}
+    assert ingest_options.direct_workers(["--direct_running_mode=multi_processing", "--direct_num_workers=2"]) == 2
+    assert ingest_options.direct_workers(["--direct_num_workers=2"]) == 1  # In memory: one worker whatever the count.
 
 
 def test_an_automatic_ingest_writes_more_shards_for_a_bigger_split(tmp_path, monkeypatch):
-    monkeypatch.setattr(beam_ingest, "SHARD_BYTES", 1000)  # The pipeline runs in this process (DirectRunner).
+    monkeypatch.setattr(split_plan, "SHARD_BYTES", 1000)  # The pipeline runs in this process (DirectRunner).
     records = [(f"k{i:03d}", "x" if i % 2 else "y", b"r" * 40 + bytes([i])) for i in range(200)]
     examples, rejects = Examples(tmp_path / "examples"), Rejects(tmp_path / "rejects")
     stats = beam_ingest.run_ingest_pipeline(
@@ -132,15 +133,15 @@ def test_an_automatic_ingest_writes_more_shards_for_a_bigger_split(tmp_path, mon
 
 
 def test_a_large_input_runs_on_every_core_unless_the_options_choose(monkeypatch):
-    monkeypatch.setattr(beam_ingest.os, "sched_getaffinity", lambda _: {0, 1, 2})
-    big = beam_ingest.PARALLEL_RECORDS
-    assert beam_ingest.data_beam_args([], big - 1) == []
-    assert beam_ingest.data_beam_args(["--temp_location=/t"], big) == [
+    monkeypatch.setattr(ingest_options.os, "sched_getaffinity", lambda _: {0, 1, 2})
+    big = ingest_options.PARALLEL_RECORDS
+    assert ingest_options.data_beam_args([], big - 1) == []
+    assert ingest_options.data_beam_args(["--temp_location=/t"], big) == [
         "--temp_location=/t",
         "--direct_running_mode=multi_processing",
         "--direct_num_workers=3",
     ]
     for chosen in (["--direct_num_workers=1"], ["--direct_running_mode", "in_memory"], ["--runner=PortableRunner"]):
-        assert beam_ingest.data_beam_args(chosen, big) == chosen
-    monkeypatch.setattr(beam_ingest.os, "sched_getaffinity", lambda _: {0})
-    assert beam_ingest.data_beam_args([], big) == []
+        assert ingest_options.data_beam_args(chosen, big) == chosen
+    monkeypatch.setattr(ingest_options.os, "sched_getaffinity", lambda _: {0})
+    assert ingest_options.data_beam_args([], big) == []

@@ -35,10 +35,11 @@ from kflow.components.datasets.csv.ingest import columns as cols
 from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.csv.ingest.source import Dialect, resolve, scan_files, source_facts
 from kflow.components.datasets.tabular.examples import build_schema
-from kflow.components.util import beam_ingest
-from kflow.components.util.beam_ingest import INVALID, StratifiedPlan, make_reject, raw_text
+from kflow.components.util import beam_ingest, ingest_records, ingest_staging
 from kflow.components.util.compressed import is_gzip, open_source
 from kflow.components.util.file_chunk import FileChunk as Chunk
+from kflow.components.util.ingest_records import INVALID, make_reject, raw_text
+from kflow.components.util.split_plan import StratifiedPlan
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -67,14 +68,14 @@ def run(
 ) -> dict[str, Any]:
     """Ingests the CSV files; returns {"read": N, "<split>": n, ..., "rejected": r, "invalid": i, "filtered": f}."""
     split = DEFAULT_SPLIT if split is None else split
-    beam_ingest.check_split_shares(split, ("train", "eval", "test"))
-    beam_ingest.check_fraction("max_invalid_fraction", max_invalid_fraction)
+    ingest_records.check_split_shares(split, ("train", "eval", "test"))
+    ingest_records.check_fraction("max_invalid_fraction", max_invalid_fraction)
     if source_format not in ("auto", "csv"):
         raise ValueError(f"csv: source_format must be auto or csv, got {source_format!r}")
     dialect = Dialect.from_options(csv_format)
     files = resolve(source_path)
     # The staged copies of gzipped files live until the pipeline has finished, where every worker reads them.
-    with beam_ingest.Staging(beam_args) as staging:
+    with ingest_staging.Staging(beam_args) as staging:
         readable = {
             path: staging.plain_copy(path, f"source-{index:05d}.csv")
             for index, path in enumerate(files)
@@ -123,7 +124,7 @@ def run(
             for folder in (examples.path, rejects.path):
                 shutil.rmtree(folder)
                 folder.mkdir(parents=True)
-    return beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
+    return ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
 
 
 DECIMAL_IN_INT = "decimal_in_int_column"

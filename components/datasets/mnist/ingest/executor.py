@@ -29,7 +29,7 @@ from kflow.components.datasets.mnist.ingest.records import (
     split_chunk,
 )
 from kflow.components.datasets.mnist.ingest.sources import SourceSplit, read_source
-from kflow.components.util import beam_ingest
+from kflow.components.util import beam_ingest, ingest_records, ingest_staging
 from kflow.components.util.schema import annotation_tags, int_domain
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
@@ -63,13 +63,13 @@ def run(
     split = DEFAULT_SPLIT if split is None else split
     plan = SplitPlan.from_parameters(split)
     _check_limits(max_records, max_invalid_fraction)
-    layout = _record_layout(beam_ingest.copy_schema("mnist", schema, _FEATURES), schema)
+    layout = _record_layout(ingest_records.copy_schema("mnist", schema, _FEATURES), schema)
 
     source = read_source(source_path, source_format).limit(max_records)
     log.info("ingest: reading %s (%s)", source.location, source.format)
 
     # The staged chunks live until the pipeline has finished, where every worker reads them.
-    with beam_ingest.Staging(beam_args) as staging:
+    with ingest_staging.Staging(beam_args) as staging:
         chunks, extra_rejects, read = [], [], 0
         for source_split in source.splits:
             staged = _stage(source_split, staging)
@@ -92,7 +92,7 @@ def run(
             staging=staging,
         )
     stats["accepted"] = {name: stats["accepted"][name] for name in [*split, TEST_SPLIT]}  # In the order given.
-    summary = beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
+    summary = ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
     written = " ".join(
         f"{name}={count} ({len(list(examples.split_uri(name).glob('*.gz')))} shards)"
         for name, count in stats["accepted"].items()
@@ -144,7 +144,7 @@ class _Staged:
     labels: int = 0
 
 
-def _stage(source_split: SourceSplit, staging: beam_ingest.Staging) -> _Staged:
+def _stage(source_split: SourceSplit, staging: ingest_staging.Staging) -> _Staged:
     """Streams a source split and saves each chunk of its paired records as an .npz file."""
     staged = _Staged([])
     images = source_split.images.blocks(CHUNK_SIZE)
@@ -171,12 +171,12 @@ def _stage(source_split: SourceSplit, staging: beam_ingest.Staging) -> _Staged:
 class ChunkProcessor:
     """The per-chunk work of the shared ingest: validate, split and serialise the records of a staged chunk."""
 
-    def __init__(self, plan: SplitPlan, layout: RecordLayout, staging: beam_ingest.Staging):
+    def __init__(self, plan: SplitPlan, layout: RecordLayout, staging: ingest_staging.Staging):
         self._plan = plan
         self._layout = layout
         self._staging = staging
 
-    def __call__(self, ref: _ChunkRef) -> tuple[list[beam_ingest.Accepted], list[dict[str, Any]]]:
+    def __call__(self, ref: _ChunkRef) -> tuple[list[ingest_records.Accepted], list[dict[str, Any]]]:
         with FileSystems.open(ref.file) as file:
             arrays = np.load(io.BytesIO(file.read()), allow_pickle=False)
             images, labels = arrays["images"], arrays["labels"]

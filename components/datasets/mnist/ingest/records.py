@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from tensorflow.core.example import example_pb2
 
-from kflow.components.util.beam_ingest import stable_hash
+from kflow.components.util.split_plan import stable_hash
 
 TEST_SPLIT = "test"
 """The source's test records all form this split; the source's training records are hashed into the others."""

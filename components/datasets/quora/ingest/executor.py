@@ -32,11 +32,12 @@ from typing import Any
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from kflow.components.util import beam_ingest
-from kflow.components.util.beam_ingest import FILTERED, INVALID, StratifiedPlan, make_reject, raw_text
+from kflow.components.util import beam_ingest, ingest_records
 from kflow.components.util.file_chunk import FileChunk as Chunk
+from kflow.components.util.ingest_records import FILTERED, INVALID, make_reject, raw_text
 from kflow.components.util.repeats import RepeatFinder
 from kflow.components.util.source_resolution import find_source, missing_source_error
+from kflow.components.util.split_plan import StratifiedPlan
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -69,11 +70,11 @@ def run(
     """Ingests the Quora CSV; returns {"read": N, "<split>": n, ..., "rejected": r, "invalid": i, "filtered": f}."""
     split = DEFAULT_SPLIT if split is None else split
     _check_split(split)
-    beam_ingest.check_fraction("max_invalid_fraction", max_invalid_fraction)
+    ingest_records.check_fraction("max_invalid_fraction", max_invalid_fraction)
     for name, value in (("max_chars", max_chars), ("max_records", max_records)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    beam_ingest.copy_schema("quora", schema, _FEATURES)
+    ingest_records.copy_schema("quora", schema, _FEATURES)
 
     path = resolve(source_path, source_format)
     chunks, cut_rejects, read = scan(path, max_records)
@@ -92,11 +93,11 @@ def run(
         plan=StratifiedPlan(dict(split)),
         extra_rejects=cut_rejects,
     )
-    return beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
+    return ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
 
 
 def _check_split(split: dict[str, int]) -> None:
-    beam_ingest.check_split_shares(split, ("train", "eval", "test"), "quora's CSV has no labelled test split")
+    ingest_records.check_split_shares(split, ("train", "eval", "test"), "quora's CSV has no labelled test split")
 
 
 def source_files(*, source_path: str | None = None, source_format: str = "auto", **_: Any) -> list[Path]:

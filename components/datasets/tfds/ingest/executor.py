@@ -22,7 +22,7 @@ from typing import Any
 from google.protobuf import text_format
 
 from kflow.components.datasets.tabular.examples import build_schema, check_task
-from kflow.components.util import beam_ingest
+from kflow.components.util import beam_ingest, ingest_records
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ def run(
         rejects=rejects,
         beam_args=beam_args,
     )
-    return beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
+    return ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
 
 
 def source_files(*, source_path: str | None = None, tfds: dict[str, Any] | None = None, **_: Any) -> list[Path]:

@@ -33,10 +33,11 @@ from typing import Any
 from google.protobuf import text_format
 
 from kflow.components.datasets.tabular.examples import KINDS, build_schema, check_task, example_problem, group_of
-from kflow.components.util import beam_ingest
-from kflow.components.util.beam_ingest import INVALID, StratifiedPlan, make_reject
+from kflow.components.util import beam_ingest, ingest_records, ingest_staging
 from kflow.components.util.compressed import is_gzip
+from kflow.components.util.ingest_records import INVALID, make_reject
 from kflow.components.util.repeats import RepeatFinder
+from kflow.components.util.split_plan import StratifiedPlan
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -66,14 +67,14 @@ def run(
     """Ingests the TFRecord files; returns {"read": N, "<split>": n, ..., "rejected": r, "invalid": i, ...}."""
     if source_format not in ("auto", "tfrecord"):
         raise ValueError(f"tfrecord: source_format must be auto or tfrecord, got {source_format!r}")
-    beam_ingest.check_fraction("max_invalid_fraction", max_invalid_fraction)
+    ingest_records.check_fraction("max_invalid_fraction", max_invalid_fraction)
     files = resolve(source_path)
     assignment = _assign(files, split_files, source_path) if split_files else None
     if assignment is None:
         split = DEFAULT_SPLIT if split is None else split
-        beam_ingest.check_split_shares(split, ("train", "eval", "test"))
+        ingest_records.check_split_shares(split, ("train", "eval", "test"))
     # The staged copies of gzipped files live until the pipeline has finished, where every worker reads them.
-    with beam_ingest.Staging(beam_args) as staging:
+    with ingest_staging.Staging(beam_args) as staging:
         readable = {
             path: staging.plain_copy(path, f"source-{index:05d}.tfrecord")
             for index, path in enumerate(files)
@@ -103,7 +104,7 @@ def run(
             plan=None if assignment else StratifiedPlan(dict(split)),
             staging=staging,
         )
-    return beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
+    return ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
 
 
 def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:

@@ -24,8 +24,8 @@ from typing import Any
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from kflow.components.util import beam_ingest
-from kflow.components.util.beam_ingest import FILTERED, INVALID, make_reject, raw_text
+from kflow.components.util import beam_ingest, ingest_records
+from kflow.components.util.ingest_records import FILTERED, INVALID, make_reject, raw_text
 from kflow.components.util.repeats import RepeatFinder
 from kflow.components.util.source_resolution import find_source, missing_source_error
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
@@ -68,15 +68,15 @@ def run(
 ) -> dict[str, Any]:
     """Ingests WikiText-2; returns {"read": N, "train": n, "eval": n, "test": n, "rejected": r, "filtered": f}."""
     _check_split(split)
-    beam_ingest.check_fraction("max_invalid_fraction", max_invalid_fraction)
+    ingest_records.check_fraction("max_invalid_fraction", max_invalid_fraction)
     for name, value in (("min_chars", min_chars), ("max_chars", max_chars), ("max_records", max_records)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     if max_chars is not None and max_chars < min_chars:
         raise ValueError(f"max_chars ({max_chars}) is smaller than min_chars ({min_chars}): no line could pass")
-    proto = beam_ingest.copy_schema("wikitext2", schema, _FEATURES)
+    proto = ingest_records.copy_schema("wikitext2", schema, _FEATURES)
     filters = Filters(
-        min_chars=max(min_chars, beam_ingest.text_min_chars(proto, "text")),
+        min_chars=max(min_chars, ingest_records.text_min_chars(proto, "text")),
         max_chars=max_chars,
         drop_headings=drop_headings,
         drop_blank=drop_blank,
@@ -97,7 +97,7 @@ def run(
         rejects=rejects,
         beam_args=beam_args,
     )
-    return beam_ingest.ingest_summary(stats, max_invalid_fraction, rejects)
+    return ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
 
 
 def _check_split(split: dict[str, int] | None) -> None:

@@ -1,0 +1,109 @@
+"""What every ingest's executor shares around the Beam pipeline: reject entries, the invalid-fraction check and
+summary, split shares, the shipped schemas."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kflow.pipeline.dsl.artifacts import Rejects
+
+INVALID = "invalid"
+FILTERED = "filtered"
+
+# (key, group, tf.train.Example serialised with deterministic=True: the order of its feature map otherwise
+# differs between processes, and the same data must give the same bytes on any runner)
+Accepted = tuple[str, str, bytes]
+ProcessChunk = Callable[[Any], tuple[list[Accepted], list[dict[str, Any]]]]
+
+
+def make_reject(reason: str, kind: str, position: str, record: Any, **details: Any) -> dict[str, Any]:
+    """One line of rejects.jsonl: the raw record, why it was refused, invalid or filtered, and where it was."""
+    if kind not in (INVALID, FILTERED):
+        raise ValueError(f"reject kind must be {INVALID!r} or {FILTERED!r}, got {kind!r}")
+    return {"reason": reason, "kind": kind, "position": position, "record": record, **details}
+
+
+def raw_text(data: bytes) -> str:
+    """Raw bytes as JSON-safe text: undecodable bytes become backslash escapes."""
+    return data.decode("utf-8", errors="backslashreplace")
+
+
+def check_fraction(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValueError(f"{name} must be a number from 0 to 1, got {value!r}")
+
+
+def check_invalid_fraction(stats: dict[str, Any], max_invalid_fraction: float, rejects: Rejects) -> None:
+    """Fails when the share of INVALID records (not the policy-filtered ones) exceeds the limit."""
+    invalid = sum(stats["invalid"].values())
+    read = stats["read"]
+    if read and invalid > max_invalid_fraction * read:
+        reasons = ", ".join(f"{reason}: {count}" for reason, count in stats["invalid"].items())
+        raise ValueError(
+            f"ingest: {invalid} of {read} records are invalid ({invalid / read:.2%}), more than "
+            f"max_invalid_fraction={max_invalid_fraction:g} allows ({reasons}); see {rejects.file}"
+        )
+
+
+def ingest_summary(stats: dict[str, Any], max_invalid_fraction: float, rejects: Rejects) -> dict[str, Any]:
+    """An ingest executor's result, {"read", <split>: accepted, "rejected", "invalid", "filtered"}, after
+    `check_invalid_fraction`."""
+    check_invalid_fraction(stats, max_invalid_fraction, rejects)
+    return {
+        "read": stats["read"],
+        **stats["accepted"],
+        **{kind: sum(stats[kind].values()) for kind in ("rejected", "invalid", "filtered")},
+    }
+
+
+def copy_schema(dataset: str, schema_artifact: Any, features: dict[str, int]) -> Any:
+    """Copies schemas/<dataset>/schema.pbtxt into the Schema artifact; checks it declares `features` with their types.
+
+    Returns the parsed schema; `features` maps a name to its `schema_pb2` type (BYTES, INT).
+    """
+    import importlib.resources
+    import shutil
+
+    from tensorflow_metadata.proto.v0 import schema_pb2
+
+    from kflow.components.util.schema import load_schema
+
+    schema_artifact.path.mkdir(parents=True, exist_ok=True)
+    with importlib.resources.as_file(importlib.resources.files("kflow.schemas") / dataset / "schema.pbtxt") as path:
+        shutil.copyfile(path, schema_artifact.file)
+    proto = load_schema(schema_artifact.file)
+    declared = {feature.name: feature.type for feature in proto.feature}
+    if set(declared) != set(features):
+        raise ValueError(
+            f"{schema_artifact.file} declares the features {sorted(declared)}; the ingest writes {sorted(features)}"
+        )
+    for name, kind in features.items():
+        if declared[name] != kind:
+            raise ValueError(
+                f"{schema_artifact.file}: feature {name!r} is {schema_pb2.FeatureType.Name(declared[name])}; "
+                f"the ingest writes it as {schema_pb2.FeatureType.Name(kind)}"
+            )
+    return proto
+
+
+def text_min_chars(proto: Any, name: str) -> int:
+    """The `min_chars=n` annotation tag of a text feature (0 when absent)."""
+    from kflow.components.util.schema import annotation_tags
+
+    return int(annotation_tags(proto, name).get("min_chars", 0))
+
+
+def check_split_shares(split: dict[str, int], required: tuple[str, ...], why: str = "") -> None:
+    """Refuses a `data.split` without the `required` splits or with shares that are not positive integers."""
+    missing = [name for name in required if name not in split]
+    if missing:
+        because = f"{why}, so data.split" if why else "it"
+        names = " and ".join([", ".join(required[:-1]), required[-1]] if len(required) > 1 else required)
+        raise ValueError(
+            f"data.split: {because} must give shares to {names} "
+            f"(e.g. {{train: 8, eval: 1, test: 1}}); missing {missing}"
+        )
+    bad = {name: weight for name, weight in split.items() if isinstance(weight, bool) or not isinstance(weight, int)}
+    if bad or any(weight < 1 for weight in split.values()):
+        raise ValueError(f"data.split: every share must be a positive integer, got {split}")

@@ -1,0 +1,88 @@
+"""The folder an ingest's stages hand each other files in, and the staged files themselves (staged_records.py:
+data, not code): a chunk's records, rejects, a part file's records, read back a batch at a time."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
+
+from kflow.components.util.compressed import open_source
+from kflow.components.util.split_plan import SortKey
+from kflow.components.util.staged_records import read_rows, write_rows
+from kflow.pipeline.dsl.scratch import scratch_dir
+
+log = logging.getLogger(__name__)
+
+STREAM_BATCH = 32  # Records a batch in staged files: a merge holds a batch of each of its files (one per chunk).
+
+
+class Staging:
+    """A folder for what an ingest's stages hand each other, removed when the `with` block ends.
+
+    Under the pipeline's --temp_location when the Beam options give one (through Beam's
+    FileSystems, so gs://, s3:// or hdfs:// folders work and a distributed runner's workers
+    share it); else a local temporary folder (the DirectRunner's workers share this disk).
+    """
+
+    def __init__(self, beam_args: Sequence[str] = ()):
+        temp_location = PipelineOptions(list(beam_args)).view_as(GoogleCloudOptions).temp_location
+        self.local = not temp_location
+        if self.local:
+            self.root = scratch_dir("ingest")
+        else:
+            self.root = FileSystems.join(temp_location, f"kflow-ingest-{uuid.uuid4().hex}")
+
+    def path(self, name: str) -> str:
+        return FileSystems.join(self.root, name)
+
+    def plain_copy(self, source: str, name: str) -> str:
+        """Decompresses the gzipped file `source` into the staging folder as `name`, streaming; returns the copy's
+        path. Its records can then be cut into chunks by offset, which a gzip stream does not allow."""
+        copy = self.path(name)
+        log.info("ingest: decompressing %s into the staging folder", source)
+        with open_source(source) as stream, FileSystems.create(copy) as target:
+            shutil.copyfileobj(stream, target, 1 << 20)
+        return copy
+
+    def __enter__(self) -> Staging:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        if self.local:
+            shutil.rmtree(self.root, ignore_errors=True)
+            return
+        matched = FileSystems.match([self.path("*")])[0].metadata_list
+        if matched:
+            FileSystems.delete([metadata.path for metadata in matched])
+        if "://" not in self.root and os.path.isdir(self.root):  # A local --temp_location: its folder too.
+            os.rmdir(self.root)
+
+
+# Staged files (staged_records.py: data, not code): a chunk's records, a reject, a part file's records.
+CHUNK_ROWS = ("u64", "str", "str", "bytes")  # the sort key (hash, key), the group, the serialised Example
+REJECT_ROWS = ("str", "i64", "str")  # the position (file, line or index), the JSON line
+PART_ROWS = ("str", "bytes")  # the key, the serialised Example
+
+
+def write_staged(path: str, rows: Sequence[tuple], kinds: tuple[str, ...]) -> None:
+    """Batches of STREAM_BATCH rows, so that `read_staged` holds one batch at a time: a merge holds a batch of
+    each of its files."""
+    with FileSystems.create(path) as file:
+        write_rows(file, rows, kinds, STREAM_BATCH)
+
+
+def read_staged(path: str, kinds: tuple[str, ...]) -> Iterator[tuple]:
+    with FileSystems.open(path) as file:
+        yield from read_rows(file, kinds)
+
+
+def read_chunk(path: str) -> Iterator[tuple[SortKey, str, bytes]]:
+    for hashed, key, group, record in read_staged(path, CHUNK_ROWS):
+        yield (hashed, key), group, record

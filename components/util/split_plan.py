@@ -1,0 +1,137 @@
+"""Where a record goes: its sort key (a stable hash of its key), its split (a quota per group over the sorted
+keys, found from a histogram of the hashes without holding the keys), its shard, and how many shards a split
+gets."""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+SHARD_BYTES = 256 * 2**20  # Serialised Examples per shard when the count is automatic: gzipped files of ~100 MB.
+# A split of more than this gets at least a shard per ingest worker, so that the workers write them in parallel.
+PARALLEL_SHARD_BYTES = 16 * 2**20
+_FIBONACCI, _UINT64 = 0x9E3779B97F4A7C15, (1 << 64) - 1
+BUCKET_BITS = 16
+SortKey = tuple[int, str]
+
+
+def stable_hash(text: str) -> int:
+    """A 64-bit hash of `text` that is the same on every machine and in every process."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def shard_of(hashed: int, count: int) -> int:
+    """The shard of a record whose key hashes to `hashed`, among `count`.
+
+    The hash is mixed first (Fibonacci hashing): splits are made from the same hash, by its value modulo
+    the buckets (MNIST, Quora, WikiText-2) or by ranges of it (stratified), and a shard taken as the plain
+    hash modulo the count would follow the split (a split of the even buckets would fill only even shards).
+    """
+    return (((hashed * _FIBONACCI) & _UINT64) >> 32) % count
+
+
+def sort_key_of(key: str) -> SortKey:
+    """A record's place in its group: a hash of the key's part before its first "|", then the key (ties)."""
+    return stable_hash(key.partition("|")[0]), key
+
+
+def split_cuts(wanted: dict[str, list[tuple[int, str, int, int]]], keys_at_cuts: list) -> SplitCuts:
+    in_bucket: dict[tuple[str, int], list[SortKey]] = {}
+    for group, bucket, sort_key in keys_at_cuts:
+        in_bucket.setdefault((group, bucket), []).append(sort_key)
+    for keys in in_bucket.values():
+        keys.sort()
+    return SplitCuts(
+        {
+            group: tuple((in_bucket[(group, bucket)][offset], split) for _, split, bucket, offset in cuts)
+            for group, cuts in wanted.items()
+        }
+    )
+
+
+def shard_counts(
+    sizes: dict[str, int], shards: int, splits: Sequence[str], plan: StratifiedPlan | None, workers: int = 1
+) -> dict:
+    """{split: shard count}: `shards` each, or with `shards=0` one per SHARD_BYTES of the split's Examples, and at
+    least one per worker (up to one per PARALLEL_SHARD_BYTES) so that a big split is written in parallel.
+
+    `sizes` are the serialised bytes per group: a split's own without a plan, else the total shared by quota."""
+    if shards:
+        return dict.fromkeys(splits, shards)
+    total = sum(sizes.values())
+    if plan is None:
+        split_bytes = {split: sizes.get(split, 0) for split in splits}
+    else:
+        weight = sum(plan.weights.values())
+        split_bytes = {split: total * plan.weights.get(split, 0) / weight for split in splits}
+    return {
+        split: max(1, math.ceil(size / SHARD_BYTES), min(workers, math.ceil(size / PARALLEL_SHARD_BYTES)))
+        for split, size in split_bytes.items()
+    }
+
+
+@dataclass(frozen=True)
+class StratifiedPlan:
+    """Assigns each record to a split: per group (label), by quota over the records ordered by a hash of their key.
+
+    Within a group of n records ordered by `sort_key_of`, the first round(n·w₁/W) go to the first split (names
+    sorted), and so on: each split's group ratio matches the whole to a record, and a record's split depends
+    on neither the file order nor the other groups. A key's part before its first "|" is hashed; the rest
+    breaks ties (e.g. the position that makes a repeated record's key unique), so equal records stay together.
+    """
+
+    weights: dict[str, int]
+
+    def ranks(self, count: int) -> list[tuple[int, str]]:
+        """(rank of a split's first record, split) for the splits that get records, of a group of `count`."""
+        names, total = sorted(self.weights), sum(self.weights.values())
+        starts, start, cumulative = [], 0, 0
+        for name in names:
+            cumulative += self.weights[name]
+            stop = round(count * cumulative / total)
+            if stop > start:
+                starts.append((start, name))
+            start = stop
+        return starts
+
+    def cut_ranks(self, histogram: dict[str, np.ndarray]) -> dict[str, list[tuple[int, str, int, int]]]:
+        """{group: [(rank, split, hash bucket holding that rank, rank within the bucket), ...]}."""
+        wanted = {}
+        for group, counts in histogram.items():
+            below = np.cumsum(counts) - counts  # Records in the buckets before each bucket.
+            cuts = []
+            for rank, split in self.ranks(int(counts.sum())):
+                bucket = int(np.searchsorted(below, rank, side="right")) - 1
+                cuts.append((rank, split, bucket, rank - int(below[bucket])))
+            wanted[group] = cuts
+        return wanted
+
+    def __call__(self, items: list[tuple[str, str]]) -> SplitCuts:
+        """The cuts for (key, group) items held in memory (what the pipeline finds without holding them)."""
+        by_group: dict[str, list[SortKey]] = {}
+        for key, group in items:
+            by_group.setdefault(group, []).append(sort_key_of(key))
+        cuts = {}
+        for group, keys in by_group.items():
+            keys.sort()
+            cuts[group] = tuple((keys[rank], split) for rank, split in self.ranks(len(keys)))
+        return SplitCuts(cuts)
+
+
+@dataclass(frozen=True)
+class SplitCuts:
+    """{group: ((sort key of a split's first record, split), ...)} in sort order."""
+
+    cuts: dict[str, tuple[tuple[SortKey, str], ...]]
+
+    def split(self, sort_key: SortKey, group: str) -> str:
+        starts = self.cuts[group]
+        return starts[bisect.bisect_right([first for first, _ in starts], sort_key) - 1][1]
+
+    def __call__(self, key: str, group: str) -> str:
+        return self.split(sort_key_of(key), group)
