@@ -17,6 +17,7 @@ DATASETS: dict[str, str] = {
     "wikitext2": "kflow.components.datasets.wikitext2",
     "quora": "kflow.components.datasets.quora",
     "csv": "kflow.components.datasets.csv",
+    "parquet": "kflow.components.datasets.parquet",
     "tfrecord": "kflow.components.datasets.tfrecord",
     "tfds": "kflow.components.datasets.tfds",
 }

@@ -42,8 +42,28 @@ def check_invalid_fraction(stats: dict[str, Any], max_invalid_fraction: float, r
         reasons = ", ".join(f"{reason}: {count}" for reason, count in stats["invalid"].items())
         raise ValueError(
             f"ingest: {invalid} of {read} records are invalid ({invalid / read:.2%}), more than "
-            f"max_invalid_fraction={max_invalid_fraction:g} allows ({reasons}); see {rejects.file}"
+            f"max_invalid_fraction={max_invalid_fraction:g} allows ({reasons}){_first_invalid(rejects)}; "
+            f"see {rejects.file}"
         )
+
+
+def _first_invalid(rejects: Rejects) -> str:
+    """`; the first: <position> <reason> (<details>)`, so the error line says what is wrong, not only how often."""
+    import json
+
+    try:
+        with rejects.file.open() as lines:
+            for line in lines:
+                entry = json.loads(line)
+                if entry.get("kind") == INVALID:
+                    details = {k: v for k, v in entry.items() if k not in ("reason", "kind", "position", "record")}
+                    if isinstance(entry.get("record"), dict):  # Short fields of a structured record (MNIST's shape).
+                        details |= {k: v for k, v in entry["record"].items() if len(repr(v)) <= 40}
+                    said = ", ".join(f"{name}={value}" for name, value in details.items())
+                    return f"; the first: {entry['position']} {entry['reason']}" + (f" ({said})" if said else "")
+    except (OSError, ValueError):
+        pass
+    return ""
 
 
 def ingest_summary(stats: dict[str, Any], max_invalid_fraction: float, rejects: Rejects) -> dict[str, Any]:

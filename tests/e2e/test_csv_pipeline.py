@@ -106,6 +106,23 @@ def test_validate_refuses_what_the_run_would_refuse_in_the_data(tmp_path, run_kf
     assert run_kflow("validate", config).returncode == 0
 
 
+def test_a_parquet_copy_validates_like_the_csv_and_trains(tmp_path, run_kflow):
+    import pyarrow.csv as pa_csv
+    import pyarrow.parquet as pq
+
+    config = iris_config(tmp_path, filters={})
+    pq.write_table(pa_csv.read_csv(write_iris(tmp_path / "clean.csv")), tmp_path / "iris.parquet", row_group_size=64)
+    parquet = ["--set", "data.dataset=parquet", "--set", f"data.source.path={tmp_path / 'iris.parquet'}"]
+    done = run_kflow("validate", config, *parquet, "--set", "data.label=specie")
+    assert done.returncode == 2 and "data.label: 'specie' is not a column of the data; did you mean species?" in (
+        done.stderr
+    )
+    done = run_kflow("run", config, *parquet, "--set", "trainer.epochs=15")
+    assert done.returncode == 0, done.stderr[-3000:]
+    stats = json.loads((newest_run(tmp_path / "runs" / "iris") / "ingest" / "examples" / "stats.json").read_text())
+    assert stats["read"] == 150 and sum(stats["accepted"].values()) == 150
+
+
 def test_csv_fields_on_another_dataset_are_refused(tmp_path, run_kflow):
     done = run_kflow("validate", "pipeline/configs/demo.yaml", "--set", "data.label=digit")
     assert done.returncode == 2

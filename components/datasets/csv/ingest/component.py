@@ -65,7 +65,7 @@ class CsvIngest(Component):
         return []
 
     def inspect_source(self) -> Any:
-        """The source's facts (executor.SourceFacts) from its first file's header and sample; ValueError
+        """The source's facts (tabular.columns.SourceFacts) from its first file's header and sample; ValueError
         naming the field for what the ingest would refuse (a missing file, label or column, a task)."""
         from kflow.components.datasets.csv.ingest.source import inspect_source
 

@@ -20,7 +20,6 @@ quota, so the assignment depends on neither the file order nor the other records
 from __future__ import annotations
 
 import csv
-import hashlib
 import itertools
 import json
 import logging
@@ -31,9 +30,10 @@ from typing import Any
 
 from google.protobuf import text_format
 
-from kflow.components.datasets.csv.ingest import columns as cols
 from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.csv.ingest.source import Dialect, resolve, scan_files, source_facts
+from kflow.components.datasets.tabular import columns as cols
+from kflow.components.datasets.tabular.columns import content_hash
 from kflow.components.datasets.tabular.examples import build_schema
 from kflow.components.util import beam_ingest, ingest_records, ingest_staging
 from kflow.components.util.compressed import is_gzip, open_source
@@ -141,13 +141,6 @@ def decimals_in_int_columns(stats: dict[str, Any], rejects: Rejects) -> list[tup
             if entry["reason"] == DECIMAL_IN_INT:
                 first.setdefault(entry["column"], entry["position"])
     return sorted(first.items())
-
-
-def content_hash(fields: list[str]) -> str:
-    """A record's identity for the split when it has no key: its fields as the CSV reader gives them, so that the
-    same rows saved with other line endings, a BOM or other quoting land in the same split (0.4 µs a record;
-    typed values, which would also equate `1.50` and `1.5`, cost 2.4)."""
-    return hashlib.sha1("\x1f".join(fields).replace("\r\n", "\n").encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -18,26 +18,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kflow.components.datasets.csv.ingest import columns as cols
 from kflow.components.datasets.csv.ingest.records import Record, cut
+from kflow.components.datasets.tabular import columns as cols
+from kflow.components.datasets.tabular.columns import SourceFacts
 from kflow.components.util.compressed import is_gzip, open_source
 from kflow.components.util.file_chunk import FileChunk as Chunk
 from kflow.components.util.repeats import RepeatFinder
 
 CHUNK_ROWS = 5000
 DEFAULT_FORMAT = {"delimiter": ",", "quotechar": '"', "header": True, "missing_values": list(cols.DEFAULT_MISSING)}
-
-
-@dataclass(frozen=True)
-class SourceFacts:
-    """What a sample of the source says: the columns, their types, the task, the label's values."""
-
-    header: list[str]
-    types: dict[str, str]
-    task: str
-    task_reason: str | None  # Why, when the task was inferred.
-    labels: list[str]  # The distinct label values of the sample.
-    sampled: int
 
 
 def source_facts(

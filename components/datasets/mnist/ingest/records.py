@@ -155,8 +155,11 @@ def _image_problem(image: Any, layout: RecordLayout) -> Problem | None:
     try:
         array = np.asarray(image)
     except ValueError:  # A ragged nested list.
-        return Problem("wrong_image_shape", "image", {"image": type(image).__name__})
+        return Problem(
+            "wrong_image_shape", "image", {"image": type(image).__name__, "expected_shape": list(layout.image_shape)}
+        )
     details = {"image_shape": list(array.shape), "image_dtype": str(array.dtype)}
+    details.update(expected_shape=list(layout.image_shape), expected_dtype=layout.image_dtype)
     if array.shape != layout.image_shape:
         return Problem("wrong_image_shape", "image", details)
     if array.dtype != np.dtype(layout.image_dtype):

@@ -166,6 +166,17 @@ def test_images_of_the_wrong_size_are_all_rejected(arrays, tmp_path):
     assert len(ingested.examples.split_files("train")) == 1  # Empty, but there.
 
 
+def test_images_of_the_wrong_size_fail_naming_the_expected_shape(arrays, tmp_path):
+    folder = write_npz(tmp_path / "source", {**arrays.as_dict(), "x_train": arrays.x_train[:, :8, :8].copy()})
+
+    with pytest.raises(ValueError) as failure:
+        ingest(tmp_path / "out", source_path=str(folder))
+
+    message = str(failure.value)
+    assert "wrong_image_shape" in message
+    assert "image_shape=[8, 8]" in message and "expected_shape=[28, 28]" in message
+
+
 def test_unmatched_images_and_labels_are_rejected(arrays, tmp_path):
     shorter = {"y_train": arrays.y_train[:-3], "x_test": arrays.x_test[:-1]}
     folder = write_npz(tmp_path / "source", {**arrays.as_dict(), **shorter})

@@ -1,0 +1,208 @@
+"""The Parquet ingest executor: Parquet files in, typed tf.train.Example TFRecords split three ways out.
+
+The driver reads only the files' footers (schemas, row-group sizes), a sample of the label (to infer the
+task when it is not given) and, when a key column is declared, that column (to find repeated keys). Each row
+group is one Beam element: a worker reads it (only the columns it needs), checks and converts each row and
+serialises the valid ones, as the CSV ingest does. Reasons a record is refused (position `file#row`):
+
+    invalid: bad_value (a value that does not convert to its column's declared type, or a non-finite number),
+             bad_label (regression: not a number), missing_label, empty_key, duplicate_key
+
+Split: as for csv (stratified by label for classification; ordered by a hash of the key column, else of the
+record's values written as text as pandas writes a CSV, so a Parquet copy of a CSV splits the same way).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from google.protobuf import text_format
+
+from kflow.components.datasets.parquet.ingest.source import RowGroup, as_text, inspect_source, open_file, resolve
+from kflow.components.datasets.tabular import columns as cols
+from kflow.components.datasets.tabular.columns import content_hash
+from kflow.components.datasets.tabular.examples import build_schema
+from kflow.components.util import beam_ingest, ingest_records
+from kflow.components.util.ingest_records import INVALID, make_reject
+from kflow.components.util.repeats import RepeatFinder
+from kflow.components.util.split_plan import StratifiedPlan
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SPLIT = {"train": 8, "eval": 1, "test": 1}
+
+
+def run(
+    *,
+    examples: Examples,
+    schema: Schema,
+    rejects: Rejects,
+    source_path: str | None = None,
+    source_format: str = "auto",
+    label: str | None = None,
+    task: str | None = None,
+    key: str | None = None,
+    columns: dict[str, str] | None = None,
+    infer_rows: int = 10_000,
+    split: dict[str, int] | None = None,
+    shards_per_split: int = 0,
+    max_records: int | None = None,
+    max_invalid_fraction: float = 0.01,
+    beam_args: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Ingests the Parquet files; returns {"read": N, "<split>": n, ..., "rejected": r, "invalid": i, ...}."""
+    split = DEFAULT_SPLIT if split is None else split
+    ingest_records.check_split_shares(split, ("train", "eval", "test"))
+    ingest_records.check_fraction("max_invalid_fraction", max_invalid_fraction)
+    if source_format not in ("auto", "parquet"):
+        raise ValueError(f"parquet: source_format must be auto or parquet, got {source_format!r}")
+    facts = inspect_source(
+        source_path=source_path, label=label, task=task, key=key, columns=columns, infer_rows=infer_rows
+    )
+    if facts.task_reason:
+        log.info("parquet ingest: data.task not set: %s, as %s (set data.task)", facts.task, facts.task_reason)
+    files = resolve(source_path)
+    groups, read = row_groups(files, key, max_records)
+    schema.path.mkdir(parents=True, exist_ok=True)
+    schema.file.write_text(text_format.MessageToString(build_schema(facts.types, label, facts.task, key)))
+    if read == 0:
+        raise ValueError(f"parquet: {', '.join(files)} hold no records")
+    log.info("parquet ingest: %d records in %d row group(s) of %d file(s)", read, len(groups), len(files))
+    stats = beam_ingest.run_ingest_pipeline(
+        chunks=groups,
+        process_chunk=RowGroupProcessor(tuple(facts.header), facts.types, label, facts.task, key),
+        splits=tuple(split),
+        shards=shards_per_split,
+        read=read,
+        examples=examples,
+        rejects=rejects,
+        beam_args=beam_args,
+        plan=StratifiedPlan(dict(split)),
+    )
+    return ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
+
+
+def row_groups(files: list[str], key: str | None, max_records: int | None) -> tuple[list[RowGroup], int]:
+    """The row groups to read (the last one cut short at `max_records`), and the number of records in them;
+    with a key column, each group's rows whose key an earlier row has."""
+    groups: list[RowGroup] = []
+    read = 0
+    keys = RepeatFinder() if key is not None else None
+    for path in files:
+        parquet = open_file(path)
+        first_row = 0
+        for index in range(parquet.num_row_groups):
+            count = parquet.metadata.row_group(index).num_rows
+            if max_records is not None:
+                count = min(count, max_records - read)
+            if count <= 0:
+                break
+            if keys is not None:
+                values = parquet.read_row_group(index, columns=[key]).column(0).to_pylist()[:count]
+                for offset, value in enumerate(values):
+                    if (text := as_text(value)) != "":
+                        keys.add(text.encode(), read + offset)
+            groups.append(RowGroup(path, index, first_row, count))
+            read += count
+            first_row += count
+    if keys is not None:
+        starts = list(_starts(groups))
+        ranges = [(start, start + group.count) for group, start in zip(groups, starts, strict=True)]
+        groups = [
+            replace(group, duplicate_rows=frozenset(group.first_row + ordinal - start for ordinal in repeated))
+            for group, start, repeated in zip(groups, starts, keys.repeats_within(ranges), strict=True)
+        ]
+    return groups, read
+
+
+def _starts(groups: list[RowGroup]):
+    start = 0
+    for group in groups:
+        yield start
+        start += group.count
+
+
+@dataclass(frozen=True)
+class RowGroupProcessor:
+    """Reads a row group, checks and converts its rows, and serialises the valid ones as Examples."""
+
+    header: tuple[str, ...]
+    types: dict[str, str]
+    label: str
+    task: str
+    key: str | None
+
+    def __call__(self, group: RowGroup) -> tuple[list, list]:
+        from tensorflow.core.example import example_pb2
+
+        table = open_file(group.path).read_row_group(group.index, columns=list(self.header))
+        data = [table.column(name).to_pylist()[: group.count] for name in self.header]
+        accepted, found = [], []
+        for offset in range(group.count):
+            row = group.first_row + offset
+            position = f"{group.display_name}#{row}"
+            raw = [column[offset] for column in data]
+            values, problem = self.convert(raw, row in group.duplicate_rows)
+            if problem is not None:
+                reason, details = problem
+                record = {name: as_text(value) for name, value in zip(self.header, raw, strict=True)}
+                found.append(make_reject(reason, INVALID, position, record, **details))
+                continue
+            example = example_pb2.Example()
+            features = example.features.feature
+            for column, value in values.items():
+                if isinstance(value, str):
+                    features[column].bytes_list.value.append(value.encode("utf-8"))
+                elif isinstance(value, float):
+                    features[column].float_list.value.append(value)
+                else:
+                    features[column].int64_list.value.append(value)
+            identity = str(values[self.key]) if self.key else f"{content_hash([as_text(v) for v in raw])}|{position}"
+            group_name = str(values[self.label]) if self.task == "classification" else "all"
+            accepted.append((identity, group_name, example.SerializeToString(deterministic=True)))
+        return accepted, found
+
+    def convert(self, raw: list[Any], duplicate: bool) -> tuple[dict[str, Any], tuple[str, dict] | None]:
+        """{column: value} of the present values, or the problem: (reason, details)."""
+        values: dict[str, Any] = {}
+        for column, value in zip(self.header, raw, strict=True):
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                continue
+            kind = self.types[column]
+            try:
+                values[column] = to_kind(value, kind)
+            except cols.BadValue:
+                reason = "bad_label" if column == self.label else "bad_value"
+                return {}, (reason, {"column": column, "value": as_text(value), "type": kind})
+        if self.label not in values:
+            return {}, ("missing_label", {"column": self.label})
+        if self.key is not None:
+            if self.key not in values:
+                return {}, ("empty_key", {"column": self.key})
+            if duplicate:
+                return {}, ("duplicate_key", {"column": self.key, "key": str(values[self.key])})
+        return values, None
+
+
+def to_kind(value: Any, kind: str) -> int | float | str:
+    """A Parquet value as kflow's `kind`: its own type's value, or its text parsed as `kind` (a declared
+    conversion); cols.BadValue when it does not convert, or is not a finite number."""
+    if kind == "string":
+        return value if isinstance(value, str) else as_text(value)
+    if isinstance(value, bool):
+        if kind == "float":
+            raise cols.BadValue(value)
+        return int(value)
+    if kind == "int" and isinstance(value, int):
+        return value
+    if kind == "float" and not isinstance(value, str) and hasattr(value, "__float__"):
+        number = float(value)
+        if not math.isfinite(number):
+            raise cols.BadValue(value)
+        return number
+    return cols.parse_value(as_text(value), kind)

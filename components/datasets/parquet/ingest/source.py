@@ -1,0 +1,159 @@
+"""Reading a Parquet source without reading it all: its files, its columns' types from the file schemas, a sample
+of the label for the task, and its row groups as the chunks the Beam workers read (`kflow validate` shares the
+checks).
+
+Types: Parquet integers → int, floating point and decimals → float, strings (and dictionary-encoded strings)
+→ string, booleans → bool; dates and timestamps → string (ISO 8601). Other types (lists, structs, binary)
+are refused naming the column, unless `data.columns` converts them to a scalar type.
+"""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kflow.components.datasets.tabular import columns as cols
+from kflow.components.datasets.tabular.columns import SourceFacts
+
+
+@dataclass(frozen=True)
+class RowGroup:
+    """Rows [0, count) of row group `index` of `path`; `first_row`: its first row's number in the file;
+    `duplicate_rows`: the rows (numbers in the file) whose key an earlier row has."""
+
+    path: str
+    index: int
+    first_row: int
+    count: int
+    duplicate_rows: frozenset[int] = frozenset()
+
+    @property
+    def display_name(self) -> str:
+        return Path(self.path).name
+
+
+def resolve(source_path: str | None) -> list[str]:
+    """The Parquet files: a file, a folder (its *.parquet files) or a glob pattern, sorted by name."""
+    if not source_path:
+        raise ValueError("data.source.path: the parquet dataset needs a file, a folder or a glob pattern")
+    path = Path(source_path).expanduser()
+    if path.is_dir():
+        files = sorted(glob.glob(str(path / "*.parquet")))
+    elif path.is_file():
+        files = [str(path)]
+    else:
+        files = sorted(name for name in glob.glob(str(path)) if Path(name).is_file())
+    if not files:
+        raise ValueError(f"data.source.path: {source_path} matches no Parquet file")
+    return files
+
+
+def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:
+    """The files the ingest reads, for the data fingerprint in its cache key."""
+    return [Path(path) for path in resolve(source_path)]
+
+
+def open_file(path: str) -> Any:
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path)
+    except Exception as error:  # pyarrow's errors (ArrowInvalid, OSError) say what is wrong with the bytes.
+        raise ValueError(f"parquet: {path} is not a readable Parquet file: {error}") from None
+
+
+def kind_of(arrow_type: Any) -> str | None:
+    """kflow's type of a Parquet (Arrow) column type, or None when it is not a scalar kflow can hold."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    if pa.types.is_boolean(arrow_type):
+        return "bool"
+    if pa.types.is_integer(arrow_type):
+        return "int"
+    if pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type):
+        return "float"
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "string"
+    if pa.types.is_temporal(arrow_type):
+        return "string"
+    return None
+
+
+def file_types(files: list[str], declared: dict[str, str]) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """(columns, kflow type of each, Parquet type of each) from the files' schemas, which must agree."""
+    header: list[str] = []
+    arrow_types: dict[str, Any] = {}
+    for path in files:
+        schema = open_file(path).schema_arrow
+        names, found = list(schema.names), {field.name: field.type for field in schema}
+        if header and names != header:
+            raise ValueError(f"parquet: {path} has the columns {names}; {files[0]} has {header}")
+        if not header:
+            header, arrow_types = names, found
+    arrow = {name: str(kind) for name, kind in arrow_types.items()}
+    types = {}
+    for name in header:
+        kind = declared.get(name) or kind_of(arrow_types[name])
+        if kind is None:
+            raise ValueError(
+                f"data.columns.{name}: the Parquet type {arrow[name]} is not a scalar kflow can ingest; "
+                f"declare it as one of {', '.join(cols.TYPES)} to convert it"
+            )
+        types[name] = kind
+    return header, types, arrow
+
+
+def inspect_source(
+    *,
+    source_path: str | None = None,
+    label: Any = None,
+    task: str | None = None,
+    key: str | None = None,
+    columns: dict[str, str] | None = None,
+    infer_rows: int = 10_000,
+    **_: Any,
+) -> SourceFacts:
+    """The source's facts: its columns and types, and the task (inferred from the first `infer_rows` labels
+    when not given); raises the ValueError the ingest would, naming the field."""
+    files = resolve(source_path)
+    declared = columns or {}
+    if not isinstance(declared, dict):
+        raise ValueError(f"data.columns: must map column names to types, got {declared!r}")
+    header, types, _ = file_types(files, {name: kind for name, kind in declared.items() if isinstance(kind, str)})
+    values: list[str] = []
+    if isinstance(label, str) and label in header:
+        values = sample_values(files[0], label, types[label], infer_rows)
+    reason = None
+    if task is None and isinstance(label, str) and label in header:
+        task, reason = cols.infer_task(label, types[label], values)
+    cols.check_columns(header, label, task, key, declared)
+    if task == "regression" and types[label] not in ("int", "float"):
+        raise ValueError(f"data.label: regression needs a numeric label; column {label!r} is {types[label]}")
+    return SourceFacts(header, types, task, reason, sorted(set(values)), len(values))
+
+
+def sample_values(path: str, column: str, kind: str, limit: int) -> list[str]:
+    """The first `limit` present values of `column`, as text."""
+    parquet = open_file(path)
+    values: list[str] = []
+    for index in range(parquet.num_row_groups):
+        for value in parquet.read_row_group(index, columns=[column]).column(0).to_pylist():
+            if (text := as_text(value)) and len(values) < limit:
+                values.append(text)
+        if len(values) >= limit:
+            break
+    return values
+
+
+def as_text(value: Any) -> str:
+    """A value as a CSV file written by pandas or Python would hold it: the record's identity for the split, so
+    that a Parquet copy of a CSV splits as the CSV does. Missing (None, NaN): ''."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
