@@ -18,6 +18,7 @@ DATASETS: dict[str, str] = {
     "quora": "kflow.components.datasets.quora",
     "csv": "kflow.components.datasets.csv",
     "parquet": "kflow.components.datasets.parquet",
+    "images": "kflow.components.datasets.images",
     "tfrecord": "kflow.components.datasets.tfrecord",
     "tfds": "kflow.components.datasets.tfds",
 }

@@ -11,8 +11,9 @@ from collections.abc import Callable
 
 import keras
 
-from kflow.components.models import bert_mlm, mnist_convnet
+from kflow.components.models import bert_mlm, image_convnet, mnist_convnet
 from kflow.components.models.bert_mlm import build_bert_mlm
+from kflow.components.models.image_convnet import build_image_convnet
 from kflow.components.models.mnist_convnet import build_mnist_convnet
 from kflow.components.models.tabular_mlp import build_tabular_mlp
 from kflow.components.models.text_classifier import build_text_classifier
@@ -22,6 +23,7 @@ MODELS: dict[str, Callable[..., keras.Model]] = {
     "bert_mlm": build_bert_mlm,
     "text_classifier": build_text_classifier,
     "tabular_mlp": build_tabular_mlp,
+    "image_convnet": build_image_convnet,
 }
 
 # keras_model_parallel's default LayoutMap of each model (weight-path regex → mesh axis or None per
@@ -29,6 +31,7 @@ MODELS: dict[str, Callable[..., keras.Model]] = {
 LAYOUT_MAPS: dict[str, dict[str, tuple[str | None, ...]]] = {
     "mnist_convnet": mnist_convnet.LAYOUT_MAP,
     "bert_mlm": bert_mlm.LAYOUT_MAP,
+    "image_convnet": image_convnet.LAYOUT_MAP,
 }
 
 
@@ -44,6 +47,7 @@ __all__ = [
     "LAYOUT_MAPS",
     "MODELS",
     "build_bert_mlm",
+    "build_image_convnet",
     "build_mnist_convnet",
     "build_model",
     "build_tabular_mlp",

@@ -1,7 +1,9 @@
-"""The convnet of the Keras example `examples/vision/mnist_convnet.py`.
+"""The convnet of the Keras example `examples/vision/mnist_convnet.py`, for any image size and channels.
 
 The model takes raw uint8 images and rescales them itself, so the exported
-SavedModel serves the same bytes the Examples hold.
+SavedModel serves the same bytes the Examples hold. Images smaller than
+SMALL_IMAGE pixels a side keep their size through the convolutions ("same"
+padding), where the example's unpadded ones would leave nothing to classify.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import keras
 
 IMAGE_SHAPE = (28, 28)
+SMALL_IMAGE = 10
 
 # keras_model_parallel's default LayoutMap: the convolutions' output channels sharded over `model`,
 # the classifier on its (flattened) input dimension.
@@ -18,14 +21,17 @@ LAYOUT_MAP: dict[str, tuple[str | None, ...]] = {
 }
 
 
-def build_mnist_convnet(num_classes: int = 10) -> keras.Model:
-    """Builds the (uncompiled) convnet: uint8 [batch, 28, 28] in, class probabilities out."""
-    inputs = keras.Input(shape=IMAGE_SHAPE, dtype="uint8", name="image")
+def build_mnist_convnet(num_classes: int = 10, image_shape: tuple[int, ...] = IMAGE_SHAPE) -> keras.Model:
+    """Builds the (uncompiled) convnet: uint8 [batch, height, width(, channels)] in, class probabilities out."""
+    image_shape = tuple(image_shape)
+    inputs = keras.Input(shape=image_shape, dtype="uint8", name="image")
     x = keras.layers.Rescaling(1.0 / 255)(inputs)
-    x = keras.layers.Reshape((*IMAGE_SHAPE, 1))(x)
-    x = keras.layers.Conv2D(32, kernel_size=(3, 3), activation="relu")(x)
+    if len(image_shape) == 2:
+        x = keras.layers.Reshape((*image_shape, 1))(x)
+    padding = "same" if min(image_shape[:2]) < SMALL_IMAGE else "valid"
+    x = keras.layers.Conv2D(32, kernel_size=(3, 3), activation="relu", padding=padding)(x)
     x = keras.layers.MaxPooling2D(pool_size=(2, 2))(x)
-    x = keras.layers.Conv2D(64, kernel_size=(3, 3), activation="relu")(x)
+    x = keras.layers.Conv2D(64, kernel_size=(3, 3), activation="relu", padding=padding)(x)
     x = keras.layers.MaxPooling2D(pool_size=(2, 2))(x)
     x = keras.layers.Flatten()(x)
     x = keras.layers.Dropout(0.5)(x)

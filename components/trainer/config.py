@@ -35,7 +35,7 @@ class ModelChoice:
     """What is trained: a registered dataset's task and a model from its registry."""
 
     task: str = setting("mnist", "a registered dataset (kflow.components.datasets)")
-    model_name: str = setting("mnist_convnet", "a name in the model registry (other tasks replace this default)")
+    model_name: str | None = setting(None, "a name in the model registry; None: the task's default model")
     model_options: dict = setting({}, "keyword arguments for the task and its model factory")
     module: str | None = setting(
         None,
@@ -50,10 +50,10 @@ class ModelChoice:
     @property
     def chosen_model(self) -> str | None:
         """The model's name in logs, history.json and the report: the user module's (`my_model` for my_model.py);
-        else the config's, whose default is MNIST's: other datasets then use their task's own default (None)."""
+        else the config's (None: the task's default)."""
         if self.module:
             return Path(self.module).stem if self.module.endswith(".py") else self.module.rsplit(".", 1)[-1]
-        return None if self.task != "mnist" and self.model_name == "mnist_convnet" else self.model_name
+        return self.model_name
 
 
 @dataclass

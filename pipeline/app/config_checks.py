@@ -23,7 +23,7 @@ FILTER_DEFAULTS = {
 }
 
 # The data fields only some datasets take (components/datasets/bundle.py: Dataset.data_fields).
-DATA_FIELDS = ("label", "task", "key", "columns", "infer_rows", "csv", "split_files", "tfds")
+DATA_FIELDS = ("label", "task", "key", "columns", "infer_rows", "csv", "split_files", "tfds", "image")
 VALIDATION_FIELDS = ("schema", "on_anomaly")  # Only for datasets that validate their data (Dataset.validates_data).
 
 Check = Callable[[PipelineConfig], list[str]]

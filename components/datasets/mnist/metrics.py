@@ -17,15 +17,18 @@ from kflow.components.util import plots
 
 
 class MnistMetrics(TaskMetrics):
-    """Options: `num_classes`. Model outputs are class probabilities [batch, num_classes]."""
+    """Options: `num_classes`, `class_names` (default: the indices). Outputs: class probabilities [batch, classes]."""
 
     HEADLINE = "accuracy"
     SCALARS = {"example_count": "higher", "accuracy": "higher", "loss": "lower"}
     SLICES = ("label",)
 
-    def __init__(self, num_classes: int = 10, **options: Any):
-        super().__init__(num_classes=num_classes, **options)
+    def __init__(self, num_classes: int = 10, class_names: list[str] | None = None, **options: Any):
+        super().__init__(num_classes=num_classes, class_names=class_names, **options)
         self.num_classes = num_classes
+        self.classes = list(class_names) if class_names else [str(label) for label in range(num_classes)]
+        if len(self.classes) != num_classes:
+            raise ValueError(f"{len(self.classes)} class names for {num_classes} classes")
         self.matrix = np.zeros((num_classes, num_classes), dtype=np.int64)
         self.loss_sum = 0.0
 
@@ -44,7 +47,7 @@ class MnistMetrics(TaskMetrics):
         if total == 0:
             raise ValueError("the split holds no examples")
         precision, recall = per_class_precision_recall(self.matrix)
-        classes = [str(label) for label in range(self.num_classes)]
+        classes = self.classes
         return {
             "example_count": total,
             "accuracy": float(np.trace(self.matrix) / total),
@@ -60,10 +63,10 @@ class MnistMetrics(TaskMetrics):
     def slice_keys(self, by, x, y, boundaries):
         if by != "label":
             raise ValueError(f"mnist slices by {', '.join(self.SLICES)}, not {by!r}")
-        return np.array([f"label={int(label)}" for label in np.asarray(y).ravel()], dtype=object)
+        return np.array([f"label={self.classes[int(label)]}" for label in np.asarray(y).ravel()], dtype=object)
 
     def plots(self, folder: Path) -> list[dict[str, str]]:
-        labels = [str(label) for label in range(self.num_classes)]
+        labels = self.classes
         precision, recall = per_class_precision_recall(self.matrix)
         return [
             plots.confusion_matrix(self.matrix, labels, folder),
@@ -73,7 +76,7 @@ class MnistMetrics(TaskMetrics):
     def kfp_metrics(self) -> dict[str, Any]:
         return {
             "confusion_matrix": {
-                "categories": [str(label) for label in range(self.num_classes)],
+                "categories": self.classes,
                 "matrix": self.matrix.tolist(),
             }
         }

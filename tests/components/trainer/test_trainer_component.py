@@ -25,7 +25,7 @@ def test_spec_wiring_and_defaults():
         "train", examples=Channel("ingest", "examples", Examples), schema=Channel("ingest", "schema", Schema)
     )
     assert trainer.parameters == {
-        "model_name": "mnist_convnet",
+        "model_name": None,  # The task's default model.
         "strategy": "default",
         "epochs": 3,
         "batch_size": 128,

@@ -1,0 +1,45 @@
+"""The image ingest component: image files (a folder per class, or a manifest) in, uint8 image Examples out."""
+
+from __future__ import annotations
+
+from kflow.components.util.ingest_spec import INGEST_OUTPUTS, ingest_parameters
+from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
+
+
+class ImagesIngest(Component):
+    spec = ComponentSpec(
+        inputs={},
+        outputs=INGEST_OUTPUTS,
+        parameters=ingest_parameters(
+            source_path=Parameter(
+                str,
+                is_path=True,
+                description="A folder with one sub-folder of images per class, or a manifest: a .csv with path "
+                "and label columns or a .jsonl of {path, label} (paths relative to the manifest's folder).",
+            ),
+            source_format=Parameter(str, default="auto", description="auto | folders | manifest."),
+            image=Parameter(
+                dict,
+                description="{size: [height, width], channels: 1 | 3 (unset: the first image's), "
+                "fit: resize | pad | exact, convert: true (false: another colour mode is rejected)}",
+            ),
+            split=Parameter(
+                dict,
+                default={"train": 8, "eval": 1, "test": 1},
+                description="Shares of the images per split, per class.",
+            ),
+            max_records=Parameter(int, optional=True, description="Read at most this many images."),
+        ),
+        executor="kflow.components.datasets.images.ingest.executor:run",
+        source_files="kflow.components.datasets.images.ingest.source:source_files",
+    )
+
+    def check_parameters(self) -> list[str]:
+        from kflow.components.datasets.images.ingest.source import ImageFormat, list_images
+
+        try:
+            ImageFormat.from_options(self.parameters.get("image"))
+            list_images(self.parameters.get("source_path"), self.parameters.get("source_format", "auto"))
+        except (ValueError, OSError) as error:
+            return [str(error)]
+        return []

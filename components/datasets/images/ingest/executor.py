@@ -1,0 +1,194 @@
+"""The image ingest executor: a folder of class folders (or a manifest) in, uint8 image Examples split three ways.
+
+The driver lists the files and the classes (source.py) and hands the Beam workers chunks of CHUNK_FILES file
+names. A worker decodes each file with Pillow, converts it to the declared channels and size (`data.image`)
+and writes an Example as MNIST's: `image` (the raw uint8 pixels, row-major), `label` (the class index) and
+`key` (the file's path under the source). Reasons an image is refused (position: its path, or the manifest
+line), the first that applies:
+
+    invalid: missing_label (a manifest row without one), missing_file, not_an_image (Pillow does not know the
+             bytes: a text file named .png), truncated (the file ends inside the image data), corrupt (other
+             decoding errors), too_large (Pillow's decompression-bomb limit), wrong_mode (convert: false and
+             another colour mode), wrong_size (fit: exact and another size)
+
+Split: stratified by class; each class's images ordered by a hash of their path and cut by quota.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kflow.components.datasets.images.ingest.source import ImageFile, ImageFormat, class_names, list_images
+from kflow.components.util import beam_ingest, ingest_records
+from kflow.components.util.ingest_records import INVALID, make_reject
+from kflow.components.util.split_plan import StratifiedPlan
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SPLIT = {"train": 8, "eval": 1, "test": 1}
+CHUNK_FILES = 1000
+GREY_MODES = frozenset({"1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F"})
+
+
+def run(
+    *,
+    examples: Examples,
+    schema: Schema,
+    rejects: Rejects,
+    source_path: str | None = None,
+    source_format: str = "auto",
+    image: dict[str, Any] | None = None,
+    split: dict[str, int] | None = None,
+    shards_per_split: int = 0,
+    max_records: int | None = None,
+    max_invalid_fraction: float = 0.01,
+    beam_args: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Ingests the images; returns {"read": N, "<split>": n, ..., "rejected": r, "invalid": i, "filtered": 0}."""
+    split = DEFAULT_SPLIT if split is None else split
+    ingest_records.check_split_shares(split, ("train", "eval", "test"))
+    ingest_records.check_fraction("max_invalid_fraction", max_invalid_fraction)
+    image_format = ImageFormat.from_options(image)
+    files = list_images(source_path, source_format)[:max_records]
+    classes = class_names(files)
+    if len(classes) < 2:
+        raise ValueError(f"data.source.path: {source_path} holds {len(classes)} class(es); a classifier needs two")
+    channels = image_format.channels or _first_channels(files)
+    log.info(
+        "images ingest: %d files of %d classes (%s); made %s, %s", len(files), len(classes),
+        ", ".join(classes[:10]) + (", ..." if len(classes) > 10 else ""),
+        "×".join(map(str, image_format.shape(channels))), image_format.fit,
+    )  # fmt: skip
+    schema.path.mkdir(parents=True, exist_ok=True)
+    schema.file.write_text(image_schema(image_format.shape(channels), classes))
+    chunks = [tuple(files[start : start + CHUNK_FILES]) for start in range(0, len(files), CHUNK_FILES)]
+    stats = beam_ingest.run_ingest_pipeline(
+        chunks=chunks,
+        process_chunk=ImageConverter(image_format, channels, {name: index for index, name in enumerate(classes)}),
+        splits=tuple(split),
+        shards=shards_per_split,
+        read=len(files),
+        examples=examples,
+        rejects=rejects,
+        beam_args=beam_args,
+        plan=StratifiedPlan(dict(split)),
+    )
+    return ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
+
+
+def _first_channels(files: list[ImageFile]) -> int:
+    """data.image.channels when not given: 1 if the first readable image is grey, else 3."""
+    from PIL import Image
+
+    for file in files[:100]:
+        try:
+            with Image.open(file.path) as opened:
+                channels = 1 if opened.mode in GREY_MODES else 3
+        except Exception:  # noqa: BLE001 - an unreadable file is the worker's to reject; look at the next.
+            continue
+        log.info("images ingest: data.image.channels not set: %d, as %s is %s", channels, file.position, opened.mode)
+        return channels
+    raise ValueError("data.source.path: none of the first 100 files is an image Pillow reads")
+
+
+def image_schema(shape: tuple[int, ...], classes: list[str]) -> str:
+    """The TFMD schema (text) of the Examples: MNIST's features, the size and the class names from the data."""
+    from google.protobuf import text_format
+    from tensorflow_metadata.proto.v0 import schema_pb2
+
+    proto = schema_pb2.Schema()
+    for name, kind in (("image", schema_pb2.BYTES), ("label", schema_pb2.INT), ("key", schema_pb2.BYTES)):
+        feature = proto.feature.add(name=name, type=kind)
+        feature.presence.min_fraction, feature.presence.min_count = 1.0, 1
+        feature.value_count.min = feature.value_count.max = 1
+    image_tags = ["image", f"shape={','.join(map(str, shape))}", "dtype=uint8"]
+    proto.feature[0].annotation.tag.extend(image_tags)
+    label = proto.feature[1]
+    label.int_domain.min, label.int_domain.max, label.int_domain.is_categorical = 0, len(classes) - 1, True
+    label.annotation.tag.extend(["role=label", "task=classification", f"class_names={json.dumps(classes)}"])
+    return text_format.MessageToString(proto)
+
+
+@dataclass(frozen=True)
+class ImageConverter:
+    """Decodes, converts and serialises the images of a chunk; refuses the others with their reason."""
+
+    image_format: ImageFormat
+    channels: int
+    classes: dict[str, int]
+
+    def __call__(self, chunk: tuple[ImageFile, ...]) -> tuple[list, list]:
+        from tensorflow.core.example import example_pb2
+
+        accepted, found = [], []
+        for file in chunk:
+            pixels, problem = self.pixels(file)
+            if problem is not None:
+                reason, details = problem
+                found.append(make_reject(reason, INVALID, file.position, {"path": file.path, "label": file.label},
+                                         **details))  # fmt: skip
+                continue
+            example = example_pb2.Example()
+            features = example.features.feature
+            features["image"].bytes_list.value.append(pixels)
+            features["label"].int64_list.value.append(self.classes[file.label])
+            features["key"].bytes_list.value.append(file.position.encode("utf-8"))
+            accepted.append((file.position, file.label, example.SerializeToString(deterministic=True)))
+        return accepted, found
+
+    def pixels(self, file: ImageFile) -> tuple[bytes | None, tuple[str, dict] | None]:
+        """The image's uint8 pixels in the declared format, or why not: (reason, details)."""
+        import numpy as np
+        from PIL import Image, UnidentifiedImageError
+
+        if file.label not in self.classes:
+            return None, ("missing_label", {})
+        if not file.path:
+            return None, ("missing_file", {"error": "the manifest row has no path"})
+        wanted = "L" if self.channels == 1 else "RGB"
+        try:
+            with Image.open(file.path) as opened:
+                opened.load()
+                if opened.mode != wanted and not self.image_format.convert:
+                    return None, ("wrong_mode", {"mode": opened.mode, "expected_mode": wanted})
+                image = opened if opened.mode == wanted else opened.convert(wanted)
+                image = self.fitted(image)
+        except FileNotFoundError as error:
+            return None, ("missing_file", {"error": str(error)})
+        except UnidentifiedImageError:
+            return None, ("not_an_image", {"error": "Pillow does not recognise the file as an image"})
+        except Image.DecompressionBombError as error:
+            return None, ("too_large", {"error": str(error)})
+        except (OSError, SyntaxError, ValueError) as error:  # What Pillow raises for broken image data.
+            reason = "truncated" if "truncated" in str(error) else "corrupt"
+            return None, (reason, {"error": str(error)})
+        if image is None:
+            return None, ("wrong_size", {"size": list(opened.size[::-1]), "expected_size": self._size()})
+        return np.asarray(image, dtype=np.uint8).tobytes(), None
+
+    def fitted(self, image: Any) -> Any:
+        """The image at the declared size (None: a wrong size under fit: exact)."""
+        from PIL import Image
+
+        width, height = self.image_format.width, self.image_format.height
+        if image.size == (width, height):
+            return image
+        if self.image_format.fit == "exact":
+            return None
+        if self.image_format.fit == "resize":
+            return image.resize((width, height), Image.Resampling.BILINEAR)
+        scale = min(width / image.width, height / image.height)
+        inner = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+        canvas = Image.new(image.mode, (width, height), 0)
+        canvas.paste(
+            image.resize(inner, Image.Resampling.BILINEAR), ((width - inner[0]) // 2, (height - inner[1]) // 2)
+        )
+        return canvas
+
+    def _size(self) -> list[int]:
+        return [self.image_format.height, self.image_format.width]

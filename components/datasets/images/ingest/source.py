@@ -1,0 +1,146 @@
+"""Where an image dataset's files are and what they are: a folder with one sub-folder per class (Keras'
+`image_dataset_from_directory` layout), or a manifest (`.csv` with `path,label` columns, or `.jsonl` of
+{"path": ..., "label": ...}) whose paths are relative to its folder; and how an image is made the declared
+size (`data.image`). The driver lists the files and the classes; a worker decodes and converts (records.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FITS = ("resize", "pad", "exact")
+IMAGE_OPTIONS = ("size", "channels", "fit", "convert")
+
+
+@dataclass(frozen=True)
+class ImageFormat:
+    """What every image becomes: `height`×`width` pixels of `channels` (1: grey, 3: RGB) uint8 values.
+
+    fit: resize (stretched to the size), pad (scaled to fit inside, keeping its shape, then centred on black),
+    exact (an image of another size is rejected: wrong_size). convert: false rejects an image whose mode is not
+    the channels' (wrong_mode) instead of converting it."""
+
+    height: int
+    width: int
+    channels: int | None = None  # None: the first image's (grey or RGB).
+    fit: str = "resize"
+    convert: bool = True
+
+    @classmethod
+    def from_options(cls, options: Any) -> ImageFormat:
+        if not isinstance(options, dict) or "size" not in options:
+            raise ValueError(
+                f"data.image: the images dataset needs the size its images are made, e.g. {{size: [28, 28]}} "
+                f"(height, width), got {options!r}"
+            )
+        unknown = sorted(set(options) - set(IMAGE_OPTIONS))
+        if unknown:
+            raise ValueError(f"data.image: unknown options {unknown} (allowed: {', '.join(IMAGE_OPTIONS)})")
+        size = options["size"]
+        if isinstance(size, int) and not isinstance(size, bool):
+            size = [size, size]
+        if not (isinstance(size, list) and len(size) == 2 and all(_positive(side) for side in size)):
+            raise ValueError(f"data.image.size: [height, width] (or one number for a square) in pixels, got {size!r}")
+        channels = options.get("channels")
+        if channels not in (None, 1, 3):
+            raise ValueError(f"data.image.channels: 1 (grey) or 3 (RGB), got {channels!r}")
+        fit = options.get("fit", "resize")
+        if fit not in FITS:
+            raise ValueError(f"data.image.fit: one of {', '.join(FITS)}, got {fit!r}")
+        convert = options.get("convert", True)
+        if not isinstance(convert, bool):
+            raise ValueError(f"data.image.convert: true or false, got {convert!r}")
+        return cls(size[0], size[1], channels, fit, convert)
+
+    def shape(self, channels: int) -> tuple[int, ...]:
+        """The stored shape: [height, width] for grey (as MNIST's), [height, width, 3] for RGB."""
+        return (self.height, self.width) if channels == 1 else (self.height, self.width, channels)
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+@dataclass(frozen=True)
+class ImageFile:
+    """One record: the file, its class as named by the source, and its position in messages (and split key)."""
+
+    path: str
+    label: str
+    position: str
+
+
+def list_images(source_path: str | None, source_format: str = "auto") -> list[ImageFile]:
+    """The source's images in a stable order (class folders, then files, by name; a manifest's order)."""
+    if not source_path:
+        raise ValueError("data.source.path: the images dataset needs a folder of class folders or a manifest file")
+    path = Path(source_path).expanduser()
+    if source_format not in ("auto", "folders", "manifest"):
+        raise ValueError(f"data.source.format: images reads auto | folders | manifest, got {source_format!r}")
+    if not path.exists():
+        raise ValueError(f"data.source.path: {source_path} does not exist")
+    if path.is_dir() and source_format != "manifest":
+        return _from_folders(path)
+    if path.is_file() and source_format != "folders":
+        return _from_manifest(path)
+    raise ValueError(f"data.source.path: {source_path} is not a {'folder' if source_format == 'folders' else 'file'}")
+
+
+def _from_folders(root: Path) -> list[ImageFile]:
+    classes = sorted(child for child in root.iterdir() if child.is_dir() and not child.name.startswith("."))
+    if not classes:
+        raise ValueError(f"data.source.path: {root} has no class folders (one sub-folder of images per class)")
+    files = [
+        ImageFile(str(file), folder.name, str(file.relative_to(root)))
+        for folder in classes
+        for file in sorted(folder.rglob("*"))
+        if file.is_file() and not any(part.startswith(".") for part in file.relative_to(root).parts)
+    ]
+    if not files:
+        raise ValueError(f"data.source.path: the class folders of {root} hold no files")
+    return files
+
+
+def _from_manifest(manifest: Path) -> list[ImageFile]:
+    rows: list[tuple[Any, Any, str]] = []
+    if manifest.suffix == ".jsonl":
+        with manifest.open() as lines:
+            for number, line in enumerate(lines, start=1):
+                if line.strip():
+                    entry = json.loads(line)
+                    rows.append((entry.get("path"), entry.get("label"), f"{manifest.name}:{number}"))
+    elif manifest.suffix == ".csv":
+        with manifest.open(newline="") as file:
+            reader = csv.DictReader(file)
+            if not {"path", "label"} <= set(reader.fieldnames or ()):
+                raise ValueError(f"data.source.path: the manifest {manifest} needs the columns path and label")
+            rows = [(row["path"], row["label"], f"{manifest.name}:{number}") for number, row in enumerate(reader, 2)]
+    else:
+        raise ValueError(f"data.source.path: a manifest is a .csv (path,label) or .jsonl file, got {manifest.name}")
+    files = []
+    for path, label, position in rows:
+        # A row without a path or label is kept as a record, so the worker rejects it with its position.
+        file = str(manifest.parent / path) if isinstance(path, str) and path else ""
+        files.append(ImageFile(file, "" if label is None else str(label), f"{position} {path}"))
+    if not files:
+        raise ValueError(f"data.source.path: the manifest {manifest} lists no images")
+    return files
+
+
+def class_names(files: list[ImageFile]) -> list[str]:
+    """The classes in index order: by number when every name is a whole number, else by name."""
+    names = {file.label for file in files if file.label}
+    if all(name.lstrip("-").isdigit() for name in names):
+        return sorted(names, key=int)
+    return sorted(names)
+
+
+def source_files(*, source_path: str | None = None, source_format: str = "auto", **_: Any) -> list[Path]:
+    """The files the ingest reads, for the data fingerprint in its cache key (the manifest too)."""
+    listed = [Path(file.path) for file in list_images(source_path, source_format) if file.path]
+    path = Path(source_path or "")
+    return [path, *listed] if path.is_file() else listed

@@ -1,0 +1,152 @@
+"""The image ingest on real image files written with Pillow: folders and manifests, conversion to the declared
+size and channels, every broken file rejected with its path and reason, stratified splits, the schema."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from PIL import Image
+
+from kflow.components.datasets.images.ingest.executor import run
+from kflow.components.datasets.images.ingest.source import ImageFormat, list_images
+from kflow.components.util.schema import annotation_tags, int_domain, load_schema
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+from tests.components.datasets.images.image_fixtures import truncate
+
+
+def ingest(folder, **parameters):
+    examples, schema, rejects = Examples(folder / "ex"), Schema(folder / "schema"), Rejects(folder / "rej")
+    summary = run(examples=examples, schema=schema, rejects=rejects, max_invalid_fraction=1.0, **parameters)
+    return summary, examples, schema, rejects
+
+
+def records(examples):
+    """{key: (label, pixels)} of every split."""
+    found = {}
+    for split in examples.splits:
+        for serialized in tf.data.TFRecordDataset(examples.split_files(split), compression_type="GZIP"):
+            features = tf.train.Example.FromString(serialized.numpy()).features.feature
+            found[features["key"].bytes_list.value[0].decode()] = (
+                features["label"].int64_list.value[0],
+                np.frombuffer(features["image"].bytes_list.value[0], np.uint8),
+            )
+    return found
+
+
+def save(path, array, mode):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.asarray(array, np.uint8), mode).save(path)
+    return path
+
+
+@pytest.fixture
+def shapes(tmp_path):
+    """Two classes of grey and colour images of several sizes, and broken files among them."""
+    root = tmp_path / "shapes"
+    for index in range(6):
+        save(root / "circle" / f"c{index}.png", np.full((4, 6), 10 * index), "L")
+        save(root / "square" / f"s{index}.jpg", np.full((5, 5, 3), (200, 100, 0)), "RGB")
+    truncate(save(root / "circle" / "broken.png", np.random.default_rng(0).integers(0, 255, (64, 64)), "L"))
+    (root / "square" / "notes.png").write_text("not an image at all\n")
+    (root / ".cache").mkdir()
+    (root / ".cache" / "x.png").write_text("ignored: hidden")
+    return root
+
+
+def test_folders_become_images_of_the_declared_size_and_broken_files_are_rejected(shapes, tmp_path):
+    summary, examples, schema, rejects = ingest(tmp_path / "out", source_path=str(shapes), image={"size": [4, 4]})
+
+    assert summary["read"] == 14 and summary["rejected"] == 2
+    assert summary["train"] + summary["eval"] + summary["test"] == 12
+    reasons = {entry["position"]: entry["reason"] for entry in rejects.read()}
+    assert reasons == {"circle/broken.png": "truncated", "square/notes.png": "not_an_image"}
+    assert {entry["record"]["path"] for entry in rejects.read()} == {
+        str(shapes / "circle" / "broken.png"),
+        str(shapes / "square" / "notes.png"),
+    }
+    found = records(examples)
+    assert found["circle/c3.png"][0] == 0 and found["square/s0.jpg"][0] == 1
+    assert all(pixels.size == 16 for _, pixels in found.values())  # 4×4 grey: the first image is grey.
+    assert set(found["circle/c3.png"][1]) == {30}  # A flat image stays flat through the resize.
+    proto = load_schema(schema.file)
+    assert annotation_tags(proto, "image")["shape"] == "4,4"
+    assert int_domain(proto, "label") == (0, 1)
+    assert json.loads(annotation_tags(proto, "label")["class_names"]) == ["circle", "square"]
+
+
+def test_rgb_pad_keeps_the_shape_of_the_image_and_exact_refuses_other_sizes(tmp_path):
+    root = tmp_path / "src"
+    save(root / "a" / "wide.png", np.full((2, 4, 3), 255), "RGB")
+    save(root / "b" / "square.png", np.full((4, 4, 3), 7), "RGB")
+
+    _, examples, schema, _ = ingest(tmp_path / "pad", source_path=str(root), image={"size": 4, "channels": 3,
+                                                                                     "fit": "pad"})  # fmt: skip
+    wide = records(examples)["a/wide.png"][1].reshape(4, 4, 3)
+    assert (wide[1:3] == 255).all() and (wide[0] == 0).all() and (wide[3] == 0).all()  # Centred, black bars.
+    assert annotation_tags(load_schema(schema.file), "image")["shape"] == "4,4,3"
+
+    summary, _, _, rejects = ingest(tmp_path / "exact", source_path=str(root), image={"size": 4, "fit": "exact"})
+    assert [(entry["position"], entry["reason"], entry["size"]) for entry in rejects.read()] == [
+        ("a/wide.png", "wrong_size", [2, 4])
+    ]
+    summary, _, _, rejects = ingest(tmp_path / "mode", source_path=str(root), image={"size": 4, "channels": 1,
+                                                                                     "convert": False})  # fmt: skip
+    assert {entry["reason"] for entry in rejects.read()} == {"wrong_mode"} and summary["rejected"] == 2
+
+
+def test_a_manifest_lists_images_by_path_and_label(tmp_path):
+    for index in range(4):
+        save(tmp_path / "img" / f"{index}.png", np.full((3, 3), index), "L")
+    (tmp_path / "train.csv").write_text(
+        "path,label\nimg/0.png,10\nimg/1.png,2\nimg/2.png,10\nimg/3.png,\nimg/9.png,2\n"
+    )
+    summary, examples, schema, rejects = ingest(tmp_path / "out", source_path=str(tmp_path / "train.csv"),
+                                                image={"size": [3, 3]})  # fmt: skip
+    assert {(entry["position"], entry["reason"]) for entry in rejects.read()} == {
+        ("train.csv:5 img/3.png", "missing_label"),
+        ("train.csv:6 img/9.png", "missing_file"),
+    }
+    assert summary["read"] == 5
+    # Whole-number class names are ordered as numbers: 2 before 10.
+    assert json.loads(annotation_tags(load_schema(schema.file), "label")["class_names"]) == ["2", "10"]
+    assert sorted(label for label, _ in records(examples).values()) == [0, 1, 1]
+
+    (tmp_path / "list.jsonl").write_text('{"path": "img/0.png", "label": "a"}\n{"path": "img/1.png", "label": "b"}\n')
+    assert [file.label for file in list_images(str(tmp_path / "list.jsonl"))] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (None, "data.image: the images dataset needs the size"),
+        ({"size": [0, 4]}, "data.image.size: [height, width]"),
+        ({"size": 4, "channels": 2}, "data.image.channels: 1 (grey) or 3 (RGB), got 2"),
+        ({"size": 4, "fit": "crop"}, "data.image.fit: one of resize, pad, exact, got 'crop'"),
+        ({"size": 4, "colour": 1}, "data.image: unknown options ['colour']"),
+    ],
+)
+def test_bad_image_options_name_the_field(options, message):
+    with pytest.raises(ValueError) as failure:
+        ImageFormat.from_options(options)
+    assert message in str(failure.value)
+
+
+def test_a_source_without_class_folders_is_refused(tmp_path):
+    save(tmp_path / "flat.png", np.zeros((2, 2)), "L")
+    with pytest.raises(ValueError, match="has no class folders"):
+        list_images(str(tmp_path))
+    with pytest.raises(ValueError, match="does not exist"):
+        list_images(str(tmp_path / "nothing"))
+
+
+def test_both_image_models_take_any_size_and_channels():
+    from kflow.components.models import build_image_convnet, build_mnist_convnet
+
+    for shape in [(8, 8), (28, 28), (32, 24, 3)]:
+        images = np.random.default_rng(0).integers(0, 255, (2, *shape)).astype(np.uint8)
+        for build in (build_mnist_convnet, build_image_convnet):
+            probabilities = np.asarray(build(num_classes=3, image_shape=shape)(images))
+            assert probabilities.shape == (2, 3) and np.allclose(probabilities.sum(axis=1), 1, atol=1e-5)
+    # MNIST's own model is unchanged: the Keras example's 34,826 weights (unpadded convolutions at 28×28).
+    assert build_mnist_convnet().count_params() == 34_826

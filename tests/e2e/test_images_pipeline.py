@@ -1,0 +1,37 @@
+"""Your own images end to end with a config of a path and a size: scikit-learn's 8×8 digits written as PNG
+files in a folder per class, a truncated PNG and a text file named .png among them, through `kflow run`."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from tests.components.datasets.images.image_fixtures import truncate, write_digits
+
+
+def test_a_folder_of_png_digits_trains_to_090_and_rejects_broken_files_by_path(tmp_path, run_kflow):
+    source = write_digits(tmp_path / "digits")
+    truncate(source / "3" / "0003.png")
+    (source / "7" / "readme.png").write_text("these are the digits from scikit-learn\n")
+    config = tmp_path / "digits.yaml"
+    config.write_text(yaml.safe_dump({"name": "digits", "pipeline_root": str(tmp_path / "runs"),
+                                      "data": {"dataset": "images", "source": {"path": "digits"},
+                                               "image": {"size": [8, 8]}}}))  # fmt: skip
+
+    done = run_kflow("run", config)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs" / "digits").glob("2*")
+    stats = json.loads((run_dir / "ingest" / "examples" / "stats.json").read_text())
+    assert stats["read"] == 1798 and stats["invalid"] == {"truncated": 1, "not_an_image": 1}
+    rejects = [json.loads(line) for line in (run_dir / "ingest" / "rejects" / "rejects.jsonl").read_text().splitlines()]
+    assert {(entry["position"], entry["record"]["path"]) for entry in rejects} == {
+        ("3/0003.png", str(source / "3" / "0003.png")),
+        ("7/readme.png", str(source / "7" / "readme.png")),
+    }
+    metrics = json.loads((run_dir / "evaluate" / "evaluation" / "metrics.json").read_text())
+    assert metrics["example_count"] == stats["accepted"]["test"] and metrics["accuracy"] >= 0.9
+    assert metrics["confusion_matrix"]["categories"] == [str(digit) for digit in range(10)]
+    history = json.loads(next(run_dir.glob("train/model_run/**/history.json")).read_text())
+    assert history["model_name"] == "image_convnet"
