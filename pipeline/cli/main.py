@@ -220,6 +220,7 @@ def _run(args: argparse.Namespace) -> int:
         if failure.result is not None:
             print(format_run(failure.result.run, colour=_colour()))
             where = f" [{failure.result.run_dir / 'run.json'}]"
+            _track(config, failure.result.run)
         print(f"kflow: error: {failure}{where}", file=sys.stderr)
         return EXIT_FAILED
     except Cancelled as cancelled:
@@ -228,7 +229,22 @@ def _run(args: argparse.Namespace) -> int:
         return cancelled.exit_code
     print(format_run(result.run, colour=_colour()))
     print(f"run folder: {result.run_dir}")
+    _track(config, result.run)
     return _gate(result.run, config.evaluator.get("on_not_blessed", "fail"))
+
+
+def _track(config: PipelineConfig, run: Run) -> None:
+    """Logs the finished run to the tracking server the config names; a failure is a warning, not the run's."""
+    if not (settings := config.tracking.get("mlflow")):
+        return
+    from kflow.pipeline.app.mlflow_tracking import TrackingError, track_run
+
+    try:
+        mlflow_run = track_run(settings, run)
+    except TrackingError as error:
+        print(f"kflow: warning: tracking: {error}", file=sys.stderr)
+        return
+    print(f"mlflow run: {mlflow_run} at {settings['uri']}")
 
 
 def _gc(args: argparse.Namespace) -> int:

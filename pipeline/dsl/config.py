@@ -76,6 +76,7 @@ class PipelineConfig:
     beam: dict[str, Any] = field(default_factory=dict)
     orchestration: dict[str, Any] = field(default_factory=dict)
     kubeflow: dict[str, Any] = field(default_factory=dict)
+    tracking: dict[str, Any] = field(default_factory=dict)
     components: list[dict[str, Any]] | None = None  # a declared DAG (pipeline/app/declared_pipeline.py)
     source: str | None = None
 
@@ -89,6 +90,7 @@ class PipelineConfig:
             "beam": self.beam,
             "orchestration": self.orchestration,
             "kubeflow": self.kubeflow,
+            "tracking": self.tracking,
         }
         return fields if self.components is None else {**fields, "components": self.components}
 

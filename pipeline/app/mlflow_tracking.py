@@ -1,0 +1,225 @@
+"""A finished `kflow run` as an MLflow run (`tracking.mlflow`), read from its run record, after the run.
+
+What one kflow run becomes (run name: the kflow run id; experiment: `tracking.mlflow.experiment`, default the
+pipeline's name):
+
+    params     the config, flattened (`trainer.optimizer.learning_rate`)
+    metrics    each component's summary numbers (`ingest.read`, `evaluate.accuracy`), the Trainer's per-epoch
+               metrics with the epoch as step (`train.loss`, `train.val_accuracy`), the Evaluator's metrics at
+               full precision and its verdict (`evaluate.blessed`: 1 or 0)
+    tags       kflow.status; per component kflow.<node>.status (succeeded | cached | failed), .cached_from,
+               .code_version, .fingerprint, and for an ingest .data (a digest of its source files' sha256) and
+               .data_files; kflow.cached: all | some | none
+    artifacts  run.json, each evaluation's report.html, plots, metrics.json and blessing.json under <node>/, and
+               a blessed model's serving SavedModel under <node>/model, registered in the Model Registry under
+               the pipeline's name (once per model: a cached run of the same model adds no version)
+
+Tracking never changes a run's outcome: a tracking server that cannot be reached costs a bounded wait and one
+warning line. MLflow is an optional extra (`pip install 'kflow[mlflow]'`), imported only when tracking is on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kflow.pipeline.dsl.artifacts import ModelBlessing, ModelEvaluation, ModelRun
+from kflow.pipeline.runners.run_record import Run
+
+log = logging.getLogger(__name__)
+
+# MLflow's limits on one log_batch call and on a param's value.
+_BATCH_PARAMS, _BATCH_METRICS, _BATCH_TAGS, _PARAM_CHARS = 100, 1000, 100, 6000
+_PLOTS = ("*.png", "*.svg")
+_EVALUATION_FILES = ("report.html", "metrics.json", "serving_check.json")
+
+
+class TrackingError(RuntimeError):
+    """Tracking was asked for and could not be done (MLflow missing, the server refusing)."""
+
+
+def track_run(settings: dict[str, Any], run: Run) -> str:
+    """Logs `run` to the MLflow tracking server of `settings` ({uri, experiment, register}); returns the MLflow
+    run id. Raises TrackingError with one line saying why it could not."""
+    # Bounded waits: MLflow's own defaults retry a dead server for minutes.
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(int(settings.get("timeout", 30))))
+    try:
+        from mlflow import MlflowClient
+        from mlflow.entities import Metric, Param, RunTag
+    except ImportError:
+        raise TrackingError("tracking.mlflow needs MLflow: pip install 'kflow[mlflow]'") from None
+    client = MlflowClient(tracking_uri=settings["uri"])
+    try:
+        experiment = settings.get("experiment") or run.pipeline
+        found = client.get_experiment_by_name(experiment)
+        experiment_id = found.experiment_id if found else client.create_experiment(experiment)
+        created = client.create_run(experiment_id, run_name=run.run_id, tags={"kflow.run_id": run.run_id})
+        run_id = created.info.run_id
+        now = int(time.time() * 1000)
+        params = [Param(key, value) for key, value in flat_params(run.metadata.get("config", {}))]
+        metrics = [Metric(key, value, now, step) for key, value, step in run_metrics(run)]
+        tags = [RunTag(key, value) for key, value in run_tags(run)]
+        for batch, size, field in ((params, _BATCH_PARAMS, "params"), (metrics, _BATCH_METRICS, "metrics"),
+                                   (tags, _BATCH_TAGS, "tags")):  # fmt: skip
+            for start in range(0, len(batch), size):
+                client.log_batch(run_id, **{field: batch[start : start + size]})
+        client.log_artifact(run_id, str(run.run_dir / "run.json"))
+        for node, folder, files in evaluation_files(run):
+            for file in files:
+                client.log_artifact(run_id, str(folder / file), artifact_path=node)
+        registered = _log_blessed_models(client, run, run_id, settings.get("register", True))
+        client.set_terminated(run_id, "FINISHED" if run.status == "succeeded" else "FAILED")
+    except TrackingError:
+        raise
+    except Exception as error:  # MLflow's errors (RestException, connection errors) are many; say one line.
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise TrackingError(f"MLflow at {settings['uri']}: {first}") from None
+    log.info(
+        "tracking: logged run %s to MLflow at %s as run %s (experiment %r)%s",
+        run.run_id, settings["uri"], run_id, experiment,
+        "".join(f"; registered {name} version {version}" for name, version in registered),
+    )  # fmt: skip
+    return run_id
+
+
+def flat_params(config: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    """`section.field` → the value as text (JSON for lists; long values cut to MLflow's limit)."""
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            yield from flat_params(value, f"{name}.")
+        else:
+            text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+            yield name, text[:_PARAM_CHARS]
+
+
+def run_metrics(run: Run) -> Iterator[tuple[str, float, int]]:
+    """(key, value, step) of every number the run's components report."""
+    for node, execution in run.executions.items():
+        epochs = [
+            epoch
+            for model_run in _finished_outputs(execution, ModelRun)
+            for epoch in _history(model_run).get("per_epoch", [])
+        ]
+        # A summary number that is also per epoch (the final loss) is the last point of that curve, not a step 0.
+        per_epoch = {key for epoch in epochs for key in epoch}
+        yield from _numbers(node, {k: v for k, v in execution.summary.items() if k not in per_epoch})
+        for epoch in epochs:
+            step = int(epoch.get("epoch", 0))
+            for key, value in epoch.items():
+                if key not in ("epoch", "step") and _is_number(value):
+                    yield f"{node}.{key}", float(value), step
+        if not execution.finished:
+            continue
+        for evaluation in execution.outputs_of_type(ModelEvaluation):
+            scalars = {k: v for k, v in _read_json(evaluation.path / "metrics.json").items() if k not in
+                       execution.summary}  # fmt: skip
+            yield from _numbers(node, scalars)
+        for blessing in execution.outputs_of_type(ModelBlessing):
+            yield f"{node}.blessed", float(blessing.blessed), 0
+
+
+def run_tags(run: Run) -> Iterator[tuple[str, str]]:
+    yield "kflow.pipeline", run.pipeline
+    yield "kflow.status", run.status
+    yield "kflow.run_dir", str(run.run_dir)
+    if config_file := run.metadata.get("config_file"):
+        yield "mlflow.source.name", str(config_file)
+    statuses = [execution.status for execution in run.executions.values()]
+    cached = sum(status == "cached" for status in statuses)
+    yield "kflow.cached", "all" if statuses and cached == len(statuses) else "some" if cached else "none"
+    for node, execution in run.executions.items():
+        yield f"kflow.{node}.status", execution.status
+        for field in ("cached_from", "code_version", "fingerprint"):
+            if value := getattr(execution, field):
+                yield f"kflow.{node}.{field}", str(value)
+        if execution.data and (files := execution.data.get("files")):
+            digest = hashlib.sha256("".join(str(file.get("sha256")) for file in files).encode()).hexdigest()
+            yield f"kflow.{node}.data", digest[:20]
+            yield f"kflow.{node}.data_files", str(len(files))
+        for blessing in execution.outputs_of_type(ModelBlessing) if execution.finished else ():
+            yield f"kflow.{node}.blessed", str(blessing.blessed).lower()
+            if model := execution.inputs.get("model"):
+                yield f"kflow.{node}.model", model.uri
+
+
+def evaluation_files(run: Run) -> Iterator[tuple[str, Path, list[str]]]:
+    """(node, folder, files) of each finished evaluation: the report, its plots, metrics and verdict."""
+    for node, execution in run.executions.items():
+        if not execution.finished:
+            continue
+        for evaluation in execution.outputs_of_type(ModelEvaluation):
+            names = [name for name in _EVALUATION_FILES if (evaluation.path / name).is_file()]
+            names += sorted(path.name for pattern in _PLOTS for path in evaluation.path.glob(pattern))
+            yield node, evaluation.path, names
+        for blessing in execution.outputs_of_type(ModelBlessing):
+            if (blessing.path / "blessing.json").is_file():
+                yield node, blessing.path, ["blessing.json"]
+
+
+def _log_blessed_models(client: Any, run: Run, run_id: str, register: bool) -> list[tuple[str, str]]:
+    """Logs each blessed model's serving SavedModel and registers it under the pipeline's name, once per model:
+    a model already registered (a cached run's) is tagged with its version, not uploaded again."""
+    registered = []
+    for node, execution in run.executions.items():
+        if not execution.finished or not any(b.blessed for b in execution.outputs_of_type(ModelBlessing)):
+            continue
+        model = execution.inputs.get("model")
+        serving = Path(model.uri) / "Format-Serving" if model else None
+        if serving is None or not serving.is_dir():
+            continue
+        name = run.pipeline
+        if register:
+            query = f"name = '{name}' and tag.kflow_model_fingerprint = '{model.fingerprint}'"
+            if same := client.search_model_versions(query):
+                client.set_tag(run_id, f"kflow.{node}.registered_version", same[0].version)
+                log.info("tracking: model %s is already version %s of %s", model.uri, same[0].version, name)
+                continue
+        client.log_artifacts(run_id, str(serving), artifact_path=f"{node}/model")
+        if not register:
+            continue
+        if not client.search_registered_models(filter_string=f"name = '{name}'"):
+            client.create_registered_model(name, description=f"Models blessed by kflow pipeline {name!r}")
+        source = f"{client.get_run(run_id).info.artifact_uri}/{node}/model"
+        tags = {"kflow_model_fingerprint": model.fingerprint, "kflow_run_id": run.run_id, "kflow_model_uri": model.uri}
+        version = client.create_model_version(name, source, run_id=run_id, tags=tags)
+        client.set_tag(run_id, f"kflow.{node}.registered_version", version.version)
+        registered.append((name, version.version))
+    return registered
+
+
+def _finished_outputs(execution: Any, kind: type) -> list[Any]:
+    return execution.outputs_of_type(kind) if execution.finished else []
+
+
+def _numbers(node: str, values: dict[str, Any]) -> Iterator[tuple[str, float, int]]:
+    for key, value in values.items():
+        if _is_number(value):
+            yield f"{node}.{key}", float(value), 0
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _history(model_run: ModelRun) -> dict[str, Any]:
+    try:
+        return model_run.history
+    except (OSError, ValueError):
+        return {}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,136 @@
+"""`tracking.mlflow` against a real MLflow tracking server (SQLite backend, artifacts proxied by the server)
+started by the test on a free loopback port: the demo's run logged with its params, per-epoch metrics,
+evaluation, artifacts and registered model; a cached re-run recorded as cached; a dead server only warns."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+mlflow = pytest.importorskip("mlflow", reason="MLflow is not installed (pip install 'kflow[mlflow]')")
+
+DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory):
+    """`mlflow server` on 127.0.0.1:<free port>, stopped (its whole process group) after the module."""
+    folder = tmp_path_factory.mktemp("mlflow")
+    port = free_port()
+    command = [str(Path(sys.executable).parent / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
+               "--workers", "1", "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
+               "--artifacts-destination", str(folder / "artifacts")]  # fmt: skip
+    log = (folder / "server.log").open("w")
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"mlflow server did not start: {(folder / 'server.log').read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield uri
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        log.close()
+
+
+def kflow_run(root: Path, *settings: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "kflow.pipeline.cli.main", "run", str(DEMO), "--pipeline-root", str(root), *settings],
+        capture_output=True, text=True, cwd=REPO, timeout=900,
+    )  # fmt: skip
+
+
+def test_the_demo_is_logged_to_mlflow_and_its_cached_rerun_is_recorded_as_cached(mlflow_server, tmp_path):
+    tracking = f"tracking.mlflow={{uri: '{mlflow_server}', experiment: kflow-demo}}"
+    first = kflow_run(tmp_path, "--set", tracking)
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = kflow_run(tmp_path, "--set", tracking)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "kflow: warning: tracking" not in first.stderr + second.stderr
+
+    client = mlflow.MlflowClient(tracking_uri=mlflow_server)
+    experiment = client.get_experiment_by_name("kflow-demo")
+    runs = client.search_runs([experiment.experiment_id], order_by=["attributes.start_time ASC"])
+    assert len(runs) == 2
+    cold, cached = runs
+    kflow_ids = sorted(path.name for path in (tmp_path / "demo").glob("2*"))
+    assert [cold.info.run_name, cached.info.run_name] == kflow_ids
+    assert cold.info.status == cached.info.status == "FINISHED"
+
+    # Params: the config, flattened.
+    assert cold.data.params["trainer.epochs"] == "20" and cold.data.params["data.dataset"] == "mnist"
+    assert cold.data.params["trainer.optimizer.learning_rate"] == "0.002"
+    # Per-epoch training metrics with the epoch as step; the evaluation and its verdict.
+    losses = client.get_metric_history(cold.info.run_id, "train.loss")
+    assert [metric.step for metric in sorted(losses, key=lambda m: m.step)] == list(range(1, 21))
+    history = json.loads((tmp_path / "demo" / kflow_ids[0] / "train" / "model_run" / "history.json").read_text())
+    assert sorted(losses, key=lambda m: m.step)[-1].value == pytest.approx(history["per_epoch"][-1]["loss"])
+    evaluation = json.loads((tmp_path / "demo" / kflow_ids[0] / "evaluate" / "evaluation" / "metrics.json").read_text())
+    assert cold.data.metrics["evaluate.accuracy"] == pytest.approx(evaluation["accuracy"])
+    assert cold.data.metrics["evaluate.blessed"] == 1.0 and cold.data.metrics["ingest.read"] == 1797
+    # Data fingerprints and code versions as tags.
+    record = json.loads((tmp_path / "demo" / kflow_ids[0] / "run.json").read_text())
+    assert cold.data.tags["kflow.train.code_version"] == record["components"]["train"]["code_version"]
+    assert cold.data.tags["kflow.ingest.data_files"] == str(len(record["components"]["ingest"]["data"]["files"]))
+    assert cold.data.tags["kflow.cached"] == "none"
+    # Artifacts: the report, its plots, the run record and the blessed serving model.
+    logged = {item.path for item in client.list_artifacts(cold.info.run_id, "evaluate")}
+    assert {"evaluate/report.html", "evaluate/metrics.json", "evaluate/blessing.json", "evaluate/model"} <= logged
+    assert any(path.endswith(".png") for path in logged)
+    assert "run.json" in {item.path for item in client.list_artifacts(cold.info.run_id)}
+    assert "evaluate/model/saved_model.pb" in {
+        i.path for i in client.list_artifacts(cold.info.run_id, "evaluate/model")
+    }
+    # The blessed model, registered once under the pipeline's name.
+    (version,) = client.search_model_versions("name = 'demo'")
+    assert version.run_id == cold.info.run_id and version.version == "1"
+    assert version.tags["kflow_run_id"] == kflow_ids[0]
+
+    # The second run: every component cached, from the first; the same model, not registered again.
+    assert cached.data.tags["kflow.cached"] == "all"
+    assert cached.data.tags["kflow.train.status"] == "cached"
+    assert cached.data.tags["kflow.train.cached_from"] == kflow_ids[0]
+    assert cached.data.tags["kflow.evaluate.registered_version"] == "1"
+    assert cached.data.metrics["evaluate.accuracy"] == cold.data.metrics["evaluate.accuracy"]
+
+    # A tracking server that is not there: one warning line, the run's own outcome, in bounded time.
+    started = time.monotonic()
+    dead = kflow_run(tmp_path, "--set", f"tracking.mlflow={{uri: 'http://127.0.0.1:{free_port()}', timeout: 2}}")
+    assert dead.returncode == 0, dead.stderr[-2000:]
+    assert "kflow: warning: tracking: MLflow at http://127.0.0.1:" in dead.stderr
+    assert time.monotonic() - started < 120
+
+
+def test_tracking_without_a_uri_is_refused_by_validate(run_kflow):
+    done = run_kflow("validate", DEMO, "--set", "tracking.mlflow={experiment: x}")
+    assert done.returncode == 2 and "tracking.mlflow" in done.stderr and "uri" in done.stderr
