@@ -237,7 +237,7 @@ def _track(config: PipelineConfig, run: Run) -> None:
     """Logs the finished run to the tracking server the config names; a failure is a warning, not the run's."""
     if not (settings := config.tracking.get("mlflow")):
         return
-    from kflow.pipeline.app.mlflow_tracking import TrackingError, track_run
+    from kflow.pipeline.runners.mlflow_tracking import TrackingError, track_run
 
     try:
         mlflow_run = track_run(settings, run)

@@ -23,6 +23,7 @@ A component with a ModelBlessing output also gets a string output parameter besi
 from __future__ import annotations
 
 import inspect
+import json
 from typing import Any
 
 from kfp import dsl
@@ -134,6 +135,10 @@ def build_container_component(
             args += metrics_publishing_args(evaluations[0], CLASSIFICATION_METRICS_OUTPUT)
             args += ["--publish-report", f"{evaluations[0]}={bound[REPORT_OUTPUT].path}"]
             args += ["--publish-summary", f"{evaluations[0]}={bound[SUMMARY_OUTPUT].path}"]
+            if settings.mlflow:
+                producers = {name: channel.producer for name, channel in node.inputs.items()}
+                tracked = {**settings.mlflow, "node": node.id, "producers": producers}
+                args += ["--track-mlflow", json.dumps(tracked, sort_keys=True)]
         for blessing, verdict in verdicts.items():
             args += ["--publish-verdict", f"{blessing}={bound[verdict]}"]
         if baseline:

@@ -24,6 +24,7 @@ from kflow.pipeline.compiler.component_builder import (
     verdict_output,
 )
 from kflow.pipeline.compiler.settings import IMAGE_REQUIRED, LAUNCHER_RESOURCES, KubeflowSettings, Resources
+from kflow.pipeline.dsl.artifacts import ModelEvaluation
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.kubeflow.baselines import gated_model_input, store_path
@@ -93,6 +94,8 @@ def build_kfp_pipeline(
             else:
                 _apply_resources(task, settings.resources_for(node.id))
                 _retry(task, settings.retries)
+            if settings.mlflow and _evaluates(node):  # The MLflow run is named after the KFP run.
+                kubernetes.use_field_path_as_env(task, RUN_ID_VARIABLE, RUN_ID_FIELD)
             tasks[node.id] = task
 
         def add_fingerprinter(node: Component, arguments: dict) -> dsl.PipelineTask:
@@ -177,6 +180,12 @@ LAUNCHER_POD_FIELDS = {
     "KFLOW_POD_UID": "metadata.uid",
     "KFLOW_POD_NAMESPACE": "metadata.namespace",
 }
+# The KFP run a task belongs to (KFP's run-id label on every task pod), for the MLflow run of an evaluate task.
+RUN_ID_VARIABLE, RUN_ID_FIELD = "KFLOW_KFP_RUN_ID", "metadata.labels['pipeline/runid']"
+
+
+def _evaluates(node: Component) -> bool:
+    return any(issubclass(kind, ModelEvaluation) for kind in node.spec.outputs.values())
 
 
 def _typed(node: Component, name: str, value: object) -> object:

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +105,8 @@ class KubeflowSettings:
     resources: dict[str, Resources] = field(default_factory=dict)
     cluster: ClusterSettings = field(default_factory=ClusterSettings)
     parameters: list[str] = field(default_factory=list)  # config fields that are run-time pipeline inputs
+    # The config's tracking.mlflow (with the pipeline's name and config): the evaluate tasks log to that server.
+    mlflow: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, section: dict[str, Any]) -> KubeflowSettings:
@@ -129,6 +131,8 @@ def load_compile_config(
     config, settings = validate_config(raw, source), kubeflow_settings(section or {}, source)
     if not settings.image:
         raise ConfigError([IMAGE_REQUIRED], source)
+    if tracking := config.tracking.get("mlflow"):
+        settings = replace(settings, mlflow={**tracking, "pipeline": config.name, "config": config.to_dict()})
     return config, settings
 
 

@@ -157,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--executor-input", help="KFP's executor input (JSON), needed by --publish-metrics")
     parser.add_argument(
+        "--track-mlflow",
+        metavar="JSON",
+        help="log this evaluate task to MLflow: the config's tracking.mlflow with the pipeline, its config and node",
+    )
+    parser.add_argument(
         "--publish-metrics",
         metavar="EVALUATION=CLASSIFICATION",
         help="after the run, give the ModelEvaluation output EVALUATION and the ClassificationMetrics output "
@@ -254,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(verdict)
         log.info("published %s's verdict %s to %s", blessing, verdict, path)
+    if args.track_mlflow:
+        _track(json.loads(args.track_mlflow), component, inputs, outputs, summary, executor_input)
     for blessing, store in records.items():
         verdict = ModelBlessing(outputs[blessing])
         if verdict.blessed:
@@ -261,6 +268,26 @@ def main(argv: list[str] | None = None) -> int:
             record = record_blessed_model(Path(store), Path(inputs[model_input]), model_uri, verdict.baseline_model)
             log.info("recorded the blessed model %s as a baseline for later runs: %s", model_uri, record)
     return 0
+
+
+def _track(
+    settings: dict[str, Any],
+    component: type[Component],
+    inputs: dict[str, str],
+    outputs: dict[str, str],
+    summary: dict[str, Any],
+    executor_input: dict[str, Any] | None,
+) -> None:
+    """Logs the task to MLflow as `kflow run` logs a run; tracking never fails the task (one warning line)."""
+    from kflow.pipeline.runners.mlflow_tracking import TrackingError, kfp_task_run, track_run
+
+    spec = component.spec
+    kinds = {name: kind.__name__ for name, kind in {**spec.inputs, **spec.outputs}.items()}
+    run = kfp_task_run(settings, kinds, inputs, outputs, summary, _input_uri(executor_input, "model"))
+    try:
+        track_run(settings, run)
+    except TrackingError as error:
+        log.warning("tracking: %s", error)
 
 
 def _input_uri(executor_input: dict[str, Any] | None, name: str) -> str | None:

@@ -35,7 +35,8 @@ def test_validate_accepts_the_demo_config():
         # Checks made while building the pipeline: the dataset registry, then the split rules of a dataset.
         (
             "data.dataset=cifar",
-            "data.dataset: unknown dataset 'cifar' (registered: mnist, wikitext2, quora, csv, parquet, images, tfrecord, tfds)",
+            "data.dataset: unknown dataset 'cifar' "
+            "(registered: mnist, wikitext2, quora, csv, parquet, images, tfrecord, tfds)",
         ),
         ("data.dataset=quora", "data.split.test: quora's source has no labelled test split"),
         ("trainer.strategy=horovod", "trainer.strategy: unknown strategy 'horovod' (registered: default, mirrored"),

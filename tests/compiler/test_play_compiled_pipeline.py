@@ -269,6 +269,7 @@ def test_a_compiled_csv_pipeline_with_a_user_module_plays_its_data_checks_model_
     ]  # fmt: skip (the never-cached resolvers)
 
 
+@pytest.mark.slow  # ~20 s; make test keeps the compiled fingerprint tasks (test_compiler.py).
 def test_on_kubeflow_an_ingest_is_reused_only_for_the_same_bytes(tmp_path):
     """KFP's cache keys a task by its arguments; the ingest's include its source files' digest, which a never-cached
     task computes first: an edit in place under the same path re-runs the ingest, the same bytes hit the cache."""

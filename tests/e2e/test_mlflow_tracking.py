@@ -71,10 +71,12 @@ def kflow_run(root: Path, *settings: str) -> subprocess.CompletedProcess:
 
 
 def test_the_demo_is_logged_to_mlflow_and_its_cached_rerun_is_recorded_as_cached(mlflow_server, tmp_path):
-    tracking = f"tracking.mlflow={{uri: '{mlflow_server}', experiment: kflow-demo}}"
-    first = kflow_run(tmp_path, "--set", tracking)
+    # The demo, shortened to 5 epochs (its bar lowered to match) to keep make test short.
+    tracking = ["--set", f"tracking.mlflow={{uri: '{mlflow_server}', experiment: kflow-demo}}", "--set",
+                "trainer.epochs=5", "--set", "evaluator.thresholds={accuracy: {lower_bound: 0.5}}"]  # fmt: skip
+    first = kflow_run(tmp_path, *tracking)
     assert first.returncode == 0, first.stderr[-3000:]
-    second = kflow_run(tmp_path, "--set", tracking)
+    second = kflow_run(tmp_path, *tracking)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "kflow: warning: tracking" not in first.stderr + second.stderr
 
@@ -88,11 +90,11 @@ def test_the_demo_is_logged_to_mlflow_and_its_cached_rerun_is_recorded_as_cached
     assert cold.info.status == cached.info.status == "FINISHED"
 
     # Params: the config, flattened.
-    assert cold.data.params["trainer.epochs"] == "20" and cold.data.params["data.dataset"] == "mnist"
+    assert cold.data.params["trainer.epochs"] == "5" and cold.data.params["data.dataset"] == "mnist"
     assert cold.data.params["trainer.optimizer.learning_rate"] == "0.002"
     # Per-epoch training metrics with the epoch as step; the evaluation and its verdict.
     losses = client.get_metric_history(cold.info.run_id, "train.loss")
-    assert [metric.step for metric in sorted(losses, key=lambda m: m.step)] == list(range(1, 21))
+    assert [metric.step for metric in sorted(losses, key=lambda m: m.step)] == list(range(1, 6))
     history = json.loads((tmp_path / "demo" / kflow_ids[0] / "train" / "model_run" / "history.json").read_text())
     assert sorted(losses, key=lambda m: m.step)[-1].value == pytest.approx(history["per_epoch"][-1]["loss"])
     evaluation = json.loads((tmp_path / "demo" / kflow_ids[0] / "evaluate" / "evaluation" / "metrics.json").read_text())
@@ -125,7 +127,9 @@ def test_the_demo_is_logged_to_mlflow_and_its_cached_rerun_is_recorded_as_cached
 
     # A tracking server that is not there: one warning line, the run's own outcome, in bounded time.
     started = time.monotonic()
-    dead = kflow_run(tmp_path, "--set", f"tracking.mlflow={{uri: 'http://127.0.0.1:{free_port()}', timeout: 2}}")
+    dead = kflow_run(
+        tmp_path, *tracking[2:], "--set", f"tracking.mlflow={{uri: 'http://127.0.0.1:{free_port()}', timeout: 2}}"
+    )
     assert dead.returncode == 0, dead.stderr[-2000:]
     assert "kflow: warning: tracking: MLflow at http://127.0.0.1:" in dead.stderr
     assert time.monotonic() - started < 120
@@ -134,3 +138,56 @@ def test_the_demo_is_logged_to_mlflow_and_its_cached_rerun_is_recorded_as_cached
 def test_tracking_without_a_uri_is_refused_by_validate(run_kflow):
     done = run_kflow("validate", DEMO, "--set", "tracking.mlflow={experiment: x}")
     assert done.returncode == 2 and "tracking.mlflow" in done.stderr and "uri" in done.stderr
+
+
+def compile_demo(tmp_path: Path, *settings: str) -> Path:
+    output = tmp_path / "pipeline.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "kflow.pipeline.cli.main", "compile", str(DEMO), "-o", str(output), "--image",
+         "kflow:test", *settings],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return output
+
+
+def test_compiled_evaluate_tasks_carry_the_tracking_settings(tmp_path):
+    import yaml
+
+    package = compile_demo(tmp_path, "--set", "tracking.mlflow={uri: 'http://mlflow.mlflow:5000'}")
+    documents = list(yaml.safe_load_all(package.read_text()))
+    executors = documents[0]["deploymentSpec"]["executors"]
+    tracked = {name: spec["container"]["args"] for name, spec in executors.items()
+               if "--track-mlflow" in spec["container"].get("args", [])}  # fmt: skip
+    (args,) = tracked.values()
+    settings = json.loads(args[args.index("--track-mlflow") + 1])
+    assert settings["uri"] == "http://mlflow.mlflow:5000" and settings["node"] == "evaluate"
+    assert settings["producers"]["model_run"] == "train" and settings["pipeline"] == "demo"
+    assert settings["config"]["trainer"]["epochs"] == 20
+    platform = documents[1]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    (evaluate,) = [platform[name] for name in tracked]
+    assert {"name": "KFLOW_KFP_RUN_ID", "fieldPath": "metadata.labels['pipeline/runid']"} in evaluate["fieldPathAsEnv"]
+    # Without tracking, nothing of it is compiled.
+    plain = compile_demo(tmp_path / "plain")
+    assert "--track-mlflow" not in plain.read_text() and "KFLOW_KFP_RUN_ID" not in plain.read_text()
+
+
+@pytest.mark.slow  # Plays the compiled demo (about 80 s); make test checks the compiled arguments above.
+def test_the_played_kubeflow_evaluate_task_logs_to_mlflow(mlflow_server, tmp_path):
+    from tests.compiler.kfp_player import play
+
+    tracking = f"tracking.mlflow={{uri: '{mlflow_server}', experiment: kflow-kfp}}"
+    played = play(compile_demo(tmp_path, "--set", tracking), tmp_path / "played", cwd=REPO)
+    client = mlflow.MlflowClient(tracking_uri=mlflow_server)
+    (run,) = client.search_runs([client.get_experiment_by_name("kflow-kfp").experiment_id])
+    evaluation = json.loads((Path(played["evaluate"]["evaluation"].path) / "metrics.json").read_text())
+    assert run.data.metrics["evaluate.accuracy"] == pytest.approx(evaluation["accuracy"])
+    assert [m.step for m in sorted(client.get_metric_history(run.info.run_id, "train.loss"), key=lambda m: m.step)] == (
+        list(range(1, 21))
+    )
+    assert run.data.params["trainer.epochs"] == "20" and run.data.tags["kflow.evaluate.status"] == "succeeded"
+    assert "evaluate/report.html" in {item.path for item in client.list_artifacts(run.info.run_id, "evaluate")}
+    blessed = (Path(played["evaluate"]["blessing"].path) / "BLESSED").exists()
+    assert run.data.metrics["evaluate.blessed"] == float(blessed)
+    mine = [version for version in client.search_model_versions("name = 'demo'") if version.run_id == run.info.run_id]
+    assert len(mine) == int(blessed)  # Registered when blessed.

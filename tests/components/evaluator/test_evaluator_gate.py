@@ -150,6 +150,7 @@ def test_without_a_baseline_the_verdict_says_why_and_require_baseline_refuses(in
     assert summary["blessed"] and "no_baseline" not in summary
 
 
+@pytest.mark.slow  # ~15 s; make test keeps the baseline checks above.
 def test_a_baseline_whose_user_module_changed_since_its_blessing_is_not_run(inputs, tmp_path):
     """The blessing records the model's module digest; a later run runs that module only while it matches."""
     import shutil

@@ -58,6 +58,7 @@ def quora(tmp_path_factory):
     return prepared(tmp_path_factory.mktemp("quora"), QuoraTask, features, write_quora, QUORA_OPTIONS)
 
 
+@pytest.mark.slow  # ~30 s; make test keeps the MLM's training and evaluation (test_wikitext2.py).
 def test_fixed_seed_mlm_evaluation_is_reproducible_to_the_last_digit(wikitext, tmp_path):
     parameters = {"batch_size": 16}
     slices = [{"by": "length", "boundaries": [12, 16]}]

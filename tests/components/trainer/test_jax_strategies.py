@@ -177,6 +177,7 @@ def _train_two_by_two(tmp_path, strategy):
     return json.loads(history.read_text())
 
 
+@pytest.mark.slow  # ~45 s; make test keeps the JAX loop against a single-device run (above).
 def test_the_explicit_jax_loop_on_two_processes_of_two_devices_runs_to_the_end(tmp_path):
     """It hung, each process waiting in another step's collective, when steps were dispatched without bound."""
     history = _train_two_by_two(tmp_path, "jax_data_parallel")

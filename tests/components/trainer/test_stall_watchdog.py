@@ -60,6 +60,7 @@ def _train_and_stop(inputs, tmp_path, who):
     return seconds, str(failure.value), sink.getvalue()
 
 
+@pytest.mark.slow  # ~24 s; make test keeps a failing worker failing the launch (test_distributed.py).
 @pytest.mark.distributed
 def test_a_stopped_worker_fails_a_local_cluster_within_the_stall_timeout_naming_it(inputs, tmp_path):
     """TensorFlow's own collective health check aborts worker-0's all-reduce first (~15 s here); the line names the

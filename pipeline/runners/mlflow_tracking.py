@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.dsl.artifacts import ModelBlessing, ModelEvaluation, ModelRun
-from kflow.pipeline.runners.run_record import Run
+from kflow.pipeline.runners.run_record import ArtifactRef, Execution, Run
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,8 @@ def track_run(settings: dict[str, Any], run: Run) -> str:
                                    (tags, _BATCH_TAGS, "tags")):  # fmt: skip
             for start in range(0, len(batch), size):
                 client.log_batch(run_id, **{field: batch[start : start + size]})
-        client.log_artifact(run_id, str(run.run_dir / "run.json"))
+        if (run.run_dir / "run.json").is_file():
+            client.log_artifact(run_id, str(run.run_dir / "run.json"))
         for node, folder, files in evaluation_files(run):
             for file in files:
                 client.log_artifact(run_id, str(folder / file), artifact_path=node)
@@ -88,6 +89,39 @@ def track_run(settings: dict[str, Any], run: Run) -> str:
         "".join(f"; registered {name} version {version}" for name, version in registered),
     )  # fmt: skip
     return run_id
+
+
+def kfp_task_run(
+    settings: dict[str, Any],
+    kinds: dict[str, str],
+    inputs: dict[str, str],
+    outputs: dict[str, str],
+    summary: dict[str, Any],
+    model_uri: str | None,
+) -> Run:
+    """What a Kubeflow evaluate task knows, as the Run to log: its own execution (`settings["node"]`), the run
+    history of the model it evaluated as the trainer's, the config compiled into the task. The model's identity
+    in the registry is its KFP URI, which a cached KFP task keeps. `kinds`: each input's and output's artifact
+    type name."""
+
+    def refs(paths: dict[str, str]) -> dict[str, ArtifactRef]:
+        return {name: ArtifactRef(kinds[name], path) for name, path in paths.items()}
+
+    node = settings["node"]
+    given = refs(inputs)
+    if "model" in given:
+        fingerprint = hashlib.sha256((model_uri or given["model"].uri).encode()).hexdigest()[:20]
+        given["model"] = ArtifactRef(given["model"].type, given["model"].uri, fingerprint)
+    # The upstream tasks as far as this one sees them (the trainer: its run history), named as in the pipeline.
+    producers: dict[str, dict[str, ArtifactRef]] = {}
+    for name, ref in given.items():
+        producers.setdefault(settings.get("producers", {}).get(name, f"{node}.{name}"), {})[name] = ref
+    executions = {producer: Execution(producer, "succeeded", outputs=refs_) for producer, refs_ in producers.items()}
+    executions[node] = Execution(node, "succeeded", inputs=given, outputs=refs(outputs), summary=summary)
+    run_id = os.environ.get("KFLOW_KFP_RUN_ID") or os.environ.get("HOSTNAME") or "kfp"
+    run_dir = Path(next(iter(outputs.values()))).parent
+    metadata = {"config": settings.get("config", {}), "orchestrator": "kubeflow"}
+    return Run(run_id, run_dir, settings["pipeline"], status="succeeded", metadata=metadata, executions=executions)
 
 
 def flat_params(config: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
