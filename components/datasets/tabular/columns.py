@@ -12,6 +12,7 @@ a column that is always missing there is a string.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -141,3 +142,25 @@ def content_hash(fields: list[str]) -> str:
     same rows saved with other line endings, a BOM or other quoting land in the same split (0.4 µs a record;
     typed values, which would also equate `1.50` and `1.5`, cost 2.4)."""
     return hashlib.sha1("\x1f".join(fields).replace("\r\n", "\n").encode()).hexdigest()[:16]
+
+
+def serialized_example(values: Mapping[str, int | float | str]) -> bytes:
+    """A record's present values as a tf.train.Example, serialised deterministically: str → bytes_list,
+    float → float_list, int (and bool as 0/1) → int64_list."""
+    example = _example_class()()
+    features = example.features.feature
+    for column, value in values.items():
+        if isinstance(value, str):
+            features[column].bytes_list.value.append(value.encode("utf-8"))
+        elif isinstance(value, float):
+            features[column].float_list.value.append(value)
+        else:
+            features[column].int64_list.value.append(value)
+    return example.SerializeToString(deterministic=True)
+
+
+@functools.cache
+def _example_class() -> type:
+    from tensorflow.core.example import example_pb2  # Here: validate reads this module without TensorFlow.
+
+    return example_pb2.Example

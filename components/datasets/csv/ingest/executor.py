@@ -33,7 +33,7 @@ from google.protobuf import text_format
 from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.csv.ingest.source import Dialect, resolve, scan_files, source_facts
 from kflow.components.datasets.tabular import columns as cols
-from kflow.components.datasets.tabular.columns import content_hash
+from kflow.components.datasets.tabular.columns import content_hash, serialized_example
 from kflow.components.datasets.tabular.examples import build_schema
 from kflow.components.util import beam_ingest, ingest_records, ingest_staging
 from kflow.components.util.compressed import is_gzip, open_source
@@ -156,8 +156,6 @@ class ChunkProcessor:
     widenable: frozenset[str] = frozenset()  # Inferred int columns: a decimal there is DECIMAL_IN_INT, not bad.
 
     def __call__(self, chunk: Chunk) -> tuple[list, list]:
-        from tensorflow.core.example import example_pb2
-
         accepted, found = [], []
         name = chunk.display_name
         with open_source(chunk.path) as stream:
@@ -183,18 +181,9 @@ class ChunkProcessor:
                         make_reject(reason, INVALID, position, raw_text(record.raw.rstrip(b"\r\n")), **details)
                     )
                     continue
-                example = example_pb2.Example()
-                features = example.features.feature
-                for column, value in values.items():
-                    if isinstance(value, str):
-                        features[column].bytes_list.value.append(value.encode("utf-8"))
-                    elif isinstance(value, float):
-                        features[column].float_list.value.append(value)
-                    else:
-                        features[column].int64_list.value.append(value)
                 key = str(values[self.key]) if self.key else f"{content_hash(fields)}|{position}"
                 group = str(values[self.label]) if self.task == "classification" else "all"
-                accepted.append((key, group, example.SerializeToString(deterministic=True)))
+                accepted.append((key, group, serialized_example(values)))
         return accepted, found
 
     def parse(self, raw: bytes, duplicate: bool) -> tuple[dict[str, Any] | None, list[str], tuple[str, dict] | None]:

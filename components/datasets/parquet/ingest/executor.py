@@ -24,7 +24,7 @@ from google.protobuf import text_format
 
 from kflow.components.datasets.parquet.ingest.source import RowGroup, as_text, inspect_source, open_file, resolve
 from kflow.components.datasets.tabular import columns as cols
-from kflow.components.datasets.tabular.columns import content_hash
+from kflow.components.datasets.tabular.columns import content_hash, serialized_example
 from kflow.components.datasets.tabular.examples import build_schema
 from kflow.components.util import beam_ingest, ingest_records
 from kflow.components.util.ingest_records import INVALID, make_reject
@@ -138,8 +138,6 @@ class RowGroupProcessor:
     key: str | None
 
     def __call__(self, group: RowGroup) -> tuple[list, list]:
-        from tensorflow.core.example import example_pb2
-
         table = open_file(group.path).read_row_group(group.index, columns=list(self.header))
         data = [table.column(name).to_pylist()[: group.count] for name in self.header]
         accepted, found = [], []
@@ -153,18 +151,9 @@ class RowGroupProcessor:
                 record = {name: as_text(value) for name, value in zip(self.header, raw, strict=True)}
                 found.append(make_reject(reason, INVALID, position, record, **details))
                 continue
-            example = example_pb2.Example()
-            features = example.features.feature
-            for column, value in values.items():
-                if isinstance(value, str):
-                    features[column].bytes_list.value.append(value.encode("utf-8"))
-                elif isinstance(value, float):
-                    features[column].float_list.value.append(value)
-                else:
-                    features[column].int64_list.value.append(value)
             identity = str(values[self.key]) if self.key else f"{content_hash([as_text(v) for v in raw])}|{position}"
             group_name = str(values[self.label]) if self.task == "classification" else "all"
-            accepted.append((identity, group_name, example.SerializeToString(deterministic=True)))
+            accepted.append((identity, group_name, serialized_example(values)))
         return accepted, found
 
     def convert(self, raw: list[Any], duplicate: bool) -> tuple[dict[str, Any], tuple[str, dict] | None]:
