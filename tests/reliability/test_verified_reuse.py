@@ -6,6 +6,8 @@ import json
 import logging
 from pathlib import Path
 
+import pytest
+
 from kflow.pipeline.runners.beam_dag_runner import BeamDagRunner
 from kflow.pipeline.runners.manifest import MANIFEST
 from tests.conftest import REPO
@@ -60,6 +62,7 @@ def test_a_same_size_change_is_caught_by_verify(tmp_path, caplog):
     assert f"{data}: content differs from its recorded SHA-256" in caplog.text
 
 
+@pytest.mark.slow  # ~20 s; make test keeps altered, missing and same-size-changed files (above).
 def test_a_truncated_shard_of_a_cached_ingest_reruns_the_ingest(tmp_path, run_kflow):
     """The real thing: the demo's ingest, a TFRecord shard cut short, and `kflow run` again."""
     args = ("run", DEMO, "--pipeline-root", tmp_path, "--until", "ingest")

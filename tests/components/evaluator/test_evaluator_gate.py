@@ -132,6 +132,7 @@ def test_no_regression_and_no_baseline_bless(inputs, tmp_path):
     assert summary["blessed"] and check["baseline"] is None and "no baseline" in check["reason"]
 
 
+@pytest.mark.slow  # ~25 s; make test keeps a blessing without a baseline (test_no_regression_and_no_baseline_bless).
 def test_without_a_baseline_the_verdict_says_why_and_require_baseline_refuses(inputs, tmp_path):
     _, _, good, _, _ = inputs
     reason = "no earlier run of 'digits' blessed a model"
@@ -150,7 +151,7 @@ def test_without_a_baseline_the_verdict_says_why_and_require_baseline_refuses(in
     assert summary["blessed"] and "no_baseline" not in summary
 
 
-@pytest.mark.slow  # ~15 s; make test keeps the baseline checks above.
+@pytest.mark.slow  # ~15 s; make test keeps the regression check against a baseline (above).
 def test_a_baseline_whose_user_module_changed_since_its_blessing_is_not_run(inputs, tmp_path):
     """The blessing records the model's module digest; a later run runs that module only while it matches."""
     import shutil
