@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
+from kflow.pipeline.dsl.config_model import EvaluatorSection, declared_parameter
 
 
 class Evaluator(Component):
@@ -29,20 +30,18 @@ class Evaluator(Component):
         optional_inputs=frozenset({"model_run", "baseline_model"}),
         outputs={"evaluation": ModelEvaluation, "blessing": ModelBlessing},
         parameters={
-            "split": Parameter(str, default="test"),
-            "batch_size": Parameter(int, default=256),
-            "thresholds": Parameter(
-                dict, default={}, description="{metric: {lower_bound, upper_bound, max_drop, max_rise}}"
-            ),
-            "slices": Parameter(list, default=[], description="[{by: label} | {by: length, boundaries: [...]}]"),
+            "split": declared_parameter(EvaluatorSection, "split", str),
+            "batch_size": declared_parameter(EvaluatorSection, "batch_size", int),
+            "thresholds": declared_parameter(EvaluatorSection, "thresholds", dict),
+            "slices": declared_parameter(EvaluatorSection, "slices", list),
             "baseline_model_uri": Parameter(str, default=None, description="the Model to compare against, if any"),
             "baseline_module_digest": Parameter(
                 str, default=None, description="sha256 of the baseline's user module when it was blessed"
             ),
             "no_baseline_reason": Parameter(str, default=None, description="why there is no baseline, for the verdict"),
-            "require_baseline": Parameter(bool, default=False, description="no baseline: not blessed"),
+            "require_baseline": declared_parameter(EvaluatorSection, "require_baseline", bool),
             "report_title": Parameter(str, default=None, description="the report's title: the pipeline's name"),
-            "seed": Parameter(int, default=0, description="seed of the evaluation randomness (MLM masks)"),
+            "seed": declared_parameter(EvaluatorSection, "seed", int),
         },
         executor="kflow.components.evaluator.executor:run",
     )

@@ -1,10 +1,10 @@
-"""The Trainer's settings, declared once: three typed groups that are its component parameters too.
+"""The Trainer's settings: three typed groups that are its component parameters too.
 
 `ModelChoice` says what is trained, `TrainConfig` how the loop trains (JSON-serializable, handed
 to worker processes), `ClusterConfig` how the local cluster runs. The Trainer's spec is built
 from these fields (`component_parameters`) and its executor turns its keyword parameters back
-into them (`TrainerSettings.from_parameters`), so a new setting is one field here, plus its
-entry in the config schema (schemas/config.schema.json), which is what users write.
+into them (`TrainerSettings.from_parameters`). A field's default and description are the config
+model's (`pipeline/dsl/config_model.py`, the `trainer` section), where a new setting is declared.
 """
 
 from __future__ import annotations
@@ -15,11 +15,15 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import annotated_types
+from pydantic import BaseModel
+
 from kflow.components.trainer.strategies import get_strategy
 from kflow.pipeline.dsl.component import Parameter
+from kflow.pipeline.dsl.config_model import Optimizer, OptimizerSection, Schedule, TrainerSection
 
-OPTIMIZERS = ("adam", "adamw", "sgd")
-SCHEDULES = ("constant", "cosine", "polynomial")
+OPTIMIZERS = typing.get_args(Optimizer)
+SCHEDULES = typing.get_args(Schedule)
 
 
 def setting(default: Any, description: str = "", *, affects_output: bool = True, is_path: bool = False) -> Any:
@@ -30,13 +34,43 @@ def setting(default: Any, description: str = "", *, affects_output: bool = True,
     return field(default=default, metadata=metadata)
 
 
+def declared(name: str, section: type[BaseModel] = TrainerSection, *, affects_output: bool = True) -> Any:
+    """The field `name` of a config section, with the default, description and bounds declared there."""
+    declaration = section.model_fields[name]
+    default = declaration.get_default(call_default_factory=True)
+    declared_field = setting(default, declaration.description or "", affects_output=affects_output)
+    bounds = [
+        bound
+        for bound in declaration.metadata
+        if isinstance(bound, (annotated_types.Ge, annotated_types.Gt, annotated_types.Le))
+    ]
+    declared_field.metadata = types.MappingProxyType({**declared_field.metadata, "bounds": bounds})
+    return declared_field
+
+
+def check_bounds(settings: Any) -> None:
+    """A ValueError naming the first field of `settings` outside the bounds its config declaration sets."""
+    for item in fields(settings):
+        value = getattr(settings, item.name)
+        for bound in item.metadata.get("bounds", ()) if value is not None else ():
+            if isinstance(bound, annotated_types.Ge) and value < bound.ge:
+                limit = "must not be negative" if bound.ge == 0 else f"must be at least {bound.ge}"
+            elif isinstance(bound, annotated_types.Gt) and value <= bound.gt:
+                limit = "must be positive" if bound.gt == 0 else f"must be greater than {bound.gt}"
+            elif isinstance(bound, annotated_types.Le) and value > bound.le:
+                limit = f"must be at most {bound.le}"
+            else:
+                continue
+            raise ValueError(f"{item.name} {limit}, got {value}")
+
+
 @dataclass(frozen=True)
 class ModelChoice:
     """What is trained: a registered dataset's task and a model from its registry."""
 
     task: str = setting("mnist", "a registered dataset (kflow.components.datasets)")
-    model_name: str | None = setting(None, "a name in the model registry; None: the task's default model")
-    model_options: dict = setting({}, "keyword arguments for the task and its model factory")
+    model_name: str | None = declared("model")
+    model_options: dict = declared("model_options")
     module: str | None = setting(
         None,
         "a Python file defining build_model(schema, options) (see README, 'Your own model'); replaces model_name",
@@ -60,35 +94,24 @@ class ModelChoice:
 class TrainConfig:
     """How the loop trains (JSON-serializable, for worker processes)."""
 
-    strategy: str = setting("default", "a registered strategy (kflow.components.trainer.strategies)")
-    epochs: int = setting(3)
-    batch_size: int = setting(128, "the global batch size")
-    steps_per_epoch: int | None = setting(None, "unset: one pass over the train split")
-    optimizer: str = setting("adam", " | ".join(OPTIMIZERS))
-    learning_rate: float = setting(0.001)
-    weight_decay: float = setting(0.0, "adamw; 0 means Keras' default 0.004")
-    schedule: str = setting("constant", " | ".join(SCHEDULES))
-    warmup_steps: int = setting(0)
-    mixed_precision: bool = setting(False)
-    early_stopping_patience: int | None = setting(None, "unset: off; else epochs without val_loss improvement")
-    shuffle_buffer: int = setting(10000, "in examples; 0 turns shuffling off")
-    seed: int = setting(42)
-    checkpoint_every_steps: int | None = setting(None, "unset: at every epoch end")
-    log_every_steps: int = setting(100, affects_output=False)
-    # The longest wait between steps measured on the shipped configs (2 cores, the first step with its compiling
-    # included) is 8.9 s (WikiText-2's BERT under MWMS; MNIST 2.2 s, Quora PS 1.3 s, JAX loop 2x2 3.8 s): 300 s
-    # leaves 30 times that for bigger models, slower machines and checkpoint writes, and sees a hang in 5 minutes.
-    stall_timeout: float = setting(
-        300.0,
-        "seconds without a finished step (or evaluation batch) after which a training cluster counts as stalled",
-        affects_output=False,
-    )
-    mesh: dict | None = setting(
-        None, "keras_model_parallel: {shape: [batch, model], axes: [names]}; unset: processes × local devices"
-    )
-    layout_map: dict | None = setting(
-        None, "keras_model_parallel: {weight path regex: [mesh axis or null per dimension]}; unset: the model's own"
-    )
+    strategy: str = declared("strategy")
+    epochs: int = declared("epochs")
+    batch_size: int = declared("batch_size")
+    steps_per_epoch: int | None = declared("steps_per_epoch")
+    optimizer: str = declared("name", OptimizerSection)
+    learning_rate: float = declared("learning_rate", OptimizerSection)
+    weight_decay: float = declared("weight_decay", OptimizerSection)
+    schedule: str = declared("schedule", OptimizerSection)
+    warmup_steps: int = declared("warmup_steps", OptimizerSection)
+    mixed_precision: bool = declared("mixed_precision")
+    early_stopping_patience: int | None = declared("early_stopping_patience")
+    shuffle_buffer: int = declared("shuffle_buffer")
+    seed: int = declared("seed")
+    checkpoint_every_steps: int | None = declared("checkpoint_every_steps")
+    log_every_steps: int = declared("log_every_steps", affects_output=False)
+    stall_timeout: float = declared("stall_timeout", affects_output=False)
+    mesh: dict | None = declared("mesh")
+    layout_map: dict | None = declared("layout_map")
 
     def validate(self) -> None:
         get_strategy(self.strategy)  # A ValueError naming the strategies otherwise.
@@ -96,16 +119,7 @@ class TrainConfig:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {', '.join(OPTIMIZERS)}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown learning-rate schedule {self.schedule!r}; choose one of {', '.join(SCHEDULES)}")
-        for name in ("epochs", "batch_size", "steps_per_epoch", "checkpoint_every_steps", "log_every_steps"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"{name} must be at least 1, got {value}")
-        if self.stall_timeout <= 0:
-            raise ValueError(f"stall_timeout must be positive, got {self.stall_timeout}")
-        if self.learning_rate <= 0:
-            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
-        if self.weight_decay < 0 or self.warmup_steps < 0:
-            raise ValueError("weight_decay and warmup_steps must not be negative")
+        check_bounds(self)
         if self.mesh is not None:
             shape, axes = self.mesh.get("shape"), self.mesh.get("axes")
             if not shape or not axes or len(shape) != len(axes) or any(int(size) < 1 for size in shape):
@@ -127,19 +141,14 @@ class TrainConfig:
 class ClusterConfig:
     """The local cluster of the multi-process strategies (ignored inside a cluster that has TF_CONFIG)."""
 
-    workers: int = setting(2, "worker processes of the multi-process strategies")
-    parameter_servers: int = setting(1, "ps processes under parameter_server")
-    devices: int | None = setting(
-        None, "mirrored: split the first device into N logical devices; JAX strategies: N host devices on CPU"
-    )
-    # Two restarts ride out a lost process or two (a preempted pod, an OOM kill) without hiding a
-    # deterministic failure for long: a crash that repeats fails the run after three attempts.
-    max_restarts: int = setting(2, "cluster restarts from the last checkpoint after a process dies")
-    sidecar_evaluator: bool = setting(False, "an evaluator task evaluates each checkpoint while training runs")
+    workers: int = declared("workers")
+    parameter_servers: int = declared("parameter_servers")
+    devices: int | None = declared("devices")
+    max_restarts: int = declared("max_restarts")
+    sidecar_evaluator: bool = declared("sidecar_evaluator")
 
     def validate(self) -> None:
-        if self.max_restarts < 0:
-            raise ValueError(f"max_restarts must not be negative, got {self.max_restarts}")
+        check_bounds(self)
 
 
 GROUPS = (ModelChoice, TrainConfig, ClusterConfig)
@@ -165,10 +174,10 @@ class TrainerSettings:
             for group in GROUPS
         )
         training.validate()
-        cluster.validate()
         get_strategy(training.strategy).replicas(  # refuses bad counts and a sidecar a strategy cannot have
             cluster.workers, cluster.parameter_servers, cluster.sidecar_evaluator
         )
+        cluster.validate()
         return cls(model, training, cluster)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 from kflow.pipeline.dsl.component import Parameter
+from kflow.pipeline.dsl.config_model import FiltersSection, declared_parameter
 
 INGEST_OUTPUTS = {"examples": Examples, "schema": Schema, "rejects": Rejects}
 
@@ -15,8 +16,6 @@ def ingest_parameters(**own: Parameter) -> dict[str, Parameter]:
         "shards_per_split": Parameter(
             int, default=0, description="TFRecord files per split; 0: one per 256 MB of the split's Examples."
         ),
-        "max_invalid_fraction": Parameter(
-            float, default=0.01, description="Fail when a larger share of the records read is invalid."
-        ),
+        "max_invalid_fraction": declared_parameter(FiltersSection, "max_invalid_fraction", float),
         "beam_args": Parameter(list, default=[], affects_output=False, description="Apache Beam pipeline options."),
     }

@@ -151,6 +151,12 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("run_b", help="a run folder")
     diff.add_argument("--json", action="store_true", help="print the difference as JSON")
     diff.set_defaults(command=_diff)
+
+    schema = commands.add_parser(
+        "schema", parents=[verbosity], help="print the config's JSON Schema (schemas/config.schema.json)"
+    )
+    schema.add_argument("-o", "--output", help="write it to this file instead of standard output")
+    schema.set_defaults(command=_schema)
     return parser
 
 
@@ -326,6 +332,16 @@ def _show(args: argparse.Namespace) -> int:
 
     run = Run.load(find_run_dir(args.run_dir))
     print(json.dumps(RunRecord(run.run_dir).load(), indent=2) if args.json else format_run(run, colour=_colour()))
+    return EXIT_OK
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from kflow.pipeline.dsl.config_schema import schema_text
+
+    if args.output:
+        Path(args.output).write_text(schema_text())
+    else:
+        sys.stdout.write(schema_text())
     return EXIT_OK
 
 

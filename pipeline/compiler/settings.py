@@ -21,6 +21,7 @@ from kflow.pipeline.dsl.config import (
     read_config_file,
     validate_config,
 )
+from kflow.pipeline.dsl.config_model import ClusterSection, KubeflowSection, default_of
 
 
 @dataclass(frozen=True)
@@ -82,11 +83,11 @@ LAUNCHER_RESOURCES = Resources(cpu="100m", memory="256Mi", memory_limit="1Gi")
 class ClusterSettings:
     """How a multi-process Trainer runs as a cluster job (`kubeflow.cluster`)."""
 
-    shared_volume_claim: str = "kflow-shared"
-    shared_mount_path: str = "/mnt/kflow-shared"
-    timeout_seconds: int = 86400
-    service_account: str = "kflow-training"
-    launcher_service_account: str = "pipeline-runner"
+    shared_volume_claim: str = default_of(ClusterSection, "shared_volume_claim")
+    shared_mount_path: str = default_of(ClusterSection, "shared_mount_path")
+    timeout_seconds: int = default_of(ClusterSection, "timeout_seconds")
+    service_account: str = default_of(ClusterSection, "service_account")
+    launcher_service_account: str = default_of(ClusterSection, "launcher_service_account")
 
 
 IMAGE_REQUIRED = (
@@ -98,10 +99,10 @@ IMAGE_REQUIRED = (
 @dataclass(frozen=True)
 class KubeflowSettings:
     image: str | None = None  # required to compile: there is no image a cluster could pull by default
-    caching: bool = True
-    retries: int = 0
-    namespace: str = "kubeflow"
-    training: str = "trainjob"  # trainjob (Kubeflow Trainer v2) | tfjob (Training Operator v1)
+    caching: bool = default_of(KubeflowSection, "caching")
+    retries: int = default_of(KubeflowSection, "retries")
+    namespace: str = default_of(KubeflowSection, "namespace")
+    training: str = default_of(KubeflowSection, "training")
     resources: dict[str, Resources] = field(default_factory=dict)
     cluster: ClusterSettings = field(default_factory=ClusterSettings)
     parameters: list[str] = field(default_factory=list)  # config fields that are run-time pipeline inputs

@@ -12,12 +12,13 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
+
+from kflow.pipeline.dsl.config_schema import generated_schema
 
 
 class _Loader(yaml.SafeLoader):
@@ -122,7 +123,8 @@ def section_beam_args(section: dict[str, Any]) -> list[str]:
 
 
 def config_schema() -> dict[str, Any]:
-    return json.loads(resources.files("kflow.schemas").joinpath("config.schema.json").read_text())
+    """The config's JSON Schema, generated from the config model (schemas/config.schema.json is its copy)."""
+    return copy.deepcopy(generated_schema())
 
 
 def load_config(path: str | Path, overrides: Iterable[str] = ()) -> PipelineConfig:

@@ -1,0 +1,53 @@
+"""What every config section is built from: the Section base, its field helpers, and the shared field types."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kflow.pipeline.dsl.component import Parameter
+
+PositiveInt = Annotated[int, Field(ge=1)]
+CPU = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?m?$")]
+MEMORY = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(E|P|T|G|M|K|Ei|Pi|Ti|Gi|Mi|Ki)?$")]
+Identifier = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
+NodeOutput = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*\.[A-Za-z0-9_]+$")]
+Scalar = str | int | float | bool
+Optimizer = Literal["adam", "adamw", "sgd"]
+Schedule = Literal["constant", "cosine", "polynomial"]
+ProblemType = Literal["classification", "regression"]
+ColumnType = Literal["int", "float", "string", "bool"]
+SourceFormat = Literal[
+    "auto", "npz", "idx", "sklearn_digits", "tfds", "download", "csv", "kaggle", "tfrecord", "parquet", "folders",
+    "manifest",
+]  # fmt: skip
+# The registered models (kflow.components.models registers exactly these; a test keeps the two equal).
+ModelName = Literal["mnist_convnet", "bert_mlm", "text_classifier", "tabular_mlp", "image_convnet"]
+
+
+class Section(BaseModel):
+    """A mapping of the config: unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+def section(kind: type[Section], description: str | None = None) -> Any:
+    """A section that may be left out: it is then filled with its own defaults."""
+    return Field(default_factory=kind, description=description, json_schema_extra={"default": {}})
+
+
+def empty(kind: type, description: str | None = None, **bounds: Any) -> Any:
+    """An empty dict or list by default."""
+    return Field(default_factory=kind, description=description, json_schema_extra={"default": kind()}, **bounds)
+
+
+def declared_parameter(section: type[Section], name: str, kind: type, **options: Any) -> Parameter:
+    """A component parameter with the default and description of the config field it comes from."""
+    description = section.model_fields[name].description or ""
+    return Parameter(kind, default=default_of(section, name), description=description, **options)
+
+
+def default_of(section: type[Section], name: str) -> Any:
+    """The declared default of a config field, for code that holds the setting outside the config."""
+    return section.model_fields[name].get_default(call_default_factory=True)

@@ -1,0 +1,126 @@
+"""The `data` section: which dataset, read from where, filtered and split how."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import MISSING, Field
+
+from kflow.pipeline.dsl.config_model.base import (
+    ColumnType,
+    Identifier,
+    PositiveInt,
+    ProblemType,
+    Section,
+    SourceFormat,
+    section,
+)
+
+
+class ImageSection(Section):
+    size: PositiveInt | Annotated[list[PositiveInt], Field(min_length=2, max_length=2)]
+    """[height, width] in pixels, or one number for a square."""
+    channels: Literal[1, 3] | None | MISSING = MISSING
+    """1 (grey) or 3 (RGB); null: the first image's."""
+    fit: Literal["resize", "pad", "exact"] | MISSING = MISSING
+    """resize: stretched to the size; pad: scaled to fit, keeping its shape, centred on black; exact: another size is
+    rejected (wrong_size)."""
+    convert: bool | MISSING = MISSING
+    """true: converted to the channels' colour mode; false: another mode is rejected (wrong_mode)."""
+
+
+class TfdsSection(Section):
+    name: str = Field(min_length=1)
+    """The builder's name, e.g. iris."""
+    version: str | None | MISSING = MISSING
+    """null: the newest prepared version."""
+    splits: dict[str, str] | MISSING = MISSING
+    """{train: 'train[:90%]', eval: 'train[90%:]', test: 'test'}: TFDS split specs, slices included. Default: train,
+    validation, test."""
+    download: bool | MISSING = MISSING
+    """true: download and prepare first (needs internet and the builder's code); default false."""
+
+
+class CsvSection(Section):
+    delimiter: str = Field(",", min_length=1, max_length=1)
+    quotechar: str | None = Field('"', min_length=1, max_length=1)
+    """null: no quoting."""
+    header: bool | list[str] = True
+    """true: each file starts with a header row; a list: the column names of files without one."""
+    missing_values: list[str] | MISSING = MISSING
+    """Values meaning 'missing' (the feature is left out of the Example). Default: '', NA, N/A, NaN, nan, null, NULL,
+    None."""
+
+
+class SourceSection(Section):
+    path: str | None = None
+    """A local file or folder with the dataset (csv: also a glob pattern such as data/*.csv.gz)."""
+    format: SourceFormat = "auto"
+    """mnist: auto | npz | idx | sklearn_digits | tfds | download; wikitext2: auto | download; quora: auto | csv |
+    kaggle; csv: auto | csv; parquet: auto | parquet; images: auto | folders | manifest. auto looks at
+    data.source.path, then $KFLOW_DATA_DIR, then ~/.keras/datasets and the tensorflow-datasets data dir, and never
+    downloads."""
+    max_records: int | None = Field(None, ge=1)
+    """Read at most this many records of each source split."""
+
+
+class FiltersSection(Section):
+    max_invalid_fraction: float = Field(0.01, ge=0, le=1)
+    """Fail the ingest when a larger share of the records read is invalid (policy-filtered records do not count)."""
+    min_chars: int | None = Field(None, ge=0)
+    """wikitext2: keep lines of at least this many characters (null: 101, i.e. longer than 100 as the Keras MLM
+    guide)."""
+    max_chars: int | None = Field(None, ge=1)
+    """wikitext2: drop longer lines (null: no limit); quora: drop longer questions (null: 1000)."""
+    drop_headings: bool = True
+    """wikitext2: drop '= Title =' heading lines."""
+    drop_blank: bool = True
+    """wikitext2: drop blank lines."""
+    deduplicate: bool = False
+    """wikitext2: drop exact repeats of an earlier line."""
+
+
+class DataSection(Section):
+    dataset: str = Field(min_length=1)
+    """A registered dataset (kflow.components.datasets): mnist, wikitext2, quora; csv (any CSV), parquet (any Parquet
+    file), tfrecord (tf.train.Example files) or tfds (a TensorFlow Datasets dataset): set data.label and data.task;
+    images (a folder per class, or a manifest of path,label): set data.image.size."""
+    label: str | None = None
+    """csv, parquet, tfrecord, tfds: the column (feature) to predict; tfds: default the builder's supervised label."""
+    task: ProblemType | None = None
+    """csv, parquet: classification (binary or multi-class; string, integer or boolean labels) or regression (a
+    numeric label). null: classification."""
+    key: str | None = None
+    """csv, parquet: a column holding a unique record key; the split hashes it and repeats are rejected. null: the
+    split hashes each record's content."""
+    columns: dict[str, ColumnType] | None = None
+    """csv: {column: int | float | string | bool}; columns not named here are inferred from the first
+    data.infer_rows records. parquet: converts a column from its Parquet type."""
+    infer_rows: int | None = Field(None, ge=1)
+    """csv, parquet: records sampled to infer column types (null: 10000)."""
+    image: ImageSection | None = None
+    """images: what every image becomes, e.g. {size: [28, 28]}."""
+    schema_: str | None = Field(None, alias="schema")
+    """csv: a frozen schema.pbtxt to use instead of the one inferred from Split-train (copy
+    runs/<pipeline>/<run>/schema/schema/schema.pbtxt, edit, and point here)."""
+    on_anomaly: Literal["fail", "warn"] | None = None
+    """csv: what an anomaly of the eval or test data against the schema does: fail (null: the default) stops the run
+    before training; warn logs it and trains."""
+    split_files: dict[str, str] | None = None
+    """tfrecord: {split: glob on file names}, whole files per split (the source's own split, e.g. {train: 'train-*',
+    eval: 'eval-*', test: 'test-*'}); null: data.split shares by hash."""
+    tfds: TfdsSection | None = None
+    """tfds: the TensorFlow Datasets dataset, read from data.source.path (a TFDS data_dir; null: TFDS's default)."""
+    csv: CsvSection | None = None
+    """csv: how the files are written."""
+    source: SourceSection = section(SourceSection)
+    filters: FiltersSection = section(FiltersSection)
+    split: dict[Identifier, PositiveInt] | MISSING = Field(MISSING, json_schema_extra={"required": ["train", "eval"]})
+    """mnist: hash buckets that divide the source's training records: {train: 9, eval: 1}; the source's test records
+    form the test split. wikitext2: the source's train/valid/test files are used as train/eval/test (only train and
+    eval keys accepted; their values are ignored). quora: the CSV has no labelled test split, so give train, eval and
+    test shares, e.g. {train: 8, eval: 1, test: 1} (stratified by label). csv: the same as quora (stratified by label
+    for classification). Unset: {train: 9, eval: 1} where the source has its own test split (mnist, wikitext2, tfds),
+    else {train: 8, eval: 1, test: 1}."""
+    shards_per_split: PositiveInt | Literal["auto"] = "auto"
+    """TFRecord files per split, or auto: one per 256 MB of the split's serialised Examples (at least one)."""

@@ -1,0 +1,137 @@
+"""The `trainer` and `evaluator` sections: how a model is trained, and when it is blessed."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import MISSING, ConfigDict, Field
+
+from kflow.pipeline.dsl.config_model.base import (
+    ModelName,
+    Optimizer,
+    PositiveInt,
+    Scalar,
+    Schedule,
+    Section,
+    empty,
+    section,
+)
+
+
+class OptimizerSection(Section):
+    name: Optimizer = "adam"
+    learning_rate: float = Field(0.001, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    """adamw only; 0 keeps Keras' default (0.004)"""
+    schedule: Schedule = "constant"
+    """decay to 0 over the run, after the warm-up"""
+    warmup_steps: int = Field(0, ge=0)
+
+
+class MeshSection(Section):
+    shape: list[PositiveInt] = Field(min_length=1)
+    axes: list[str] = Field(min_length=1)
+
+
+class TrainerSection(Section):
+    model: ModelName | None = None
+    """A registered model (components/models). null: the dataset's own (mnist: mnist_convnet, wikitext2: bert_mlm,
+    quora: text_classifier, csv/parquet/tfrecord/tfds: tabular_mlp, images: image_convnet; mnist_convnet also takes
+    any image size)."""
+    module: str | None = None
+    """Your own model: a Python file (or an importable package.module) defining build_model(schema, options) ->
+    keras.Model, and optionally loss() and metrics(). It replaces trainer.model; its source is part of the Trainer's
+    cache key and travels inside a compiled pipeline.yaml. See README, 'Your own model'."""
+    model_options: dict[str, Scalar] = empty(dict)
+    """Keyword options for the task and its model, e.g. bert_mlm: vocabulary_size, sequence_length,
+    mask_selection_rate, mask_selection_length, num_layers, hidden_dim, num_heads, intermediate_dim, dropout;
+    text_classifier: max_tokens, class_weighting, max_length, ngrams, embedding_dim, hidden_dim, dropout; tabular_mlp
+    (csv): class_weighting, max_categories, text_min_chars, max_tokens, hidden_units, dropout. The task refuses
+    unknown ones, except with trainer.module, whose build_model gets them."""
+    strategy: str = "default"
+    """A registered strategy (kflow.components.trainer.strategies): default, mirrored, multi_worker_mirrored,
+    parameter_server, keras_data_parallel, keras_model_parallel, jax_data_parallel (see the README's strategy
+    table)."""
+    epochs: int = Field(3, ge=1)
+    batch_size: int = Field(128, ge=1)
+    """the global batch size"""
+    steps_per_epoch: int | None = Field(None, ge=1)
+    """null: one pass over the train split"""
+    optimizer: OptimizerSection = section(OptimizerSection)
+    early_stopping_patience: int | None = Field(None, ge=1)
+    """null: off; else epochs without val_loss improvement"""
+    shuffle_buffer: int = Field(10000, ge=0)
+    """in examples; 0 turns shuffling off"""
+    seed: int = 42
+    devices: int | None = Field(None, ge=1, le=64)
+    """mirrored: split the first physical device (the first GPU, else the CPU) into this many logical devices, e.g. 2
+    for a real 2-replica MirroredStrategy on a CPU-only machine; the JAX strategies: this many XLA host devices per
+    process on CPU (XLA_FLAGS=--xla_force_host_platform_device_count)"""
+    workers: int = Field(2, ge=1, le=16)
+    """multi_worker_mirrored / parameter_server / the JAX strategies: worker processes of the local cluster (ignored
+    under TF_CONFIG or a JAXJob's environment)"""
+    parameter_servers: int = Field(1, ge=1, le=8)
+    """parameter_server: ps processes of the local cluster"""
+    # Two restarts ride out a lost process or two (a preempted pod, an OOM kill) without hiding a deterministic
+    # failure for long: a crash that repeats fails the run after three attempts.
+    max_restarts: int = Field(2, ge=0, le=10)
+    """restarts of the training cluster from the last checkpoint after a process dies; 0 fails at the first loss"""
+    mixed_precision: bool = False
+    """custom loop only: mixed_float16 on GPU, mixed_bfloat16 on CPU"""
+    checkpoint_every_steps: int | None = Field(None, ge=1)
+    """custom loop: also checkpoint every N steps (always at each epoch end)"""
+    log_every_steps: int = Field(100, ge=1)
+    """custom loop: a progress line every N steps within an epoch"""
+    # The longest wait between steps measured on the shipped configs (2 cores, the first step with its compiling
+    # included) is 8.9 s (WikiText-2's BERT under MWMS; MNIST 2.2 s, Quora PS 1.3 s, JAX loop 2x2 3.8 s): 300 s
+    # leaves 30 times that for bigger models, slower machines and checkpoint writes, and sees a hang in 5 minutes.
+    stall_timeout: float = Field(300.0, gt=0)
+    """multi-process strategies: seconds without a finished train step or evaluation batch in any process after which
+    the cluster counts as stalled (the processes' Python stacks are logged, it restarts under max_restarts, then fails
+    naming the process that stopped); covers the start-up and the first step's compiling"""
+    sidecar_evaluator: bool = False
+    """multi_worker_mirrored / parameter_server: an evaluator task (TF_CONFIG type evaluator; a TFJob Evaluator
+    replica) evaluates every checkpoint on Split-eval while training runs, into model_run/sidecar_eval.jsonl and
+    TensorBoard"""
+    mesh: MeshSection | None = None
+    """keras_model_parallel: the device mesh; null: (processes, devices per process) on axes (batch, model)"""
+    layout_map: dict[str, list[str | None]] | None = None
+    """keras_model_parallel: {regex matching whole weight paths, e.g. .*/feedforward_intermediate_dense/kernel: [a
+    mesh axis or null for each dimension]}; null: the model's own (kflow.components.models)"""
+
+
+class ThresholdSection(Section):
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+
+    lower_bound: float | MISSING = MISSING
+    upper_bound: float | MISSING = MISSING
+    max_drop: float | MISSING = Field(MISSING, ge=0)
+    max_rise: float | MISSING = Field(MISSING, ge=0)
+    min_gain: float | MISSING = Field(MISSING, ge=0)
+    min_reduction: float | MISSING = Field(MISSING, ge=0)
+
+
+class SliceSection(Section):
+    by: str = Field(min_length=1)
+    boundaries: list[float] | MISSING = Field(MISSING, min_length=1)
+
+
+class EvaluatorSection(Section):
+    split: str = "test"
+    batch_size: int = Field(256, ge=1)
+    thresholds: dict[str, ThresholdSection] = empty(dict)
+    """Per metric bounds, TFMA style: {accuracy: {lower_bound: 0.98, max_drop: 0.002}, loss: {upper_bound: 0.1,
+    max_rise: 0.01}}; max_drop/max_rise bound the change against the baseline model."""
+    slices: list[SliceSection] = empty(list)
+    """Metrics per slice: [{by: label}] (mnist, quora, csv) or [{by: length, boundaries: [20, 40, 80]}] (quora:
+    characters, wikitext2: tokens); csv: also {by: <feature>} (a numeric feature needs boundaries)."""
+    baseline: str = Field("latest_blessed", min_length=1)
+    """The model the change thresholds compare against: latest_blessed (the newest run of this pipeline whose
+    evaluate blessed its model), none, or the path of a Model artifact folder."""
+    require_baseline: bool = False
+    """Refuse to bless a model that has no baseline to compare with (the verdict says why there is none: the first
+    run, no comparable blessed model, evaluator.baseline: none)."""
+    on_not_blessed: Literal["fail", "warn"] = "fail"
+    """What `kflow run` does when the model is not blessed: fail (exit 1) or warn (exit 0)."""
+    seed: int = Field(0, ge=0)
+    """Seed of the evaluation randomness (the MLM masks)."""
