@@ -25,9 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.components.bulk_inferrer import BulkInferrer
-from kflow.components.datasets.mnist.ingest.component import MnistIngest
-from kflow.components.datasets.quora.ingest.component import QuoraIngest
-from kflow.components.datasets.wikitext2.ingest.component import WikiText2Ingest
+from kflow.components.datasets import DATASETS, get_dataset
 from kflow.components.evaluator import Evaluator
 from kflow.components.example_validator import ExampleValidator
 from kflow.components.pusher import Pusher
@@ -68,6 +66,24 @@ def compile(  # noqa: A001 (the name users know from `kfp.compiler`)
     return compile_pipeline(pipeline, kubeflow_settings(section), package_path)
 
 
+def _ingests() -> dict[str, str]:
+    """{class name: dataset} of every registered dataset's ingest component (MnistIngest, CsvIngest, …)."""
+    return {get_dataset(name).ingest.rpartition(":")[2]: name for name in DATASETS}
+
+
+def __getattr__(name: str) -> Any:
+    """A dataset's ingest component by its class name, from the dataset registry, so that a dataset another package
+    registers is `api.<its ingest>` too."""
+    dataset = _ingests().get(name)
+    if dataset is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return get_dataset(dataset).ingest_component()
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 __all__ = [
     "Component",
     "ComponentSpec",
@@ -75,7 +91,6 @@ __all__ = [
     "ExampleValidator",
     "Input",
     "KubeflowSettings",
-    "MnistIngest",
     "Output",
     "Parameter",
     "Pipeline",
@@ -83,11 +98,10 @@ __all__ = [
     "BulkInferrer",
     "SchemaGen",
     "StatisticsGen",
-    "QuoraIngest",
     "Trainer",
-    "WikiText2Ingest",
     "artifacts",
     "compile",
     "component",
     "run",
+    *_ingests(),
 ]

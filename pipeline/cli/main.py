@@ -336,12 +336,12 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from kflow.pipeline.dsl.config_schema import schema_text
+    from kflow.pipeline.app.schema import config_schema_text
 
     if args.output:
-        Path(args.output).write_text(schema_text())
+        Path(args.output).write_text(config_schema_text())
     else:
-        sys.stdout.write(schema_text())
+        sys.stdout.write(config_schema_text())
     return EXIT_OK
 
 

@@ -8,6 +8,7 @@ given schemas".
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 from typing import Any
@@ -38,8 +39,20 @@ def generated_schema() -> dict[str, Any]:
     }
 
 
-def schema_text() -> str:
-    return json.dumps(generated_schema(), indent=2, ensure_ascii=False) + "\n"
+def schema_text(choices: dict[str, list[str]] | None = None) -> str:
+    """The schema as a file, with `choices` ({dotted field: the names a registry knows}) as those fields' enums.
+
+    Validation reads the schema without them: the registries' own checks (pipeline/app/config_checks.py) refuse
+    an unknown name with a did-you-mean; the enums are for people and editors reading the file.
+    """
+    schema = copy.deepcopy(generated_schema())
+    for dotted, names in (choices or {}).items():
+        node = schema
+        for part in dotted.split("."):
+            node = node["properties"][part]
+        node["enum"] = list(names)
+        node.pop("type", None)
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 
 def _tidy(node: Any, definitions: dict[str, Any]) -> Any:

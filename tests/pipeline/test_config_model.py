@@ -10,11 +10,11 @@ import yaml
 from kflow.components.models import MODELS
 from kflow.components.trainer import Trainer
 from kflow.components.trainer.config import ClusterConfig, TrainConfig, TrainerSettings
+from kflow.pipeline.app.schema import config_schema_text
 from kflow.pipeline.app.standard_pipeline import build_pipeline
 from kflow.pipeline.cli.main import main
 from kflow.pipeline.dsl.config import load_config
 from kflow.pipeline.dsl.config_model import ModelName, TrainerSection
-from kflow.pipeline.dsl.config_schema import schema_text
 from kflow.pipeline.runners.kfp_entrypoint import bind_node
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,7 +22,7 @@ COMMITTED = REPO / "schemas" / "config.schema.json"
 
 
 def test_the_committed_schema_is_the_generated_one():
-    assert COMMITTED.read_text() == schema_text(), (
+    assert COMMITTED.read_text() == config_schema_text(), (
         "schemas/config.schema.json is stale: regenerate it with `kflow schema -o schemas/config.schema.json`"
     )
 
@@ -42,14 +42,16 @@ def test_the_trainer_takes_its_defaults_from_the_config_model():
     declared, schema = TrainerSection(), json.loads(COMMITTED.read_text())["properties"]["trainer"]["properties"]
     training, cluster = TrainConfig(), ClusterConfig()
     assert training.epochs == declared.epochs == schema["epochs"]["default"] == 3
-    assert training.learning_rate == declared.optimizer.learning_rate == schema["optimizer"]["properties"][
-        "learning_rate"
-    ]["default"]
+    assert (
+        training.learning_rate
+        == declared.optimizer.learning_rate
+        == schema["optimizer"]["properties"]["learning_rate"]["default"]
+    )
     assert cluster.max_restarts == declared.max_restarts == schema["max_restarts"]["default"]
     assert Trainer.spec.parameters["epochs"].default == declared.epochs
-    assert Trainer.spec.parameters["stall_timeout"].description == TrainerSection.model_fields[
-        "stall_timeout"
-    ].description
+    assert (
+        Trainer.spec.parameters["stall_timeout"].description == TrainerSection.model_fields["stall_timeout"].description
+    )
 
 
 SET = {
