@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-all lint format bench clean
+.PHONY: run test test-all lint format bench docs clean
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "kflow needs Python 3.11, found " + sys.version.split()[0]'
@@ -18,7 +18,8 @@ run: $(STAMP)
 	$(BIN)/kflow run pipeline/configs/demo.yaml
 
 # A representative, real subset (real MNIST, real Beam pipelines and training runs):
-# everything but the tests marked slow. Under 15 minutes on 2 cores.
+# everything but the tests marked slow. Under 15 minutes on 2 cores. It includes the docs
+# (tests/docs: `mkdocs build --strict`, the config reference, the kflow commands the pages show).
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" -q --durations=15
 
@@ -39,6 +40,10 @@ bench: $(STAMP)
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/trainer_strategies.py
 	$(BIN)/python bench/orchestration.py
+
+# The docs site (mkdocs.yml, docs/), built strict into .venv/site; `$(BIN)/mkdocs serve` to read it while editing.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict -d $(VENV)/site
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -1,6 +1,6 @@
 """Your own model: a Python module (`trainer.module`) whose `build_model` replaces the task's registered model.
 
-The contract (README, "Your own model"):
+The contract (docs/your-data.md, "Your own model"):
 
     def build_model(schema, options) -> keras.Model      # required; compiled or not (kflow compiles it)
     def loss() -> keras.losses.Loss                      # optional; else the task's loss

@@ -34,11 +34,13 @@ def setting(default: Any, description: str = "", *, affects_output: bool = True,
     return field(default=default, metadata=metadata)
 
 
-def declared(name: str, section: type[BaseModel] = TrainerSection, *, affects_output: bool = True) -> Any:
+def declared(
+    name: str, section: type[BaseModel] = TrainerSection, *, affects_output: bool = True, is_path: bool = False
+) -> Any:
     """The field `name` of a config section, with the default, description and bounds declared there."""
     declaration = section.model_fields[name]
     default = declaration.get_default(call_default_factory=True)
-    declared_field = setting(default, declaration.description or "", affects_output=affects_output)
+    declared_field = setting(default, declaration.description or "", affects_output=affects_output, is_path=is_path)
     bounds = [
         bound
         for bound in declaration.metadata
@@ -71,12 +73,7 @@ class ModelChoice:
     task: str = setting("mnist", "a registered dataset (kflow.components.datasets)")
     model_name: str | None = declared("model")
     model_options: dict = declared("model_options")
-    module: str | None = setting(
-        None,
-        "a Python file defining build_model(schema, options) (see README, 'Your own model'); replaces model_name",
-        affects_output=False,
-        is_path=True,
-    )
+    module: str | None = declared("module", affects_output=False, is_path=True)
     module_source: str | None = setting(
         None, "the module's source, read when the pipeline is built: the cache key sees edits, pipeline.yaml carries it"
     )

@@ -14,7 +14,7 @@ second. A cluster is stalled when no beat came for `trainer.stall_timeout` secon
   its last checkpoint or fails, and the job launcher quotes the report.
 
 The first beat comes after the first step, which also compiles the model: the watch counts from the
-process's start, so `stall_timeout` must cover the start-up and the first step (README: measured).
+process's start, so `stall_timeout` must cover the start-up and the first step (docs/training.md: measured).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ def two_runs(tmp_path_factory):
     return sorted((root / "runs" / "quora").glob("*/run.json"))
 
 
+@pytest.mark.slow  # the fixture trains Quora twice (~45 s); make test keeps kflow runs/show --json (test_output.py)
 def test_runs_lists_both_newest_first(two_runs, run_kflow):
     first, second = (path.parent for path in two_runs)
     listed = run_kflow("runs", first.parent)
@@ -36,6 +37,7 @@ def test_runs_lists_both_newest_first(two_runs, run_kflow):
     assert all(" succeeded " in line and "roc_auc=" in line for line in lines[1:])
 
 
+@pytest.mark.slow  # shares the fixture above
 def test_diff_names_the_parameter_the_data_and_the_metric_changes(two_runs, run_kflow):
     first, second = (path.parent for path in two_runs)
     result = run_kflow("diff", first, second, "--json")

@@ -3,6 +3,7 @@
 import json
 import shutil
 
+import pytest
 import yaml
 
 from tests.conftest import REPO
@@ -25,6 +26,7 @@ def plan(run_kflow, config, root, *options):
     return json.loads(result.stdout)["components"]
 
 
+@pytest.mark.slow  # ~100 s (three runs); make test runs kflow plan on the docs' configs (tests/docs)
 def test_the_plan_is_what_the_next_run_does_after_a_parameter_and_a_data_edit(tmp_path, run_kflow):
     data = tmp_path / "iris.csv"
     shutil.copyfile(REPO / "pipeline" / "configs" / "data" / "iris.csv", data)

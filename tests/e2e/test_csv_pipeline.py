@@ -106,6 +106,7 @@ def test_validate_refuses_what_the_run_would_refuse_in_the_data(tmp_path, run_kf
     assert run_kflow("validate", config).returncode == 0
 
 
+@pytest.mark.slow  # ~20 s; make test keeps the Parquet ingest's unit tests (tests/components/datasets/parquet)
 def test_a_parquet_copy_validates_and_ingests_like_the_csv(tmp_path, run_kflow):
     import pyarrow.csv as pa_csv
     import pyarrow.parquet as pq
@@ -413,6 +414,7 @@ def test_a_csv_with_a_few_missing_values_runs_with_the_shipped_config(tmp_path, 
     assert json.loads((run_dir / "evaluate" / "evaluation" / "metrics.json").read_text())["accuracy"] >= 0.85
 
 
+@pytest.mark.slow  # ~60 s; make test keeps trainer.module (iris_model) and module_problems' checks
 def test_a_model_that_breaks_its_contract_fails_in_one_line_naming_the_module_file_and_line(tmp_path, run_kflow):
     """Checked after build_model, before training: a KeyError in the module, outputs that are not the classes,
     an input the data does not have. Each: exit 1, one line `trainer.module: my_model.py:LINE: …`."""

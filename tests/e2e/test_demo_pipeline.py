@@ -80,6 +80,7 @@ def test_changing_epochs_reruns_train_and_evaluate_but_not_ingest(first_run, run
     assert json.loads((only_run(root) / "train" / "model_run" / "history.json").read_text())["epochs"] == 2
 
 
+@pytest.mark.slow  # ~15 s; --until is in the docs' kflow plan/run blocks and the images e2e
 def test_until_ingest_runs_ingest_only(tmp_path, run_kflow):
     result = run_kflow(
         "run", DEMO, "--pipeline-root", tmp_path, "--until", "ingest", "--set", "data.source.max_records=200"

@@ -19,6 +19,7 @@ pytestmark = [
 ]
 
 
+@pytest.mark.slow  # ~75 s; make test trains MWMS across two hosts in test_faults_on_hosts.py (and kills one)
 def test_multi_worker_mirrored_trains_mnist_across_two_hosts(tmp_path, mnist_ingested, cluster_on_hosts, capfd):
     examples, schema = mnist_ingested
     code, out = train(

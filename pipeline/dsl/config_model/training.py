@@ -41,7 +41,7 @@ class TrainerSection(Section):
     module: str | None = None
     """Your own model: a Python file (or an importable package.module) defining build_model(schema, options) ->
     keras.Model, and optionally loss() and metrics(). It replaces trainer.model; its source is part of the Trainer's
-    cache key and travels inside a compiled pipeline.yaml. See README, 'Your own model'."""
+    cache key and travels inside a compiled pipeline.yaml. See docs/your-data.md, 'Your own model'."""
     model_options: dict[str, Scalar] = empty(dict)
     """Keyword options for the task and its model, e.g. bert_mlm: vocabulary_size, sequence_length,
     mask_selection_rate, mask_selection_length, num_layers, hidden_dim, num_heads, intermediate_dim, dropout;
@@ -50,8 +50,8 @@ class TrainerSection(Section):
     unknown ones, except with trainer.module, whose build_model gets them."""
     strategy: str = "default"
     """A registered strategy (kflow.components.trainer.strategies): default, mirrored, multi_worker_mirrored,
-    parameter_server, keras_data_parallel, keras_model_parallel, jax_data_parallel (see the README's strategy
-    table)."""
+    parameter_server, keras_data_parallel, keras_model_parallel, jax_data_parallel (see docs/training.md,
+    'Strategies')."""
     epochs: int = Field(3, ge=1)
     batch_size: int = Field(128, ge=1)
     """the global batch size"""

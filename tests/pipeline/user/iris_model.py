@@ -1,4 +1,4 @@
-"""A user's own Keras model for a csv classification task (trainer.module): the contract in README, "Your own model".
+"""A user's own Keras model for a csv classification task (trainer.module); its contract: docs/your-data.md.
 
 Numeric features only (iris): they are filled and scaled with the statistics kflow computed on
 the training split (`options["features"]`), then a small MLP with a custom layer of its own.

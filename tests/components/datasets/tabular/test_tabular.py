@@ -147,6 +147,7 @@ def test_slices_by_a_string_an_integer_code_and_a_bucketed_number():
         metrics.slice_keys("flavour", x, y, [])
 
 
+@pytest.mark.slow  # ~30 s; make test keeps regression's metrics and the csv e2e
 def test_real_regression_diabetes_through_ingest_trainer_and_evaluator(tmp_path):
     """scikit-learn's diabetes data (442 patients): the trained model explains part of the variance."""
     source = write_diabetes(tmp_path / "diabetes.csv")

@@ -25,6 +25,7 @@ def test_real_quora_sample(tmp_path):
     assert summary["read"] == 999
 
 
+@pytest.mark.slow  # ~20 s; make test ingests the real sample with the executor (above)
 def test_kflow_run_until_ingest_on_the_sample_and_the_missing_source_message(run_kflow, tmp_path):
     folder = shared_dataset("quora-insincere")
     done = run_kflow(
