@@ -65,7 +65,10 @@ OWNER_VARIABLES = ("KFLOW_POD_NAME", "KFLOW_POD_UID", "KFLOW_POD_NAMESPACE")
 DEADLINE_GRACE_SECONDS = 300
 
 
-class Terminated(Exception):
+class Terminated(BaseException):
+    """Raised by the SIGTERM handler; a BaseException, as KeyboardInterrupt is, so that no `except Exception` on the
+    way (the Kubernetes calls' retry wrapper catches every client error) mistakes a cancel for an API error."""
+
     def __str__(self) -> str:
         return "terminated by SIGTERM (the KFP run was cancelled)"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from kfp import components
 
-from tests.compiler.kfp_player import play
 from tests.conftest import REPO
+from tests.pipeline.compiler.kfp_player import play
 
 COMPARE = REPO / "pipeline" / "configs" / "mnist_compare.yaml"
 

@@ -69,7 +69,7 @@ def test_a_second_run_is_fully_cached_and_fast(first_run, run_kflow):
     assert seconds < 0.25 * first_seconds, (seconds, first_seconds)
 
 
-@pytest.mark.slow  # ~20 s; make test keeps a parameter edit rerunning train (tests/cli/test_plan.py).
+@pytest.mark.slow  # ~20 s; make test keeps a parameter edit rerunning train (tests/pipeline/cli/test_plan.py).
 def test_changing_epochs_reruns_train_and_evaluate_but_not_ingest(first_run, run_kflow):
     root, _, _, _ = first_run
     result = run_kflow("run", DEMO, "--pipeline-root", root, "--set", "trainer.epochs=2")

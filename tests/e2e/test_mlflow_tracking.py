@@ -174,7 +174,7 @@ def test_compiled_evaluate_tasks_carry_the_tracking_settings(tmp_path):
 
 @pytest.mark.slow  # Plays the compiled demo (about 80 s); make test checks the compiled arguments above.
 def test_the_played_kubeflow_evaluate_task_logs_to_mlflow(mlflow_server, tmp_path):
-    from tests.compiler.kfp_player import play
+    from tests.pipeline.compiler.kfp_player import play
 
     tracking = f"tracking.mlflow={{uri: '{mlflow_server}', experiment: kflow-kfp}}"
     played = play(compile_demo(tmp_path, "--set", tracking), tmp_path / "played", cwd=REPO)

@@ -30,7 +30,7 @@ def listening(pid: int) -> set[int]:
     return ports
 
 
-@pytest.mark.slow  # ~22 s; make test keeps clusters on their own hosts (tests/kubeflow).
+@pytest.mark.slow  # ~22 s; make test keeps clusters on their own hosts (tests/pipeline/kubeflow).
 def test_a_two_worker_cluster_listens_on_no_address_of_this_machine(tmp_path):
     examples, schema = write_examples(tmp_path / "examples"), write_schema(tmp_path / "schema")
     work = tmp_path / "work"

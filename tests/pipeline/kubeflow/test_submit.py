@@ -7,7 +7,7 @@ import yaml
 
 from kflow.pipeline.cli.main import main
 from tests.conftest import REPO
-from tests.kubeflow.stand_in_api_server import stand_in_kfp_api_server
+from tests.pipeline.kubeflow.stand_in_api_server import stand_in_kfp_api_server
 
 DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
 KFP_CLI = REPO / ".venv" / "bin" / "kfp"

@@ -20,7 +20,7 @@ from kflow.pipeline.compiler.settings import kubeflow_settings
 from kflow.pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
 from kflow.pipeline.dsl.dag import Pipeline
 from tests.conftest import REPO
-from tests.kubeflow.api_models import model_differences
+from tests.pipeline.kubeflow.api_models import model_differences
 from tests.pipeline.toy.components import ClusterAdd, Produce
 
 DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
@@ -44,7 +44,7 @@ def without_code_versions(text: str) -> str:
 
 
 def test_demo_matches_the_golden_file(tmp_path):
-    """Regenerate with `KFLOW_UPDATE_GOLDEN=1 .venv/bin/pytest tests/compiler/test_compiler.py`."""
+    """Regenerate with `KFLOW_UPDATE_GOLDEN=1 .venv/bin/pytest tests/pipeline/compiler/test_compiler.py`."""
     assert compile_cli(DEMO, tmp_path / "p.yaml") == 0
     compiled = without_code_versions((tmp_path / "p.yaml").read_text())
     if os.environ.get("KFLOW_UPDATE_GOLDEN"):

@@ -15,8 +15,8 @@ from kflow.pipeline import api
 from kflow.pipeline.app.standard_pipeline import build_pipeline
 from kflow.pipeline.cli.main import main
 from kflow.pipeline.dsl.config import ConfigError, load_config
-from tests.compiler.kfp_player import play
 from tests.conftest import REPO
+from tests.pipeline.compiler.kfp_player import play
 from tests.pipeline.toy.components import Add, Double, Judge, Produce
 
 TOY = "tests.pipeline.toy.components"

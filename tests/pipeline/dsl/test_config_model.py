@@ -17,7 +17,7 @@ from kflow.pipeline.dsl.config import load_config
 from kflow.pipeline.dsl.config_model import ModelName, TrainerSection
 from kflow.pipeline.runners.kfp_entrypoint import bind_node
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 COMMITTED = REPO / "schemas" / "config.schema.json"
 
 

@@ -1,8 +1,8 @@
 """Every replica its own host: kflow's cluster jobs on pods with their own network stacks, addresses and names.
 
-The harness (tests/kubeflow/hosts.py) makes one network namespace per pod on a bridge; the STAND-IN Trainer v2 /
-JobSet controllers (tests/kubeflow/stand_in_kube.py) create the pods from the TrainJob the real launcher submits
-over HTTP. The rest is real: each pod runs kflow's replica command and the Trainer, and the replicas of
+The harness (tests/pipeline/kubeflow/hosts.py) makes one network namespace per pod on a bridge; the STAND-IN
+Trainer v2 / JobSet controllers (tests/pipeline/kubeflow/stand_in_kube.py) create the pods from the TrainJob the real
+launcher submits over HTTP. The rest is real: each pod runs kflow's replica command and the Trainer, and the replicas of
 `tf.distribute` talk gRPC to each other across the hosts, by the names JobSet would publish.
 """
 
@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from tests.kubeflow.hosts import train_on_hosts as train
-from tests.kubeflow.hosts import unavailable
+from tests.pipeline.kubeflow.hosts import train_on_hosts as train
+from tests.pipeline.kubeflow.hosts import unavailable
 
 pytestmark = [
     pytest.mark.distributed,

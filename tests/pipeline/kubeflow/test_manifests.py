@@ -8,9 +8,9 @@ import yaml
 from kflow.pipeline.cli.main import main
 from kflow.pipeline.kubeflow.job_launcher import launcher_rules
 from tests.conftest import REPO
-from tests.kubeflow.api_models import model_differences
-from tests.kubeflow.crd_schema import FILES, schema_problems
-from tests.kubeflow.pod_security import restricted_violations
+from tests.pipeline.kubeflow.api_models import model_differences
+from tests.pipeline.kubeflow.crd_schema import FILES, schema_problems
+from tests.pipeline.kubeflow.pod_security import restricted_violations
 
 MNIST = REPO / "pipeline" / "configs" / "mnist.yaml"
 LAYOUTS = {

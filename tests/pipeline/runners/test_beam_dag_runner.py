@@ -14,7 +14,7 @@ from kflow.pipeline.runners.beam_dag_runner import BeamDagRunner, PipelineFailed
 from kflow.pipeline.runners.node_runner import STAGING
 from tests.pipeline.toy.components import Add, Double, Produce
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def chain(value=3, fail=False, sleep=0.0):

@@ -5,7 +5,7 @@ real `kubernetes` client (create/get/delete of custom objects, NetworkPolicies, 
 and plays the controllers' part: a created TrainJob becomes the pods `stand_in_trainer` renders (as the
 Trainer v2.3.0 and JobSet code would), a TFJob/JAXJob the pods the Training Operator would make. Each
 job's pods are started together by `start_pods` (by default local processes running their container's
-command with their resolved environment; tests/kubeflow/hosts.py starts each on a host of its own).
+command with their resolved environment; tests/pipeline/kubeflow/hosts.py starts each on a host of its own).
 Everything else is real: the client, HTTP, the launcher, the replica command, the entrypoint, the files.
 
 Controller behaviour, as documented by JobSet v0.12 and Trainer v2.3.0: a job succeeds when the pods of
@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from tests.conftest import REPO
-from tests.kubeflow.stand_in_trainer import Pod, jobset_pods, jobset_spec
+from tests.pipeline.kubeflow.stand_in_trainer import Pod, jobset_pods, jobset_spec
 
 CUSTOM = re.compile(
     r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"

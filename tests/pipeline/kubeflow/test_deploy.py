@@ -90,7 +90,7 @@ def shipped_manifests() -> dict[str, str]:
 
 
 def test_deploy_ships_the_manifests_kflow_writes():
-    """Regenerate with `KFLOW_UPDATE_GOLDEN=1 .venv/bin/pytest tests/kubeflow/test_deploy.py`."""
+    """Regenerate with `KFLOW_UPDATE_GOLDEN=1 .venv/bin/pytest tests/pipeline/kubeflow/test_deploy.py`."""
     expected = shipped_manifests()
     if os.environ.get("KFLOW_UPDATE_GOLDEN"):
         shutil.rmtree(TRAINER_V2, ignore_errors=True)

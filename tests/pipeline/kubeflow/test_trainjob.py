@@ -12,10 +12,10 @@ from kflow.pipeline.kubeflow.trainjob import (
     runtime_name,
     trainjob_state,
 )
-from tests.kubeflow.api_models import model_differences
-from tests.kubeflow.crd_schema import expression_rules, schema_problems
-from tests.kubeflow.pod_security import restricted_violations
-from tests.kubeflow.test_trainjob_env import cluster_job
+from tests.pipeline.kubeflow.api_models import model_differences
+from tests.pipeline.kubeflow.crd_schema import expression_rules, schema_problems
+from tests.pipeline.kubeflow.pod_security import restricted_violations
+from tests.pipeline.kubeflow.test_trainjob_env import cluster_job
 
 LAYOUTS = [
     ("multi_worker_mirrored", 2, 0, False),

@@ -11,7 +11,7 @@ from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.runners.beam_dag_runner import BeamDagRunner
 from tests.pipeline.toy.components import Double, Produce
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
 
 

@@ -124,7 +124,7 @@ class VirtualNetwork:
 def pods_on_hosts(network: VirtualNetwork):
     """A `start_pods` for the stand-in cluster: each pod on a host of its own, known by its DNS names, which every
     host can resolve before any pod starts (JobSet publishes the addresses of pods that are not ready yet)."""
-    from tests.kubeflow.stand_in_kube import LocalPod
+    from tests.pipeline.kubeflow.stand_in_kube import LocalPod
 
     def start(pods):
         hosts = []

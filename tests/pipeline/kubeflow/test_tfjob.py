@@ -16,9 +16,9 @@ from kflow.pipeline.kubeflow.tfjob import (
     render_tfjob,
     tfjob_state,
 )
-from tests.kubeflow.api_models import model_differences
-from tests.kubeflow.pod_security import restricted_violations
-from tests.kubeflow.test_trainjob_env import cluster_job, trainer_node
+from tests.pipeline.kubeflow.api_models import model_differences
+from tests.pipeline.kubeflow.pod_security import restricted_violations
+from tests.pipeline.kubeflow.test_trainjob_env import cluster_job, trainer_node
 
 ENTRYPOINT = [
     *("python", "-m", "kflow.pipeline.runners.kfp_entrypoint"),

@@ -7,7 +7,7 @@ import yaml
 from kflow.components.datasets import get_dataset
 from kflow.pipeline.dsl.config import ConfigError, apply_override, load_config, named_runner
 
-CONFIGS = Path(__file__).resolve().parents[2] / "pipeline" / "configs"
+CONFIGS = Path(__file__).resolve().parents[3] / "pipeline" / "configs"
 
 
 def write(tmp_path, data):

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from kflow.pipeline.dsl.heartbeat import last_beats
-from tests.kubeflow.hosts import train_on_hosts as train
+from tests.pipeline.kubeflow.hosts import train_on_hosts as train
 
 pytestmark = pytest.mark.distributed
 

@@ -6,8 +6,8 @@ import sys
 import pytest
 
 from tests.conftest import REPO, shared_dataset
-from tests.kubeflow.hosts import VirtualNetwork, pods_on_hosts
-from tests.kubeflow.stand_in_kube import StandInKubernetes
+from tests.pipeline.kubeflow.hosts import VirtualNetwork, pods_on_hosts
+from tests.pipeline.kubeflow.stand_in_kube import StandInKubernetes
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,8 @@ from kfp import components, dsl
 
 from kflow.pipeline.compiler import KubeflowSettings, compile_pipeline
 from kflow.pipeline.dsl.dag import Pipeline
-from tests.compiler.kfp_player import play
 from tests.conftest import REPO, shared_dataset
+from tests.pipeline.compiler.kfp_player import play
 from tests.pipeline.toy.components import Add, Double, Produce
 
 DEMO = REPO / "pipeline" / "configs" / "demo.yaml"

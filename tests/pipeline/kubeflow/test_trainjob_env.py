@@ -1,6 +1,6 @@
 """Each TrainJob pod derives what tf.distribute (or JAX) needs from the variables Trainer v2 and JobSet give it.
 
-The pods come from the STAND-IN Trainer/JobSet controllers (tests/kubeflow/stand_in_trainer.py), which
+The pods come from the STAND-IN Trainer/JobSet controllers (tests/pipeline/kubeflow/stand_in_trainer.py), which
 build them from kflow's rendered runtime and TrainJob as the v2.3.0 controllers' code does.
 """
 
@@ -15,7 +15,7 @@ from kflow.pipeline.kubeflow.cluster_job import ClusterJob
 from kflow.pipeline.kubeflow.replica import replica_command
 from kflow.pipeline.kubeflow.replica_env import ReplicaEnvironmentError, replica_from_environment
 from kflow.pipeline.kubeflow.trainjob import render_runtime, render_trainjob
-from tests.kubeflow.stand_in_trainer import jobset_pods, jobset_spec
+from tests.pipeline.kubeflow.stand_in_trainer import jobset_pods, jobset_spec
 
 ENTRYPOINT = ["python", "-m", "kflow.pipeline.runners.kfp_entrypoint", "--output", "model=/mnt/s/j/outputs/{replica}/m"]
 

@@ -1,6 +1,6 @@
 """The train task's job launcher end to end, against a STAND-IN Kubernetes API server and Trainer/JobSet controllers.
 
-The stand-in (tests/kubeflow/stand_in_kube.py) serves real HTTP to the real `kubernetes` client and runs
+The stand-in (tests/pipeline/kubeflow/stand_in_kube.py) serves real HTTP to the real `kubernetes` client and runs
 every pod of the job as a local process: kflow's replica command, the entrypoint and a toy component.
 """
 
@@ -14,7 +14,7 @@ import pytest
 
 from kflow.pipeline.kubeflow import job_launcher
 from tests.conftest import REPO
-from tests.kubeflow.stand_in_kube import StandInKubernetes
+from tests.pipeline.kubeflow.stand_in_kube import StandInKubernetes
 
 POD_ENV = {"KFLOW_POD_NAME": "run-1-train-launcher", "KFLOW_POD_UID": "0d5c1e7e-1111-4a2b-9c3d-123456789abc"}
 
@@ -43,7 +43,13 @@ def arguments(tmp_path, *options, add=1, sleep=0.0, fail="", stall="", replicas=
         "--poll-seconds=0.2",
         *options,
         "--",
-        *("python", "-m", "kflow.pipeline.runners.kfp_entrypoint", "--component", "tests.kubeflow.toy:SumAndSign"),
+        *(
+            "python",
+            "-m",
+            "kflow.pipeline.runners.kfp_entrypoint",
+            "--component",
+            "tests.pipeline.kubeflow.toy:SumAndSign",
+        ),
         *("--input", f"left={tmp_path / 'left'}", "--output", f"total={tmp_path / 'task-out' / 'total'}"),
         *("--parameter", f"add={add}", "--parameter", f"sleep={sleep}", "--parameter", f"fail_on_first_attempt={fail}"),
         *("--parameter", f"stall={stall}"),
@@ -196,3 +202,16 @@ def test_the_launcher_calls_exactly_what_its_rbac_role_grants(tmp_path, cluster,
     if backend == "tfjob":  # the role covers both Training Operator kinds; a TensorFlow job uses TFJobs
         granted = {permission for permission in granted if permission[1] != "jaxjobs"}
     assert used == granted
+
+
+def test_a_sigterm_during_a_kubernetes_call_is_a_cancel_not_an_api_error():
+    """The SIGTERM handler raises in whatever the launcher is doing, most often a Kubernetes call, whose retry wrapper
+    turns every client error into a KubeApiError: the cancel must pass through it (exit 143, not 1)."""
+    from kflow.pipeline.kubeflow.kube_api import KubeApi
+
+    def interrupted_call():
+        raise job_launcher.Terminated()
+
+    api = KubeApi(custom=None, core=None, networking=None)
+    with pytest.raises(job_launcher.Terminated):
+        api.call("reading TrainJob kubeflow/x", interrupted_call)

@@ -44,5 +44,5 @@ class SumAndSign(Component):
             "fail_on_first_attempt": Parameter(str, default=""),
             "stall": Parameter(str, default=""),
         },
-        executor="tests.kubeflow.toy:sum_and_sign",
+        executor="tests.pipeline.kubeflow.toy:sum_and_sign",
     )
