@@ -8,16 +8,17 @@ low, high = int_domain(schema, "label")
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-_DTYPES = {
-    schema_pb2.BYTES: tf.string,
-    schema_pb2.INT: tf.int64,
-    schema_pb2.FLOAT: tf.float32,
-}
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+# TensorFlow is imported by the two functions that build parse specs, not here: the executors' `source_files`, which
+# a cached run calls to fingerprint the data, import their modules, and a cached run must not pay TensorFlow's import.
+_DTYPES = {schema_pb2.BYTES: "string", schema_pb2.INT: "int64", schema_pb2.FLOAT: "float32"}
 
 
 def load_schema(path: str | Path) -> schema_pb2.Schema:
@@ -70,7 +71,9 @@ def annotation_tags(schema: schema_pb2.Schema, name: str) -> dict[str, str]:
 
 
 def _fixed_len_feature(feature: schema_pb2.Feature) -> tf.io.FixedLenFeature:
-    dtype = _DTYPES.get(feature.type)
+    import tensorflow as tf
+
+    dtype = getattr(tf, _DTYPES[feature.type]) if feature.type in _DTYPES else None
     if dtype is None:
         type_name = schema_pb2.FeatureType.Name(feature.type)
         raise ValueError(f"feature {feature.name!r} has type {type_name}; feature_spec handles BYTES, INT and FLOAT")

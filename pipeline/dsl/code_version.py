@@ -20,6 +20,8 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import json
+import os
 import re
 import sys
 import sysconfig
@@ -27,6 +29,7 @@ import threading
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 _MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 _THIRD_PARTY_ROOTS = tuple(
@@ -75,6 +78,7 @@ def source_files(modules: Iterable[str]) -> dict[str, Path]:
             if by_string:
                 for data in _package_data(referenced):
                     found[_label(referenced, data[1], base=data[0])] = data[1]
+    _save_statements()
     return found
 
 
@@ -147,33 +151,94 @@ def _package_data(name: str) -> list[tuple[Path, Path]]:
 _PARSE_LOCK = threading.Lock()
 
 
-@cache
-def _parse(path: Path, mtime_ns: int, size: int) -> ast.Module:
-    source = path.read_bytes()
+def _parse(path: Path, source: bytes) -> ast.Module:
     with _PARSE_LOCK:
         return ast.parse(source, filename=str(path))
 
 
-def _references(path: Path, package: str) -> list[tuple[str, bool]]:
+def _references(path: Path, package: str) -> tuple[tuple[str, bool], ...]:
     """(module name, whether its package data counts) for each module `path` imports or names."""
-    stat = path.stat()
-    tree = _parse(path, stat.st_mtime_ns, stat.st_size)
+    source = path.read_bytes()
+    return _references_of(hashlib.sha256(source).hexdigest(), path, source, package, tuple(sys.path))
+
+
+# Every node's cache key walks the same modules (the runner, the DSL, the shared layer): a file's references are read
+# once per process for given contents, not once per node.
+@cache
+def _references_of(
+    digest: str, path: Path, source: bytes, package: str, search_path: tuple[str, ...]
+) -> tuple[tuple[str, bool], ...]:
     found: list[tuple[str, bool]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(alias.name, False) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = _absolute(node.module, node.level, package)
+    for kind, *value in _statements(digest, path, source):
+        if kind == "import":
+            found.append((value[0], False))
+        elif kind == "from":
+            module, level, names = value
+            base = _absolute(module or None, level, package)
             if base:
                 found.append((base, False))
                 # `from package import module` names a submodule, or just an attribute (then not found).
-                found += [(f"{base}.{alias.name}", False) for alias in node.names if alias.name != "*"]
+                found += [(f"{base}.{name}", False) for name in names if name != "*"]
+        elif _locate(value[0]) is not None:  # a string naming a module, looked up now: it may be new
+            found.append((value[0], True))
+    return tuple(found)
+
+
+def _statements(digest: str, path: Path, source: bytes) -> list[list[Any]]:
+    """What in a file may name a module: ["import", name], ["from", module, level, names], ["string", name].
+
+    Parsing is most of a code version's cost, so the result is kept on disk (STATEMENTS_CACHE) under the SHA-256 of
+    the file's bytes; what the names resolve to is looked up afresh."""
+    store = _statement_store()
+    if digest in store:
+        return store[digest]
+    statements: list[list[Any]] = []
+    for node in ast.walk(_parse(path, source)):
+        if isinstance(node, ast.Import):
+            statements += [["import", alias.name] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            statements.append(["from", node.module or "", node.level, [alias.name for alias in node.names]])
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             for word in node.value.split():
                 candidate = word.partition(":")[0]
-                if _MODULE_NAME.fullmatch(candidate) and _locate(candidate) is not None:
-                    found.append((candidate, True))
-    return found
+                if _MODULE_NAME.fullmatch(candidate):
+                    statements.append(["string", candidate])
+    with _STORE_LOCK:
+        store[digest] = statements
+        _STORE_STATE["dirty"] = True
+    return statements
+
+
+STATEMENTS_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kflow" / "code-statements-2.json"
+_STORE_LOCK = threading.Lock()
+_STORE_STATE: dict[str, Any] = {"store": None, "dirty": False}
+
+
+def _statement_store() -> dict[str, list[Any]]:
+    with _STORE_LOCK:
+        if _STORE_STATE["store"] is None:
+            try:
+                _STORE_STATE["store"] = json.loads(STATEMENTS_CACHE.read_text())
+            except (OSError, ValueError):
+                _STORE_STATE["store"] = {}
+        return _STORE_STATE["store"]
+
+
+def _save_statements() -> None:
+    """Writes the store back when it learnt files (atomically: concurrent processes lose entries, never the file);
+    a cache folder that cannot be written only costs the next process the parsing."""
+    with _STORE_LOCK:
+        if not _STORE_STATE["dirty"]:
+            return
+        text = json.dumps(_STORE_STATE["store"])
+        _STORE_STATE["dirty"] = False
+    try:
+        STATEMENTS_CACHE.parent.mkdir(parents=True, exist_ok=True)
+        temporary = STATEMENTS_CACHE.with_name(f"{STATEMENTS_CACHE.name}.{os.getpid()}.{threading.get_ident()}")
+        temporary.write_text(text)
+        os.replace(temporary, STATEMENTS_CACHE)
+    except OSError:
+        pass
 
 
 def _absolute(module: str | None, level: int, package: str) -> str | None:

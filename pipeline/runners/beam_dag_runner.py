@@ -16,18 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
-
 from kflow.pipeline.dsl.component import Component
-from kflow.pipeline.dsl.config import named_runner
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.runners.cancellation import Cancelled, stop_child_processes
 from kflow.pipeline.runners.node_runner import STAGING, NodeFailed, node_tagged_logs, run_node
@@ -61,55 +56,16 @@ class PipelineFailed(RuntimeError):
         self.result = result
 
 
-class _RunNode(beam.DoFn):
-    def __init__(
-        self, nodes: list[Component], run_dir: str, enable_cache: bool, verify_hashes: bool, cached_only: set[str]
-    ):
-        self._nodes = {node.id: node for node in nodes}
-        self._run_dir = run_dir
-        self._enable_cache = enable_cache
-        self._verify_hashes = verify_hashes
-        self._cached_only = cached_only
-
-    def process(self, node_id, *earlier_waves):
-        upstream: dict[str, dict[str, ArtifactRef]] = {}
-        for wave in earlier_waves:
-            for outputs in wave:
-                upstream.update(outputs)
-        record = RunRecord(self._run_dir)
-        outputs = run_node(
-            self._nodes[node_id],
-            record,
-            upstream,
-            self._enable_cache,
-            self._verify_hashes,
-            cached_only=node_id in self._cached_only,
-        )
-        yield {node_id: outputs}
-
-
-def waves(pipeline: Pipeline) -> list[list[Component]]:
-    """The nodes grouped by depth: every node's upstream nodes are in earlier waves."""
+def waves(pipeline: Pipeline, done: frozenset[str] = frozenset()) -> list[list[Component]]:
+    """The nodes not in `done` grouped by depth: every node's upstream nodes are in earlier waves (or done)."""
     depth: dict[str, int] = {}
-    for node in pipeline.topological_order():
-        depth[node.id] = 1 + max((depth[up] for up in node.upstream), default=-1)
+    remaining = [node for node in pipeline.topological_order() if node.id not in done]
+    for node in remaining:
+        depth[node.id] = 1 + max((depth[up] for up in node.upstream if up not in done), default=-1)
     grouped: list[list[Component]] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
-    for node in pipeline.topological_order():
+    for node in remaining:
         grouped[depth[node.id]].append(node)
     return grouped
-
-
-def parallel_by_default(beam_args: list[str], widest_wave: int) -> list[str]:
-    """`beam_args`, plus what lets the DirectRunner run a wave's nodes at once when neither is set:
-    as many worker threads as the widest wave has nodes, up to the machine's cores."""
-    options = PipelineOptions(beam_args).get_all_options(drop_default=True)
-    runner = options.get("runner") or "DirectRunner"
-    parallel = min(widest_wave, os.cpu_count() or 1)
-    if runner not in ("DirectRunner", "direct") or parallel < 2:
-        return list(beam_args)
-    if "direct_num_workers" in options or "direct_running_mode" in options:
-        return list(beam_args)
-    return [*beam_args, f"--direct_num_workers={parallel}", "--direct_running_mode=multi_threading"]
 
 
 class BeamDagRunner:
@@ -127,6 +83,23 @@ class BeamDagRunner:
         self.verify_hashes = verify_hashes  # Check cached outputs' content hashes too, not only their sizes.
         self.cached_only = set(cached_only)  # Nodes that must come from the cache (`kflow run --only`'s upstream).
 
+    def _reuse_cached(self, pipeline: Pipeline, record: RunRecord) -> dict[str, dict[str, ArtifactRef]]:
+        """Takes from the cache, in this process, every node it can serve whose upstream nodes it served too, before
+        Beam starts: a run that only reuses never starts a Beam pipeline. A node it cannot serve is left, unrecorded,
+        to the Beam pipeline with everything downstream of it."""
+        reused: dict[str, dict[str, ArtifactRef]] = {}
+        if not self.enable_cache:
+            return reused
+        for node in pipeline.topological_order():
+            if node.upstream <= reused.keys():
+                outputs = run_node(
+                    node, record, reused, verify_hashes=self.verify_hashes, cached_only=node.id in self.cached_only,
+                    only_if_cached=True,
+                )  # fmt: skip
+                if outputs is not None:
+                    reused[node.id] = outputs
+        return reused
+
     def run(self, pipeline: Pipeline, pipeline_root: str | Path, run_id: str | None = None) -> RunResult:
         run_id = run_id or new_run_id()
         run_dir = Path(pipeline_root).resolve() / pipeline.name / run_id
@@ -135,33 +108,20 @@ class BeamDagRunner:
         except OSError as error:
             raise PipelineFailed(f"cannot create the run folder {run_dir}: {error.strerror or error}", None) from error
         log.info("run %s of pipeline %s: %s", run_id, pipeline.name, run_dir)
-        stages = waves(pipeline)
-        beam_args = parallel_by_default(
-            self.beam_args if self.beam_args is not None else pipeline.beam_args, max(map(len, stages), default=1)
-        )
+        beam_args = self.beam_args if self.beam_args is not None else pipeline.beam_args
         started = time.perf_counter()
         status = "failed"
         error: BaseException | None = None
-        parallel = max(map(len, stages), default=1) > 1
+        parallel = max(map(len, waves(pipeline)), default=1) > 1
         try:
-            with (
-                node_tagged_logs() if parallel else contextlib.nullcontext(),
-                beam.Pipeline(options=PipelineOptions(named_runner(beam_args))) as beam_pipeline,
-            ):
-                done: list[beam.PCollection] = []
-                for number, wave in enumerate(stages):
-                    name = f"Wave{number}[{','.join(node.id for node in wave)}]"
-                    done.append(
-                        beam_pipeline
-                        | f"{name}/Nodes" >> beam.Create([node.id for node in wave])
-                        # Spreads the wave's nodes over the workers instead of one bundle.
-                        | f"{name}/Spread" >> beam.Reshuffle()
-                        | f"{name}/Run"
-                        >> beam.ParDo(
-                            _RunNode(wave, str(run_dir), self.enable_cache, self.verify_hashes, self.cached_only),
-                            *[beam.pvalue.AsList(earlier) for earlier in done],
-                        )
-                    )
+            with node_tagged_logs() if parallel else contextlib.nullcontext():
+                reused = self._reuse_cached(pipeline, record)
+                stages = waves(pipeline, done=frozenset(reused))
+                if stages:
+                    from kflow.pipeline.runners.beam_waves import run_waves
+
+                    run_waves(stages, reused, run_dir, beam_args, self.enable_cache, self.verify_hashes,
+                              self.cached_only)  # fmt: skip
             status = "succeeded"
         except BaseException as caught:
             interrupt = _cause(caught, KeyboardInterrupt)

@@ -49,16 +49,18 @@ def run_node(
     enable_cache: bool = True,
     verify_hashes: bool = False,
     cached_only: bool = False,
-) -> dict[str, ArtifactRef]:
+    only_if_cached: bool = False,
+) -> dict[str, ArtifactRef] | None:
     """Runs `node` given its upstream nodes' outputs and returns its own outputs.
 
     An execution with a given fingerprint runs in one run at a time: a concurrent run that
     reaches the same execution waits for it, then reuses its outputs from the cache.
     `cached_only` (the upstream nodes of `kflow run --only`) reuses a cached execution or fails.
+    `only_if_cached` reuses a cached execution, or returns None, recording nothing, where it would execute.
     """
     token = CURRENT_NODE.set(node.id)
     try:
-        return _run_node(node, record, upstream, enable_cache, verify_hashes, cached_only)
+        return _run_node(node, record, upstream, enable_cache, verify_hashes, cached_only, only_if_cached)
     finally:
         CURRENT_NODE.reset(token)
 
@@ -70,7 +72,8 @@ def _run_node(
     enable_cache: bool,
     verify_hashes: bool,
     cached_only: bool,
-) -> dict[str, ArtifactRef]:
+    only_if_cached: bool = False,
+) -> dict[str, ArtifactRef] | None:
     reason = skip_reason(node, upstream)
     if reason:
         record.set_component(node.id, status="skipped", seconds=0.0, summary={"skipped": reason})
@@ -94,7 +97,8 @@ def _run_node(
     }
     if data is not None:
         common["data"] = {"files": data["files"], "seconds": data["seconds"]}
-        log.info("%s: %d source file(s) fingerprinted in %.2f s", node.id, len(data["files"]), data["seconds"])
+        if not only_if_cached:  # said once, by the call that runs or reuses it (below)
+            log.info("%s: %d source file(s) fingerprinted in %.2f s", node.id, len(data["files"]), data["seconds"])
 
     with execution_lock(record.run_dir.parent, node.id, fingerprint):
         use_cache = enable_cache or cached_only
@@ -106,6 +110,8 @@ def _run_node(
             raise _failed(node, record, error, seconds=0.0) from error
         if cached:
             execution, source_run = cached
+            if only_if_cached and data is not None:
+                log.info("%s: %d source file(s) fingerprinted in %.2f s", node.id, len(data["files"]), data["seconds"])
             record.set_component(
                 node.id,
                 **common,
@@ -117,6 +123,8 @@ def _run_node(
             )
             log.info("%s: cached, reusing the outputs of run %s", node.id, source_run)
             return dict(execution.outputs)
+        if only_if_cached:
+            return None
         record.set_component(node.id, **common, status="running", started_at=now_precise())
         return _execute(node, record, inputs, fingerprint, data)
 
