@@ -21,7 +21,7 @@ from tensorflow_metadata.proto.v0 import statistics_pb2
 from kflow.components.statistics_gen.statistics import SplitAccumulator
 from kflow.components.util.statistics_proto import feature_stats, read_split
 from kflow.pipeline.dsl.artifacts import Examples, ExampleStatistics
-from kflow.pipeline.dsl.config import named_runner
+from kflow.pipeline.dsl.beam_options import named_runner
 
 log = logging.getLogger(__name__)
 

@@ -68,7 +68,7 @@ from kflow.components.util.split_plan import (
     split_cuts,
 )
 from kflow.pipeline.dsl.artifacts import Examples, Rejects
-from kflow.pipeline.dsl.config import named_runner
+from kflow.pipeline.dsl.beam_options import named_runner
 
 log = logging.getLogger(__name__)
 

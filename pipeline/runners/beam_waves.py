@@ -11,8 +11,8 @@ from pathlib import Path
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from kflow.pipeline.dsl.beam_options import named_runner
 from kflow.pipeline.dsl.component import Component
-from kflow.pipeline.dsl.config import named_runner
 from kflow.pipeline.runners.node_runner import run_node
 from kflow.pipeline.runners.run_record import ArtifactRef, RunRecord
 

@@ -5,7 +5,8 @@ import pytest
 import yaml
 
 from kflow.components.datasets import get_dataset
-from kflow.pipeline.dsl.config import ConfigError, apply_override, load_config, named_runner
+from kflow.pipeline.dsl.beam_options import named_runner
+from kflow.pipeline.dsl.config import ConfigError, apply_override, load_config
 
 CONFIGS = Path(__file__).resolve().parents[3] / "pipeline" / "configs"
 
