@@ -10,11 +10,11 @@ import argparse
 import contextlib
 import json
 import logging
-import os
 import signal
 import sys
 from pathlib import Path
 
+from kflow.pipeline.cli.terminal import colour, configure_logging, set_up_terminal
 from kflow.pipeline.dsl.artifacts import ModelBlessing
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, load_config
 from kflow.pipeline.runners.run_record import Run, RunRecord
@@ -31,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     # As the `kflow` program, not called in a host process (tests, notebooks) whose signals and stderr it must not take.
     args.program = argv is None
     if args.program:
-        _set_up_terminal(verbosity)
-    _configure_logging(verbosity)
+        set_up_terminal(verbosity)
+    configure_logging(verbosity)
     try:
         return args.command(args)
     except (ConfigError, FileNotFoundError) as error:
@@ -224,7 +224,7 @@ def _run(args: argparse.Namespace) -> int:
         # One line: the component and the cause. The traceback is in run.json, and in the log with -v.
         where = ""
         if failure.result is not None:
-            print(format_run(failure.result.run, colour=_colour()))
+            print(format_run(failure.result.run, colour=colour()))
             where = f" [{failure.result.run_dir / 'run.json'}]"
             _track(config, failure.result.run)
         print(f"kflow: error: {failure}{where}", file=sys.stderr)
@@ -233,7 +233,7 @@ def _run(args: argparse.Namespace) -> int:
         name = signal.Signals(cancelled.signum).name
         print(f"kflow: cancelled by {name}; finished components are kept for the next run", file=sys.stderr)
         return cancelled.exit_code
-    print(format_run(result.run, colour=_colour()))
+    print(format_run(result.run, colour=colour()))
     print(f"run folder: {result.run_dir}")
     _track(config, result.run)
     return _gate(result.run, config.evaluator.get("on_not_blessed", "fail"))
@@ -331,7 +331,7 @@ def _show(args: argparse.Namespace) -> int:
     from kflow.pipeline.cli.show import find_run_dir, format_run
 
     run = Run.load(find_run_dir(args.run_dir))
-    print(json.dumps(RunRecord(run.run_dir).load(), indent=2) if args.json else format_run(run, colour=_colour()))
+    print(json.dumps(RunRecord(run.run_dir).load(), indent=2) if args.json else format_run(run, colour=colour()))
     return EXIT_OK
 
 
@@ -361,45 +361,6 @@ def _diff(args: argparse.Namespace) -> int:
     difference = diff_runs(*runs)
     print(json.dumps(difference, indent=2) if args.json else format_diff(difference))
     return EXIT_OK
-
-
-def _colour() -> bool:
-    """Colour only on a terminal, and never with NO_COLOR (no-color.org)."""
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-
-
-def _set_up_terminal(verbosity: int) -> None:
-    """Progress bars when stderr is a terminal (for this process and its workers); native chatter filtered."""
-    os.environ.setdefault("KFLOW_PROGRESS", "bar" if sys.stderr.isatty() else "plain")
-    if verbosity < 1:
-        from kflow.pipeline.cli.native_logs import filter_native_stderr
-
-        filter_native_stderr()
-
-
-# Start-up notices that say nothing about the run: Beam's, logged on the root logger at import.
-_STARTUP_NOISE = ("apitools not found",)
-
-
-def _not_startup_noise(record: logging.LogRecord) -> bool:
-    return not (record.name == "root" and str(record.msg).startswith(_STARTUP_NOISE))
-
-
-def _configure_logging(verbosity: int) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
-    if verbosity > 0:
-        logging.getLogger("kflow").setLevel(logging.DEBUG)
-        return
-    if verbosity < 0:
-        logging.getLogger().setLevel(logging.WARNING)
-        logging.getLogger("kflow").setLevel(logging.WARNING)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(_not_startup_noise)
-    for noisy in ("apache_beam", "absl", "tensorflow", "h5py", "matplotlib"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    # Beam logs a failing element's traceback; kflow reports the failed component in one line itself.
-    logging.getLogger("apache_beam.runners.common").setLevel(logging.CRITICAL)
 
 
 if __name__ == "__main__":

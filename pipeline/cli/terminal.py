@@ -1,0 +1,46 @@
+"""What the command line sets up on its terminal: progress display, colour, native chatter filtered, log levels."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+
+def colour() -> bool:
+    """Colour only on a terminal, and never with NO_COLOR (no-color.org)."""
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def set_up_terminal(verbosity: int) -> None:
+    """Progress bars when stderr is a terminal (for this process and its workers); native chatter filtered."""
+    os.environ.setdefault("KFLOW_PROGRESS", "bar" if sys.stderr.isatty() else "plain")
+    if verbosity < 1:
+        from kflow.pipeline.cli.native_logs import filter_native_stderr
+
+        filter_native_stderr()
+
+
+# Start-up notices that say nothing about the run: Beam's, logged on the root logger at import.
+_STARTUP_NOISE = ("apitools not found",)
+
+
+def _not_startup_noise(record: logging.LogRecord) -> bool:
+    return not (record.name == "root" and str(record.msg).startswith(_STARTUP_NOISE))
+
+
+def configure_logging(verbosity: int) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
+    if verbosity > 0:
+        logging.getLogger("kflow").setLevel(logging.DEBUG)
+        return
+    if verbosity < 0:
+        logging.getLogger().setLevel(logging.WARNING)
+        logging.getLogger("kflow").setLevel(logging.WARNING)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_not_startup_noise)
+    for noisy in ("apache_beam", "absl", "tensorflow", "h5py", "matplotlib"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    # Beam logs a failing element's traceback; kflow reports the failed component in one line itself.
+    logging.getLogger("apache_beam.runners.common").setLevel(logging.CRITICAL)
