@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-all lint format bench docs clean
+.PHONY: run test test-all lint format bench bench-guides docs clean
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "kflow needs Python 3.11, found " + sys.version.split()[0]'
@@ -40,6 +40,10 @@ bench: $(STAMP)
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/trainer_strategies.py
 	$(BIN)/python bench/orchestration.py
+
+# Each guide's training as its own script against `kflow run` of the config that expresses it (bench/guides/README.md).
+bench-guides: $(STAMP)
+	$(BIN)/python bench/guides/run.py
 
 # The docs site (mkdocs.yml, docs/), built strict into .venv/site; `$(BIN)/mkdocs serve` to read it while editing.
 docs: $(STAMP)
