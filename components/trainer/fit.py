@@ -85,6 +85,12 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
         ),
         epoch_log,
     ]
+    if config.early_stopping_patience is not None:  # split_sizes refused it without eval examples
+        callbacks.append(
+            keras.callbacks.EarlyStopping(
+                monitor=task.monitor, mode=task.monitor_mode, patience=config.early_stopping_patience
+            )
+        )
     if chief:
         callbacks.append(keras.callbacks.TensorBoard(log_dir=str(model_run.log_dir)))
     log.info(

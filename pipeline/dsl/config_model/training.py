@@ -59,7 +59,8 @@ class TrainerSection(Section):
     """null: one pass over the train split"""
     optimizer: OptimizerSection = section(OptimizerSection)
     early_stopping_patience: int | None = Field(None, ge=1)
-    """null: off; else epochs without val_loss improvement"""
+    """null: off; else stop after this many epochs without improvement of the task's validation metric (val_loss;
+    quora: val_pr_auc, wikitext2: val_masked_accuracy)"""
     shuffle_buffer: int = Field(10000, ge=0)
     """in examples; 0 turns shuffling off"""
     seed: int = 42

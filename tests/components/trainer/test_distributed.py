@@ -301,6 +301,24 @@ def test_early_stopping_watches_the_task_monitor(inputs, tmp_path):
     assert summary["per_epoch"][1]["val_loss"] < summary["per_epoch"][0]["val_loss"]
 
 
+def test_early_stopping_stops_fit_too(inputs, tmp_path):
+    """The `fit` strategies (default, mirrored, Keras distribution) stop on the task's monitor as the loop does."""
+    from kflow.components.trainer import fit
+
+    class FallingLossNeverImproves(MnistTask):
+        monitor_mode = "max"
+
+    examples, schema = inputs
+    model, model_run = _outputs(tmp_path)
+    config = TrainConfig(epochs=6, batch_size=50, steps_per_epoch=3, early_stopping_patience=1)
+    summary = fit.train(
+        FallingLossNeverImproves(load_schema(schema.file)), examples=examples, model=model, model_run=model_run,
+        config=config, working_dir=tmp_path / "work",
+    )  # fmt: skip
+    assert summary["stopped_early"] is True
+    assert summary["epochs"] == 2
+
+
 @pytest.mark.slow
 @pytest.mark.distributed
 def test_parameter_server_rerun_resumes_with_the_same_step_counter(inputs, tmp_path):

@@ -32,7 +32,7 @@ from typing import Any
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from kflow.components.util import beam_ingest, ingest_records
+from kflow.components.util import ingest_records
 from kflow.components.util.file_chunk import FileChunk as Chunk
 from kflow.components.util.ingest_records import FILTERED, INVALID, make_reject, raw_text
 from kflow.components.util.repeats import RepeatFinder
@@ -81,6 +81,9 @@ def run(
     if read == 0:
         raise ValueError(f"quora: {path} holds no rows after its header")
     log.info("quora ingest: %d rows from %s", read, path)
+    # Imported here: a cached run imports this module for `source_files` (its data fingerprint), and must not load Beam.
+    from kflow.components.util import beam_ingest
+
     stats = beam_ingest.run_ingest_pipeline(
         chunks=chunks,
         process_chunk=ChunkProcessor(max_chars),

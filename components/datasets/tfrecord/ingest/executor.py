@@ -33,7 +33,7 @@ from typing import Any
 from google.protobuf import text_format
 
 from kflow.components.datasets.tabular.examples import KINDS, build_schema, check_task, example_problem, group_of
-from kflow.components.util import beam_ingest, ingest_records, ingest_staging
+from kflow.components.util import ingest_records, ingest_staging
 from kflow.components.util.compressed import is_gzip
 from kflow.components.util.ingest_records import INVALID, make_reject
 from kflow.components.util.repeats import RepeatFinder
@@ -92,6 +92,9 @@ def run(
         log.info("tfrecord ingest: %d records in %d file(s); feature types %s", found.read, len(files), types)
         chunks = [replace(chunk, split=assignment[chunk.source] if assignment else None) for chunk in found.chunks]
         splits = tuple(sorted(set(assignment.values()))) if assignment else tuple(split)
+        # Imported here: a cached run imports this module for `source_files` (its data fingerprint), not Beam.
+        from kflow.components.util import beam_ingest
+
         stats = beam_ingest.run_ingest_pipeline(
             chunks=chunks,
             process_chunk=RecordProcessor(types, label, task, key),

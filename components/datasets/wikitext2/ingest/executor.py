@@ -24,7 +24,7 @@ from typing import Any
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from kflow.components.util import beam_ingest, ingest_records
+from kflow.components.util import ingest_records
 from kflow.components.util.ingest_records import FILTERED, INVALID, make_reject, raw_text
 from kflow.components.util.repeats import RepeatFinder
 from kflow.components.util.source_resolution import find_source, missing_source_error
@@ -87,6 +87,9 @@ def run(
     if read == 0:
         raise ValueError(f"the WikiText-2 files {sorted(map(str, files.values()))} hold no lines")
     log.info("wikitext2 ingest: %d lines in %d chunks from %s", read, len(chunks), files["train"].parent)
+    # Imported here: a cached run imports this module for `source_files` (its data fingerprint), and must not load Beam.
+    from kflow.components.util import beam_ingest
+
     stats = beam_ingest.run_ingest_pipeline(
         chunks=chunks,
         process_chunk=ChunkProcessor(filters),

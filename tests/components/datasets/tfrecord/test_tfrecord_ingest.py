@@ -73,7 +73,7 @@ def test_examples_are_copied_as_they_are_and_bad_records_rejected(tmp_path, monk
     truncated = write(folder / "part-3.tfrecord", good[:3])
     truncated.write_bytes(truncated.read_bytes()[:-10])  # The third record's CRC and tail are cut off.
 
-    seen = spy_on_chunks(monkeypatch, executor)
+    seen = spy_on_chunks(monkeypatch)
     summary, examples, schema, rejects = ingest(tmp_path, folder)
     assert summary["read"] == 150 + 4 + 3
     per_file = [-(-75 // chunk_records), -(-75 // chunk_records), 1, 1]

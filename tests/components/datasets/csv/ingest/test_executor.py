@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
-from kflow.components.datasets.csv.ingest import executor
 from kflow.components.datasets.csv.ingest import source as csv_source
 from kflow.components.datasets.csv.ingest.executor import run
 from kflow.components.util.schema import annotation_tags, load_schema
@@ -156,7 +155,7 @@ def test_a_gzipped_file_is_cut_into_chunks_of_its_staged_copy_and_named_in_rejec
     source = tmp_path / "fruit.csv.gz"
     source.write_bytes(gzip.compress(("\n".join([HEADER, *rows]) + "\n").encode()))
     monkeypatch.setattr(csv_source, "CHUNK_ROWS", 7)
-    seen = spy_on_chunks(monkeypatch, executor)
+    seen = spy_on_chunks(monkeypatch)
     summary, examples, _, rejects = ingest(tmp_path, source_path=str(source), columns={"size": "int"})
 
     assert summary["read"] == 40 and summary["rejected"] == 1
