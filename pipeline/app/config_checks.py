@@ -12,19 +12,23 @@ from collections.abc import Callable
 from kflow.components.datasets import DATASETS, get_dataset
 from kflow.components.trainer.strategies import STRATEGIES
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
+from kflow.pipeline.dsl.config_model import DataSection, FiltersSection, default_of
 
-# The data.filters fields some dataset takes, and the value meaning "not set".
+# The data.filters fields some dataset takes (every ingest takes max_invalid_fraction), with their declared defaults:
+# a field left at its default is "not set".
 FILTER_DEFAULTS = {
-    "min_chars": None,
-    "max_chars": None,
-    "drop_headings": True,
-    "drop_blank": True,
-    "deduplicate": False,
+    name: default_of(FiltersSection, name) for name in FiltersSection.model_fields if name != "max_invalid_fraction"
 }
 
-# The data fields only some datasets take (components/datasets/bundle.py: Dataset.data_fields).
-DATA_FIELDS = ("label", "task", "key", "columns", "infer_rows", "csv", "split_files", "tfds", "image")
 VALIDATION_FIELDS = ("schema", "on_anomaly")  # Only for datasets that validate their data (Dataset.validates_data).
+# The data fields only some datasets take (components/datasets/bundle.py: Dataset.data_fields): the declared ones
+# but those every dataset has and those of data validation.
+_COMMON_DATA_FIELDS = ("dataset", "source", "filters", "split", "shards_per_split")
+DATA_FIELDS = tuple(
+    field.alias or name
+    for name, field in DataSection.model_fields.items()
+    if (field.alias or name) not in (*_COMMON_DATA_FIELDS, *VALIDATION_FIELDS)
+)
 
 Check = Callable[[PipelineConfig], list[str]]
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 from tests.components.datasets.images.image_fixtures import truncate, write_digits
 
 
+@pytest.mark.slow  # ~60 s; make test keeps the image ingest's unit tests (tests/components/datasets/images)
 def test_a_folder_of_png_digits_trains_to_090_and_rejects_broken_files_by_path(tmp_path, run_kflow):
     source = write_digits(tmp_path / "digits")
     truncate(source / "3" / "0003.png")

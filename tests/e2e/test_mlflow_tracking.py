@@ -70,6 +70,7 @@ def kflow_run(root: Path, *settings: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+@pytest.mark.slow  # ~100 s with the server's start; make test checks the tracking settings compiled into each task
 def test_the_demo_is_logged_to_mlflow_and_its_cached_rerun_is_recorded_as_cached(mlflow_server, tmp_path):
     # The demo, shortened to 5 epochs (its bar lowered to match) to keep make test short.
     tracking = ["--set", f"tracking.mlflow={{uri: '{mlflow_server}', experiment: kflow-demo}}", "--set",
