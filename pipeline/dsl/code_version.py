@@ -18,6 +18,7 @@ lock file, not here. Nothing is imported: files are located and parsed with `ast
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -26,7 +27,7 @@ import re
 import sys
 import sysconfig
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -39,10 +40,36 @@ _THIRD_PARTY_ROOTS = tuple(
 
 def code_version(modules: Iterable[str]) -> str:
     """A short hash of the files `source_files(modules)` finds, their paths relative to their roots and their bytes."""
+    modules = tuple(modules)
+    with _RUN_LOCK:
+        if _RUN_VERSIONS is not None and modules in _RUN_VERSIONS:
+            return _RUN_VERSIONS[modules]
     digest = hashlib.sha256()
     for label, path in sorted(source_files(modules).items()):
         digest.update(label.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    version = digest.hexdigest()[:16]
+    with _RUN_LOCK:
+        if _RUN_VERSIONS is not None:
+            _RUN_VERSIONS[modules] = version
+    return version
+
+
+# Within one run, the code is what it was when the run started: each component's version is computed once, not
+# once per node and lookup (mnist_compare's 7 nodes asked 10 times). Outside a run, always afresh.
+_RUN_LOCK = threading.Lock()
+_RUN_VERSIONS: dict[tuple[str, ...], str] | None = None
+
+
+@contextlib.contextmanager
+def one_code_version_per_run() -> Iterator[None]:
+    global _RUN_VERSIONS
+    with _RUN_LOCK:
+        outer, _RUN_VERSIONS = _RUN_VERSIONS, ({} if _RUN_VERSIONS is None else _RUN_VERSIONS)
+    try:
+        yield
+    finally:
+        with _RUN_LOCK:
+            _RUN_VERSIONS = outer
 
 
 def source_files(modules: Iterable[str]) -> dict[str, Path]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kflow.pipeline.dsl.code_version import one_code_version_per_run
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.runners.cancellation import Cancelled, stop_child_processes
@@ -114,7 +115,7 @@ class BeamDagRunner:
         error: BaseException | None = None
         parallel = max(map(len, waves(pipeline)), default=1) > 1
         try:
-            with node_tagged_logs() if parallel else contextlib.nullcontext():
+            with node_tagged_logs() if parallel else contextlib.nullcontext(), one_code_version_per_run():
                 reused = self._reuse_cached(pipeline, record)
                 stages = waves(pipeline, done=frozenset(reused))
                 if stages:
