@@ -111,7 +111,13 @@ class TrainConfig:
     layout_map: dict | None = declared("layout_map")
 
     def validate(self) -> None:
-        get_strategy(self.strategy)  # A ValueError naming the strategies otherwise.
+        loop = get_strategy(self.strategy).trainer  # A ValueError naming the strategies otherwise.
+        if loop == "jax_loop" and self.early_stopping_patience is not None:
+            raise ValueError(
+                f"early_stopping_patience: strategy {self.strategy}'s explicit JAX loop has no early stopping"
+            )
+        if loop == "jax_loop" and self.mixed_precision:
+            raise ValueError(f"mixed_precision: strategy {self.strategy} trains in float32 (the explicit JAX loop)")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {', '.join(OPTIMIZERS)}")
         if self.schedule not in SCHEDULES:

@@ -86,3 +86,15 @@ def test_the_trainer_refuses_data_with_anomalies_under_on_anomaly_fail(tmp_path)
     with pytest.raises(ValueError, match=r"2 anomalies .* set data.on_anomaly: warn to train anyway"):
         run(**artifacts, anomalies=anomalies)
     assert not (tmp_path / "model").exists()  # Refused before anything was written.
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"early_stopping_patience": 2}, "early_stopping_patience: .*no early stopping"),
+        ({"mixed_precision": True}, "float32"),
+    ],
+)
+def test_what_the_explicit_jax_loop_cannot_do_is_refused_before_training(setting, message):
+    with pytest.raises(ValueError, match=message):
+        TrainerSettings.from_parameters({"strategy": "jax_data_parallel", **setting})
