@@ -15,39 +15,36 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import annotated_types
-from pydantic import BaseModel
+from annotated_types import Ge, Gt, Le
 
 from kflow.components.trainer.strategies import get_strategy
 from kflow.pipeline.dsl.component import Parameter
-from kflow.pipeline.dsl.config_model import Optimizer, OptimizerSection, Schedule, TrainerSection
+from kflow.pipeline.dsl.config_model import Optimizer, OptimizerSection, Schedule, Section, TrainerSection, default_of
 
 OPTIMIZERS = typing.get_args(Optimizer)
 SCHEDULES = typing.get_args(Schedule)
 
 
-def setting(default: Any, description: str = "", *, affects_output: bool = True, is_path: bool = False) -> Any:
-    """A dataclass field carrying the description, cache flag and path flag of its component parameter."""
-    metadata = {"description": description, "affects_output": affects_output, "is_path": is_path}
+def setting(
+    default: Any, description: str = "", *, affects_output: bool = True, is_path: bool = False, bounds: tuple = ()
+) -> Any:
+    """A dataclass field carrying the description, cache flag, path flag and bounds of its component parameter."""
+    metadata = {"description": description, "affects_output": affects_output, "is_path": is_path, "bounds": bounds}
     if isinstance(default, dict):
         return field(default_factory=lambda: dict(default), metadata=metadata)
     return field(default=default, metadata=metadata)
 
 
 def declared(
-    name: str, section: type[BaseModel] = TrainerSection, *, affects_output: bool = True, is_path: bool = False
+    name: str, section: type[Section] = TrainerSection, *, affects_output: bool = True, is_path: bool = False
 ) -> Any:
     """The field `name` of a config section, with the default, description and bounds declared there."""
     declaration = section.model_fields[name]
-    default = declaration.get_default(call_default_factory=True)
-    declared_field = setting(default, declaration.description or "", affects_output=affects_output, is_path=is_path)
-    bounds = [
-        bound
-        for bound in declaration.metadata
-        if isinstance(bound, (annotated_types.Ge, annotated_types.Gt, annotated_types.Le))
-    ]
-    declared_field.metadata = types.MappingProxyType({**declared_field.metadata, "bounds": bounds})
-    return declared_field
+    bounds = tuple(bound for bound in declaration.metadata if isinstance(bound, (Ge, Gt, Le)))
+    description = declaration.description or ""
+    return setting(
+        default_of(section, name), description, affects_output=affects_output, is_path=is_path, bounds=bounds
+    )
 
 
 def check_bounds(settings: Any) -> None:
@@ -55,11 +52,11 @@ def check_bounds(settings: Any) -> None:
     for item in fields(settings):
         value = getattr(settings, item.name)
         for bound in item.metadata.get("bounds", ()) if value is not None else ():
-            if isinstance(bound, annotated_types.Ge) and value < bound.ge:
+            if isinstance(bound, Ge) and value < bound.ge:
                 limit = "must not be negative" if bound.ge == 0 else f"must be at least {bound.ge}"
-            elif isinstance(bound, annotated_types.Gt) and value <= bound.gt:
+            elif isinstance(bound, Gt) and value <= bound.gt:
                 limit = "must be positive" if bound.gt == 0 else f"must be greater than {bound.gt}"
-            elif isinstance(bound, annotated_types.Le) and value > bound.le:
+            elif isinstance(bound, Le) and value > bound.le:
                 limit = f"must be at most {bound.le}"
             else:
                 continue

@@ -97,8 +97,6 @@ def _run_node(
     }
     if data is not None:
         common["data"] = {"files": data["files"], "seconds": data["seconds"]}
-        if not only_if_cached:  # said once, by the call that runs or reuses it (below)
-            log.info("%s: %d source file(s) fingerprinted in %.2f s", node.id, len(data["files"]), data["seconds"])
 
     with execution_lock(record.run_dir.parent, node.id, fingerprint):
         use_cache = enable_cache or cached_only
@@ -108,10 +106,12 @@ def _run_node(
                 "no cached execution with these inputs and parameters; run it first (kflow run --until " + node.id + ")"
             )
             raise _failed(node, record, error, seconds=0.0) from error
+        if only_if_cached and not cached:
+            return None  # a cache probe that misses says nothing: the Beam pipeline runs the node and says it
+        if data is not None:
+            log.info("%s: %d source file(s) fingerprinted in %.2f s", node.id, len(data["files"]), data["seconds"])
         if cached:
             execution, source_run = cached
-            if only_if_cached and data is not None:
-                log.info("%s: %d source file(s) fingerprinted in %.2f s", node.id, len(data["files"]), data["seconds"])
             record.set_component(
                 node.id,
                 **common,
@@ -123,8 +123,6 @@ def _run_node(
             )
             log.info("%s: cached, reusing the outputs of run %s", node.id, source_run)
             return dict(execution.outputs)
-        if only_if_cached:
-            return None
         record.set_component(node.id, **common, status="running", started_at=now_precise())
         return _execute(node, record, inputs, fingerprint, data)
 
