@@ -13,7 +13,6 @@ config gets. Regenerate the page with
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import sys
@@ -38,8 +37,7 @@ _TYPE_NAMES = {
 
 def config_reference(schema: dict[str, Any]) -> str:
     """The Markdown reference of a config JSON Schema: a section per top-level field, a table per object."""
-    resolver = _Resolver(schema)
-    root = resolver.resolve(schema)
+    root = _schema(schema)
     lines = [
         "# Config reference",
         "",
@@ -57,17 +55,17 @@ def config_reference(schema: dict[str, Any]) -> str:
     ]
     required = set(root.get("required", ()))
     for name, sub in root.get("properties", {}).items():
-        lines += _section(resolver, name, sub, name in required)
+        lines += _section(name, sub, name in required)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _section(resolver: _Resolver, name: str, raw: dict[str, Any], required: bool) -> list[str]:
-    schema = resolver.resolve(raw)
+def _section(name: str, raw: dict[str, Any], required: bool) -> list[str]:
+    schema = _schema(raw)
     lines = [f"## `{name}`", ""]
-    tables = _Tables(resolver)
+    tables = _Tables()
     tables.collect(name, raw, required)
     if not tables.objects or tables.objects[0].path != name:  # A scalar or list field: one row for itself.
-        lines += _table([_row(resolver, name, raw, required)])
+        lines += _table([_row(name, raw, required)])
     elif schema.get("description"):
         lines += [_text(schema["description"]), ""]
     for obj in tables.objects:
@@ -75,7 +73,7 @@ def _section(resolver: _Resolver, name: str, raw: dict[str, Any], required: bool
             lines += [f"### `{obj.path}`", ""]
             if obj.description:
                 lines += [_text(obj.description), ""]
-        summary = _summary(resolver, obj.schema, required if obj.path == name else obj.required)
+        summary = _summary(obj.schema, required if obj.path == name else obj.required)
         if summary:
             lines += [summary, ""]
         lines += _table(obj.rows) if obj.rows else ["No fields of its own.", ""]
@@ -94,23 +92,20 @@ class _Object:
 class _Tables:
     """The objects (with their rows) under one top-level field, parents before children, in schema order."""
 
-    def __init__(self, resolver: _Resolver):
-        self.resolver = resolver
+    def __init__(self) -> None:
         self.objects: list[_Object] = []
 
     def collect(self, path: str, schema: dict[str, Any], required: bool = False, description: str = "") -> None:
-        with self.resolver.expanding(schema) as schema:
-            if schema is None:
-                return
-            if _properties(schema) is not None:
-                self._object(path, schema, required, description)
-            elif isinstance(_entries(schema), dict):  # {<key>: {...}}: a table for the entries' fields.
-                self.collect(f"{path}.<key>", _entries(schema), description=_text_of(_entries(schema)))
-            elif isinstance(_items(schema), dict):
-                self.collect(f"{path}[]", _items(schema), description=_text_of(_items(schema)))
-            else:
-                for alternative in _alternatives(schema):
-                    self.collect(path, alternative, required, description)
+        schema = _schema(schema)
+        if _properties(schema) is not None:
+            self._object(path, schema, required, description)
+        elif isinstance(_entries(schema), dict):  # {<key>: {...}}: a table for the entries' fields.
+            self.collect(f"{path}.<key>", _entries(schema), description=_text_of(_entries(schema)))
+        elif isinstance(_items(schema), dict):
+            self.collect(f"{path}[]", _items(schema), description=_text_of(_items(schema)))
+        else:
+            for alternative in _alternatives(schema):
+                self.collect(path, alternative, required, description)
 
     def _object(self, path: str, schema: dict[str, Any], required: bool, description: str) -> None:
         obj = _Object(path, schema, description, required)
@@ -119,23 +114,21 @@ class _Tables:
         children = []
         for name, sub in _properties(schema).items():
             child = f"{path}.{name}"
-            obj.rows.append(_row(self.resolver, child, sub, name in needed))
+            obj.rows.append(_row(child, sub, name in needed))
             children.append((child, sub, name in needed))
         for child, sub, child_required in children:
-            resolved = self.resolver.resolve(sub)
-            if _has_table(self.resolver, resolved):
+            resolved = _schema(sub)
+            if _has_table(resolved):
                 self.collect(child, sub, child_required, resolved.get("description", ""))
 
 
-def _has_table(resolver: _Resolver, schema: dict[str, Any]) -> bool:
+def _has_table(schema: dict[str, Any]) -> bool:
     """Whether an object with fields of its own is in `schema` (itself, its entries, its items, an alternative)."""
-    if resolver.recursive(schema):
-        return False
-    schema = resolver.resolve(schema)
+    schema = _schema(schema)
     if _properties(schema) is not None:
         return True
     nested = [_entries(schema), _items(schema), *_alternatives(schema)]
-    return any(isinstance(sub, dict) and _has_table(resolver, sub) for sub in nested)
+    return any(isinstance(sub, dict) and _has_table(sub) for sub in nested)
 
 
 def _properties(schema: dict[str, Any]) -> dict[str, Any] | None:
@@ -159,9 +152,9 @@ def _text_of(schema: dict[str, Any]) -> str:
     return schema.get("description", "") if isinstance(schema, dict) else ""
 
 
-def _summary(resolver: _Resolver, schema: dict[str, Any], required: bool) -> str:
+def _summary(schema: dict[str, Any], required: bool) -> str:
     """The line under an object's heading: its type, default and bounds."""
-    kind, allowed = _describe(resolver, schema)
+    kind, allowed = _describe(schema)
     parts = [kind + (", required" if required else "")]
     if "default" in schema:
         parts.append(f"default {_code(_value(schema['default']))}")
@@ -170,12 +163,9 @@ def _summary(resolver: _Resolver, schema: dict[str, Any], required: bool) -> str
     return _capitalise("; ".join(parts)) + "."
 
 
-def _row(resolver: _Resolver, path: str, schema: dict[str, Any], required: bool) -> list[str]:
-    recursive = resolver.recursive(schema)
-    schema = resolver.resolve(schema)
-    kind, allowed = _describe(resolver, schema)
-    if recursive:
-        kind += f" (as {_code(recursive)})"
+def _row(path: str, schema: dict[str, Any], required: bool) -> list[str]:
+    schema = _schema(schema)
+    kind, allowed = _describe(schema)
     if required:
         kind += ", required"
     default = _code(_value(schema["default"])) if "default" in schema else ""
@@ -188,15 +178,15 @@ def _table(rows: list[list[str]]) -> list[str]:
     return [*lines, ""]
 
 
-def _describe(resolver: _Resolver, schema: dict[str, Any]) -> tuple[str, str]:
+def _describe(schema: dict[str, Any]) -> tuple[str, str]:
     """(type, allowed values and bounds) of a schema, in words."""
-    schema = resolver.resolve(schema)
+    schema = _schema(schema)
     alternatives = _alternatives(schema)
     if alternatives:
-        described = [_describe(resolver, alternative) for alternative in alternatives]
+        described = [_describe(alternative) for alternative in alternatives]
         kinds = _unique(kind for kind, _ in described)
         allowed = [f"{kind}: {bounds}" if len(kinds) > 1 and bounds else bounds for kind, bounds in described]
-        own_kind, own_bounds = _describe(resolver, {k: v for k, v in schema.items() if k not in ("oneOf", "anyOf")})
+        own_kind, own_bounds = _describe({k: v for k, v in schema.items() if k not in ("oneOf", "anyOf")})
         kind = " or ".join(kinds) if own_kind == "any" else own_kind
         return kind, "; ".join(filter(None, [*allowed, own_bounds]))
     if "const" in schema:
@@ -205,7 +195,7 @@ def _describe(resolver: _Resolver, schema: dict[str, Any]) -> tuple[str, str]:
         values = schema["enum"]
         kinds = schema.get("type") or _unique(_json_type(value) for value in values)
         return _kind(kinds, schema), ", ".join(_code(_value(value)) for value in values)
-    return _kind(schema.get("type"), schema), ", ".join(_bounds(resolver, schema))
+    return _kind(schema.get("type"), schema), ", ".join(_bounds(schema))
 
 
 def _kind(types: Any, schema: dict[str, Any], plural: bool = False) -> str:
@@ -224,7 +214,7 @@ def _kind(types: Any, schema: dict[str, Any], plural: bool = False) -> str:
     return " or ".join(_unique(words))
 
 
-def _bounds(resolver: _Resolver, schema: dict[str, Any]) -> list[str]:
+def _bounds(schema: dict[str, Any]) -> list[str]:
     bounds = []
     for key, word in (("minimum", "≥"), ("exclusiveMinimum", ">"), ("maximum", "≤"), ("exclusiveMaximum", "<")):
         if key in schema:
@@ -241,17 +231,17 @@ def _bounds(resolver: _Resolver, schema: dict[str, Any]) -> list[str]:
         bounds.append(f"matches {_code(schema['pattern'])}")
     names = schema.get("propertyNames")
     if isinstance(names, dict):
-        _, allowed = _describe(resolver, names)
+        _, allowed = _describe(names)
         if allowed:
             bounds.append(f"keys: {allowed}")
     items = _items(schema)
     if isinstance(items, dict):
-        _, allowed = _describe(resolver, items)
+        _, allowed = _describe(items)
         if allowed:
             bounds.append(f"each {allowed}")
     entries = _entries(schema)
-    if isinstance(entries, dict) and not _properties(resolver.resolve(entries)):
-        _, allowed = _describe(resolver, entries)
+    if isinstance(entries, dict) and not _properties(_schema(entries)):
+        _, allowed = _describe(entries)
         if allowed:
             bounds.append(f"each value {allowed}")
     if isinstance(schema.get("required"), list) and not _properties(schema):
@@ -336,20 +326,8 @@ def _unique(values: Any) -> list[Any]:
     return list(dict.fromkeys(values))
 
 
-class _Resolver:
-    """What the page's walk asks of a schema node; the generated schema is inline (no `$ref`, no `allOf`)."""
-
-    def __init__(self, root: dict[str, Any]):
-        self.root = root
-
-    def resolve(self, schema: Any) -> dict[str, Any]:
-        return schema if isinstance(schema, dict) else {}
-
-    def recursive(self, schema: Any) -> str | None:
-        return None
-
-    def expanding(self, schema: dict[str, Any]) -> contextlib.nullcontext[dict[str, Any]]:
-        return contextlib.nullcontext(self.resolve(schema))
+def _schema(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def documented_schema() -> dict[str, Any]:
