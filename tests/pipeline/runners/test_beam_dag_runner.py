@@ -168,7 +168,9 @@ def test_a_killed_run_leaves_no_partial_artifact_and_the_rerun_reuses_finished_w
         deadline = time.time() + 60
         while time.time() < deadline:
             runs = list((root / "toy").glob("*/run.json"))
-            if runs and json.loads(runs[0].read_text())["components"].get("double", {}).get("status") == "running":
+            # Kill only once the executor has begun writing: "running" is recorded just before it starts.
+            partial = list((runs[0].parent / STAGING).glob("double-*/doubled/partial.txt")) if runs else []
+            if partial and json.loads(runs[0].read_text())["components"].get("double", {}).get("status") == "running":
                 break
             time.sleep(0.2)
         else:
