@@ -24,10 +24,9 @@ def plain_fit(data: Path, records: int, epochs: int, batch_size: int) -> float:
 
 
 def plain_fit_on(backend: str, data: Path, records: int, epochs: int, batch_size: int) -> float:
-    """`plain_fit` on a Keras backend: in this process for TensorFlow, in a process of its own for another
-    (Keras fixes its backend at import)."""
-    if backend == "tensorflow":
-        return plain_fit(data, records, epochs, batch_size)
+    """`plain_fit` on a Keras backend, in a fresh process as a user's script runs: Keras fixes its backend at
+    import, and a process that already trained (kflow's Trainer in this one) has its heap set up otherwise
+    (components/trainer/heap.py)."""
     import os
     import subprocess
     import sys

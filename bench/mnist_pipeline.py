@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from baselines import plain_fit  # bench/, the script's folder
+from baselines import plain_fit_on  # bench/, the script's folder
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "mnist"
@@ -78,7 +78,8 @@ def main() -> int:
         components = record["components"]
         overhead = wall - sum(entry["seconds"] for entry in components.values())
         trainer = components["train"]["summary"]["examples_per_second"]
-        plain = plain_fit(args.data, components["ingest"]["summary"]["train"], args.epochs, args.batch_size)
+        train_records = components["ingest"]["summary"]["train"]
+        plain = plain_fit_on("tensorflow", args.data, train_records, args.epochs, args.batch_size)
         overheads.append(overhead / wall)
         ratios.append(trainer / plain)
         times = ", ".join(f"{node} {entry['seconds']:.1f} s" for node, entry in components.items())

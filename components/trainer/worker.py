@@ -20,6 +20,7 @@ from pathlib import Path
 from kflow.components.datasets import get_dataset
 from kflow.components.datasets.task import load_task
 from kflow.components.trainer.config import TrainConfig
+from kflow.components.trainer.heap import keep_freed_heap
 from kflow.components.trainer.sidecar import evaluate_checkpoints
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import is_chief_process, replica_name, tf_config
@@ -33,6 +34,7 @@ def main(argv: list[str]) -> int:
     kflow = logging.getLogger("kflow")
     kflow.addHandler(handler)
     kflow.propagate = False
+    keep_freed_heap()
     spec = json.loads(Path(argv[0]).read_text())
     config = TrainConfig(**spec["config"])
     cluster = tf_config()
