@@ -14,7 +14,8 @@ time is counted), then trains mnist_convnet with the same global batch size and 
 - keras_data_parallel-2proc  two JAX processes on loopback (gloo), one device each
 
 The TensorFlow strategies are compared with a plain fit on TensorFlow, the JAX ones with a plain
-fit on JAX (the same model and images, in a process with KERAS_BACKEND=jax).
+fit on JAX (the same model and images), each in a fresh process as a user's script runs: this one
+has kflow's Trainer in it, which sets the heap up for training (components/trainer/heap.py).
 
 Trainer figures are the examples/s the Trainer measures around its training epochs (first
 epoch included: tracing, cache filling); the wall column adds start-up (processes, TF import,
