@@ -11,7 +11,6 @@ free at the top before trimming, so the steps reuse the pages they have.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import sys
 
@@ -28,8 +27,7 @@ def keep_freed_heap(pad_bytes: int = TOP_PAD_BYTES) -> bool:
     if not sys.platform.startswith("linux") or USER_SETTING in os.environ:
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL(None).mallopt  # the C library this process runs on (no ldconfig lookup)
     except (OSError, AttributeError):
         return False
     return bool(mallopt(M_TOP_PAD, pad_bytes))
