@@ -25,6 +25,8 @@ from typing import Any
 
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
+from kflow.components.util.example_proto import Example
+
 SAMPLE_SIZE = 10_000
 MAX_DISTINCT = 100_000
 TOP_VALUES = 20
@@ -103,9 +105,7 @@ class SplitAccumulator:
     features: dict[str, FeatureAccumulator] = field(default_factory=dict)
 
     def add(self, serialized: bytes) -> None:
-        from tensorflow.core.example import example_pb2
-
-        example = example_pb2.Example.FromString(serialized)
+        example = Example.FromString(serialized)
         record_hash = int.from_bytes(hashlib.blake2b(serialized, digest_size=8).digest(), "big")
         self.examples += 1
         for name, feature in example.features.feature.items():

@@ -67,6 +67,7 @@ from kflow.components.util.split_plan import (
     sort_key_of,
     split_cuts,
 )
+from kflow.components.util.tfrecord_file import TFRecordWriter
 from kflow.pipeline.dsl.artifacts import Examples, Rejects
 from kflow.pipeline.dsl.beam_options import named_runner
 
@@ -299,14 +300,12 @@ class _WriteShard(beam.DoFn):
         self._examples = examples
 
     def process(self, element, counts):
-        import tensorflow as tf  # Only the workers that write need TensorFlow.
-
         (split, shard), parts = element
         folder = self._examples.split_uri(split)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"data_tfrecord-{shard:05d}-of-{counts[split]:05d}.gz"
         count = 0
-        with tf.io.TFRecordWriter(str(path), options="GZIP") as writer:
+        with TFRecordWriter(path) as writer:
             merged = heapq.merge(*(read_staged(part, PART_ROWS) for part in sorted(filter(None, parts))))
             for _, record in merged:
                 writer.write(record)

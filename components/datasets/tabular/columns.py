@@ -12,7 +12,6 @@ a column that is always missing there is a string.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kflow.components.datasets.tabular.examples import check_task
+from kflow.components.util.example_proto import Example
 
 TYPES = ("int", "float", "string", "bool")
 DEFAULT_MISSING = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
@@ -147,7 +147,7 @@ def content_hash(fields: list[str]) -> str:
 def serialized_example(values: Mapping[str, int | float | str]) -> bytes:
     """A record's present values as a tf.train.Example, serialised deterministically: str → bytes_list,
     float → float_list, int (and bool as 0/1) → int64_list."""
-    example = _example_class()()
+    example = Example()
     features = example.features.feature
     for column, value in values.items():
         if isinstance(value, str):
@@ -157,10 +157,3 @@ def serialized_example(values: Mapping[str, int | float | str]) -> bytes:
         else:
             features[column].int64_list.value.append(value)
     return example.SerializeToString(deterministic=True)
-
-
-@functools.cache
-def _example_class() -> type:
-    from tensorflow.core.example import example_pb2  # Here: validate reads this module without TensorFlow.
-
-    return example_pb2.Example

@@ -24,6 +24,7 @@ from typing import Any
 
 from kflow.components.datasets.images.ingest.source import ImageFile, ImageFormat, class_names, list_images
 from kflow.components.util import beam_ingest, ingest_records
+from kflow.components.util.example_proto import Example
 from kflow.components.util.ingest_records import INVALID, make_reject
 from kflow.components.util.split_plan import StratifiedPlan
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
@@ -123,8 +124,6 @@ class ImageConverter:
     classes: dict[str, int]
 
     def __call__(self, chunk: tuple[ImageFile, ...]) -> tuple[list, list]:
-        from tensorflow.core.example import example_pb2
-
         accepted, found = [], []
         for file in chunk:
             pixels, problem = self.pixels(file)
@@ -133,7 +132,7 @@ class ImageConverter:
                 found.append(make_reject(reason, INVALID, file.position, {"path": file.path, "label": file.label},
                                          **details))  # fmt: skip
                 continue
-            example = example_pb2.Example()
+            example = Example()
             features = example.features.feature
             features["image"].bytes_list.value.append(pixels)
             features["label"].int64_list.value.append(self.classes[file.label])

@@ -12,8 +12,8 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
-from tensorflow.core.example import example_pb2
 
+from kflow.components.util.example_proto import Example
 from kflow.components.util.split_plan import stable_hash
 
 TEST_SPLIT = "test"
@@ -196,7 +196,7 @@ class ExampleSerializer:
     """
 
     def __init__(self) -> None:
-        self._example = example_pb2.Example()
+        self._example = Example()
         features = self._example.features.feature
         self._image = features["image"].bytes_list.value
         self._label = features["label"].int64_list.value

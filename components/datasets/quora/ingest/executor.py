@@ -33,6 +33,7 @@ from typing import Any
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from kflow.components.util import ingest_records
+from kflow.components.util.example_proto import Example
 from kflow.components.util.file_chunk import FileChunk as Chunk
 from kflow.components.util.ingest_records import FILTERED, INVALID, make_reject, raw_text
 from kflow.components.util.repeats import RepeatFinder
@@ -219,8 +220,6 @@ class ChunkProcessor:
     max_chars: int
 
     def __call__(self, chunk: Chunk) -> tuple[list, list]:
-        from tensorflow.core.example import example_pb2
-
         accepted, found = [], []
         name = Path(chunk.path).name
         with open(chunk.path, "rb") as file:
@@ -236,7 +235,7 @@ class ChunkProcessor:
                     found.append(make_reject(reason, kind, position, raw_text(raw.rstrip(b"\r\n")), **details))
                     continue
                 qid, text, label = record
-                example = example_pb2.Example()
+                example = Example()
                 features = example.features.feature
                 features["qid"].bytes_list.value.append(qid.encode("utf-8"))
                 features["text"].bytes_list.value.append(text.encode("utf-8"))

@@ -23,6 +23,7 @@ from google.protobuf import text_format
 
 from kflow.components.datasets.tabular.examples import build_schema, check_task
 from kflow.components.util import beam_ingest, ingest_records
+from kflow.components.util.example_proto import Example
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,6 @@ class ChunkProcessor:
 
     def __call__(self, chunk: Chunk) -> tuple[list, list]:
         import tensorflow_datasets as tfds
-        from tensorflow.core.example import example_pb2
 
         builder = self.source.builder()
         dataset = (
@@ -191,7 +191,7 @@ class ChunkProcessor:
         )
         accepted = []
         for index, record in enumerate(tfds.as_numpy(dataset), start=chunk.start):
-            example = example_pb2.Example()
+            example = Example()
             features = example.features.feature
             for name, kind in self.kinds.items():
                 value = record[name]

@@ -30,14 +30,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 from google.protobuf import text_format
 
 from kflow.components.datasets.tabular.examples import KINDS, build_schema, check_task, example_problem, group_of
 from kflow.components.util import ingest_records, ingest_staging
 from kflow.components.util.compressed import is_gzip
+from kflow.components.util.example_proto import Example
 from kflow.components.util.ingest_records import INVALID, make_reject
 from kflow.components.util.repeats import RepeatFinder
 from kflow.components.util.split_plan import StratifiedPlan
+from kflow.components.util.tfrecord_file import read_records
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -154,25 +158,10 @@ def _assign(files: list[str], split_files: dict[str, str], source_path: str | No
 def _records(path: str, start: int = 0, first_index: int = 0) -> Iterator[tuple[int, int, bytes | None]]:
     """(index, byte offset, serialized record) of an uncompressed TFRecord file from byte `start`, whose record
     is the `first_index`-th; a broken record (framing or CRC) ends it with (index, offset, None)."""
-    import tensorflow as tf
-
-    # TensorFlow's reader of a record at an offset, CRCs checked: tf.data cannot start at an offset.
-    from tensorflow.python.lib.io.tf_record import tf_record_random_reader
-
-    size = tf.io.gfile.stat(path).length
-    reader = tf_record_random_reader(path)
-    offset, index = start, first_index
-    try:
-        while offset < size:
-            try:
-                record, end = reader.read(offset)
-            except (tf.errors.DataLossError, tf.errors.OutOfRangeError, IndexError):
-                yield index, offset, None
-                return
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
+        stream.seek(start)
+        for index, (offset, record) in enumerate(read_records(stream), first_index):
             yield index, offset, record
-            offset, index = end, index + 1
-    finally:
-        reader.close()
 
 
 @dataclass(frozen=True)
@@ -202,8 +191,6 @@ def scan(
     """One pass over the files: the records (a broken record counts once and ends its file) cut into chunks,
     the feature types, and the records whose key an earlier record has (parsed only when a key is declared;
     found with 16 bytes a record: `components/util/repeats.py`)."""
-    from tensorflow.core.example import example_pb2
-
     found, sampled, keys = Scan(), 0, RepeatFinder()
     firsts = []  # Each chunk's first record, counted over all files.
     for path in files:
@@ -218,7 +205,7 @@ def scan(
             chunk["count"] += 1
             if record is not None and (sampled < infer_records or key is not None):
                 try:
-                    example = example_pb2.Example.FromString(record)
+                    example = Example.FromString(record)
                 except Exception:  # noqa: BLE001 - protobuf raises DecodeError and others; the worker rejects it.
                     example = None
                 if example is not None and sampled < infer_records:
@@ -255,8 +242,6 @@ class RecordProcessor:
     key: str | None
 
     def __call__(self, chunk: FileChunk) -> tuple[list, list]:
-        from tensorflow.core.example import example_pb2
-
         accepted, found = [], []
         name = Path(chunk.source).name
         for index, _, record in itertools.islice(_records(chunk.path, chunk.start, chunk.first_index), chunk.count):
@@ -265,7 +250,7 @@ class RecordProcessor:
                 found.append(make_reject("corrupt_record", INVALID, position, None))
                 continue
             try:
-                example = example_pb2.Example.FromString(record)
+                example = Example.FromString(record)
             except Exception as error:  # noqa: BLE001 - any parse failure means "not an Example".
                 found.append(make_reject("not_an_example", INVALID, position, record[:200].hex(), error=str(error)))
                 continue

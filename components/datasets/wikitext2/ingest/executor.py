@@ -25,6 +25,7 @@ from typing import Any
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from kflow.components.util import ingest_records
+from kflow.components.util.example_proto import Example
 from kflow.components.util.ingest_records import FILTERED, INVALID, make_reject, raw_text
 from kflow.components.util.repeats import RepeatFinder
 from kflow.components.util.source_resolution import find_source, missing_source_error
@@ -221,8 +222,6 @@ class ChunkProcessor:
         self.filters = filters
 
     def __call__(self, chunk: Chunk) -> tuple[list, list]:
-        from tensorflow.core.example import example_pb2
-
         with open(chunk.path, "rb") as file:
             file.seek(chunk.start)
             data = file.read(chunk.stop - chunk.start)
@@ -245,7 +244,7 @@ class ChunkProcessor:
                 found.append(make_reject(reason, FILTERED, f"{name}:{number}", line, chars=len(line)))
                 continue
             key = f"{chunk.source_split}-{number:07d}"
-            example = example_pb2.Example()
+            example = Example()
             features = example.features.feature
             features["text"].bytes_list.value.append(line.strip().encode("utf-8"))
             features["key"].bytes_list.value.append(key.encode())

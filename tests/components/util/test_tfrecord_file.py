@@ -1,0 +1,52 @@
+"""TFRecord files written and read without TensorFlow: what TensorFlow reads and writes, crcs checked."""
+
+from __future__ import annotations
+
+import gzip
+import io
+
+import pytest
+import tensorflow as tf
+
+from kflow.components.util.tfrecord_file import _FLUSH_BYTES, TFRecordWriter, read_records
+
+RECORDS = [b"", b"a", bytes(range(256)) * 40, *(f"record {i}".encode() * (i % 7) for i in range(3000))]
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+def test_tensorflow_reads_every_record_written(tmp_path, compressed):
+    path = tmp_path / "data.tfrecord"
+    with TFRecordWriter(path, gzip=compressed) as writer:
+        for record in RECORDS * 60:  # Past _FLUSH_BYTES: several compressed blocks in one stream.
+            writer.write(record)
+    assert sum(map(len, RECORDS * 60)) > _FLUSH_BYTES
+    read = tf.data.TFRecordDataset(str(path), compression_type="GZIP" if compressed else "")
+    assert [record.numpy() for record in read] == RECORDS * 60
+    again = tmp_path / "again.tfrecord"
+    with TFRecordWriter(again, gzip=compressed) as writer:
+        for record in RECORDS * 60:
+            writer.write(record)
+    assert again.read_bytes() == path.read_bytes()  # No time or name in the gzip header: the same bytes.
+
+
+def test_records_tensorflow_wrote_read_back_with_offsets(tmp_path):
+    path = tmp_path / "tf.tfrecord.gz"
+    with tf.io.TFRecordWriter(str(path), options="GZIP") as writer:
+        for record in RECORDS:
+            writer.write(record)
+    with gzip.open(path) as stream:
+        read = list(read_records(stream))
+    assert [record for _, record in read] == RECORDS
+    offsets = [offset for offset, _ in read]
+    assert offsets[:3] == [0, 16, 33]  # 16 bytes of framing a record.
+
+
+def test_a_broken_record_ends_the_stream_with_none(tmp_path):
+    path = tmp_path / "plain.tfrecord"
+    with TFRecordWriter(path, gzip=False) as writer:
+        for record in (b"first", b"second", b"third"):
+            writer.write(record)
+    data = bytearray(path.read_bytes())
+    data[16 + 5 + 12 + 2] ^= 0xFF  # A byte of the second record's data: its crc no longer matches.
+    assert list(read_records(io.BytesIO(bytes(data)))) == [(0, b"first"), (21, None)]
+    assert list(read_records(io.BytesIO(bytes(data[:30])))) == [(0, b"first"), (21, None)]  # Truncated.
