@@ -204,17 +204,18 @@ class _Process(beam.DoFn):
         if self._progress is not None:
             self._progress.add(len(accepted) + len(found_rejects))
         if accepted:
-            staged = sorted((sort_key_of(key), group, record) for key, group, record in accepted)
+            # CHUNK_ROWS, sorted by sort key: (hash, key) as `sort_key_of` makes it, the group, the record.
+            staged = sorted((*sort_key_of(key), group, record) for key, group, record in accepted)
             path = self._staging.path(f"chunk-{index:08d}.rec")
-            write_staged(path, [(*sort_key, group, record) for sort_key, group, record in staged], CHUNK_ROWS)
+            write_staged(path, staged, CHUNK_ROWS)
             yield path
             sizes: Counter = Counter()
-            for _, group, record in staged:
+            for _, _, group, record in staged:
                 sizes[group] += len(record)
             yield beam.pvalue.TaggedOutput(_SIZES, dict(sizes))
             if self._histogram:
                 by_group: dict[str, list[int]] = {}
-                for (hashed, _), group, _ in staged:
+                for hashed, _, group, _ in staged:
                     by_group.setdefault(group, []).append(hashed >> (64 - BUCKET_BITS))
                 yield beam.pvalue.TaggedOutput(
                     _HISTOGRAM, {group: np.unique(buckets, return_counts=True) for group, buckets in by_group.items()}

@@ -129,9 +129,12 @@ class SplitCuts:
 
     cuts: dict[str, tuple[tuple[SortKey, str], ...]]
 
+    def __post_init__(self):
+        firsts = {group: [first for first, _ in starts] for group, starts in self.cuts.items()}
+        object.__setattr__(self, "_firsts", firsts)  # Looked up once a record: built once.
+
     def split(self, sort_key: SortKey, group: str) -> str:
-        starts = self.cuts[group]
-        return starts[bisect.bisect_right([first for first, _ in starts], sort_key) - 1][1]
+        return self.cuts[group][bisect.bisect_right(self._firsts[group], sort_key) - 1][1]
 
     def __call__(self, key: str, group: str) -> str:
         return self.split(sort_key_of(key), group)

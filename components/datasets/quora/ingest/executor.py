@@ -8,7 +8,7 @@ resumes at the next line. The driver also marks repeated qids (the first row wit
 keeps it; components/util/repeats.py). The Beam pipeline (components/util/beam_ingest.py)
 then cuts each chunk again in a worker, parses and validates its rows. Reasons, the first that applies:
 
-    invalid:  unterminated_quote, non_utf8, wrong_field_count, duplicate_qid, empty_qid, bad_label, empty_text
+    invalid:  unterminated_quote, non_utf8, bad_csv, wrong_field_count, duplicate_qid, empty_qid, bad_label, empty_text
     filtered: too_long (more than max_chars characters after stripping)
 
 Split: stratified by label. Within each label, records are ordered by a hash of their
@@ -249,7 +249,14 @@ class ChunkProcessor:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as error:
             return None, ("non_utf8", INVALID, {"error": str(error)})
-        fields = list(csv.reader(io.StringIO(text)))
+        line = text.rstrip("\r\n")
+        if line and '"' not in line and "\n" not in line and "\r" not in line:
+            fields = [line.split(",")]  # What the CSV reader gives such a line, at a fifth of its cost.
+        else:
+            try:
+                fields = list(csv.reader(io.StringIO(text)))
+            except csv.Error as error:  # A bare carriage return in an unquoted field, for one.
+                return None, ("bad_csv", INVALID, {"error": str(error)})
         if len(fields) != 1 or len(fields[0]) != len(HEADER):
             return None, ("wrong_field_count", INVALID, {"fields": [len(row) for row in fields]})
         qid, question, target = (field.strip() for field in fields[0])

@@ -172,3 +172,41 @@ def test_component_spec():
     assert parameters["max_chars"].default == 1000
     assert parameters["split"].default == {"train": 8, "eval": 1, "test": 1}
     assert set(QuoraIngest.spec.outputs) == {"examples", "schema", "rejects"}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        *ROWS,
+        b"",
+        b"\r\n",
+        qid(11) + b",Ends with CRLF?,1\r\n",
+        qid(12) + b", padded , 0 ",
+        qid(13) + b",NUL\x00inside,1",
+        qid(14) + b",a\rb,1",  # A bare CR in an unquoted field: the CSV reader's error.
+        qid(15) + b',unquoted"quote,1',
+        b",,",
+    ],
+)
+def test_a_plain_line_parses_as_the_csv_reader_parses_it(line):
+    import csv
+    import io
+
+    parse = executor.ChunkProcessor(max_chars=60).parse
+    try:
+        text = line.decode("utf-8")
+        rows = list(csv.reader(io.StringIO(text)))
+    except (UnicodeDecodeError, csv.Error):
+        rows = None
+    if rows is None or len(rows) != 1 or len(rows[0]) != 3:
+        record, problem = parse(line, False)
+        assert record is None and problem[0] in ("non_utf8", "wrong_field_count", "bad_csv")
+        if problem[0] == "wrong_field_count" and rows is not None:
+            assert problem[2] == {"fields": [len(row) for row in rows]}
+        return
+    record, problem = parse(line, False)
+    qid_, question, target = (field.strip() for field in rows[0])
+    if record is None:  # Three fields: refused only for what they hold.
+        assert problem[0] in ("empty_qid", "bad_label", "empty_text", "too_long")
+    else:
+        assert record == (qid_, question, int(target))
