@@ -73,6 +73,8 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
             loss=loss,
             weighted_metrics=task.metrics(),
         )
+        if runtime.replicas > 1 and keras.backend.backend() == "tensorflow":
+            _build_from_a_local_batch(keras_model, dataset("train", False, global_batch))
     epoch_log = EpochLog(config.epochs, examples_per_epoch, steps_per_epoch, global_batch, config.log_every_steps)
     chief = runtime.process_index == 0
     # Each process of a multi-process strategy backs up its own state (they hold the same weights).
@@ -147,6 +149,24 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
             model_run.write_json("sharding.json", layouts)
     log.info("train: %d epochs in %.1f s (%.0f ex/s)", summary["epochs"], seconds, summary["examples_per_second"])
     return summary
+
+
+def _build_from_a_local_batch(keras_model: keras.Model, batches: Any) -> None:
+    """Builds a model that takes strings from one batch of this process's own, before `fit`.
+
+    Under a tf.distribute strategy of several replicas, Keras' `fit` and `evaluate` first average an input batch
+    over the replicas to build the model (keras/src/backend/tensorflow/trainer.py, `_maybe_symbolic_build`), even
+    when it is built already; there is no string mean (tensorflow/tensorflow#80951), so a model that reads raw
+    text or string columns could not train under `mirrored` on 2 devices. Once everything that step builds (model,
+    compiled loss and metrics, optimizer) is built here, the averaging is skipped.
+    """
+    import tensorflow as tf
+
+    batch = next(iter(batches.take(1)))
+    if not any(leaf.dtype == tf.string for leaf in tf.nest.flatten(batch) if leaf is not None):
+        return
+    keras_model._symbolic_build(data_batch=batch)
+    keras_model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None
 
 
 class EpochLog(keras.callbacks.Callback):

@@ -29,8 +29,9 @@ few keys in the buckets where a cut falls. The shard of a record is a stable has
 Defaults that follow the data: `shards=0` gives each split one shard per SHARD_BYTES of its serialised
 Examples (at least one, and one per ingest worker when the split is over PARALLEL_SHARD_BYTES); and a
 DirectRunner ingest of PARALLEL_RECORDS records or more whose Beam options choose no running mode processes
-its chunks in one worker process per core (`multi_processing`): the workers' start-up (~10 s each here:
-they import TensorFlow) pays for itself from about there (bench/ingest_scale.py).
+its chunks in one worker process per core (`multi_processing`): the workers' start-up pays for itself from
+about there (bench/ingest_scale.py). The workers never import TensorFlow: Examples are built with
+example_proto.py and shards written with tfrecord_file.py.
 """
 
 from __future__ import annotations

@@ -131,6 +131,13 @@ class QuoraTask(Task):
             raise ValueError("the quora task has no vocabulary yet: call prepare() or load_assets() first")
         return build_model(self.model_name, vocabulary=self.vocabulary, **self.model_kwargs)
 
+    def model_context(self) -> dict[str, Any]:
+        """The vocabulary learnt on Split-train (most frequent first, without "" and "[UNK]", as
+        `TextVectorization(vocabulary=...)` takes it) and its `ngrams`: a user's model reads raw questions."""
+        if self.vocabulary is None:
+            raise ValueError("the quora task has no vocabulary yet: call prepare() or load_assets() first")
+        return {"vocabulary": list(self.vocabulary), "ngrams": self.model_kwargs["ngrams"]}
+
     def loss(self) -> keras.losses.Loss:
         # The model ends in a sigmoid: it returns probabilities, not logits.
         return keras.losses.BinaryCrossentropy(reduction=None)

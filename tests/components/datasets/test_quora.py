@@ -115,6 +115,42 @@ def test_training_reduces_the_loss_and_the_model_serves_raw_strings(prepared, tm
     assert insincere > 0.5 > sincere
 
 
+GUIDE_MODULE = """
+import keras
+
+
+def build_model(schema, options):  # The guide's classifier: two hidden layers, over kflow's vocabulary.
+    text = keras.Input(shape=(), dtype="string", name="text")
+    vectorize = keras.layers.TextVectorization(
+        vocabulary=options["vocabulary"], ngrams=options["ngrams"], output_sequence_length=24
+    )
+    embedded = keras.layers.Embedding(len(options["vocabulary"]) + 2, 16, mask_zero=True)(vectorize(text))
+    hidden = keras.layers.GlobalAveragePooling1D()(embedded)
+    hidden = keras.layers.Dense(options["units"][0], activation="relu")(hidden)
+    hidden = keras.layers.Dense(options["units"][1], activation="relu")(hidden)
+    return keras.Model(text, keras.layers.Dense(1, activation="sigmoid")(hidden))
+"""
+
+
+def test_a_users_model_gets_the_learnt_vocabulary_and_trains(prepared):
+    from kflow.components.datasets.user_module import load_module, with_user_module
+
+    task, examples, assets, _ = prepared
+    users = with_user_module(QuoraTask, load_module(GUIDE_MODULE))(SCHEMA, model_options={**OPTIONS, "units": [16, 8]})
+    with pytest.raises(ValueError, match="no vocabulary yet"):
+        users.build_model()
+    users.load_assets(assets)
+    model = users.build_model()
+    vectorizer = next(layer for layer in model.layers if isinstance(layer, keras.layers.TextVectorization))
+    assert vectorizer.get_vocabulary()[2:] == task.vocabulary  # "" and "[UNK]" come first
+    assert [layer.units for layer in model.layers if isinstance(layer, keras.layers.Dense)] == [16, 8, 1]
+    keras.utils.set_random_seed(0)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=users.loss())
+    train = users.dataset(examples, "train", batch_size=32, training=True, seed=0)
+    history = model.fit(train, epochs=5, verbose=0).history["loss"]
+    assert history[-1] < history[0] / 2, history
+
+
 def test_bad_options_and_schemas_are_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown trainer.model_options for quora: sequence_length"):
         QuoraTask(SCHEMA, model_options={"sequence_length": 3})

@@ -42,3 +42,22 @@ def test_devices_with_a_strategy_that_does_not_split_them_is_a_config_error(run_
     assert result.returncode == 2
     able = "mirrored, keras_data_parallel, keras_model_parallel, jax_data_parallel"
     assert f"trainer.devices: strategy default does not take a device count (only {able})" in result.stderr
+
+
+@pytest.mark.real_data
+def test_a_model_that_reads_raw_text_trains_on_two_mirrored_replicas(tmp_path, run_kflow):
+    # Keras' fit averages a first batch over the replicas, and strings have no mean (fit.py: _build_from_a_local_batch).
+    from tests.conftest import shared_dataset
+
+    result = run_kflow(
+        "run", REPO / "pipeline" / "configs" / "quora.yaml", "--pipeline-root", tmp_path, "--until", "train",
+        "--set", f"data.source.path={shared_dataset('quora-insincere')}",
+        "--set", "trainer.strategy=mirrored", "--set", "trainer.devices=2", "--set", "trainer.epochs=2",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    (history_file,) = tmp_path.glob("quora/*/train/model_run/history.json")
+    history = json.loads(history_file.read_text())
+    assert (history["strategy"], history["replicas"], history["epochs"]) == ("mirrored", 2, 2)
+    assert all(key in history["per_epoch"][-1] for key in ("loss", "val_pr_auc", "val_roc_auc"))
+    losses = [epoch["loss"] for epoch in history["per_epoch"]]
+    assert losses[-1] < losses[0]
