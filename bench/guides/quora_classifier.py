@@ -82,7 +82,7 @@ def stable_hash(text: str) -> int:
 
 
 def stratified_split(rows: list[tuple[str, str, int]], weights: dict[str, int] = SPLIT) -> dict[str, list]:
-    """kflow's split (components/util/split_plan.py, StratifiedPlan): within each label, the questions ordered by
+    """kflow's split (components/ingest/split_plan.py, StratifiedPlan): within each label, the questions ordered by
     (a 64-bit SHA-256 hash of the qid, the qid); with the splits' names sorted, the first round(n * w1 / W) go to
     the first split, up to round(n * (w1 + w2) / W) to the second, and so on."""
     names, total = sorted(weights), sum(weights.values())

@@ -116,7 +116,7 @@ def test_the_bert_script_builds_the_configs_bert_tiny():
 
 
 def test_the_quora_script_splits_as_kflows_ingest():
-    from kflow.components.util.split_plan import StratifiedPlan
+    from kflow.components.ingest.split_plan import StratifiedPlan
 
     script = _script("quora_classifier")
     rows = [(f"{index:020x}", f"question {index}", int(index % 13 == 0)) for index in range(1000)]

@@ -2,7 +2,7 @@
 
 kflow.schemas                                   declarative files
 kflow.pipeline.dsl                              artifacts, component base, DAG, config (no TensorFlow)
-kflow.components.{datasets,models,util}         what a dataset is: tasks, metrics, models, ingest helpers
+kflow.components.{datasets,ingest,models,util}  what a dataset is: tasks, metrics, models; the shared ingest; helpers
 kflow.components.<component>                    ingest / train / evaluate: the DSL and the layer above only
 kflow.pipeline.{runners,compiler,kubeflow}      run or compile a DAG; see components as specs and paths
 kflow.pipeline.{app,cli}                        the standard pipeline, compile/submit, the command line
@@ -17,7 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDERS = ("pipeline", "components", "schemas")
-SHARED = ("datasets", "models", "util")
+SHARED = ("datasets", "ingest", "models", "util")
 ORCHESTRATION = ("runners", "compiler", "kubeflow")
 APPLICATION = ("app", "cli")
 
@@ -99,7 +99,7 @@ def test_layer_rules_hold_for_every_import():
         ("kflow.components.evaluator.executor", "kflow.components.trainer.loop", False),
         ("kflow.components.evaluator.executor", "kflow.components.datasets.task", True),
         ("kflow.components.datasets.task", "kflow.components.trainer", False),
-        ("kflow.components.datasets.mnist.ingest.executor", "kflow.components.util.beam_ingest", True),
+        ("kflow.components.datasets.mnist.ingest.executor", "kflow.components.ingest.beam_ingest", True),
         ("kflow.components.datasets.mnist.ingest.executor", "kflow.components.datasets.quora.ingest", False),
         ("kflow.components.trainer.executor", "kflow.components.datasets.mnist.ingest", False),
         ("kflow.pipeline.dsl.component", "kflow.pipeline.runners.cache", False),

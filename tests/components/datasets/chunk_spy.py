@@ -1,6 +1,6 @@
 """What a driver hands the shared ingest pipeline, recorded on the way (the pipeline then runs as usual)."""
 
-from kflow.components.util import beam_ingest
+from kflow.components.ingest import beam_ingest
 
 
 def spy_on_chunks(monkeypatch) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kflow.components.util.ingest_spec import INGEST_OUTPUTS, ingest_parameters
+from kflow.components.ingest.ingest_spec import INGEST_OUTPUTS, ingest_parameters
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 

@@ -5,7 +5,7 @@ checks the headers, counts the records, samples the first `infer_rows` to infer 
 types that the config does not declare, marks repeated keys when a key column is declared,
 and cuts the files into chunks of CHUNK_ROWS records (byte ranges; a gzipped file is first
 decompressed, streaming, into the staging folder, so that it is cut like the others). The Beam
-pipeline (components/util/beam_ingest.py) then parses each chunk in a worker. Reasons a record
+pipeline (components/ingest/beam_ingest.py) then parses each chunk in a worker. Reasons a record
 is refused, the first that applies:
 
     invalid: unterminated_quote, non_utf8, bad_csv, wrong_field_count, missing_label,
@@ -35,11 +35,11 @@ from kflow.components.datasets.csv.ingest.source import Dialect, resolve, scan_f
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash, serialized_example
 from kflow.components.datasets.tabular.examples import build_schema
-from kflow.components.util import beam_ingest, ingest_records, ingest_staging
-from kflow.components.util.compressed import is_gzip, open_source
-from kflow.components.util.file_chunk import FileChunk as Chunk
-from kflow.components.util.ingest_records import INVALID, make_reject, raw_text
-from kflow.components.util.split_plan import StratifiedPlan
+from kflow.components.ingest import beam_ingest, ingest_records, ingest_staging
+from kflow.components.ingest.compressed import is_gzip, open_source
+from kflow.components.ingest.file_chunk import FileChunk as Chunk
+from kflow.components.ingest.ingest_records import INVALID, make_reject, raw_text
+from kflow.components.ingest.split_plan import StratifiedPlan
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)

@@ -21,9 +21,9 @@ from typing import Any
 from kflow.components.datasets.csv.ingest.records import Record, cut
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import SourceFacts
-from kflow.components.util.compressed import is_gzip, open_source
-from kflow.components.util.file_chunk import FileChunk as Chunk
-from kflow.components.util.repeats import RepeatFinder
+from kflow.components.ingest.compressed import is_gzip, open_source
+from kflow.components.ingest.file_chunk import FileChunk as Chunk
+from kflow.components.ingest.repeats import RepeatFinder
 
 CHUNK_ROWS = 5000
 DEFAULT_FORMAT = {"delimiter": ",", "quotechar": '"', "header": True, "missing_values": list(cols.DEFAULT_MISSING)}
@@ -150,7 +150,7 @@ def scan_files(
     readable: dict[str, str] | None = None,
 ) -> Scan:
     """One streaming pass over the files: header, record count, chunks, a sample of rows, repeated keys (found
-    with 24 bytes a record: `components/util/repeats.py`).
+    with 24 bytes a record: `components/ingest/repeats.py`).
 
     `readable`: a file's decompressed copy, to read and cut instead of the gzipped file (which cannot be
     cut: a chunk would have to decompress everything before it)."""

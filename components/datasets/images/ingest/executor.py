@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kflow.components.datasets.images.ingest.source import ImageFile, ImageFormat, class_names, list_images
-from kflow.components.util import beam_ingest, ingest_records
+from kflow.components.ingest import beam_ingest, ingest_records
+from kflow.components.ingest.ingest_records import INVALID, make_reject
+from kflow.components.ingest.split_plan import StratifiedPlan
 from kflow.components.util.example_proto import Example
-from kflow.components.util.ingest_records import INVALID, make_reject
-from kflow.components.util.split_plan import StratifiedPlan
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)

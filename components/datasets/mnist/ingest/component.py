@@ -8,7 +8,7 @@ refused records go to `rejects` with their reason and position.
 
 from __future__ import annotations
 
-from kflow.components.util.ingest_spec import INGEST_OUTPUTS, ingest_parameters
+from kflow.components.ingest.ingest_spec import INGEST_OUTPUTS, ingest_parameters
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 

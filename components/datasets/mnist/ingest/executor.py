@@ -2,7 +2,7 @@
 
 The driver streams the source a chunk of a few thousand records at a time and stages each
 chunk as an .npz file under the pipeline's temp location (so memory stays flat and workers on
-other machines can read it); the shared Beam ingest (components/util/beam_ingest.py) then
+other machines can read it); the shared Beam ingest (components/ingest/beam_ingest.py) then
 validates, splits and serialises each chunk in a worker (`ChunkProcessor`), writes the shards
 and accounts for every record, as for every other dataset. Records past the end of the shorter
 of a split's images and labels are rejected by the driver.
@@ -29,7 +29,7 @@ from kflow.components.datasets.mnist.ingest.records import (
     split_chunk,
 )
 from kflow.components.datasets.mnist.ingest.sources import SourceSplit, read_source
-from kflow.components.util import beam_ingest, ingest_records, ingest_staging
+from kflow.components.ingest import beam_ingest, ingest_records, ingest_staging
 from kflow.components.util.schema import annotation_tags, int_domain
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 

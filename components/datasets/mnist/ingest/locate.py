@@ -7,7 +7,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from kflow.components.util.source_resolution import DATA_DIR_ENV, find_source
+from kflow.components.ingest.source_resolution import DATA_DIR_ENV, find_source
 
 FORMATS = ("auto", "npz", "idx", "sklearn_digits", "tfds", "download")
 SOURCE_SPLITS = ("train", "test")
@@ -53,7 +53,7 @@ def resolve(source_path: str | None, source_format: str) -> tuple[str, Path | No
     if source_format == "tfds":
         return source_format, None if source_path is None else Path(source_path).expanduser()
     if source_path is None:
-        # $KFLOW_DATA_DIR, then ~/.keras/datasets and the TFDS data dir (components/util/source_resolution.py).
+        # $KFLOW_DATA_DIR, then ~/.keras/datasets and the TFDS data dir (components/ingest/source_resolution.py).
         found = find_source("mnist", None, (_NPZ_NAME, "mnist")) if source_format in ("auto", "npz", "idx") else None
         if found is None:
             raise ValueError(

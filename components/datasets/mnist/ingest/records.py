@@ -13,8 +13,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from kflow.components.ingest.split_plan import stable_hash
 from kflow.components.util.example_proto import Example
-from kflow.components.util.split_plan import stable_hash
 
 TEST_SPLIT = "test"
 """The source's test records all form this split; the source's training records are hashed into the others."""

@@ -28,7 +28,7 @@ from kflow.components.datasets.mnist.ingest.locate import (
     resolve,
 )
 from kflow.components.datasets.mnist.ingest.records import record_key, reject
-from kflow.components.util.split_plan import stable_hash
+from kflow.components.ingest.split_plan import stable_hash
 
 log = logging.getLogger(__name__)
 

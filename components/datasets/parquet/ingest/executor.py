@@ -26,10 +26,10 @@ from kflow.components.datasets.parquet.ingest.source import RowGroup, as_text, i
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash, serialized_example
 from kflow.components.datasets.tabular.examples import build_schema
-from kflow.components.util import beam_ingest, ingest_records
-from kflow.components.util.ingest_records import INVALID, make_reject
-from kflow.components.util.repeats import RepeatFinder
-from kflow.components.util.split_plan import StratifiedPlan
+from kflow.components.ingest import beam_ingest, ingest_records
+from kflow.components.ingest.ingest_records import INVALID, make_reject
+from kflow.components.ingest.repeats import RepeatFinder
+from kflow.components.ingest.split_plan import StratifiedPlan
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ by label and assigned by a hash of the qid. Every refused row goes to `rejects`.
 
 from __future__ import annotations
 
-from kflow.components.util.ingest_spec import INGEST_OUTPUTS, ingest_parameters
+from kflow.components.ingest.ingest_spec import INGEST_OUTPUTS, ingest_parameters
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 

@@ -5,7 +5,7 @@ ranges), which needs one sequential pass: a quoted question may hold commas and 
 row whose quotes are still open when the next line starts like a new row (`<20 hex
 digits>,`) or when the file ends has an unterminated quote: it is rejected and cutting
 resumes at the next line. The driver also marks repeated qids (the first row with a qid
-keeps it; components/util/repeats.py). The Beam pipeline (components/util/beam_ingest.py)
+keeps it; components/ingest/repeats.py). The Beam pipeline (components/ingest/beam_ingest.py)
 then cuts each chunk again in a worker, parses and validates its rows. Reasons, the first that applies:
 
     invalid:  unterminated_quote, non_utf8, bad_csv, wrong_field_count, duplicate_qid, empty_qid, bad_label, empty_text
@@ -32,13 +32,13 @@ from typing import Any
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from kflow.components.util import ingest_records
+from kflow.components.ingest import ingest_records
+from kflow.components.ingest.file_chunk import FileChunk as Chunk
+from kflow.components.ingest.ingest_records import FILTERED, INVALID, make_reject, raw_text
+from kflow.components.ingest.repeats import RepeatFinder
+from kflow.components.ingest.source_resolution import find_source, missing_source_error
+from kflow.components.ingest.split_plan import StratifiedPlan
 from kflow.components.util.example_proto import Example
-from kflow.components.util.file_chunk import FileChunk as Chunk
-from kflow.components.util.ingest_records import FILTERED, INVALID, make_reject, raw_text
-from kflow.components.util.repeats import RepeatFinder
-from kflow.components.util.source_resolution import find_source, missing_source_error
-from kflow.components.util.split_plan import StratifiedPlan
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ def run(
         raise ValueError(f"quora: {path} holds no rows after its header")
     log.info("quora ingest: %d rows from %s", read, path)
     # Imported here: a cached run imports this module for `source_files` (its data fingerprint), and must not load Beam.
-    from kflow.components.util import beam_ingest
+    from kflow.components.ingest import beam_ingest
 
     stats = beam_ingest.run_ingest_pipeline(
         chunks=chunks,

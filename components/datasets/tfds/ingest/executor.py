@@ -22,7 +22,7 @@ from typing import Any
 from google.protobuf import text_format
 
 from kflow.components.datasets.tabular.examples import build_schema, check_task
-from kflow.components.util import beam_ingest, ingest_records
+from kflow.components.ingest import beam_ingest, ingest_records
 from kflow.components.util.example_proto import Example
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 

@@ -35,13 +35,13 @@ from apache_beam.io.filesystems import FileSystems
 from google.protobuf import text_format
 
 from kflow.components.datasets.tabular.examples import KINDS, build_schema, check_task, example_problem, group_of
-from kflow.components.util import ingest_records, ingest_staging
-from kflow.components.util.compressed import is_gzip
+from kflow.components.ingest import ingest_records, ingest_staging
+from kflow.components.ingest.compressed import is_gzip
+from kflow.components.ingest.ingest_records import INVALID, make_reject
+from kflow.components.ingest.repeats import RepeatFinder
+from kflow.components.ingest.split_plan import StratifiedPlan
+from kflow.components.ingest.tfrecord_file import read_records
 from kflow.components.util.example_proto import Example
-from kflow.components.util.ingest_records import INVALID, make_reject
-from kflow.components.util.repeats import RepeatFinder
-from kflow.components.util.split_plan import StratifiedPlan
-from kflow.components.util.tfrecord_file import read_records
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def run(
         chunks = [replace(chunk, split=assignment[chunk.source] if assignment else None) for chunk in found.chunks]
         splits = tuple(sorted(set(assignment.values()))) if assignment else tuple(split)
         # Imported here: a cached run imports this module for `source_files` (its data fingerprint), not Beam.
-        from kflow.components.util import beam_ingest
+        from kflow.components.ingest import beam_ingest
 
         stats = beam_ingest.run_ingest_pipeline(
             chunks=chunks,
@@ -190,7 +190,7 @@ def scan(
 ) -> Scan:
     """One pass over the files: the records (a broken record counts once and ends its file) cut into chunks,
     the feature types, and the records whose key an earlier record has (parsed only when a key is declared;
-    found with 16 bytes a record: `components/util/repeats.py`)."""
+    found with 16 bytes a record: `components/ingest/repeats.py`)."""
     found, sampled, keys = Scan(), 0, RepeatFinder()
     firsts = []  # Each chunk's first record, counted over all files.
     for path in files:

@@ -9,7 +9,7 @@ train/valid/test). Every other line goes to `rejects`: "filtered" (policy) or "i
 
 from __future__ import annotations
 
-from kflow.components.util.ingest_spec import INGEST_OUTPUTS, ingest_parameters
+from kflow.components.ingest.ingest_spec import INGEST_OUTPUTS, ingest_parameters
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 

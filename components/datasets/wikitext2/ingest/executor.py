@@ -2,8 +2,8 @@
 
 The driver only finds the files and cuts each into chunks of CHUNK_LINES lines (byte
 ranges), reading them once, streaming; with `deduplicate`, it also marks the lines that
-repeat an earlier one (components/util/repeats.py: 16 bytes a line). The Beam pipeline of
-components/util/beam_ingest.py then reads, decodes, filters and serialises each chunk in a
+repeat an earlier one (components/ingest/repeats.py: 16 bytes a line). The Beam pipeline of
+components/ingest/beam_ingest.py then reads, decodes, filters and serialises each chunk in a
 worker. Filters, in order, the first that applies being the line's reason:
 
     non_utf8 (invalid) → blank → heading → too_short (< min_chars) → too_long (> max_chars) → duplicate
@@ -24,11 +24,11 @@ from typing import Any
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from kflow.components.util import ingest_records
+from kflow.components.ingest import ingest_records
+from kflow.components.ingest.ingest_records import FILTERED, INVALID, make_reject, raw_text
+from kflow.components.ingest.repeats import RepeatFinder
+from kflow.components.ingest.source_resolution import find_source, missing_source_error
 from kflow.components.util.example_proto import Example
-from kflow.components.util.ingest_records import FILTERED, INVALID, make_reject, raw_text
-from kflow.components.util.repeats import RepeatFinder
-from kflow.components.util.source_resolution import find_source, missing_source_error
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ def run(
         raise ValueError(f"the WikiText-2 files {sorted(map(str, files.values()))} hold no lines")
     log.info("wikitext2 ingest: %d lines in %d chunks from %s", read, len(chunks), files["train"].parent)
     # Imported here: a cached run imports this module for `source_files` (its data fingerprint), and must not load Beam.
-    from kflow.components.util import beam_ingest
+    from kflow.components.ingest import beam_ingest
 
     stats = beam_ingest.run_ingest_pipeline(
         chunks=chunks,

@@ -8,7 +8,7 @@ import pytest
 
 from kflow.components.datasets.csv.ingest import records
 from kflow.components.datasets.csv.ingest.records import cut
-from kflow.components.util.compressed import open_source
+from kflow.components.ingest.compressed import open_source
 
 DATA = b'a,b\n1,"two\nlines"\n\n3,"x""y"\n4,"never closed\n5,five\n6,six\n'
 

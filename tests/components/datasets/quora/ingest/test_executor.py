@@ -6,8 +6,8 @@ import tensorflow as tf
 from kflow.components.datasets.quora.ingest import executor
 from kflow.components.datasets.quora.ingest.component import QuoraIngest
 from kflow.components.datasets.quora.ingest.executor import run, scan
+from kflow.components.ingest.split_plan import StratifiedPlan
 from kflow.components.util.schema import feature_spec, load_schema
-from kflow.components.util.split_plan import StratifiedPlan
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 

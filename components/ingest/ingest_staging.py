@@ -13,9 +13,9 @@ from typing import Any
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
 
-from kflow.components.util.compressed import open_source
-from kflow.components.util.split_plan import SortKey
-from kflow.components.util.staged_records import read_rows, write_rows
+from kflow.components.ingest.compressed import open_source
+from kflow.components.ingest.split_plan import SortKey
+from kflow.components.ingest.staged_records import read_rows, write_rows
 from kflow.pipeline.dsl.scratch import scratch_dir
 
 log = logging.getLogger(__name__)

@@ -48,9 +48,9 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from kflow.components.util.ingest_options import data_beam_args, direct_workers, in_process
-from kflow.components.util.ingest_records import FILTERED, INVALID, ProcessChunk
-from kflow.components.util.ingest_staging import (
+from kflow.components.ingest.ingest_options import data_beam_args, direct_workers, in_process
+from kflow.components.ingest.ingest_records import FILTERED, INVALID, ProcessChunk
+from kflow.components.ingest.ingest_staging import (
     CHUNK_ROWS,
     PART_ROWS,
     REJECT_ROWS,
@@ -59,8 +59,7 @@ from kflow.components.util.ingest_staging import (
     read_staged,
     write_staged,
 )
-from kflow.components.util.progress import RecordProgress
-from kflow.components.util.split_plan import (
+from kflow.components.ingest.split_plan import (
     BUCKET_BITS,
     StratifiedPlan,
     shard_counts,
@@ -68,7 +67,8 @@ from kflow.components.util.split_plan import (
     sort_key_of,
     split_cuts,
 )
-from kflow.components.util.tfrecord_file import TFRecordWriter
+from kflow.components.ingest.tfrecord_file import TFRecordWriter
+from kflow.components.util.progress import RecordProgress
 from kflow.pipeline.dsl.artifacts import Examples, Rejects
 from kflow.pipeline.dsl.beam_options import named_runner
 

@@ -9,9 +9,9 @@ import random
 import numpy as np
 import tensorflow as tf
 
-from kflow.components.util import beam_ingest, ingest_options, split_plan
-from kflow.components.util.ingest_staging import Staging
-from kflow.components.util.split_plan import StratifiedPlan
+from kflow.components.ingest import beam_ingest, ingest_options, split_plan
+from kflow.components.ingest.ingest_staging import Staging
+from kflow.components.ingest.split_plan import StratifiedPlan
 from kflow.pipeline.dsl.artifacts import Examples, Rejects
 
 

@@ -8,7 +8,7 @@ import io
 import pytest
 import tensorflow as tf
 
-from kflow.components.util.tfrecord_file import _FLUSH_BYTES, TFRecordWriter, read_records
+from kflow.components.ingest.tfrecord_file import _FLUSH_BYTES, TFRecordWriter, read_records
 
 RECORDS = [b"", b"a", bytes(range(256)) * 40, *(f"record {i}".encode() * (i % 7) for i in range(3000))]
 

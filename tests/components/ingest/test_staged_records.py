@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from kflow.components.util.staged_records import MAGIC, read_rows, write_rows
+from kflow.components.ingest.staged_records import MAGIC, read_rows, write_rows
 
 KINDS = ("u64", "str", "i64", "bytes")
 

@@ -3,7 +3,7 @@
 The framing and its checks are Beam's own (`apache_beam.io.tfrecordio`, what `WriteToTFRecord` and
 `ReadFromTFRecord` use; crc32c in C through google-crc32c). A gzipped file is one gzip stream at zlib's
 default level, as TensorFlow's GZIP option writes, with no time or name in its header: the same records give
-the same bytes. `tf.data.TFRecordDataset` reads these files (tests/components/util/test_tfrecord_file.py).
+the same bytes. `tf.data.TFRecordDataset` reads these files (tests/components/ingest/test_tfrecord_file.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kflow.components.util.source_resolution import find_source, missing_source_error
+from kflow.components.ingest.source_resolution import find_source, missing_source_error
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ INGEST_OUTPUTS = {"examples": Examples, "schema": Schema, "rejects": Rejects}
 
 
 def ingest_parameters(**own: Parameter) -> dict[str, Parameter]:
-    """A dataset's own ingest parameters, then those of the shared Beam ingest (components/util/beam_ingest.py)."""
+    """A dataset's own ingest parameters, then those of the shared Beam ingest (components/ingest/beam_ingest.py)."""
     return {
         **own,
         "shards_per_split": Parameter(
