@@ -20,7 +20,6 @@ import tensorflow as tf
 from kflow.components.datasets import get_dataset
 from kflow.components.datasets.task import load_task
 from kflow.components.datasets.user_module import MODULE_FILE
-from kflow.components.trainer import loop
 from kflow.components.trainer.config import TrainerSettings
 from kflow.components.trainer.heap import keep_freed_heap
 from kflow.components.trainer.launcher import launch
@@ -32,6 +31,7 @@ from kflow.components.trainer.strategies.runtime import (
     replica_name,
     tf_config,
 )
+from kflow.components.trainer.training import export_serving
 from kflow.pipeline.dsl import heartbeat
 from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, Model, ModelRun, Schema
 from kflow.pipeline.dsl.scratch import scratch_dir
@@ -159,7 +159,7 @@ def run(
             finally:
                 heartbeat.stop()
         if chief and not model.serving_uri.exists():  # Saved by a process of another backend: export here.
-            loop.export_serving(model)
+            export_serving(model)
     except tf.errors.DataLossError as error:
         # TensorFlow names the op, not the data: say which artifact is damaged.
         reason = error.message.rsplit("}}", 1)[-1].split(" [Op:")[0].strip()

@@ -26,7 +26,10 @@ import numpy as np
 
 from kflow.components.datasets.task import Task
 from kflow.components.trainer.config import TrainConfig
-from kflow.components.trainer.loop import (
+from kflow.components.trainer.optimizers import make_optimizer
+from kflow.components.trainer.strategies import get_strategy
+from kflow.components.trainer.strategies.runtime import unpack
+from kflow.components.trainer.training import (
     dataset_factory,
     export_model,
     precision_policy,
@@ -34,9 +37,6 @@ from kflow.components.trainer.loop import (
     training_summary,
     write_process_state,
 )
-from kflow.components.trainer.optimizers import make_optimizer
-from kflow.components.trainer.strategies import get_strategy
-from kflow.components.trainer.strategies.runtime import unpack
 from kflow.components.util.progress import EpochProgress
 from kflow.pipeline.dsl import heartbeat
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun

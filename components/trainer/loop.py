@@ -15,127 +15,34 @@ resumes from the last one with the same step counter.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import math
-import os
 import shutil
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import keras
-import numpy as np
 import tensorflow as tf
 
 from kflow.components.datasets.task import Task
-from kflow.components.datasets.user_module import MODULE_FILE, load_module
 from kflow.components.trainer.checkpoints import restore_newest_readable
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.strategies import get_strategy
-from kflow.components.trainer.strategies.runtime import MakeDataset, Runtime, is_chief, tf_config
+from kflow.components.trainer.strategies.runtime import Runtime, is_chief, tf_config
+from kflow.components.trainer.training import (
+    dataset_factory,
+    export_model,
+    precision_policy,
+    split_sizes,
+    training_summary,
+    write_process_state,
+)
 from kflow.components.util.progress import EpochProgress
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 from kflow.pipeline.dsl.scratch import scratch_dir
 
 log = logging.getLogger("kflow.trainer")
-
-
-def count_examples(dataset: tf.data.Dataset) -> int:
-    def size(batch):
-        y = batch[1] if isinstance(batch, tuple) else batch
-        y = tf.nest.flatten(y)[0]
-        return tf.shape(y, tf.int64)[0]
-
-    return int(dataset.reduce(tf.constant(0, tf.int64), lambda count, batch: count + size(batch)))
-
-
-def dataset_factory(task: Task, examples: Examples, config: TrainConfig) -> MakeDataset:
-    """`make_dataset(split, training, batch_size)`: the task's batches of a split, shuffled only for training."""
-
-    def make_dataset(split: str, training: bool, batch_size: int = config.batch_size) -> tf.data.Dataset:
-        return task.dataset(
-            examples,
-            split,
-            batch_size=batch_size,
-            training=training,
-            seed=config.seed,
-            shuffle_buffer=config.shuffle_buffer if training else 0,
-        )
-
-    return make_dataset
-
-
-def split_sizes(make_dataset: MakeDataset, examples: Examples, config: TrainConfig) -> tuple[int, int, int]:
-    """(train examples, eval examples, steps per epoch), read once per process so every worker runs as many steps."""
-    train_count = count_examples(make_dataset("train", False, config.batch_size))
-    if train_count == 0:
-        raise ValueError(f"the train split under {examples.split_uri('train')} holds no examples")
-    eval_count = count_examples(make_dataset("eval", False, config.batch_size)) if "eval" in examples.splits else 0
-    if config.early_stopping_patience is not None and not eval_count:
-        raise ValueError(
-            "early_stopping_patience needs eval examples to watch the validation metric, and there are none"
-        )
-    return train_count, eval_count, config.steps_per_epoch or math.ceil(train_count / config.batch_size)
-
-
-def weights_digest(model: keras.Model) -> str:
-    digest = hashlib.sha256()
-    for weight in model.get_weights():
-        digest.update(np.ascontiguousarray(weight).tobytes())
-    return digest.hexdigest()
-
-
-def training_summary(
-    task: Task,
-    config: TrainConfig,
-    runtime: Runtime,
-    *,
-    per_epoch: list[dict[str, float]],
-    steps: tuple[int, int],
-    stopped_early: bool,
-    counts: tuple[int, int, int],
-    examples_trained: int,
-    seconds: float,
-    processes: int = 1,
-) -> dict[str, Any]:
-    """The run's `history.json`, the same keys under every training path.
-
-    `steps`: (start step, final step); `counts`: (train examples, eval examples, steps per epoch)."""
-    train_count, eval_count, steps_per_epoch = counts
-    return {
-        "epochs": len(per_epoch),
-        "per_epoch": per_epoch,
-        "start_step": steps[0],
-        "final_step": steps[1],
-        "stopped_early": stopped_early,
-        "train_examples": train_count,
-        "eval_examples": eval_count,
-        "steps_per_epoch": steps_per_epoch,
-        "examples_trained": examples_trained,
-        "train_seconds": round(seconds, 3),
-        "examples_per_second": round(examples_trained / max(seconds, 1e-9), 1),
-        "batch_size": config.batch_size,
-        "strategy": config.strategy,
-        "replicas": runtime.replicas,
-        "processes": processes,
-        "backend": keras.backend.backend(),
-        "task": task.name,
-        "model_name": task.model_name,
-    }
-
-
-def write_process_state(model_run: ModelRun, me: str, step: int, model: keras.Model) -> None:
-    """`workers/<me>.json`: the step and weights digest this process of a cluster ended with."""
-    final = {"me": me, "step": step, "weights_sha256": weights_digest(model)}
-    (model_run.path / "workers").mkdir(parents=True, exist_ok=True)
-    (model_run.path / "workers" / f"{me}.json").write_text(json.dumps(final) + "\n")
 
 
 def train(
@@ -152,22 +59,6 @@ def train(
     with precision_policy(config):
         runtime: Runtime = get_strategy(config.strategy).runtime_class()(config, task.model_name)
         return _train(task, runtime, examples, model, model_run, config, working_dir, assets_dir)
-
-
-@contextmanager
-def precision_policy(config: TrainConfig) -> Iterator[None]:
-    """Validates `config`, seeds Keras and sets its mixed-precision policy for one training run."""
-    config.validate()
-    keras.utils.set_random_seed(config.seed)
-    previous_policy = keras.mixed_precision.global_policy()
-    if config.mixed_precision:
-        keras.mixed_precision.set_global_policy(
-            "mixed_float16" if tf.config.list_physical_devices("GPU") else "mixed_bfloat16"
-        )
-    try:
-        yield
-    finally:
-        keras.mixed_precision.set_global_policy(previous_policy)
 
 
 def _train(
@@ -332,41 +223,3 @@ def _train(
     finally:
         for folder in temp_dirs:
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def export_model(task: Task, trained: keras.Model, model: Model, *, serving: bool = True) -> None:
-    """Saves a plain (strategy-free) copy of `trained` as model.keras and, with `serving`, the serving SavedModel."""
-    plain = task.build_model()
-    plain.set_weights(trained.get_weights())
-    model.path.mkdir(parents=True, exist_ok=True)
-    plain.save(model.keras_file)
-    if hasattr(task, "save_model_inputs"):  # A user's model that takes some of the features: said in its assets.
-        model.assets_uri.mkdir(parents=True, exist_ok=True)
-        task.save_model_inputs(model.assets_uri)
-    if serving:
-        plain.export(str(model.serving_uri), format="tf_saved_model", verbose=False)
-
-
-# What makes a process one of a cluster's: an exporting process must not join that cluster.
-CLUSTER_VARIABLES = ("TF_CONFIG", "COORDINATOR_ADDRESS", "COORDINATOR_PORT", "NUM_PROCESSES", "PROCESS_ID")
-
-
-def export_serving(model: Model) -> None:
-    """Exports the serving SavedModel of the model.keras a process of another Keras backend saved.
-
-    Called in a JAX process (process 0 of a JAX cluster on Kubernetes), it exports in a fresh process of the
-    TensorFlow backend, as the local launcher does: jax2tf would trace the model on the cluster's devices,
-    waiting for the other processes, which have finished."""
-    if keras.backend.backend() != "tensorflow":
-        environment = {name: value for name, value in os.environ.items() if name not in CLUSTER_VARIABLES}
-        code = (
-            "import sys; from kflow.components.trainer.loop import export_serving; "
-            "from kflow.pipeline.dsl.artifacts import Model; export_serving(Model(sys.argv[1]))"
-        )
-        command = [sys.executable, "-c", code, str(model.uri)]
-        subprocess.run(command, env={**environment, "KERAS_BACKEND": "tensorflow"}, check=True, timeout=3600)
-        return
-    module = model.assets_uri / MODULE_FILE
-    if module.exists():  # The user's module registers its custom layers before the model loads.
-        load_module(module.read_text())
-    keras.models.load_model(model.keras_file).export(str(model.serving_uri), format="tf_saved_model", verbose=False)

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from kflow.components.datasets.task import Task
 from kflow.components.trainer.config import TrainConfig
-from kflow.components.trainer.loop import dataset_factory
+from kflow.components.trainer.training import dataset_factory
 from kflow.pipeline.dsl.artifacts import Examples, ModelRun
 
 log = logging.getLogger("kflow.trainer")
