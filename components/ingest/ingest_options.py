@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-PARALLEL_RECORDS = 500_000
+PARALLEL_RECORDS = 200_000  # Two workers start in ~3 s: they pay for themselves from about here (bench/README.md).
 
 
 def data_beam_args(beam_args: Sequence[str], records: int) -> list[str]:
