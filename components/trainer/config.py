@@ -99,6 +99,7 @@ class TrainConfig:
     warmup_steps: int = declared("warmup_steps", OptimizerSection)
     mixed_precision: bool = declared("mixed_precision")
     early_stopping_patience: int | None = declared("early_stopping_patience")
+    early_stopping_monitor: str | None = declared("early_stopping_monitor")
     shuffle_buffer: int = declared("shuffle_buffer")
     seed: int = declared("seed")
     checkpoint_every_steps: int | None = declared("checkpoint_every_steps")

@@ -29,6 +29,7 @@ from kflow.components.trainer.training import (
     precision_policy,
     split_sizes,
     training_summary,
+    watched_metric,
     write_process_state,
 )
 from kflow.components.util.progress import EpochProgress
@@ -88,11 +89,9 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
         epoch_log,
     ]
     if config.early_stopping_patience is not None:  # split_sizes refused it without eval examples
-        callbacks.append(
-            keras.callbacks.EarlyStopping(
-                monitor=task.monitor, mode=task.monitor_mode, patience=config.early_stopping_patience
-            )
-        )
+        monitor, mode = watched_metric(task, config)
+        patience = config.early_stopping_patience
+        callbacks.append(keras.callbacks.EarlyStopping(monitor=monitor, mode=mode, patience=patience))
     if chief:
         callbacks.append(keras.callbacks.TensorBoard(log_dir=str(model_run.log_dir)))
     log.info(

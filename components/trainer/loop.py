@@ -36,6 +36,7 @@ from kflow.components.trainer.training import (
     precision_policy,
     split_sizes,
     training_summary,
+    watched_metric,
     write_process_state,
 )
 from kflow.components.util.progress import EpochProgress
@@ -83,6 +84,7 @@ def _train(
     make_dataset = dataset_factory(task, examples, config)
 
     train_count, eval_count, steps_per_epoch = split_sizes(make_dataset, examples, config)
+    monitor, mode = watched_metric(task, config)
     eval_steps = math.ceil(eval_count / global_batch)
     total_steps = steps_per_epoch * config.epochs
 
@@ -184,16 +186,16 @@ def _train(
                         if name.startswith("val_") == (kind == "validation"):
                             tf.summary.scalar(name.removeprefix("val_"), value)
             if config.early_stopping_patience is not None:
-                current = values.get(task.monitor)
+                current = values.get(monitor)
                 if current is None:
-                    raise ValueError(f"task monitor {task.monitor!r} is not among the metrics {sorted(values)}")
-                better = best is None or (current < best if task.monitor_mode == "min" else current > best)
+                    raise ValueError(f"early stopping watches {monitor!r}, not among the metrics {sorted(values)}")
+                better = best is None or (current < best if mode == "min" else current > best)
                 best, waited = (current, 0) if better else (best, waited + 1)
                 if waited >= config.early_stopping_patience:
                     log.info(
                         "train: early stop after epoch %d (%s did not improve for %d epochs)",
                         epoch + 1,
-                        task.monitor,
+                        monitor,
                         waited,
                     )
                     stopped_early = True

@@ -66,6 +66,21 @@ def split_sizes(make_dataset: MakeDataset, examples: Examples, config: TrainConf
     return train_count, eval_count, config.steps_per_epoch or math.ceil(train_count / config.batch_size)
 
 
+def watched_metric(task: Task, config: TrainConfig) -> tuple[str, str]:
+    """(the validation metric early stopping watches, "min" or "max"): the task's own unless the config names one,
+    which must be among the task's (a loss falls, any other metric rises)."""
+    monitor = config.early_stopping_monitor
+    if monitor is None:
+        return task.monitor, task.monitor_mode
+    known = ["val_loss", *(f"val_{metric.name}" for metric in task.metrics())]
+    if monitor not in known:
+        raise ValueError(
+            f"early_stopping_monitor: {monitor!r} is not a validation metric of the {task.name} task "
+            f"(choose one of {', '.join(known)})"
+        )
+    return monitor, "min" if monitor.endswith("loss") else "max"
+
+
 def weights_digest(model: keras.Model) -> str:
     digest = hashlib.sha256()
     for weight in model.get_weights():

@@ -59,8 +59,11 @@ class TrainerSection(Section):
     """null: one pass over the train split"""
     optimizer: OptimizerSection = section(OptimizerSection)
     early_stopping_patience: int | None = Field(None, ge=1)
-    """null: off; else stop after this many epochs without improvement of the task's validation metric (val_loss;
-    quora: val_pr_auc, wikitext2: val_masked_accuracy)"""
+    """null: off; else stop after this many epochs without improvement of early_stopping_monitor"""
+    early_stopping_monitor: str | None = Field(None, pattern=r"^val_[a-z0-9_]+$")
+    """the validation metric early stopping watches: null, the task's own (val_loss; quora: val_pr_auc, wikitext2:
+    val_masked_accuracy); else one of the task's, e.g. val_loss or val_accuracy: a loss must fall, another metric
+    rise"""
     shuffle_buffer: int = Field(10000, ge=0)
     """in examples; 0 turns shuffling off"""
     seed: int = 42

@@ -301,6 +301,21 @@ def test_early_stopping_watches_the_task_monitor(inputs, tmp_path):
     assert summary["per_epoch"][1]["val_loss"] < summary["per_epoch"][0]["val_loss"]
 
 
+def test_early_stopping_watches_the_configured_metric_which_must_be_the_tasks(inputs, tmp_path):
+    from kflow.components.trainer.training import watched_metric
+
+    examples, schema = inputs
+    task = MnistTask(load_schema(schema.file))
+    assert watched_metric(task, TrainConfig()) == ("val_loss", "min")  # The task's own.
+    assert watched_metric(task, TrainConfig(early_stopping_monitor="val_accuracy")) == ("val_accuracy", "max")
+    model, model_run = _outputs(tmp_path)
+    config = TrainConfig(epochs=2, early_stopping_patience=1, early_stopping_monitor="val_pr_auc")
+    with pytest.raises(ValueError, match=r"early_stopping_monitor: 'val_pr_auc' is not a validation metric of the "
+                       r"mnist task \(choose one of val_loss, val_accuracy\)"):  # fmt: skip
+        loop.train(task, examples=examples, model=model, model_run=model_run, config=config)
+    assert not model.keras_file.exists()  # Refused before training.
+
+
 def test_early_stopping_stops_fit_too(inputs, tmp_path):
     """The `fit` strategies (default, mirrored, Keras distribution) stop on the task's monitor as the loop does."""
     from kflow.components.trainer import fit

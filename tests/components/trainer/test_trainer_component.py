@@ -35,6 +35,7 @@ def test_spec_wiring_and_defaults():
         "seed": 42,
         "shuffle_buffer": 10000,
         "early_stopping_patience": None,
+        "early_stopping_monitor": None,
         "task": "mnist",
         "model_options": {},
         "module": None,

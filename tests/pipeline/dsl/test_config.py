@@ -59,6 +59,7 @@ def test_overrides_set_nested_fields_with_yaml_values(tmp_path):
         ("data.split.train=0", "data.split.train: must be ≥ 1"),
         ("evaluator.thresholds.accuracy.at_least=0.9", "evaluator.thresholds.accuracy.at_least: unknown field"),
         ("name=Not A Name", "name: must match"),
+        ("trainer.early_stopping_monitor=accuracy", "trainer.early_stopping_monitor: must match"),
     ],
 )
 def test_errors_name_the_offending_field(tmp_path, override, message):

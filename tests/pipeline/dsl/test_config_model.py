@@ -64,6 +64,7 @@ SET = {
     "model": "mnist_convnet",
     "model_options": {"dropout": 0.25},
     "early_stopping_patience": 2,
+    "early_stopping_monitor": "val_accuracy",
     "checkpoint_every_steps": 11,
     "log_every_steps": 13,
     "stall_timeout": 120.5,
