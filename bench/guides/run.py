@@ -99,7 +99,7 @@ GUIDES = {
         ),
         Guide(
             "quora_classifier",
-            "001 Quora questions, MirroredStrategy + fit, embedding from scratch (kflow: 2-worker MWMS)",
+            "001 Quora questions, MirroredStrategy + fit, embedding from scratch (kflow: the same on 2 devices)",
             "quora-insincere/train_sample.csv",
             "roc_auc",
             {"epochs": 3},
