@@ -9,6 +9,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -129,9 +130,9 @@ class SplitCuts:
 
     cuts: dict[str, tuple[tuple[SortKey, str], ...]]
 
-    def __post_init__(self):
-        firsts = {group: [first for first, _ in starts] for group, starts in self.cuts.items()}
-        object.__setattr__(self, "_firsts", firsts)  # Looked up once a record: built once.
+    @cached_property
+    def _firsts(self) -> dict[str, list[SortKey]]:  # Looked up once a record: built once.
+        return {group: [first for first, _ in starts] for group, starts in self.cuts.items()}
 
     def split(self, sort_key: SortKey, group: str) -> str:
         return self.cuts[group][bisect.bisect_right(self._firsts[group], sort_key) - 1][1]

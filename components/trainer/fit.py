@@ -75,7 +75,7 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
             weighted_metrics=task.metrics(),
         )
         if runtime.replicas > 1 and keras.backend.backend() == "tensorflow":
-            _build_from_a_local_batch(keras_model, dataset("train", False, global_batch))
+            _build_from_batch_specs(keras_model, dataset("train", False, global_batch).element_spec)
     epoch_log = EpochLog(config.epochs, examples_per_epoch, steps_per_epoch, global_batch, config.log_every_steps)
     chief = runtime.process_index == 0
     # Each process of a multi-process strategy backs up its own state (they hold the same weights).
@@ -150,8 +150,8 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
     return summary
 
 
-def _build_from_a_local_batch(keras_model: keras.Model, batches: Any) -> None:
-    """Builds a model that takes strings from one batch of this process's own, before `fit`.
+def _build_from_batch_specs(keras_model: keras.Model, batch_spec: Any) -> None:
+    """Builds a model that takes strings from the specs of this process's own batches, before `fit`.
 
     Under a tf.distribute strategy of several replicas, Keras' `fit` and `evaluate` first average an input batch
     over the replicas to build the model (keras/src/backend/tensorflow/trainer.py, `_maybe_symbolic_build`), even
@@ -161,10 +161,9 @@ def _build_from_a_local_batch(keras_model: keras.Model, batches: Any) -> None:
     """
     import tensorflow as tf
 
-    batch = next(iter(batches.take(1)))
-    if not any(leaf.dtype == tf.string for leaf in tf.nest.flatten(batch) if leaf is not None):
+    if not any(leaf.dtype == tf.string for leaf in tf.nest.flatten(batch_spec) if leaf is not None):
         return
-    keras_model._symbolic_build(data_batch=batch)
+    keras_model._symbolic_build(data_batch=batch_spec)  # Shapes and dtypes are all it reads: no batch is read.
     keras_model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None
 
 

@@ -46,7 +46,7 @@ def test_devices_with_a_strategy_that_does_not_split_them_is_a_config_error(run_
 
 @pytest.mark.real_data
 def test_a_model_that_reads_raw_text_trains_on_two_mirrored_replicas(tmp_path, run_kflow):
-    # Keras' fit averages a first batch over the replicas, and strings have no mean (fit.py: _build_from_a_local_batch).
+    # Keras' fit averages a first batch over the replicas, and strings have no mean (fit.py: _build_from_batch_specs).
     from tests.conftest import shared_dataset
 
     result = run_kflow(
