@@ -82,6 +82,7 @@ def main(argv: list[str]) -> int:
         )
     finally:
         heartbeat.stop()
+    strategy.runtime_class().leave(is_chief_process())
     return 0
 
 

@@ -176,6 +176,10 @@ class Runtime:
     def serve(cls, cluster: dict[str, Any], op_libraries: tuple[str, ...]) -> None:
         raise NotImplementedError(f"{cls.__module__} has no serving roles")
 
+    @classmethod
+    def leave(cls, chief: bool) -> None:
+        """Called in each training process after its training returned: ends its part in the cluster."""
+
     def train_step(self) -> None:
         raise NotImplementedError
 
