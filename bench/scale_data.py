@@ -128,7 +128,8 @@ def mnist(source: Path, times: int, out: Path, seed: int = 0) -> None:
             count = len(array) * times
             header = bytes([0, 0, 0x08, array.ndim]) + struct.pack(f">{array.ndim}I", count, *array.shape[1:])
             partial = out / f"{name}.partial"
-            with gzip.open(partial, "wb", compresslevel=6) as file:
+            # No time or name in the gzip header: the same data gives the same bytes.
+            with open(partial, "wb") as raw, gzip.GzipFile("", "wb", compresslevel=6, fileobj=raw, mtime=0) as file:
                 file.write(header)
                 for copy in range(times):
                     file.write((_shifted(array, rng) if copy and array.ndim == 3 else array).tobytes())
