@@ -28,7 +28,7 @@ from kflow.components.datasets.user_module import MODULE_FILE
 from kflow.components.evaluator.gate import check_thresholds, describe, run_checks
 from kflow.components.evaluator.report import write_report
 from kflow.components.evaluator.serving_check import REPORT as SERVING_REPORT
-from kflow.components.evaluator.serving_check import as_check, check_serving, examples_and_outputs
+from kflow.components.evaluator.serving_check import ServingClient, as_check, examples_and_outputs
 from kflow.components.util import plots
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
 
@@ -77,69 +77,73 @@ def run(
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if metrics_class.needs_eval_pass and eval_split not in examples.splits:
         raise ValueError(f"the {task} metrics choose a threshold on the {eval_split!r} split, which the Examples lack")
-    measure = _Measure(task, metrics_class, schema, examples, split, eval_split, batch_size, seed)
+    # The serving check's client loads the SavedModel while this process evaluates (serving_check.py).
+    with ServingClient(model) as client:
+        measure = _Measure(task, metrics_class, schema, examples, split, eval_split, batch_size, seed)
 
-    overall, by_slice = measure(model, slices)
-    metrics = {"split": split, "task": task, "seed": seed, **overall.result()}
-    metrics["slices"] = {
-        name: {key: accumulator.result() for key, accumulator in sorted(keys.items())}
-        for name, keys in by_slice.items()
-    }
-    baseline_metrics = None
-    if baseline_model_uri:
-        baseline_model = Model(baseline_model_uri)
-        if not baseline_model.keras_file.exists():
-            raise ValueError(f"the baseline model {baseline_model_uri} has no {baseline_model.keras_file.name}")
-        check_baseline_code(baseline_model, baseline_module_digest)
-        baseline_overall, _ = measure(baseline_model, [])
-        baseline_metrics = baseline_overall.result()
-        metrics["baseline"] = {"model": baseline_model_uri, **_scalars(baseline_metrics)}
-    evaluation.write_json("metrics.json", metrics)
-    log.info("evaluate: %s split, %d examples: %s", split, metrics["example_count"], _scalars(overall.result()))
+        overall, by_slice = measure(model, slices)
+        metrics = {"split": split, "task": task, "seed": seed, **overall.result()}
+        metrics["slices"] = {
+            name: {key: accumulator.result() for key, accumulator in sorted(keys.items())}
+            for name, keys in by_slice.items()
+        }
+        baseline_metrics = None
+        if baseline_model_uri:
+            baseline_model = Model(baseline_model_uri)
+            if not baseline_model.keras_file.exists():
+                raise ValueError(f"the baseline model {baseline_model_uri} has no {baseline_model.keras_file.name}")
+            check_baseline_code(baseline_model, baseline_module_digest)
+            baseline_overall, _ = measure(baseline_model, [])
+            baseline_metrics = baseline_overall.result()
+            metrics["baseline"] = {"model": baseline_model_uri, **_scalars(baseline_metrics)}
+        evaluation.write_json("metrics.json", metrics)
+        log.info("evaluate: %s split, %d examples: %s", split, metrics["example_count"], _scalars(overall.result()))
 
-    checks = run_checks(thresholds, metrics, baseline_metrics)
-    no_baseline = None if baseline_model_uri else (no_baseline_reason or "none was given")
-    if no_baseline:
-        log.info("evaluate: no baseline: %s", no_baseline)
-        if require_baseline:
-            checks.append(baseline_required(no_baseline))
-    serving = check_serving(model, *examples_and_outputs(
-        _task(task, schema, model), keras.models.load_model(model.keras_file), examples, split, seed
-    ))  # fmt: skip
-    evaluation.write_json(SERVING_REPORT, serving)
-    checks.append(as_check(serving))
-    blessed = all(check["passed"] for check in checks)
-    blessing.set_blessed(
-        blessed,
-        checks,
-        baseline_model=baseline_model_uri or None,
-        no_baseline=no_baseline,
-        model_module_digest=model.module_digest,
-    )
-    for check in checks:
-        log.info("evaluate: check %s", describe(check))
-    log.info("evaluate: %s (%d checks)", "BLESSED" if blessed else "NOT BLESSED", len(checks))
+        checks = run_checks(thresholds, metrics, baseline_metrics)
+        no_baseline = None if baseline_model_uri else (no_baseline_reason or "none was given")
+        if no_baseline:
+            log.info("evaluate: no baseline: %s", no_baseline)
+            if require_baseline:
+                checks.append(baseline_required(no_baseline))
+        inputs, expected = examples_and_outputs(
+            _task(task, schema, model), keras.models.load_model(model.keras_file), examples, split, seed
+        )
+        client.send(inputs)
+        scalars = _scalars(metrics)
+        evaluation.write_json(evaluation.kfp_metrics_path.name, {"scalars": scalars, **overall.kfp_metrics()})
+        history = model_run.history if model_run is not None and (model_run.path / "history.json").exists() else {}
+        figures = [
+            *plots.training_curves(history.get("per_epoch") or [], evaluation.path),
+            *overall.plots(evaluation.path),
+            *plots.slice_bars(metrics["slices"], overall.HEADLINE, evaluation.path),
+        ]
+        serving = client.result(expected)
+        evaluation.write_json(SERVING_REPORT, serving)
+        checks.append(as_check(serving))
+        blessed = all(check["passed"] for check in checks)
+        blessing.set_blessed(
+            blessed,
+            checks,
+            baseline_model=baseline_model_uri or None,
+            no_baseline=no_baseline,
+            model_module_digest=model.module_digest,
+        )
+        for check in checks:
+            log.info("evaluate: check %s", describe(check))
+        log.info("evaluate: %s (%d checks)", "BLESSED" if blessed else "NOT BLESSED", len(checks))
 
-    scalars = _scalars(metrics)
-    evaluation.write_json(evaluation.kfp_metrics_path.name, {"scalars": scalars, **overall.kfp_metrics()})
-    history = model_run.history if model_run is not None and (model_run.path / "history.json").exists() else {}
-    figures = [
-        *plots.training_curves(history.get("per_epoch") or [], evaluation.path),
-        *overall.plots(evaluation.path),
-        *plots.slice_bars(metrics["slices"], overall.HEADLINE, evaluation.path),
-    ]
-    write_report(
-        evaluation.path / "report.html",
-        task=task,
-        metrics=metrics,
-        checks=checks,
-        blessed=blessed,
-        figures=figures,
-        data=examples.stats if (examples.path / "stats.json").exists() else None,
-        training={key: value for key, value in history.items() if key != "per_epoch"},
-        links=_links(examples, model_run),
-        title=report_title,
-    )
+        write_report(
+            evaluation.path / "report.html",
+            task=task,
+            metrics=metrics,
+            checks=checks,
+            blessed=blessed,
+            figures=figures,
+            data=examples.stats if (examples.path / "stats.json").exists() else None,
+            training={key: value for key, value in history.items() if key != "per_epoch"},
+            links=_links(examples, model_run),
+            title=report_title,
+        )
 
     summary: dict[str, Any] = {
         key: scalars[key] for key in metrics_class.SCALARS if key in scalars and key != "example_count"

@@ -4,15 +4,18 @@ The Evaluator scores `model.keras`; the Pusher ships `Format-Serving/`, the Save
 Evaluator also feeds up to `EXAMPLES` examples of the split it evaluates, as a client would (the raw inputs the
 model takes: pixels, text, the CSV's columns), to the SavedModel's `serving_default` signature in a fresh
 process that imports TensorFlow and NumPy only (no kflow code, no model.keras), and compares its outputs with
-model.keras's on the same examples. The result is `evaluation/serving_check.json` and one more check of the
-blessing (`serving_predictions`, the largest absolute difference, at most `TOLERANCE`): a model whose export
-lost its preprocessing, its weights or its signature is not blessed, so no Pusher that waits for the blessing
-ships it.
+model.keras's on the same examples. The client starts when the Evaluator does (`ServingClient`): its
+TensorFlow import and SavedModel load, most of the check's time, overlap the evaluation. The result is
+`evaluation/serving_check.json` and one more check of the blessing (`serving_predictions`, the largest absolute
+difference, at most `TOLERANCE`): a model whose export lost its preprocessing, its weights or its signature is not
+blessed, so no Pusher that waits for the blessing ships it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,15 +33,22 @@ EXAMPLES = 256
 TOLERANCE = 1e-4
 REPORT = "serving_check.json"
 
-# The client: TensorFlow and NumPy, the SavedModel, its serving signature; nothing of kflow.
+# A server needs no Keras, and TensorFlow imports it eagerly (3 of its 9 s here) unless told to look for the legacy
+# tf_keras, which a missing package makes a no-op (tensorflow/__init__.py: "Do an eager load for Keras' code").
+CLIENT_ENVIRONMENT = {"TF_USE_LEGACY_KERAS": "1"}
+# The client: TensorFlow and NumPy, the SavedModel, its serving signature; nothing of kflow. It loads the model,
+# then waits for one line on stdin naming the inputs and where to write the outputs (an empty stdin: nothing to do).
 CLIENT = """
 import json, sys
 import numpy as np
 import tensorflow as tf
 
-saved, given, answer = sys.argv[1:4]
-signature = tf.saved_model.load(saved).signatures["serving_default"]
+signature = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
 specs = signature.structured_input_signature[1]
+request = sys.stdin.readline().split()
+if not request:
+    raise SystemExit(0)
+given, answer = request
 data = np.load(given, allow_pickle=False)
 if set(data.files) == {"x"}:
     if len(specs) != 1:
@@ -87,36 +97,84 @@ def serving_names(keras_model: Any) -> dict[str, str]:
     return {key: tensor.name for key, tensor in structure.items()}
 
 
-def check_serving(model: Model, inputs: Any, expected: np.ndarray | None, timeout: float = 600) -> dict[str, Any]:
-    """Runs the serving signature on `inputs` in a fresh process; the check's outcome (also the report's line)."""
-    result: dict[str, Any] = {"tolerance": TOLERANCE, "serving_model": str(model.serving_uri)}
-    if inputs is None:
-        return {**result, "passed": False, "reason": "the split has no examples to check the serving model with"}
-    if not (model.serving_uri / "saved_model.pb").is_file():
-        return {**result, "passed": False, "reason": f"the model has no serving SavedModel ({model.serving_uri.name}/)"}
-    started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="kflow-serving-check-") as scratch:
-        given, answer = Path(scratch) / "inputs.npz", Path(scratch) / "outputs.npy"
+class ServingClient:
+    """The serving check's client process, started before its inputs are known (`with ServingClient(model) as
+    client: … client.send(inputs) … client.result(expected)`); stopped on the way out, whatever happened."""
+
+    def __init__(self, model: Model, timeout: float = 600) -> None:
+        self.model, self.timeout = model, timeout
+        self.started = time.perf_counter()
+        self.scratch = Path(tempfile.mkdtemp(prefix="kflow-serving-check-"))
+        self.process: subprocess.Popen | None = None
+        self.inputs_given = False
+        if (model.serving_uri / "saved_model.pb").is_file():
+            with (self.scratch / "stdout").open("w") as stdout, (self.scratch / "stderr").open("w") as stderr:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-c", CLIENT, str(model.serving_uri)],
+                    env={**os.environ, **CLIENT_ENVIRONMENT},
+                    stdin=subprocess.PIPE,
+                    stdout=stdout,
+                    stderr=stderr,
+                    text=True,
+                )
+
+    def __enter__(self) -> ServingClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def send(self, inputs: Any) -> None:
+        """Gives the client its inputs (an array, or {name: array}); None: the split had no examples."""
+        if self.process is None or inputs is None:
+            return
         arrays = {f"x/{name}": value for name, value in inputs.items()} if isinstance(inputs, dict) else {"x": inputs}
         # Text comes as object arrays of bytes; as fixed-width bytes it is saved without pickling.
-        np.savez(given, **{name: _plain(value) for name, value in arrays.items()})
-        done = subprocess.run(
-            [sys.executable, "-c", CLIENT, str(model.serving_uri), str(given), str(answer)],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        if done.returncode != 0:
-            lines = done.stderr.strip().splitlines() or ["(no output)"]
+        np.savez(self.scratch / "inputs.npz", **{name: _plain(value) for name, value in arrays.items()})
+        try:
+            self.process.stdin.write(f"{self.scratch / 'inputs.npz'} {self.scratch / 'outputs.npy'}\n")
+            self.process.stdin.close()
+        except BrokenPipeError:  # The client ended already (it could not load the model): result() says why.
+            pass
+        self.inputs_given = True
+
+    def result(self, expected: np.ndarray | None) -> dict[str, Any]:
+        """The check's outcome (also the report's line), once the client answered."""
+        result: dict[str, Any] = {"tolerance": TOLERANCE, "serving_model": str(self.model.serving_uri)}
+        if expected is None:
+            return {**result, "passed": False, "reason": "the split has no examples to check the serving model with"}
+        if self.process is None:
+            missing = f"the model has no serving SavedModel ({self.model.serving_uri.name}/)"
+            return {**result, "passed": False, "reason": missing}
+        try:
+            returncode = self.process.wait(timeout=max(self.timeout - (time.perf_counter() - self.started), 1))
+        except subprocess.TimeoutExpired:
+            return {**result, "passed": False, "reason": f"the serving model gave no answer in {self.timeout:.0f} s"}
+        if returncode != 0 or not self.inputs_given:
+            lines = (self.scratch / "stderr").read_text().strip().splitlines() or ["(no output)"]
             return {**result, "passed": False, "reason": f"the serving model failed: {lines[-1][:300]}"}
-        served = np.load(answer).astype(np.float64)
-        result.update(json.loads(done.stdout.strip().splitlines()[-1]))
-    result["seconds"] = round(time.perf_counter() - started, 2)
-    result["examples"] = int(len(expected))
-    if served.shape != expected.shape:
-        return {**result, "passed": False, "reason": f"outputs of shape {served.shape}, model.keras's {expected.shape}"}
-    difference = float(np.max(np.abs(served - expected))) if served.size else 0.0
-    return {**result, "max_abs_difference": difference, "passed": bool(difference <= TOLERANCE)}
+        served = np.load(self.scratch / "outputs.npy").astype(np.float64)
+        result.update(json.loads((self.scratch / "stdout").read_text().strip().splitlines()[-1]))
+        result["seconds"] = round(time.perf_counter() - self.started, 2)
+        result["examples"] = int(len(expected))
+        if served.shape != expected.shape:
+            return {
+                **result,
+                "passed": False,
+                "reason": f"outputs of shape {served.shape}, model.keras's {expected.shape}",
+            }
+        difference = float(np.max(np.abs(served - expected))) if served.size else 0.0
+        return {**result, "max_abs_difference": difference, "passed": bool(difference <= TOLERANCE)}
+
+
+def check_serving(model: Model, inputs: Any, expected: np.ndarray | None, timeout: float = 600) -> dict[str, Any]:
+    """The whole check in one call: starts the client, gives it `inputs`, compares with `expected`."""
+    with ServingClient(model, timeout) as client:
+        client.send(inputs)
+        return client.result(expected)
 
 
 def _plain(value: np.ndarray) -> np.ndarray:

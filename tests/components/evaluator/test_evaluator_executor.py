@@ -151,3 +151,15 @@ def test_malformed_thresholds_are_refused(inputs, tmp_path, thresholds, message)
 def test_a_missing_split_is_named(inputs, tmp_path):
     with pytest.raises(ValueError, match="no split 'eval'"):
         evaluate(inputs, tmp_path, split="eval")
+
+
+def test_the_serving_client_is_stopped_when_the_evaluation_fails_before_it_answers(inputs):
+    """The client starts with the Evaluator, before its inputs exist: an evaluation that fails on the way leaves
+    no client process and no scratch folder behind."""
+    from kflow.components.evaluator.serving_check import ServingClient
+
+    _, _, model = inputs
+    with pytest.raises(RuntimeError, match="the evaluation failed"), ServingClient(model) as client:
+        assert client.process is not None and client.process.poll() is None  # Loading the SavedModel.
+        raise RuntimeError("the evaluation failed")
+    assert client.process.returncode is not None and not client.scratch.exists()
