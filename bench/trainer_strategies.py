@@ -116,6 +116,7 @@ def main() -> int:
                     )
                 else:
                     summary = trainer(
+                        dataset="mnist",
                         examples=examples,
                         schema=schema,
                         model=model,

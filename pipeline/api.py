@@ -4,7 +4,7 @@
 
     ingest = api.MnistIngest("ingest", parameters={"source_format": "sklearn_digits"})
     train = api.Trainer("train", examples=ingest.outputs["examples"], schema=ingest.outputs["schema"],
-                        parameters={"task": "mnist", "model_name": "mnist_convnet", "epochs": 5})
+                        parameters={"dataset": "mnist", "model_name": "mnist_convnet", "epochs": 5})
     evaluate = api.Evaluator("evaluate", examples=ingest.outputs["examples"], schema=ingest.outputs["schema"],
                              model=train.outputs["model"], model_run=train.outputs["model_run"],
                              parameters={"thresholds": {"accuracy": {"lower_bound": 0.9}}})

@@ -10,7 +10,7 @@ from kflow.pipeline.dsl.component import Component, ComponentSpec
 
 
 class Trainer(Component):
-    """Fits a registered Keras model (`model_name`) on Split-train, validating on Split-eval.
+    """Fits a registered Keras model (`model_name`) of a dataset (`dataset`) on Split-train, validating on Split-eval.
 
     `anomalies` (optional): ExampleValidator's verdict on the Examples; the Trainer runs after it
     and logs how many anomalies the data it trains on has (on_anomaly: warn lets them through).
@@ -25,6 +25,7 @@ class Trainer(Component):
         outputs={"model": Model, "model_run": ModelRun},
         parameters=component_parameters(),
         executor="kflow.components.trainer.executor:run",
+        renamed_parameters={"task": "dataset"},
     )
 
     def _bind_parameters(self, parameters: dict) -> dict:

@@ -67,7 +67,8 @@ def check_bounds(settings: Any) -> None:
 class ModelChoice:
     """What is trained: a registered dataset's task and a model from its registry."""
 
-    task: str = setting("mnist", "a registered dataset (kflow.components.datasets)")
+    dataset: str = field(metadata={"description": "a registered dataset (kflow.components.datasets): data.dataset"})
+    # `model_name`, not `model`: the Trainer's `model` is its output artifact (TFX's and KFP's name for it).
     model_name: str | None = declared("model")
     model_options: dict = declared("model_options")
     module: str | None = declared("module", affects_output=False, is_path=True)
@@ -170,6 +171,11 @@ class TrainerSettings:
         unknown = sorted(set(parameters) - known)
         if unknown:
             raise TypeError(f"unknown Trainer parameter(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        missing = [
+            item.name for group in GROUPS for item in fields(group) if _required(item) and item.name not in parameters
+        ]
+        if missing:
+            raise TypeError(f"missing Trainer parameter(s): {', '.join(missing)}")
         model, training, cluster = (
             group(**{item.name: parameters[item.name] for item in fields(group) if item.name in parameters})
             for group in GROUPS
@@ -192,13 +198,17 @@ def component_parameters() -> dict[str, Parameter]:
             default = item.default if item.default_factory is MISSING else item.default_factory()
             parameters[item.name] = Parameter(
                 kind,
-                default=default,
+                **({} if default is MISSING else {"default": default}),
                 optional=optional,
                 affects_output=item.metadata.get("affects_output", True),
                 description=item.metadata.get("description", ""),
                 is_path=item.metadata.get("is_path", False),
             )
     return parameters
+
+
+def _required(item: Any) -> bool:
+    return item.default is MISSING and item.default_factory is MISSING
 
 
 def _unwrap_optional(hint: Any) -> tuple[type, bool]:

@@ -71,17 +71,17 @@ def run(
     replicas = cluster_strategy.replicas(
         cluster_config.workers, cluster_config.parameter_servers, cluster_config.sidecar_evaluator
     )
-    task, model_options = choice.task, choice.model_options
-    limit = get_dataset(task).backend_limits.get(cluster_strategy.backend)
+    dataset, model_options = choice.dataset, choice.model_options
+    limit = get_dataset(dataset).backend_limits.get(cluster_strategy.backend)
     if limit:
-        raise ValueError(f"strategy {strategy} trains on {cluster_strategy.backend}, where {task} cannot: {limit}")
+        raise ValueError(f"strategy {strategy} trains on {cluster_strategy.backend}, where {dataset} cannot: {limit}")
     launches = cluster_strategy.multi_process and not in_cluster()
     if not launches:  # This process trains: set its devices up before anything initialises them.
         cluster_strategy.runtime_class().configure(cluster_config.devices)
     if choice.module and choice.module_source is None:
         raise ValueError(f"trainer.module: {choice.module} was not read when the pipeline was built")
     origin = Path(choice.module).name if choice.module else None
-    task_object = load_task(task, schema.file, choice.chosen_model, model_options, choice.module_source, origin)
+    task_object = load_task(dataset, schema.file, choice.chosen_model, model_options, choice.module_source, origin)
     temporary = None
     if working_dir is None:
         temporary = scratch_dir("trainer")
@@ -98,7 +98,7 @@ def run(
         chief = is_chief_process()
         if chief:
             assets_dir = model.assets_uri
-            model.write_task_spec(task, task_object.model_name, model_options or {})
+            model.write_task_spec(dataset, task_object.model_name, model_options or {})
             if choice.module_source is not None:  # The Evaluator loads the model with the code it was trained with.
                 (model.assets_uri / MODULE_FILE).write_text(choice.module_source)
         else:
@@ -115,7 +115,7 @@ def run(
             )
             log.info("train: starting a local %s cluster: %s", strategy, shown)
             spec = {
-                "task": task,
+                "dataset": dataset,
                 "schema_file": str(schema.file),
                 "model_name": task_object.model_name,
                 "model_options": model_options or {},

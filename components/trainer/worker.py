@@ -42,11 +42,11 @@ def main(argv: list[str]) -> int:
     kflow.setLevel(logging.INFO if is_chief_process() else logging.WARNING)
     strategy = get_strategy(config.strategy)
     if strategy.serves((cluster.get("task") or {}).get("type")):
-        strategy.runtime_class().serve(cluster, get_dataset(spec["task"]).task_class().op_libraries)
+        strategy.runtime_class().serve(cluster, get_dataset(spec["dataset"]).task_class().op_libraries)
         return 0
     strategy.runtime_class().configure(spec.get("devices"))  # Before anything touches the devices.
     task = load_task(
-        spec["task"],
+        spec["dataset"],
         spec["schema_file"],
         spec.get("model_name"),
         spec.get("model_options"),

@@ -162,14 +162,14 @@ def _source(config: PipelineConfig) -> list[str]:
     problems = [
         f"evaluator.thresholds.{metric}: {problem}"
         for metric in config.evaluator["thresholds"]
-        if (problem := metrics.threshold_problem(metric, facts.task, facts.labels))
+        if (problem := metrics.threshold_problem(metric, facts.problem_type, facts.labels))
     ]
     slices = [spec.get("by") for spec in config.evaluator["slices"]]
     problems += [
         f"evaluator.slices[{index}].by: no column {by!r} in the data{did_you_mean(by, facts.header)} "
-        f"(slice by: {', '.join(['label'] * (facts.task == 'classification') + facts.header)})"
+        f"(slice by: {', '.join(['label'] * (facts.problem_type == 'classification') + facts.header)})"
         for index, by in enumerate(slices)
-        if by not in facts.header and not (by == "label" and facts.task == "classification")
+        if by not in facts.header and not (by == "label" and facts.problem_type == "classification")
     ]
     return problems
 

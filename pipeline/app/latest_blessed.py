@@ -24,11 +24,13 @@ from kflow.pipeline.dsl.artifacts import Model, ModelBlessing
 from kflow.pipeline.runners.run_record import ArtifactRef, Execution, Run, earlier_runs
 
 RESOLVED = ("baseline_model_uri", "baseline_module_digest", "no_baseline_reason")
-COMPARABLE = ("dataset", "task", "label")  # What makes two models of a pipeline comparable.
+COMPARABLE = ("dataset", "problem_type", "label")  # What makes two models of a pipeline comparable.
 
 
 def model_identity(config: dict[str, Any]) -> dict[str, Any]:
-    data = config.get("data") or {}
+    data = dict(config.get("data") or {})
+    if "task" in data:  # A run recorded before data.task became data.problem_type.
+        data.setdefault("problem_type", data.pop("task"))
     return {"name": config.get("name"), **{key: data.get(key) for key in COMPARABLE}}
 
 

@@ -36,8 +36,9 @@ def ingest_parameters(config: PipelineConfig) -> dict[str, Any]:
 
 def trainer_parameters(config: PipelineConfig) -> dict[str, Any]:
     """The `trainer` section as the Trainer's parameters: the same names, the `optimizer` group
-    flattened (`optimizer.name` → `optimizer`, `optimizer.learning_rate` → `learning_rate`) and
-    `model` → `model_name`; the task is the dataset's (when the config has a `data` section)."""
+    flattened (`optimizer.name` → `optimizer`, `optimizer.learning_rate` → `learning_rate`), `model` →
+    `model_name` (the Trainer's `model` is its output artifact); the `dataset` is `data.dataset` (when the config
+    has a `data` section)."""
     trainer = dict(config.trainer)
     optimizer, model_name = trainer.pop("optimizer"), trainer.pop("model")
     parameters = {
@@ -47,7 +48,7 @@ def trainer_parameters(config: PipelineConfig) -> dict[str, Any]:
         "model_name": model_name,
     }
     if config.data:
-        parameters["task"] = config.data["dataset"]
+        parameters["dataset"] = config.data["dataset"]
     if parameters.get("module") is not None and Path(parameters["module"]).suffix == ".py":
         parameters["module"] = absolute(parameters["module"])
     return parameters

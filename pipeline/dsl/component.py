@@ -11,6 +11,7 @@ can be called without any runner:
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -18,6 +19,8 @@ from typing import Any, ClassVar
 from kflow.pipeline.dsl.artifacts import Artifact
 from kflow.pipeline.dsl.code_version import code_version
 from kflow.pipeline.dsl.fingerprint import fingerprint_files
+
+log = logging.getLogger(__name__)
 
 _REQUIRED = object()
 
@@ -72,6 +75,8 @@ class ComponentSpec:
     # "package.module:function" naming, from the node's parameters, the files the executor will read from
     # outside the pipeline (an ingest's source); their fingerprint is part of the cache key.
     source_files: str = ""
+    # {former name: name} of parameters that were renamed: a node that still uses the former name gets a warning.
+    renamed_parameters: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,14 @@ class Component:
         return dict(inputs)
 
     def _bind_parameters(self, values: dict[str, Any]) -> dict[str, Any]:
+        for former, name in self.spec.renamed_parameters.items():
+            if former not in values:
+                continue
+            if name in values:
+                raise ValueError(f"{self.id}: parameters {former!r} and {name!r} are one parameter; keep {name!r}")
+            log.warning("%s: parameter %r is now called %r; the former name will go in a later release", self.id,
+                        former, name)  # fmt: skip
+            values[name] = values.pop(former)
         unknown = set(values) - set(self.spec.parameters)
         if unknown:
             raise ValueError(f"{self.id}: unknown parameters {sorted(unknown)}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ import yaml
 
 from kflow.pipeline.dsl.beam_options import section_beam_args
 from kflow.pipeline.dsl.config_schema import generated_schema
+
+log = logging.getLogger(__name__)
 
 
 class _Loader(yaml.SafeLoader):
@@ -208,8 +211,29 @@ def _entry_with_id(entries: list[Any], entry_id: str, override: str) -> dict[str
     )
 
 
+# {former dotted field: field}: a config that still uses the former name is read with a warning.
+RENAMED_FIELDS = {"data.task": "data.problem_type"}
+
+
+def rename_fields(instance: dict[str, Any], source: str | None = None) -> None:
+    for former, name in RENAMED_FIELDS.items():
+        *parents, old_key = former.split(".")
+        section: Any = instance
+        for part in parents:
+            section = section.get(part) if isinstance(section, dict) else None
+        if not isinstance(section, dict) or old_key not in section:
+            continue
+        new_key = name.rsplit(".", 1)[-1]
+        if new_key in section:
+            raise ConfigError([f"{former}: is the former name of {name}; keep {name}"], source)
+        log.warning("%s: %s is now called %s; the former name will go in a later release", source or "config",
+                    former, name)  # fmt: skip
+        section[new_key] = section.pop(old_key)
+
+
 def validate_config(raw: dict[str, Any], source: str | None = None) -> PipelineConfig:
     instance = copy.deepcopy(raw)
+    rename_fields(instance, source)
     validator = DefaultFillingValidator(config_schema())
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     problems = sorted({line for error in errors for line in describe_error(error)})

@@ -21,8 +21,8 @@ def iris_config(tmp_path, **data):
     config = {
         "name": "iris",
         "pipeline_root": str(tmp_path / "runs"),
-        "data": {"dataset": "csv", "source": {"path": str(source)}, "label": "species", "task": "classification",
-                 "split": {"train": 8, "eval": 1, "test": 1}, "shards_per_split": 1,
+        "data": {"dataset": "csv", "source": {"path": str(source)}, "label": "species",
+                 "problem_type": "classification", "split": {"train": 8, "eval": 1, "test": 1}, "shards_per_split": 1,
                  "filters": {"max_invalid_fraction": 0.05}, **data},
         "trainer": {"epochs": 25, "batch_size": 16, "optimizer": {"name": "adam", "learning_rate": 0.01}},
         "evaluator": {"thresholds": {"accuracy": {"lower_bound": 0.8}}, "slices": [{"by": "label"}]},
@@ -101,7 +101,7 @@ def test_validate_refuses_what_the_run_would_refuse_in_the_data(tmp_path, run_kf
     ]
     done = run_kflow("validate", config, "--set", f"data.source.path={tmp_path / 'gone.csv'}")
     assert done.returncode == 2 and f"data.source.path: {tmp_path / 'gone.csv'} matches no CSV file" in done.stderr
-    done = run_kflow("validate", config, "--set", "data.task=regression", "--set", "evaluator.thresholds={}")
+    done = run_kflow("validate", config, "--set", "data.problem_type=regression", "--set", "evaluator.thresholds={}")
     assert done.returncode == 2 and "regression needs a numeric label; column 'species' is string" in done.stderr
     assert run_kflow("validate", config).returncode == 0
 
@@ -286,7 +286,8 @@ def test_the_shipped_csv_config_validates_and_its_file_is_scikit_learns_iris(run
 
 @pytest.mark.slow  # About 16 s; make test has the inference on the ingest (test_executor.py).
 def test_scikit_learns_diabetes_without_a_task_trains_a_regression(tmp_path, run_kflow):
-    """A numeric target and no data.task: a regression (said in the log), not a classifier over ~200 'classes'."""
+    """A numeric target and no data.problem_type: a regression (said in the log), not a classifier over ~200
+    'classes'."""
     import csv
 
     from sklearn.datasets import load_diabetes
@@ -307,7 +308,7 @@ def test_scikit_learns_diabetes_without_a_task_trains_a_regression(tmp_path, run
     path.write_text(yaml.safe_dump(config))
     done = run_kflow("run", path)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "data.task not set: regression, as the label 'target' holds decimal numbers" in done.stderr
+    assert "data.problem_type not set: regression, as the label 'target' holds decimal numbers" in done.stderr
     (metrics_file,) = (tmp_path / "runs" / "diabetes").glob("*/evaluate/evaluation/metrics.json")
     metrics = json.loads(metrics_file.read_text())
     assert metrics["example_count"] >= 40 and "rmse" in metrics and "accuracy" not in metrics

@@ -17,7 +17,7 @@ from tests.conftest import REPO
 DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
 
 
-IRIS = {"name": "iris", "data": {"dataset": "csv", "task": "classification", "label": "species"}}
+IRIS = {"name": "iris", "data": {"dataset": "csv", "problem_type": "classification", "label": "species"}}
 
 
 def fake_run(
@@ -83,13 +83,13 @@ def test_a_model_is_known_by_its_fingerprint_and_a_config_by_its_identity(tmp_pa
     assert find_baseline(tmp_path, identity, "m1")["baseline_model_uri"].startswith(str(tmp_path / "20260102"))
 
     # Another config under the same name (another dataset or label) never lends or takes a baseline.
-    wine = {"name": "iris", "data": {"dataset": "csv", "task": "classification", "label": "cultivar"}}
+    wine = {"name": "iris", "data": {"dataset": "csv", "problem_type": "classification", "label": "cultivar"}}
     fake_run(tmp_path, "20260103-000000-cccc", blessed=True, config=wine, model_fingerprint="w1")
     assert find_baseline(tmp_path, identity, "m3")["baseline_model_uri"].startswith(str(tmp_path / "20260102"))
     alone = find_baseline(tmp_path, model_identity({**wine, "data": {**wine["data"], "label": "colour"}}), "x")
     assert alone["baseline_model_uri"] is None
     assert alone["no_baseline_reason"] == (
-        "no earlier run of 'iris' blessed a model of dataset 'csv', task 'classification', label 'colour' "
+        "no earlier run of 'iris' blessed a model of dataset 'csv', problem_type 'classification', label 'colour' "
         "(3 blessed model(s) of another config of that name passed over)"
     )
 
@@ -218,3 +218,10 @@ def test_the_baseline_follows_data_and_module_edits_and_refuses_a_tampered_modul
     assert "failed checks: no baseline: no earlier run of 'iris' blessed a model (evaluator.require_baseline)" in (
         done.stderr
     )
+
+
+def test_a_run_recorded_with_data_task_is_the_same_config_as_one_with_data_problem_type():
+    recorded = {"name": "iris", "data": {"dataset": "csv", "task": "classification", "label": "species"}}
+    current = {"name": "iris", "data": {"dataset": "csv", "problem_type": "classification", "label": "species"}}
+    assert model_identity(recorded) == model_identity(current)
+    assert model_identity(recorded) != model_identity({**current, "data": {**current["data"], "label": "colour"}})

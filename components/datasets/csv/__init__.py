@@ -13,7 +13,7 @@ DATASET = Dataset(
     required_data_fields=("label",),
     data_fields={
         "label": "label",
-        "task": "task",
+        "problem_type": "problem_type",
         "key": "key",
         "columns": "columns",
         "csv": "csv_format",

@@ -12,6 +12,12 @@ DATASET = Dataset(
     source_test_split=False,
     validates_data=True,
     required_data_fields=("label",),
-    data_fields={"label": "label", "task": "task", "key": "key", "columns": "columns", "infer_rows": "infer_rows"},
+    data_fields={
+        "label": "label",
+        "problem_type": "problem_type",
+        "key": "key",
+        "columns": "columns",
+        "infer_rows": "infer_rows",
+    },
     backend_limits=CSV.backend_limits,
 )

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kflow.components.datasets.tabular.examples import check_task
+from kflow.components.datasets.tabular.examples import check_problem_type
 from kflow.components.util.example_proto import Example
 
 TYPES = ("int", "float", "string", "bool")
@@ -68,11 +68,11 @@ def infer_types(
     return {name: declared.get(name) or _narrowest(values[name]) for name in header}
 
 
-MAX_INFERRED_CLASSES = 20  # More distinct whole-number labels than this, and no data.task: ask.
+MAX_INFERRED_CLASSES = 20  # More distinct whole-number labels than this, and no data.problem_type: ask.
 
 
-def infer_task(label: str, kind: str, values: Sequence[str]) -> tuple[str, str]:
-    """data.task when the config leaves it out, and why: a decimal label is a quantity (regression); strings
+def infer_problem_type(label: str, kind: str, values: Sequence[str]) -> tuple[str, str]:
+    """data.problem_type when the config leaves it out, and why: a decimal label is a quantity (regression); strings
     and booleans are classes; whole numbers are class ids up to MAX_INFERRED_CLASSES distinct values, and
     beyond that ambiguous (a count? a price in cents?), so refused with a question."""
     if kind == "float":
@@ -80,8 +80,9 @@ def infer_task(label: str, kind: str, values: Sequence[str]) -> tuple[str, str]:
     distinct = len(set(values))
     if kind == "int" and distinct > MAX_INFERRED_CLASSES:
         raise ValueError(
-            f"data.task: not set, and the label {label!r} holds {distinct} distinct whole numbers in the "
-            f"first {len(values)} records: set data.task to regression (a quantity) or classification (class ids)"
+            f"data.problem_type: not set, and the label {label!r} holds {distinct} distinct whole numbers in the "
+            f"first {len(values)} records: set data.problem_type to regression (a quantity) or classification "
+            "(class ids)"
         )
     return "classification", f"the label {label!r} holds {distinct} distinct {kind} values"
 
@@ -109,13 +110,13 @@ def parses(value: str, kind: str) -> bool:
 
 
 def check_columns(
-    header: Sequence[str], label: Any, task: Any, key: Any, declared: Any, types_ok: Iterable[str] = TYPES
+    header: Sequence[str], label: Any, problem_type: Any, key: Any, declared: Any, types_ok: Iterable[str] = TYPES
 ) -> None:
     """Refuses a label, key or declared type that the header or the type list does not have."""
     duplicates = sorted({name for name in header if list(header).count(name) > 1})
     if duplicates:
         raise ValueError(f"csv: the header repeats the columns {duplicates}")
-    check_task(label, task, key, list(header))
+    check_problem_type(label, problem_type, key, list(header))
     if not isinstance(declared, Mapping):
         raise ValueError(f"data.columns: must map column names to types, got {declared!r}")
     for name, kind in declared.items():
@@ -131,8 +132,8 @@ class SourceFacts:
 
     header: list[str]
     types: dict[str, str]
-    task: str
-    task_reason: str | None  # Why, when the task was inferred.
+    problem_type: str
+    problem_type_reason: str | None  # Why, when the task was inferred.
     labels: list[str]  # The distinct label values of the sample.
     sampled: int
 

@@ -14,12 +14,12 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 
 from kflow.pipeline.dsl.config import did_you_mean
 
-TASKS = ("classification", "regression")
+PROBLEM_TYPES = ("classification", "regression")
 KINDS = {"int64_list": "int", "float_list": "float", "bytes_list": "string"}
 _PROTO_TYPES = {"int": schema_pb2.INT, "bool": schema_pb2.INT, "float": schema_pb2.FLOAT, "string": schema_pb2.BYTES}
 
 
-def build_schema(types: Mapping[str, str], label: str, task: str, key: str | None) -> schema_pb2.Schema:
+def build_schema(types: Mapping[str, str], label: str, problem_type: str, key: str | None) -> schema_pb2.Schema:
     """The TFMD schema of the Examples: one scalar feature per column; the label and key tagged by role.
 
     Tags (`annotation.tag`): `kflow_type=<type>` on every feature, `role=label` and `task=<task>` on the
@@ -34,24 +34,24 @@ def build_schema(types: Mapping[str, str], label: str, task: str, key: str | Non
             feature.presence.min_fraction = 1.0
             feature.presence.min_count = 1
         if name == label:
-            feature.annotation.tag.extend(["role=label", f"task={task}"])
+            feature.annotation.tag.extend(["role=label", f"task={problem_type}"])
         elif name == key:
             feature.annotation.tag.append("role=key")
     return schema
 
 
-def check_task(label: Any, task: Any, key: Any, columns: Any) -> None:
+def check_problem_type(label: Any, problem_type: Any, key: Any, columns: Any) -> None:
     """Refuses a label, task or key the data does not have (`columns`: the feature or column names)."""
     if not isinstance(label, str) or label not in columns:
         close = did_you_mean(label, columns) if isinstance(label, str) else ""
         raise ValueError(f"data.label: {label!r} is not a column of the data{close} (columns: {', '.join(columns)})")
-    if task not in TASKS:
-        raise ValueError(f"data.task: must be one of {', '.join(TASKS)}, got {task!r}")
+    if problem_type not in PROBLEM_TYPES:
+        raise ValueError(f"data.problem_type: must be one of {', '.join(PROBLEM_TYPES)}, got {problem_type!r}")
     if key is not None and (key not in columns or key == label):
         raise ValueError(f"data.key: {key!r} is not a column of the data other than the label")
 
 
-def example_problem(example: Any, types: Mapping[str, str], label: str, task: str) -> tuple[str, dict] | None:
+def example_problem(example: Any, types: Mapping[str, str], label: str, problem_type: str) -> tuple[str, dict] | None:
     """Why a parsed tf.train.Example does not fit the tabular task, or None: (reason, details)."""
     features = example.features.feature
     for name, feature in features.items():
@@ -67,14 +67,14 @@ def example_problem(example: Any, types: Mapping[str, str], label: str, task: st
             return "multi_valued", {"feature": name, "values": len(getattr(feature, feature.WhichOneof("kind")).value)}
     if label not in features or features[label].WhichOneof("kind") is None:
         return "missing_label", {"feature": label}
-    if task == "regression" and types[label] not in ("int", "float"):
+    if problem_type == "regression" and types[label] not in ("int", "float"):
         return "bad_label", {"feature": label, "type": types[label]}
     return None
 
 
-def group_of(example: Any, label: str, task: str) -> str:
+def group_of(example: Any, label: str, problem_type: str) -> str:
     """The stratification group of a record: its label for classification, one group for regression."""
-    if task != "classification":
+    if problem_type != "classification":
         return "all"
     feature = example.features.feature[label]
     value = getattr(feature, feature.WhichOneof("kind")).value[0]

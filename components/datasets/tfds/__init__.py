@@ -11,6 +11,6 @@ DATASET = Dataset(
     metrics=CSV.metrics,
     source_test_split=True,
     validates_data=True,
-    data_fields={"label": "label", "task": "task", "tfds": "tfds"},
+    data_fields={"label": "label", "problem_type": "problem_type", "tfds": "tfds"},
     backend_limits=CSV.backend_limits,
 )

@@ -12,6 +12,6 @@ DATASET = Dataset(
     source_test_split=False,
     validates_data=True,
     required_data_fields=("label",),
-    data_fields={"label": "label", "task": "task", "key": "key", "split_files": "split_files"},
+    data_fields={"label": "label", "problem_type": "problem_type", "key": "key", "split_files": "split_files"},
     backend_limits=CSV.backend_limits,
 )

@@ -83,11 +83,11 @@ class FiltersSection(Section):
 class DataSection(Section):
     dataset: str = Field(min_length=1)
     """A registered dataset (kflow.components.datasets): mnist, wikitext2, quora; csv (any CSV), parquet (any Parquet
-    file), tfrecord (tf.train.Example files) or tfds (a TensorFlow Datasets dataset): set data.label and data.task;
-    images (a folder per class, or a manifest of path,label): set data.image.size."""
+    file), tfrecord (tf.train.Example files) or tfds (a TensorFlow Datasets dataset): set data.label and
+    data.problem_type; images (a folder per class, or a manifest of path,label): set data.image.size."""
     label: str | None = None
     """csv, parquet, tfrecord, tfds: the column (feature) to predict; tfds: default the builder's supervised label."""
-    task: ProblemType | None = None
+    problem_type: ProblemType | None = None
     """csv, parquet: classification (binary or multi-class; string, integer or boolean labels) or regression (a
     numeric label). null: classification."""
     key: str | None = None

@@ -34,7 +34,7 @@ def train(tmp_path_factory):
         if name not in runs:
             model, model_run = Model(root / name / "model"), ModelRun(root / name / "model_run")
             parameters = {"epochs": 2, "batch_size": 32, "seed": 5, "max_restarts": 0, **parameters}
-            run(examples=examples, schema=schema, model=model, model_run=model_run,
+            run(dataset="mnist", examples=examples, schema=schema, model=model, model_run=model_run,
                 working_dir=root / name / "work", **parameters)  # fmt: skip
             runs[name] = model, model_run
         return runs[name]
@@ -143,8 +143,8 @@ def test_the_explicit_jax_loop_resumes_from_its_checkpoint(train, tmp_path):
     # A re-run with one more epoch starts where the finished run stopped.
     model, model_run = Model(tmp_path / "model"), ModelRun(tmp_path / "model_run")
     examples_root = first.path.parents[1]
-    run(examples=Examples(examples_root / "examples"), schema=Schema(examples_root / "schema"), model=model,
-        model_run=model_run, working_dir=state.parent, strategy="jax_data_parallel", workers=1, devices=2,
+    run(dataset="mnist", examples=Examples(examples_root / "examples"), schema=Schema(examples_root / "schema"),
+        model=model, model_run=model_run, working_dir=state.parent, strategy="jax_data_parallel", workers=1, devices=2,
         epochs=3, batch_size=32, seed=5, max_restarts=0)  # fmt: skip
     history = model_run.history
     assert (history["start_step"], history["final_step"], history["epochs"]) == (

@@ -36,7 +36,7 @@ def test_a_two_worker_cluster_listens_on_no_address_of_this_machine(tmp_path):
     work = tmp_path / "work"
     config = TrainConfig(strategy="multi_worker_mirrored", epochs=20, batch_size=32)  # long enough to look at
     spec = {
-        "task": "mnist", "schema_file": str(schema.file), "examples": examples.uri, "model": str(tmp_path / "model"),
+        "dataset": "mnist", "schema_file": str(schema.file), "examples": examples.uri, "model": str(tmp_path / "model"),
         "model_run": str(tmp_path / "run"), "working_dir": str(work), "config": config.to_json(),
     }  # fmt: skip
     seen = {}

@@ -14,12 +14,13 @@ from tests.components.fixtures import write_examples, write_schema
 pytestmark = pytest.mark.distributed
 
 
+@pytest.mark.slow  # ~30 s: a 2-worker MWMS cluster and its evaluator; make test keeps the refusal below
 def test_the_sidecar_evaluator_writes_one_line_per_checkpoint(tmp_path):
     examples, schema = write_examples(tmp_path / "examples"), write_schema(tmp_path / "schema")
     model, model_run = Model(tmp_path / "model"), ModelRun(tmp_path / "model_run")
-    run(examples=examples, schema=schema, model=model, model_run=model_run, working_dir=tmp_path / "work",
-        strategy="multi_worker_mirrored", workers=2, sidecar_evaluator=True, epochs=2, batch_size=32, seed=3,
-        max_restarts=0)  # fmt: skip
+    run(dataset="mnist", examples=examples, schema=schema, model=model, model_run=model_run,
+        working_dir=tmp_path / "work", strategy="multi_worker_mirrored", workers=2, sidecar_evaluator=True, epochs=2,
+        batch_size=32, seed=3, max_restarts=0)  # fmt: skip
     lines = [json.loads(line) for line in (model_run.path / "sidecar_eval.jsonl").read_text().splitlines()]
     # The chief checkpoints at each epoch end: steps 13 and 26 (ceil(400 / 32) steps an epoch).
     assert [line["step"] for line in lines] == [13, 26]
@@ -40,5 +41,5 @@ def test_the_sidecar_evaluator_writes_one_line_per_checkpoint(tmp_path):
 def test_a_sidecar_evaluator_needs_a_checkpointing_cluster(tmp_path):
     examples, schema = write_examples(tmp_path / "examples"), write_schema(tmp_path / "schema")
     with pytest.raises(ValueError, match="strategy default has no sidecar evaluator"):
-        run(examples=examples, schema=schema, model=Model(tmp_path / "m"), model_run=ModelRun(tmp_path / "r"),
-            strategy="default", sidecar_evaluator=True)  # fmt: skip
+        run(dataset="mnist", examples=examples, schema=schema, model=Model(tmp_path / "m"),
+            model_run=ModelRun(tmp_path / "r"), strategy="default", sidecar_evaluator=True)  # fmt: skip

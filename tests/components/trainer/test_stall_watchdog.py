@@ -34,7 +34,7 @@ def _train_and_stop(inputs, tmp_path, who):
     work = tmp_path / "work"
     config = TrainConfig(strategy="multi_worker_mirrored", epochs=50, batch_size=32, stall_timeout=STALL_TIMEOUT)
     spec = {
-        "task": "mnist", "schema_file": str(schema.file), "examples": examples.uri, "model": str(tmp_path / "model"),
+        "dataset": "mnist", "schema_file": str(schema.file), "examples": examples.uri, "model": str(tmp_path / "model"),
         "model_run": str(tmp_path / "run"), "working_dir": str(work), "config": config.to_json(),
     }  # fmt: skip
     stopped_at = []

@@ -21,11 +21,12 @@ def test_spec_wiring_and_defaults():
     assert spec.optional_inputs == {"anomalies"}
     assert dict(spec.outputs) == {"model": Model, "model_run": ModelRun}
     assert spec.executor == "kflow.components.trainer.executor:run"
-    trainer = Trainer(
-        "train", examples=Channel("ingest", "examples", Examples), schema=Channel("ingest", "schema", Schema)
-    )
+    wired = {"examples": Channel("ingest", "examples", Examples), "schema": Channel("ingest", "schema", Schema)}
+    with pytest.raises(ValueError, match="train: parameter 'dataset' is required"):
+        Trainer("train", **wired)
+    trainer = Trainer("train", parameters={"dataset": "mnist"}, **wired)
     assert trainer.parameters == {
-        "model_name": None,  # The task's default model.
+        "model_name": None,  # The dataset's default model.
         "strategy": "default",
         "epochs": 3,
         "batch_size": 128,
@@ -36,7 +37,7 @@ def test_spec_wiring_and_defaults():
         "shuffle_buffer": 10000,
         "early_stopping_patience": None,
         "early_stopping_monitor": None,
-        "task": "mnist",
+        "dataset": "mnist",
         "model_options": {},
         "module": None,
         "module_source": None,
@@ -59,16 +60,22 @@ def test_spec_wiring_and_defaults():
 
 
 def test_every_parameter_lands_in_one_typed_settings_group():
-    defaults = {name: parameter.default for name, parameter in Trainer.spec.parameters.items()}
-    settings = TrainerSettings.from_parameters(defaults)
+    defaults = {
+        name: parameter.default for name, parameter in Trainer.spec.parameters.items() if not parameter.required
+    }
+    settings = TrainerSettings.from_parameters({**defaults, "dataset": "mnist"})
     groups = (settings.model, settings.training, settings.cluster)
     assert sorted(item.name for group in groups for item in fields(group)) == sorted(Trainer.spec.parameters)
-    changed = TrainerSettings.from_parameters({"epochs": 7, "max_restarts": 0, "model_name": "bert_mlm"})
+    changed = TrainerSettings.from_parameters(
+        {"dataset": "mnist", "epochs": 7, "max_restarts": 0, "model_name": "bert_mlm"}
+    )
     assert (changed.training.epochs, changed.cluster.max_restarts, changed.model.model_name) == (7, 0, "bert_mlm")
+    with pytest.raises(TypeError, match="missing Trainer parameter.*: dataset$"):
+        TrainerSettings.from_parameters({"epochs": 3})
     with pytest.raises(TypeError, match="unknown Trainer parameter.*: epoch "):
         TrainerSettings.from_parameters({"epoch": 3})
     with pytest.raises(ValueError, match="max_restarts must not be negative"):
-        TrainerSettings.from_parameters({"max_restarts": -1})
+        TrainerSettings.from_parameters({"dataset": "mnist", "max_restarts": -1})
 
 
 def test_importing_the_component_does_not_import_tensorflow():
@@ -85,7 +92,7 @@ def test_the_trainer_refuses_data_with_anomalies_under_on_anomaly_fail(tmp_path)
     artifacts = {name: cls(tmp_path / name) for name, cls in
                  (("examples", Examples), ("schema", Schema), ("model", Model), ("model_run", ModelRun))}  # fmt: skip
     with pytest.raises(ValueError, match=r"2 anomalies .* set data.on_anomaly: warn to train anyway"):
-        run(**artifacts, anomalies=anomalies)
+        run(**artifacts, anomalies=anomalies, dataset="mnist")
     assert not (tmp_path / "model").exists()  # Refused before anything was written.
 
 
@@ -98,4 +105,14 @@ def test_the_trainer_refuses_data_with_anomalies_under_on_anomaly_fail(tmp_path)
 )
 def test_what_the_explicit_jax_loop_cannot_do_is_refused_before_training(setting, message):
     with pytest.raises(ValueError, match=message):
-        TrainerSettings.from_parameters({"strategy": "jax_data_parallel", **setting})
+        TrainerSettings.from_parameters({"dataset": "mnist", "strategy": "jax_data_parallel", **setting})
+
+
+def test_the_former_parameter_names_still_bind_with_a_warning(caplog):
+    wired = {"examples": Channel("ingest", "examples", Examples), "schema": Channel("ingest", "schema", Schema)}
+    trainer = Trainer("train", parameters={"task": "quora", "model_name": "text_classifier"}, **wired)
+    assert (trainer.parameters["dataset"], trainer.parameters["model_name"]) == ("quora", "text_classifier")
+    assert "task" not in trainer.parameters
+    assert "train: parameter 'task' is now called 'dataset'" in caplog.text
+    with pytest.raises(ValueError, match="train: parameters 'task' and 'dataset' are one parameter; keep 'dataset'"):
+        Trainer("train", parameters={"task": "quora", "dataset": "mnist"}, **wired)

@@ -27,7 +27,14 @@ def trained(inputs, tmp_path_factory):
     root = tmp_path_factory.mktemp("trainer-outputs")
     model, model_run = Model(root / "model"), ModelRun(root / "model_run")
     summary = run(
-        examples=examples, schema=schema, model=model, model_run=model_run, epochs=EPOCHS, batch_size=32, seed=7
+        dataset="mnist",
+        examples=examples,
+        schema=schema,
+        model=model,
+        model_run=model_run,
+        epochs=EPOCHS,
+        batch_size=32,
+        seed=7,
     )
     return model, model_run, summary
 
@@ -81,7 +88,7 @@ def test_mirrored_strategy_with_steps_per_epoch_and_early_stopping(inputs, tmp_p
     examples, schema = inputs
     model_run = ModelRun(tmp_path / "model_run")
     summary = run(
-        examples=examples, schema=schema, model=Model(tmp_path / "model"), model_run=model_run,
+        dataset="mnist", examples=examples, schema=schema, model=Model(tmp_path / "model"), model_run=model_run,
         strategy="mirrored", epochs=2, batch_size=32, steps_per_epoch=4, optimizer="sgd", learning_rate=0.01,
         early_stopping_patience=1,
     )  # fmt: skip
@@ -104,7 +111,7 @@ def test_bad_cluster_and_schedule_settings_are_refused(inputs, tmp_path, argumen
     examples, schema = inputs
     with pytest.raises(ValueError, match=message):
         run(examples=examples, schema=schema, model=Model(tmp_path / "m"), model_run=ModelRun(tmp_path / "r"),
-            **arguments)  # fmt: skip
+            **{"dataset": "mnist", **arguments})  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -120,4 +127,4 @@ def test_bad_parameters_are_refused(inputs, tmp_path, arguments, message):
     examples, schema = inputs
     with pytest.raises(ValueError, match=message):
         run(examples=examples, schema=schema, model=Model(tmp_path / "m"), model_run=ModelRun(tmp_path / "r"),
-            **arguments)  # fmt: skip
+            **{"dataset": "mnist", **arguments})  # fmt: skip

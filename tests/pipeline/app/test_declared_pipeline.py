@@ -129,7 +129,7 @@ BAD = {
         "components.a.run_if: wants a ModelBlessing output, but p.numbers is Examples",
     ),
     "component's own check": (
-        "- {id: t, type: trainer, parameters: {task: mnist, model_name: mnist_convnet, strategy: mirored}}\n"
+        "- {id: t, type: trainer, parameters: {dataset: mnist, model_name: mnist_convnet, strategy: mirored}}\n"
         '- {id: p, type: "tests.pipeline.toy.components:Produce"}',
         "components.t.inputs.examples: is required",
     ),
@@ -215,7 +215,7 @@ def test_the_compare_config_and_its_python_twin_compile_to_the_same_file(tmp_pat
     root = Path.cwd()
     ingest = api.MnistIngest("ingest", parameters={"shards_per_split": 4})
     data = {"examples": ingest.outputs["examples"], "schema": ingest.outputs["schema"]}
-    common = {"task": "mnist", "model_name": "mnist_convnet", "epochs": 12, "learning_rate": 0.002}
+    common = {"dataset": "mnist", "model_name": "mnist_convnet", "epochs": 12, "learning_rate": 0.002}
     train_mwms = api.Trainer(
         "train_mwms", **data, parameters={**common, "strategy": "multi_worker_mirrored", "workers": 2}
     )

@@ -69,7 +69,7 @@ def test_the_working_dir_option_reaches_an_executor_that_takes_one(tmp_path):
         "--component", f"{Trainer.__module__}:Trainer",
         "--input", f"examples={examples.uri}", "--input", f"schema={schema.uri}",
         "--output", f"model={tmp_path / 'model'}", "--output", f"model_run={tmp_path / 'model_run'}",
-        "--parameter", "epochs=1", "--parameter", "batch_size=64",
+        "--parameter", "dataset=mnist", "--parameter", "epochs=1", "--parameter", "batch_size=64",
         "--working-dir", str(tmp_path / "work"),
     ])  # fmt: skip
     assert code == 0

@@ -148,3 +148,13 @@ def test_a_local_beam_pipeline_leaves_nothing_in_the_temp_folder(tmp_path, monke
         _ = pipeline | beam.Create([1, 2, 3]) | beam.Map(lambda x: x * 2)
     # The DirectRunner's try of Prism (a download, offline a failure) left an empty beam-temp* folder per pipeline.
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_renamed_field_is_read_under_its_former_name_with_a_warning(tmp_path, caplog):
+    iris = {"name": "iris", "data": {"dataset": "csv", "label": "species", "task": "regression"}}
+    config = load_config(write(tmp_path, iris))
+    assert config.data["problem_type"] == "regression" and "task" not in config.data
+    assert "data.task is now called data.problem_type" in caplog.text
+    assert load_config(write(tmp_path, iris), ["data.task=classification"]).data["problem_type"] == "classification"
+    with pytest.raises(ConfigError, match="data.task: is the former name of data.problem_type; keep data.problem_type"):
+        load_config(write(tmp_path, iris), ["data.problem_type=classification"])

@@ -75,12 +75,12 @@ SET = {
 def expected_settings():
     return {
         **{key: value for key, value in SET.items() if key not in ("optimizer", "model")},
+        "model_name": "mnist_convnet",
         "optimizer": "sgd",
         "learning_rate": 0.05,
         "schedule": "cosine",
         "warmup_steps": 3,
-        "model_name": "mnist_convnet",
-        "task": "mnist",
+        "dataset": "mnist",
         "weight_decay": TrainerSection().optimizer.weight_decay,  # unset in the YAML: the declared default
         "workers": TrainerSection().workers,
     }

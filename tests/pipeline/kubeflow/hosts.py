@@ -158,7 +158,7 @@ def train_on_hosts(tmp_path, examples, schema, *parameters, replicas=("worker=2"
         "--component", "kflow.components.trainer.component:Trainer",
         "--input", f"examples={examples}", "--input", f"schema={schema}",
         "--output", f"model={out / 'model'}", "--output", f"model_run={out / 'model_run'}",
-        "--parameter", "task=mnist", "--parameter", "model_name=mnist_convnet",
+        "--parameter", "dataset=mnist", "--parameter", "model_name=mnist_convnet",
         *(part for parameter in parameters for part in ("--parameter", parameter)),
     ]  # fmt: skip
     return job_launcher.main(argv), out

@@ -22,6 +22,7 @@ ENTRYPOINT = ["python", "-m", "kflow.pipeline.runners.kfp_entrypoint", "--output
 
 def trainer_node(strategy: str, workers: int, parameter_servers: int = 0, evaluator: bool = False) -> Trainer:
     parameters = {
+        "dataset": "mnist",
         "strategy": strategy,
         "workers": workers,
         "parameter_servers": parameter_servers,

@@ -24,7 +24,7 @@ class CsvIngest(Component):
             ),
             source_format=Parameter(str, default="auto", description="auto | csv (the same: files are CSV)."),
             label=Parameter(str, description="The column to predict."),
-            task=Parameter(
+            problem_type=Parameter(
                 str,
                 optional=True,
                 description="classification | regression; unset: inferred from the label (decimals: regression; "
@@ -54,6 +54,7 @@ class CsvIngest(Component):
             max_records=Parameter(int, optional=True, description="Read at most this many records."),
         ),
         executor="kflow.components.datasets.csv.ingest.executor:run",
+        renamed_parameters={"task": "problem_type"},
         source_files="kflow.components.datasets.csv.ingest.source:source_files",
     )
 

@@ -55,7 +55,7 @@ def run(
     source_path: str | None = None,
     source_format: str = "auto",
     label: str | None = None,
-    task: str | None = None,
+    problem_type: str | None = None,
     key: str | None = None,
     columns: dict[str, str] | None = None,
     csv_format: dict[str, Any] | None = None,
@@ -82,13 +82,17 @@ def run(
             if is_gzip(path)
         }
         scan = scan_files(files, dialect, key=None, max_records=max_records, sample=infer_rows, readable=readable)
-        facts = source_facts(scan, dialect, label, task, key, columns)
-        types, task = facts.types, facts.task
-        if facts.task_reason:
-            log.info("csv ingest: data.task not set: %s, as %s (set data.task to choose)", task, facts.task_reason)
+        facts = source_facts(scan, dialect, label, problem_type, key, columns)
+        types, problem_type = facts.types, facts.problem_type
+        if facts.problem_type_reason:
+            log.info(
+                "csv ingest: data.problem_type not set: %s, as %s (set data.problem_type to choose)",
+                problem_type,
+                facts.problem_type_reason,
+            )
         if key is not None:  # A second pass only for the keys: most CSVs declare none.
             scan = scan_files(files, dialect, key=key, max_records=max_records, sample=infer_rows, readable=readable)
-        proto = build_schema(types, label, task, key)
+        proto = build_schema(types, label, problem_type, key)
         schema.path.mkdir(parents=True, exist_ok=True)
         schema.file.write_text(text_format.MessageToString(proto))
         if scan.read == 0:
@@ -96,12 +100,12 @@ def run(
         inferred = {name: kind for name, kind in types.items() if name not in (columns or {})}
         log.info("csv ingest: %d records in %d file(s); inferred types %s", scan.read, len(files), inferred)
         widenable = frozenset(
-            name for name, kind in inferred.items() if kind == "int" and (name != label or task == "regression")
+            name for name, kind in inferred.items() if kind == "int" and (name != label or problem_type == "regression")
         )
         while True:
             stats = beam_ingest.run_ingest_pipeline(
                 chunks=scan.chunks,
-                process_chunk=ChunkProcessor(tuple(scan.header), types, dialect, label, task, key, widenable),
+                process_chunk=ChunkProcessor(tuple(scan.header), types, dialect, label, problem_type, key, widenable),
                 splits=tuple(split),
                 shards=shards_per_split,
                 read=scan.read,
@@ -120,7 +124,7 @@ def run(
             log.info("csv ingest: reading again with %s as float", ", ".join(repr(name) for name, _ in widened))
             types = {**types, **{name: "float" for name, _ in widened}}
             widenable = widenable - {name for name, _ in widened}
-            schema.file.write_text(text_format.MessageToString(build_schema(types, label, task, key)))
+            schema.file.write_text(text_format.MessageToString(build_schema(types, label, problem_type, key)))
             for folder in (examples.path, rejects.path):
                 shutil.rmtree(folder)
                 folder.mkdir(parents=True)
@@ -151,7 +155,7 @@ class ChunkProcessor:
     types: dict[str, str]
     dialect: Dialect
     label: str
-    task: str
+    problem_type: str
     key: str | None
     widenable: frozenset[str] = frozenset()  # Inferred int columns: a decimal there is DECIMAL_IN_INT, not bad.
 
@@ -182,7 +186,7 @@ class ChunkProcessor:
                     )
                     continue
                 key = str(values[self.key]) if self.key else f"{content_hash(fields)}|{position}"
-                group = str(values[self.label]) if self.task == "classification" else "all"
+                group = str(values[self.label]) if self.problem_type == "classification" else "all"
                 accepted.append((key, group, serialized_example(values)))
         return accepted, found
 

@@ -30,7 +30,7 @@ DEFAULT_FORMAT = {"delimiter": ",", "quotechar": '"', "header": True, "missing_v
 
 
 def source_facts(
-    scan: Scan, dialect: Dialect, label: Any, task: str | None, key: str | None, columns: dict[str, str] | None
+    scan: Scan, dialect: Dialect, label: Any, problem_type: str | None, key: str | None, columns: dict[str, str] | None
 ) -> SourceFacts:
     """The checks of the header, the declared columns and the task that the ingest and `kflow validate` share."""
     declared = columns or {}
@@ -39,19 +39,19 @@ def source_facts(
     values = [row[at].strip() for row in scan.sample if at is not None and len(row) == len(scan.header)]
     values = [value for value in values if value not in dialect.missing]
     reason = None
-    if task is None and at is not None:
-        task, reason = cols.infer_task(label, types[label], values)
-    cols.check_columns(scan.header, label, task, key, declared)
-    if task == "regression" and types[label] not in ("int", "float"):
+    if problem_type is None and at is not None:
+        problem_type, reason = cols.infer_problem_type(label, types[label], values)
+    cols.check_columns(scan.header, label, problem_type, key, declared)
+    if problem_type == "regression" and types[label] not in ("int", "float"):
         raise ValueError(f"data.label: regression needs a numeric label; column {label!r} is {types[label]}")
-    return SourceFacts(list(scan.header), types, task, reason, sorted(set(values)), len(scan.sample))
+    return SourceFacts(list(scan.header), types, problem_type, reason, sorted(set(values)), len(scan.sample))
 
 
 def inspect_source(
     *,
     source_path: str | None = None,
     label: Any = None,
-    task: str | None = None,
+    problem_type: str | None = None,
     key: str | None = None,
     columns: dict[str, str] | None = None,
     csv_format: dict[str, Any] | None = None,
@@ -63,7 +63,7 @@ def inspect_source(
     files = resolve(source_path)
     dialect = Dialect.from_options(csv_format)
     scan = scan_files(files[:1], dialect, key=None, max_records=infer_rows, sample=infer_rows)
-    return source_facts(scan, dialect, label, task, key, columns)
+    return source_facts(scan, dialect, label, problem_type, key, columns)
 
 
 def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:

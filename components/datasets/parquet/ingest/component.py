@@ -22,7 +22,7 @@ class ParquetIngest(Component):
             ),
             source_format=Parameter(str, default="auto", description="auto | parquet (the same)."),
             label=Parameter(str, description="The column to predict."),
-            task=Parameter(
+            problem_type=Parameter(
                 str,
                 optional=True,
                 description="classification | regression; unset: inferred from the label as for csv.",
@@ -38,7 +38,7 @@ class ParquetIngest(Component):
                 default={},
                 description="{column: int | float | string | bool}: converts a column from its Parquet type.",
             ),
-            infer_rows=Parameter(int, default=10_000, description="Label values sampled to infer data.task."),
+            infer_rows=Parameter(int, default=10_000, description="Label values sampled to infer data.problem_type."),
             split=Parameter(
                 dict,
                 default={"train": 8, "eval": 1, "test": 1},
@@ -47,6 +47,7 @@ class ParquetIngest(Component):
             max_records=Parameter(int, optional=True, description="Read at most this many records."),
         ),
         executor="kflow.components.datasets.parquet.ingest.executor:run",
+        renamed_parameters={"task": "problem_type"},
         source_files="kflow.components.datasets.parquet.ingest.source:source_files",
     )
 

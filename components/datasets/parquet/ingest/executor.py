@@ -45,7 +45,7 @@ def run(
     source_path: str | None = None,
     source_format: str = "auto",
     label: str | None = None,
-    task: str | None = None,
+    problem_type: str | None = None,
     key: str | None = None,
     columns: dict[str, str] | None = None,
     infer_rows: int = 10_000,
@@ -62,20 +62,24 @@ def run(
     if source_format not in ("auto", "parquet"):
         raise ValueError(f"parquet: source_format must be auto or parquet, got {source_format!r}")
     facts = inspect_source(
-        source_path=source_path, label=label, task=task, key=key, columns=columns, infer_rows=infer_rows
+        source_path=source_path, label=label, problem_type=problem_type, key=key, columns=columns, infer_rows=infer_rows
     )
-    if facts.task_reason:
-        log.info("parquet ingest: data.task not set: %s, as %s (set data.task)", facts.task, facts.task_reason)
+    if facts.problem_type_reason:
+        log.info(
+            "parquet ingest: data.problem_type not set: %s, as %s (set data.problem_type)",
+            facts.problem_type,
+            facts.problem_type_reason,
+        )
     files = resolve(source_path)
     groups, read = row_groups(files, key, max_records)
     schema.path.mkdir(parents=True, exist_ok=True)
-    schema.file.write_text(text_format.MessageToString(build_schema(facts.types, label, facts.task, key)))
+    schema.file.write_text(text_format.MessageToString(build_schema(facts.types, label, facts.problem_type, key)))
     if read == 0:
         raise ValueError(f"parquet: {', '.join(files)} hold no records")
     log.info("parquet ingest: %d records in %d row group(s) of %d file(s)", read, len(groups), len(files))
     stats = beam_ingest.run_ingest_pipeline(
         chunks=groups,
-        process_chunk=RowGroupProcessor(tuple(facts.header), facts.types, label, facts.task, key),
+        process_chunk=RowGroupProcessor(tuple(facts.header), facts.types, label, facts.problem_type, key),
         splits=tuple(split),
         shards=shards_per_split,
         read=read,
@@ -134,7 +138,7 @@ class RowGroupProcessor:
     header: tuple[str, ...]
     types: dict[str, str]
     label: str
-    task: str
+    problem_type: str
     key: str | None
 
     def __call__(self, group: RowGroup) -> tuple[list, list]:
@@ -152,7 +156,7 @@ class RowGroupProcessor:
                 found.append(make_reject(reason, INVALID, position, record, **details))
                 continue
             identity = str(values[self.key]) if self.key else f"{content_hash([as_text(v) for v in raw])}|{position}"
-            group_name = str(values[self.label]) if self.task == "classification" else "all"
+            group_name = str(values[self.label]) if self.problem_type == "classification" else "all"
             accepted.append((identity, group_name, serialized_example(values)))
         return accepted, found
 

@@ -111,7 +111,7 @@ def inspect_source(
     *,
     source_path: str | None = None,
     label: Any = None,
-    task: str | None = None,
+    problem_type: str | None = None,
     key: str | None = None,
     columns: dict[str, str] | None = None,
     infer_rows: int = 10_000,
@@ -128,12 +128,12 @@ def inspect_source(
     if isinstance(label, str) and label in header:
         values = sample_values(files[0], label, types[label], infer_rows)
     reason = None
-    if task is None and isinstance(label, str) and label in header:
-        task, reason = cols.infer_task(label, types[label], values)
-    cols.check_columns(header, label, task, key, declared)
-    if task == "regression" and types[label] not in ("int", "float"):
+    if problem_type is None and isinstance(label, str) and label in header:
+        problem_type, reason = cols.infer_problem_type(label, types[label], values)
+    cols.check_columns(header, label, problem_type, key, declared)
+    if problem_type == "regression" and types[label] not in ("int", "float"):
         raise ValueError(f"data.label: regression needs a numeric label; column {label!r} is {types[label]}")
-    return SourceFacts(header, types, task, reason, sorted(set(values)), len(values))
+    return SourceFacts(header, types, problem_type, reason, sorted(set(values)), len(values))
 
 
 def sample_values(path: str, column: str, kind: str, limit: int) -> list[str]:

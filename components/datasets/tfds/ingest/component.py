@@ -19,7 +19,7 @@ class TfdsIngest(Component):
             ),
             source_format=Parameter(str, default="auto", description="auto (the only one)."),
             label=Parameter(str, optional=True, description="The feature to predict (default: the supervised label)."),
-            task=Parameter(str, default="classification", description="classification | regression."),
+            problem_type=Parameter(str, default="classification", description="classification | regression."),
             tfds=Parameter(
                 dict,
                 description="{name, version (null: the newest prepared), splits: {train: 'train[:90%]', eval: ..., "
@@ -29,5 +29,6 @@ class TfdsIngest(Component):
             max_records=Parameter(int, optional=True, description="Read at most this many records of each split."),
         ),
         executor="kflow.components.datasets.tfds.ingest.executor:run",
+        renamed_parameters={"task": "problem_type"},
         source_files="kflow.components.datasets.tfds.ingest.executor:source_files",
     )

@@ -21,7 +21,7 @@ from typing import Any
 
 from google.protobuf import text_format
 
-from kflow.components.datasets.tabular.examples import build_schema, check_task
+from kflow.components.datasets.tabular.examples import build_schema, check_problem_type
 from kflow.components.ingest import beam_ingest, ingest_records
 from kflow.components.util.example_proto import Example
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
@@ -41,7 +41,7 @@ def run(
     source_path: str | None = None,
     source_format: str = "auto",
     label: str | None = None,
-    task: str = "classification",
+    problem_type: str = "classification",
     tfds: dict[str, Any] | None = None,
     shards_per_split: int = 0,
     max_records: int | None = None,
@@ -56,8 +56,8 @@ def run(
     kinds = feature_kinds(builder.info.features)
     if label is None and builder.info.supervised_keys:
         label = builder.info.supervised_keys[1]
-    check_task(label, task, None, list(kinds))
-    if task == "regression" and kinds[label] == "string":
+    check_problem_type(label, problem_type, None, list(kinds))
+    if problem_type == "regression" and kinds[label] == "string":
         raise ValueError(f"data.label: regression needs a numeric label; feature {label!r} is a string")
     splits = options["splits"]
     available = ", ".join(builder.info.splits)
@@ -73,7 +73,7 @@ def run(
         sizes = {name: min(size, max_records) for name, size in sizes.items()}
     schema.path.mkdir(parents=True, exist_ok=True)
     types = {name: kind for name, kind in kinds.items()}
-    schema.file.write_text(text_format.MessageToString(build_schema(types, label, task, None)))
+    schema.file.write_text(text_format.MessageToString(build_schema(types, label, problem_type, None)))
     chunks = [
         Chunk(name, splits[name], start, min(start + CHUNK, size))
         for name, size in sizes.items()

@@ -16,7 +16,7 @@ class TfRecordIngest(Component):
             ),
             source_format=Parameter(str, default="auto", description="auto | tfrecord (the same)."),
             label=Parameter(str, description="The feature to predict."),
-            task=Parameter(str, default="classification", description="classification | regression."),
+            problem_type=Parameter(str, default="classification", description="classification | regression."),
             key=Parameter(str, optional=True, description="A feature with a unique record key; repeats are rejected."),
             split_files=Parameter(
                 dict,
@@ -33,5 +33,6 @@ class TfRecordIngest(Component):
             max_records=Parameter(int, optional=True, description="Read at most this many records."),
         ),
         executor="kflow.components.datasets.tfrecord.ingest.executor:run",
+        renamed_parameters={"task": "problem_type"},
         source_files="kflow.components.datasets.tfrecord.ingest.executor:source_files",
     )

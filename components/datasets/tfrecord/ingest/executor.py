@@ -34,7 +34,13 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from google.protobuf import text_format
 
-from kflow.components.datasets.tabular.examples import KINDS, build_schema, check_task, example_problem, group_of
+from kflow.components.datasets.tabular.examples import (
+    KINDS,
+    build_schema,
+    check_problem_type,
+    example_problem,
+    group_of,
+)
 from kflow.components.ingest import ingest_records, ingest_staging
 from kflow.components.ingest.compressed import is_gzip
 from kflow.components.ingest.ingest_records import INVALID, make_reject
@@ -58,7 +64,7 @@ def run(
     source_path: str | None = None,
     source_format: str = "auto",
     label: str | None = None,
-    task: str = "classification",
+    problem_type: str = "classification",
     key: str | None = None,
     split_files: dict[str, str] | None = None,
     infer_records: int = 1000,
@@ -86,11 +92,11 @@ def run(
         }
         found = scan(files, infer_records, max_records, key, readable)
         types = found.types
-        check_task(label, task, key, list(types))
-        if task == "regression" and types[label] not in ("int", "float"):
+        check_problem_type(label, problem_type, key, list(types))
+        if problem_type == "regression" and types[label] not in ("int", "float"):
             raise ValueError(f"data.label: regression needs a numeric label; feature {label!r} is {types[label]}")
         schema.path.mkdir(parents=True, exist_ok=True)
-        schema.file.write_text(text_format.MessageToString(build_schema(types, label, task, key)))
+        schema.file.write_text(text_format.MessageToString(build_schema(types, label, problem_type, key)))
         if found.read == 0:
             raise ValueError(f"tfrecord: {', '.join(files)} hold no records")
         log.info("tfrecord ingest: %d records in %d file(s); feature types %s", found.read, len(files), types)
@@ -101,7 +107,7 @@ def run(
 
         stats = beam_ingest.run_ingest_pipeline(
             chunks=chunks,
-            process_chunk=RecordProcessor(types, label, task, key),
+            process_chunk=RecordProcessor(types, label, problem_type, key),
             splits=splits,
             shards=shards_per_split,
             read=found.read,
@@ -238,7 +244,7 @@ def _chunk(path: str, source: str, chunk: dict[str, Any]) -> FileChunk:
 class RecordProcessor:
     types: dict[str, str]
     label: str
-    task: str
+    problem_type: str
     key: str | None
 
     def __call__(self, chunk: FileChunk) -> tuple[list, list]:
@@ -254,7 +260,7 @@ class RecordProcessor:
             except Exception as error:  # noqa: BLE001 - any parse failure means "not an Example".
                 found.append(make_reject("not_an_example", INVALID, position, record[:200].hex(), error=str(error)))
                 continue
-            problem = example_problem(example, self.types, self.label, self.task)
+            problem = example_problem(example, self.types, self.label, self.problem_type)
             if problem is None and self.key is not None:
                 if not example.features.feature[self.key].WhichOneof("kind"):
                     problem = ("empty_key", {"feature": self.key})
@@ -265,7 +271,7 @@ class RecordProcessor:
                 found.append(make_reject(reason, INVALID, position, _text(example), **details))
                 continue
             key = _value(example, self.key) if self.key else f"{hashlib.sha1(record).hexdigest()[:16]}|{position}"
-            group = chunk.split if chunk.split is not None else group_of(example, self.label, self.task)
+            group = chunk.split if chunk.split is not None else group_of(example, self.label, self.problem_type)
             accepted.append((key, group, record))
         return accepted, found
 

@@ -153,10 +153,10 @@ def test_real_regression_diabetes_through_ingest_trainer_and_evaluator(tmp_path)
     source = write_diabetes(tmp_path / "diabetes.csv")
     examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
     summary = ingest(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"), source_path=str(source),
-                     label="progression", task="regression")  # fmt: skip
+                     label="progression", problem_type="regression")  # fmt: skip
     assert summary["read"] == 442 and summary["rejected"] == 0
     model, model_run = Model(tmp_path / "model"), ModelRun(tmp_path / "run")
-    train(examples=examples, schema=schema, model=model, model_run=model_run, task="csv", model_name="tabular_mlp",
+    train(examples=examples, schema=schema, model=model, model_run=model_run, dataset="csv", model_name="tabular_mlp",
           epochs=30, batch_size=32, learning_rate=0.005, seed=3)  # fmt: skip
     evaluation, blessing = ModelEvaluation(tmp_path / "evaluation"), ModelBlessing(tmp_path / "blessing")
     result = evaluate(examples=examples, schema=schema, model=model, evaluation=evaluation, blessing=blessing,

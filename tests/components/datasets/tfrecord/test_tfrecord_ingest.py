@@ -121,7 +121,7 @@ def test_a_declared_key_rejects_repeats_across_files(tmp_path):
     ("parameters", "message"),
     [
         ({"label": "colour"}, "data.label: 'colour' is not a column"),
-        ({"task": "regression"}, "regression needs a numeric label"),
+        ({"problem_type": "regression"}, "regression needs a numeric label"),
         ({"split_files": {"train": "train-*", "eval": "nothing-*"}}, r"no file matches the splits \['eval'\]"),
         ({"split_files": {"train": "t*", "eval": "*.tfrecord"}}, r"matches the splits \['train', 'eval'\]"),
         ({"split": {"train": 1, "eval": 1}}, r"missing \['test'\]"),

@@ -217,8 +217,8 @@ def test_a_file_without_header_another_delimiter_and_max_records(tmp_path):
     ("parameters", "message"),
     [
         ({"label": "flavour"}, "data.label: 'flavour' is not a column"),
-        ({"task": "ranking"}, "data.task: must be one of classification, regression"),
-        ({"task": "regression"}, "regression needs a numeric label; column 'label' is string"),
+        ({"problem_type": "ranking"}, "data.problem_type: must be one of classification, regression"),
+        ({"problem_type": "regression"}, "regression needs a numeric label; column 'label' is string"),
         ({"key": "label"}, "data.key"),
         ({"columns": {"size": "decimal"}}, "data.columns.size: type must be one of"),
         ({"columns": {"sizes": "int"}}, "data.columns.sizes: no such column"),
@@ -247,12 +247,16 @@ def test_without_data_task_a_decimal_label_is_a_regression_and_many_whole_number
     with caplog.at_level("INFO"):
         ingest(tmp_path / "decimal", source_path=str(source), label="price", columns={})
     assert annotation_tags(load_schema(Schema(tmp_path / "decimal" / "schema").file), "price")["task"] == "regression"
-    assert "data.task not set: regression, as the label 'price' holds decimal numbers" in caplog.text
+    assert "data.problem_type not set: regression, as the label 'price' holds decimal numbers" in caplog.text
 
     counts = write(tmp_path / "counts.csv", [f"{index},{index}" for index in range(40)], header="id,count")
-    with pytest.raises(ValueError, match="data.task: not set, and the label 'count' holds 40 distinct whole numbers"):
+    with pytest.raises(
+        ValueError, match="data.problem_type: not set, and the label 'count' holds 40 distinct whole numbers"
+    ):
         ingest(tmp_path / "counts", source_path=str(counts), label="count", columns={})
-    summary, *_ = ingest(tmp_path / "asked", source_path=str(counts), label="count", columns={}, task="regression")
+    summary, *_ = ingest(
+        tmp_path / "asked", source_path=str(counts), label="count", columns={}, problem_type="regression"
+    )
     assert summary["read"] == 40
     few = write(tmp_path / "classes.csv", [f"{index},{index % 3}" for index in range(40)], header="id,kind")
     ingest(tmp_path / "few", source_path=str(few), label="kind", columns={})

@@ -113,7 +113,7 @@ def test_max_records_stops_inside_a_row_group(tmp_path):
 def test_a_float_label_is_inferred_as_regression_and_a_list_column_is_refused(tmp_path):
     pq.write_table(pa.table({"x": [1, 2, 3], "y": [0.5, 1.5, 2.5]}), tmp_path / "reg.parquet")
     facts = parquet_source.inspect_source(source_path=str(tmp_path / "reg.parquet"), label="y")
-    assert facts.task == "regression" and "decimal" in facts.task_reason
+    assert facts.problem_type == "regression" and "decimal" in facts.problem_type_reason
 
     pq.write_table(pa.table({"tags": [[1], [2]], "y": [0, 1]}), tmp_path / "list.parquet")
     with pytest.raises(ValueError, match=r"data\.columns\.tags: the Parquet type list<element: int64>"):
