@@ -23,16 +23,15 @@ from kflow.components.datasets.user_module import MODULE_FILE
 from kflow.components.trainer.config import TrainerSettings
 from kflow.components.trainer.heap import keep_freed_heap
 from kflow.components.trainer.launcher import launch
+from kflow.components.trainer.replica import train_replica
 from kflow.components.trainer.sidecar import evaluate_checkpoints
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import (
     in_cluster,
     is_chief_process,
-    replica_name,
     tf_config,
 )
 from kflow.components.trainer.training import export_serving
-from kflow.pipeline.dsl import heartbeat
 from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, Model, ModelRun, Schema
 from kflow.pipeline.dsl.scratch import scratch_dir
 
@@ -141,23 +140,18 @@ def run(
             history = model_run.history
             history["restarts"] = restarts
             model_run.write_json("history.json", history)
-        else:
-            if cluster_strategy.multi_process:  # A pod of a cluster job: no launcher beside it watches its beats.
-                heartbeat.start(
-                    Path(working_dir) / heartbeat.HEARTBEATS, replica_name(), config.stall_timeout, watch=True
-                )
-            try:
-                history = cluster_strategy.train_module().train(
-                    task_object,
-                    examples=examples,
-                    model=model,
-                    model_run=model_run,
-                    config=config,
-                    working_dir=Path(working_dir),
-                    assets_dir=assets_dir,
-                )
-            finally:
-                heartbeat.stop()
+        else:  # This process trains: alone, or as a pod of a cluster job (no launcher beside it watches its beats).
+            history = train_replica(
+                cluster_strategy,
+                task_object,
+                working_dir=Path(working_dir),
+                watch=True,
+                examples=examples,
+                model=model,
+                model_run=model_run,
+                config=config,
+                assets_dir=assets_dir,
+            )
         if chief and not model.serving_uri.exists():  # Saved by a process of another backend: export here.
             export_serving(model)
     except tf.errors.DataLossError as error:

@@ -21,10 +21,10 @@ from kflow.components.datasets import get_dataset
 from kflow.components.datasets.task import load_task
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.heap import keep_freed_heap
+from kflow.components.trainer.replica import train_replica
 from kflow.components.trainer.sidecar import evaluate_checkpoints
 from kflow.components.trainer.strategies import get_strategy
-from kflow.components.trainer.strategies.runtime import is_chief_process, replica_name, tf_config
-from kflow.pipeline.dsl import heartbeat
+from kflow.components.trainer.strategies.runtime import is_chief_process, tf_config
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 
@@ -66,23 +66,17 @@ def main(argv: list[str]) -> int:
         return 0
     # The launcher watches the beats (and asks for the Python stacks with SIGUSR1 when they stop).
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    if spec.get("working_dir"):
-        heartbeat.start(
-            Path(spec["working_dir"]) / heartbeat.HEARTBEATS, replica_name(), config.stall_timeout, watch=False
-        )
-    try:
-        strategy.train_module().train(
-            task,
-            examples=Examples(spec["examples"]),
-            model=Model(spec["model"]),
-            model_run=ModelRun(spec["model_run"]),
-            config=config,
-            working_dir=Path(spec["working_dir"]) if spec.get("working_dir") else None,
-            assets_dir=Path(spec["assets_dir"]) if spec.get("assets_dir") else None,
-        )
-    finally:
-        heartbeat.stop()
-    strategy.runtime_class().leave(is_chief_process())
+    train_replica(
+        strategy,
+        task,
+        working_dir=Path(spec["working_dir"]) if spec.get("working_dir") else None,
+        watch=False,
+        examples=Examples(spec["examples"]),
+        model=Model(spec["model"]),
+        model_run=ModelRun(spec["model_run"]),
+        config=config,
+        assets_dir=Path(spec["assets_dir"]) if spec.get("assets_dir") else None,
+    )
     return 0
 
 

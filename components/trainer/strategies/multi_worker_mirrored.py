@@ -6,21 +6,20 @@ non-chief ones into a folder they delete).
 """
 
 import logging
-import os
-import sys
+import socket
 import time
 
 import tensorflow as tf
 from tensorflow.python.eager import context
 
-from kflow.components.trainer.strategies.runtime import in_cluster
+from kflow.components.trainer.strategies.runtime import in_cluster, tf_config
 from kflow.components.trainer.strategies.synchronous import SynchronousRuntime
 
 log = logging.getLogger(__name__)
 # How long the workers wait at the end for the chief, which exports the model after its training returned.
 LEAVE_TIMEOUT_S = 1800
-# How long the chief outlives the others: they end within milliseconds of the barrier.
-LINGER_S = 1.0
+# How long the chief waits for the other workers' processes to end (an interpreter with TensorFlow: seconds).
+PEERS_GONE_TIMEOUT_S = 60
 
 
 class Runtime(SynchronousRuntime):
@@ -30,9 +29,9 @@ class Runtime(SynchronousRuntime):
     @classmethod
     def leave(cls, chief: bool) -> None:
         """TensorFlow's coordination service runs in the chief's process and every other worker beats to it
-        until it exits: a chief that ends first makes a worker's next beat log a gRPC error ("failed to connect
-        to all addresses") on a run that succeeded. So the workers meet at a barrier, the others end at once
-        (no interpreter teardown, which can take seconds) and the chief a moment later."""
+        until its process ends: a chief that ends first makes a worker's next beat log a gRPC error ("failed to
+        connect to all addresses") on a run that succeeded. So the workers meet at a barrier, and the chief
+        ends only when the others' servers are gone (their addresses refuse connections), or after a bound."""
         if not in_cluster() or context.context().coordination_service is None:
             return
         try:
@@ -41,9 +40,35 @@ class Runtime(SynchronousRuntime):
             log.warning("the cluster's workers did not all reach the end: %s", error.message.splitlines()[0])
             return
         if chief:
-            time.sleep(LINGER_S)
-            return
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+            wait_until_gone(peer_addresses(tf_config()), PEERS_GONE_TIMEOUT_S)
+
+
+def peer_addresses(config: dict) -> list[tuple[str, int]]:
+    """The (host, port) of every chief and worker task of TF_CONFIG but this process's own."""
+    me = config.get("task") or {}
+    peers = []
+    for role in ("chief", "worker"):
+        for index, address in enumerate((config.get("cluster") or {}).get(role, [])):
+            if (role, index) != (me.get("type"), int(me.get("index", 0))):
+                host, _, port = address.rpartition(":")
+                peers.append((host.strip("[]"), int(port)))
+    return peers
+
+
+def wait_until_gone(addresses: list[tuple[str, int]], timeout: float) -> bool:
+    """Polls until no address accepts a connection; False when some still did after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while addresses := [address for address in addresses if _listening(address)]:
+        if time.monotonic() > deadline:
+            log.debug("workers still listening after %.0f s: %s", timeout, addresses)
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _listening(address: tuple[str, int]) -> bool:
+    try:
+        with socket.create_connection(address, timeout=0.5):
+            return True
+    except OSError:
+        return False

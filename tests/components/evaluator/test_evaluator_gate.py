@@ -55,8 +55,17 @@ def evaluate(inputs, tmp_path, model, **parameters):
     return summary, evaluation, blessing
 
 
-def test_label_slices_count_and_score_each_class(inputs, tmp_path):
-    _, evaluation, _ = evaluate(inputs, tmp_path, inputs[2], slices=[{"by": "label"}])
+@pytest.fixture(scope="module")
+def sliced(inputs, tmp_path_factory):
+    """The good model evaluated with label slices and a report title (one evaluation, read by two tests)."""
+    _, evaluation, _ = evaluate(
+        inputs, tmp_path_factory.mktemp("sliced"), inputs[2], slices=[{"by": "label"}], report_title="digits"
+    )
+    return evaluation
+
+
+def test_label_slices_count_and_score_each_class(sliced):
+    evaluation = sliced
     metrics = evaluation.metrics
     by_label = metrics["slices"]["label"]
     assert sorted(by_label) == [f"label={k}" for k in range(10)]
@@ -75,8 +84,8 @@ def test_label_slices_count_and_score_each_class(inputs, tmp_path):
     assert metrics["per_class_precision"]["2"] < 1.0
 
 
-def test_outputs_plots_report_and_kfp_metrics(inputs, tmp_path):
-    _, evaluation, _ = evaluate(inputs, tmp_path, inputs[2], slices=[{"by": "label"}], report_title="digits")
+def test_outputs_plots_report_and_kfp_metrics(sliced):
+    evaluation = sliced
     for name in ("confusion_matrix.png", "per_class.png", "training_curves.png", "slices_label.png"):
         with PIL.Image.open(evaluation.path / name) as image:  # Drawn by the plotting library, not by hand.
             assert image.format == "PNG" and image.info["Software"].startswith("matplotlib")

@@ -286,6 +286,7 @@ def test_mixed_precision_trains_and_restores_the_global_policy(inputs, tmp_path)
     assert keras.mixed_precision.global_policy().name == "float32"
 
 
+@pytest.mark.slow  # ~15 s; make test keeps the same stop under fit (test_early_stopping_stops_fit_too)
 def test_early_stopping_watches_the_task_monitor(inputs, tmp_path):
     class FallingLossNeverImproves(MnistTask):
         monitor_mode = "max"  # val_loss falls, so in "max" mode only the first epoch is an improvement

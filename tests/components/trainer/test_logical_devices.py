@@ -45,6 +45,7 @@ def test_devices_with_a_strategy_that_does_not_split_them_is_a_config_error(run_
 
 
 @pytest.mark.real_data
+@pytest.mark.slow  # ~27 s: kflow run on Quora; make test keeps mirrored on numbers (test_trainer_executor.py)
 def test_a_model_that_reads_raw_text_trains_on_two_mirrored_replicas(tmp_path, run_kflow):
     # Keras' fit averages a first batch over the replicas, and strings have no mean (fit.py: _build_from_batch_specs).
     from tests.conftest import shared_dataset
