@@ -23,7 +23,7 @@ from kflow.components.datasets.user_module import MODULE_FILE
 from kflow.components.trainer.config import TrainerSettings
 from kflow.components.trainer.heap import keep_freed_heap
 from kflow.components.trainer.launcher import launch
-from kflow.components.trainer.replica import train_replica
+from kflow.components.trainer.replica import serve_role, train_replica
 from kflow.components.trainer.sidecar import evaluate_checkpoints
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import (
@@ -74,6 +74,12 @@ def run(
     limit = get_dataset(dataset).backend_limits.get(cluster_strategy.backend)
     if limit:
         raise ValueError(f"strategy {strategy} trains on {cluster_strategy.backend}, where {dataset} cannot: {limit}")
+    # Inside a cluster (TF_CONFIG, e.g. Kubeflow pods) every task runs this executor: serving roles
+    # (a PS cluster's workers and parameter servers) only serve; non-chief workers prepare assets privately.
+    cluster = tf_config()
+    role = cluster.get("task") or {}
+    if serve_role(cluster_strategy, cluster, dataset):
+        return {}
     launches = cluster_strategy.multi_process and not in_cluster()
     if not launches:  # This process trains: set its devices up before anything initialises them.
         cluster_strategy.runtime_class().configure(cluster_config.devices)
@@ -86,14 +92,6 @@ def run(
         temporary = scratch_dir("trainer")
         working_dir = Path(temporary)
     try:
-        # Inside a cluster (TF_CONFIG, e.g. Kubeflow pods) every task runs this executor: serving roles
-        # (a PS cluster's workers and parameter servers) only serve; non-chief workers prepare assets privately.
-        cluster = tf_config()
-        role = cluster.get("task") or {}
-        if cluster_strategy.serves(role.get("type")):
-            cluster_strategy.runtime_class().serve(cluster, type(task_object).op_libraries)
-            return {}
-
         chief = is_chief_process()
         if chief:
             assets_dir = model.assets_uri

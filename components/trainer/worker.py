@@ -17,11 +17,10 @@ import signal
 import sys
 from pathlib import Path
 
-from kflow.components.datasets import get_dataset
 from kflow.components.datasets.task import load_task
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.heap import keep_freed_heap
-from kflow.components.trainer.replica import train_replica
+from kflow.components.trainer.replica import serve_role, train_replica
 from kflow.components.trainer.sidecar import evaluate_checkpoints
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import is_chief_process, tf_config
@@ -41,8 +40,7 @@ def main(argv: list[str]) -> int:
     # The chief (worker 0 without one) speaks for the cluster; the others only warn, so each line shows once.
     kflow.setLevel(logging.INFO if is_chief_process() else logging.WARNING)
     strategy = get_strategy(config.strategy)
-    if strategy.serves((cluster.get("task") or {}).get("type")):
-        strategy.runtime_class().serve(cluster, get_dataset(spec["dataset"]).task_class().op_libraries)
+    if serve_role(strategy, cluster, spec["dataset"]):
         return 0
     strategy.runtime_class().configure(spec.get("devices"))  # Before anything touches the devices.
     task = load_task(
@@ -71,6 +69,7 @@ def main(argv: list[str]) -> int:
         task,
         working_dir=Path(spec["working_dir"]) if spec.get("working_dir") else None,
         watch=False,
+        end_process=True,
         examples=Examples(spec["examples"]),
         model=Model(spec["model"]),
         model_run=ModelRun(spec["model_run"]),

@@ -177,8 +177,9 @@ class Runtime:
         raise NotImplementedError(f"{cls.__module__} has no serving roles")
 
     @classmethod
-    def leave(cls, chief: bool) -> None:
-        """Called in each training process after its training returned: ends its part in the cluster."""
+    def leave(cls, chief: bool, end_process: bool = False) -> None:
+        """Called in each training process after its training returned: ends its part in the cluster (with
+        `end_process`, the process may end here: it has nothing left to do)."""
 
     def train_step(self) -> None:
         raise NotImplementedError
