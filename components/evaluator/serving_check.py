@@ -170,13 +170,6 @@ class ServingClient:
         return {**result, "max_abs_difference": difference, "passed": bool(difference <= TOLERANCE)}
 
 
-def check_serving(model: Model, inputs: Any, expected: np.ndarray | None, timeout: float = 600) -> dict[str, Any]:
-    """The whole check in one call: starts the client, gives it `inputs`, compares with `expected`."""
-    with ServingClient(model, timeout) as client:
-        client.send(inputs)
-        return client.result(expected)
-
-
 def _plain(value: np.ndarray) -> np.ndarray:
     return value.astype(np.bytes_) if value.dtype == object else value
 

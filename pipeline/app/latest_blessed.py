@@ -16,11 +16,13 @@ that code only if it is unchanged) and `no_baseline_reason` (said in the verdict
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.dsl.artifacts import Model, ModelBlessing
+from kflow.pipeline.dsl.config import rename_fields
 from kflow.pipeline.runners.run_record import ArtifactRef, Execution, Run, earlier_runs
 
 RESOLVED = ("baseline_model_uri", "baseline_module_digest", "no_baseline_reason")
@@ -28,9 +30,9 @@ COMPARABLE = ("dataset", "problem_type", "label")  # What makes two models of a 
 
 
 def model_identity(config: dict[str, Any]) -> dict[str, Any]:
-    data = dict(config.get("data") or {})
-    if "task" in data:  # A run recorded before data.task became data.problem_type.
-        data.setdefault("problem_type", data.pop("task"))
+    config = copy.deepcopy(config)
+    rename_fields(config, warn=False)  # A run recorded before a field was renamed (data.task) is the same config.
+    data = config.get("data") or {}
     return {"name": config.get("name"), **{key: data.get(key) for key in COMPARABLE}}
 
 

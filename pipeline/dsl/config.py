@@ -148,13 +148,19 @@ _NOT_PATHS = {"evaluator.baseline": ("latest_blessed", "none")}
 
 def anchor_input_paths(raw: dict[str, Any], folder: Path) -> None:
     for dotted in INPUT_PATHS:
-        *parents, name = dotted.split(".")
-        section: Any = raw
-        for part in parents:
-            section = section.get(part) if isinstance(section, dict) else None
-        value = section.get(name) if isinstance(section, dict) else None
+        section, name = _section_of(raw, dotted)
+        value = section.get(name) if section is not None else None
         if isinstance(value, str) and is_relative_local_path(value, dotted):
             section[name] = str(folder / value)
+
+
+def _section_of(raw: dict[str, Any], dotted: str) -> tuple[dict[str, Any] | None, str]:
+    """(the mapping that holds `a.b.c`'s last part, that part); None when a parent is missing or not a mapping."""
+    *parents, name = dotted.split(".")
+    section: Any = raw
+    for part in parents:
+        section = section.get(part) if isinstance(section, dict) else None
+    return (section if isinstance(section, dict) else None), name
 
 
 def is_relative_local_path(value: str, field: str) -> bool:
@@ -215,19 +221,18 @@ def _entry_with_id(entries: list[Any], entry_id: str, override: str) -> dict[str
 RENAMED_FIELDS = {"data.task": "data.problem_type"}
 
 
-def rename_fields(instance: dict[str, Any], source: str | None = None) -> None:
+def rename_fields(instance: dict[str, Any], source: str | None = None, warn: bool = True) -> None:
+    """Moves each former field of `instance` to its name, in place (`warn=False`: a config an earlier run recorded)."""
     for former, name in RENAMED_FIELDS.items():
-        *parents, old_key = former.split(".")
-        section: Any = instance
-        for part in parents:
-            section = section.get(part) if isinstance(section, dict) else None
-        if not isinstance(section, dict) or old_key not in section:
+        section, old_key = _section_of(instance, former)
+        if section is None or old_key not in section:
             continue
         new_key = name.rsplit(".", 1)[-1]
         if new_key in section:
             raise ConfigError([f"{former}: is the former name of {name}; keep {name}"], source)
-        log.warning("%s: %s is now called %s; the former name will go in a later release", source or "config",
-                    former, name)  # fmt: skip
+        if warn:
+            log.warning("%s: %s is now called %s; the former name will go in a later release", source or "config",
+                        former, name)  # fmt: skip
         section[new_key] = section.pop(old_key)
 
 
