@@ -17,7 +17,7 @@ from typing import Any
 
 from annotated_types import Ge, Gt, Le
 
-from kflow.components.trainer.strategies import get_strategy
+from kflow.components.trainer.strategies import STRATEGIES, get_strategy
 from kflow.pipeline.dsl.component import Parameter
 from kflow.pipeline.dsl.config_model import Optimizer, OptimizerSection, Schedule, Section, TrainerSection, default_of
 
@@ -85,6 +85,9 @@ class ModelChoice:
         return self.model_name
 
 
+LOOPS = {"loop": "the custom loop", "jax_loop": "the explicit JAX loop"}
+
+
 @dataclass
 class TrainConfig:
     """How the loop trains (JSON-serializable, for worker processes)."""
@@ -93,6 +96,7 @@ class TrainConfig:
     epochs: int = declared("epochs")
     batch_size: int = declared("batch_size")
     steps_per_epoch: int | None = declared("steps_per_epoch")
+    steps_per_execution: int = declared("steps_per_execution")
     optimizer: str = declared("name", OptimizerSection)
     learning_rate: float = declared("learning_rate", OptimizerSection)
     weight_decay: float = declared("weight_decay", OptimizerSection)
@@ -117,6 +121,17 @@ class TrainConfig:
             )
         if loop == "jax_loop" and self.mixed_precision:
             raise ValueError(f"mixed_precision: strategy {self.strategy} trains in float32 (the explicit JAX loop)")
+        if self.steps_per_execution > 1 and loop != "fit":
+            raise ValueError(
+                f"steps_per_execution: strategy {self.strategy} trains one step per call ({LOOPS.get(loop, loop)}); "
+                f"only the model.fit strategies ({', '.join(n for n, s in STRATEGIES.items() if s.trainer == 'fit')}) "
+                "run several"
+            )
+        if self.steps_per_epoch is not None and self.steps_per_epoch % self.steps_per_execution:
+            raise ValueError(
+                f"steps_per_execution: {self.steps_per_execution} does not divide steps_per_epoch "
+                f"({self.steps_per_epoch})"
+            )
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {', '.join(OPTIMIZERS)}")
         if self.schedule not in SCHEDULES:

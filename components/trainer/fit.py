@@ -62,8 +62,10 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
 
     dataset = dataset_factory(task, examples, config)
     train_count, eval_count, steps_per_epoch = split_sizes(dataset, examples, config)
-    # A pass over the split is exactly steps_per_epoch batches unless steps_per_epoch is set.
-    examples_per_epoch = train_count if config.steps_per_epoch is None else steps_per_epoch * global_batch
+    # A pass over the split is exactly steps_per_epoch batches unless steps_per_epoch is set or rounded up to whole
+    # calls of steps_per_execution.
+    one_pass = config.steps_per_epoch is None and steps_per_epoch == math.ceil(train_count / global_batch)
+    examples_per_epoch = train_count if one_pass else steps_per_epoch * global_batch
 
     with runtime.scope():
         keras_model = task.build_model()
@@ -73,6 +75,7 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
             optimizer=make_optimizer(config, steps_per_epoch * config.epochs),
             loss=loss,
             weighted_metrics=task.metrics(),
+            steps_per_execution=config.steps_per_execution,
         )
         if runtime.replicas > 1 and keras.backend.backend() == "tensorflow":
             _build_from_batch_specs(keras_model, dataset("train", False, global_batch).element_spec)
@@ -108,11 +111,17 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
         f" in {runtime.process_count} processes" if runtime.process_count > 1 else "",
     )
     started = time.perf_counter()
+    validation_steps = math.ceil(eval_count / global_batch) if eval_count else None
+    # Keras keeps one validation iterator across epochs when given its steps: repeat, one pass a validation.
+    validation = runtime.fit_batches(dataset, "eval", False, global_batch) if eval_count else None
+    if validation is not None and config.steps_per_execution > 1:
+        # A call of several steps stops early only at the end of a finite dataset; it would read on into the split's
+        # start, twice-counted, and the pass would end mid-call. Keras starts a finite one again at each validation.
+        validation = validation.take(validation_steps)
     keras_model.fit(
         runtime.fit_batches(dataset, "train", True, global_batch),
-        # Keras keeps one validation iterator across epochs when given its steps: repeat, one pass a validation.
-        validation_data=runtime.fit_batches(dataset, "eval", False, global_batch) if eval_count else None,
-        validation_steps=math.ceil(eval_count / global_batch) if eval_count else None,
+        validation_data=validation,
+        validation_steps=validation_steps,
         epochs=config.epochs,
         steps_per_epoch=steps_per_epoch,
         callbacks=callbacks,

@@ -63,7 +63,11 @@ def split_sizes(make_dataset: MakeDataset, examples: Examples, config: TrainConf
         raise ValueError(
             "early_stopping_patience needs eval examples to watch the validation metric, and there are none"
         )
-    return train_count, eval_count, config.steps_per_epoch or math.ceil(train_count / config.batch_size)
+    if config.steps_per_epoch is not None:
+        return train_count, eval_count, config.steps_per_epoch
+    # One pass, in whole calls of steps_per_execution: the batches repeat, so a last call goes on from the start.
+    calls = math.ceil(math.ceil(train_count / config.batch_size) / config.steps_per_execution)
+    return train_count, eval_count, calls * config.steps_per_execution
 
 
 def watched_metric(task: Task, config: TrainConfig) -> tuple[str, str]:

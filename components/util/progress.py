@@ -43,6 +43,7 @@ class EpochProgress:
         self.started = time.perf_counter()
         self.shown = 0.0
         self.loss: float | None = None
+        self.step = 0
         self.bar = new_bar(epoch, epochs, steps) if self.mode == "bar" else None
 
     def update(self, step: int, loss: Callable[[], float] | None = None) -> None:
@@ -51,7 +52,10 @@ class EpochProgress:
         `log_every_steps`, whatever it shows."""
         heartbeat.beat((self.epoch - 1) * self.steps + step)
         now = time.perf_counter()
-        due = step % self.log_every_steps == 0 and step < self.steps
+        # Due when a multiple of log_every_steps was reached since the last update (steps can come several at once:
+        # trainer.steps_per_execution).
+        due = step // self.log_every_steps > self.step // self.log_every_steps and step < self.steps
+        self.step = step
         if due and loss is not None:
             self.loss = loss()
         speed = step * self.batch_size / max(now - self.started, 1e-9)

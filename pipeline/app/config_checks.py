@@ -119,7 +119,8 @@ def _trainer_settings(config: PipelineConfig) -> list[str]:
     try:
         TrainerSettings.from_parameters(parameters)
     except (ValueError, TypeError) as error:
-        return [f"trainer: {error}"]
+        field, named, problem = str(error).partition(": ")
+        return [f"trainer.{field}: {problem}" if named and field in parameters else f"trainer: {error}"]
     module = parameters.get("module")
     return [f"trainer.module: {problem}" for problem in module_problems(module)] if module else []
 

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from kflow.components.trainer.executor import run
 from kflow.pipeline.dsl.artifacts import Model, ModelRun
-from tests.components.fixtures import make_arrays, write_examples, write_schema
+from tests.components.fixtures import make_arrays, read_split, write_examples, write_schema
 
 EPOCHS = 3
 
@@ -98,9 +98,27 @@ def test_mirrored_strategy_with_steps_per_epoch_and_early_stopping(inputs, tmp_p
     assert (tmp_path / "model" / "model.keras").is_file()
 
 
+def test_several_steps_per_execution_train_whole_calls_and_validate_each_example_once(inputs, tmp_path):
+    examples, schema = inputs
+    model, model_run = Model(tmp_path / "model"), ModelRun(tmp_path / "model_run")
+    run(dataset="mnist", examples=examples, schema=schema, model=model, model_run=model_run, epochs=2,
+        batch_size=32, steps_per_execution=3, seed=7)  # fmt: skip
+    history = model_run.history
+    # 400 examples are 13 batches of 32: an epoch is rounded up to 5 calls of 3 steps; the 4 eval batches take 2.
+    assert history["steps_per_epoch"] == 15 and history["final_step"] == 30
+    assert history["examples_trained"] == 15 * 32 * 2
+    # The last validation scored the 100 eval examples once each with the final weights, as a plain evaluation does.
+    images, labels = read_split(examples, "eval")
+    probabilities = keras.models.load_model(model.keras_file).predict(images, verbose=0)
+    loss = float(np.mean(-np.log(probabilities[np.arange(len(labels)), labels])))
+    assert history["per_epoch"][-1]["val_loss"] == pytest.approx(loss, rel=1e-4)
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
+        ({"strategy": "multi_worker_mirrored", "steps_per_execution": 4}, "only the model.fit strategies"),
+        ({"steps_per_epoch": 6, "steps_per_execution": 4}, "4 does not divide steps_per_epoch"),
         ({"strategy": "parameter_server", "parameter_servers": 0}, "needs parameter_servers ≥ 1"),
         ({"strategy": "multi_worker_mirrored", "workers": 0}, "needs workers ≥ 1"),
         ({"strategy": "multi_worker_mirrored", "max_restarts": -1}, "max_restarts"),

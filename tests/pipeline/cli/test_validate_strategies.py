@@ -25,3 +25,14 @@ def test_a_layout_map_naming_an_axis_outside_the_mesh_is_refused(run_kflow):
     )  # fmt: skip
     assert result.returncode == 2
     assert "tensor" in result.stderr and "layout_map" in result.stderr
+
+
+def test_several_steps_per_execution_outside_model_fit_are_refused(run_kflow):
+    result = run_kflow(
+        "validate", CONFIGS / "demo.yaml", "--set", "trainer.strategy=multi_worker_mirrored",
+        "--set", "trainer.steps_per_execution=4",
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "trainer.steps_per_execution: strategy multi_worker_mirrored trains one step per call" in result.stderr
+    fitted = run_kflow("validate", CONFIGS / "demo.yaml", "--set", "trainer.steps_per_execution=4")
+    assert fitted.returncode == 0, fitted.stderr
