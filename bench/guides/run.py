@@ -16,6 +16,7 @@ each, and the ratios (kflow / guide examples/s, kflow wall / guide wall), each r
 own ratios (runs close in time: this machine is shared).
 
 Usage: .venv/bin/python bench/guides/run.py [--guides jax_mnist,mirrored_mnist,...] [--rounds 3] [--quick]
+       [--epochs N] [--max-records N]   (both sides cut alike: a shorter pair)
        [--data ../shared/datasets] [--json OUT] [--keep DIR]
 """
 
@@ -124,27 +125,30 @@ def _run(command: list[str], log: Path) -> tuple[float, str]:
     return wall, result.stdout
 
 
-def script_command(guide: Guide, data: Path, quick: bool) -> list[str]:
+def cuts(guide: Guide, quick: bool, **given: int | None) -> dict[str, int]:
+    """What both sides of a pair are cut to: --quick's cuts for the guide, then the ones given (--epochs,
+    --max-records), as {"epochs": n, "max_records": n}."""
+    return {**(guide.quick if quick else {}), **{option: value for option, value in given.items() if value}}
+
+
+def script_command(guide: Guide, data: Path, cut: dict[str, int]) -> list[str]:
     command = [sys.executable, str(guide.script), "--data", str(data / guide.data)]
-    if quick:
-        for option, value in guide.quick.items():
-            command += [f"--{option.replace('_', '-')}", str(value)]
+    for option, value in cut.items():
+        command += [f"--{option.replace('_', '-')}", str(value)]
     return command
 
 
-def kflow_command(guide: Guide, data: Path, quick: bool, root: Path) -> list[str]:
-    sets = [f"data.source.path={data / guide.data}"]
-    if quick:
-        fields = {"epochs": "trainer.epochs", "max_records": "data.source.max_records"}
-        sets += [f"{fields[option]}={value}" for option, value in guide.quick.items()]
+def kflow_command(guide: Guide, data: Path, cut: dict[str, int], root: Path) -> list[str]:
+    fields = {"epochs": "trainer.epochs", "max_records": "data.source.max_records"}
+    sets = [f"data.source.path={data / guide.data}", *(f"{fields[option]}={value}" for option, value in cut.items())]
     command = [sys.executable, "-m", "kflow.pipeline.cli.main", "run", str(guide.config), "--pipeline-root", str(root)]
     for setting in sets:
         command += ["--set", setting]
     return command
 
 
-def run_script(guide: Guide, data: Path, quick: bool, log: Path) -> dict:
-    wall, stdout = _run(script_command(guide, data, quick), log)
+def run_script(guide: Guide, data: Path, cut: dict[str, int], log: Path) -> dict:
+    wall, stdout = _run(script_command(guide, data, cut), log)
     lines = [line for line in stdout.splitlines() if line.startswith('{"guide"')]
     if not lines:
         raise RuntimeError(f"{guide.script.name} printed no result line (log: {log})")
@@ -174,9 +178,9 @@ def kflow_figures(run_folder: Path, metric: str) -> dict:
     }
 
 
-def run_kflow(guide: Guide, data: Path, quick: bool, root: Path, logs: Path) -> tuple[dict, dict]:
+def run_kflow(guide: Guide, data: Path, cut: dict[str, int], root: Path, logs: Path) -> tuple[dict, dict]:
     """(cold, cached): `kflow run` into the fresh `root`, then the same command again."""
-    command = kflow_command(guide, data, quick, root)
+    command = kflow_command(guide, data, cut, root)
     runs = root / guide.pipeline()
     wall, _ = _run(command, logs / "kflow-cold.log")
     (cold_run,) = [path.parent for path in runs.glob("*/run.json")]
@@ -278,6 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--guides", default=",".join(GUIDES), help=f"some of {', '.join(GUIDES)} (default: all)")
     parser.add_argument("--rounds", type=int, default=3, help="alternated rounds, against this noisy shared machine")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 1 epoch (Quora 3), few records")
+    parser.add_argument("--epochs", type=int, default=None, help="train both sides this many epochs (a shorter pair)")
+    parser.add_argument(
+        "--max-records", type=int, default=None, help="both sides read at most this many records of each split"
+    )
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the datasets folder (../shared/datasets)")
     parser.add_argument("--json", type=Path, default=None, help="write the raw rounds here")
     parser.add_argument("--keep", type=Path, default=None, help="keep the run folders and logs here (default: none)")
@@ -288,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--guides: unknown {', '.join(unknown)} (known: {', '.join(GUIDES)})")
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    for option in ("epochs", "max_records"):
+        if getattr(args, option) is not None and getattr(args, option) < 1:
+            parser.error(f"--{option.replace('_', '-')} must be at least 1")
     data = args.data.resolve()
     missing = [f"{name}: {data / GUIDES[name].data}" for name in names if not (data / GUIDES[name].data).exists()]
     if missing:
@@ -306,12 +317,13 @@ def main(argv: list[str] | None = None) -> int:
             for name in names:
                 guide, folder = GUIDES[name], work / f"round-{number}" / name
                 folder.mkdir(parents=True, exist_ok=True)
+                cut = cuts(guide, args.quick, epochs=args.epochs, max_records=args.max_records)
                 script_first = number % 2 == 1
                 if script_first:
-                    script = run_script(guide, data, args.quick, folder / "script.log")
-                cold, cached = run_kflow(guide, data, args.quick, folder / "runs", folder)
+                    script = run_script(guide, data, cut, folder / "script.log")
+                cold, cached = run_kflow(guide, data, cut, folder / "runs", folder)
                 if not script_first:
-                    script = run_script(guide, data, args.quick, folder / "script.log")
+                    script = run_script(guide, data, cut, folder / "script.log")
                 record = {
                     "round": number,
                     "order": "script first" if script_first else "kflow first",
@@ -331,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             raw = {"command": command_line, "machine": machine(), "started": started_at, "quick": args.quick}
+            raw["cuts"] = {"epochs": args.epochs, "max_records": args.max_records}
             args.json.write_text(json.dumps({**raw, "rounds": rounds}, indent=2) + "\n")
         if args.keep is None:
             import shutil

@@ -113,15 +113,10 @@ def _train(task, runtime, examples, model, model_run, config, working_dir, asset
         state = steps.reset_metrics(state)
         progress = EpochProgress(epoch + 1, config.epochs, steps_per_epoch, global_batch, config.log_every_steps)
         loss_sum = place(np.float32(0.0), runtime.replicated)
-        in_flight: collections.deque = collections.deque()
+        in_flight = InFlight()
         for index in range(steps_per_epoch):
-            # The running loss stays on the devices, summed inside the step, and at most IN_FLIGHT steps are
-            # dispatched ahead of the devices: with an unbounded queue, 2 processes x 2 CPU devices hung in a
-            # collective (each process waiting in a different step's all-reduce).
-            loss_sum, state = steps.train(state, loss_sum, next(train_batches))
-            in_flight.append(loss_sum)
-            if len(in_flight) > IN_FLIGHT:
-                in_flight.popleft().block_until_ready()
+            loss_sum, state = steps.train(state, loss_sum, next(train_batches))  # the running loss stays on device
+            in_flight.add(loss_sum)
             progress.update(index + 1, lambda total=loss_sum, done=index + 1: float(total) / done)
         values = {"loss": float(loss_sum) / steps_per_epoch, **steps.metric_results(state)}
         progress.close()
@@ -221,14 +216,29 @@ class Steps:
         }
 
 
+class InFlight:
+    """At most IN_FLIGHT steps dispatched ahead of the devices. Unbounded, XLA's CPU collectives deadlock: 2
+    processes x 2 CPU devices each waited in a different step's all-reduce, and 2 devices of one process hung in
+    one (gdb: device 0's all-reduce waiting for device 1, whose part the dispatching thread never launched)."""
+
+    def __init__(self) -> None:
+        self.queue: collections.deque = collections.deque()
+
+    def add(self, result) -> None:
+        self.queue.append(result)
+        if len(self.queue) > IN_FLIGHT:
+            self.queue.popleft().block_until_ready()
+
+
 def evaluate(steps: Steps, state, batches, eval_steps: int, zero) -> dict[str, float]:
     """The eval split's loss and metrics, one pass (its last batch completed from its start); `zero` is a 0.0 placed
     as the state is, where the step sums the loss."""
     state = steps.reset_metrics(state)
     loss_sum = zero
-    eval_batches = batches("eval", False)
+    eval_batches, in_flight = batches("eval", False), InFlight()
     for _ in range(eval_steps):
         loss_sum, state = steps.eval(state, loss_sum, next(eval_batches))
+        in_flight.add(loss_sum)
         heartbeat.beat()
     return {"loss": float(loss_sum) / eval_steps, **steps.metric_results(state)}
 

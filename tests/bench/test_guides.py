@@ -197,12 +197,23 @@ def test_the_table_says_when_the_second_kflow_run_was_not_all_cached():
 
 def test_quick_runs_cut_the_script_and_the_config_alike(tmp_path):
     guide = run.GUIDES["bert_mlm_wikitext2"]
-    script = run.script_command(guide, tmp_path, quick=True)
-    kflow = run.kflow_command(guide, tmp_path, quick=True, root=tmp_path / "runs")
+    cut = run.cuts(guide, quick=True)
+    script = run.script_command(guide, tmp_path, cut)
+    kflow = run.kflow_command(guide, tmp_path, cut, root=tmp_path / "runs")
     assert script[script.index("--epochs") + 1] == "1" and script[script.index("--max-records") + 1] == "400"
     assert "trainer.epochs=1" in kflow and "data.source.max_records=400" in kflow
     assert f"data.source.path={tmp_path / 'wikitext-2'}" in kflow
-    assert "--epochs" not in run.script_command(guide, tmp_path, quick=False)
+    assert "--epochs" not in run.script_command(guide, tmp_path, run.cuts(guide, quick=False))
+
+
+def test_a_shorter_pair_cuts_both_sides_alike_over_quick(tmp_path):
+    guide = run.GUIDES["bert_mlm_wikitext2"]
+    cut = run.cuts(guide, quick=True, epochs=2, max_records=None)
+    assert cut == {"epochs": 2, "max_records": 400}
+    cut = run.cuts(guide, quick=False, epochs=None, max_records=3000)
+    script, kflow = run.script_command(guide, tmp_path, cut), run.kflow_command(guide, tmp_path, cut, tmp_path)
+    assert script[script.index("--max-records") + 1] == "3000" and "--epochs" not in script
+    assert "data.source.max_records=3000" in kflow and not any(part.startswith("trainer.epochs") for part in kflow)
 
 
 def test_kflow_figures_come_from_history_and_metrics(tmp_path):
