@@ -12,26 +12,17 @@ from __future__ import annotations
 
 import logging
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
-import tensorflow as tf
-
 from kflow.components.datasets import get_dataset
-from kflow.components.datasets.task import load_task
-from kflow.components.datasets.user_module import MODULE_FILE
 from kflow.components.trainer.config import TrainerSettings
 from kflow.components.trainer.heap import keep_freed_heap
 from kflow.components.trainer.launcher import launch
-from kflow.components.trainer.replica import serve_role, train_replica
-from kflow.components.trainer.sidecar import evaluate_checkpoints
+from kflow.components.trainer.replica import run_replica
 from kflow.components.trainer.strategies import get_strategy
-from kflow.components.trainer.strategies.runtime import (
-    in_cluster,
-    is_chief_process,
-    tf_config,
-)
-from kflow.components.trainer.training import export_serving
+from kflow.components.trainer.strategies.cluster_env import in_cluster, is_chief_process
 from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, Model, ModelRun, Schema
 from kflow.pipeline.dsl.scratch import scratch_dir
 
@@ -70,61 +61,40 @@ def run(
     replicas = cluster_strategy.replicas(
         cluster_config.workers, cluster_config.parameter_servers, cluster_config.sidecar_evaluator
     )
-    dataset, model_options = choice.dataset, choice.model_options
+    dataset = choice.dataset
     limit = get_dataset(dataset).backend_limits.get(cluster_strategy.backend)
     if limit:
         raise ValueError(f"strategy {strategy} trains on {cluster_strategy.backend}, where {dataset} cannot: {limit}")
-    # Inside a cluster (TF_CONFIG, e.g. Kubeflow pods) every task runs this executor: serving roles
-    # (a PS cluster's workers and parameter servers) only serve; non-chief workers prepare assets privately.
-    cluster = tf_config()
-    role = cluster.get("task") or {}
-    if serve_role(cluster_strategy, cluster, dataset):
-        return {}
-    launches = cluster_strategy.multi_process and not in_cluster()
-    if not launches:  # This process trains: set its devices up before anything initialises them.
-        cluster_strategy.runtime_class().configure(cluster_config.devices)
     if choice.module and choice.module_source is None:
         raise ValueError(f"trainer.module: {choice.module} was not read when the pipeline was built")
-    origin = Path(choice.module).name if choice.module else None
-    task_object = load_task(dataset, schema.file, choice.chosen_model, model_options, choice.module_source, origin)
+    task = {
+        "dataset": dataset,
+        "schema_file": str(schema.file),
+        "model_name": choice.chosen_model,
+        "model_options": choice.model_options,
+        "module_source": choice.module_source,
+        "module_origin": Path(choice.module).name if choice.module else None,
+        "devices": cluster_config.devices,
+    }
     temporary = None
     if working_dir is None:
         temporary = scratch_dir("trainer")
         working_dir = Path(temporary)
     try:
-        chief = is_chief_process()
-        if chief:
-            assets_dir = model.assets_uri
-            model.write_task_spec(dataset, task_object.model_name, model_options or {})
-            if choice.module_source is not None:  # The Evaluator loads the model with the code it was trained with.
-                (model.assets_uri / MODULE_FILE).write_text(choice.module_source)
-        else:
-            assets_dir = Path(working_dir) / f"assets-{role.get('type')}-{role.get('index')}"
-        task_object.prepare(examples, assets_dir)
-        if role.get("type") == "evaluator":  # A TFJob's Evaluator replica: the sidecar evaluator.
-            evaluate_checkpoints(
-                task_object, examples=examples, model_run=model_run, config=config, working_dir=Path(working_dir)
-            )
-            return {}
-        if launches:
+        if cluster_strategy.multi_process and not in_cluster():
+            # The launched processes load the task themselves, as a cluster job's pods do: this one needs no
+            # TensorFlow, and their start-up is not queued behind its own.
             shown = ", ".join(
                 f"{count} {name}{'s' if count > 1 and name != 'ps' else ''}" for name, count in replicas.items()
             )
             log.info("train: starting a local %s cluster: %s", strategy, shown)
             spec = {
-                "dataset": dataset,
-                "schema_file": str(schema.file),
-                "model_name": task_object.model_name,
-                "model_options": model_options or {},
-                "module_source": choice.module_source,
-                "module_origin": origin,
+                **task,
                 "examples": examples.uri,
                 "model": model.uri,
                 "model_run": model_run.uri,
                 "working_dir": str(working_dir),
-                "assets_dir": str(assets_dir),
                 "config": config.to_json(),
-                "devices": cluster_config.devices,
             }
             restarts = launch(
                 spec,
@@ -138,23 +108,27 @@ def run(
             history = model_run.history
             history["restarts"] = restarts
             model_run.write_json("history.json", history)
-        else:  # This process trains: alone, or as a pod of a cluster job (no launcher beside it watches its beats).
-            history = train_replica(
+        else:  # This process trains (alone, or as a pod of a cluster job: no launcher beside it watches its beats).
+            history = run_replica(
                 cluster_strategy,
-                task_object,
+                **task,
                 working_dir=Path(working_dir),
                 watch=True,
                 examples=examples,
                 model=model,
                 model_run=model_run,
                 config=config,
-                assets_dir=assets_dir,
             )
-        if chief and not model.serving_uri.exists():  # Saved by a process of another backend: export here.
+            if history is None:  # a role that serves (a PS cluster's workers and servers) or evaluates on the side
+                return {}
+        if is_chief_process() and not model.serving_uri.exists():  # Saved by a process of another backend.
+            from kflow.components.trainer.training import export_serving
+
             export_serving(model)
-    except tf.errors.DataLossError as error:
-        # TensorFlow names the op, not the data: say which artifact is damaged.
-        reason = error.message.rsplit("}}", 1)[-1].split(" [Op:")[0].strip()
+    except Exception as error:
+        reason = _data_loss(error)
+        if reason is None:
+            raise
         raise ValueError(f"the Examples under {examples.uri} are corrupt: {reason}") from error
     finally:
         if temporary is not None:
@@ -168,6 +142,14 @@ def run(
         "final_step": history["final_step"],
         "start_step": history["start_step"],
     }
+
+
+def _data_loss(error: Exception) -> str | None:
+    """What a TensorFlow DataLossError says of the data (it names the op, not the data), else None."""
+    tf = sys.modules.get("tensorflow")  # not loaded: the error is not TensorFlow's
+    if tf is None or not isinstance(error, tf.errors.DataLossError):
+        return None
+    return error.message.rsplit("}}", 1)[-1].split(" [Op:")[0].strip()
 
 
 _EPOCH_BOOKKEEPING = ("epoch", "step", "seconds", "examples_per_second")

@@ -29,7 +29,8 @@ from kflow.components.trainer.checkpoints import restore_newest_readable
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.strategies import get_strategy
-from kflow.components.trainer.strategies.runtime import Runtime, is_chief, tf_config
+from kflow.components.trainer.strategies.cluster_env import is_chief, tf_config
+from kflow.components.trainer.strategies.runtime import Runtime
 from kflow.components.trainer.training import (
     dataset_factory,
     export_model,

@@ -1,9 +1,11 @@
 """One process of a training cluster, whoever started it: a local launcher (`worker.py`) or a pod (the executor).
 
-A serving role serves (`serve_role`); a training one beats into the working dir's heartbeats while it trains
-(watched by the launcher beside it, or, in a pod, by itself: `watch`), then leaves the cluster as its strategy says
-(`Runtime.leave`: under multi_worker_mirrored the chief ends after the other workers, so none of them beats to a
-coordination service that is gone).
+`run_replica` is the whole of it, the same in a pod and in a launched process: a serving role serves
+(`serve_role`); the others load the task and prepare its assets (`prepare_assets`: the chief into the model, the
+others privately), then the sidecar evaluator evaluates and a training role trains, beating into the working
+dir's heartbeats (watched by the launcher beside it, or, in a pod, by itself: `watch`), and leaves the cluster as
+its strategy says (`Runtime.leave`: under multi_worker_mirrored the chief ends after the other workers, so none of
+them beats to a coordination service that is gone).
 """
 
 from __future__ import annotations
@@ -12,9 +14,81 @@ from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets import get_dataset
+from kflow.components.datasets.user_module import MODULE_FILE
 from kflow.components.trainer.strategies import StrategySpec
-from kflow.components.trainer.strategies.runtime import is_chief_process, replica_name
+from kflow.components.trainer.strategies.cluster_env import is_chief_process, replica_name, tf_config
 from kflow.pipeline.dsl import heartbeat
+from kflow.pipeline.dsl.artifacts import Examples, Model
+
+
+def run_replica(
+    strategy: StrategySpec,
+    *,
+    dataset: str,
+    schema_file: str | Path,
+    model_name: str | None,
+    model_options: dict | None,
+    module_source: str | None,
+    module_origin: str | None,
+    devices: int | None,
+    working_dir: Path,
+    watch: bool,
+    end_process: bool = False,
+    **artifacts_and_config: Any,
+) -> dict[str, Any] | None:
+    """This process's part of the training: its history, or None for a role that only serves or evaluates."""
+    cluster = tf_config()
+    if serve_role(strategy, cluster, dataset):
+        return None
+    strategy.runtime_class().configure(devices)  # before anything touches the devices
+    from kflow.components.datasets.task import load_task  # TensorFlow: not before a launcher needs it
+
+    task = load_task(dataset, schema_file, model_name, model_options, module_source, module_origin)
+    examples, model = artifacts_and_config["examples"], artifacts_and_config["model"]
+    assets_dir = prepare_assets(task, dataset, model_options, module_source, examples, model, working_dir)
+    if (cluster.get("task") or {}).get("type") == "evaluator":  # a TFJob's Evaluator replica: the sidecar evaluator
+        from kflow.components.trainer.sidecar import evaluate_checkpoints
+
+        evaluate_checkpoints(
+            task,
+            examples=examples,
+            model_run=artifacts_and_config["model_run"],
+            config=artifacts_and_config["config"],
+            working_dir=working_dir,
+        )
+        return None
+    return train_replica(
+        strategy,
+        task,
+        working_dir=working_dir,
+        watch=watch,
+        end_process=end_process,
+        assets_dir=assets_dir,
+        **artifacts_and_config,
+    )
+
+
+def prepare_assets(
+    task: Any,
+    dataset: str,
+    model_options: dict | None,
+    module_source: str | None,
+    examples: Examples,
+    model: Model,
+    working_dir: Path,
+) -> Path:
+    """Prepares the task's assets (a vocabulary, ...) and returns their folder: the chief's go into the model, with
+    the task spec and the user's module (the Evaluator loads the model with the code it was trained with); any other
+    process prepares its own copy privately, so that none waits for another's files."""
+    if is_chief_process():
+        assets_dir = model.assets_uri
+        model.write_task_spec(dataset, task.model_name, model_options or {})
+        if module_source is not None:
+            (assets_dir / MODULE_FILE).write_text(module_source)
+    else:
+        assets_dir = Path(working_dir) / f"assets-{replica_name()}"
+    task.prepare(examples, assets_dir)
+    return assets_dir
 
 
 def serve_role(strategy: StrategySpec, cluster: dict[str, Any], dataset: str) -> bool:

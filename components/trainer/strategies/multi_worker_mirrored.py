@@ -14,7 +14,7 @@ import time
 import tensorflow as tf
 from tensorflow.python.eager import context
 
-from kflow.components.trainer.strategies.runtime import in_cluster, tf_config
+from kflow.components.trainer.strategies.cluster_env import in_cluster, tf_config
 from kflow.components.trainer.strategies.synchronous import SynchronousRuntime
 
 log = logging.getLogger(__name__)

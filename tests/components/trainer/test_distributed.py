@@ -20,8 +20,8 @@ from kflow.components.trainer import launcher, loop
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.executor import run
 from kflow.components.trainer.optimizers import learning_rate_schedule
+from kflow.components.trainer.strategies.cluster_env import is_chief
 from kflow.components.trainer.strategies.parameter_server import accumulate
-from kflow.components.trainer.strategies.runtime import is_chief
 from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Model, ModelRun
 from tests.components.fixtures import write_examples, write_schema
