@@ -27,6 +27,11 @@ Adapted to this machine:
   from a fixed seed (both filters keep the same valid and test lines; on the training file the guide's byte
   length keeps 18 lines with non-ASCII characters that kflow's character length drops).
 
+Adapted to this Keras (3.15): its `fit` under a MirroredStrategy of several replicas first averages a batch over
+the replicas to build the model (`_maybe_symbolic_build`), and cannot sum the preprocessor's boolean padding mask
+(`AddN` of bool: the guide's code fails at its first step); the model is built from the preprocessed batches'
+specs before `fit` instead, which skips that averaging (kflow's Trainer does the same, components/trainer/fit.py).
+
 Prints one JSON line at the end: {"guide", "wall_s", "train_s", "examples_per_s", "metric": "masked_accuracy",
 "value"}.
 """
@@ -160,6 +165,9 @@ def main() -> int:
             optimizer=keras.optimizers.AdamW(lr_schedule),
             weighted_metrics=[keras.metrics.SparseCategoricalAccuracy()],
         )
+        preprocessed = wiki_train_ds.map(model_dist.preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
+        model_dist._symbolic_build(data_batch=preprocessed.element_spec)  # see the docstring
+        model_dist._maybe_symbolic_build = lambda iterator=None, data_batch=None: None
         started = time.perf_counter()
         history = model_dist.fit(
             wiki_train_ds, validation_data=wiki_val_ds, epochs=args.epochs, callbacks=callbacks, verbose=2

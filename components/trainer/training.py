@@ -58,6 +58,11 @@ def split_sizes(make_dataset: MakeDataset, examples: Examples, config: TrainConf
     train_count = count_examples(make_dataset("train", False, config.batch_size))
     if train_count == 0:
         raise ValueError(f"the train split under {examples.split_uri('train')} holds no examples")
+    if train_count < config.batch_size and next(iter(make_dataset("train", True, config.batch_size)), None) is None:
+        raise ValueError(
+            f"the train split holds {train_count} examples, fewer than one batch of trainer.batch_size "
+            f"{config.batch_size}, and this task trains on whole batches: lower trainer.batch_size or give it more data"
+        )
     eval_count = count_examples(make_dataset("eval", False, config.batch_size)) if "eval" in examples.splits else 0
     if config.early_stopping_patience is not None and not eval_count:
         raise ValueError(

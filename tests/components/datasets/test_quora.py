@@ -161,3 +161,22 @@ def test_bad_options_and_schemas_are_refused(tmp_path):
     examples = write_quora(tmp_path / "examples", counts={"train": 20}, positive_rate=0.0)
     with pytest.raises(ValueError, match="needs both classes"):
         QuoraTask(SCHEMA).prepare(examples, tmp_path / "assets")
+
+
+def test_a_train_split_smaller_than_one_whole_batch_is_refused_by_name(prepared):
+    """The Quora task trains on whole batches: with fewer examples than one, Keras' fit met an empty dataset and
+    failed with a bare StopIteration (the BERT guide pair, cut to 400 lines)."""
+    from kflow.components.trainer.config import TrainConfig
+    from kflow.components.trainer.training import split_sizes
+
+    task, examples, _, _ = prepared
+
+    def make(split, training, batch_size):
+        return task.dataset(examples, split, batch_size=batch_size, training=training, seed=0)
+
+    train = split_sizes(make, examples, TrainConfig(batch_size=32))[0]
+    assert split_sizes(make, examples, TrainConfig(batch_size=train))[2] == 1
+    with pytest.raises(
+        ValueError, match=f"holds {train} examples, fewer than one batch of trainer.batch_size {train + 1}"
+    ):
+        split_sizes(make, examples, TrainConfig(batch_size=train + 1))
