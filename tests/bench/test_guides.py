@@ -200,8 +200,8 @@ def test_quick_runs_cut_the_script_and_the_config_alike(tmp_path):
     cut = run.cuts(guide, quick=True)
     script = run.script_command(guide, tmp_path, cut)
     kflow = run.kflow_command(guide, tmp_path, cut, root=tmp_path / "runs")
-    assert script[script.index("--epochs") + 1] == "1" and script[script.index("--max-records") + 1] == "400"
-    assert "trainer.epochs=1" in kflow and "data.source.max_records=400" in kflow
+    assert script[script.index("--epochs") + 1] == "1" and script[script.index("--max-records") + 1] == "1500"
+    assert "trainer.epochs=1" in kflow and "data.source.max_records=1500" in kflow
     assert f"data.source.path={tmp_path / 'wikitext-2'}" in kflow
     assert "--epochs" not in run.script_command(guide, tmp_path, run.cuts(guide, quick=False))
 
@@ -209,7 +209,7 @@ def test_quick_runs_cut_the_script_and_the_config_alike(tmp_path):
 def test_a_shorter_pair_cuts_both_sides_alike_over_quick(tmp_path):
     guide = run.GUIDES["bert_mlm_wikitext2"]
     cut = run.cuts(guide, quick=True, epochs=2, max_records=None)
-    assert cut == {"epochs": 2, "max_records": 400}
+    assert cut == {"epochs": 2, "max_records": 1500}
     cut = run.cuts(guide, quick=False, epochs=None, max_records=3000)
     script, kflow = run.script_command(guide, tmp_path, cut), run.kflow_command(guide, tmp_path, cut, tmp_path)
     assert script[script.index("--max-records") + 1] == "3000" and "--epochs" not in script
