@@ -28,7 +28,8 @@ from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 def main(argv: list[str]) -> int:
     handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    # The time, as the launcher's own lines have it: when each process got where shows in the relayed log.
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S"))
     kflow = logging.getLogger("kflow")
     kflow.addHandler(handler)
     kflow.propagate = False
