@@ -127,6 +127,11 @@ class TrainConfig:
                 f"only the model.fit strategies ({', '.join(n for n, s in STRATEGIES.items() if s.trainer == 'fit')}) "
                 "run several"
             )
+        if self.steps_per_execution > 1 and self.strategy == "mirrored":
+            raise ValueError(  # Keras 3.15's multi-step function under MirroredStrategy: keras-team/keras#19246
+                "steps_per_execution: strategy mirrored trains one step per call: Keras' fit fails with several "
+                "under a MirroredStrategy ('You must feed a value for placeholder tensor', keras-team/keras#19246)"
+            )
         if self.steps_per_epoch is not None and self.steps_per_epoch % self.steps_per_execution:
             raise ValueError(
                 f"steps_per_execution: {self.steps_per_execution} does not divide steps_per_epoch "

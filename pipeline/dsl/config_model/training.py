@@ -58,7 +58,7 @@ class TrainerSection(Section):
     steps_per_epoch: int | None = Field(None, ge=1)
     """null: one pass over the train split"""
     steps_per_execution: int = Field(1, ge=1, le=1000)
-    """the model.fit strategies (default, mirrored, keras_data_parallel, keras_model_parallel): train steps per call
+    """the model.fit strategies but mirrored (default, keras_data_parallel, keras_model_parallel): train steps per call
     into the backend, as Keras' compile(steps_per_execution=...); callbacks, progress and the heartbeat then see every
     Nth step, which takes the per-step overhead off small, fast steps. Must divide steps_per_epoch; an epoch of one
     pass is rounded up to a multiple (its last call completed from the split's start)"""
