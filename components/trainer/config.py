@@ -121,16 +121,12 @@ class TrainConfig:
             )
         if loop == "jax_loop" and self.mixed_precision:
             raise ValueError(f"mixed_precision: strategy {self.strategy} trains in float32 (the explicit JAX loop)")
-        if self.steps_per_execution > 1 and loop != "fit":
+        single = LOOPS.get(loop) or get_strategy(self.strategy).one_step_per_call
+        if self.steps_per_execution > 1 and single:
+            able = ", ".join(n for n, s in STRATEGIES.items() if s.trainer == "fit" and not s.one_step_per_call)
             raise ValueError(
-                f"steps_per_execution: strategy {self.strategy} trains one step per call ({LOOPS.get(loop, loop)}); "
-                f"only the model.fit strategies ({', '.join(n for n, s in STRATEGIES.items() if s.trainer == 'fit')}) "
-                "run several"
-            )
-        if self.steps_per_execution > 1 and self.strategy == "mirrored":
-            raise ValueError(  # Keras 3.15's multi-step function under MirroredStrategy: keras-team/keras#19246
-                "steps_per_execution: strategy mirrored trains one step per call: Keras' fit fails with several "
-                "under a MirroredStrategy ('You must feed a value for placeholder tensor', keras-team/keras#19246)"
+                f"steps_per_execution: strategy {self.strategy} trains one step per call ({single}); "
+                f"only the model.fit strategies {able} run several"
             )
         if self.steps_per_epoch is not None and self.steps_per_epoch % self.steps_per_execution:
             raise ValueError(
