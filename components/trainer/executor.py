@@ -104,6 +104,7 @@ def run(
                 devices=cluster_config.devices,
                 evaluator=cluster_config.sidecar_evaluator,
                 max_restarts=cluster_config.max_restarts,
+                on_start=_load_tensorflow,
             )
             history = model_run.history
             history["restarts"] = restarts
@@ -142,6 +143,15 @@ def run(
         "final_step": history["final_step"],
         "start_step": history["start_step"],
     }
+
+
+def _load_tensorflow(_processes: dict) -> None:
+    """Loads TensorFlow and its Keras while the launched processes start, on the core their own (single-threaded)
+    imports leave free: what this process does next needs them (the export of a JAX cluster's model; a local
+    run's Evaluator), and would otherwise import them, 7 s here, after the training."""
+    import kflow.components.trainer.training  # noqa: F401
+
+    log.debug("train: TensorFlow loaded while the cluster starts")
 
 
 def _data_loss(error: Exception) -> str | None:

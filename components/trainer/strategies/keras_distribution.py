@@ -19,7 +19,8 @@ import re
 
 import keras
 
-from kflow.components.models import LAYOUT_MAPS
+from kflow.components.models import MODELS
+from kflow.components.models import layout_map as model_layout_map
 from kflow.components.trainer.strategies import jax_process
 
 log = logging.getLogger("kflow.trainer")
@@ -105,7 +106,10 @@ def mesh_shape(mesh: dict | None, devices: int, processes: int) -> tuple[tuple[i
 
 def layout_rules(layout_map: dict | None, model_name: str | None) -> dict[str, tuple[str | None, ...]]:
     """`trainer.layout_map`, else the model's default; each pattern is checked to be a regex."""
-    rules = layout_map if layout_map is not None else LAYOUT_MAPS.get(model_name or "", {})
+    if layout_map is not None:
+        rules = layout_map
+    else:
+        rules = model_layout_map(model_name) if model_name in MODELS else {}
     for pattern in rules:
         try:
             re.compile(pattern)

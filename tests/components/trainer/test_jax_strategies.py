@@ -14,7 +14,7 @@ import keras
 import numpy as np
 import pytest
 
-from kflow.components.models import LAYOUT_MAPS
+from kflow.components.models import layout_map
 from kflow.components.trainer.executor import run
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
 from tests.components.fixtures import write_examples, write_schema
@@ -96,8 +96,8 @@ def test_keras_model_parallel_shards_the_weights_the_layout_map_names(train):
         "probabilities/kernel": ["model", None],
     }
     for path, axes in sharding.items():
-        (pattern,) = [pattern for pattern in LAYOUT_MAPS["mnist_convnet"] if re.fullmatch(pattern, path)]
-        assert list(LAYOUT_MAPS["mnist_convnet"][pattern]) == axes
+        (pattern,) = [pattern for pattern in layout_map("mnist_convnet") if re.fullmatch(pattern, path)]
+        assert list(layout_map("mnist_convnet")[pattern]) == axes
     assert model_run.history["replicas"] == 1  # the mesh (batch 1, model 2): one data-parallel replica
     losses = _losses(model_run)
     assert losses[-1] < losses[0]

@@ -141,7 +141,8 @@ def test_a_source_without_class_folders_is_refused(tmp_path):
 
 
 def test_both_image_models_take_any_size_and_channels():
-    from kflow.components.models import build_image_convnet, build_mnist_convnet
+    from kflow.components.models.image_convnet import build_image_convnet
+    from kflow.components.models.mnist_convnet import build_mnist_convnet
 
     for shape in [(8, 8), (28, 28), (32, 24, 3)]:
         images = np.random.default_rng(0).integers(0, 255, (2, *shape)).astype(np.uint8)
