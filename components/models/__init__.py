@@ -1,6 +1,6 @@
 """The model registry: the names a pipeline config may give `trainer.model`.
 
-Each name is a module of this package with a `build_<name>` factory returning an uncompiled `keras.Model`; its
+Each name's module has a `build_<name>` factory returning an uncompiled `keras.Model`; its
 keyword arguments come from the task (e.g. `num_classes`, `vocabulary_size`, `vocabulary`) and from the config's
 `trainer.model_options`. A module may also declare `LAYOUT_MAP`, its default under `keras_model_parallel`. A
 model's module is imported when it is built: keras-hub, which `bert_mlm` needs, takes seconds to import, and a
@@ -16,13 +16,20 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import keras
 
-MODELS = ("bert_mlm", "image_convnet", "mnist_convnet", "tabular_mlp", "text_classifier")
+# {name: module}, whole module names: a component's code version follows those it finds in string literals.
+MODELS = {
+    "bert_mlm": "kflow.components.models.bert_mlm",
+    "image_convnet": "kflow.components.models.image_convnet",
+    "mnist_convnet": "kflow.components.models.mnist_convnet",
+    "tabular_mlp": "kflow.components.models.tabular_mlp",
+    "text_classifier": "kflow.components.models.text_classifier",
+}
 
 
 def _module(name: str) -> ModuleType:
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; registered models: {', '.join(MODELS)}")
-    return importlib.import_module(f"{__name__}.{name}")
+    return importlib.import_module(MODELS[name])
 
 
 def build_model(name: str, **kwargs) -> keras.Model:

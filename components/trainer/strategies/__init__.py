@@ -41,7 +41,7 @@ class StrategySpec:
     guide: str = ""
 
     def train_module(self) -> Any:
-        return importlib.import_module(f"kflow.components.trainer.{self.trainer}")
+        return importlib.import_module(TRAINERS[self.trainer])
 
     @property
     def multi_process(self) -> bool:
@@ -75,20 +75,26 @@ class StrategySpec:
         return getattr(importlib.import_module(module), name)
 
 
-_PACKAGE = "kflow.components.trainer.strategies"
+# Whole module names, here and in STRATEGIES, not built ones: a component's code version (pipeline/dsl/code_version.py)
+# follows the module names it finds in string literals, so that editing a loop or a strategy re-runs the Trainer.
+TRAINERS = {
+    "fit": "kflow.components.trainer.fit",
+    "loop": "kflow.components.trainer.loop",
+    "jax_loop": "kflow.components.trainer.jax_loop",
+}
 STRATEGIES: dict[str, StrategySpec] = {
     spec.name: spec
     for spec in (
         StrategySpec(
             "default",
-            f"{_PACKAGE}.default:Runtime",
+            "kflow.components.trainer.strategies.default:Runtime",
             trainer="fit",
             description="one device",
             guide="Keras: training & evaluation with the built-in methods",
         ),
         StrategySpec(
             "mirrored",
-            f"{_PACKAGE}.mirrored:Runtime",
+            "kflow.components.trainer.strategies.mirrored:Runtime",
             trainer="fit",
             devices=True,
             one_step_per_call="Keras' fit fails with several under a MirroredStrategy: 'You must feed a value for "
@@ -98,21 +104,21 @@ STRATEGIES: dict[str, StrategySpec] = {
         ),
         StrategySpec(
             "multi_worker_mirrored",
-            f"{_PACKAGE}.multi_worker_mirrored:Runtime",
+            "kflow.components.trainer.strategies.multi_worker_mirrored:Runtime",
             roles=(("worker", "workers"),),
             description="synchronous all-reduce over worker processes",
             guide="TensorFlow: multi-worker training with Keras / a custom training loop",
         ),
         StrategySpec(
             "parameter_server",
-            f"{_PACKAGE}.parameter_server:Runtime",
+            "kflow.components.trainer.strategies.parameter_server:Runtime",
             roles=(("chief", 1), ("worker", "workers"), ("ps", "parameter_servers")),
             description="asynchronous workers, variables on parameter servers",
             guide="TensorFlow: parameter server training with ParameterServerStrategy",
         ),
         StrategySpec(
             "keras_data_parallel",
-            f"{_PACKAGE}.keras_distribution:DataParallelRuntime",
+            "kflow.components.trainer.strategies.keras_distribution:DataParallelRuntime",
             roles=(("worker", "workers"),),
             trainer="fit",
             backend="jax",
@@ -122,7 +128,7 @@ STRATEGIES: dict[str, StrategySpec] = {
         ),
         StrategySpec(
             "keras_model_parallel",
-            f"{_PACKAGE}.keras_distribution:ModelParallelRuntime",
+            "kflow.components.trainer.strategies.keras_distribution:ModelParallelRuntime",
             roles=(("worker", "workers"),),
             trainer="fit",
             backend="jax",
@@ -132,7 +138,7 @@ STRATEGIES: dict[str, StrategySpec] = {
         ),
         StrategySpec(
             "jax_data_parallel",
-            f"{_PACKAGE}.jax_data_parallel:Runtime",
+            "kflow.components.trainer.strategies.jax_data_parallel:Runtime",
             roles=(("worker", "workers"),),
             trainer="jax_loop",
             backend="jax",

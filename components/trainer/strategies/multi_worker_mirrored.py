@@ -25,8 +25,20 @@ PEERS_GONE_TIMEOUT_S = 60
 
 
 class Runtime(SynchronousRuntime):
+    made: tf.distribute.Strategy | None = None  # by `configure`, in a worker of a cluster
+
+    @classmethod
+    def configure(cls, devices: int | None) -> None:
+        """A cluster's worker joins it here, before its task is loaded: TensorFlow configures the collective ops
+        once, before the process's first op, and a task whose preparation runs ops (WikiText-2 learns its
+        vocabulary with tf.text) would leave a later MultiWorkerMirroredStrategy failing with "Collective ops
+        must be configured at program startup"."""
+        super().configure(devices)
+        if (tf_config().get("task") or {}).get("type") in ("chief", "worker"):
+            Runtime.made = tf.distribute.MultiWorkerMirroredStrategy()
+
     def make(self) -> tf.distribute.Strategy:
-        return tf.distribute.MultiWorkerMirroredStrategy()
+        return Runtime.made or tf.distribute.MultiWorkerMirroredStrategy()
 
     @classmethod
     def leave(cls, chief: bool, end_process: bool = False) -> None:
@@ -34,8 +46,10 @@ class Runtime(SynchronousRuntime):
         until its process ends: a chief that ends first makes a worker's next beat log a gRPC error ("failed to
         connect to all addresses") on a run that succeeded. So the workers meet at a barrier, and the chief
         ends only when the others' servers are gone (their addresses refuse connections), or after a bound.
-        With `end_process` (a launched worker process, which has nothing left to do) a non-chief worker ends at
-        once: an interpreter's teardown with TensorFlow takes 4 s here, and its chief would wait for it."""
+        With `end_process` (a launched worker process, which has nothing left to do) a worker ends at once, the
+        chief once the others are gone: an interpreter's teardown with TensorFlow takes 4-6 s here, which the
+        chief would wait for, and in which its coordination service, still running, reports the ended workers as
+        crashed ("tasks are unhealthy (stopped sending heartbeats)")."""
         if not in_cluster() or context.context().coordination_service is None:
             return
         try:
@@ -45,7 +59,7 @@ class Runtime(SynchronousRuntime):
             return
         if chief:
             wait_until_gone(peer_addresses(tf_config()), PEERS_GONE_TIMEOUT_S)
-        elif end_process:
+        if end_process:
             logging.shutdown()
             sys.stdout.flush()
             sys.stderr.flush()

@@ -12,7 +12,9 @@ import pytest
 
 from kflow.components.datasets.mnist.ingest import MnistIngest
 from kflow.components.evaluator import Evaluator
+from kflow.components.models import MODELS
 from kflow.components.trainer import Trainer
+from kflow.components.trainer.strategies import STRATEGIES, TRAINERS
 from kflow.pipeline.dsl.code_version import code_version, source_files
 from kflow.pipeline.dsl.component import Component, ComponentSpec
 
@@ -136,6 +138,12 @@ def test_kflow_components_cover_their_shared_code_and_schemas():
     # The Trainer runs its worker processes by module name; the datasets' tasks are in a registry of strings.
     assert any(path.endswith("components/trainer/worker.py") for path in trainer)
     assert any(path.endswith("datasets/wikitext2/task.py") for path in trainer)
+    # Strategies, training loops and models are registries of module names too: editing one re-runs the Trainer.
+    for spec in STRATEGIES.values():
+        for module in (spec.runtime.split(":")[0], TRAINERS[spec.trainer]):
+            assert any(path.endswith(module.removeprefix("kflow.").replace(".", "/") + ".py") for path in trainer)
+    for module in MODELS.values():
+        assert any(path.endswith(module.removeprefix("kflow.").replace(".", "/") + ".py") for path in trainer)
     assert any(path.endswith("datasets/quora/task.py") for path in evaluator)
     assert any(path.endswith("datasets/quora/metrics.py") for path in evaluator)
     # Nothing of other components' own code: editing the Evaluator does not invalidate ingest or training.
