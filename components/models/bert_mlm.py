@@ -47,5 +47,8 @@ def build_bert_mlm(
         dropout=dropout,
         max_sequence_length=sequence_length,
     )
+    # The backbone's pooled [CLS] projection feeds classifiers, not the masked-LM head: frozen, it is not handed to
+    # the optimizer, which warned on every run that those weights get no gradients.
+    backbone.get_layer("pooled_dense").trainable = False
     # No preprocessor: the task masks in its tf.data pipeline, so the model sees token ids.
     return keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None, name="bert_mlm")

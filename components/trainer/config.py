@@ -84,6 +84,19 @@ class ModelChoice:
             return Path(self.module).stem if self.module.endswith(".py") else self.module.rsplit(".", 1)[-1]
         return self.model_name
 
+    @property
+    def module_origin(self) -> str | None:
+        """The file name the user module's errors name."""
+        return Path(self.module).name if self.module else None
+
+    def load_task(self, schema_file: str | Path) -> Any:
+        """The dataset's `Task` on the schema in `schema_file`, with the user's module or the chosen model."""
+        from kflow.components.datasets.task import load_task  # TensorFlow: not before a launcher needs it
+
+        return load_task(
+            self.dataset, schema_file, self.chosen_model, self.model_options, self.module_source, self.module_origin
+        )
+
 
 LOOPS = {"loop": "the custom loop", "jax_loop": "the explicit JAX loop"}
 

@@ -23,6 +23,7 @@ from kflow.components.trainer.launcher import launch
 from kflow.components.trainer.replica import run_replica
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import in_cluster, is_chief_process
+from kflow.components.trainer.worker import worker_spec
 from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, Model, ModelRun, Schema
 from kflow.pipeline.dsl.scratch import scratch_dir
 
@@ -67,15 +68,6 @@ def run(
         raise ValueError(f"strategy {strategy} trains on {cluster_strategy.backend}, where {dataset} cannot: {limit}")
     if choice.module and choice.module_source is None:
         raise ValueError(f"trainer.module: {choice.module} was not read when the pipeline was built")
-    task = {
-        "dataset": dataset,
-        "schema_file": str(schema.file),
-        "model_name": choice.chosen_model,
-        "model_options": choice.model_options,
-        "module_source": choice.module_source,
-        "module_origin": Path(choice.module).name if choice.module else None,
-        "devices": cluster_config.devices,
-    }
     temporary = None
     if working_dir is None:
         temporary = scratch_dir("trainer")
@@ -88,16 +80,17 @@ def run(
                 f"{count} {name}{'s' if count > 1 and name != 'ps' else ''}" for name, count in replicas.items()
             )
             log.info("train: starting a local %s cluster: %s", strategy, shown)
-            spec = {
-                **task,
-                "examples": examples.uri,
-                "model": model.uri,
-                "model_run": model_run.uri,
-                "working_dir": str(working_dir),
-                "config": config.to_json(),
-            }
             restarts = launch(
-                spec,
+                worker_spec(
+                    choice,
+                    config,
+                    schema_file=schema.file,
+                    devices=cluster_config.devices,
+                    examples=examples,
+                    model=model,
+                    model_run=model_run,
+                    working_dir=working_dir,
+                ),
                 spec_dir=Path(working_dir) / "launch",
                 workers=cluster_config.workers,
                 parameter_servers=cluster_config.parameter_servers,
@@ -112,7 +105,9 @@ def run(
         else:  # This process trains (alone, or as a pod of a cluster job: no launcher beside it watches its beats).
             history = run_replica(
                 cluster_strategy,
-                **task,
+                choice,
+                schema_file=schema.file,
+                devices=cluster_config.devices,
                 working_dir=Path(working_dir),
                 watch=True,
                 examples=examples,

@@ -15,6 +15,7 @@ from typing import Any
 
 from kflow.components.datasets import get_dataset
 from kflow.components.datasets.user_module import MODULE_FILE
+from kflow.components.trainer.config import ModelChoice
 from kflow.components.trainer.strategies import StrategySpec
 from kflow.components.trainer.strategies.cluster_env import is_chief_process, replica_name, tf_config
 from kflow.pipeline.dsl import heartbeat
@@ -23,13 +24,9 @@ from kflow.pipeline.dsl.artifacts import Examples, Model
 
 def run_replica(
     strategy: StrategySpec,
+    choice: ModelChoice,
     *,
-    dataset: str,
     schema_file: str | Path,
-    model_name: str | None,
-    model_options: dict | None,
-    module_source: str | None,
-    module_origin: str | None,
     devices: int | None,
     working_dir: Path,
     watch: bool,
@@ -38,14 +35,12 @@ def run_replica(
 ) -> dict[str, Any] | None:
     """This process's part of the training: its history, or None for a role that only serves or evaluates."""
     cluster = tf_config()
-    if serve_role(strategy, cluster, dataset):
+    if serve_role(strategy, cluster, choice.dataset):
         return None
     strategy.runtime_class().configure(devices)  # before anything touches the devices
-    from kflow.components.datasets.task import load_task  # TensorFlow: not before a launcher needs it
-
-    task = load_task(dataset, schema_file, model_name, model_options, module_source, module_origin)
+    task = choice.load_task(schema_file)
     examples, model = artifacts_and_config["examples"], artifacts_and_config["model"]
-    assets_dir = prepare_assets(task, dataset, model_options, module_source, examples, model, working_dir)
+    assets_dir = prepare_assets(task, choice, examples, model, working_dir)
     if (cluster.get("task") or {}).get("type") == "evaluator":  # a TFJob's Evaluator replica: the sidecar evaluator
         from kflow.components.trainer.sidecar import evaluate_checkpoints
 
@@ -68,23 +63,15 @@ def run_replica(
     )
 
 
-def prepare_assets(
-    task: Any,
-    dataset: str,
-    model_options: dict | None,
-    module_source: str | None,
-    examples: Examples,
-    model: Model,
-    working_dir: Path,
-) -> Path:
+def prepare_assets(task: Any, choice: ModelChoice, examples: Examples, model: Model, working_dir: Path) -> Path:
     """Prepares the task's assets (a vocabulary, ...) and returns their folder: the chief's go into the model, with
     the task spec and the user's module (the Evaluator loads the model with the code it was trained with); any other
     process prepares its own copy privately, so that none waits for another's files."""
     if is_chief_process():
         assets_dir = model.assets_uri
-        model.write_task_spec(dataset, task.model_name, model_options or {})
-        if module_source is not None:
-            (assets_dir / MODULE_FILE).write_text(module_source)
+        model.write_task_spec(choice.dataset, task.model_name, choice.model_options or {})
+        if choice.module_source is not None:
+            (assets_dir / MODULE_FILE).write_text(choice.module_source)
     else:
         assets_dir = Path(working_dir) / f"assets-{replica_name()}"
     task.prepare(examples, assets_dir)

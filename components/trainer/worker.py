@@ -4,9 +4,9 @@ The role comes from `TF_CONFIG`: under `parameter_server`, `worker` and `ps` tas
 `tf.distribute.Server` until they are stopped and the `chief` coordinates; under
 `multi_worker_mirrored` every worker runs the training loop. Under a JAX strategy the
 launcher set `KERAS_BACKEND=jax` and the JAXJob variables (strategies/jax_process.py), and
-every process trains, process 0 writing. The spec, written by the launcher, names the artifacts and the
-training configuration; the process then does what a pod of a cluster job does (`replica.run_replica`): the
-chief prepares the task's assets into the model, the others their own copies.
+every process trains, process 0 writing. The spec (`worker_spec`), written by the launcher, names the model
+choice, the artifacts and the training configuration; the process then does what a pod of a cluster job does
+(`replica.run_replica`): the chief prepares the task's assets into the model, the others their own copies.
 """
 
 from __future__ import annotations
@@ -16,14 +16,40 @@ import json
 import logging
 import signal
 import sys
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
-from kflow.components.trainer.config import TrainConfig
+from kflow.components.trainer.config import ModelChoice, TrainConfig
 from kflow.components.trainer.heap import keep_freed_heap
 from kflow.components.trainer.replica import run_replica
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import is_chief_process, tf_config
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
+
+
+def worker_spec(
+    choice: ModelChoice,
+    config: TrainConfig,
+    *,
+    schema_file: str | Path,
+    devices: int | None,
+    examples: Examples,
+    model: Model,
+    model_run: ModelRun,
+    working_dir: str | Path,
+) -> dict[str, Any]:
+    """What a launched process reads (the launcher writes it into a file and passes its path)."""
+    return {
+        "choice": asdict(choice),
+        "config": config.to_json(),
+        "schema_file": str(schema_file),
+        "devices": devices,
+        "examples": examples.uri,
+        "model": model.uri,
+        "model_run": model_run.uri,
+        "working_dir": str(working_dir),
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -44,13 +70,9 @@ def main(argv: list[str]) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     run_replica(
         get_strategy(config.strategy),
-        dataset=spec["dataset"],
+        ModelChoice(**spec["choice"]),
         schema_file=spec["schema_file"],
-        model_name=spec.get("model_name"),
-        model_options=spec.get("model_options"),
-        module_source=spec.get("module_source"),
-        module_origin=spec.get("module_origin"),
-        devices=spec.get("devices"),
+        devices=spec["devices"],
         working_dir=Path(spec["working_dir"]),
         watch=False,
         end_process=True,

@@ -62,7 +62,7 @@ def train(
             loss = tf.nn.compute_average_loss(
                 loss_fn(y, model(x, training=True), weights), global_batch_size=batch_size
             )
-        variables = [v for v in model.trainable_variables if "pooled_dense" not in v.path]
+        variables = model.trainable_variables
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
         return loss
 

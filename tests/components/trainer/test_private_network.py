@@ -11,9 +11,11 @@ import psutil
 import pytest
 
 from kflow.components.trainer import launcher
-from kflow.components.trainer.config import TrainConfig
+from kflow.components.trainer.config import ModelChoice, TrainConfig
 from kflow.components.trainer.private_network import why_not
+from kflow.components.trainer.worker import worker_spec
 from kflow.pipeline.dsl import heartbeat
+from kflow.pipeline.dsl.artifacts import Model, ModelRun
 from tests.components.fixtures import write_examples, write_schema
 
 pytestmark = [pytest.mark.distributed, pytest.mark.skipif(bool(why_not()), reason=f"no private network: {why_not()}")]
@@ -35,10 +37,16 @@ def test_a_two_worker_cluster_listens_on_no_address_of_this_machine(tmp_path):
     examples, schema = write_examples(tmp_path / "examples"), write_schema(tmp_path / "schema")
     work = tmp_path / "work"
     config = TrainConfig(strategy="multi_worker_mirrored", epochs=20, batch_size=32)  # long enough to look at
-    spec = {
-        "dataset": "mnist", "schema_file": str(schema.file), "examples": examples.uri, "model": str(tmp_path / "model"),
-        "model_run": str(tmp_path / "run"), "working_dir": str(work), "config": config.to_json(),
-    }  # fmt: skip
+    spec = worker_spec(
+        ModelChoice("mnist"),
+        config,
+        schema_file=schema.file,
+        devices=None,
+        examples=examples,
+        model=Model(tmp_path / "model"),
+        model_run=ModelRun(tmp_path / "run"),
+        working_dir=work,
+    )
     seen = {}
 
     def look_while_it_trains(processes):

@@ -99,7 +99,7 @@ def test_a_launching_trainer_starts_its_cluster_without_loading_tensorflow(input
         from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
 
         def launch(spec, **cluster):
-            print("tensorflow" in sys.modules, "keras" in sys.modules, spec["model_name"], cluster["workers"])
+            print("tensorflow" in sys.modules, "keras" in sys.modules, spec["choice"]["model_name"], cluster["workers"])
             cluster["on_start"]({{}})
             print("tensorflow" in sys.modules, "keras" in sys.modules)
             raise SystemExit(0)
