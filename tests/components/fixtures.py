@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from kflow.pipeline.dsl.artifacts import Examples, Schema
+from kflow.components.trainer.config import ModelChoice, TrainConfig
+from kflow.components.trainer.worker import worker_spec
+from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Schema
 
 REPO = Path(__file__).resolve().parents[2]
 MNIST_SCHEMA = REPO / "schemas" / "mnist" / "schema.pbtxt"
@@ -86,3 +88,20 @@ def save_model(keras_model, model) -> None:
     model.path.mkdir(parents=True, exist_ok=True)
     keras_model.save(model.keras_file)
     keras_model.export(str(model.serving_uri), format="tf_saved_model", verbose=False)
+
+
+def cluster_spec(
+    tmp_path: Path, examples: Examples, schema: Schema, config: TrainConfig, dataset: str = "mnist"
+) -> dict:
+    """What a launched cluster reads to train `config` on these inputs: the model and its run under `tmp_path`, the
+    working dir `tmp_path / "work"`."""
+    return worker_spec(
+        ModelChoice(dataset),
+        config,
+        schema_file=schema.file,
+        devices=None,
+        examples=examples,
+        model=Model(tmp_path / "model"),
+        model_run=ModelRun(tmp_path / "run"),
+        working_dir=tmp_path / "work",
+    )

@@ -17,15 +17,14 @@ import tensorflow as tf
 
 from kflow.components.datasets.mnist.task import MnistTask
 from kflow.components.trainer import launcher, loop
-from kflow.components.trainer.config import ModelChoice, TrainConfig
+from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.executor import run
 from kflow.components.trainer.optimizers import learning_rate_schedule
 from kflow.components.trainer.strategies.cluster_env import is_chief
 from kflow.components.trainer.strategies.parameter_server import accumulate
-from kflow.components.trainer.worker import worker_spec
 from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Model, ModelRun
-from tests.components.fixtures import write_examples, write_schema
+from tests.components.fixtures import cluster_spec, write_examples, write_schema
 
 TRAIN_EXAMPLES = 400  # fixtures.write_examples: 400 train, 100 eval
 
@@ -169,15 +168,8 @@ def test_tf_config_roles_follow_the_training_operator():
 @pytest.mark.distributed
 def test_a_failing_worker_fails_the_launch_and_leaves_no_process(inputs, tmp_path):
     examples, schema = inputs
-    spec = worker_spec(
-        ModelChoice("no-such-task"),
-        TrainConfig(strategy="multi_worker_mirrored"),
-        schema_file=schema.file,
-        devices=None,
-        examples=examples,
-        model=Model(tmp_path / "model"),
-        model_run=ModelRun(tmp_path / "run"),
-        working_dir=tmp_path,
+    spec = cluster_spec(
+        tmp_path, examples, schema, TrainConfig(strategy="multi_worker_mirrored"), dataset="no-such-task"
     )
     started = {}
     sink = io.StringIO()
@@ -196,16 +188,7 @@ def test_killed_worker_restarts_the_cluster_from_the_last_checkpoint(inputs, tmp
     config = TrainConfig(
         strategy="multi_worker_mirrored", epochs=4, batch_size=32, steps_per_epoch=20, checkpoint_every_steps=5
     )
-    spec = worker_spec(
-        ModelChoice("mnist"),
-        config,
-        schema_file=schema.file,
-        devices=None,
-        examples=examples,
-        model=Model(tmp_path / "model"),
-        model_run=ModelRun(tmp_path / "run"),
-        working_dir=work,
-    )
+    spec = cluster_spec(tmp_path, examples, schema, config)
 
     def kill_worker_after_a_checkpoint(processes):
         def watch():

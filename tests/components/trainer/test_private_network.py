@@ -11,12 +11,10 @@ import psutil
 import pytest
 
 from kflow.components.trainer import launcher
-from kflow.components.trainer.config import ModelChoice, TrainConfig
+from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.private_network import why_not
-from kflow.components.trainer.worker import worker_spec
 from kflow.pipeline.dsl import heartbeat
-from kflow.pipeline.dsl.artifacts import Model, ModelRun
-from tests.components.fixtures import write_examples, write_schema
+from tests.components.fixtures import cluster_spec, write_examples, write_schema
 
 pytestmark = [pytest.mark.distributed, pytest.mark.skipif(bool(why_not()), reason=f"no private network: {why_not()}")]
 
@@ -37,16 +35,7 @@ def test_a_two_worker_cluster_listens_on_no_address_of_this_machine(tmp_path):
     examples, schema = write_examples(tmp_path / "examples"), write_schema(tmp_path / "schema")
     work = tmp_path / "work"
     config = TrainConfig(strategy="multi_worker_mirrored", epochs=20, batch_size=32)  # long enough to look at
-    spec = worker_spec(
-        ModelChoice("mnist"),
-        config,
-        schema_file=schema.file,
-        devices=None,
-        examples=examples,
-        model=Model(tmp_path / "model"),
-        model_run=ModelRun(tmp_path / "run"),
-        working_dir=work,
-    )
+    spec = cluster_spec(tmp_path, examples, schema, config)
     seen = {}
 
     def look_while_it_trains(processes):

@@ -14,11 +14,9 @@ import time
 import pytest
 
 from kflow.components.trainer import launcher
-from kflow.components.trainer.config import ModelChoice, TrainConfig
-from kflow.components.trainer.worker import worker_spec
+from kflow.components.trainer.config import TrainConfig
 from kflow.pipeline.dsl import heartbeat
-from kflow.pipeline.dsl.artifacts import Model, ModelRun
-from tests.components.fixtures import write_examples, write_schema
+from tests.components.fixtures import cluster_spec, write_examples, write_schema
 
 STALL_TIMEOUT = 15.0
 
@@ -35,16 +33,7 @@ def _train_and_stop(inputs, tmp_path, who):
     examples, schema = inputs
     work = tmp_path / "work"
     config = TrainConfig(strategy="multi_worker_mirrored", epochs=50, batch_size=32, stall_timeout=STALL_TIMEOUT)
-    spec = worker_spec(
-        ModelChoice("mnist"),
-        config,
-        schema_file=schema.file,
-        devices=None,
-        examples=examples,
-        model=Model(tmp_path / "model"),
-        model_run=ModelRun(tmp_path / "run"),
-        working_dir=work,
-    )
+    spec = cluster_spec(tmp_path, examples, schema, config)
     stopped_at = []
 
     def stop_once_it_trains(processes):
