@@ -200,7 +200,7 @@ def run_cluster(
 
     Under parameter_server the chief (coordinator) is the process whose exit ends the run;
     the worker and ps servers are then stopped. `on_start(processes)` gets the `{name: Popen}`
-    map once everything is started (tests use it to kill a worker).
+    map once everything is started, in this thread (the executor loads TensorFlow there; tests kill a worker).
     """
     sink = sink or sys.stderr  # Logs, not results: stdout is for the run summary.
     cluster = cluster_spec(strategy, workers, parameter_servers)
