@@ -37,10 +37,10 @@ def build_model(name: str, **kwargs) -> keras.Model:
     return getattr(_module(name), f"build_{name}")(**kwargs)
 
 
-def layout_map(name: str) -> dict[str, tuple[str | None, ...]]:
-    """The registered model's default LayoutMap under keras_model_parallel (weight-path regex → a mesh axis or None
-    per dimension); empty for a model without one, which then trains with replicated weights."""
-    return getattr(_module(name), "LAYOUT_MAP", {})
+def layout_map(name: str | None) -> dict[str, tuple[str | None, ...]]:
+    """The model's default LayoutMap under keras_model_parallel (weight-path regex → a mesh axis or None per
+    dimension); empty for a model without one, registered or a user's, which then trains with replicated weights."""
+    return getattr(_module(name), "LAYOUT_MAP", {}) if name in MODELS else {}
 
 
 __all__ = ["MODELS", "build_model", "layout_map"]

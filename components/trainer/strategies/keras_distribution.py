@@ -19,7 +19,6 @@ import re
 
 import keras
 
-from kflow.components.models import MODELS
 from kflow.components.models import layout_map as model_layout_map
 from kflow.components.trainer.strategies import jax_process
 
@@ -106,10 +105,7 @@ def mesh_shape(mesh: dict | None, devices: int, processes: int) -> tuple[tuple[i
 
 def layout_rules(layout_map: dict | None, model_name: str | None) -> dict[str, tuple[str | None, ...]]:
     """`trainer.layout_map`, else the model's default; each pattern is checked to be a regex."""
-    if layout_map is not None:
-        rules = layout_map
-    else:
-        rules = model_layout_map(model_name) if model_name in MODELS else {}
+    rules = layout_map if layout_map is not None else model_layout_map(model_name)
     for pattern in rules:
         try:
             re.compile(pattern)
