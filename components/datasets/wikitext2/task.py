@@ -1,9 +1,9 @@
 """WikiText-2 masked language modelling with a BERT model trained from scratch.
 
 `prepare()` learns a WordPiece vocabulary on the training split (`vocab.txt` in the
-assets: keras-hub's `compute_word_piece_vocabulary`'s, learnt faster by `wordpiece.py`) and records the most frequent training token (`mlm_baseline.json`): always
-predicting it at masked positions is the baseline the model's masked-token accuracy
-is compared with.
+assets: keras-hub's `compute_word_piece_vocabulary`'s, learnt faster by `wordpiece.py`)
+and records the most frequent training token (`mlm_baseline.json`): always predicting
+it at masked positions is the baseline the model's masked-token accuracy is compared with.
 
 Batches are `(x, mask_ids, mask_weights)` as `keras_hub.models.BertMaskedLMPreprocessor`
 makes them: `x` holds `token_ids` (with the selected tokens masked), `padding_mask`,

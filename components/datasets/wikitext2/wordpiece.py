@@ -29,9 +29,7 @@ def learn_vocabulary(
     import tensorflow as tf
     from keras_hub.src.tokenizers.word_piece_tokenizer import pretokenize
 
-    words = lines.map(
-        lambda text: pretokenize(text, lowercase, False, True, True), num_parallel_calls=tf.data.AUTOTUNE
-    )
+    words = lines.map(lambda text: pretokenize(text, lowercase, False, True, True), num_parallel_calls=tf.data.AUTOTUNE)
     vocabulary = learn(lib.count_words(words), vocabulary_size, list(reserved_tokens), joiner=suffix_indicator)
     return vocabulary[:vocabulary_size]
 
