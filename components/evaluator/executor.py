@@ -28,7 +28,7 @@ from kflow.components.datasets.user_module import MODULE_FILE
 from kflow.components.evaluator.gate import check_thresholds, describe, run_checks
 from kflow.components.evaluator.report import write_report
 from kflow.components.evaluator.serving_check import REPORT as SERVING_REPORT
-from kflow.components.evaluator.serving_check import ServingClient, as_check, examples_and_outputs
+from kflow.components.evaluator.serving_check import ServingClient, ServingSample, as_check
 from kflow.components.util import plots
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
 
@@ -80,8 +80,8 @@ def run(
     # The serving check's client loads the SavedModel while this process evaluates (serving_check.py).
     with ServingClient(model) as client:
         measure = _Measure(task, metrics_class, schema, examples, split, eval_split, batch_size, seed)
-
-        overall, by_slice = measure(model, slices)
+        sample = ServingSample(client)
+        overall, by_slice = measure(model, slices, sample)
         metrics = {"split": split, "task": task, "seed": seed, **overall.result()}
         metrics["slices"] = {
             name: {key: accumulator.result() for key, accumulator in sorted(keys.items())}
@@ -105,10 +105,7 @@ def run(
             log.info("evaluate: no baseline: %s", no_baseline)
             if require_baseline:
                 checks.append(baseline_required(no_baseline))
-        inputs, expected = examples_and_outputs(
-            _task(task, schema, model), keras.models.load_model(model.keras_file), examples, split, seed
-        )
-        client.send(inputs)
+        sample.send()
         scalars = _scalars(metrics)
         evaluation.write_json(evaluation.kfp_metrics_path.name, {"scalars": scalars, **overall.kfp_metrics()})
         history = model_run.history if model_run is not None and (model_run.path / "history.json").exists() else {}
@@ -117,7 +114,7 @@ def run(
             *overall.plots(evaluation.path),
             *plots.slice_bars(metrics["slices"], overall.HEADLINE, evaluation.path),
         ]
-        serving = client.result(expected)
+        serving = client.result(sample.expected())
         evaluation.write_json(SERVING_REPORT, serving)
         checks.append(as_check(serving))
         blessed = all(check["passed"] for check in checks)
@@ -204,7 +201,10 @@ class _Measure:
         self.examples, self.split, self.eval_split = examples, split, eval_split
         self.batch_size, self.seed = batch_size, seed
 
-    def __call__(self, model: Model, slices: list[dict[str, Any]]) -> tuple[TaskMetrics, dict[str, dict]]:
+    def __call__(
+        self, model: Model, slices: list[dict[str, Any]], sample: ServingSample | None = None
+    ) -> tuple[TaskMetrics, dict[str, dict]]:
+        """The split's metrics, overall and by slice; `sample` keeps the split's first examples and outputs."""
         task_object = _task(self.task, self.schema, model)
         keras_model = keras.models.load_model(model.keras_file)
         prototype = self.metrics_class(**_metric_options(task_object))
@@ -212,15 +212,17 @@ class _Measure:
             self._stream(task_object, keras_model, self.eval_split, prototype, [])
             prototype.choose_threshold()
         overall, by_slice = prototype.new(), {}
-        self._stream(task_object, keras_model, self.split, overall, slices, by_slice)
+        self._stream(task_object, keras_model, self.split, overall, slices, by_slice, sample)
         return overall, by_slice
 
-    def _stream(self, task_object, keras_model, split, overall, slices, by_slice=None) -> None:
+    def _stream(self, task_object, keras_model, split, overall, slices, by_slice=None, sample=None) -> None:
         batches = task_object.dataset(self.examples, split, batch_size=self.batch_size, training=False, seed=self.seed)
         for batch in batches.as_numpy_iterator():
             x, y = batch[0], batch[1]
             weight = batch[2] if len(batch) > 2 else None
             outputs = np.asarray(keras_model.predict_on_batch(x), dtype=np.float64)
+            if sample is not None:
+                sample.add(keras_model, x, outputs)
             overall.update(x, y, outputs, weight)
             for spec in slices:
                 keys = overall.slice_keys(spec["by"], x, y, spec.get("boundaries") or [])

@@ -1,11 +1,12 @@
 """Is the served model the evaluated one? (TFX's InfraValidator, for what a Pusher ships.)
 
 The Evaluator scores `model.keras`; the Pusher ships `Format-Serving/`, the SavedModel a server loads. So the
-Evaluator also feeds up to `EXAMPLES` examples of the split it evaluates, as a client would (the raw inputs the
+Evaluator also feeds the first `EXAMPLES` examples of the split it evaluates, as a client would (the raw inputs the
 model takes: pixels, text, the CSV's columns), to the SavedModel's `serving_default` signature in a fresh
 process that imports TensorFlow and NumPy only (no kflow code, no model.keras), and compares its outputs with
-model.keras's on the same examples. The client starts when the Evaluator does (`ServingClient`): its
-TensorFlow import and SavedModel load, most of the check's time, overlap the evaluation. The result is
+model.keras's on the same examples (the evaluation's own, `ServingSample`). The client starts when the Evaluator
+does (`ServingClient`): its TensorFlow import and SavedModel load, most of the check's time, overlap the
+evaluation, and its predictions the rest of it. The result is
 `evaluation/serving_check.json` and one more check of the blessing (`serving_predictions`, the largest absolute
 difference, at most `TOLERANCE`): a model whose export lost its preprocessing, its weights or its signature is not
 blessed, so no Pusher that waits for the blessing ships it.
@@ -66,25 +67,51 @@ print(json.dumps({"signature": "serving_default", "inputs": {n: str(s) for n, s 
 """
 
 
-def examples_and_outputs(task_object: Any, keras_model: Any, examples: Any, split: str, seed: int) -> tuple[Any, Any]:
-    """Up to EXAMPLES inputs of `split` (an array, or {name: array}) and model.keras's outputs for them."""
-    inputs, outputs, count = [], [], 0
-    batches = task_object.dataset(examples, split, batch_size=64, training=False, seed=seed)
-    for batch in batches.as_numpy_iterator():
-        x = batch[0]
-        inputs.append(x)
-        outputs.append(np.asarray(keras_model.predict_on_batch(x), dtype=np.float64))
-        count += len(outputs[-1])
-        if count >= EXAMPLES:
-            break
-    if not inputs:
-        return None, None
-    if isinstance(inputs[0], dict):
-        names = serving_names(keras_model)
-        joined = {names.get(name, name): np.concatenate([x[name] for x in inputs])[:EXAMPLES] for name in inputs[0]}
-    else:
-        joined = np.concatenate(inputs)[:EXAMPLES]
-    return joined, np.concatenate(outputs)[:EXAMPLES]
+class ServingSample:
+    """The first EXAMPLES inputs of the evaluated split and model.keras's outputs for them, taken from the
+    evaluation's own batches (the model is neither loaded nor run again for the check), and handed to the client as
+    soon as they are in, so that its predictions overlap the rest of the evaluation."""
+
+    def __init__(self, client: ServingClient) -> None:
+        self.client = client
+        self.inputs: list[Any] = []
+        self.outputs: list[np.ndarray] = []
+        self.names: dict[str, str] = {}
+        self.count, self.sent = 0, False
+
+    def add(self, keras_model: Any, x: Any, outputs: np.ndarray) -> None:
+        """One evaluated batch: its inputs (an array, or {name: array}) and model.keras's outputs."""
+        if self.sent:
+            return
+        if not self.inputs and isinstance(x, dict):
+            self.names = serving_names(keras_model)
+        self.inputs.append(x)
+        self.outputs.append(outputs)
+        self.count += len(outputs)
+        if self.count >= EXAMPLES:
+            self.send()
+
+    def send(self) -> None:
+        """Gives the client the inputs kept so far (a split smaller than EXAMPLES: all of it), once."""
+        if self.sent:
+            return
+        self.sent = True
+        if not self.inputs:
+            self.client.send(None)
+        elif isinstance(self.inputs[0], dict):
+            self.client.send(
+                {
+                    self.names.get(name, name): np.concatenate([x[name] for x in self.inputs])[:EXAMPLES]
+                    for name in self.inputs[0]
+                }
+            )
+        else:
+            self.client.send(np.concatenate(self.inputs)[:EXAMPLES])
+
+    def expected(self) -> np.ndarray | None:
+        """model.keras's outputs for what the client was given; None when the split had no examples."""
+        self.send()
+        return np.concatenate(self.outputs)[:EXAMPLES] if self.outputs else None
 
 
 def serving_names(keras_model: Any) -> dict[str, str]:

@@ -1,0 +1,51 @@
+"""The serving check's sample: the evaluation's own first examples and outputs, sent to the client once, as soon as
+they are in."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+from kflow.components.evaluator.serving_check import EXAMPLES, ServingSample
+
+
+class SentInputs:
+    """Stands in for the client process (tested with a real one in test_evaluator_executor.py): records sends."""
+
+    def __init__(self) -> None:
+        self.sent: list = []
+
+    def send(self, inputs) -> None:
+        self.sent.append(inputs)
+
+
+def two_input_model() -> keras.Model:
+    inputs = {"glucose (mg/dl)": keras.Input((1,), name="glucose__mg_dl_"), "age": keras.Input((1,), name="age")}
+    return keras.Model(inputs, keras.layers.Concatenate()([inputs["glucose (mg/dl)"], inputs["age"]]))
+
+
+def test_the_first_examples_are_sent_once_as_soon_as_they_are_in():
+    client, model = SentInputs(), two_input_model()
+    sample = ServingSample(client)
+    batch = 100
+    for start in range(0, 500, batch):
+        rows = np.arange(start, start + batch, dtype=np.float32)[:, None]
+        sample.add(model, {"glucose (mg/dl)": rows, "age": -rows}, np.hstack([rows, -rows]).astype(np.float64))
+        assert len(client.sent) == (1 if start + batch >= EXAMPLES else 0)
+    sample.send()
+    (inputs,) = client.sent
+    assert set(inputs) == {"glucose__mg_dl_", "age"}  # the serving signature's names
+    assert inputs["glucose__mg_dl_"][:, 0].tolist() == list(range(EXAMPLES))
+    expected = sample.expected()
+    assert expected.shape == (EXAMPLES, 2) and expected[-1].tolist() == [EXAMPLES - 1, -(EXAMPLES - 1)]
+
+
+def test_a_small_split_is_sent_whole_and_an_empty_one_as_none():
+    client = SentInputs()
+    sample = ServingSample(client)
+    unbuilt = keras.Sequential([keras.layers.Dense(2)])  # has no `input`: not asked for one with array inputs
+    sample.add(unbuilt, np.ones((3, 4)), np.zeros((3, 2)))
+    assert client.sent == [] and sample.expected().shape == (3, 2)
+    assert client.sent[0].shape == (3, 4)
+    empty = ServingSample(client)
+    assert empty.expected() is None and client.sent[-1] is None
