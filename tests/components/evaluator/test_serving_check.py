@@ -6,7 +6,8 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from kflow.components.evaluator.serving_check import EXAMPLES, ServingSample
+from kflow.components.evaluator.serving_check import EXAMPLES, TOLERANCE, ServingClient, ServingSample
+from kflow.pipeline.dsl.artifacts import Model
 
 
 class SentInputs:
@@ -49,3 +50,23 @@ def test_a_small_split_is_sent_whole_and_an_empty_one_as_none():
     assert client.sent[0].shape == (3, 4)
     empty = ServingSample(client)
     assert empty.expected() is None and client.sent[-1] is None
+
+
+def test_the_bound_grows_with_the_outputs_scale(tmp_path):
+    """Rounding between the two runtimes grows with the outputs (logits, a regression's targets): the bound is
+    TOLERANCE times their largest magnitude, so a large output passes and a difference over the bound fails."""
+    inputs = keras.Input((3,), name="x")
+    big = keras.Model(inputs, keras.layers.Dense(2, kernel_initializer=keras.initializers.Constant(5000.0))(inputs))
+    model = Model(tmp_path / "model")
+    big.export(str(model.serving_uri), format="tf_saved_model", verbose=False)
+    x = np.random.default_rng(0).uniform(0.5, 1.0, (8, 3)).astype(np.float32)
+    expected = np.asarray(big.predict_on_batch(x), dtype=np.float64)
+    scale = float(np.abs(expected).max())
+    assert scale > 5000
+    for shift, passes in [(0.0, True), (3 * TOLERANCE * scale, False)]:
+        with ServingClient(model) as client:
+            client.send(x)
+            result = client.result(expected + shift)
+        assert result["passed"] is passes, result
+        shifted_scale = float(np.abs(expected + shift).max())
+        assert result["output_scale"] == shifted_scale and result["tolerance"] == TOLERANCE * shifted_scale
