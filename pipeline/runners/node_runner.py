@@ -171,6 +171,7 @@ def _execute(
     final = record.run_dir / node.id
     log.info("%s: running", node.id)
     started = time.perf_counter()
+    working_dir = record.run_dir.parent / WORK / f"{node.id}-{fingerprint}"
     try:
         staged = {name: kind(staging / name) for name, kind in node.spec.outputs.items()}
         for artifact in staged.values():
@@ -180,7 +181,7 @@ def _execute(
             inputs={name: ref.open() for name, ref in inputs.items()},
             outputs=staged,
             parameters=node.parameters,
-            working_dir=record.run_dir.parent / WORK / f"{node.id}-{fingerprint}",
+            working_dir=working_dir,
         )
         changed = changed_files(data)
         if changed:
@@ -189,6 +190,9 @@ def _execute(
         fsync_tree(staging)  # On disk before the rename that publishes it: a power loss leaves no zeros behind.
         os.rename(staging, final)
         fsync_path(final.parent)
+        # What an interrupted execution resumes from (a Trainer's checkpoints) ends with the published outputs:
+        # a later execution of the same fingerprint (--no-cache, a removed run) starts afresh.
+        shutil.rmtree(working_dir, ignore_errors=True)
     except KeyboardInterrupt:
         shutil.rmtree(staging, ignore_errors=True)
         record.set_component(node.id, status="cancelled", seconds=round(time.perf_counter() - started, 3))

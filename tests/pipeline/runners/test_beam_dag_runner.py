@@ -190,12 +190,17 @@ def test_a_killed_run_leaves_no_partial_artifact_and_the_rerun_reuses_finished_w
     assert result.record["components"]["double"]["status"] == "succeeded"
 
 
-def test_an_executor_gets_a_working_dir_that_outlives_a_failed_execution(tmp_path):
+def test_an_executor_gets_a_working_dir_that_outlives_a_failed_execution_not_a_published_one(tmp_path):
     from tests.pipeline.toy.components import CountAttempts
 
     pipeline = Pipeline("toy", [CountAttempts("count", parameters={"value": 2})])
     with pytest.raises(PipelineFailed, match="attempt 1 of 2"):
         BeamDagRunner().run(pipeline, tmp_path)
+    assert len(list((tmp_path / "toy" / ".work").iterdir())) == 1
     result = BeamDagRunner().run(pipeline, tmp_path)
     assert read_value(result.record["components"]["count"]["outputs"]["numbers"]["uri"]) == 2
-    assert len(list((tmp_path / "toy" / ".work").iterdir())) == 1
+    # Published: nothing left to resume, so the same execution without the cache starts afresh (a Trainer would
+    # otherwise "resume" from its finished run's last checkpoint and train no step).
+    assert list((tmp_path / "toy" / ".work").iterdir()) == []
+    with pytest.raises(PipelineFailed, match="attempt 1 of 2"):
+        BeamDagRunner(enable_cache=False).run(pipeline, tmp_path)
