@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import tensorflow as tf
+from keras_hub.src.tokenizers.word_piece_tokenizer import pretokenize
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as lib
 
 JOINER = "##"
@@ -26,9 +28,6 @@ def learn_vocabulary(
 ) -> list[str]:
     """`compute_word_piece_vocabulary(lines, vocabulary_size, lowercase=..., reserved_tokens=...)`'s vocabulary,
     from a `tf.data.Dataset` of batches of lines."""
-    import tensorflow as tf
-    from keras_hub.src.tokenizers.word_piece_tokenizer import pretokenize
-
     words = lines.map(lambda text: pretokenize(text, lowercase, False, True, True), num_parallel_calls=tf.data.AUTOTUNE)
     vocabulary = learn(lib.count_words(words), vocabulary_size, list(reserved_tokens), joiner=suffix_indicator)
     return vocabulary[:vocabulary_size]
@@ -80,10 +79,12 @@ class _Substrings:
         pair_token: list[int] = []
         pair_end: list[int] = []
         pair_count: list[int] = []
+        pair_slot: list[int] = []
         slot_word: list[int] = []
         for w, (word, count) in enumerate(words):
             size = len(word)
             for start in range(size):
+                slot = len(slot_word)
                 slot_word.append(w)
                 parent = -1
                 for end in range(start + 1, size + 1):
@@ -94,21 +95,19 @@ class _Substrings:
                         texts.append(text)
                         parents.append(parent)
                     pair_token.append(token)
+                    pair_slot.append(slot)
                     pair_end.append(end)
                     pair_count.append(count)
                     parent = token
         self.ids, self.texts = ids, texts
         self.parent = np.asarray(parents, dtype=np.int64)
         self.pair_token = np.asarray(pair_token, dtype=np.int64)
+        self.pair_slot = np.asarray(pair_slot, dtype=np.int64)  # a slot's pairs are a run, ends ascending
         self.pair_end = np.asarray(pair_end, dtype=np.int64)
         self.pair_count = np.asarray(pair_count, dtype=np.float64)  # sums stay exact below 2**53
         self.slot_word = np.asarray(slot_word, dtype=np.int64)
-        sizes = np.asarray([len(word) for word, _ in words], dtype=np.int64)
-        self.word_size = sizes
-        self.word_slot = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        # Pairs are laid out slot after slot, ends ascending: a slot's pairs are a run.
-        slot_pairs = sizes.repeat(sizes) - (np.arange(len(slot_word)) - self.word_slot.repeat(sizes))
-        self.pair_slot = np.arange(len(slot_word)).repeat(slot_pairs)
+        self.word_size = np.asarray([len(word) for word, _ in words], dtype=np.int64)
+        self.word_slot = np.concatenate([[0], np.cumsum(self.word_size)[:-1]]).astype(np.int64)
 
     def kept_counts(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Counts the substrings that begin at the slots in `starts` (a mask), each by its word's count; returns
