@@ -112,7 +112,8 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
     )
     started = time.perf_counter()
     validation_steps = math.ceil(eval_count / global_batch) if eval_count else None
-    # Keras keeps one validation iterator across epochs when given its steps: repeat, one pass a validation.
+    # Keras starts a new validation iterator at each validation (and deletes the last: input_autotune.py says why that
+    # could stall); given the steps, it reads one pass of the repeated split.
     validation = runtime.fit_batches(dataset, "eval", False, global_batch) if eval_count else None
     if validation is not None and config.steps_per_execution > 1:
         # A call of several steps stops early only at the end of a finite dataset; it would read on into the split's

@@ -22,6 +22,7 @@ import tensorflow as tf
 from kflow.components.datasets.task import Task
 from kflow.components.datasets.user_module import MODULE_FILE, load_module
 from kflow.components.trainer.config import TrainConfig
+from kflow.components.trainer.strategies.input_autotune import untuned
 from kflow.components.trainer.strategies.runtime import MakeDataset, Runtime
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
@@ -48,7 +49,7 @@ def dataset_factory(task: Task, examples: Examples, config: TrainConfig) -> Make
             training=training,
             seed=config.seed,
             shuffle_buffer=config.shuffle_buffer if training else 0,
-        )
+        ).apply(untuned)
 
     return make_dataset
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from kflow.components.trainer.strategies.input_autotune import untune_device_datasets
 from kflow.components.trainer.strategies.runtime import (
     MakeDataset,
     Runtime,
@@ -23,6 +24,10 @@ from kflow.pipeline.dsl import heartbeat
 
 
 class SynchronousRuntime(Runtime):
+    def __init__(self, *args, **kwargs) -> None:
+        untune_device_datasets()
+        super().__init__(*args, **kwargs)
+
     def check_batch(self, global_batch: int) -> None:
         if global_batch % self.replicas:
             raise ValueError(f"batch_size {global_batch} must be a multiple of the {self.replicas} replicas in sync")
