@@ -9,6 +9,7 @@ time is counted), then trains mnist_convnet with the same global batch size and 
 - default-loop the custom loop (components/trainer/loop.py) in this process, default strategy
 - multi_worker_mirrored  the Trainer with a local cluster of 2 worker processes
 - parameter_server       the Trainer with 2 workers, 1 PS and a coordinator
+- parameter_server-8     the same, 8 steps per scheduled function (trainer.steps_per_execution)
 - keras_data_parallel-2dev / keras_model_parallel-2dev / jax_data_parallel-2dev
                          the JAX strategies in one JAX process over 2 XLA host devices
 - keras_data_parallel-2proc  two JAX processes on loopback (gloo), one device each
@@ -48,6 +49,13 @@ RUNS = {
     "default-loop": {"strategy": "default"},  # the custom loop, called directly
     "multi_worker_mirrored": {"strategy": "multi_worker_mirrored", "workers": 2},
     "parameter_server": {"strategy": "parameter_server", "workers": 2, "parameter_servers": 1},
+    # 8 steps per scheduled function, as TensorFlow's parameter-server tutorial sets Keras' steps_per_execution
+    "parameter_server-8": {
+        "strategy": "parameter_server",
+        "workers": 2,
+        "parameter_servers": 1,
+        "steps_per_execution": 8,
+    },
     "keras_data_parallel-2dev": {"strategy": "keras_data_parallel", "workers": 1, "devices": 2},
     "keras_data_parallel-2proc": {"strategy": "keras_data_parallel", "workers": 2},
     "keras_model_parallel-2dev": {"strategy": "keras_model_parallel", "workers": 1, "devices": 2},

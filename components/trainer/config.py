@@ -98,7 +98,7 @@ class ModelChoice:
         )
 
 
-LOOPS = {"loop": "the custom loop", "jax_loop": "the explicit JAX loop"}
+LOOPS = {"jax_loop": "the explicit JAX loop"}
 
 
 @dataclass
@@ -136,10 +136,10 @@ class TrainConfig:
             raise ValueError(f"mixed_precision: strategy {self.strategy} trains in float32 (the explicit JAX loop)")
         single = LOOPS.get(loop) or get_strategy(self.strategy).one_step_per_call
         if self.steps_per_execution > 1 and single:
-            able = ", ".join(n for n, s in STRATEGIES.items() if s.trainer == "fit" and not s.one_step_per_call)
+            able = ", ".join(n for n, s in STRATEGIES.items() if s.trainer not in LOOPS and not s.one_step_per_call)
             raise ValueError(
                 f"steps_per_execution: strategy {self.strategy} trains one step per call ({single}); "
-                f"only the model.fit strategies {able} run several"
+                f"only the strategies {able} run several"
             )
         if self.steps_per_epoch is not None and self.steps_per_epoch % self.steps_per_execution:
             raise ValueError(

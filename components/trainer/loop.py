@@ -153,10 +153,12 @@ def _train(
             runtime.reset_train()
             progress = EpochProgress(epoch + 1, config.epochs, steps_per_epoch, global_batch, config.log_every_steps)
             while step < (epoch + 1) * steps_per_epoch:
-                runtime.train_step()
-                step += 1
-                epoch_steps += 1
-                if config.checkpoint_every_steps and step % config.checkpoint_every_steps == 0:
+                steps = min(config.steps_per_execution, (epoch + 1) * steps_per_epoch - step)
+                runtime.train_step(steps)
+                step += steps
+                epoch_steps += steps
+                every = config.checkpoint_every_steps
+                if every and step // every > (step - steps) // every:
                     runtime.wait()
                     save(step)
                 progress.update(step - epoch * steps_per_epoch, lambda: runtime.train_results()["loss"])

@@ -77,7 +77,7 @@ class Runtime:
     """Base class; subclasses implement the methods the loop calls, in this order:
 
     `build` once, after the loop built the model and optimizer in `scope()`; then per epoch
-    `reset_train`, `train_step` × steps (`wait` before anything reads the model's state),
+    `reset_train`, `train_step` × calls of steps_per_execution steps (`wait` before anything reads the model's state),
     `train_results`, `evaluate`. A strategy whose cluster has roles that only serve (the
     workers and parameter servers of a PS cluster) implements `serve` for them.
     """
@@ -142,7 +142,8 @@ class Runtime:
         """Called in each training process after its training returned: ends its part in the cluster (with
         `end_process`, the process may end here: it has nothing left to do)."""
 
-    def train_step(self) -> None:
+    def train_step(self, steps: int = 1) -> None:
+        """Runs `steps` train steps in one call (trainer.steps_per_execution)."""
         raise NotImplementedError
 
     def wait(self) -> None:

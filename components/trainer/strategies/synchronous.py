@@ -73,8 +73,9 @@ class SynchronousRuntime(Runtime):
                 metric.update_state(y, predictions, sample_weight)
 
         @tf.function
-        def distributed_train(iterator):
-            return self.strategy.run(train_step, args=(next(iterator),))
+        def distributed_train(iterator, steps):
+            for _ in tf.range(steps):
+                self.strategy.run(train_step, args=(next(iterator),))
 
         @tf.function
         def distributed_eval(iterator):
@@ -93,8 +94,8 @@ class SynchronousRuntime(Runtime):
             else None
         )
 
-    def train_step(self) -> None:
-        self._train(self._train_iterator)
+    def train_step(self, steps: int = 1) -> None:
+        self._train(self._train_iterator, tf.constant(steps))
 
     def reset_train(self) -> None:
         for metric in [*self.train_metrics, self.train_loss, self.batches]:

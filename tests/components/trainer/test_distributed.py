@@ -72,13 +72,13 @@ def test_parameter_server_two_workers_one_ps_learns(inputs, tmp_path):
     summary = run(
         dataset="mnist", examples=examples, schema=schema, model=model, model_run=model_run,
         strategy="parameter_server", workers=2, parameter_servers=1, epochs=2, batch_size=32, seed=3,
-        working_dir=tmp_path / "work",
+        steps_per_execution=4, working_dir=tmp_path / "work",
     )  # fmt: skip
     history = model_run.history
     losses = [epoch["loss"] for epoch in history["per_epoch"]]
     assert losses[-1] < losses[0]
     assert history["strategy"] == "parameter_server"
-    assert summary["final_step"] == 26
+    assert summary["final_step"] == 32  # 13 batches an epoch, rounded up to 4 calls of 4 steps
     assert 0.0 <= history["per_epoch"][-1]["val_accuracy"] <= 1.0
     # Train metrics come from atomic increments on the PS (parameter_server.accumulate).
     accuracies = [epoch["accuracy"] for epoch in history["per_epoch"]]
@@ -103,6 +103,31 @@ def test_loop_resumes_from_the_last_checkpoint(inputs, tmp_path, caplog):
     assert (second["start_step"], second["final_step"], second["epochs"]) == (8, 24, 2)
     assert [epoch["epoch"] for epoch in second["per_epoch"]] == [2, 3]
     assert model_run.history["final_step"] == 24
+
+
+def test_the_loop_trains_several_steps_per_call_as_it_trains_them_one_by_one(inputs, tmp_path):
+    examples, schema = inputs
+    weights, histories = [], []
+    # 400 examples are 13 batches of 32: with 3 steps a call an epoch is rounded up to 15 steps (5 calls).
+    runs = {"one": ({"steps_per_epoch": 15}, [28, 30]), "three": ({"steps_per_execution": 3}, [24, 30])}
+    for name, (settings, kept) in runs.items():
+        model, model_run = _outputs(tmp_path / name)
+        config = TrainConfig(epochs=2, batch_size=32, seed=5, checkpoint_every_steps=4, **settings)
+        summary = loop.train(
+            MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run, config=config,
+            working_dir=tmp_path / name / "work",
+        )  # fmt: skip
+        assert (summary["steps_per_epoch"], summary["final_step"]) == (15, 30)
+        weights.append(keras.models.load_model(model.keras_file).get_weights())
+        histories.append(model_run.history["per_epoch"])
+        # A checkpoint once a call passes a multiple of 4 (3 steps a call: at steps 6, 9, 12, 18, ..., 24, 30) and at
+        # each epoch's end; the manager keeps the last 2.
+        checkpoints = (tmp_path / name / "work" / "checkpoints").glob("*.index")
+        assert sorted(int(p.name.split("-")[1].split(".")[0]) for p in checkpoints) == kept
+    # The same batches in the same order, so the same training: weights and per-epoch losses.
+    for one, three in zip(*weights, strict=True):
+        np.testing.assert_allclose(one, three, rtol=1e-5, atol=1e-6)
+    assert [e["loss"] for e in histories[1]] == pytest.approx([e["loss"] for e in histories[0]], rel=1e-5)
 
 
 @pytest.mark.parametrize(

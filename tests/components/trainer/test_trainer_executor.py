@@ -150,7 +150,7 @@ def test_several_steps_per_execution_train_whole_calls_and_validate_each_example
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"strategy": "multi_worker_mirrored", "steps_per_execution": 4}, "only the model.fit strategies"),
+        ({"strategy": "jax_data_parallel", "steps_per_execution": 4}, "explicit JAX loop"),
         ({"strategy": "mirrored", "steps_per_execution": 8}, "keras-team/keras#19246"),
         ({"steps_per_epoch": 6, "steps_per_execution": 4}, "4 does not divide steps_per_epoch"),
         ({"strategy": "parameter_server", "parameter_servers": 0}, "needs parameter_servers ≥ 1"),

@@ -27,12 +27,16 @@ def test_a_layout_map_naming_an_axis_outside_the_mesh_is_refused(run_kflow):
     assert "tensor" in result.stderr and "layout_map" in result.stderr
 
 
-def test_several_steps_per_execution_outside_model_fit_are_refused(run_kflow):
+def test_several_steps_per_execution_in_the_explicit_jax_loop_are_refused(run_kflow):
     result = run_kflow(
-        "validate", CONFIGS / "demo.yaml", "--set", "trainer.strategy=multi_worker_mirrored",
+        "validate", CONFIGS / "demo.yaml", "--set", "trainer.strategy=jax_data_parallel",
         "--set", "trainer.steps_per_execution=4",
     )  # fmt: skip
     assert result.returncode == 2
-    assert "trainer.steps_per_execution: strategy multi_worker_mirrored trains one step per call" in result.stderr
-    fitted = run_kflow("validate", CONFIGS / "demo.yaml", "--set", "trainer.steps_per_execution=4")
-    assert fitted.returncode == 0, fitted.stderr
+    assert "trainer.steps_per_execution: strategy jax_data_parallel trains one step per call" in result.stderr
+    for strategy in ("default", "parameter_server"):  # model.fit, the custom loop
+        taken = run_kflow(
+            "validate", CONFIGS / "demo.yaml", "--set", f"trainer.strategy={strategy}",
+            "--set", "trainer.steps_per_execution=4",
+        )  # fmt: skip
+        assert taken.returncode == 0, taken.stderr
