@@ -30,6 +30,7 @@ from kflow.components.evaluator.report import write_report
 from kflow.components.evaluator.serving_check import REPORT as SERVING_REPORT
 from kflow.components.evaluator.serving_check import ServingClient, ServingSample, as_check
 from kflow.components.util import plots
+from kflow.components.util.input_autotune import untuned
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
 
 log = logging.getLogger("kflow.evaluator")
@@ -217,6 +218,7 @@ class _Measure:
 
     def _stream(self, task_object, keras_model, split, overall, slices, by_slice=None, sample=None) -> None:
         batches = task_object.dataset(self.examples, split, batch_size=self.batch_size, training=False, seed=self.seed)
+        batches = untuned(batches)  # its iterator's deletion would wait for an autotuning round (input_autotune.py)
         for batch in batches.as_numpy_iterator():
             x, y = batch[0], batch[1]
             weight = batch[2] if len(batch) > 2 else None

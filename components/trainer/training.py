@@ -22,8 +22,8 @@ import tensorflow as tf
 from kflow.components.datasets.task import Task
 from kflow.components.datasets.user_module import MODULE_FILE, load_module
 from kflow.components.trainer.config import TrainConfig
-from kflow.components.trainer.strategies.input_autotune import untuned
 from kflow.components.trainer.strategies.runtime import MakeDataset, Runtime
+from kflow.components.util.input_autotune import untuned
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 log = logging.getLogger("kflow.trainer")

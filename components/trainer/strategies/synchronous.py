@@ -10,7 +10,6 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from kflow.components.trainer.strategies.input_autotune import untune_device_datasets
 from kflow.components.trainer.strategies.runtime import (
     MakeDataset,
     Runtime,
@@ -20,6 +19,7 @@ from kflow.components.trainer.strategies.runtime import (
     replica_loss,
     unpack,
 )
+from kflow.components.util.input_autotune import untune_device_datasets
 from kflow.pipeline.dsl import heartbeat
 
 

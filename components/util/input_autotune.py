@@ -1,4 +1,5 @@
-"""Training input without tf.data's autotuning threads, so that deleting an iterator does not stall.
+"""Input without tf.data's autotuning threads (the Trainer's and the Evaluator's), so that deleting an iterator does
+not stall.
 
 tf.data starts an autotuning thread for each iterator of a pipeline that has anything marked AUTOTUNE, and in
 TensorFlow 2.21 deleting the iterator often waits for that thread's next optimisation round, which comes
@@ -7,9 +8,9 @@ replica through a MultiDeviceIterator: one small dataset per device, prefetching
 each with such a thread although it has nothing to tune. Deleting a MirroredStrategy iterator that lived 12 s took
 8.5 s here, one that lived 22 s 19 s (the same under MultiWorkerMirroredStrategy; an iterator of a plain pipeline
 with parallel maps, now and then). Keras' `fit` drops its validation iterator at each validation and both at its
-end: a mirrored `fit` of two 10-s epochs lost 10-20 s an epoch. Without autotuning, AUTOTUNE parallelism is the
-core count and AUTOTUNE prefetch buffers grow on demand (tf.data's legacy autotuner), which serves these pipelines
-as well (the same examples/s in bench/guides' mirrored_mnist).
+end: a mirrored `fit` of two 10-s epochs lost 10-20 s an epoch; an evaluation's iterator ends with it. Without
+autotuning, AUTOTUNE parallelism is the core count and AUTOTUNE prefetch buffers grow on demand (tf.data's legacy
+autotuner), which serves these pipelines as well (the same examples/s in bench/guides' mirrored_mnist).
 """
 
 from __future__ import annotations

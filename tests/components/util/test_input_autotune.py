@@ -16,7 +16,7 @@ from tests.conftest import REPO
 CHILD = """
 import json, sys, time
 import tensorflow as tf
-from kflow.components.trainer.strategies.input_autotune import untune_device_datasets, untuned
+from kflow.components.util.input_autotune import untune_device_datasets, untuned
 untune_device_datasets()
 untune_device_datasets()  # idempotent: one wrapper, not two
 from tensorflow.python.data.ops import multi_device_iterator_ops
