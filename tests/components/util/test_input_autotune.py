@@ -32,9 +32,9 @@ tuned = [device._dataset.options().autotune.enabled for device in iterator._iter
 started = time.perf_counter()
 while time.perf_counter() - started < float(sys.argv[1]):
     next(iterator)
+first = [t.numpy().tolist() for t in first]
 deleting = time.perf_counter()
 del iterator
-first = [t.numpy().tolist() for t in first]
 deleted = time.perf_counter() - deleting
 print(json.dumps({"delete_s": deleted, "first": first, "tuned": tuned, "wrapped_once": wrapped_once}))
 """
