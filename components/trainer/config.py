@@ -134,9 +134,9 @@ class TrainConfig:
             )
         if loop == "jax_loop" and self.mixed_precision:
             raise ValueError(f"mixed_precision: strategy {self.strategy} trains in float32 (the explicit JAX loop)")
-        single = LOOPS.get(loop) or get_strategy(self.strategy).one_step_per_call
+        single = LOOPS.get(loop)
         if self.steps_per_execution > 1 and single:
-            able = ", ".join(n for n, s in STRATEGIES.items() if s.trainer not in LOOPS and not s.one_step_per_call)
+            able = ", ".join(n for n, s in STRATEGIES.items() if s.trainer not in LOOPS)
             raise ValueError(
                 f"steps_per_execution: strategy {self.strategy} trains one step per call ({single}); "
                 f"only the strategies {able} run several"

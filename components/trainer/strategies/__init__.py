@@ -36,7 +36,6 @@ class StrategySpec:
     trainer: str = "loop"
     backend: str = "tensorflow"
     devices: bool = False  # takes trainer.devices (Runtime.configure): logical TF devices, or XLA host devices
-    one_step_per_call: str = ""  # why a `fit` strategy refuses trainer.steps_per_execution > 1, if it does
     description: str = ""
     guide: str = ""
 
@@ -97,8 +96,6 @@ STRATEGIES: dict[str, StrategySpec] = {
             "kflow.components.trainer.strategies.mirrored:Runtime",
             trainer="fit",
             devices=True,
-            one_step_per_call="Keras' fit fails with several under a MirroredStrategy: 'You must feed a value for "
-            "placeholder tensor', keras-team/keras#19246",
             description="synchronous all-reduce over the local devices (or N logical devices of one)",
             guide="TensorFlow: distributed training with Keras; logical devices: TensorFlow's GPU guide",
         ),

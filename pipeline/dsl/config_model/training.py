@@ -58,7 +58,7 @@ class TrainerSection(Section):
     steps_per_epoch: int | None = Field(None, ge=1)
     """null: one pass over the train split"""
     steps_per_execution: int = Field(1, ge=1, le=1000)
-    """train steps per call into the backend, every strategy but mirrored and the explicit JAX loop's: as Keras'
+    """train steps per call into the backend, every strategy but the explicit JAX loop's: as Keras'
     compile(steps_per_execution=...) in the model.fit ones, steps per tf.function call (per scheduled function on a
     parameter-server worker) in the custom loop's; callbacks, progress, checkpoints and the heartbeat then see every
     Nth step, which takes the per-step overhead off small, fast steps. Must divide steps_per_epoch; an epoch of one
