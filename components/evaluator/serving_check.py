@@ -87,6 +87,9 @@ class ServingSample:
             return
         if not self.inputs and isinstance(x, dict):
             self.names = serving_names(keras_model)
+        if self.inputs and _shapes(x, outputs) != _shapes(self.inputs[0], self.outputs[0]):
+            self.send()  # A batch of its own length (padded to its longest line, say): the sample ends here.
+            return
         self.inputs.append(x)
         self.outputs.append(outputs)
         self.count += len(outputs)
@@ -114,6 +117,12 @@ class ServingSample:
         """model.keras's outputs for what the client was given; None when the split had no examples."""
         self.send()
         return np.concatenate(self.outputs)[:EXAMPLES] if self.outputs else None
+
+
+def _shapes(x: Any, outputs: np.ndarray) -> tuple:
+    """A batch's shapes but for its size: the batches of one sample are concatenated."""
+    arrays = [x[name] for name in sorted(x)] if isinstance(x, dict) else [x]
+    return tuple(np.shape(array)[1:] for array in [*arrays, outputs])
 
 
 def serving_names(keras_model: Any) -> dict[str, str]:

@@ -52,6 +52,21 @@ def test_a_small_split_is_sent_whole_and_an_empty_one_as_none():
     assert empty.expected() is None and client.sent[-1] is None
 
 
+def test_batches_of_another_length_end_the_sample():
+    """A task whose batches are padded to their own longest line (a user module's, say) gives batches of their own
+    lengths, which cannot be concatenated: the sample is the batches of the first one's shapes, sent when another
+    comes."""
+    client = SentInputs()
+    sample = ServingSample(client)
+    inputs = {"token_ids": keras.Input((None,), name="token_ids")}
+    model = keras.Model(inputs, keras.layers.Dense(3)(inputs["token_ids"][..., None]))
+    for length in (7, 7, 5):
+        sample.add(model, {"token_ids": np.full((100, length), length)}, np.zeros((100, length, 3)))
+    (inputs,) = client.sent
+    assert inputs["token_ids"].shape == (200, 7)
+    assert sample.expected().shape == (200, 7, 3)
+
+
 def test_the_bound_grows_with_the_outputs_scale(tmp_path):
     """Rounding between the two runtimes grows with the outputs (logits, a regression's targets): the bound is
     TOLERANCE times their largest magnitude, so a large output passes and a difference over the bound fails."""
