@@ -43,6 +43,7 @@ CLIENT_ENVIRONMENT = {"TF_USE_LEGACY_KERAS": "1"}
 # then waits for one line on stdin naming the inputs and where to write the outputs (an empty stdin: nothing to do).
 CLIENT = """
 import json, sys
+sys.modules["jax"] = None  # TensorFlow imports JAX when it can (tf.lite's converters): 0.6 s, of no use here
 import numpy as np
 import tensorflow as tf
 
