@@ -26,6 +26,7 @@ from kflow.components.trainer.replica import run_replica
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import is_chief_process, tf_config
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
+from kflow.pipeline.dsl.process_exit import exit_now
 
 
 def worker_spec(
@@ -85,4 +86,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    exit_now(main(sys.argv[1:]))  # the launcher waits for this process's end: not for TensorFlow's teardown

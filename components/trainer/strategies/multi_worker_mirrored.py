@@ -6,9 +6,7 @@ non-chief ones into a folder they delete).
 """
 
 import logging
-import os
 import socket
-import sys
 import time
 
 import tensorflow as tf
@@ -16,6 +14,7 @@ from tensorflow.python.eager import context
 
 from kflow.components.trainer.strategies.cluster_env import in_cluster, tf_config
 from kflow.components.trainer.strategies.synchronous import SynchronousRuntime
+from kflow.pipeline.dsl.process_exit import exit_now
 
 log = logging.getLogger(__name__)
 # How long the workers wait at the end for the chief, which exports the model after its training returned.
@@ -60,10 +59,7 @@ class Runtime(SynchronousRuntime):
         if chief:
             wait_until_gone(peer_addresses(tf_config()), PEERS_GONE_TIMEOUT_S)
         if end_process:
-            logging.shutdown()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(0)
+            exit_now(0)
 
 
 def peer_addresses(config: dict) -> list[tuple[str, int]]:
