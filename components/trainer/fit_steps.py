@@ -4,8 +4,9 @@ Keras' own functions for `steps_per_execution` > 1 (a `tf.while_loop` over optio
 set while it is traced) fail under a MirroredStrategy of 2 replicas: "You must feed a value for placeholder tensor"
 (keras-team/keras#19246, still so in Keras 3.15). kflow's batches let simpler functions do it: the train batches
 repeat and an epoch is whole calls (training.split_sizes), so a train call runs exactly `steps` steps; a
-validation call runs up to `steps`, stopping where its one pass ends. A call of several steps is what makes a
-small model fast: one step a call, the Python and dispatch around it cost as much as the step itself here.
+validation call runs up to `steps`, as many as are left of the split's one pass (counted: its batches repeat
+too). A call of several steps is what makes a small model fast: one step a call, the Python and dispatch around it
+cost as much as the step itself here.
 """
 
 from __future__ import annotations
