@@ -85,9 +85,7 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
             if config.steps_per_execution > 1:
                 from kflow.components.trainer.fit_steps import run_steps_per_call
 
-                run_steps_per_call(
-                    keras_model, keras_model.distribute_strategy, config.steps_per_execution, validation_steps
-                )
+                run_steps_per_call(keras_model, config.steps_per_execution, validation_steps)
     epoch_log = EpochLog(config.epochs, examples_per_epoch, steps_per_epoch, global_batch, config.log_every_steps)
     chief = runtime.process_index == 0
     # Each process of a multi-process strategy backs up its own state (they hold the same weights).

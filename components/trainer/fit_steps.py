@@ -18,11 +18,11 @@ import tensorflow as tf
 from keras.src.backend.tensorflow.trainer import reduce_per_replica
 
 
-def run_steps_per_call(
-    keras_model: keras.Model, strategy: tf.distribute.Strategy, steps: int, validation_steps: int | None
-) -> None:
-    """Gives a compiled `keras_model` a train function of `steps` steps a call and a test function of up to `steps`
-    a call, `validation_steps` in all (each validation of `fit`: the split's one pass)."""
+def run_steps_per_call(keras_model: keras.Model, steps: int, validation_steps: int | None) -> None:
+    """Gives a compiled `keras_model` (built under its tf.distribute strategy) a train function of `steps` steps a
+    call and a test function of up to `steps` a call, `validation_steps` in all (each validation of `fit`: the
+    split's one pass)."""
+    strategy = keras_model.distribute_strategy
 
     def on_replicas(step_function):
         def one_step(data):
