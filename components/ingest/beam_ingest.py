@@ -42,6 +42,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from operator import itemgetter
 from typing import Any
 
 import apache_beam as beam
@@ -56,6 +57,7 @@ from kflow.components.ingest.ingest_staging import (
     REJECT_ROWS,
     Staging,
     read_chunk,
+    read_chunk_keys,
     read_staged,
     write_staged,
 )
@@ -78,6 +80,7 @@ _REJECTS = "rejects"
 _HISTOGRAM = "histogram"
 _SIZES = "sizes"
 _POSITION = re.compile(r"(.*)[:#](\d+)")
+_BY_KEY = itemgetter(1)
 _JSON = json.JSONEncoder(sort_keys=True)  # One encoder for every reject line (json.dumps builds one per call).
 
 
@@ -179,7 +182,7 @@ def _add_sizes(sizes: Iterator[dict[str, int]]) -> dict[str, int]:
 
 
 class _Process(beam.DoFn):
-    """Runs `process_chunk` on a chunk and stages its accepted records sorted by `sort_key_of`; emits the staged
+    """Runs `process_chunk` on a chunk and stages its accepted records sorted by key; emits the staged
     file's name, the rejects, and (with a plan) a histogram of the records' hashes per group.
 
     Shows the records processed out of `read`: as a bar when every chunk is processed here, else
@@ -205,10 +208,11 @@ class _Process(beam.DoFn):
         if self._progress is not None:
             self._progress.add(len(accepted) + len(found_rejects))
         if accepted:
-            # CHUNK_ROWS, sorted by sort key: (hash, key) as `sort_key_of` makes it, the group, the record.
-            staged = sorted((*sort_key_of(key), group, record) for key, group, record in accepted)
+            # CHUNK_ROWS, sorted by key (so that each part file routed from it is sorted too): (hash, key) as
+            # `sort_key_of` makes them, the group, the record.
+            staged = sorted(((*sort_key_of(key), group, record) for key, group, record in accepted), key=_BY_KEY)
             path = self._staging.path(f"chunk-{index:08d}.rec")
-            write_staged(path, staged, CHUNK_ROWS)
+            write_staged(path, staged, CHUNK_ROWS, merged=False)
             yield path
             sizes: Counter = Counter()
             for _, _, group, record in staged:
@@ -254,10 +258,13 @@ class _MergeHistograms(beam.CombineFn):
 def _keys_at_cuts(path: str, wanted: dict[str, list[tuple[int, str, int, int]]]):
     """(group, bucket, sort key) of the staged records in a bucket where a cut falls."""
     buckets = {(group, bucket) for group, cuts in wanted.items() for _, _, bucket, _ in cuts}
-    for sort_key, group, _ in read_chunk(path):
-        bucket = sort_key[0] >> (64 - BUCKET_BITS)
-        if (group, bucket) in buckets:
-            yield group, bucket, sort_key
+    cut_buckets = np.array(sorted({bucket for _, bucket in buckets}), np.uint64)
+    for hashes, keys, groups in read_chunk_keys(path):
+        in_cut_bucket = np.isin(hashes >> np.uint64(64 - BUCKET_BITS), cut_buckets)
+        for row in np.flatnonzero(in_cut_bucket).tolist():
+            bucket = int(hashes[row]) >> (64 - BUCKET_BITS)
+            if (groups[row], bucket) in buckets:
+                yield groups[row], bucket, (int(hashes[row]), keys[row])
 
 
 def _stage_rejects(entries: list[dict[str, Any]], staging: Staging, name: str) -> tuple[str, Counter]:
@@ -272,7 +279,8 @@ def _stage_rejects(entries: list[dict[str, Any]], staging: Staging, name: str) -
 
 
 class _Route(beam.DoFn):
-    """Splits and shards the records of a staged chunk into part files sorted by key; emits ((split, shard), part).
+    """Splits and shards the records of a staged chunk into part files sorted by key (as the chunk is); emits
+    ((split, shard), part).
 
     A record's shard comes from its sort key's hash (`shard_of`)."""
 
@@ -291,7 +299,7 @@ class _Route(beam.DoFn):
         chunk = path.rsplit("/", 1)[-1].removesuffix(".rec")
         for (split, shard), records in parts.items():
             part = self._staging.path(f"part-{split}-{shard:05d}-{chunk}.rec")
-            write_staged(part, sorted(records), PART_ROWS)
+            write_staged(part, records, PART_ROWS)
             yield (split, shard), part
 
 

@@ -10,17 +10,22 @@ import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
 
 from kflow.components.ingest.compressed import open_source
 from kflow.components.ingest.split_plan import SortKey
-from kflow.components.ingest.staged_records import read_rows, write_rows
+from kflow.components.ingest.staged_records import read_columns, read_rows, write_rows
 from kflow.pipeline.dsl.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
 
-STREAM_BATCH = 32  # Records a batch in staged files: a merge holds a batch of each of its files (one per chunk).
+# Bytes a batch of staged rows: a merge holds a batch of each file it merges (one per chunk); a file read on its
+# own (a chunk's records) can hold more, and each batch costs a few calls however many rows it holds.
+MERGED_BATCH_BYTES = 32 * 2**10
+READ_ALONE_BATCH_BYTES = 512 * 2**10
+_MOST_ROWS = 8192
 
 
 class Staging:
@@ -71,11 +76,18 @@ REJECT_ROWS = ("str", "i64", "str")  # the position (file, line or index), the J
 PART_ROWS = ("str", "bytes")  # the key, the serialised Example
 
 
-def write_staged(path: str, rows: Sequence[tuple], kinds: tuple[str, ...]) -> None:
-    """Batches of STREAM_BATCH rows, so that `read_staged` holds one batch at a time: a merge holds a batch of
-    each of its files."""
+def write_staged(path: str, rows: Sequence[tuple], kinds: tuple[str, ...], merged: bool = True) -> None:
+    """In batches of about MERGED_BATCH_BYTES, or READ_ALONE_BATCH_BYTES for a file that is not `merged` with
+    others: `read_staged` holds one batch at a time."""
     with FileSystems.create(path) as file:
-        write_rows(file, rows, kinds, STREAM_BATCH)
+        write_rows(file, rows, kinds, batch_rows(rows, MERGED_BATCH_BYTES if merged else READ_ALONE_BATCH_BYTES))
+
+
+def batch_rows(rows: Sequence[tuple], batch_bytes: int) -> int:
+    """Rows a batch of about `batch_bytes`, from the size of the first rows' last value (the record, the line)."""
+    sample = rows[:256]
+    row_bytes = 16 + sum(len(row[-1]) for row in sample) / max(1, len(sample))
+    return max(1, min(_MOST_ROWS, int(batch_bytes // row_bytes)))
 
 
 def read_staged(path: str, kinds: tuple[str, ...]) -> Iterator[tuple]:
@@ -86,3 +98,9 @@ def read_staged(path: str, kinds: tuple[str, ...]) -> Iterator[tuple]:
 def read_chunk(path: str) -> Iterator[tuple[SortKey, str, bytes]]:
     for hashed, key, group, record in read_staged(path, CHUNK_ROWS):
         yield (hashed, key), group, record
+
+
+def read_chunk_keys(path: str) -> Iterator[tuple[np.ndarray, list[str], list[str]]]:
+    """A chunk's hashes, keys and groups, a batch at a time, without decoding its records."""
+    with FileSystems.open(path) as file:
+        yield from read_columns(file, CHUNK_ROWS, (0, 1, 2))

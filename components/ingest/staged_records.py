@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 
@@ -51,6 +51,14 @@ def _column(kind: str, values: tuple) -> bytes:
 
 
 def read_rows(file: IO[bytes], kinds: tuple[str, ...]) -> Iterator[tuple]:
+    for columns in read_columns(file, kinds, range(len(kinds))):
+        lists = (column.tolist() if isinstance(column, np.ndarray) else column for column in columns)
+        yield from zip(*lists, strict=True)
+
+
+def read_columns(file: IO[bytes], kinds: tuple[str, ...], wanted: Sequence[int]) -> Iterator[tuple]:
+    """Per batch, the columns numbered `wanted` (integers as NumPy arrays); the others are skipped, not decoded."""
+    wanted = set(wanted)
     if _read_exactly(file, len(MAGIC)) != MAGIC:
         raise ValueError(f"{getattr(file, 'name', 'a staged file')} is not a kflow staged-records file")
     while header := file.read(_HEADER.size):
@@ -59,27 +67,31 @@ def read_rows(file: IO[bytes], kinds: tuple[str, ...]) -> Iterator[tuple]:
         count, size = _HEADER.unpack(header)
         body = _read_exactly(file, size)
         columns, offset = [], 0
-        for kind in kinds:
-            column, offset = _parse(kind, body, offset, count)
-            columns.append(column)
+        for number, kind in enumerate(kinds):
+            column, offset = _parse(kind, body, offset, count, number in wanted)
+            if number in wanted:
+                columns.append(column)
         if offset != size:
             raise ValueError(f"a staged batch of {size} bytes holds {offset} bytes of columns")
-        yield from zip(*columns, strict=True)
+        yield tuple(columns)
 
 
-def _parse(kind: str, body: bytes, offset: int, count: int) -> tuple[list, int]:
+def _parse(kind: str, body: bytes, offset: int, count: int, decode: bool = True) -> tuple[Any, int]:
+    """The column at `offset` (None unless `decode`) and the offset after it."""
     if kind in _INTEGERS:
         dtype = _INTEGERS[kind]
-        values = np.frombuffer(body, dtype, count, offset).tolist()
+        values = np.frombuffer(body, dtype, count, offset) if decode else None
         return values, offset + count * dtype.itemsize
     layout, offset = body[offset : offset + 1], offset + 1
     if layout == _JOINED:
         (size,) = _SIZE.unpack_from(body, offset)
         offset += _SIZE.size
-        values = body[offset : offset + size].decode().split("\0") if count else []
+        values = (body[offset : offset + size].decode().split("\0") if count else []) if decode else None
         return values, offset + size
     lengths = np.frombuffer(body, _LENGTH, count, offset)
     offset += count * _LENGTH.itemsize
+    if not decode:
+        return None, offset + int(lengths.sum(dtype=np.int64))
     ends = (np.cumsum(lengths, dtype=np.int64) + offset).tolist()
     starts = [offset, *ends[:-1]]
     view = memoryview(body)

@@ -1,22 +1,62 @@
 """TFRecord files without TensorFlow, for the processes that only write or read records (an ingest's workers).
 
-The framing and its checks are Beam's own (`apache_beam.io.tfrecordio`, what `WriteToTFRecord` and
-`ReadFromTFRecord` use; crc32c in C through google-crc32c). A gzipped file is one gzip stream at zlib's
-default level, as TensorFlow's GZIP option writes, with no time or name in its header: the same records give
-the same bytes. `tf.data.TFRecordDataset` reads these files (tests/components/ingest/test_tfrecord_file.py).
+The format is TensorFlow's (a record: its length as a little-endian u64, the masked crc32c of those 8 bytes,
+the data, the masked crc32c of the data; crc32c in C through google-crc32c). Records are framed a batch at a
+time (the crcs in one pass, the masks in NumPy) and a gzipped file is compressed on a thread of its own, which
+zlib lets run beside the caller's Python: the caller builds the next records while the last are compressed. A
+gzipped file is one gzip stream at zlib's default level, as TensorFlow's GZIP option writes, with no time or
+name in its header: the same records give the same bytes. Reading uses Beam's own framing and checks
+(`apache_beam.io.tfrecordio`, what `ReadFromTFRecord` uses). `tf.data.TFRecordDataset` reads these files
+(tests/components/ingest/test_tfrecord_file.py).
 """
 
 from __future__ import annotations
 
-import io
+import queue
+import struct
+import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+import google_crc32c
+import numpy as np
 from apache_beam.io.tfrecordio import _TFRecordUtil
 
-_FLUSH_BYTES = 1 << 20  # Framed records gathered before one call into zlib: a call per record costs more.
+_FLUSH_BYTES = 1 << 20  # Records gathered before they are framed and handed to zlib: a call per record costs more.
+_QUEUED = 4  # Framed blocks waiting for the compressing thread: the writer holds a few MB at most.
+_MASK_DELTA = np.uint32(0xA282EAD8)
+_LENGTH = struct.Struct("<Q")
+
+
+def _masked(crcs: np.ndarray) -> np.ndarray:
+    """TFRecord's masked crc32c (`MaskedCrc` in tensorflow/core/lib/hash/crc32c.h), wrapping in 32 bits."""
+    return ((crcs >> np.uint32(15)) | (crcs << np.uint32(17))) + _MASK_DELTA
+
+
+def _header(length: int) -> bytes:
+    """A record's length and its crc (kept in _HEADERS)."""
+    encoded = _LENGTH.pack(length)
+    header = encoded + _masked(np.array([google_crc32c.value(encoded)], np.uint32)).astype("<u4").tobytes()
+    if len(_HEADERS) < _MOST_HEADERS:
+        _HEADERS[length] = header
+    return header
+
+
+def frame(records: list[bytes]) -> bytes:
+    """The records as TFRecord bytes, uncompressed."""
+    crcs = np.fromiter(map(google_crc32c.value, records), np.uint32, len(records))
+    footers = _masked(crcs).astype("<u4").tobytes()
+    pieces: list[bytes] = [b""] * (3 * len(records))
+    pieces[0::3] = [_HEADERS.get(len(record)) or _header(len(record)) for record in records]
+    pieces[1::3] = records
+    pieces[2::3] = [footers[start : start + 4] for start in range(0, len(footers), 4)]
+    return b"".join(pieces)
+
+
+_HEADERS: dict[int, bytes] = {}  # By length: a dataset's records share few lengths.
+_MOST_HEADERS = 1 << 16
 
 
 class TFRecordWriter:
@@ -24,34 +64,79 @@ class TFRecordWriter:
 
     def __init__(self, path: str | Path, gzip: bool = True):
         self._file: BinaryIO = open(path, "wb")  # noqa: SIM115 (closed by close())
-        self._zip = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, 16 + zlib.MAX_WBITS) if gzip else None
-        self._pending = io.BytesIO()
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._compressor: _Compressor | None = _Compressor(self._file) if gzip else None
 
     def write(self, record: bytes) -> None:
-        _TFRecordUtil.write_record(self._pending, record)
-        if self._pending.tell() >= _FLUSH_BYTES:
+        self._pending.append(record)
+        self._pending_bytes += len(record)
+        if self._pending_bytes >= _FLUSH_BYTES:
             self._flush()
 
     def _flush(self) -> None:
-        data = self._pending.getvalue()
-        self._file.write(self._zip.compress(data) if self._zip else data)
-        self._pending = io.BytesIO()
+        if not self._pending:
+            return
+        data = frame(self._pending)
+        self._pending, self._pending_bytes = [], 0
+        if self._compressor is None:
+            self._file.write(data)
+        else:
+            self._compressor.put(data)
 
     def close(self) -> None:
         if self._file.closed:
             return
         try:
             self._flush()
-            if self._zip:
-                self._file.write(self._zip.flush())
         finally:
-            self._file.close()
+            try:
+                if self._compressor is not None:
+                    self._compressor.finish()
+            finally:
+                self._file.close()
 
     def __enter__(self) -> TFRecordWriter:
         return self
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+class _Compressor:
+    """Gzips blocks into a file on a thread of its own, in order; `finish` ends the stream and raises what failed."""
+
+    def __init__(self, file: BinaryIO):
+        self._file = file
+        self._zip = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        self._blocks: queue.Queue[bytes | None] = queue.Queue(_QUEUED)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="tfrecord-gzip", daemon=True)
+        self._thread.start()
+
+    def put(self, block: bytes) -> None:
+        if self._error is not None:
+            raise self._error
+        self._blocks.put(block)
+
+    def finish(self) -> None:
+        self._blocks.put(None)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        while (block := self._blocks.get()) is not None:
+            if self._error is None:  # After a failure, blocks are only drained: `put` never waits on a dead thread.
+                try:
+                    self._file.write(self._zip.compress(block))
+                except BaseException as error:  # noqa: BLE001 - handed to the caller by put/finish.
+                    self._error = error
+        if self._error is None:
+            try:
+                self._file.write(self._zip.flush())
+            except BaseException as error:  # noqa: BLE001
+                self._error = error
 
 
 def read_records(stream: BinaryIO) -> Iterator[tuple[int, bytes | None]]:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import gzip
 import io
+import threading
 
 import pytest
 import tensorflow as tf
+from apache_beam.io.tfrecordio import _TFRecordUtil
 
-from kflow.components.ingest.tfrecord_file import _FLUSH_BYTES, TFRecordWriter, read_records
+from kflow.components.ingest.tfrecord_file import _FLUSH_BYTES, TFRecordWriter, frame, read_records
 
 RECORDS = [b"", b"a", bytes(range(256)) * 40, *(f"record {i}".encode() * (i % 7) for i in range(3000))]
 LARGE = [bytes([i]) * 400_000 for i in range(4)]  # Past _FLUSH_BYTES: several compressed blocks in one stream.
@@ -51,3 +53,19 @@ def test_a_broken_record_ends_the_stream_with_none(tmp_path):
     data[16 + 5 + 12 + 2] ^= 0xFF  # A byte of the second record's data: its crc no longer matches.
     assert list(read_records(io.BytesIO(bytes(data)))) == [(0, b"first"), (21, None)]
     assert list(read_records(io.BytesIO(bytes(data[:30])))) == [(0, b"first"), (21, None)]  # Truncated.
+
+
+def test_a_failed_write_is_raised_and_the_compressing_thread_ends():
+    """A full disk (/dev/full) fails the compressing thread's writes: the caller gets the error, no thread is left."""
+    with pytest.raises(OSError, match="No space left"), TFRecordWriter("/dev/full") as writer:
+        for record in LARGE * 8:  # Blocks past the writer's queue: a write waits on a thread that has failed.
+            writer.write(record)
+    assert not [thread for thread in threading.enumerate() if thread.name == "tfrecord-gzip"]
+
+
+def test_framed_batches_are_beams_records(tmp_path):
+    """`frame` (a batch at a time, crcs masked in NumPy) gives Beam's per-record framing byte for byte."""
+    expected = io.BytesIO()
+    for record in RECORDS:
+        _TFRecordUtil.write_record(expected, record)
+    assert frame(RECORDS) == expected.getvalue()
