@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kflow.components.datasets.tabular.examples import check_problem_type
-from kflow.components.util.example_proto import Example
+from kflow.components.util.example_proto import serialize_example
 
 TYPES = ("int", "float", "string", "bool")
 DEFAULT_MISSING = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
@@ -30,14 +30,22 @@ class BadValue(ValueError):
     """A value that does not parse as its column's type."""
 
 
+def int64(value: int) -> int:
+    """`value`, or BadValue past the int64 range: an Example's int64_list holds no more."""
+    if not -(2**63) <= value <= 2**63 - 1:
+        raise BadValue(value)
+    return value
+
+
 def parse_value(text: str, kind: str) -> int | float | str:
     if kind == "string":
         return text
     if kind == "int":
         try:
-            return int(text)
+            value = int(text)
         except ValueError:
             raise BadValue(text) from None
+        return int64(value)
     if kind == "float":
         try:
             value = float(text)
@@ -148,13 +156,4 @@ def content_hash(fields: list[str]) -> str:
 def serialized_example(values: Mapping[str, int | float | str]) -> bytes:
     """A record's present values as a tf.train.Example, serialised deterministically: str → bytes_list,
     float → float_list, int (and bool as 0/1) → int64_list."""
-    example = Example()
-    features = example.features.feature
-    for column, value in values.items():
-        if isinstance(value, str):
-            features[column].bytes_list.value.append(value.encode("utf-8"))
-        elif isinstance(value, float):
-            features[column].float_list.value.append(value)
-        else:
-            features[column].int64_list.value.append(value)
-    return example.SerializeToString(deterministic=True)
+    return serialize_example(values)

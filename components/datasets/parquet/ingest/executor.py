@@ -192,7 +192,7 @@ def to_kind(value: Any, kind: str) -> int | float | str:
             raise cols.BadValue(value)
         return int(value)
     if kind == "int" and isinstance(value, int):
-        return value
+        return cols.int64(value)
     if kind == "float" and not isinstance(value, str) and hasattr(value, "__float__"):
         number = float(value)
         if not math.isfinite(number):

@@ -38,7 +38,7 @@ from kflow.components.ingest.ingest_records import FILTERED, INVALID, make_rejec
 from kflow.components.ingest.repeats import RepeatFinder
 from kflow.components.ingest.source_resolution import find_source, missing_source_error
 from kflow.components.ingest.split_plan import StratifiedPlan
-from kflow.components.util.example_proto import Example
+from kflow.components.util.example_proto import serialize_example
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -235,12 +235,7 @@ class ChunkProcessor:
                     found.append(make_reject(reason, kind, position, raw_text(raw.rstrip(b"\r\n")), **details))
                     continue
                 qid, text, label = record
-                example = Example()
-                features = example.features.feature
-                features["qid"].bytes_list.value.append(qid.encode("utf-8"))
-                features["text"].bytes_list.value.append(text.encode("utf-8"))
-                features["label"].int64_list.value.append(label)
-                accepted.append((qid, str(label), example.SerializeToString(deterministic=True)))
+                accepted.append((qid, str(label), serialize_example({"qid": qid, "text": text, "label": label})))
         return accepted, found
 
     def parse(self, raw: bytes, duplicate: bool) -> tuple[tuple[str, str, int] | None, tuple | None]:

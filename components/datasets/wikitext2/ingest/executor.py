@@ -28,7 +28,7 @@ from kflow.components.ingest import ingest_records
 from kflow.components.ingest.ingest_records import FILTERED, INVALID, make_reject, raw_text
 from kflow.components.ingest.repeats import RepeatFinder
 from kflow.components.ingest.source_resolution import find_source, missing_source_error
-from kflow.components.util.example_proto import Example
+from kflow.components.util.example_proto import serialize_example
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -244,9 +244,5 @@ class ChunkProcessor:
                 found.append(make_reject(reason, FILTERED, f"{name}:{number}", line, chars=len(line)))
                 continue
             key = f"{chunk.source_split}-{number:07d}"
-            example = Example()
-            features = example.features.feature
-            features["text"].bytes_list.value.append(line.strip().encode("utf-8"))
-            features["key"].bytes_list.value.append(key.encode())
-            accepted.append((key, group, example.SerializeToString(deterministic=True)))
+            accepted.append((key, group, serialize_example({"text": line.strip(), "key": key})))
         return accepted, found

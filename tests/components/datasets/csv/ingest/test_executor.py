@@ -289,3 +289,14 @@ def test_a_stray_quote_costs_no_line_and_every_line_is_counted(tmp_path):
     assert summary["read"] == 30 and summary["rejected"] == 0
     heights = sorted(r["height"] for records in read_records(examples).values() for r in records)
     assert "6'1\"" in heights and "5'11" in heights and len(heights) == 30
+
+
+def test_an_int_past_int64_is_a_bad_value_not_a_failed_ingest(tmp_path):
+    """An Example's int64_list holds no more than 2**63 - 1: such a value is refused with its row, by name."""
+    source = write(tmp_path / "big.csv", [*GOOD, f"12,red,{2**63},1.0,yes,apple", f"13,red,{2**63 - 1},1.0,no,pear"])
+    summary, examples, _, rejects = ingest(tmp_path, source_path=str(source))
+    entries = [json.loads(line) for line in rejects.file.read_text().splitlines()]
+    assert [(e["reason"], e["position"], e["value"]) for e in entries] == [("bad_value", "big.csv:9", str(2**63))]
+    assert summary["train"] + summary["eval"] + summary["test"] == len(GOOD) + 1
+    sizes = {row.get("size") for rows in read_records(examples).values() for row in rows}
+    assert 2**63 - 1 in sizes
