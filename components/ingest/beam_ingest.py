@@ -147,7 +147,7 @@ def run_ingest_pipeline(
             (parts, every_shard)
             | "FlattenParts" >> beam.Flatten()
             | "GroupByShard" >> beam.GroupByKey()
-            | "WriteShards" >> beam.ParDo(_WriteShard(examples), counts)
+            | "WriteShards" >> beam.ParDo(_WriteShard(examples, in_process(beam_args)), counts)
         )
         driver_rejects = [_stage_rejects(list(extra_rejects), staging, "driver")] if extra_rejects else []
         found_rejects = (
@@ -304,10 +304,14 @@ class _Route(beam.DoFn):
 
 
 class _WriteShard(beam.DoFn):
-    """Merges the part files of one shard into a TFRecord file sorted by key; emits (split, shard, record count)."""
+    """Merges the part files of one shard into a TFRecord file sorted by key; emits (split, shard, record count).
 
-    def __init__(self, examples: Examples):
+    Gzipped on two threads beside the merge when the ingest runs in this process (a core is free); on one where
+    the workers are processes of their own (the cores are theirs)."""
+
+    def __init__(self, examples: Examples, in_process: bool):
         self._examples = examples
+        self._gzip_threads = 2 if in_process else 1
 
     def process(self, element, counts):
         (split, shard), parts = element
@@ -315,7 +319,7 @@ class _WriteShard(beam.DoFn):
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"data_tfrecord-{shard:05d}-of-{counts[split]:05d}.gz"
         count = 0
-        with TFRecordWriter(path) as writer:
+        with TFRecordWriter(path, gzip_threads=self._gzip_threads) as writer:
             merged = heapq.merge(*(read_staged(part, PART_ROWS) for part in sorted(filter(None, parts))))
             for _, record in merged:
                 writer.write(record)

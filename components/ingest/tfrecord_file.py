@@ -2,21 +2,21 @@
 
 The format is TensorFlow's (a record: its length as a little-endian u64, the masked crc32c of those 8 bytes,
 the data, the masked crc32c of the data; crc32c in C through google-crc32c). Records are framed a batch at a
-time (the crcs in one pass, the masks in NumPy) and a gzipped file is compressed on a thread of its own, which
-zlib lets run beside the caller's Python: the caller builds the next records while the last are compressed. A
-gzipped file is one gzip stream at zlib's default level, as TensorFlow's GZIP option writes, with no time or
-name in its header: the same records give the same bytes. Reading uses Beam's own framing and checks
-(`apache_beam.io.tfrecordio`, what `ReadFromTFRecord` uses). `tf.data.TFRecordDataset` reads these files
-(tests/components/ingest/test_tfrecord_file.py).
+time (the crcs in one pass, the masks in NumPy) and a gzipped file is compressed on threads of its own (two by
+default), which zlib lets run beside the caller's Python: the caller builds the next records while the last are
+compressed. A gzipped file is one gzip stream at zlib's default level, as TensorFlow's GZIP option writes,
+with no time or name in its header: the same records give the same bytes. Reading uses Beam's own framing and
+checks (`apache_beam.io.tfrecordio`, what `ReadFromTFRecord` uses). `tf.data.TFRecordDataset` reads these
+files (tests/components/ingest/test_tfrecord_file.py).
 """
 
 from __future__ import annotations
 
-import queue
 import struct
-import threading
 import zlib
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
@@ -25,7 +25,10 @@ import numpy as np
 from apache_beam.io.tfrecordio import _TFRecordUtil
 
 _FLUSH_BYTES = 1 << 20  # Records gathered before they are framed and handed to zlib: a call per record costs more.
-_QUEUED = 4  # Framed blocks waiting for the compressing thread: the writer holds a few MB at most.
+_QUEUED = 4  # Blocks being deflated or waiting to be written: the writer holds a few MB at most.
+_WINDOW_BYTES = 32 * 1024  # deflate's window: what a block may refer back to
+_GZIP_HEADER = bytes.fromhex("1f8b0800000000000003")  # deflate, no flags, no time, Unix: what zlib writes
+_GZIP_TRAILER = struct.Struct("<II")
 _MASK_DELTA = np.uint32(0xA282EAD8)
 _LENGTH = struct.Struct("<Q")
 
@@ -60,13 +63,14 @@ _MOST_HEADERS = 1 << 16
 
 
 class TFRecordWriter:
-    """`with TFRecordWriter(path) as writer: writer.write(record)`; gzipped unless `gzip=False`."""
+    """`with TFRecordWriter(path) as writer: writer.write(record)`; gzipped unless `gzip=False`, on `gzip_threads`
+    threads."""
 
-    def __init__(self, path: str | Path, gzip: bool = True):
+    def __init__(self, path: str | Path, gzip: bool = True, gzip_threads: int = 2):
         self._file: BinaryIO = open(path, "wb")  # noqa: SIM115 (closed by close())
         self._pending: list[bytes] = []
         self._pending_bytes = 0
-        self._compressor: _Compressor | None = _Compressor(self._file) if gzip else None
+        self._compressor: _Compressor | None = _Compressor(self._file, gzip_threads) if gzip else None
 
     def write(self, record: bytes) -> None:
         self._pending.append(record)
@@ -104,39 +108,44 @@ class TFRecordWriter:
 
 
 class _Compressor:
-    """Gzips blocks into a file on a thread of its own, in order; `finish` ends the stream and raises what failed."""
+    """Gzips blocks into one gzip stream on threads of their own (zlib's C code runs beside the caller's Python
+    and beside each other), written in order.
 
-    def __init__(self, file: BinaryIO):
+    Each block is deflated on its own, primed with the 32 KB before it (as pigz does: the same matches a single
+    stream finds), and ends on a byte boundary (a sync flush), so the blocks join into one deflate stream; the
+    gzip header has no time or name, and the trailer holds the whole stream's crc32 and size."""
+
+    def __init__(self, file: BinaryIO, threads: int):
         self._file = file
-        self._zip = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-        self._blocks: queue.Queue[bytes | None] = queue.Queue(_QUEUED)
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="tfrecord-gzip", daemon=True)
-        self._thread.start()
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="tfrecord-gzip")
+        self._deflating: deque[Future[bytes]] = deque()
+        self._crc = self._size = 0
+        self._window = b""
+        file.write(_GZIP_HEADER)
 
     def put(self, block: bytes) -> None:
-        if self._error is not None:
-            raise self._error
-        self._blocks.put(block)
+        self._crc = zlib.crc32(block, self._crc)
+        self._size += len(block)
+        self._deflating.append(self._pool.submit(_deflate, block, self._window, False))
+        self._window = block[-_WINDOW_BYTES:]
+        while len(self._deflating) > _QUEUED:
+            self._file.write(self._deflating.popleft().result())
 
     def finish(self) -> None:
-        self._blocks.put(None)
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
+        try:
+            self._deflating.append(self._pool.submit(_deflate, b"", self._window, True))
+            while self._deflating:
+                self._file.write(self._deflating.popleft().result())
+            self._file.write(_GZIP_TRAILER.pack(self._crc, self._size & 0xFFFFFFFF))
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def _run(self) -> None:
-        while (block := self._blocks.get()) is not None:
-            if self._error is None:  # After a failure, blocks are only drained: `put` never waits on a dead thread.
-                try:
-                    self._file.write(self._zip.compress(block))
-                except BaseException as error:  # noqa: BLE001 - handed to the caller by put/finish.
-                    self._error = error
-        if self._error is None:
-            try:
-                self._file.write(self._zip.flush())
-            except BaseException as error:  # noqa: BLE001
-                self._error = error
+
+def _deflate(block: bytes, window: bytes, last: bool) -> bytes:
+    """`block` as raw deflate data that follows `window` in a stream: sync-flushed, or ending it when `last`."""
+    primed = {"zdict": window} if window else {}
+    deflate = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -zlib.MAX_WBITS, **primed)
+    return deflate.compress(block) + deflate.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
 
 
 def read_records(stream: BinaryIO) -> Iterator[tuple[int, bytes | None]]:

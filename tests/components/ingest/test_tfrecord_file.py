@@ -55,12 +55,12 @@ def test_a_broken_record_ends_the_stream_with_none(tmp_path):
     assert list(read_records(io.BytesIO(bytes(data[:30])))) == [(0, b"first"), (21, None)]  # Truncated.
 
 
-def test_a_failed_write_is_raised_and_the_compressing_thread_ends():
-    """A full disk (/dev/full) fails the compressing thread's writes: the caller gets the error, no thread is left."""
+def test_a_failed_write_is_raised_and_the_compressing_threads_end():
+    """A full disk (/dev/full) fails the writes: the caller gets the error, no compressing thread is left."""
     with pytest.raises(OSError, match="No space left"), TFRecordWriter("/dev/full") as writer:
         for record in LARGE * 8:  # Blocks past the writer's queue: a write waits on a thread that has failed.
             writer.write(record)
-    assert not [thread for thread in threading.enumerate() if thread.name == "tfrecord-gzip"]
+    assert not [thread for thread in threading.enumerate() if thread.name.startswith("tfrecord-gzip")]
 
 
 def test_framed_batches_are_beams_records(tmp_path):
@@ -69,3 +69,16 @@ def test_framed_batches_are_beams_records(tmp_path):
     for record in RECORDS:
         _TFRecordUtil.write_record(expected, record)
     assert frame(RECORDS) == expected.getvalue()
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_the_bytes_do_not_depend_on_the_compressing_threads(tmp_path, threads):
+    """Blocks deflated apart and joined: one gzip stream, the same bytes however many threads deflate them."""
+    paths = [tmp_path / "two.gz", tmp_path / f"{threads}.gz"]
+    for path, count in zip(paths, (2, threads), strict=True):
+        with TFRecordWriter(path, gzip_threads=count) as writer:
+            for record in (RECORDS + LARGE) * 2:
+                writer.write(record)
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    with gzip.open(paths[1]) as stream:
+        assert [record for _, record in read_records(stream)] == (RECORDS + LARGE) * 2
