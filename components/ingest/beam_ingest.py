@@ -80,7 +80,7 @@ _REJECTS = "rejects"
 _HISTOGRAM = "histogram"
 _SIZES = "sizes"
 _POSITION = re.compile(r"(.*)[:#](\d+)")
-_BY_KEY = itemgetter(1)
+_BY_KEY = itemgetter(1, 3)  # (key, record): the order the shards are merged in, ties (if keys repeat) too.
 _JSON = json.JSONEncoder(sort_keys=True)  # One encoder for every reject line (json.dumps builds one per call).
 
 
@@ -208,8 +208,8 @@ class _Process(beam.DoFn):
         if self._progress is not None:
             self._progress.add(len(accepted) + len(found_rejects))
         if accepted:
-            # CHUNK_ROWS, sorted by key (so that each part file routed from it is sorted too): (hash, key) as
-            # `sort_key_of` makes them, the group, the record.
+            # CHUNK_ROWS, sorted by key and record, so that each part file routed from it is sorted too: (hash, key)
+            # as `sort_key_of` makes them, the group, the record.
             staged = sorted(((*sort_key_of(key), group, record) for key, group, record in accepted), key=_BY_KEY)
             path = self._staging.path(f"chunk-{index:08d}.rec")
             write_staged(path, staged, CHUNK_ROWS, merged=False)
