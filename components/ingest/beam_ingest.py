@@ -73,6 +73,7 @@ from kflow.components.ingest.tfrecord_file import TFRecordWriter
 from kflow.components.util.progress import RecordProgress
 from kflow.pipeline.dsl.artifacts import Examples, Rejects
 from kflow.pipeline.dsl.beam_options import named_runner
+from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ def run_ingest_pipeline(
     for artifact in (examples, rejects):
         artifact.path.mkdir(parents=True, exist_ok=True)
     beam_args = data_beam_args(beam_args, read)
-    with beam.Pipeline(options=PipelineOptions(named_runner(beam_args))) as pipeline:
+    with beam_pipeline(PipelineOptions(named_runner(beam_args))) as pipeline:
         processed = (
             pipeline
             | "Chunks" >> beam.Create(list(enumerate(chunks)))

@@ -22,6 +22,7 @@ from kflow.components.statistics_gen.statistics import SplitAccumulator
 from kflow.components.util.statistics_proto import feature_stats, read_split
 from kflow.pipeline.dsl.artifacts import Examples, ExampleStatistics
 from kflow.pipeline.dsl.beam_options import named_runner
+from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ def run(*, examples: Examples, statistics: ExampleStatistics, beam_args: Sequenc
     if not splits:
         raise ValueError(f"the Examples under {examples.uri} have no splits")
     statistics.path.mkdir(parents=True, exist_ok=True)
-    with beam.Pipeline(options=PipelineOptions(named_runner(beam_args))) as pipeline:
+    with beam_pipeline(PipelineOptions(named_runner(beam_args))) as pipeline:
         for split in splits:
             pattern = str(examples.split_uri(split) / "*.gz")
             _ = (

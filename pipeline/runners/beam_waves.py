@@ -12,6 +12,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from kflow.pipeline.dsl.beam_options import named_runner
+from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.runners.node_runner import run_node
 from kflow.pipeline.runners.run_record import ArtifactRef, RunRecord
@@ -56,12 +57,12 @@ def run_waves(
     """Runs the waves as one Beam pipeline; `reused` (the outputs of nodes already taken from the cache) is every
     wave's first side input."""
     options = PipelineOptions(named_runner(parallel_by_default(beam_args, max(map(len, stages), default=1))))
-    with beam.Pipeline(options=options) as beam_pipeline:
-        done: list[beam.PCollection] = [beam_pipeline | "Reused" >> beam.Create([reused])]
+    with beam_pipeline(options) as pipeline_of_waves:
+        done: list[beam.PCollection] = [pipeline_of_waves | "Reused" >> beam.Create([reused])]
         for number, wave in enumerate(stages):
             name = f"Wave{number}[{','.join(node.id for node in wave)}]"
             done.append(
-                beam_pipeline
+                pipeline_of_waves
                 | f"{name}/Nodes" >> beam.Create([node.id for node in wave])
                 # Spreads the wave's nodes over the workers instead of one bundle.
                 | f"{name}/Spread" >> beam.Reshuffle()
