@@ -116,12 +116,13 @@ def run_ingest_pipeline(
     for artifact in (examples, rejects):
         artifact.path.mkdir(parents=True, exist_ok=True)
     beam_args = data_beam_args(beam_args, read)
+    one_process = in_process(beam_args)
     with beam_pipeline(PipelineOptions(named_runner(beam_args))) as pipeline:
         processed = (
             pipeline
             | "Chunks" >> beam.Create(list(enumerate(chunks)))
             | "Process"
-            >> beam.ParDo(_Process(process_chunk, staging, read, in_process(beam_args), plan is not None)).with_outputs(
+            >> beam.ParDo(_Process(process_chunk, staging, read, one_process, plan is not None)).with_outputs(
                 _REJECTS, _HISTOGRAM, _SIZES, main="staged"
             )
         )
@@ -148,7 +149,7 @@ def run_ingest_pipeline(
             (parts, every_shard)
             | "FlattenParts" >> beam.Flatten()
             | "GroupByShard" >> beam.GroupByKey()
-            | "WriteShards" >> beam.ParDo(_WriteShard(examples, in_process(beam_args)), counts)
+            | "WriteShards" >> beam.ParDo(_WriteShard(examples, one_process), counts)
         )
         driver_rejects = [_stage_rejects(list(extra_rejects), staging, "driver")] if extra_rejects else []
         found_rejects = (

@@ -30,7 +30,7 @@ _WINDOW_BYTES = 32 * 1024  # deflate's window: what a block may refer back to
 _GZIP_HEADER = bytes.fromhex("1f8b0800000000000003")  # deflate, no flags, no time, Unix: what zlib writes
 _GZIP_TRAILER = struct.Struct("<II")
 _MASK_DELTA = np.uint32(0xA282EAD8)
-_LENGTH = struct.Struct("<Q")
+_LENGTH, _CRC = struct.Struct("<Q"), struct.Struct("<I")
 
 
 def _masked(crcs: np.ndarray) -> np.ndarray:
@@ -41,7 +41,7 @@ def _masked(crcs: np.ndarray) -> np.ndarray:
 def _header(length: int) -> bytes:
     """A record's length and its crc (kept in _HEADERS)."""
     encoded = _LENGTH.pack(length)
-    header = encoded + _masked(np.array([google_crc32c.value(encoded)], np.uint32)).astype("<u4").tobytes()
+    header = encoded + _CRC.pack(_TFRecordUtil._masked_crc32c(encoded))
     if len(_HEADERS) < _MOST_HEADERS:
         _HEADERS[length] = header
     return header
