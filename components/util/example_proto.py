@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
@@ -69,41 +70,108 @@ def serialize_example(features: Mapping[str, str | bytes | int | float]) -> byte
     names = tuple(features)
     order = _ORDERS.get(names)
     if order is None:
-        order = sorted(names, key=str.encode)
+        order = name_order(names)
         if len(_ORDERS) < _MOST_CACHED:
             _ORDERS[names] = order
-    pieces = []
+    entries = []
     for name in order:
         value = features[name]
+        kind = _KINDS.get(type(value)) or _kind_of(name, value)
+        encode = _ENCODERS.get((name, kind)) or feature_encoder(name, kind)
+        entries.append(encode(value))
+    return example_of(entries)
+
+
+def name_order(names: Iterable[str]) -> list[str]:
+    """Features in the order a deterministic Example keeps them: by their names' UTF-8 bytes."""
+    return sorted(names, key=str.encode)
+
+
+def example_of(entries: list[bytes]) -> bytes:
+    """The Example of these features' entries (`feature_encoder`'s bytes), given in `name_order`."""
+    if not entries:
+        return b""
+    body = b"".join(entries)
+    size = len(body)
+    return b"\x0a" + (_VARINTS[size] if size < len(_VARINTS) else _varint(size)) + body
+
+
+def feature_encoder(name: str, kind: str) -> Callable[[Any], bytes]:
+    """A function from one value of feature `name` to its entry in an Example: `kind` "bytes" (str, UTF-8, or
+    bytes), "float" (a float32: past its range ±inf, as a C cast gives) or "int64" (an int or bool in int64's
+    range, else ValueError). An ingest that knows its columns' kinds builds one per column and skips the per-value
+    type checks of `serialize_example`."""
+    encoder = _ENCODERS.get((name, kind))
+    if encoder is None:
+        encoder = _BUILDERS[kind](name)
+        if len(_ENCODERS) < _MOST_CACHED:
+            _ENCODERS[(name, kind)] = encoder
+    return encoder
+
+
+def _bytes_encoder(name: str) -> Callable[[str | bytes], bytes]:
+    prefixes: dict[int, bytes] = {}
+
+    def encode(value: str | bytes) -> bytes:
         if isinstance(value, str):
             value = value.encode("utf-8")
-        if isinstance(value, bytes):
-            pieces += (_prefix(name, _BYTES, len(value)), value)
-        elif isinstance(value, int):  # bool too, as TensorFlow takes it: 0 or 1
-            if not _INT64_MIN <= value <= _INT64_MAX:
-                raise ValueError(f"feature {name!r}: {value} is out of the int64 range")
-            encoded = _VARINTS[value] if 0 <= value < len(_VARINTS) else _varint(value & _UINT64)
-            pieces += (_prefix(name, _INT64, len(encoded)), encoded)
-        elif isinstance(value, float):
-            try:
-                encoded = _FLOAT32.pack(value)
-            except OverflowError:  # Past float32's range: the proto stores ±inf, as a C cast does.
-                encoded = _FLOAT32.pack(math.copysign(math.inf, value))
-            pieces += (_prefix(name, _FLOAT, 4), encoded)
+        size = len(value)
+        prefix = prefixes.get(size)
+        if prefix is None:
+            prefix = _prefix(name, _BYTES, size)
+            if len(prefixes) < _MOST_CACHED:
+                prefixes[size] = prefix
+        return prefix + value
+
+    return encode
+
+
+def _float_encoder(name: str) -> Callable[[float], bytes]:
+    prefix, pack = _prefix(name, _FLOAT, 4), _FLOAT32.pack
+
+    def encode(value: float) -> bytes:
+        try:
+            return prefix + pack(value)
+        except OverflowError:  # Past float32's range: the proto stores ±inf, as a C cast does.
+            return prefix + pack(math.copysign(math.inf, value))
+
+    return encode
+
+
+def _int64_encoder(name: str) -> Callable[[int], bytes]:
+    prefixes = [_prefix(name, _INT64, size) for size in range(11)]  # an int64's varint takes 1 to 10 bytes
+    small = len(_VARINTS)
+
+    def encode(value: int) -> bytes:
+        if 0 <= value < small:
+            encoded = _VARINTS[value]
+        elif _INT64_MIN <= value <= _INT64_MAX:
+            encoded = _varint(value & _UINT64)
         else:
-            raise TypeError(f"feature {name!r}: a str, bytes, int or float, not {type(value).__name__}")
-    if not pieces:
-        return b""
-    body = b"".join(pieces)
-    return b"\x0a" + _varint(len(body)) + body
+            raise ValueError(f"feature {name!r}: {value} is out of the int64 range")
+        return prefixes[len(encoded)] + encoded
+
+    return encode
+
+
+def _kind_of(name: str, value: Any) -> str:
+    if isinstance(value, str | bytes):
+        return "bytes"
+    if isinstance(value, int):  # bool too, as TensorFlow takes it: 0 or 1
+        return "int64"
+    if isinstance(value, float):
+        return "float"
+    raise TypeError(f"feature {name!r}: a str, bytes, int or float, not {type(value).__name__}")
 
 
 _BYTES, _FLOAT, _INT64 = 1, 2, 3  # Feature's fields: bytes_list, float_list, int64_list
+_BUILDERS = {"bytes": _bytes_encoder, "float": _float_encoder, "int64": _int64_encoder}
+_KINDS = {str: "bytes", bytes: "bytes", int: "int64", bool: "int64", float: "float"}
 _INT64_MIN, _INT64_MAX, _UINT64 = -(2**63), 2**63 - 1, 2**64 - 1
 _FLOAT32 = struct.Struct("<f")
-_MOST_CACHED = 1 << 16  # Prefixes and orders kept: a dataset has few names and value lengths.
+_MOST_CACHED = 1 << 16  # Encoders, orders and prefixes kept: a dataset has few names and value lengths.
 _ORDERS: dict[tuple[str, ...], list[str]] = {}
-_PREFIXES: dict[tuple[str, int, int], bytes] = {}
+_ENCODERS: dict[tuple[str, str], Callable[[Any], bytes]] = {}
 
 
 def _varint(value: int) -> bytes:
@@ -121,13 +189,8 @@ _VARINTS = [_varint(value) for value in range(1 << 14)]
 def _prefix(name: str, kind: int, size: int) -> bytes:
     """A map entry's bytes up to a value of `size` bytes: the entry, its key, the Feature, its list, the value's
     tag and length (a packed list's length for float and int64)."""
-    prefix = _PREFIXES.get((name, kind, size))
-    if prefix is None:
-        key = name.encode("utf-8")
-        value_list = b"\x0a" + _varint(size)  # field 1 of the list: one bytes value, or the packed numbers
-        feature = bytes([kind << 3 | 2]) + _varint(len(value_list) + size) + value_list
-        entry = b"\x0a" + _varint(len(key)) + key + b"\x12" + _varint(len(feature) + size) + feature
-        prefix = b"\x0a" + _varint(len(entry) + size) + entry
-        if len(_PREFIXES) < _MOST_CACHED:
-            _PREFIXES[(name, kind, size)] = prefix
-    return prefix
+    key = name.encode("utf-8")
+    value_list = b"\x0a" + _varint(size)  # field 1 of the list: one bytes value, or the packed numbers
+    feature = bytes([kind << 3 | 2]) + _varint(len(value_list) + size) + value_list
+    entry = b"\x0a" + _varint(len(key)) + key + b"\x12" + _varint(len(feature) + size) + feature
+    return b"\x0a" + _varint(len(entry) + size) + entry

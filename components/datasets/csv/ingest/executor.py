@@ -20,6 +20,7 @@ quota, so the assignment depends on neither the file order nor the other records
 from __future__ import annotations
 
 import csv
+import functools
 import itertools
 import json
 import logging
@@ -33,7 +34,7 @@ from google.protobuf import text_format
 from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.csv.ingest.source import Dialect, resolve, scan_files, source_facts
 from kflow.components.datasets.tabular import columns as cols
-from kflow.components.datasets.tabular.columns import content_hash, serialized_example
+from kflow.components.datasets.tabular.columns import content_hash
 from kflow.components.datasets.tabular.examples import build_schema
 from kflow.components.ingest import beam_ingest, ingest_records, ingest_staging
 from kflow.components.ingest.compressed import is_gzip, open_source
@@ -159,6 +160,10 @@ class ChunkProcessor:
     key: str | None
     widenable: frozenset[str] = frozenset()  # Inferred int columns: a decimal there is DECIMAL_IN_INT, not bad.
 
+    @functools.cached_property
+    def _encoder(self) -> cols.RowEncoder:
+        return cols.RowEncoder(self.header, self.types, self.dialect.missing, {self.label, self.key} - {None})
+
     def __call__(self, chunk: Chunk) -> tuple[list, list]:
         accepted, found = [], []
         name = chunk.display_name
@@ -178,7 +183,7 @@ class ChunkProcessor:
                         make_reject("unterminated_quote", INVALID, position, raw_text(record.raw.rstrip(b"\r\n")))
                     )
                     continue
-                values, fields, problem = self.parse(record.raw, record.line in chunk.duplicate_lines)
+                example, values, fields, problem = self.parse(record.raw, record.line in chunk.duplicate_lines)
                 if problem is not None:
                     reason, details = problem
                     found.append(
@@ -187,39 +192,47 @@ class ChunkProcessor:
                     continue
                 key = str(values[self.key]) if self.key else f"{content_hash(fields)}|{position}"
                 group = str(values[self.label]) if self.problem_type == "classification" else "all"
-                accepted.append((key, group, serialized_example(values)))
+                accepted.append((key, group, example))
         return accepted, found
 
-    def parse(self, raw: bytes, duplicate: bool) -> tuple[dict[str, Any] | None, list[str], tuple[str, dict] | None]:
-        """{column: value} of the present values and the record's fields, or the problem: (reason, details)."""
+    def parse(self, raw: bytes, duplicate: bool) -> tuple[bytes, dict[str, Any], list[str], tuple[str, dict] | None]:
+        """The record's Example, the parsed values of its label and key, and its fields; or the problem: (reason,
+        details)."""
         try:
             text = raw.decode("utf-8").rstrip("\r\n").removeprefix("\ufeff")  # A BOM can only open a file.
         except UnicodeDecodeError as error:
-            return None, [], ("non_utf8", {"error": str(error)})
+            return b"", {}, [], ("non_utf8", {"error": str(error)})
         try:
             rows = self.dialect.split(text)
         except csv.Error as error:
-            return None, [], ("bad_csv", {"error": str(error)})
+            return b"", {}, [], ("bad_csv", {"error": str(error)})
         if len(rows) != 1 or len(rows[0]) != len(self.header):
-            return None, [], ("wrong_field_count", {"expected": len(self.header), "found": [len(row) for row in rows]})
-        values: dict[str, Any] = {}
-        for column, field_text in zip(self.header, rows[0], strict=True):
+            problem = ("wrong_field_count", {"expected": len(self.header), "found": [len(row) for row in rows]})
+            return b"", {}, [], problem
+        fields = rows[0]
+        try:
+            example, values = self._encoder(fields)
+        except cols.BadValue:
+            return b"", {}, fields, self._bad_value(fields)
+        if self.label not in values:
+            return b"", {}, fields, ("missing_label", {"column": self.label})
+        if self.key is not None:
+            if self.key not in values:
+                return b"", {}, fields, ("empty_key", {"column": self.key})
+            if duplicate:
+                return b"", {}, fields, ("duplicate_key", {"column": self.key, "key": str(values[self.key])})
+        return example, values, fields, None
+
+    def _bad_value(self, fields: list[str]) -> tuple[str, dict]:
+        """The first field, in the header's order, that does not parse as its column's type: why and where."""
+        for column, field_text in zip(self.header, fields, strict=True):
             stripped = field_text.strip()
             if stripped in self.dialect.missing:
                 continue
             kind = self.types[column]
-            try:
-                values[column] = cols.parse_value(field_text if kind == "string" else stripped, kind)
-            except cols.BadValue:
+            if not cols.parses(field_text if kind == "string" else stripped, kind):
                 reason = "bad_label" if column == self.label else "bad_value"
                 if column in self.widenable and cols.parses(stripped, "float"):
                     reason = DECIMAL_IN_INT
-                return None, [], (reason, {"column": column, "value": field_text, "type": kind})
-        if self.label not in values:
-            return None, [], ("missing_label", {"column": self.label})
-        if self.key is not None:
-            if self.key not in values:
-                return None, [], ("empty_key", {"column": self.key})
-            if duplicate:
-                return None, [], ("duplicate_key", {"column": self.key, "key": str(values[self.key])})
-        return values, rows[0], None
+                return reason, {"column": column, "value": field_text, "type": kind}
+        raise AssertionError(f"csv: no field of {fields!r} is bad, yet the row encoder refused one")

@@ -17,14 +17,12 @@ from __future__ import annotations
 import gzip
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 MAX_RECORD_LINES = 10_000
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(NamedTuple):  # a tuple: one is made per record, and a frozen dataclass costs 1 µs to make
     line: int  # 1-based line number of the record's first line in its file
     next_line: int  # the line number after its last line
     start: int  # byte offset of its first line (in the decompressed stream for gzip)
