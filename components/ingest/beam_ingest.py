@@ -59,8 +59,10 @@ from kflow.components.ingest.ingest_staging import (
     read_chunk,
     read_chunk_keys,
     read_staged,
+    read_staged_batches,
     write_staged,
 )
+from kflow.components.ingest.sorted_runs import merge_batches
 from kflow.components.ingest.split_plan import (
     BUCKET_BITS,
     StratifiedPlan,
@@ -322,10 +324,10 @@ class _WriteShard(beam.DoFn):
         path = folder / f"data_tfrecord-{shard:05d}-of-{counts[split]:05d}.gz"
         count = 0
         with TFRecordWriter(path, gzip_threads=self._gzip_threads) as writer:
-            merged = heapq.merge(*(read_staged(part, PART_ROWS) for part in sorted(filter(None, parts))))
-            for _, record in merged:
-                writer.write(record)
-                count += 1
+            runs = (read_staged_batches(part, PART_ROWS) for part in sorted(filter(None, parts)))
+            for rows in merge_batches(runs):
+                writer.write_many([record for _, record in rows])
+                count += len(rows)
         yield split, shard, count
 
 

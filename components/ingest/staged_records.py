@@ -51,9 +51,15 @@ def _column(kind: str, values: tuple) -> bytes:
 
 
 def read_rows(file: IO[bytes], kinds: tuple[str, ...]) -> Iterator[tuple]:
+    for rows in read_batches(file, kinds):
+        yield from rows
+
+
+def read_batches(file: IO[bytes], kinds: tuple[str, ...]) -> Iterator[list[tuple]]:
+    """The rows, a batch (as written) at a time."""
     for columns in read_columns(file, kinds, range(len(kinds))):
         lists = (column.tolist() if isinstance(column, np.ndarray) else column for column in columns)
-        yield from zip(*lists, strict=True)
+        yield list(zip(*lists, strict=True))
 
 
 def read_columns(file: IO[bytes], kinds: tuple[str, ...], wanted: Sequence[int]) -> Iterator[tuple]:

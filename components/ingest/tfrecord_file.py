@@ -63,8 +63,8 @@ _MOST_HEADERS = 1 << 16
 
 
 class TFRecordWriter:
-    """`with TFRecordWriter(path) as writer: writer.write(record)`; gzipped unless `gzip=False`, on `gzip_threads`
-    threads."""
+    """`with TFRecordWriter(path) as writer: writer.write(record)` (or `writer.write_many(records)`); gzipped
+    unless `gzip=False`, on `gzip_threads` threads."""
 
     def __init__(self, path: str | Path, gzip: bool = True, gzip_threads: int = 2):
         self._file: BinaryIO = open(path, "wb")  # noqa: SIM115 (closed by close())
@@ -75,6 +75,12 @@ class TFRecordWriter:
     def write(self, record: bytes) -> None:
         self._pending.append(record)
         self._pending_bytes += len(record)
+        if self._pending_bytes >= _FLUSH_BYTES:
+            self._flush()
+
+    def write_many(self, records: list[bytes]) -> None:
+        self._pending += records
+        self._pending_bytes += sum(map(len, records))
         if self._pending_bytes >= _FLUSH_BYTES:
             self._flush()
 

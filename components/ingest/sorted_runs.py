@@ -1,0 +1,42 @@
+"""Sorted runs merged a batch at a time: the k-way merge of an ingest's part files, in C where it can be.
+
+`heapq.merge` moves one row at a time through a Python generator (about a microsecond a row); here each step
+takes, from the batch in hand of every run, the rows up to the smallest last row among those batches (no row
+still unread can come before it) and sorts them in one `list.sort`, which finds the runs in them and merges them
+in C. Memory stays one batch a run, as with `heapq.merge`; the order is the same (rows compared whole, so equal
+keys are ordered by what follows them).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Iterator
+
+
+def merge_batches(runs: Iterable[Iterable[list[tuple]]]) -> Iterator[list[tuple]]:
+    """The rows of `runs` (each an iterable of batches: lists of rows, sorted within and across batches) in
+    sorted order, as batches."""
+    heads = [head for head in (_next_batch(iter(run)) for run in runs) if head is not None]
+    while len(heads) > 1:
+        limit = min(batch[-1] for batch, _ in heads)
+        rows, kept = [], []
+        for batch, run in heads:
+            cut = bisect.bisect_right(batch, limit)
+            rows += batch[:cut]
+            if cut < len(batch):
+                kept.append((batch[cut:], run))
+            elif (head := _next_batch(run)) is not None:
+                kept.append(head)
+        heads = kept
+        rows.sort()
+        yield rows
+    for batch, run in heads:  # One run left: its batches as they come.
+        yield batch
+        yield from filter(None, run)
+
+
+def _next_batch(run: Iterator[list[tuple]]) -> tuple[list[tuple], Iterator[list[tuple]]] | None:
+    for batch in run:
+        if batch:
+            return batch, run
+    return None
