@@ -38,7 +38,7 @@ from kflow.components.ingest.ingest_records import FILTERED, INVALID, make_rejec
 from kflow.components.ingest.repeats import RepeatFinder
 from kflow.components.ingest.source_resolution import find_source, missing_source_error
 from kflow.components.ingest.split_plan import StratifiedPlan
-from kflow.components.util.example_proto import serialize_example
+from kflow.components.util.example_proto import example_of, feature_encoder
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -213,6 +213,11 @@ def _until(file, end: int) -> Iterator[bytes]:
         yield line
 
 
+# An Example's features in its order (label, qid, text: by name), each with its encoder chosen once.
+_LABELS = {label: feature_encoder("label", "int64")(label) for label in (0, 1)}
+_QID, _TEXT = feature_encoder("qid", "bytes"), feature_encoder("text", "bytes")
+
+
 @dataclass(frozen=True)
 class ChunkProcessor:
     """Cuts a chunk's rows out of the CSV, parses and validates them and serialises the valid ones as Examples."""
@@ -235,7 +240,7 @@ class ChunkProcessor:
                     found.append(make_reject(reason, kind, position, raw_text(raw.rstrip(b"\r\n")), **details))
                     continue
                 qid, text, label = record
-                accepted.append((qid, str(label), serialize_example({"qid": qid, "text": text, "label": label})))
+                accepted.append((qid, str(label), example_of([_LABELS[label], _QID(qid), _TEXT(text)])))
         return accepted, found
 
     def parse(self, raw: bytes, duplicate: bool) -> tuple[tuple[str, str, int] | None, tuple | None]:
@@ -254,7 +259,7 @@ class ChunkProcessor:
                 return None, ("bad_csv", INVALID, {"error": str(error)})
         if len(fields) != 1 or len(fields[0]) != len(HEADER):
             return None, ("wrong_field_count", INVALID, {"fields": [len(row) for row in fields]})
-        qid, question, target = (field.strip() for field in fields[0])
+        qid, question, target = map(str.strip, fields[0])
         if duplicate:
             return None, ("duplicate_qid", INVALID, {"qid": qid})
         if not qid:
