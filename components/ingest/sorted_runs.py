@@ -16,27 +16,32 @@ from collections.abc import Iterable, Iterator
 def merge_batches(runs: Iterable[Iterable[list[tuple]]]) -> Iterator[list[tuple]]:
     """The rows of `runs` (each an iterable of batches: lists of rows, sorted within and across batches) in
     sorted order, as batches."""
-    heads = [head for head in (_next_batch(iter(run)) for run in runs) if head is not None]
+    heads = [head for head in (_next_batch(iter(run)) for run in runs) if head is not None]  # [batch, start, run]
     while len(heads) > 1:
-        limit = min(batch[-1] for batch, _ in heads)
+        limit = min(batch[-1] for batch, _, _ in heads)
         rows, kept = [], []
-        for batch, run in heads:
-            cut = bisect.bisect_right(batch, limit)
-            rows += batch[:cut]
-            if cut < len(batch):
-                kept.append((batch[cut:], run))
-            elif (head := _next_batch(run)) is not None:
+        for head in heads:
+            batch, start, run = head
+            if batch[start] > limit:  # nothing of this batch yet (compared before bisecting: most are so)
                 kept.append(head)
+                continue
+            cut = bisect.bisect_right(batch, limit, start)
+            rows += batch[start:cut]
+            if cut < len(batch):
+                head[1] = cut  # the rest waits: an index, not a copy of it
+                kept.append(head)
+            elif (following := _next_batch(run)) is not None:
+                kept.append(following)
         heads = kept
         rows.sort()
         yield rows
-    for batch, run in heads:  # One run left: its batches as they come.
-        yield batch
+    for batch, start, run in heads:  # One run left: its batches as they come.
+        yield batch[start:]
         yield from filter(None, run)
 
 
-def _next_batch(run: Iterator[list[tuple]]) -> tuple[list[tuple], Iterator[list[tuple]]] | None:
+def _next_batch(run: Iterator[list[tuple]]) -> list | None:
     for batch in run:
         if batch:
-            return batch, run
+            return [batch, 0, run]
     return None
