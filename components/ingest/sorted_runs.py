@@ -4,7 +4,9 @@
 takes, from the batch in hand of every run, the rows up to the smallest last row among those batches (no row
 still unread can come before it) and sorts them in one `list.sort`, which finds the runs in them and merges them
 in C. Memory stays one batch a run, as with `heapq.merge`; the order is the same (rows compared whole, so equal
-keys are ordered by what follows them).
+keys are ordered by what follows them). It pays with tens of runs (1.3 M rows in batches of 250: 26 runs 0.6 s,
+heapq 1.6 s); with hundreds a step takes about a row of each run and it is no faster (261 runs: 1.7 s, 1.55 s),
+which is why the ingests' chunks, each a run of every shard, are 20,000 rows.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ FOLDERS = ("quora-insincere", "quora-insincere-questions-classification", "quora
 FILES = ("train.csv", "train_sample.csv")
 KAGGLE_COMPETITION = "quora-insincere-questions-classification"
 DEFAULT_SPLIT = {"train": 8, "eval": 1, "test": 1}
-CHUNK_ROWS = 5000
+CHUNK_ROWS = 20_000  # Rows a chunk: each leaves a part file per shard to merge; fewer, larger ones merge faster.
 _ROW_START = re.compile(rb"^[0-9a-fA-F]{20},")
 _FEATURES = {"qid": schema_pb2.BYTES, "text": schema_pb2.BYTES, "label": schema_pb2.INT}
 
