@@ -19,7 +19,7 @@ Records travel between stages through staged files in a `Staging` folder: under 
 pipeline's --temp_location when it has one (any Beam filesystem: gs://, s3://, hdfs://, so
 a distributed runner's workers share it), else a local temporary folder. Only file names,
 counts and fixed-size histograms go through Beam, so memory does not grow with the data:
-a worker holds one chunk, or one record of each part it merges.
+a worker holds one chunk, or one staged batch of each part it merges (sorted_runs.py).
 
 Without `plan`, a record's group is its split (WikiText-2: the source's split); with a
 `plan` (stratified by label), each group's records are ordered by a hash of their key and
