@@ -42,3 +42,27 @@ def test_memory_stays_a_batch_a_run():
     ]
     assert max(len(batch) for batch in merge_batches(runs)) <= 5 * 100
     assert sum(len(batch) for batch in merge_batches(runs)) == 5000
+
+
+def test_many_runs_merge_the_same_through_heapq():
+    chosen = random.Random(3)
+    runs = [[sorted((f"k{chosen.randint(0, 999):03d}", b"") for _ in range(chosen.randint(0, 5)))] for _ in range(150)]
+    expected = list(heapq.merge(*(run[0] for run in runs)))
+    batches = list(merge_batches(iter(run) for run in runs))
+    assert [row for batch in batches for row in batch] == expected
+    assert all(batches)
+
+
+def test_many_runs_are_read_a_batch_at_a_time_not_whole():
+    pulled = []
+
+    def run(number: int):
+        for start in range(0, 50, 5):
+            pulled.append(number)
+            yield [(f"{row:03d}-{number:03d}", b"") for row in range(start, start + 5)]
+
+    merged = merge_batches(run(number) for number in range(150))
+    first = next(merged)
+    assert first == sorted(first) and len(first) > 0
+    assert len(pulled) < 150 * 10 / 2  # far from every batch of every run
+    assert sum(len(batch) for batch in [first, *merged]) == 150 * 50
