@@ -2,11 +2,14 @@
 
 `beam.Pipeline` makes a local temporary folder (`beam-pipeline-temp*`) when it is built and removes it only at
 the end of `run()`: when the `with` block that builds the pipeline raises (a transform refused, a bad side input,
-Ctrl-C), nothing runs and the folder stays in the temp directory. Every kflow pipeline is built through here.
+Ctrl-C), nothing runs and the folder stays in the temp directory. Every kflow pipeline is built through here. A
+pipeline still running in another thread when the process ends (the DAG runner's component beside one that failed,
+ended by `exit_now`, which runs the `atexit` handlers and not the threads' `finally`) has its folder removed then.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import shutil
 from collections.abc import Iterator
@@ -20,8 +23,19 @@ def beam_pipeline(options: PipelineOptions) -> Iterator[beam.Pipeline]:
     """`with beam_pipeline(options) as pipeline:` builds the pipeline, then runs it as `with beam.Pipeline(...)`
     does; its temporary folder is removed either way."""
     pipeline = beam.Pipeline(options=options)
+    _OPEN.add(pipeline.local_tempdir)
     try:
         with pipeline:
             yield pipeline
     finally:
         shutil.rmtree(pipeline.local_tempdir, ignore_errors=True)
+        _OPEN.discard(pipeline.local_tempdir)
+
+
+_OPEN: set[str] = set()  # the folders of the pipelines in this process that have not ended
+
+
+@atexit.register
+def _remove_open_folders() -> None:
+    for folder in list(_OPEN):
+        shutil.rmtree(folder, ignore_errors=True)

@@ -28,3 +28,35 @@ def test_a_pipeline_runs_when_its_block_ends_and_leaves_no_temporary_folder(tmp_
         assert not out.exists()  # Nothing runs before the block ends.
     assert out.read_text() == "6"
     assert not os.path.exists(folder)
+
+
+_STILL_RUNNING = """
+import threading, time
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
+from kflow.pipeline.dsl.process_exit import exit_now
+
+def run():
+    with beam_pipeline(PipelineOptions(["--runner=DirectRunner"])) as pipeline:
+        print(pipeline.local_tempdir, flush=True)
+        _ = pipeline | beam.Create([1]) | beam.Map(lambda value: time.sleep(600))
+
+threading.Thread(target=run, daemon=True).start()
+time.sleep(3)
+exit_now(3)
+"""
+
+
+def test_a_pipeline_still_running_when_the_process_ends_leaves_no_temporary_folder(tmp_path):
+    """As the DAG runner's CLI ends when one component failed while another's pipeline runs in a thread."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", _STILL_RUNNING], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3, done.stderr[-2000:]
+    folder = done.stdout.split()[0]
+    assert folder.startswith(str(tmp_path))
+    assert not os.path.exists(folder)
+    assert not list(tmp_path.glob("beam-pipeline-temp*"))
