@@ -5,12 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-all lint format bench bench-guides docs clean
-
-# Where Python may not write bytecode (PYTHONDONTWRITEBYTECODE: this project's image, many CI machines), every
-# process that imports kflow compiles its modules again: ~1 s of each Beam or trainer worker's start. Compiled
-# here (up-to-date files are skipped), they are read instead.
-BYTECODE := $(BIN)/python -m compileall -q -j 0 pipeline components schemas
+.PHONY: run test test-all lint format bench bench-guides docs clean bytecode
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "kflow needs Python 3.11, found " + sys.version.split()[0]'
@@ -19,19 +14,22 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev]'
 	touch $@
 
-run: $(STAMP)
-	@$(BYTECODE)
+# Where Python may not write bytecode (PYTHONDONTWRITEBYTECODE: this project's image, many CI machines), every
+# process that imports kflow compiles its modules again: ~1 s of each Beam or trainer worker's start. Compiled
+# here (up-to-date files are skipped), they are read instead.
+bytecode: $(STAMP)
+	@$(BIN)/python -m compileall -q -j 0 pipeline components schemas
+
+run: bytecode
 	$(BIN)/kflow run pipeline/configs/demo.yaml
 
 # A representative, real subset (real MNIST, real Beam pipelines and training runs):
 # everything but the tests marked slow. Under 15 minutes on 2 cores. It includes the docs
 # (tests/docs: `mkdocs build --strict`, the config reference, the kflow commands the pages show).
-test: $(STAMP)
-	@$(BYTECODE)
+test: bytecode
 	$(BIN)/python -m pytest -m "not slow" -q --durations=15
 
-test-all: $(STAMP)
-	@$(BYTECODE)
+test-all: bytecode
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
@@ -43,16 +41,14 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-bench: $(STAMP)
-	@$(BYTECODE)
+bench: bytecode
 	$(BIN)/python bench/mnist_pipeline.py
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/trainer_strategies.py
 	$(BIN)/python bench/orchestration.py
 
 # Each guide's training as its own script against `kflow run` of the config that expresses it (bench/guides/README.md).
-bench-guides: $(STAMP)
-	@$(BYTECODE)
+bench-guides: bytecode
 	$(BIN)/python bench/guides/run.py
 
 # The docs site (mkdocs.yml, docs/), built strict into .venv/site; `$(BIN)/mkdocs serve` to read it while editing.

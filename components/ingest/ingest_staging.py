@@ -16,7 +16,7 @@ from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOpt
 
 from kflow.components.ingest.compressed import open_source
 from kflow.components.ingest.split_plan import SortKey
-from kflow.components.ingest.staged_records import read_batches, read_columns, read_rows, write_rows
+from kflow.components.ingest.staged_records import read_batches, read_columns, write_rows
 from kflow.pipeline.dsl.scratch import scratch_dir
 
 log = logging.getLogger(__name__)
@@ -91,8 +91,8 @@ def batch_rows(rows: Sequence[tuple], batch_bytes: int) -> int:
 
 
 def read_staged(path: str, kinds: tuple[str, ...]) -> Iterator[tuple]:
-    with FileSystems.open(path) as file:
-        yield from read_rows(file, kinds)
+    for rows in read_staged_batches(path, kinds):
+        yield from rows
 
 
 def read_staged_batches(path: str, kinds: tuple[str, ...]) -> Iterator[list[tuple]]:

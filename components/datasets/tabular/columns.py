@@ -78,8 +78,8 @@ class RowEncoder:
     record of bench/ingest_scale.py's table).
 
     Calling it with a record's fields (as many as the header) returns the Example and the parsed values of the
-    `wanted` columns that are present; a field that does not parse raises BadValue (which one, when several do,
-    is not said: `parse_value` field by field tells).
+    `wanted` columns that are present; a field that does not parse raises BadValue, and `first_bad` tells which
+    column refused first in the header's order.
     """
 
     def __init__(self, header: Sequence[str], types: Mapping[str, str], missing: frozenset[str], wanted: Iterable[str]):
@@ -107,6 +107,19 @@ class RowEncoder:
             if is_wanted:
                 values[name] = value
         return example_of(entries), values
+
+    def first_bad(self, fields: Sequence[str]) -> str | None:
+        """The first column, in the header's order, whose present field does not parse as its type; None if none."""
+        for index, _, name, whole, parse, _ in sorted(self._columns, key=lambda column: column[0]):
+            text = fields[index]
+            stripped = text.strip()
+            if stripped in self._missing:
+                continue
+            try:
+                parse(text if whole else stripped)
+            except BadValue:
+                return name
+        return None
 
 
 def infer_types(

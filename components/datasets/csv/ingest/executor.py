@@ -224,15 +224,12 @@ class ChunkProcessor:
         return example, values, fields, None
 
     def _bad_value(self, fields: list[str]) -> tuple[str, dict]:
-        """The first field, in the header's order, that does not parse as its column's type: why and where."""
-        for column, field_text in zip(self.header, fields, strict=True):
-            stripped = field_text.strip()
-            if stripped in self.dialect.missing:
-                continue
-            kind = self.types[column]
-            if not cols.parses(field_text if kind == "string" else stripped, kind):
-                reason = "bad_label" if column == self.label else "bad_value"
-                if column in self.widenable and cols.parses(stripped, "float"):
-                    reason = DECIMAL_IN_INT
-                return reason, {"column": column, "value": field_text, "type": kind}
-        raise AssertionError(f"csv: no field of {fields!r} is bad, yet the row encoder refused one")
+        """Why the row encoder refused the record, and where: the first column in the header's order."""
+        column = self._encoder.first_bad(fields)
+        if column is None:
+            raise AssertionError(f"csv: no field of {fields!r} is bad, yet the row encoder refused one")
+        field_text, kind = fields[self.header.index(column)], self.types[column]
+        reason = "bad_label" if column == self.label else "bad_value"
+        if column in self.widenable and cols.parses(field_text.strip(), "float"):
+            reason = DECIMAL_IN_INT
+        return reason, {"column": column, "value": field_text, "type": kind}
