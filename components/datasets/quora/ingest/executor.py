@@ -24,14 +24,15 @@ import dataclasses
 import io
 import itertools
 import logging
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from kflow.components.datasets.quora.ingest.row_blocks import ROW_START, row_blocks
 from kflow.components.ingest import ingest_records
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.ingest_records import FILTERED, INVALID, make_reject, raw_text
@@ -50,7 +51,6 @@ FILES = ("train.csv", "train_sample.csv")
 KAGGLE_COMPETITION = "quora-insincere-questions-classification"
 DEFAULT_SPLIT = {"train": 8, "eval": 1, "test": 1}
 CHUNK_ROWS = 20_000  # Rows a chunk: each leaves a part file per shard to merge; fewer, larger ones merge faster.
-_ROW_START = re.compile(rb"^[0-9a-fA-F]{20},")
 _FEATURES = {"qid": schema_pb2.BYTES, "text": schema_pb2.BYTES, "label": schema_pb2.INT}
 
 
@@ -158,7 +158,7 @@ def cut(lines: Iterable[bytes], first_line: int, offset: int) -> Iterator[tuple[
             continue
         start, start_offset, buffer, quotes = number, offset, line, line.count(b'"')
         offset, number, line = offset + len(line), number + 1, next(lines, None)
-        while quotes % 2 and line is not None and not _ROW_START.match(line):
+        while quotes % 2 and line is not None and not ROW_START.match(line):
             buffer += line
             quotes += line.count(b'"')
             offset, number, line = offset + len(line), number + 1, next(lines, None)
@@ -177,21 +177,27 @@ def scan(path: Path, max_records: int | None = None) -> tuple[list[Chunk], list[
         header = header_line.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
         if next(csv.reader([header])) != HEADER:
             raise ValueError(f"quora: {path} must start with the header {','.join(HEADER)}; found {header[:100]!r}")
-        first, count = None, 0
-        for line, offset, raw, unterminated in cut(file, 2, len(header_line)):
+        first, count = None, 0  # The open chunk's first row (offset, line), and its rows so far.
+        for block in row_blocks(file, 2, len(header_line)):
+            rows = len(block.lines) if max_records is None else min(len(block.lines), max_records - read)
+            for row in np.flatnonzero(block.unterminated[:rows]).tolist():
+                position = f"{path.name}:{block.lines[row]}"
+                found.append(make_reject("unterminated_quote", INVALID, position, raw_text(block.raw(row))))
+            terminated = np.flatnonzero(~block.unterminated[:rows])
+            starts = block.starts[terminated] - block.offset
+            qids.add_slices(block.data, starts, block.key_stops(terminated), block.lines[terminated])
+            row = 0
+            while row < rows:  # A step per chunk boundary.
+                if count == 0:
+                    first = (int(block.starts[row]), int(block.lines[row]))
+                taken = min(CHUNK_ROWS - count, rows - row)
+                row, count = row + taken, count + taken
+                if count == CHUNK_ROWS:
+                    chunks.append(Chunk(str(path), first[0], int(block.ends[row - 1]), first[1], count))
+                    count = 0
+            read += rows
             if max_records is not None and read >= max_records:
                 break
-            read += 1
-            if count == 0:
-                first = (offset, line)
-            count += 1
-            if unterminated:
-                found.append(make_reject("unterminated_quote", INVALID, f"{path.name}:{line}", raw_text(raw)))
-            else:
-                qids.add(raw.split(b",", 1)[0], line)
-            if count == CHUNK_ROWS:
-                chunks.append(Chunk(str(path), first[0], offset + len(raw), first[1], count))
-                count = 0
         if count:
             chunks.append(Chunk(str(path), first[0], None, first[1], count))
     next_lines = [chunk.first_line for chunk in chunks[1:]] + [float("inf")]
