@@ -1,7 +1,8 @@
 """The Quora Insincere Questions ingest executor: cuts the CSV into rows, validates, stratifies, writes Examples.
 
 The driver finds the CSV and reads it once, streaming, to cut it into chunks of rows (byte
-ranges), which needs one sequential pass: a quoted question may hold commas and newlines. A
+ranges), which needs one sequential pass: a quoted question may hold commas and newlines
+(row_blocks.py finds the rows a block of lines at a time; `cut`, the workers' way, a line at a time). A
 row whose quotes are still open when the next line starts like a new row (`<20 hex
 digits>,`) or when the file ends has an unterminated quote: it is rejected and cutting
 resumes at the next line. The driver also marks repeated qids (the first row with a qid
