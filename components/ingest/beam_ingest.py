@@ -72,6 +72,7 @@ from kflow.components.ingest.split_plan import (
     split_cuts,
 )
 from kflow.components.ingest.tfrecord_file import TFRecordWriter
+from kflow.components.util.collection_pause import collection_paused
 from kflow.components.util.progress import RecordProgress
 from kflow.pipeline.dsl.artifacts import Examples, Rejects
 from kflow.pipeline.dsl.beam_options import named_runner
@@ -206,6 +207,7 @@ class _Process(beam.DoFn):
         if self._progress is not None:
             self._progress.close()
 
+    @collection_paused
     def process(self, element):
         index, chunk = element
         accepted, found_rejects = self._process_chunk(chunk)
@@ -292,6 +294,7 @@ class _Route(beam.DoFn):
         self._splits = splits
         self._staging = staging
 
+    @collection_paused
     def process(self, path, counts, cuts=None):
         parts: dict[tuple[str, int], list[tuple[str, bytes]]] = {}
         for sort_key, group, record in read_chunk(path):
@@ -317,6 +320,7 @@ class _WriteShard(beam.DoFn):
         self._examples = examples
         self._gzip_threads = 2 if in_process else 1
 
+    @collection_paused
     def process(self, element, counts):
         (split, shard), parts = element
         folder = self._examples.split_uri(split)
