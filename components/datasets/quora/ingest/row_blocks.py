@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-BLOCK_BYTES = 8 << 20
+BLOCK_BYTES = 1 << 20
 ROW_START = re.compile(rb"[0-9a-fA-F]{20},")  # At a line's start: `match`, from the line's position.
 _NEWLINE, _QUOTE, _COMMA = ord("\n"), ord('"'), ord(",")
 _BLANK = np.zeros(256, bool)
