@@ -26,6 +26,7 @@ class Trainer(Component):
         parameters=component_parameters(),
         executor="kflow.components.trainer.executor:run",
         renamed_parameters={"task": "dataset"},
+        warm_up="kflow.components.trainer.launcher:warm_up",
     )
 
     def _bind_parameters(self, parameters: dict) -> dict:

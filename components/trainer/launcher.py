@@ -27,8 +27,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kflow.components.trainer.config import TrainerSettings
 from kflow.components.trainer.private_network import private_network
 from kflow.components.trainer.strategies import get_strategy
+from kflow.components.trainer.strategies.cluster_env import in_cluster
+from kflow.components.trainer.warm_workers import ClusterShape, WarmCluster, claim, warm_cluster, worker_command
 from kflow.components.util.progress import EventBar
 from kflow.components.util.progress import mode as progress_mode
 from kflow.pipeline.dsl.heartbeat import HEARTBEATS, beats_line, last_beats
@@ -84,6 +87,80 @@ def cluster_spec(strategy: str, workers: int, parameter_servers: int) -> dict[st
         raise ValueError(f"strategy {strategy!r} does not run as a cluster")
     ports = iter(free_ports(sum(replicas.values())))
     return {role: [f"127.0.0.1:{next(ports)}" for _ in range(count)] for role, count in replicas.items()}
+
+
+def process_environments(
+    strategy: str, cluster: dict[str, list[str]], devices: int | None, evaluator: bool, bar: bool
+) -> tuple[dict[str, dict[str, str]], str]:
+    """({process name: its environment}, the process that reports the progress), in the order they start: the
+    serving roles first, the chief (if any) last; a sidecar evaluator, outside the cluster, after them."""
+    environment = dict(os.environ)
+    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    environment["PYTHONUNBUFFERED"] = "1"
+    # The chief (worker 0 without one) reports the progress: as a bar drawn here, or as its own log lines.
+    reporter = "chief-0" if "chief" in cluster else "worker-0"
+    tasks = [(kind, index) for kind in reversed(list(cluster)) for index in range(len(cluster[kind]))]
+    environments = {}
+    for kind, index in tasks + ([("evaluator", 0)] if evaluator else []):
+        name = f"{kind}-{index}"
+        environments[name] = dict(
+            environment,
+            **process_environment(strategy, cluster, kind, index, devices),
+            KFLOW_PROGRESS=("events" if bar else "plain") if name == reporter else "off",
+        )
+    return environments, reporter
+
+
+def spawn(command: list[str], env: dict[str, str], stdin=None) -> subprocess.Popen:
+    """A cluster process: its output piped (relayed with its name), in its own process group (stopping it stops its
+    children), killed with the launcher."""
+    return subprocess.Popen(
+        command,
+        env=env,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+    )
+
+
+def warm_up(parameters: dict) -> contextlib.AbstractContextManager:
+    """The Trainer's `warm_up` (ComponentSpec): its local cluster's processes started now, offered to its launcher
+    until the run ends (warm_workers.py); nothing for one process that trains in the runner's own, or in a cluster
+    job's pod."""
+    settings = TrainerSettings.from_parameters(parameters)
+    config, cluster_config = settings.training, settings.cluster
+    if not get_strategy(config.strategy).multi_process or in_cluster():
+        return contextlib.nullcontext()
+    shape = cluster_shape(
+        config.strategy, cluster_config.workers, cluster_config.parameter_servers, cluster_config.devices,
+        cluster_config.sidecar_evaluator,
+    )  # fmt: skip
+    return warm_cluster(lambda: _warm_processes(shape))
+
+
+def cluster_shape(
+    strategy: str, workers: int, parameter_servers: int, devices: int | None, evaluator: bool
+) -> ClusterShape:
+    replicas = get_strategy(strategy).replicas(workers, parameter_servers)
+    return ClusterShape(strategy, tuple(replicas.items()), devices, evaluator)
+
+
+def _warm_processes(shape: ClusterShape) -> WarmCluster:
+    roles = dict(shape.roles)
+    cluster = cluster_spec(shape.strategy, roles.get("worker", 0), roles.get("ps", 0))  # its ports told later
+    environments, _ = process_environments(shape.strategy, cluster, shape.devices, shape.evaluator, False)
+    network = contextlib.ExitStack()
+    try:
+        prefix = network.enter_context(private_network(len(environments)))
+    except BaseException:
+        network.close()
+        raise
+    log.info("train: warming up the %s cluster's %d process(es) while the components before it run",
+             shape.strategy, len(environments))  # fmt: skip
+    return WarmCluster(shape, environments, lambda command, env: spawn(command, env, subprocess.PIPE), prefix, network)
 
 
 @dataclass
@@ -191,6 +268,7 @@ def run_cluster(
     on_start=None,
     stall_timeout: float | None = None,
     heartbeats: Path | None = None,
+    warm: WarmCluster | None = None,
 ) -> None:
     """Runs one incarnation of the cluster until the training processes finish; raises ClusterError on failure.
 
@@ -201,40 +279,26 @@ def run_cluster(
     Under parameter_server the chief (coordinator) is the process whose exit ends the run;
     the worker and ps servers are then stopped. `on_start(processes)` gets the `{name: Popen}`
     map once everything is started, in this thread (the executor loads TensorFlow there; tests kill a worker).
+    `warm`: processes started early (warm_workers.py), taken where they were started as these would be.
     """
     sink = sink or sys.stderr  # Logs, not results: stdout is for the run summary.
     cluster = cluster_spec(strategy, workers, parameter_servers)
-    environment = dict(os.environ)
-    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    environment["PYTHONUNBUFFERED"] = "1"
-    processes: list[_Process] = []
-    # The chief (worker 0 without one) reports the progress: as a bar drawn here, or as its own log lines.
-    reporter = "chief-0" if "chief" in cluster else "worker-0"
     bar = EventBar() if progress_mode() == "bar" else None
-    # The serving roles first, the chief (if any) last; a sidecar evaluator, outside the cluster, after them.
-    tasks = [(kind, index) for kind in reversed(list(cluster)) for index in range(len(cluster[kind]))]
+    environments, reporter = process_environments(strategy, cluster, devices, evaluator, bar is not None)
+    processes: list[_Process] = []
     if heartbeats is not None:
         shutil.rmtree(heartbeats, ignore_errors=True)  # an earlier attempt's beats are no news
     network = contextlib.ExitStack()
     try:
-        everyone = tasks + ([("evaluator", 0)] if evaluator else [])
-        prefix = network.enter_context(private_network(len(everyone)))  # no host can reach the cluster's ports
-        for kind, index in everyone:
-            name = f"{kind}-{index}"
-            env = dict(
-                environment,
-                **process_environment(strategy, cluster, kind, index, devices),
-                KFLOW_PROGRESS=("events" if bar else "plain") if name == reporter else "off",
-            )
-            popen = subprocess.Popen(
-                [*prefix, sys.executable, "-m", "kflow.components.trainer.worker", str(spec_file)],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                start_new_session=True,  # its own process group, so stopping it stops its children
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-            )
+        if warm is None:
+            prefix = network.enter_context(private_network(len(environments)))  # no host can reach its ports
+        else:
+            prefix = warm.prefix  # its network, which lasts as long as the run
+            network.callback(warm.close)  # the warm processes not taken
+        for name, env in environments.items():
+            popen = warm.take(name, env, [str(spec_file)]) if warm is not None else None
+            if popen is None:
+                popen = spawn([*prefix, *worker_command(), str(spec_file)], env)
             process = _Process(name, popen)
             shown = bar if name == reporter else None
             # In the caller's context (contextvars), so that what the runner tags its node's log lines with
@@ -302,6 +366,7 @@ def launch(
     spec_dir.mkdir(parents=True, exist_ok=True)
     spec_file = spec_dir / "train_spec.json"
     spec_file.write_text(json.dumps(spec, indent=2) + "\n")
+    warm = claim(cluster_shape(strategy, workers, parameter_servers, devices, evaluator))
     for attempt in range(max_restarts + 1):
         try:
             run_cluster(
@@ -316,6 +381,7 @@ def launch(
                 on_start=on_start if attempt == 0 else None,
                 stall_timeout=spec["config"].get("stall_timeout"),
                 heartbeats=Path(spec["working_dir"]) / HEARTBEATS if spec.get("working_dir") else None,
+                warm=warm if attempt == 0 else None,
             )
             return attempt
         except ClusterError as error:

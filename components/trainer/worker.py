@@ -14,6 +14,7 @@ from __future__ import annotations
 import faulthandler
 import json
 import logging
+import os
 import signal
 import sys
 from dataclasses import asdict
@@ -25,6 +26,7 @@ from kflow.components.trainer.heap import keep_freed_heap
 from kflow.components.trainer.replica import run_replica
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import is_chief_process, tf_config
+from kflow.components.trainer.warm_workers import WARM_FLAG, wait_for_job
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 from kflow.pipeline.dsl.process_exit import exit_now
 
@@ -85,5 +87,30 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def wait_warm() -> list[str] | None:
+    """A warm process (warm_workers.py): the libraries loaded, then its late variables and arguments read from its
+    input; None when the run ended without taking it."""
+    import keras  # noqa: F401  (KERAS_BACKEND is set: an early variable)
+    import tensorflow  # noqa: F401
+
+    import kflow.components.trainer.training  # noqa: F401
+
+    if os.environ.get("KERAS_BACKEND") == "jax":
+        import jax
+
+        if os.environ.get("NUM_PROCESSES", "1") == "1":  # Alone: its devices started too (XLA_FLAGS is early).
+            jax.devices()  # With peers it must join them first, which waits for its late variables.
+    job = wait_for_job()
+    if job is None:
+        return None
+    environment, argv = job
+    os.environ.update(environment)
+    return argv
+
+
 if __name__ == "__main__":
-    exit_now(main(sys.argv[1:]))  # the launcher waits for this process's end: not for TensorFlow's teardown
+    arguments = sys.argv[1:]
+    if arguments[:1] == [WARM_FLAG]:
+        arguments = wait_warm()
+    # the launcher waits for this process's end: not for TensorFlow's teardown
+    exit_now(0 if arguments is None else main(arguments))

@@ -10,6 +10,7 @@ can be called without any runner:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 from collections.abc import Callable, Mapping
@@ -77,6 +78,10 @@ class ComponentSpec:
     source_files: str = ""
     # {former name: name} of parameters that were renamed: a node that still uses the former name gets a warning.
     renamed_parameters: Mapping[str, str] = field(default_factory=dict)
+    # "package.module:function" taking the node's parameters and returning a context manager: what a local run
+    # enters while the components before the node run, when it knows the node will run after them (the
+    # Trainer starts its cluster's processes, which load their libraries meanwhile), and leaves when it ends.
+    warm_up: str = ""
 
 
 @dataclass(frozen=True)
@@ -185,6 +190,12 @@ class Component:
         if not self.spec.source_files:
             return None
         return fingerprint_files(load_executor(self.spec.source_files)(**self.parameters))
+
+    def warm_up(self) -> contextlib.AbstractContextManager:
+        """What `spec.warm_up` starts for this node (nothing without one)."""
+        if not self.spec.warm_up:
+            return contextlib.nullcontext()
+        return load_executor(self.spec.warm_up)(dict(self.parameters))
 
     def check_parameters(self) -> list[str]:
         """Problems with the bound parameters beyond their JSON types (a component's own rules), one line each;

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -121,8 +122,9 @@ class BeamDagRunner:
                 if stages:
                     from kflow.pipeline.runners.beam_waves import run_waves
 
-                    run_waves(stages, reused, run_dir, beam_args, self.enable_cache, self.verify_hashes,
-                              self.cached_only)  # fmt: skip
+                    with warmed_up([node for stage in stages[1:] for node in stage]):
+                        run_waves(stages, reused, run_dir, beam_args, self.enable_cache, self.verify_hashes,
+                                  self.cached_only)  # fmt: skip
             status = "succeeded"
         except BaseException as caught:
             interrupt = _cause(caught, KeyboardInterrupt)
@@ -147,6 +149,19 @@ class BeamDagRunner:
         if error is not None:
             raise PipelineFailed(_failure_message(error, result), result) from error
         return result
+
+
+@contextlib.contextmanager
+def warmed_up(nodes: list[Component]) -> Iterator[None]:
+    """The warm-ups (`ComponentSpec.warm_up`) of nodes that will run after the first wave, entered in this thread
+    and left when the run ends. A warm-up that fails costs only its time: the node starts cold."""
+    with contextlib.ExitStack() as stack:
+        for node in nodes:
+            try:
+                stack.enter_context(node.warm_up())
+            except Exception as error:  # noqa: BLE001 - warming up is an optimisation; the node reports real errors.
+                log.debug("%s: no warm-up (%s)", node.id, error)
+        yield
 
 
 def _cause(error: BaseException, kind: type[E]) -> E | None:

@@ -204,3 +204,35 @@ def test_an_executor_gets_a_working_dir_that_outlives_a_failed_execution_not_a_p
     assert list((tmp_path / "toy" / ".work").iterdir()) == []
     with pytest.raises(PipelineFailed, match="attempt 1 of 2"):
         BeamDagRunner(enable_cache=False).run(pipeline, tmp_path)
+
+
+def test_a_node_after_running_ones_is_warmed_up_for_the_run_only_then(tmp_path):
+    """Entered before the first node runs, left after the last; not for a node that runs first (its upstream cached)
+    nor in a cached run; a warm-up that fails costs the node nothing."""
+    from tests.pipeline.toy import executors
+    from tests.pipeline.toy.components import WarmDouble
+
+    def pipeline(sleep=0.0):
+        produce = Produce("produce", parameters={"value": 4})
+        double = WarmDouble("double", numbers=produce.outputs["numbers"], parameters={"sleep": sleep})
+        return Pipeline("toy", [produce, double])
+
+    executors.WARM_EVENTS.clear()
+    result = BeamDagRunner().run(pipeline(), tmp_path)
+    (entered, at), (left, until) = executors.WARM_EVENTS
+    produce_started = float((result.run_dir / "produce" / "numbers" / "interval.txt").read_text().split()[0])
+    doubled = result.run_dir / "double" / "doubled" / "value.txt"
+    assert (entered, left) == ("entered", "left") and at <= produce_started and until >= doubled.stat().st_mtime
+    assert read_value(doubled.parent) == 8
+    executors.WARM_EVENTS.clear()
+    cached = BeamDagRunner().run(pipeline(), tmp_path)
+    assert {entry["status"] for entry in cached.record["components"].values()} == {"cached"}
+    rerun = BeamDagRunner().run(pipeline(sleep=0.01), tmp_path)  # produce cached: double runs first
+    assert rerun.record["components"]["double"]["status"] == "succeeded"
+    assert executors.WARM_EVENTS == []
+    executors.FAIL_WARM_UP = True
+    try:
+        failed_warm_up = BeamDagRunner(enable_cache=False).run(pipeline(), tmp_path)
+    finally:
+        executors.FAIL_WARM_UP = False
+    assert failed_warm_up.succeeded and executors.WARM_EVENTS == []

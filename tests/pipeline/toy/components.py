@@ -64,3 +64,15 @@ class Judge(Component):
         parameters={"at_least": Parameter(int, default=0)},
         executor=f"{EXECUTORS}:judge",
     )
+
+
+class WarmDouble(Double):
+    """A Double with a warm-up: it notes, in `events` (a module list), when the run enters and leaves it."""
+
+    spec = ComponentSpec(
+        inputs=Double.spec.inputs,
+        outputs=Double.spec.outputs,
+        parameters=Double.spec.parameters,
+        executor=f"{EXECUTORS}:double",
+        warm_up=f"{EXECUTORS}:warm_up",
+    )

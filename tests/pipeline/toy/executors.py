@@ -50,3 +50,24 @@ def judge(*, numbers, blessing, at_least):
     }
     blessing.set_blessed(value >= at_least, [check])
     return {"blessed": value >= at_least}
+
+
+WARM_EVENTS: list[tuple[str, float]] = []  # ("entered" | "left", when), appended by warm_up's context
+FAIL_WARM_UP = False
+
+
+class _Noted:
+    def __init__(self, parameters):
+        self.parameters = parameters
+
+    def __enter__(self):
+        WARM_EVENTS.append(("entered", time.time()))
+
+    def __exit__(self, *_):
+        WARM_EVENTS.append(("left", time.time()))
+
+
+def warm_up(parameters):
+    if FAIL_WARM_UP:
+        raise RuntimeError("a warm-up that fails")
+    return _Noted(parameters)
