@@ -144,6 +144,7 @@ def warm_up(parameters: dict) -> contextlib.AbstractContextManager:
 def cluster_shape(
     strategy: str, workers: int, parameter_servers: int, devices: int | None, evaluator: bool
 ) -> ClusterShape:
+    """What a warm cluster must be for this launch to take it: the roles as the strategy lays them out."""
     replicas = get_strategy(strategy).replicas(workers, parameter_servers)
     return ClusterShape(strategy, tuple(replicas.items()), devices, evaluator)
 
@@ -293,8 +294,8 @@ def run_cluster(
         if warm is None:
             prefix = network.enter_context(private_network(len(environments)))  # no host can reach its ports
         else:
-            prefix = warm.prefix  # its network, which lasts as long as the run
-            network.callback(warm.close)  # the warm processes not taken
+            prefix = warm.prefix  # its network, removed (with the warm processes not taken) when this cluster ends
+            network.callback(warm.close)
         for name, env in environments.items():
             popen = warm.take(name, env, [str(spec_file)]) if warm is not None else None
             if popen is None:
