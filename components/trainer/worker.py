@@ -89,17 +89,16 @@ def main(argv: list[str]) -> int:
 
 def wait_warm() -> list[str] | None:
     """A warm process (warm_workers.py): the libraries loaded, then its late variables and arguments read from its
-    input; None when the run ended without taking it."""
+    input; None when the run ended without taking it. Only loaded: nothing started (a JAX process joins its peers
+    before anything asks for devices) and the heap set as `main` sets it, before the libraries allocate."""
+    keep_freed_heap()
     import keras  # noqa: F401  (KERAS_BACKEND is set: an early variable)
     import tensorflow  # noqa: F401
 
     import kflow.components.trainer.training  # noqa: F401
 
     if os.environ.get("KERAS_BACKEND") == "jax":
-        import jax
-
-        if os.environ.get("NUM_PROCESSES", "1") == "1":  # Alone: its devices started too (XLA_FLAGS is early).
-            jax.devices()  # With peers it must join them first, which waits for its late variables.
+        import jax  # noqa: F401
     job = wait_for_job()
     if job is None:
         return None
