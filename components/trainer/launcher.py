@@ -27,8 +27,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kflow.components.trainer import process_group
 from kflow.components.trainer.config import TrainerSettings
 from kflow.components.trainer.private_network import private_network
+from kflow.components.trainer.process_group import spawn
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import in_cluster
 from kflow.components.trainer.warm_workers import ClusterShape, WarmCluster, claim, warm_cluster, worker_command
@@ -111,21 +113,6 @@ def process_environments(
     return environments, reporter
 
 
-def spawn(command: list[str], env: dict[str, str], stdin=None) -> subprocess.Popen:
-    """A cluster process: its output piped (relayed with its name), in its own process group (stopping it stops its
-    children), killed with the launcher."""
-    return subprocess.Popen(
-        command,
-        env=env,
-        stdin=stdin,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-    )
-
-
 def warm_up(parameters: dict) -> contextlib.AbstractContextManager:
     """The Trainer's `warm_up` (ComponentSpec): its local cluster's processes started now, offered to its launcher
     until the run ends (warm_workers.py); nothing for one process that trains in the runner's own, or in a cluster
@@ -138,7 +125,7 @@ def warm_up(parameters: dict) -> contextlib.AbstractContextManager:
         config.strategy, cluster_config.workers, cluster_config.parameter_servers, cluster_config.devices,
         cluster_config.sidecar_evaluator,
     )  # fmt: skip
-    return warm_cluster(lambda: _warm_processes(shape))
+    return warm_cluster(lambda: _warm_processes(shape, cluster_config.workers, cluster_config.parameter_servers))
 
 
 def cluster_shape(
@@ -149,16 +136,11 @@ def cluster_shape(
     return ClusterShape(strategy, tuple(replicas.items()), devices, evaluator)
 
 
-def _warm_processes(shape: ClusterShape) -> WarmCluster:
-    roles = dict(shape.roles)
-    cluster = cluster_spec(shape.strategy, roles.get("worker", 0), roles.get("ps", 0))  # its ports told later
+def _warm_processes(shape: ClusterShape, workers: int, parameter_servers: int) -> WarmCluster:
+    cluster = cluster_spec(shape.strategy, workers, parameter_servers)  # its ports told later
     environments, _ = process_environments(shape.strategy, cluster, shape.devices, shape.evaluator, False)
     network = contextlib.ExitStack()
-    try:
-        prefix = network.enter_context(private_network(len(environments)))
-    except BaseException:
-        network.close()
-        raise
+    prefix = network.enter_context(private_network(len(environments)))
     log.info("train: warming up the %s cluster's %d process(es) while the components before it run",
              shape.strategy, len(environments))  # fmt: skip
     return WarmCluster(shape, environments, lambda command, env: spawn(command, env, subprocess.PIPE), prefix, network)
@@ -169,16 +151,6 @@ class _Process:
     name: str
     popen: subprocess.Popen
     threads: list[threading.Thread] = field(default_factory=list)
-
-
-def _die_with_parent() -> None:
-    """In the child before exec (Linux): get SIGKILL when the launcher dies, even by SIGKILL."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def _stream(prefix: str, pipe, sink, bar: EventBar | None = None) -> None:
@@ -231,26 +203,8 @@ def _state(pid: int) -> str:
 
 
 def _stop(processes: list[_Process], grace: float = 5.0) -> None:
-    """SIGTERM every process group, wait `grace` seconds, then SIGKILL what is left."""
-    for process in processes:
-        if process.popen.poll() is None:
-            try:
-                os.killpg(process.popen.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    deadline = time.monotonic() + grace
-    for process in processes:
-        try:
-            process.popen.wait(timeout=max(deadline - time.monotonic(), 0.1))
-        except subprocess.TimeoutExpired:
-            pass
-    for process in processes:
-        if process.popen.poll() is None:
-            try:
-                os.killpg(process.popen.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.popen.wait()
+    """Stops the processes' groups (process_group.stop), then joins their relaying threads."""
+    process_group.stop([process.popen for process in processes], grace)
     for process in processes:
         for thread in process.threads:
             thread.join(timeout=2)

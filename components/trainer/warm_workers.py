@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from kflow.components.trainer import process_group
+
 log = logging.getLogger("kflow.trainer.launcher")
 
 WARM_FLAG = "--warm"
@@ -105,18 +107,11 @@ class WarmCluster:
 
 
 def _stop(processes: list[subprocess.Popen]) -> None:
-    """Warm processes hold nothing yet: ended at once (SIGTERM, then SIGKILL after 5 s)."""
+    """Warm processes hold nothing yet: their input closed and their groups stopped at once."""
     for process in processes:
         with contextlib.suppress(OSError):
             process.stdin.close()
-        with contextlib.suppress(ProcessLookupError):
-            process.terminate()
-    for process in processes:
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    process_group.stop(processes)
 
 
 def worker_command(warm: bool = False) -> list[str]:
@@ -147,9 +142,9 @@ def withdraw(cluster: WarmCluster) -> None:
             del _WARM[cluster.shape]
 
 
-def wait_for_job(stream=None) -> tuple[dict[str, str], list[str]] | None:
+def wait_for_job() -> tuple[dict[str, str], list[str]] | None:
     """In a warm process: the late variables and the arguments, or None when the run ended without it."""
-    line = (stream or sys.stdin).readline()
+    line = sys.stdin.readline()
     if not line:
         return None
     job: dict[str, Any] = json.loads(line)

@@ -21,7 +21,12 @@ ECHO = "import sys, json; job = sys.stdin.readline(); print(json.dumps({'job': j
 
 def echo_spawn(command, env):
     return subprocess.Popen(
-        [sys.executable, "-c", ECHO], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", ECHO],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a group of its own, as a cluster process has (process_group.spawn)
     )
 
 

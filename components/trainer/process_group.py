@@ -1,0 +1,58 @@
+"""A training cluster's processes: each started in a process group of its own, which dies with its launcher, and
+stopped as a group (its children too)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def spawn(command: list[str], env: dict[str, str], stdin=None) -> subprocess.Popen:
+    """A cluster process: its output piped (relayed with its name), in its own process group (stopping it stops its
+    children), killed with the launcher."""
+    return subprocess.Popen(
+        command,
+        env=env,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+    )
+
+
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): get SIGKILL when the launcher dies, even by SIGKILL."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def stop(popens: list[subprocess.Popen], grace: float = 5.0) -> None:
+    """SIGTERM every process group, wait `grace` seconds, then SIGKILL what is left."""
+    for popen in popens:
+        if popen.poll() is None:
+            try:
+                os.killpg(popen.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + grace
+    for popen in popens:
+        try:
+            popen.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            pass
+    for popen in popens:
+        if popen.poll() is None:
+            try:
+                os.killpg(popen.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            popen.wait()
