@@ -37,22 +37,22 @@ def _die_with_parent() -> None:
 
 def stop(popens: list[subprocess.Popen], grace: float = 5.0) -> None:
     """SIGTERM every process group, wait `grace` seconds, then SIGKILL what is left."""
-    for popen in popens:
-        if popen.poll() is None:
-            try:
-                os.killpg(popen.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+    _signal_running(popens, signal.SIGTERM)
     deadline = time.monotonic() + grace
     for popen in popens:
         try:
             popen.wait(timeout=max(deadline - time.monotonic(), 0.1))
         except subprocess.TimeoutExpired:
             pass
+    _signal_running(popens, signal.SIGKILL)
+    for popen in popens:
+        popen.wait()
+
+
+def _signal_running(popens: list[subprocess.Popen], number: int) -> None:
     for popen in popens:
         if popen.poll() is None:
             try:
-                os.killpg(popen.pid, signal.SIGKILL)
+                os.killpg(popen.pid, number)
             except ProcessLookupError:
                 pass
-            popen.wait()
