@@ -67,6 +67,8 @@ class Task:
     def dataset(
         self, examples: Examples, split: str, *, batch_size: int, training: bool, seed: int, shuffle_buffer: int = 0
     ) -> tf.data.Dataset:
+        """The split's batches, one example per record of the split (the Trainer takes a split's size from the
+        ingest's count of its records)."""
         raise NotImplementedError
 
     def build_model(self) -> keras.Model:

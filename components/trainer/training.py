@@ -54,9 +54,23 @@ def dataset_factory(task: Task, examples: Examples, config: TrainConfig) -> Make
     return make_dataset
 
 
+def recorded_count(examples: Examples, split: str) -> int | None:
+    """The split's size as the ingest counted it writing it (stats.json), or None where no ingest did (Examples
+    made otherwise). A task's dataset yields one example per record (Task.dataset), so this is its size."""
+    if not (examples.path / "stats.json").is_file():
+        return None
+    return examples.stats.get("accepted", {}).get(split)
+
+
+def split_size(make_dataset: MakeDataset, examples: Examples, split: str, batch_size: int) -> int:
+    """The examples of a split: the ingest's count, else counted by reading the split (seconds for MNIST)."""
+    recorded = recorded_count(examples, split)
+    return recorded if recorded is not None else count_examples(make_dataset(split, False, batch_size))
+
+
 def split_sizes(make_dataset: MakeDataset, examples: Examples, config: TrainConfig) -> tuple[int, int, int]:
     """(train examples, eval examples, steps per epoch), read once per process so every worker runs as many steps."""
-    train_count = count_examples(make_dataset("train", False, config.batch_size))
+    train_count = split_size(make_dataset, examples, "train", config.batch_size)
     if train_count == 0:
         raise ValueError(f"the train split under {examples.split_uri('train')} holds no examples")
     if train_count < config.batch_size and next(iter(make_dataset("train", True, config.batch_size)), None) is None:
@@ -64,7 +78,7 @@ def split_sizes(make_dataset: MakeDataset, examples: Examples, config: TrainConf
             f"the train split holds {train_count} examples, fewer than one batch of trainer.batch_size "
             f"{config.batch_size}, and this task trains on whole batches: lower trainer.batch_size or give it more data"
         )
-    eval_count = count_examples(make_dataset("eval", False, config.batch_size)) if "eval" in examples.splits else 0
+    eval_count = split_size(make_dataset, examples, "eval", config.batch_size) if "eval" in examples.splits else 0
     if config.early_stopping_patience is not None and not eval_count:
         raise ValueError(
             "early_stopping_patience needs eval examples to watch the validation metric, and there are none"
