@@ -120,9 +120,10 @@ class BeamDagRunner:
                 reused = self._reuse_cached(pipeline, record)
                 stages = waves(pipeline, done=frozenset(reused))
                 if stages:
-                    from kflow.pipeline.runners.beam_waves import run_waves
-
+                    # Warmed up first: the Trainer's processes load their libraries while Beam loads here.
                     with warmed_up([node for stage in stages[1:] for node in stage]):
+                        from kflow.pipeline.runners.beam_waves import run_waves
+
                         run_waves(stages, reused, run_dir, beam_args, self.enable_cache, self.verify_hashes,
                                   self.cached_only)  # fmt: skip
             status = "succeeded"
