@@ -27,6 +27,7 @@ from kflow.components.trainer.replica import run_replica
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import is_chief_process, tf_config
 from kflow.components.trainer.warm_workers import WARM_FLAG, wait_for_job
+from kflow.pipeline.dsl import lean_imports
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 from kflow.pipeline.dsl.process_exit import exit_now
 
@@ -108,6 +109,7 @@ def wait_warm() -> list[str] | None:
 
 
 if __name__ == "__main__":
+    lean_imports.install()
     arguments = sys.argv[1:]
     if arguments[:1] == [WARM_FLAG]:
         arguments = wait_warm()

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from kflow.pipeline.cli.terminal import colour, configure_logging, set_up_terminal
+from kflow.pipeline.dsl import lean_imports
 from kflow.pipeline.dsl.artifacts import ModelBlessing
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, load_config
 from kflow.pipeline.dsl.process_exit import exit_now
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     args.program = argv is None
     if args.program:
         set_up_terminal(verbosity)
+        lean_imports.install()
     configure_logging(verbosity)
     try:
         code = args.command(args)

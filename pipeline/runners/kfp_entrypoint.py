@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kflow.pipeline.dsl import lean_imports
 from kflow.pipeline.dsl.artifacts import ModelBlessing, ModelRun
 from kflow.pipeline.dsl.component import Channel, Component, load_component
 from kflow.pipeline.kubeflow.baselines import gated_model_input, record_blessed_model
@@ -299,4 +300,5 @@ def _input_uri(executor_input: dict[str, Any] | None, name: str) -> str | None:
 
 
 if __name__ == "__main__":
+    lean_imports.install()
     sys.exit(main())

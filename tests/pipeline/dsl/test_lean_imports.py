@@ -1,0 +1,46 @@
+"""lean_imports: Keras and TensorFlow load without scikit-learn, matplotlib (and JAX, under another backend), which
+stay importable afterwards; Keras still trains. Each case in a fresh interpreter: this one has loaded Keras."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+PROBE = """
+import json, sys
+if sys.argv[1] == "lean":
+    from kflow.pipeline.dsl import lean_imports
+    lean_imports.install()
+    lean_imports.install()
+import keras, tensorflow
+loaded = {name: name in sys.modules for name in ("sklearn", "matplotlib", "jax")}
+model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+history = model.fit(tensorflow.ones((8, 3)), tensorflow.zeros((8, 1)), epochs=2, verbose=0)
+import jax, matplotlib.pyplot, sklearn.metrics  # importable afterwards
+finders = sum(type(finder).__name__ == "_SkipWhileLoading" for finder in sys.meta_path)
+print(json.dumps({"loaded": loaded, "epochs": len(history.history["loss"]), "finders": finders}))
+"""
+
+
+def probe(mode: str, backend: str) -> dict:
+    environment = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, mode], env=environment, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", pytest.param("jax", marks=pytest.mark.slow)])
+def test_keras_loads_without_the_optional_libraries_and_still_trains(backend):
+    plain, lean = probe("plain", backend), probe("lean", backend)
+    # What Keras and TensorFlow load by themselves here: what there is to skip.
+    assert plain["loaded"] == {"sklearn": True, "matplotlib": True, "jax": True}
+    assert lean["loaded"] == {"sklearn": False, "matplotlib": False, "jax": backend == "jax"}
+    assert lean["epochs"] == plain["epochs"] == 2
+    assert (lean["finders"], plain["finders"]) == (1, 0)
