@@ -44,4 +44,5 @@ class Evaluator(Component):
             "seed": declared_parameter(EvaluatorSection, "seed", int),
         },
         executor="kflow.components.evaluator.executor:run",
+        warm_up="kflow.components.evaluator.serving_check:warm_up",
     )

@@ -14,19 +14,25 @@ waits for the blessing ships it.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from kflow.pipeline.dsl.artifacts import Model
+
+log = logging.getLogger("kflow.evaluator")
 
 EXAMPLES = 256
 # One model's float32 outputs from two runtimes (Keras' predict, the SavedModel's graph) differ by rounding, which
@@ -39,15 +45,30 @@ REPORT = "serving_check.json"
 # A server needs no Keras, and TensorFlow imports it eagerly (3 of its 9 s here) unless told to look for the legacy
 # tf_keras, which a missing package makes a no-op (tensorflow/__init__.py: "Do an eager load for Keras' code").
 CLIENT_ENVIRONMENT = {"TF_USE_LEGACY_KERAS": "1"}
-# The client: TensorFlow and NumPy, the SavedModel, its serving signature; nothing of kflow. It loads the model,
-# then waits for one line on stdin naming the inputs and where to write the outputs (an empty stdin: nothing to do).
+# Given to a client started early (warm_up): it loads TensorFlow at the lowest priority, in the time the run's
+# other processes leave.
+IDLE_FLAG = "--idle"
+# The client: TensorFlow and NumPy, the SavedModel, its serving signature; nothing of kflow. It loads TensorFlow,
+# reads a line on stdin naming the SavedModel and loads it, then waits for one more naming the inputs and where to
+# write the outputs (an empty stdin at either: nothing to do).
 CLIENT = """
 import json, os, sys
+idle = sys.argv[1:] == ["--idle"]  # IDLE_FLAG
+if idle:
+    os.setpriority(os.PRIO_PROCESS, 0, 19)
 sys.modules["jax"] = None  # TensorFlow imports JAX when it can (tf.lite's converters): 0.6 s, of no use here
 import numpy as np
 import tensorflow as tf
 
-signature = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+model_dir = sys.stdin.readline().strip()
+if not model_dir:
+    raise SystemExit(0)
+if idle:  # Needed now: the usual priority again where the process may raise its own (as root), else it stays low.
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, 0)
+    except PermissionError:
+        pass
+signature = tf.saved_model.load(model_dir).signatures["serving_default"]
 specs = signature.structured_input_signature[1]
 request = sys.stdin.readline().split()
 if not request:
@@ -137,35 +158,105 @@ def serving_names(keras_model: Any) -> dict[str, str]:
     return {key: tensor.name for key, tensor in structure.items()}
 
 
+class ClientProcess:
+    """A client process (CLIENT) loading TensorFlow, its output into a scratch folder; `idle`: at the lowest
+    priority until it is told its model."""
+
+    def __init__(self, idle: bool = False) -> None:
+        self.environment = {**os.environ, **CLIENT_ENVIRONMENT}
+        self.scratch = Path(tempfile.mkdtemp(prefix="kflow-serving-check-"))
+        with (self.scratch / "stdout").open("w") as stdout, (self.scratch / "stderr").open("w") as stderr:
+            self.popen = subprocess.Popen(
+                [sys.executable, "-c", CLIENT, *([IDLE_FLAG] if idle else [])],
+                env=self.environment,
+                stdin=subprocess.PIPE,
+                stdout=stdout,
+                stderr=stderr,
+                text=True,
+            )
+
+    def load(self, model_dir: Path) -> bool:
+        """Tells the client its SavedModel; False when it ended already."""
+        try:
+            self.popen.stdin.write(f"{model_dir}\n")
+            self.popen.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            return False
+        return True
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.kill()
+        self.popen.wait()
+        with contextlib.suppress(OSError):
+            self.popen.stdin.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+_WARM: list[ClientProcess] = []
+_WARM_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def warm_up(parameters: dict) -> Iterator[None]:
+    """The Evaluator's warm-up (ComponentSpec.warm_up): a client started now, idle, for the Evaluator's check to
+    take (`ServingClient`); stopped when the run ends if nothing took it."""
+    client = ClientProcess(idle=True)
+    with _WARM_LOCK:
+        _WARM.append(client)
+    try:
+        yield
+    finally:
+        with _WARM_LOCK:
+            untaken = any(waiting is client for waiting in _WARM)
+            _WARM[:] = [waiting for waiting in _WARM if waiting is not client]
+        if untaken:
+            client.stop()
+
+
+def _client_for(model_dir: Path) -> ClientProcess:
+    """A warm client still waiting, started with this process's variables, else a new one; told `model_dir`.
+
+    Variables set since the warm one started are not held against it: the libraries this process loaded meanwhile
+    set their own (TensorFlow's `TF2_BEHAVIOR`, ...), as the client's own TensorFlow does."""
+    while True:
+        with _WARM_LOCK:
+            client = _WARM.pop() if _WARM else None
+        if client is None:
+            break
+        now = {**os.environ, **CLIENT_ENVIRONMENT}
+        changed = sorted(name for name, value in client.environment.items() if now.get(name) != value)
+        if not changed and client.load(model_dir):
+            return client
+        why = f"{changed[0]} changed" if changed else f"it exited ({client.popen.returncode})"
+        log.info("evaluate: the serving check's warm client is not used (%s): starting a new one", why)
+        client.stop()
+    client = ClientProcess()
+    client.load(model_dir)  # A client that ended at once says why in result().
+    return client
+
+
 class ServingClient:
-    """The serving check's client process, started before its inputs are known (`with ServingClient(model) as
-    client: … client.send(inputs) … client.result(expected)`); stopped on the way out, whatever happened."""
+    """The serving check's client process, started (or taken warm) before its inputs are known (`with
+    ServingClient(model) as client: … client.send(inputs) … client.result(expected)`); stopped on the way out,
+    whatever happened."""
 
     def __init__(self, model: Model, timeout: float = 600) -> None:
         self.model, self.timeout = model, timeout
         self.started = time.perf_counter()
-        self.scratch = Path(tempfile.mkdtemp(prefix="kflow-serving-check-"))
-        self.process: subprocess.Popen | None = None
-        self.inputs_given = False
+        self.client: ClientProcess | None = None
         if (model.serving_uri / "saved_model.pb").is_file():
-            with (self.scratch / "stdout").open("w") as stdout, (self.scratch / "stderr").open("w") as stderr:
-                self.process = subprocess.Popen(
-                    [sys.executable, "-c", CLIENT, str(model.serving_uri)],
-                    env={**os.environ, **CLIENT_ENVIRONMENT},
-                    stdin=subprocess.PIPE,
-                    stdout=stdout,
-                    stderr=stderr,
-                    text=True,
-                )
+            self.client = _client_for(model.serving_uri)
+        self.process = self.client.popen if self.client else None
+        self.scratch = self.client.scratch if self.client else None
+        self.inputs_given = False
 
     def __enter__(self) -> ServingClient:
         return self
 
     def __exit__(self, *_: object) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.client is not None:
+            self.client.stop()
 
     def send(self, inputs: Any) -> None:
         """Gives the client its inputs (an array, or {name: array}); None: the split had no examples."""

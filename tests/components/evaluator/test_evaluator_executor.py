@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 
 import keras
 import numpy as np
 import pytest
 
-from kflow.components.evaluator.executor import run
+from kflow.components.evaluator.executor import SERVING_REPORT, run
 from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation
 from tests.components.fixtures import read_split
 
@@ -164,3 +166,63 @@ def test_the_serving_client_is_stopped_when_the_evaluation_fails_before_it_answe
         assert client.process is not None and client.process.poll() is None  # Loading the SavedModel.
         raise RuntimeError("the evaluation failed")
     assert client.process.returncode is not None and not client.scratch.exists()
+
+
+def wait_for_priority(pid: int, niceness: int, timeout: float = 60) -> int:
+    deadline = time.monotonic() + timeout
+    while (current := os.getpriority(os.PRIO_PROCESS, pid)) != niceness and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return current
+
+
+def test_the_check_takes_the_client_warmed_up_for_it(inputs, tmp_path):
+    """A local run warms the Evaluator up (serving_check.warm_up): its client loads TensorFlow at the lowest
+    priority, then the check takes it, and it answers and ends."""
+    from kflow.components.evaluator import serving_check
+
+    with serving_check.warm_up({}):
+        (warm,) = serving_check._WARM
+        assert wait_for_priority(warm.popen.pid, 19) == 19
+        _, evaluation, blessing = evaluate(inputs, tmp_path)
+        assert serving_check._WARM == []
+        assert warm.popen.returncode == 0 and not warm.scratch.exists()  # it answered (a stopped one: -9)
+    report = evaluation.read_json(SERVING_REPORT)
+    assert report["passed"] and report["examples"] == 256
+    assert blessing.blessed
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root may raise a process's priority again")
+def test_a_warm_client_told_its_model_is_back_at_the_usual_priority(inputs):
+    from kflow.components.evaluator.serving_check import ClientProcess
+
+    _, _, model = inputs
+    client = ClientProcess(idle=True)
+    try:
+        assert wait_for_priority(client.popen.pid, 19) == 19
+        assert client.load(model.serving_uri)
+        assert wait_for_priority(client.popen.pid, 0) == 0
+    finally:
+        client.stop()
+
+
+def test_a_warm_client_nothing_took_is_stopped_with_the_run():
+    from kflow.components.evaluator import serving_check
+
+    with serving_check.warm_up({}):
+        (warm,) = serving_check._WARM
+        assert warm.popen.poll() is None
+    assert warm.popen.returncode is not None and not warm.scratch.exists() and serving_check._WARM == []
+
+
+def test_a_warm_client_started_with_other_variables_is_replaced(inputs, tmp_path, monkeypatch, caplog):
+    from kflow.components.evaluator import serving_check
+
+    monkeypatch.setenv("KFLOW_TEST_VARIABLE", "warm")
+    with serving_check.warm_up({}):
+        (warm,) = serving_check._WARM
+        monkeypatch.setenv("KFLOW_TEST_VARIABLE", "changed")
+        with caplog.at_level("INFO", logger="kflow.evaluator"):
+            _, evaluation, _ = evaluate(inputs, tmp_path)
+        assert warm.popen.returncode == -9 and not warm.scratch.exists()  # stopped, not asked
+    assert "the serving check's warm client is not used (KFLOW_TEST_VARIABLE changed)" in caplog.text
+    assert evaluation.read_json(SERVING_REPORT)["passed"]
