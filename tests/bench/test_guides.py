@@ -157,6 +157,7 @@ def test_the_summary_takes_medians_and_the_median_of_each_rounds_ratios():
     assert summary["not_all_cached"] == 0
     assert summary["wall_s"] == {"guide": 12.0, "kflow_cold": 30.0, "kflow_cached": 3.0}
     assert summary["train_s"] == {"guide": 6.0, "kflow_cold": 6.0}
+    assert summary["outside_s"] == {"guide": 6.0, "kflow_cold": 26.0}  # walls less training: 5, 12, 6; 26, 21, 42
     assert summary["examples_per_s"] == {"guide": 80.0, "kflow_cold": 60.0}
     assert summary["value"] == {"guide": 0.92, "kflow_cold": 0.91}
     ratios = summary["ratios"]
@@ -165,6 +166,7 @@ def test_the_summary_takes_medians_and_the_median_of_each_rounds_ratios():
     assert ratios["train_s kflow/guide"] == pytest.approx(1.0)  # 0.8, 1.125, 1.0
     assert ratios["wall kflow cold/guide"] == pytest.approx(3.0)
     assert ratios["wall kflow cached/guide"] == pytest.approx(0.2)
+    assert ratios["outside training kflow/guide"] == pytest.approx(5.2)  # 5.2, 1.75, 7.0
 
     table = run.format_table(run.GUIDES["mirrored_mnist"], summary)
     lines = table.splitlines()
@@ -172,16 +174,18 @@ def test_the_summary_takes_medians_and_the_median_of_each_rounds_ratios():
     assert lines[1] == "  medians of 3 round(s)"
     assert lines[3].split() == ["wall", "(s)", "12.0", "30.0", "3.0"]
     assert lines[4].split() == ["training", "phase", "(s)", "6.0", "6.0"]
-    assert lines[5].split() == ["examples/s", "80", "60"]
-    assert lines[6].split() == ["test", "accuracy", "0.9200", "0.9100"]
-    ratio_lines = {" ".join(line.split()[:-1]): line.split()[-1] for line in lines[8:]}
+    assert lines[5].split() == ["outside", "training", "(s)", "6.0", "26.0"]
+    assert lines[6].split() == ["examples/s", "80", "60"]
+    assert lines[7].split() == ["test", "accuracy", "0.9200", "0.9100"]
+    ratio_lines = {" ".join(line.split()[:-1]): line.split()[-1] for line in lines[9:]}
     assert ratio_lines == {
         "examples_per_s kflow/guide": "1.20",
         "train_s kflow/guide": "1.00",
         "wall kflow cold/guide": "3.00",
+        "outside training kflow/guide": "5.20",
         "wall kflow cached/guide": "0.20",
     }
-    assert lines[7] == "  ratios (median of the rounds' own):"
+    assert lines[8] == "  ratios (median of the rounds' own):"
     assert "note:" not in table
 
 
