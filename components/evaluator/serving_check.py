@@ -247,9 +247,15 @@ class ServingClient:
         self.client: ClientProcess | None = None
         if (model.serving_uri / "saved_model.pb").is_file():
             self.client = _client_for(model.serving_uri)
-        self.process = self.client.popen if self.client else None
-        self.scratch = self.client.scratch if self.client else None
         self.inputs_given = False
+
+    @property
+    def process(self) -> subprocess.Popen | None:
+        return self.client.popen if self.client else None
+
+    @property
+    def scratch(self) -> Path | None:
+        return self.client.scratch if self.client else None
 
     def __enter__(self) -> ServingClient:
         return self

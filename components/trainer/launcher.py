@@ -30,7 +30,6 @@ from pathlib import Path
 from kflow.components.trainer import process_group
 from kflow.components.trainer.config import TrainerSettings
 from kflow.components.trainer.private_network import private_network
-from kflow.components.trainer.process_group import spawn
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import in_cluster
 from kflow.components.trainer.warm_workers import ClusterShape, WarmCluster, claim, warm_cluster, worker_command
@@ -143,7 +142,8 @@ def _warm_processes(shape: ClusterShape, workers: int, parameter_servers: int) -
     prefix = network.enter_context(private_network(len(environments)))
     log.info("train: warming up the %s cluster's %d process(es) while the components before it run",
              shape.strategy, len(environments))  # fmt: skip
-    return WarmCluster(shape, environments, lambda command, env: spawn(command, env, subprocess.PIPE), prefix, network)
+    spawn = lambda command, env: process_group.spawn(command, env, subprocess.PIPE)  # noqa: E731
+    return WarmCluster(shape, environments, spawn, prefix, network)
 
 
 @dataclass
@@ -253,7 +253,7 @@ def run_cluster(
         for name, env in environments.items():
             popen = warm.take(name, env, [str(spec_file)]) if warm is not None else None
             if popen is None:
-                popen = spawn([*prefix, *worker_command(), str(spec_file)], env)
+                popen = process_group.spawn([*prefix, *worker_command(), str(spec_file)], env)
             process = _Process(name, popen)
             shown = bar if name == reporter else None
             # In the caller's context (contextvars), so that what the runner tags its node's log lines with

@@ -54,23 +54,25 @@ def dataset_factory(task: Task, examples: Examples, config: TrainConfig) -> Make
     return make_dataset
 
 
-def recorded_count(examples: Examples, split: str) -> int | None:
-    """The split's size as the ingest counted it writing it (stats.json), or None where no ingest did (Examples
-    made otherwise). A task's dataset yields one example per record (Task.dataset), so this is its size."""
+def recorded_counts(examples: Examples) -> dict[str, int]:
+    """{split: size} as the ingest counted them writing them (stats.json); {} where no ingest did (Examples made
+    otherwise). A task's dataset yields one example per record (Task.dataset), so these are its sizes."""
     if not (examples.path / "stats.json").is_file():
-        return None
-    return examples.stats.get("accepted", {}).get(split)
-
-
-def split_size(make_dataset: MakeDataset, examples: Examples, split: str, batch_size: int) -> int:
-    """The examples of a split: the ingest's count, else counted by reading the split (seconds for MNIST)."""
-    recorded = recorded_count(examples, split)
-    return recorded if recorded is not None else count_examples(make_dataset(split, False, batch_size))
+        return {}
+    return examples.stats.get("accepted", {})
 
 
 def split_sizes(make_dataset: MakeDataset, examples: Examples, config: TrainConfig) -> tuple[int, int, int]:
-    """(train examples, eval examples, steps per epoch), read once per process so every worker runs as many steps."""
-    train_count = split_size(make_dataset, examples, "train", config.batch_size)
+    """(train examples, eval examples, steps per epoch), read once per process so every worker runs as many steps:
+    the ingest's counts, else counted by reading each split (seconds for MNIST)."""
+    recorded = recorded_counts(examples)
+
+    def split_size(split: str) -> int:
+        if split in recorded:
+            return recorded[split]
+        return count_examples(make_dataset(split, False, config.batch_size))
+
+    train_count = split_size("train")
     if train_count == 0:
         raise ValueError(f"the train split under {examples.split_uri('train')} holds no examples")
     if train_count < config.batch_size and next(iter(make_dataset("train", True, config.batch_size)), None) is None:
@@ -78,7 +80,7 @@ def split_sizes(make_dataset: MakeDataset, examples: Examples, config: TrainConf
             f"the train split holds {train_count} examples, fewer than one batch of trainer.batch_size "
             f"{config.batch_size}, and this task trains on whole batches: lower trainer.batch_size or give it more data"
         )
-    eval_count = split_size(make_dataset, examples, "eval", config.batch_size) if "eval" in examples.splits else 0
+    eval_count = split_size("eval") if "eval" in examples.splits else 0
     if config.early_stopping_patience is not None and not eval_count:
         raise ValueError(
             "early_stopping_patience needs eval examples to watch the validation metric, and there are none"

@@ -39,8 +39,10 @@ class _SkipWhileLoading(importlib.abc.MetaPathFinder):
         self.names = names
 
     def find_spec(self, name, path=None, target=None):
-        if name in self.names and any(_loading(sys.modules.get(library)) for library in LOADING):
-            loading = next(library for library in LOADING if _loading(sys.modules.get(library)))
+        if name not in self.names:
+            return None
+        loading = next((library for library in LOADING if _loading(sys.modules.get(library))), None)
+        if loading is not None:
             raise ModuleNotFoundError(f"{name} is not loaded while {loading} loads (kflow lean_imports)", name=name)
         return None
 
