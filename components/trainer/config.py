@@ -109,7 +109,7 @@ class TrainConfig:
     epochs: int = declared("epochs")
     batch_size: int = declared("batch_size")
     steps_per_epoch: int | None = declared("steps_per_epoch")
-    steps_per_execution: int = declared("steps_per_execution")
+    steps_per_execution: int | None = declared("steps_per_execution")
     optimizer: str = declared("name", OptimizerSection)
     learning_rate: float = declared("learning_rate", OptimizerSection)
     weight_decay: float = declared("weight_decay", OptimizerSection)
@@ -135,13 +135,13 @@ class TrainConfig:
         if loop == "jax_loop" and self.mixed_precision:
             raise ValueError(f"mixed_precision: strategy {self.strategy} trains in float32 (the explicit JAX loop)")
         single = LOOPS.get(loop)
-        if self.steps_per_execution > 1 and single:
+        if self.steps_per_call > 1 and single:
             able = ", ".join(n for n, s in STRATEGIES.items() if s.trainer not in LOOPS)
             raise ValueError(
                 f"steps_per_execution: strategy {self.strategy} trains one step per call ({single}); "
                 f"only the strategies {able} run several"
             )
-        if self.steps_per_epoch is not None and self.steps_per_epoch % self.steps_per_execution:
+        if self.steps_per_epoch is not None and self.steps_per_epoch % self.steps_per_call:
             raise ValueError(
                 f"steps_per_execution: {self.steps_per_execution} does not divide steps_per_epoch "
                 f"({self.steps_per_epoch})"
@@ -163,6 +163,12 @@ class TrainConfig:
                     raise ValueError(
                         f"layout_map[{pattern!r}] names axes {sorted(unknown)} not in the mesh {sorted(axes)}"
                     )
+
+    @property
+    def steps_per_call(self) -> int:
+        """The train steps per call set by the user (steps_per_execution), else 1: what `model.fit` runs, and what
+        epochs are rounded up to; the custom loop chooses its own when none is set (steps_per_call.py)."""
+        return self.steps_per_execution or 1
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

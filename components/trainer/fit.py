@@ -76,16 +76,16 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
             optimizer=make_optimizer(config, steps_per_epoch * config.epochs),
             loss=loss,
             weighted_metrics=task.metrics(),
-            steps_per_execution=config.steps_per_execution,
+            steps_per_execution=config.steps_per_call,
         )
         # Keras' own functions of several steps a call fail under tf.distribute: the Trainer's count the steps.
         steps_counted = runtime.replicas > 1 and keras.backend.backend() == "tensorflow"
         if steps_counted:
             _build_from_batch_specs(keras_model, dataset("train", False, global_batch).element_spec)
-            if config.steps_per_execution > 1:
+            if config.steps_per_call > 1:
                 from kflow.components.trainer.fit_steps import run_steps_per_call
 
-                run_steps_per_call(keras_model, config.steps_per_execution, validation_steps)
+                run_steps_per_call(keras_model, config.steps_per_call, validation_steps)
     epoch_log = EpochLog(config.epochs, examples_per_epoch, steps_per_epoch, global_batch, config.log_every_steps)
     chief = runtime.process_index == 0
     # Each process of a multi-process strategy backs up its own state (they hold the same weights).
@@ -121,7 +121,7 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
     # Keras starts a new validation iterator at each validation (and deletes the last: input_autotune.py says why that
     # could stall); given the steps, it reads one pass of the repeated split.
     validation = runtime.fit_batches(dataset, "eval", False, global_batch) if eval_count else None
-    if validation is not None and config.steps_per_execution > 1 and not steps_counted:
+    if validation is not None and config.steps_per_call > 1 and not steps_counted:
         # Keras' call of several steps stops early only at the end of a finite dataset; it would read on into the
         # split's start, twice-counted, and the pass would end mid-call. Keras starts a finite one at each validation.
         validation = validation.take(validation_steps)

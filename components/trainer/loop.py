@@ -28,6 +28,7 @@ from kflow.components.datasets.task import Task
 from kflow.components.trainer.checkpoints import restore_newest_readable
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.optimizers import make_optimizer
+from kflow.components.trainer.steps_per_call import StepsPerCall
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import is_chief, tf_config
 from kflow.components.trainer.strategies.runtime import Runtime
@@ -141,6 +142,7 @@ def _train(
         runtime.replicas,
     )
     history: list[dict[str, float]] = []
+    calls = StepsPerCall(config.steps_per_execution, runtime, config.checkpoint_every_steps)
     best, waited = None, 0
     step = start_step
     started = time.perf_counter()
@@ -153,8 +155,9 @@ def _train(
             runtime.reset_train()
             progress = EpochProgress(epoch + 1, config.epochs, steps_per_epoch, global_batch, config.log_every_steps)
             while step < (epoch + 1) * steps_per_epoch:
-                steps = min(config.steps_per_execution, (epoch + 1) * steps_per_epoch - step)
+                steps = calls.next(step, (epoch + 1) * steps_per_epoch)
                 runtime.train_step(steps)
+                calls.called()
                 step += steps
                 epoch_steps += steps
                 every = config.checkpoint_every_steps
@@ -163,6 +166,7 @@ def _train(
                     save(step)
                 progress.update(step - epoch * steps_per_epoch, lambda: runtime.train_results()["loss"])
             runtime.wait()
+            calls.epoch_ended()
             progress.close()
             train_seconds = time.perf_counter() - epoch_started
             trained_steps += epoch_steps

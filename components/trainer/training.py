@@ -87,9 +87,9 @@ def split_sizes(make_dataset: MakeDataset, examples: Examples, config: TrainConf
         )
     if config.steps_per_epoch is not None:
         return train_count, eval_count, config.steps_per_epoch
-    # One pass, in whole calls of steps_per_execution: the batches repeat, so a last call goes on from the start.
-    calls = math.ceil(math.ceil(train_count / config.batch_size) / config.steps_per_execution)
-    return train_count, eval_count, calls * config.steps_per_execution
+    # One pass, in whole calls of a set steps_per_execution: the batches repeat, so a last call goes on from the start.
+    calls = math.ceil(math.ceil(train_count / config.batch_size) / config.steps_per_call)
+    return train_count, eval_count, calls * config.steps_per_call
 
 
 def watched_metric(task: Task, config: TrainConfig) -> tuple[str, str]:

@@ -98,6 +98,7 @@ class Runtime(BaseRuntime):
         def loss_fn(y, predictions, sample_weight):
             return replica_loss(loss_object, y, predictions, sample_weight, global_batch=None)
 
+        @tf.autograph.experimental.do_not_convert  # runtime.py: traced as written
         def train_step(batch):
             x, y, sample_weight = unpack(batch)
             loss, predictions = gradient_step(model, optimizer, loss_fn, x, y, sample_weight)
@@ -114,7 +115,7 @@ class Runtime(BaseRuntime):
                 total += tf.cast(self.strategy.run(train_step, args=(next(iterator),)), tf.float32)
             return total
 
-        @tf.function
+        @tf.function(autograph=False)  # runtime.py: traced as written
         def chief_eval(batch):
             x, y, sample_weight = unpack(batch)
             predictions = model(x, training=False)

@@ -55,6 +55,7 @@ class SynchronousRuntime(Runtime):
         def loss_fn(y, predictions, sample_weight):
             return replica_loss(loss_object, y, predictions, sample_weight, global_batch)
 
+        @tf.autograph.experimental.do_not_convert  # runtime.py: traced as written
         def train_step(batch):
             x, y, sample_weight = unpack(batch)
             loss, predictions = gradient_step(model, optimizer, loss_fn, x, y, sample_weight)
@@ -64,6 +65,7 @@ class SynchronousRuntime(Runtime):
                 metric.update_state(y, predictions, sample_weight)
             return loss
 
+        @tf.autograph.experimental.do_not_convert  # runtime.py: traced as written
         def eval_step(batch):
             x, y, sample_weight = unpack(batch)
             predictions = model(x, training=False)
@@ -96,6 +98,13 @@ class SynchronousRuntime(Runtime):
 
     def train_step(self, steps: int = 1) -> None:
         self._train(self._train_iterator, tf.constant(steps))
+
+    def agree(self, value: float) -> float:
+        """The replicas' mean of `value` (a collective: every worker calls it at the same step)."""
+        if self.replicas == 1:
+            return value
+        values = self.strategy.experimental_distribute_values_from_function(lambda _: tf.constant(value, tf.float32))
+        return float(self.strategy.reduce(tf.distribute.ReduceOp.MEAN, values, axis=None))
 
     def reset_train(self) -> None:
         for metric in [*self.train_metrics, self.train_loss, self.batches]:

@@ -57,12 +57,15 @@ class TrainerSection(Section):
     """the global batch size"""
     steps_per_epoch: int | None = Field(None, ge=1)
     """null: one pass over the train split"""
-    steps_per_execution: int = Field(1, ge=1, le=1000)
-    """train steps per call into the backend, every strategy but the explicit JAX loop's: as Keras'
-    compile(steps_per_execution=...) in the model.fit ones, steps per tf.function call (per scheduled function on a
-    parameter-server worker) in the custom loop's; callbacks, progress, checkpoints and the heartbeat then see every
-    Nth step, which takes the per-step overhead off small, fast steps. Must divide steps_per_epoch; an epoch of one
-    pass is rounded up to a multiple (its last call completed from the split's start)"""
+    steps_per_execution: int | None = Field(None, ge=1, le=1000)
+    """train steps per call into the backend, every strategy but the explicit JAX loop's. null: the custom loop's
+    strategies (multi_worker_mirrored, parameter_server) time a few single steps, then run as many a call as take
+    about 0.25 s (at most 64), never past an epoch's end or a checkpoint, so the steps and checkpoints are those of one
+    a call; the others run one (Keras' default). N: as Keras' compile(steps_per_execution=N) in the model.fit
+    strategies, N steps per tf.function call (per scheduled function on a parameter-server worker) in the custom
+    loop's; callbacks, progress, checkpoints and the heartbeat then see every Nth step, which takes the per-step
+    overhead off small, fast steps. N must divide steps_per_epoch; an epoch of one pass is rounded up to a multiple
+    of N (its last call completed from the split's start)"""
     optimizer: OptimizerSection = section(OptimizerSection)
     early_stopping_patience: int | None = Field(None, ge=1)
     """null: off; else stop after this many epochs without improvement of early_stopping_monitor"""

@@ -105,18 +105,25 @@ def test_loop_resumes_from_the_last_checkpoint(inputs, tmp_path, caplog):
     assert model_run.history["final_step"] == 24
 
 
-def test_the_loop_trains_several_steps_per_call_as_it_trains_them_one_by_one(inputs, tmp_path):
+def test_the_loop_trains_several_steps_per_call_as_it_trains_them_one_by_one(inputs, tmp_path, caplog):
     examples, schema = inputs
     weights, histories = [], []
-    # 400 examples are 13 batches of 32: with 3 steps a call an epoch is rounded up to 15 steps (5 calls).
-    runs = {"one": ({"steps_per_epoch": 15}, [28, 30]), "three": ({"steps_per_execution": 3}, [24, 30])}
+    # 400 examples are 13 batches of 32: with 3 steps a call an epoch is rounded up to 15 steps (5 calls). Unset, the
+    # loop times single steps in the first epoch, then runs several a call, never past a checkpoint or the epoch's end.
+    runs = {
+        "one": ({"steps_per_epoch": 15, "steps_per_execution": 1}, [28, 30]),
+        "three": ({"steps_per_execution": 3}, [24, 30]),
+        "chosen": ({"steps_per_epoch": 15}, [28, 30]),
+    }
     for name, (settings, kept) in runs.items():
         model, model_run = _outputs(tmp_path / name)
         config = TrainConfig(epochs=2, batch_size=32, seed=5, checkpoint_every_steps=4, **settings)
-        summary = loop.train(
-            MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run, config=config,
-            working_dir=tmp_path / name / "work",
-        )  # fmt: skip
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="kflow.trainer"):
+            summary = loop.train(
+                MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run,
+                config=config, working_dir=tmp_path / name / "work",
+            )  # fmt: skip
         assert (summary["steps_per_epoch"], summary["final_step"]) == (15, 30)
         weights.append(keras.models.load_model(model.keras_file).get_weights())
         histories.append(model_run.history["per_epoch"])
@@ -124,10 +131,13 @@ def test_the_loop_trains_several_steps_per_call_as_it_trains_them_one_by_one(inp
         # each epoch's end; the manager keeps the last 2.
         checkpoints = (tmp_path / name / "work" / "checkpoints").glob("*.index")
         assert sorted(int(p.name.split("-")[1].split(".")[0]) for p in checkpoints) == kept
+        chosen = [int(r.getMessage().split()[1]) for r in caplog.records if "step(s) a call" in r.getMessage()]
+        assert len(chosen) == (name == "chosen") and all(n > 1 for n in chosen)
     # The same batches in the same order, so the same training: weights and per-epoch losses.
-    for one, three in zip(*weights, strict=True):
-        np.testing.assert_allclose(one, three, rtol=1e-5, atol=1e-6)
-    assert [e["loss"] for e in histories[1]] == pytest.approx([e["loss"] for e in histories[0]], rel=1e-5)
+    for other in (1, 2):
+        for one, several in zip(weights[0], weights[other], strict=True):
+            np.testing.assert_allclose(one, several, rtol=1e-5, atol=1e-6)
+        assert [e["loss"] for e in histories[other]] == pytest.approx([e["loss"] for e in histories[0]], rel=1e-5)
 
 
 @pytest.mark.parametrize(

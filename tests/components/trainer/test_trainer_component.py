@@ -33,7 +33,7 @@ def test_spec_wiring_and_defaults():
         "optimizer": "adam",
         "learning_rate": 0.001,
         "steps_per_epoch": None,
-        "steps_per_execution": 1,
+        "steps_per_execution": None,  # the custom loop chooses (steps_per_call.py), model.fit runs one
         "seed": 42,
         "shuffle_buffer": 10000,
         "early_stopping_patience": None,

@@ -1,0 +1,82 @@
+"""How many train steps each call of the custom loop runs (`trainer.steps_per_execution`).
+
+A call into a `tf.function` costs the same few milliseconds whatever it runs: 4 ms of a 27 ms MultiWorkerMirrored
+MNIST step on this project's 2-core VM, and a parameter-server coordinator's dispatch is a fifth of such a step
+(bench/README.md). Small, fast steps therefore train faster several to a call. A set `steps_per_execution` runs
+that many; unset, the loop times a few single steps after the first few (the first traces the function, the next
+ones still run slower: the process's heap and oneDNN's caches are growing) and from then on runs as many a call as
+take about `TARGET_SECONDS`. Chosen so, a call never runs past the epoch's end or a
+checkpoint, so the steps trained, their order and the checkpoints are those of one step a call.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+log = logging.getLogger("kflow.trainer")
+
+TARGET_SECONDS = 0.25  # long enough to make a call's cost small, short enough for progress and the heartbeat
+MAX_STEPS = 64
+UNTIMED_CALLS = 4
+TIMED_CALLS = 4
+
+
+class Timing(Protocol):
+    """What a strategy's runtime offers the choice: `wait` until the scheduled steps ran, and `agree` on a
+    measured value, so every worker of a synchronous cluster chooses alike."""
+
+    def wait(self) -> None: ...
+
+    def agree(self, value: float) -> float: ...
+
+
+class StepsPerCall:
+    """`next(step, end)` before each call, `called()` after it, `epoch_ended()` after each epoch's last call."""
+
+    def __init__(
+        self,
+        setting: int | None,
+        runtime: Timing,
+        checkpoint_every: int | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ):
+        self.setting, self.runtime, self.checkpoint_every, self.clock = setting, runtime, checkpoint_every, clock
+        self.chosen: int | None = None
+        self._untimed = 0
+        self._timed = 0
+        self._started: float | None = None
+
+    def next(self, step: int, end: int) -> int:
+        """The steps of the call that starts after `step` steps, at most up to `end` (the epoch's last step)."""
+        if self.setting is not None:
+            return min(self.setting, end - step)
+        limit = end - step
+        if self.checkpoint_every:
+            limit = min(limit, self.checkpoint_every - step % self.checkpoint_every)
+        if self.chosen is not None:
+            return min(self.chosen, limit)
+        if self._untimed == UNTIMED_CALLS and self._started is None:
+            self.runtime.wait()
+            self._started = self.clock()
+        return 1
+
+    def called(self) -> None:
+        if self.setting is not None or self.chosen is not None:
+            return
+        if self._untimed < UNTIMED_CALLS:
+            self._untimed += 1
+            return
+        self._timed += 1
+        if self._timed < TIMED_CALLS or self._started is None:
+            return
+        self.runtime.wait()
+        seconds = self.runtime.agree((self.clock() - self._started) / self._timed)
+        self.chosen = max(1, min(MAX_STEPS, int(TARGET_SECONDS / max(seconds, 1e-9))))
+        log.info("train: %d step(s) a call (a step took %.1f ms)", self.chosen, seconds * 1000)
+
+    def epoch_ended(self) -> None:
+        """Drops a timing the epoch's end cut short: the next call would time the validation with it."""
+        self._timed, self._started = 0, None
