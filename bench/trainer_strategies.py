@@ -144,8 +144,8 @@ def main() -> int:
                     f"ratio {speed / plain:5.2f}, wall {wall:5.1f} s",
                     flush=True,
                 )
-    print(f"\nratio to a plain model.fit on the same backend over {args.rounds} rounds: the median of the rounds' ratios;")
-    print("the ratio of the medians (kflow's median examples/s over the plain fits')")
+    print(f"\nratio to a plain model.fit on the same backend over {args.rounds} rounds: the median of the rounds'")
+    print("ratios; the ratio of the medians (kflow's median examples/s over the plain fits')")
     for name in strategies:
         kflow, plain = (statistics.median(side) for side in zip(*speeds[name], strict=True))
         print(f"  {name:<28} {statistics.median(ratios[name]):5.2f}   {kflow / plain:5.2f}")
