@@ -142,7 +142,7 @@ def _warm_processes(shape: ClusterShape, workers: int, parameter_servers: int) -
     prefix = network.enter_context(private_network(len(environments)))
     log.info("train: warming up the %s cluster's %d process(es) while the components before it run",
              shape.strategy, len(environments))  # fmt: skip
-    spawn = lambda command, env: process_group.spawn(command, env, subprocess.PIPE)  # noqa: E731
+    spawn = functools.partial(process_group.spawn, stdin=subprocess.PIPE)
     return WarmCluster(shape, environments, spawn, prefix, network)
 
 

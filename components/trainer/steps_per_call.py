@@ -51,9 +51,9 @@ class StepsPerCall:
 
     def next(self, step: int, end: int) -> int:
         """The steps of the call that starts after `step` steps, at most up to `end` (the epoch's last step)."""
-        if self.setting is not None:
-            return min(self.setting, end - step)
         limit = end - step
+        if self.setting is not None:
+            return min(self.setting, limit)
         if self.checkpoint_every:
             limit = min(limit, self.checkpoint_every - step % self.checkpoint_every)
         if self.chosen is not None:
