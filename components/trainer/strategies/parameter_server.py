@@ -19,7 +19,6 @@ import tensorflow as tf
 from kflow.components.trainer.strategies.runtime import (
     MakeDataset,
     gradient_step,
-    input_fn,
     metric_results,
     replica_loss,
     unpack,
@@ -46,13 +45,29 @@ def accumulate(metric: keras.metrics.Metric, *args: Any) -> None:
             variable.value.assign_add(increment)
 
 
+def worker_batches(make_dataset: MakeDataset, global_batch: int, workers: int, index) -> tf.data.Dataset:
+    """A worker's share of the train batches: every `workers`-th batch of the endlessly repeated split, from `index`.
+
+    ParameterServerStrategy gives every worker the same input context and each worker's pipeline shuffles with the
+    same seed, so unsharded the workers would read the same batches in the same order: per epoch, the cluster
+    would train on half the split's batches, each twice (TensorFlow's `experimental_get_current_worker_index`
+    shards by worker for that reason). Sharding the endless stream rather than each pass leaves no worker without
+    batches however few a pass holds.
+    """
+    data = make_dataset("train", True, global_batch).repeat()
+    if workers > 1:
+        data = data.shard(workers, index)
+    return data.prefetch(tf.data.AUTOTUNE)
+
+
 class Runtime(BaseRuntime):
     def __init__(self, config=None, model_name=None) -> None:
         super().__init__(config, model_name)
         self.coordinator = tf.distribute.coordinator.ClusterCoordinator(self.strategy)
 
     def make(self) -> tf.distribute.Strategy:
-        return tf.distribute.ParameterServerStrategy(tf.distribute.cluster_resolver.TFConfigClusterResolver())
+        self.cluster = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+        return tf.distribute.ParameterServerStrategy(self.cluster)
 
     @classmethod
     def serve(cls, cluster: dict[str, Any], op_libraries: tuple[str, ...]) -> None:
@@ -131,11 +146,13 @@ class Runtime(BaseRuntime):
 
         self._train, self._chief_eval = distributed_train, chief_eval
         self._eval_data = (lambda: make_dataset("eval", False, global_batch)) if eval_steps else None
-        self._train_iterator = iter(
-            self.coordinator.create_per_worker_dataset(
-                input_fn(make_dataset, "train", True, lambda context: global_batch)
-            )
-        )
+        workers = self.cluster.cluster_spec().num_tasks("worker")
+
+        def per_worker_dataset():  # built on each worker, where the index is that worker's
+            index = tf.distribute.coordinator.experimental_get_current_worker_index()
+            return worker_batches(make_dataset, global_batch, workers, index)
+
+        self._train_iterator = iter(self.coordinator.create_per_worker_dataset(per_worker_dataset))
 
     def train_step(self, steps: int = 1) -> None:
         loss_sum = self.coordinator.schedule(self._train, args=(self._train_iterator, tf.constant(steps)))

@@ -36,7 +36,7 @@ def unpack(batch):
 
 
 def input_fn(make_dataset: MakeDataset, split: str, training: bool, batch_size: Callable[[Any], int]):
-    """A dataset function for `distribute_datasets_from_function` / `create_per_worker_dataset`: each input
+    """A dataset function for `distribute_datasets_from_function`: each input
     pipeline reads its shard of the split, repeated (the loop counts steps, not passes)."""
 
     def make(context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:

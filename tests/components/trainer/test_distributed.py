@@ -21,7 +21,8 @@ from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.executor import run
 from kflow.components.trainer.optimizers import learning_rate_schedule
 from kflow.components.trainer.strategies.cluster_env import is_chief
-from kflow.components.trainer.strategies.parameter_server import accumulate
+from kflow.components.trainer.strategies.parameter_server import accumulate, worker_batches
+from kflow.components.trainer.training import dataset_factory
 from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Model, ModelRun
 from tests.components.fixtures import cluster_spec, write_examples, write_schema
@@ -64,8 +65,7 @@ def test_multi_worker_mirrored_two_workers_agree_and_learn(inputs, tmp_path):
     ]
 
 
-@pytest.mark.distributed
-@pytest.mark.slow  # make test trains the Quora classifier under 2 workers + 1 PS (the text tasks' test below)
+@pytest.mark.distributed  # ~13 s: make test's real parameter-server cluster (the others are in make test-all)
 def test_parameter_server_two_workers_one_ps_learns(inputs, tmp_path):
     examples, schema = inputs
     model, model_run = _outputs(tmp_path)
@@ -163,6 +163,26 @@ def test_accumulated_increments_equal_keras_own_updates(make_metric, binary):
     assert float(accumulated.result()) == pytest.approx(float(updated.result()), rel=1e-6)
     for mine, theirs in zip(accumulated.variables, updated.variables, strict=True):
         np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-6)
+
+
+@pytest.mark.parametrize("batch_size", [32, 400], ids=["13 batches a pass", "1 batch a pass"])
+def test_parameter_server_workers_read_disjoint_batches_that_cover_the_split(inputs, batch_size):
+    """Every worker's pipeline shuffles with the same seed; each reads its own share of the one batch stream."""
+    examples, schema = inputs
+    task = MnistTask(load_schema(schema.file))
+    make = dataset_factory(task, examples, TrainConfig(batch_size=batch_size, seed=3))
+
+    def images(data, batches):
+        return [bytes(image) for x, _ in data.take(batches) for image in np.asarray(x).reshape(len(x), -1)]
+
+    batches_a_pass = -(-TRAIN_EXAMPLES // batch_size)
+    stream = images(make("train", True, batch_size).repeat(), 2 * batches_a_pass)  # two passes, as one worker read
+    shares = [images(worker_batches(make, batch_size, 2, index), batches_a_pass) for index in (0, 1)]
+    assert all(shares)
+    assert sorted(shares[0] + shares[1]) == sorted(stream)  # the two workers read the stream's batches once each
+    if batches_a_pass > 1:  # in the first pass no image is read twice: each worker takes every other batch
+        first_pass = shares[0][: batches_a_pass // 2 * batch_size] + shares[1][: batches_a_pass // 2 * batch_size]
+        assert len(set(first_pass)) == len(first_pass)
 
 
 def test_learning_rate_schedules_warm_up_then_decay():
@@ -382,8 +402,7 @@ def test_parameter_server_rerun_resumes_with_the_same_step_counter(inputs, tmp_p
 
 
 @pytest.mark.distributed
-# The BERT MLM under PS takes ~35 s: in `make test-all`; the Quora one keeps the op-library path in `make test`.
-@pytest.mark.slow  # ~35 s each; make test keeps parameter_server on MNIST (above) and across hosts
+@pytest.mark.slow  # ~35 s each; make test keeps parameter_server on MNIST (above)
 @pytest.mark.parametrize("task", ["quora", "wikitext2"])
 def test_parameter_server_trains_the_text_tasks(task, tmp_path):
     """keras-hub's BERT MLM and the Quora classifier (lookup tables inside the model) under 2 workers + 1 PS."""
