@@ -16,6 +16,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from kflow.components.trainer.strategies.cluster_env import tf_config
 from kflow.components.trainer.strategies.runtime import (
     MakeDataset,
     gradient_step,
@@ -66,8 +67,7 @@ class Runtime(BaseRuntime):
         self.coordinator = tf.distribute.coordinator.ClusterCoordinator(self.strategy)
 
     def make(self) -> tf.distribute.Strategy:
-        self.cluster = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-        return tf.distribute.ParameterServerStrategy(self.cluster)
+        return tf.distribute.ParameterServerStrategy(tf.distribute.cluster_resolver.TFConfigClusterResolver())
 
     @classmethod
     def serve(cls, cluster: dict[str, Any], op_libraries: tuple[str, ...]) -> None:
@@ -146,7 +146,7 @@ class Runtime(BaseRuntime):
 
         self._train, self._chief_eval = distributed_train, chief_eval
         self._eval_data = (lambda: make_dataset("eval", False, global_batch)) if eval_steps else None
-        workers = self.cluster.cluster_spec().num_tasks("worker")
+        workers = len(tf_config()["cluster"].get("worker", []))
 
         def per_worker_dataset():  # built on each worker, where the index is that worker's
             index = tf.distribute.coordinator.experimental_get_current_worker_index()
