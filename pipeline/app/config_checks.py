@@ -87,6 +87,27 @@ def _data_fields(config: PipelineConfig) -> list[str]:
     return problems
 
 
+def _ingest_parameters(config: PipelineConfig) -> list[str]:
+    """The ingest's required parameters that the config leaves unset (data.source.path, data.tfds, …), named by
+    the config field that sets each (pipeline/app/sections.py: ingest_parameters), so that building the pipeline
+    never stops on Component's MissingParameter."""
+    from kflow.pipeline.app.sections import ingest_parameters
+
+    dataset = get_dataset(config.data["dataset"])
+    parameters, spec = ingest_parameters(config), dataset.ingest_component().spec
+    fields = {"source_path": "source.path", "source_format": "source.format", "max_records": "source.max_records"}
+    fields |= {name: f"filters.{name}" for name in dataset.filters}
+    fields |= {name: field for field, name in dataset.data_fields.items()}
+    return [
+        f"data.{fields.get(name, name)}: required by the {dataset.name} dataset: {parameter.description or name}"
+        for name, parameter in spec.parameters.items()
+        if parameter.required
+        and parameters.get(name) is None
+        # _data_fields names a missing label with an example.
+        and not (name == "label" and "label" in dataset.required_data_fields)
+    ]
+
+
 def _strategy(config: PipelineConfig) -> list[str]:
     name, devices = config.trainer["strategy"], config.trainer.get("devices")
     if name in STRATEGIES:
@@ -157,8 +178,10 @@ def _source(config: PipelineConfig) -> list[str]:
         return []
     try:
         facts = ingest.inspect_source()
-    except (ValueError, OSError) as error:
+    except ValueError as error:  # its message names the field
         return [str(error)]
+    except OSError as error:  # the OS's message names a file, not the field (a name too long, a folder unreadable)
+        return [f"data.source.path: cannot be read ({error.strerror or error})"]
     metrics = dataset.metrics_class()
     problems = [
         f"evaluator.thresholds.{metric}: {problem}"
@@ -168,15 +191,15 @@ def _source(config: PipelineConfig) -> list[str]:
     slices = [spec.get("by") for spec in config.evaluator["slices"]]
     problems += [
         f"evaluator.slices[{index}].by: no column {by!r} in the data{did_you_mean(by, facts.header)} "
-        f"(slice by: {', '.join(['label'] * (facts.problem_type == 'classification') + facts.header)})"
+        f"(slice by: {', '.join(['label', *facts.header])})"
         for index, by in enumerate(slices)
-        if by not in facts.header and not (by == "label" and facts.problem_type == "classification")
+        if by not in facts.header and by != "label"
     ]
     return problems
 
 
 # Checks after the first need a registered dataset.
-CHECKS: tuple[Check, ...] = (_splits, _filters, _data_fields, _strategy, _evaluator, _source)
+CHECKS: tuple[Check, ...] = (_splits, _filters, _data_fields, _ingest_parameters, _strategy, _evaluator, _source)
 
 
 def check_config(config: PipelineConfig, *, local_data: bool = True) -> None:

@@ -35,6 +35,16 @@ _JSON_TYPES: dict[type, tuple[type, ...]] = {
 }
 
 
+class MissingParameter(ValueError):
+    """A required parameter without a value (absent, or None). `component` and `parameter` let a pipeline builder
+    name the config field that should have set it (config_checks does, so `kflow validate` gives one line)."""
+
+    def __init__(self, component: str, parameter: str, description: str = ""):
+        self.component, self.parameter = component, parameter
+        about = f" ({description})" if description else ""
+        super().__init__(f"{component}: parameter {parameter!r} is required{about}")
+
+
 @dataclass(frozen=True)
 class Parameter:
     """A JSON-typed execution parameter.
@@ -165,10 +175,11 @@ class Component:
             raise ValueError(f"{self.id}: unknown parameters {sorted(unknown)}")
         bound = {}
         for name, parameter in self.spec.parameters.items():
+            if parameter.required and values.get(name) is None:
+                # None is how a config says "unset" (a null or absent field): required, not a wrong type.
+                raise MissingParameter(self.id, name, parameter.description)
             if name in values:
                 value = values[name]
-            elif parameter.required:
-                raise ValueError(f"{self.id}: parameter {name!r} is required")
             else:
                 value = None if parameter.default is _REQUIRED else parameter.default
             parameter.check(name, value)

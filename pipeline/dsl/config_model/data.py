@@ -18,8 +18,9 @@ from kflow.pipeline.dsl.config_model.base import (
 
 
 class ImageSection(Section):
-    size: PositiveInt | Annotated[list[PositiveInt], Field(min_length=2, max_length=2)]
-    """[height, width] in pixels, or one number for a square."""
+    size: PositiveInt | Annotated[list[PositiveInt], Field(min_length=2, max_length=2)] | MISSING = MISSING
+    """[height, width] in pixels, or one number for a square. Unset: the most common size among a sample of the
+    files (said in the log)."""
     channels: Literal[1, 3] | None | MISSING = MISSING
     """1 (grey) or 3 (RGB); null: the first image's."""
     fit: Literal["resize", "pad", "exact"] | MISSING = MISSING
@@ -84,7 +85,7 @@ class DataSection(Section):
     dataset: str = Field(min_length=1)
     """A registered dataset (kflow.components.datasets): mnist, wikitext2, quora; csv (any CSV), parquet (any Parquet
     file), tfrecord (tf.train.Example files) or tfds (a TensorFlow Datasets dataset): set data.label and
-    data.problem_type; images (a folder per class, or a manifest of path,label): set data.image.size."""
+    data.problem_type; images (a folder per class, or a manifest of path,label)."""
     label: str | None = None
     """csv, parquet, tfrecord, tfds: the column (feature) to predict; tfds: default the builder's supervised label."""
     problem_type: ProblemType | None = None
@@ -99,7 +100,8 @@ class DataSection(Section):
     infer_rows: int | None = Field(None, ge=1)
     """csv, parquet: records sampled to infer column types (null: 10000)."""
     image: ImageSection | None = None
-    """images: what every image becomes, e.g. {size: [28, 28]}."""
+    """images: what every image becomes, e.g. {size: [28, 28]}; null: the most common size among the files and the
+    first image's channels."""
     schema_: str | None = Field(None, alias="schema")
     """csv: a frozen schema.pbtxt to use instead of the one inferred from Split-train (copy
     runs/<pipeline>/<run>/schema/schema/schema.pbtxt, edit, and point here)."""

@@ -20,8 +20,10 @@ class ImagesIngest(Component):
             source_format=Parameter(str, default="auto", description="auto | folders | manifest."),
             image=Parameter(
                 dict,
-                description="{size: [height, width], channels: 1 | 3 (unset: the first image's), "
-                "fit: resize | pad | exact, convert: true (false: another colour mode is rejected)}",
+                optional=True,
+                description="{size: [height, width] (unset: the most common size among a sample of the files), "
+                "channels: 1 | 3 (unset: the first image's), fit: resize | pad | exact, "
+                "convert: true (false: another colour mode is rejected)}",
             ),
             split=Parameter(
                 dict,

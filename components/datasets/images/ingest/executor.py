@@ -1,7 +1,8 @@
 """The image ingest executor: a folder of class folders (or a manifest) in, uint8 image Examples split three ways.
 
 The driver lists the files and the classes (source.py) and hands the Beam workers chunks of CHUNK_FILES file
-names. A worker decodes each file with Pillow, converts it to the declared channels and size (`data.image`)
+names. A worker decodes each file with Pillow, converts it to the declared channels and size (`data.image`;
+unset, the first image's channels and the most common size among a sample of the files: source.common_size)
 and writes an Example as MNIST's: `image` (the raw uint8 pixels, row-major), `label` (the class index) and
 `key` (the file's path under the source). Reasons an image is refused (position: its path, or the manifest
 line), the first that applies:
@@ -60,6 +61,7 @@ def run(
     if len(classes) < 2:
         raise ValueError(f"data.source.path: {source_path} holds {len(classes)} class(es); a classifier needs two")
     channels = image_format.channels or _first_channels(files)
+    image_format = image_format.with_size(files)  # data.image.size unset: the most common size, said in the log.
     log.info(
         "images ingest: %d files of %d classes (%s); made %s, %s", len(files), len(classes),
         ", ".join(classes[:10]) + (", ..." if len(classes) > 10 else ""),

@@ -1,16 +1,21 @@
 """Where an image dataset's files are and what they are: a folder with one sub-folder per class (Keras'
 `image_dataset_from_directory` layout), or a manifest (`.csv` with `path,label` columns, or `.jsonl` of
 {"path": ..., "label": ...}) whose paths are relative to its folder; and how an image is made the declared
-size (`data.image`). The driver lists the files and the classes; a worker decodes and converts (records.py).
+size (`data.image`; without a size, the most common one among a sample of the files: `common_size`). The driver
+lists the files and the classes; a worker decodes and converts (executor.py).
 """
 
 from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
+import logging
+from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 FITS = ("resize", "pad", "exact")
 IMAGE_OPTIONS = ("size", "channels", "fit", "convert")
@@ -24,26 +29,27 @@ class ImageFormat:
     exact (an image of another size is rejected: wrong_size). convert: false rejects an image whose mode is not
     the channels' (wrong_mode) instead of converting it."""
 
-    height: int
-    width: int
+    height: int | None  # None (with width): no size given; the driver infers one (common_size) before converting.
+    width: int | None
     channels: int | None = None  # None: the first image's (grey or RGB).
     fit: str = "resize"
     convert: bool = True
 
     @classmethod
     def from_options(cls, options: Any) -> ImageFormat:
-        if not isinstance(options, dict) or "size" not in options:
-            raise ValueError(
-                f"data.image: the images dataset needs the size its images are made, e.g. {{size: [28, 28]}} "
-                f"(height, width), got {options!r}"
-            )
+        """The format of `data.image` (None or {}: every option inferred or at its default)."""
+        options = {} if options is None else options
+        if not isinstance(options, dict):
+            raise ValueError(f"data.image: a mapping such as {{size: [28, 28]}} (height, width), got {options!r}")
         unknown = sorted(set(options) - set(IMAGE_OPTIONS))
         if unknown:
             raise ValueError(f"data.image: unknown options {unknown} (allowed: {', '.join(IMAGE_OPTIONS)})")
-        size = options["size"]
+        size = options.get("size")
         if isinstance(size, int) and not isinstance(size, bool):
             size = [size, size]
-        if not (isinstance(size, list) and len(size) == 2 and all(_positive(side) for side in size)):
+        if size is None:
+            size = [None, None]
+        elif not (isinstance(size, list) and len(size) == 2 and all(_positive(side) for side in size)):
             raise ValueError(f"data.image.size: [height, width] (or one number for a square) in pixels, got {size!r}")
         channels = options.get("channels")
         if channels not in (None, 1, 3):
@@ -58,7 +64,47 @@ class ImageFormat:
 
     def shape(self, channels: int) -> tuple[int, ...]:
         """The stored shape: [height, width] for grey (as MNIST's), [height, width, 3] for RGB."""
+        if self.height is None or self.width is None:
+            raise ValueError("data.image.size: not inferred yet (ImageFormat.with_size)")
         return (self.height, self.width) if channels == 1 else (self.height, self.width, channels)
+
+    def with_size(self, files: list[ImageFile]) -> ImageFormat:
+        """This format, its size inferred from the files (common_size) when `data.image` gives none."""
+        if self.height is not None:
+            return self
+        height, width = common_size(files, self.fit)
+        return replace(self, height=height, width=width)
+
+
+# Images whose size is read (their header only) when data.image.size is not set: spread over the whole listing, so
+# that every class folder is seen, not only the first one's files. A few hundred headers take well under a second.
+SIZE_SAMPLE = 200
+
+
+def common_size(files: list[ImageFile], fit: str = "resize") -> tuple[int, int]:
+    """(height, width): the most common size among up to SIZE_SAMPLE files taken evenly over `files` (ties: the
+    first seen). Logs it, with how many sampled images had it. ValueError when none of them is an image."""
+    from PIL import Image
+
+    step = max(1, len(files) // SIZE_SAMPLE)
+    sample = [file for file in files[::step][:SIZE_SAMPLE] if file.path]
+    sizes: Counter[tuple[int, int]] = Counter()
+    for file in sample:
+        try:
+            with Image.open(file.path) as opened:  # Reads the header: the size without decoding the pixels.
+                sizes[opened.size[::-1]] += 1
+        except Exception:  # noqa: BLE001 - an unreadable file is the worker's to reject (with its reason); skip it.
+            continue
+    if not sizes:
+        raise ValueError(f"data.source.path: none of the {len(sample)} sampled files is an image Pillow reads")
+    (height, width), count = sizes.most_common(1)[0]
+    others = {"resize": "resized to it", "pad": "scaled and padded to it", "exact": "rejected (fit: exact)"}[fit]
+    log.info(
+        "images ingest: data.image.size not set: %d×%d (height×width), the most common size: %d of the %d files "
+        "sampled (of %d) have it; images of another size are %s",
+        height, width, count, len(sample), len(files), others,
+    )  # fmt: skip
+    return height, width
 
 
 def _positive(value: Any) -> bool:

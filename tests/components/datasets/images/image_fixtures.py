@@ -25,3 +25,21 @@ def truncate(path: Path) -> Path:
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
     return path
+
+
+def write_two_size_digits(root: Path, per_class: int = 40, classes: tuple[int, ...] = (0, 1, 7)) -> Path:
+    """scikit-learn's 8×8 digits of a few classes, upscaled as a folder of mixed cameras would hold them: two in three
+    as 12×12 PNGs, the others as 16×16 JPEGs, in root/<digit>/; returns root. The most common size is 12×12."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    for digit in classes:
+        folder = root / str(digit)
+        folder.mkdir(parents=True, exist_ok=True)
+        for index, pixels in enumerate(digits.images[digits.target == digit][:per_class]):
+            image = Image.fromarray((pixels * 16).clip(0, 255).astype(np.uint8), "L")
+            if index % 3 == 2:
+                image.resize((16, 16), Image.Resampling.BILINEAR).save(folder / f"{index:03d}.jpg", quality=95)
+            else:
+                image.resize((12, 12), Image.Resampling.BILINEAR).save(folder / f"{index:03d}.png")
+    return root

@@ -119,7 +119,7 @@ def test_a_manifest_lists_images_by_path_and_label(tmp_path):
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (None, "data.image: the images dataset needs the size"),
+        ("28x28", "data.image: a mapping such as {size: [28, 28]}"),
         ({"size": [0, 4]}, "data.image.size: [height, width]"),
         ({"size": 4, "channels": 2}, "data.image.channels: 1 (grey) or 3 (RGB), got 2"),
         ({"size": 4, "fit": "crop"}, "data.image.fit: one of resize, pad, exact, got 'crop'"),

@@ -1,0 +1,128 @@
+"""An image folder with only its path: the ingest infers the size (the most common among a sample of the files) as
+it infers the channels, says it in the log, and makes every image that size; `kflow validate` accepts the config
+and `kflow run` trains and evaluates a model on it. Real pixels: scikit-learn's digits, upscaled to two sizes."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import yaml
+
+from kflow.components.datasets.images.ingest import source
+from kflow.components.datasets.images.ingest.executor import run
+from kflow.components.datasets.images.ingest.source import ImageFormat, common_size, list_images
+from kflow.components.util.schema import annotation_tags, load_schema
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+from tests.components.datasets.images.image_fixtures import write_two_size_digits
+
+SIZE_LINE = "data.image.size not set: 12×12 (height×width), the most common size: 81 of the 120 files sampled"
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    """120 digits (0, 1, 7): 81 as 12×12 PNGs, 39 as 16×16 JPEGs."""
+    return write_two_size_digits(tmp_path_factory.mktemp("images") / "digits")
+
+
+def ingest(folder, **parameters):
+    examples, schema, rejects = Examples(folder / "ex"), Schema(folder / "schema"), Rejects(folder / "rej")
+    summary = run(examples=examples, schema=schema, rejects=rejects, max_invalid_fraction=1.0, **parameters)
+    return summary, examples, schema, rejects
+
+
+def pixel_counts(examples) -> set[int]:
+    return {
+        len(tf.train.Example.FromString(record.numpy()).features.feature["image"].bytes_list.value[0])
+        for split in examples.splits
+        for record in tf.data.TFRecordDataset(examples.split_files(split), compression_type="GZIP")
+    }
+
+
+def test_no_image_options_leave_the_size_to_the_data():
+    assert ImageFormat.from_options(None) == ImageFormat(None, None)
+    assert ImageFormat.from_options({"fit": "pad", "channels": 3}) == ImageFormat(None, None, 3, "pad")
+    with pytest.raises(ValueError, match="data.image.shape|not inferred yet"):
+        ImageFormat.from_options({}).shape(1)
+    with pytest.raises(ValueError, match=r"data.image: a mapping such as \{size: \[28, 28\]\}"):
+        ImageFormat.from_options([28, 28])
+
+
+def test_the_most_common_size_is_inferred_logged_and_every_image_resized_to_it(digits, tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="kflow"):
+        summary, examples, schema, _ = ingest(tmp_path, source_path=str(digits))
+
+    assert SIZE_LINE in caplog.text
+    assert "images of another size are resized to it" in caplog.text
+    assert summary["read"] == 120 and summary["rejected"] == 0
+    assert annotation_tags(load_schema(schema.file), "image")["shape"] == "12,12"  # Grey: the first image's mode.
+    assert pixel_counts(examples) == {144}  # The 16×16 JPEGs too.
+
+
+def test_a_declared_size_still_wins_and_fit_exact_keeps_only_the_inferred_size(digits, tmp_path):
+    _, examples, schema, _ = ingest(tmp_path / "declared", source_path=str(digits), image={"size": [8, 8]})
+    assert annotation_tags(load_schema(schema.file), "image")["shape"] == "8,8" and pixel_counts(examples) == {64}
+
+    summary, examples, _, rejects = ingest(tmp_path / "exact", source_path=str(digits), image={"fit": "exact"})
+    assert summary["rejected"] == 39 and pixel_counts(examples) == {144}
+    assert {(entry["reason"], tuple(entry["size"]), tuple(entry["expected_size"])) for entry in rejects.read()} == {
+        ("wrong_size", (16, 16), (12, 12))
+    }
+
+
+def test_the_sample_is_spread_over_every_class_folder(tmp_path, monkeypatch):
+    """The first class's images are all 16×16 and the two others' 12×12: a sample of the first files only would
+    pick 16×16; one taken across the listing sees the majority."""
+    from PIL import Image
+
+    for label, side in (("a", 16), ("b", 12), ("c", 12)):
+        (tmp_path / label).mkdir()
+        for index in range(10):
+            Image.fromarray(np.full((side, side), 20 * index, np.uint8), "L").save(tmp_path / label / f"{index}.png")
+    (tmp_path / "c" / "notes.png").write_text("not an image: skipped by the sample, rejected by the worker\n")
+    monkeypatch.setattr(source, "SIZE_SAMPLE", 9)
+
+    assert common_size(list_images(str(tmp_path))) == (12, 12)
+
+
+def test_no_readable_image_in_the_sample_is_one_line(tmp_path):
+    for label in ("a", "b"):
+        (tmp_path / label).mkdir()
+        (tmp_path / label / "x.png").write_text("text\n")
+    with pytest.raises(ValueError, match=r"^data.source.path: none of the 2 sampled files is an image Pillow reads$"):
+        common_size(list_images(str(tmp_path)))
+
+
+def test_a_config_of_a_path_only_validates_and_trains(digits, tmp_path, run_kflow):
+    config = tmp_path / "digits.yaml"
+    config.write_text(yaml.safe_dump({"name": "digits", "pipeline_root": str(tmp_path / "runs"),
+                                      "data": {"dataset": "images", "source": {"path": str(digits)}}}))  # fmt: skip
+
+    done = run_kflow("validate", config)
+    assert done.returncode == 0 and "valid" in done.stdout, done.stderr[-2000:]
+
+    done = run_kflow("run", config, "--set", "trainer.epochs=3", "--set", "trainer.batch_size=16")
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert SIZE_LINE in done.stderr + done.stdout
+    (run_dir,) = (tmp_path / "runs" / "digits").glob("2*")
+    stats = json.loads((run_dir / "ingest" / "examples" / "stats.json").read_text())
+    assert stats["read"] == 120 and stats["invalid"] == {}
+    metrics = json.loads((run_dir / "evaluate" / "evaluation" / "metrics.json").read_text())
+    assert metrics["example_count"] == stats["accepted"]["test"] == 12
+    assert metrics["accuracy"] >= 0.75, metrics  # Three classes: chance is 0.33 (0.92 measured).
+    assert metrics["confusion_matrix"]["categories"] == ["0", "1", "7"]
+
+
+def test_an_images_config_without_a_path_is_one_line_naming_the_field(tmp_path, run_kflow):
+    config = tmp_path / "nothing.yaml"
+    config.write_text(yaml.safe_dump({"name": "x", "pipeline_root": str(tmp_path), "data": {"dataset": "images"}}))
+
+    done = run_kflow("validate", config)
+
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"kflow: {config}: data.source.path: required by the images dataset")
