@@ -18,9 +18,17 @@ threshold lives in the schema (SchemaGen sets `max_category_drift`, 0.25 by defa
 splits of a few hundred rows differ by several points by chance; TFDV's guides use 0.01-0.1
 for large, stable data).
 
+Severity (TFMD's AnomalyInfo.severity): the structural anomalies (missing_feature, missing_values,
+unexpected_feature, type_mismatch) are errors. unknown_category, out_of_range and drift are errors only
+under `strict_domains` (a frozen schema: the user's rules) or, for unknown_category, when the share of
+values inside the domain falls below the feature's `distribution_constraints.min_domain_mass` (TFDV's
+knob); against an inferred schema they are warnings: counted and reported, never blocking, because that
+schema's domains and ranges describe one sample of the data (an unseen comment, a label past the training
+maximum, a chance difference between small splits are data, not a broken source).
+
 Like TFX's ExampleValidator, the component itself always succeeds, so its anomalies are
 published; `on_anomaly` (recorded in anomalies.json) tells its consumer what to do: the
-Trainer refuses to train on data with anomalies under `fail` and only warns under `warn`.
+Trainer refuses to train on data with blocking anomalies (errors) under `fail` and only warns under `warn`.
 """
 
 from __future__ import annotations
@@ -54,15 +62,21 @@ _TFMD = {
 
 
 def run(
-    *, statistics: ExampleStatistics, schema: Schema, anomalies: ExampleAnomalies, on_anomaly: str = "fail"
+    *,
+    statistics: ExampleStatistics,
+    schema: Schema,
+    anomalies: ExampleAnomalies,
+    on_anomaly: str = "fail",
+    strict_domains: bool = False,
 ) -> dict[str, Any]:
-    """Writes the anomalies of every split; returns {"anomalies": n, "<split>": n_split}."""
+    """Writes the anomalies of every split; returns {"anomalies": n, "blocking": b, "<split>": n_split}."""
     if on_anomaly not in ON_ANOMALY:
         raise ValueError(f"data.on_anomaly: must be fail or warn, got {on_anomaly!r}")
     proto = load_schema(schema.file)
     splits = statistics.splits
     train = read_split(statistics, "train") if "train" in splits else None
-    found = {split: find_anomalies(read_split(statistics, split), proto, train if split != "train" else None)
+    found = {split: find_anomalies(read_split(statistics, split), proto, train if split != "train" else None,
+                                   strict_domains)
              for split in splits}  # fmt: skip
     anomalies.path.mkdir(parents=True, exist_ok=True)
     for split, entries in found.items():
@@ -70,33 +84,50 @@ def run(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(to_proto(entries).SerializeToString(deterministic=True))
     count = sum(len(entries) for entries in found.values())
+    blocking = sum(entry["severity"] == "error" for entries in found.values() for entry in entries)
     message = ""
-    if count:
-        first = next(f"{split}: {e['feature']}: {e['description']}" for split, es in found.items() for e in es)
+    if blocking:
+        first = next(
+            f"{split}: {e['feature']}: {e['description']}"
+            for split, es in found.items()
+            for e in es
+            if e["severity"] == "error"
+        )
         # No path here: this folder is published elsewhere; whoever quotes the message names the published file.
-        message = f"the Examples have {count} anomal{'y' if count == 1 else 'ies'} against the schema (first: {first})"
-    anomalies.write_json(
-        "anomalies.json", {"count": count, "on_anomaly": on_anomaly, "message": message, "splits": found}
-    )
+        message = (
+            f"the Examples have {blocking} anomal{'y' if blocking == 1 else 'ies'} against the schema (first: {first})"
+        )
+    summary = {"count": count, "blocking": blocking, "on_anomaly": on_anomaly, "message": message, "splits": found}
+    anomalies.write_json("anomalies.json", summary)
     for split, entries in found.items():
         for entry in entries:
-            log.warning("validate: %s: %s: %s", split, entry["feature"], entry["description"])
-    if count:
+            if entry["severity"] == "error":
+                log.warning("validate: %s: %s: %s", split, entry["feature"], entry["description"])
+            else:
+                log.info("validate: %s: %s: %s (counted, not blocking)", split, entry["feature"], entry["description"])
+    if blocking:
         log.warning("validate: %s (on_anomaly: %s)", message, on_anomaly)
-    return {"anomalies": count, **{split: len(entries) for split, entries in found.items()}}
+    return {"anomalies": count, "blocking": blocking, **{split: len(entries) for split, entries in found.items()}}
+
+
+ADVISORY = ("unknown_category", "out_of_range", "drift")  # warnings unless the domains are strict
 
 
 def find_anomalies(
     split: statistics_pb2.DatasetFeatureStatistics,
     schema: schema_pb2.Schema,
     train: statistics_pb2.DatasetFeatureStatistics | None = None,
+    strict_domains: bool = True,
 ) -> list[dict[str, Any]]:
-    """The anomalies of one split: [{"feature", "kind", "description", ...}], in schema order."""
+    """The anomalies of one split: [{"feature", "kind", "description", "severity", ...}], in schema order."""
     stats, found = feature_stats(split), []
     baseline = feature_stats(train) if train is not None else {}
 
-    def add(name: str, kind: str, description: str, **details: Any) -> None:
-        found.append({"feature": name, "kind": kind, "description": description, **details})
+    def add(name: str, kind: str, description: str, error: bool | None = None, **details: Any) -> None:
+        if error is None:
+            error = strict_domains or kind not in ADVISORY
+        severity = "error" if error else "warning"
+        found.append({"feature": name, "kind": kind, "description": description, "severity": severity, **details})
 
     for feature in schema.feature:
         name = feature.name
@@ -123,8 +154,11 @@ def find_anomalies(
             if unknown:
                 share = sum(counts[value] for value in unknown) / max(common.tot_num_values, 1)
                 shown = ", ".join(repr(value) for value in unknown[:5]) + (" …" if len(unknown) > 5 else "")
+                mass = feature.distribution_constraints.min_domain_mass if feature.HasField(
+                    "distribution_constraints") else None  # fmt: skip
+                below_mass = mass is not None and 1.0 - share < mass
                 add(name, "unknown_category", f"values not in the schema's domain: {shown} ({share:.1%} of values)",
-                    values=unknown[:20], fraction=share)  # fmt: skip
+                    error=True if below_mass else None, values=unknown[:20], fraction=share)  # fmt: skip
         for domain, kind in (("int_domain", "INT"), ("float_domain", "FLOAT")):
             if feature.HasField(domain) and common.num_non_missing:
                 bounds = getattr(feature, domain)
@@ -162,7 +196,8 @@ def to_proto(entries: list[dict[str, Any]]) -> anomalies_pb2.Anomalies:
     for entry in entries:
         info = proto.anomaly_info[entry["feature"]]
         info.path.step.append(entry["feature"])
-        info.severity = anomalies_pb2.AnomalyInfo.ERROR
+        error = entry.get("severity", "error") == "error" or info.severity == anomalies_pb2.AnomalyInfo.ERROR
+        info.severity = anomalies_pb2.AnomalyInfo.ERROR if error else anomalies_pb2.AnomalyInfo.WARNING
         info.short_description = entry["kind"] if not info.short_description else "multiple anomalies"
         info.description = "; ".join(filter(None, [info.description, entry["description"]]))
         reason = info.reason.add()

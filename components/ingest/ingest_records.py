@@ -10,6 +10,14 @@ from kflow.pipeline.dsl.artifacts import Rejects
 
 INVALID = "invalid"
 FILTERED = "filtered"
+# A record without a label cannot be trained or scored on: left out and counted (filtered), not an error of the
+# data, so a table with unlabelled rows ingests whatever their share (max_invalid_fraction counts only invalid ones).
+UNLABELLED = "missing_label"
+
+
+def kind_of(reason: str) -> str:
+    """The reject kind of a tabular ingest's reason: FILTERED for an unlabelled record, else INVALID."""
+    return FILTERED if reason == UNLABELLED else INVALID
 
 # (key, group, tf.train.Example serialised with deterministic=True: the order of its feature map otherwise
 # differs between processes, and the same data must give the same bytes on any runner)

@@ -92,9 +92,12 @@ def build_tabular_mlp(
 
 
 def _layer_name(name: str, taken: set[str]) -> str:
-    """A name Keras and TensorFlow take for a layer (ASCII letters, digits, `_-.`), unique case-insensitively
-    among `taken`: the features keep their names as written in the data (the model's input dict keys)."""
-    safe = "".join(char if char.isascii() and (char.isalnum() or char in "_-.") else "_" for char in name) or "feature"
+    """A name Keras and TensorFlow take for a layer and a serving signature's argument (ASCII letters, digits and
+    `_`, a letter first: the SavedModel renames `x.radius` to `x_radius` in its signature, which then no longer
+    matches the Input's name), unique case-insensitively among `taken`: the features keep their names as written
+    in the data (the model's input dict keys)."""
+    safe = "".join(char if char.isascii() and (char.isalnum() or char == "_") else "_" for char in name)
+    safe = safe if safe[:1].isascii() and safe[:1].isalpha() else f"f_{safe}"
     unique, number = safe, 1
     while unique.lower() in taken:
         number += 1

@@ -50,7 +50,8 @@ def run(
     """
     settings = TrainerSettings.from_parameters(parameters)
     keep_freed_heap()  # before the first step's tensors (heap.py: half of a CPU step's time, otherwise)
-    if anomalies is not None and anomalies.summary["count"]:
+    # Only the blocking anomalies (errors) stop a run; an artifact from before severities counts every one.
+    if anomalies is not None and anomalies.summary.get("blocking", anomalies.summary["count"]):
         verdict = anomalies.summary
         if verdict["on_anomaly"] == "fail":
             where = anomalies.path / "anomalies.json"

@@ -45,8 +45,18 @@ def _parse_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise BadValue(text) from None
+        value = _whole(text)  # `1.0`: a whole number as pandas writes an integer column that held a missing value
     return int64(value)
+
+
+def _whole(text: str) -> int:
+    try:
+        number = float(text)
+    except ValueError:
+        raise BadValue(text) from None
+    if not number.is_integer():
+        raise BadValue(text)
+    return int(number)
 
 
 def _parse_float(text: str) -> float:
@@ -136,23 +146,29 @@ def infer_types(
     return {name: declared.get(name) or _narrowest(values[name]) for name in header}
 
 
-MAX_INFERRED_CLASSES = 20  # More distinct whole-number labels than this, and no data.problem_type: ask.
+MAX_INFERRED_CLASSES = 20  # Whole-number labels with more distinct values than this are a quantity.
 
 
 def infer_problem_type(label: str, kind: str, values: Sequence[str]) -> tuple[str, str]:
-    """data.problem_type when the config leaves it out, and why: a decimal label is a quantity (regression); strings
-    and booleans are classes; whole numbers are class ids up to MAX_INFERRED_CLASSES distinct values, and
-    beyond that ambiguous (a count? a price in cents?), so refused with a question."""
-    if kind == "float":
-        return "regression", f"the label {label!r} holds decimal numbers"
+    """data.problem_type when the config leaves it out, and the rule that chose it: strings and booleans are classes;
+    whole numbers (`3`, or `3.0` as pandas writes an integer column with a missing value) are class ids up to
+    MAX_INFERRED_CLASSES distinct values and a quantity beyond; numbers with decimals are a quantity."""
     distinct = len(set(values))
-    if kind == "int" and distinct > MAX_INFERRED_CLASSES:
-        raise ValueError(
-            f"data.problem_type: not set, and the label {label!r} holds {distinct} distinct whole numbers in the "
-            f"first {len(values)} records: set data.problem_type to regression (a quantity) or classification "
-            "(class ids)"
+    rule = f"the label {label!r} holds {distinct} distinct"
+    if kind in ("int", "float"):
+        whole = kind == "int" or all(parses(value, "int") for value in values)
+        if not whole:
+            return "regression", f"{rule} numbers with decimals"
+        if distinct > MAX_INFERRED_CLASSES:
+            return "regression", (
+                f"{rule} whole numbers, more than {MAX_INFERRED_CLASSES} (set data.problem_type: classification if "
+                "they are class ids)"
+            )
+        return "classification", (
+            f"{rule} whole numbers, at most {MAX_INFERRED_CLASSES} (set data.problem_type: regression if they are "
+            "a quantity)"
         )
-    return "classification", f"the label {label!r} holds {distinct} distinct {kind} values"
+    return "classification", f"{rule} {kind} values"
 
 
 def _narrowest(values: list[str]) -> str:

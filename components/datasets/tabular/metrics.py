@@ -1,7 +1,8 @@
 """Tabular metrics: classification (accuracy, log loss, per-class precision/recall, macro F1, the confusion
 matrix; ROC and PR AUC of the second class for binary tasks) or regression (MSE loss, MAE, RMSE, R²).
 
-Slices: by label (classification) or by any feature, `{by: <feature>}`: one slice per value of a
+Slices: by label (classification: per class; regression: in buckets, by default below, around and above the
+training labels' mean, one standard deviation wide) or by any feature, `{by: <feature>}`: one slice per value of a
 string or integer feature, per bucket of a numeric one with `boundaries`; missing values form their own slice.
 """
 
@@ -61,8 +62,15 @@ class TabularMetrics(TaskMetrics):
             return f"{metric} is defined for two classes; the label has {len(classes)} ({shown})"
         return None
 
-    def __init__(self, kind: str = "classification", classes: list[str] | None = None, **options: Any):
-        super().__init__(kind=kind, classes=list(classes or []), **options)
+    def __init__(
+        self,
+        kind: str = "classification",
+        classes: list[str] | None = None,
+        label_boundaries: list[float] | None = None,
+        **options: Any,
+    ):
+        super().__init__(kind=kind, classes=list(classes or []), label_boundaries=label_boundaries, **options)
+        self.label_boundaries = list(label_boundaries or [])  # regression: `{by: label}` without boundaries
         if kind not in ("classification", "regression"):
             raise ValueError(f"kind must be classification or regression, got {kind!r}")
         self.kind, self.classes = kind, list(classes or [])
@@ -121,8 +129,14 @@ class TabularMetrics(TaskMetrics):
     def slice_keys(self, by, x, y, boundaries):
         if by == "label" and self.kind == "classification":
             return np.array([f"label={self.classes[int(k)]}" for k in np.asarray(y).ravel()], dtype=object)
+        if by == "label":  # a quantity: in buckets, the given ones or around the training labels' mean
+            buckets = boundaries or self.label_boundaries
+            if not buckets:
+                raise ValueError("slicing a regression by its label needs boundaries, e.g. [0, 10, 100]")
+            labels = np.asarray(y, np.float64).ravel()
+            return np.array([f"label {key}" for key in bucket_keys(labels, buckets)], dtype=object)
         if not isinstance(x, dict) or by not in x:
-            known = ", ".join(["label"] * (self.kind == "classification") + sorted(x if isinstance(x, dict) else []))
+            known = ", ".join(["label", *sorted(x if isinstance(x, dict) else [])])
             raise ValueError(f"cannot slice by {by!r}: no such feature (slice by: {known})")
         values = np.asarray(x[by]).ravel()
         if values.dtype == object or values.dtype.kind in "SU":

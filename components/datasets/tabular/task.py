@@ -178,19 +178,38 @@ class TabularTask(Task):
         )
         if head["kind"] == "regression":
             return batches.map(lambda x, y: (x, tf.reshape(tf.cast(y, tf.float32), [-1, 1]))).prefetch(2)
-        table = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(head["classes"], tf.range(len(head["classes"]), dtype=tf.int64)), -1
-        )
+        class_index = self._class_index(head["classes"])
         weights = tf.constant([head["class_weights"][name] for name in head["classes"]], tf.float32)
         weighted = training and self.options["class_weighting"] == "balanced"
 
         def to_batch(x, y):
-            index = table.lookup(_as_text(y))
+            index = class_index(y)
             if weighted:
                 return x, index, tf.gather(weights, index)
             return x, index
 
         return batches.map(to_batch, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+
+    def _class_index(self, classes: list[str]):
+        """A function from a batch of label values to their class indices (-1: not a class). Numeric labels are
+        matched as numbers, so that `1`, `1.0` and `1.000000` are one class, however the data wrote them."""
+        if self.label_type == "string":
+            table = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(classes, tf.range(len(classes), dtype=tf.int64)), -1
+            )
+            return table.lookup
+        # The classes' values as the parsed labels hold them (float32 or int64), sorted as prepare() sorted them.
+        number = (
+            (lambda name: float(np.float32(name))) if self.label_type == "float" else (lambda name: float(int(name)))
+        )
+        values = tf.constant([number(name) for name in classes], tf.float64)
+
+        def lookup(labels: tf.Tensor) -> tf.Tensor:
+            labels = tf.cast(labels, tf.float64)
+            index = tf.minimum(tf.searchsorted(values, labels), len(classes) - 1)
+            return tf.where(tf.gather(values, index) == labels, tf.cast(index, tf.int64), tf.constant(-1, tf.int64))
+
+        return lookup
 
     def _read(self, examples: Examples, split: str, batch_size: int) -> tf.data.Dataset:
         records = tf.data.TFRecordDataset(examples.split_files(split), compression_type="GZIP")
@@ -231,7 +250,14 @@ class TabularTask(Task):
         return {"label": self.label, "task": self.kind, "features": prepared["features"], "head": prepared["head"]}
 
     def metric_options(self) -> dict[str, Any]:
-        return {"kind": self.kind, "classes": self.classes if self.kind == "classification" else []}
+        if self.kind == "classification":
+            return {"kind": self.kind, "classes": self.classes}
+        head = self._prepared()["head"]
+        # Slices by a regression label: below, around and above the training labels' mean, one deviation wide.
+        boundaries = [
+            float(f"{value:.3g}") for value in (head["mean"] - head["std"], head["mean"], head["mean"] + head["std"])
+        ]
+        return {"kind": self.kind, "classes": [], "label_boundaries": sorted(set(boundaries))}
 
 
 def _type_of(feature) -> str:
@@ -249,13 +275,9 @@ def _spec(kind: str) -> tf.io.FixedLenFeature:
     return tf.io.FixedLenFeature([1], _dtype(kind), default_value=[default])
 
 
-def _as_text(values: tf.Tensor) -> tf.Tensor:
-    return values if values.dtype == tf.string else tf.strings.as_string(values)
-
-
 def _label_text(value: Any) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+    if isinstance(value, float):  # a float32 label: its shortest text (`0.1`, not `0.10000000149011612`)
+        return str(int(value)) if value.is_integer() else np.format_float_positional(np.float32(value), trim="-")
     return str(value)

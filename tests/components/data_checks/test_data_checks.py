@@ -134,6 +134,38 @@ def test_an_eval_split_with_a_new_category_and_numbers_out_of_range_is_flagged(t
     assert anomalies_pb2.AnomalyInfo.FLOAT_TYPE_BIG_FLOAT in reasons
 
 
+def test_against_an_inferred_schema_unseen_categories_ranges_and_drift_are_counted_not_blocking(tmp_path):
+    """A free-text-like column with repeated values, a label past the training range, a small split's chance drift:
+    data, reported with severity warning; the structural anomalies stay errors."""
+    evaluation = rows(60, colours=("red", "green", "purple"), offset=40.0, seed=2)
+    _, _, anomalies, summary = checked(tmp_path, {"train": rows(200), "eval": evaluation, "test": rows(40, seed=3)})
+    assert summary["anomalies"] == 3 and summary["blocking"] == 0
+    assert {entry["severity"] for entry in anomalies.summary["splits"]["eval"]} == {"warning"}
+    assert anomalies.summary["message"] == ""  # nothing for the Trainer to refuse
+    from tensorflow_metadata.proto.v0 import anomalies_pb2
+
+    proto = anomalies_pb2.Anomalies.FromString(anomalies.split_file("eval").read_bytes())
+    assert {info.severity for info in proto.anomaly_info.values()} == {anomalies_pb2.AnomalyInfo.WARNING}
+
+
+def test_min_domain_mass_makes_unseen_categories_blocking_past_it(tmp_path):
+    """TFDV's knob: at least this share of a split's values must be inside the domain."""
+    evaluation = rows(60, colours=("red", "green", "purple"), seed=2)  # a third purple
+    examples = write_examples(tmp_path, {"train": rows(200), "eval": evaluation})
+    statistics, schema = ExampleStatistics(tmp_path / "statistics"), Schema(tmp_path / "schema")
+    compute(examples=examples, statistics=statistics)
+    infer(statistics=statistics, schema=schema)
+    proto = load_schema(schema.file)
+    colour = next(feature for feature in proto.feature if feature.name == "colour")
+    for mass, blocking in ((0.9, 1), (0.5, 0)):
+        colour.distribution_constraints.min_domain_mass = mass
+        schema.file.write_text(text_format.MessageToString(proto))
+        anomalies = ExampleAnomalies(tmp_path / f"anomalies-{mass}")
+        summary = validate(statistics=statistics, schema=schema, anomalies=anomalies, on_anomaly="fail")
+        unknown = [e for e in anomalies.summary["splits"]["eval"] if e["kind"] == "unknown_category"]
+        assert len(unknown) == 1 and summary["blocking"] == blocking, (mass, anomalies.summary)
+
+
 def test_missing_unexpected_and_mistyped_features_are_flagged(tmp_path):
     evaluation = [{"colour": "red", "size": 1.5, "extra": 1} for _ in range(20)]  # size: a float; no weight
     evaluation += [{"size": 1.5, "extra": 1} for _ in range(5)]  # colour missing: data, not an anomaly
@@ -169,10 +201,13 @@ def test_anomalies_are_published_with_the_verdict_and_a_frozen_schema_is_used_as
     schema = Schema(tmp_path / "schema")
     assert infer(statistics=statistics, schema=schema, schema_file=str(frozen))["inferred"] is False
     anomalies = ExampleAnomalies(tmp_path / "anomalies")
-    summary = validate(statistics=statistics, schema=schema, anomalies=anomalies, on_anomaly="fail")
-    assert summary == {"anomalies": 8, "eval": 4, "train": 4}  # weight out of range; colour, note, size unexpected
+    summary = validate(
+        statistics=statistics, schema=schema, anomalies=anomalies, on_anomaly="fail", strict_domains=True
+    )
+    # weight out of range; colour, note, size unexpected: all blocking, the frozen schema's ranges being the user's
+    assert summary == {"anomalies": 8, "blocking": 8, "eval": 4, "train": 4}
     written = json.loads((anomalies.path / "anomalies.json").read_text())
-    assert written["on_anomaly"] == "fail" and written["count"] == 8
+    assert written["on_anomaly"] == "fail" and written["count"] == 8 and written["blocking"] == 8
     assert written["message"].startswith("the Examples have 8 anomalies against the schema (first: eval: weight: max")
     assert text_format.MessageToString(load_schema(schema.file)) == text_format.MessageToString(load_schema(frozen))
 

@@ -8,7 +8,8 @@ decompressed, streaming, into the staging folder, so that it is cut like the oth
 pipeline (components/ingest/beam_ingest.py) then parses each chunk in a worker. Reasons a record
 is refused, the first that applies:
 
-    invalid: unterminated_quote, non_utf8, bad_csv, wrong_field_count, missing_label,
+    filtered: missing_label (a record without a label: left out and counted, whatever their share)
+    invalid: unterminated_quote, non_utf8, bad_csv, wrong_field_count,
              bad_value (a value that does not parse as its column's type; the column is named),
              bad_label (regression: not a number), empty_key, duplicate_key
 
@@ -39,7 +40,7 @@ from kflow.components.datasets.tabular.examples import build_schema
 from kflow.components.ingest import beam_ingest, ingest_records, ingest_staging
 from kflow.components.ingest.compressed import is_gzip, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
-from kflow.components.ingest.ingest_records import INVALID, make_reject, raw_text
+from kflow.components.ingest.ingest_records import INVALID, kind_of, make_reject, raw_text
 from kflow.components.ingest.split_plan import StratifiedPlan
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
@@ -187,7 +188,7 @@ class ChunkProcessor:
                 if problem is not None:
                     reason, details = problem
                     found.append(
-                        make_reject(reason, INVALID, position, raw_text(record.raw.rstrip(b"\r\n")), **details)
+                        make_reject(reason, kind_of(reason), position, raw_text(record.raw.rstrip(b"\r\n")), **details)
                     )
                     continue
                 key = str(values[self.key]) if self.key else f"{content_hash(fields)}|{position}"

@@ -5,8 +5,9 @@ task when it is not given) and, when a key column is declared, that column (to f
 group is one Beam element: a worker reads it (only the columns it needs), checks and converts each row and
 serialises the valid ones, as the CSV ingest does. Reasons a record is refused (position `file#row`):
 
+    filtered: missing_label (a row without a label: left out and counted, whatever their share)
     invalid: bad_value (a value that does not convert to its column's declared type, or a non-finite number),
-             bad_label (regression: not a number), missing_label, empty_key, duplicate_key
+             bad_label (regression: not a number), empty_key, duplicate_key
 
 Split: as for csv (stratified by label for classification; ordered by a hash of the key column, else of the
 record's values written as text as pandas writes a CSV, so a Parquet copy of a CSV splits the same way).
@@ -27,7 +28,7 @@ from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash, serialized_example
 from kflow.components.datasets.tabular.examples import build_schema
 from kflow.components.ingest import beam_ingest, ingest_records
-from kflow.components.ingest.ingest_records import INVALID, make_reject
+from kflow.components.ingest.ingest_records import kind_of, make_reject
 from kflow.components.ingest.repeats import RepeatFinder
 from kflow.components.ingest.split_plan import StratifiedPlan
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
@@ -153,7 +154,7 @@ class RowGroupProcessor:
             if problem is not None:
                 reason, details = problem
                 record = {name: as_text(value) for name, value in zip(self.header, raw, strict=True)}
-                found.append(make_reject(reason, INVALID, position, record, **details))
+                found.append(make_reject(reason, kind_of(reason), position, record, **details))
                 continue
             identity = str(values[self.key]) if self.key else f"{content_hash([as_text(v) for v in raw])}|{position}"
             group_name = str(values[self.label]) if self.problem_type == "classification" else "all"

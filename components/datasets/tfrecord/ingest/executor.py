@@ -10,8 +10,9 @@ record is refused (position `file#index`):
 
     invalid: corrupt_record (TFRecord framing or CRC broken: the rest of that file is unreadable
              and the file's remaining count is unknown, so the one record stands for it),
-             not_an_example, unexpected_feature, type_mismatch, multi_valued, missing_label,
+             not_an_example, unexpected_feature, type_mismatch, multi_valued,
              bad_label (regression: not a number), duplicate_key, empty_key
+    filtered: missing_label (a record without a label: left out and counted)
 
 Splits: `split_files` ({split: glob}) assigns whole files to splits, as the source was split;
 otherwise `split` shares, stratified by label for classification, by a hash of each record's
@@ -43,7 +44,7 @@ from kflow.components.datasets.tabular.examples import (
 )
 from kflow.components.ingest import ingest_records, ingest_staging
 from kflow.components.ingest.compressed import is_gzip
-from kflow.components.ingest.ingest_records import INVALID, make_reject
+from kflow.components.ingest.ingest_records import INVALID, kind_of, make_reject
 from kflow.components.ingest.repeats import RepeatFinder
 from kflow.components.ingest.split_plan import StratifiedPlan
 from kflow.components.ingest.tfrecord_file import read_records
@@ -268,7 +269,7 @@ class RecordProcessor:
                     problem = ("duplicate_key", {"feature": self.key, "key": _value(example, self.key)})
             if problem is not None:
                 reason, details = problem
-                found.append(make_reject(reason, INVALID, position, _text(example), **details))
+                found.append(make_reject(reason, kind_of(reason), position, _text(example), **details))
                 continue
             key = _value(example, self.key) if self.key else f"{hashlib.sha1(record).hexdigest()[:16]}|{position}"
             group = chunk.split if chunk.split is not None else group_of(example, self.label, self.problem_type)

@@ -241,26 +241,24 @@ def test_files_with_different_headers_are_refused(tmp_path):
         ingest(tmp_path, source_path=str(tmp_path))
 
 
-def test_without_data_task_a_decimal_label_is_a_regression_and_many_whole_numbers_are_a_question(tmp_path, caplog):
-    rows = [f"{index},{index % 7}.5" for index in range(40)]
-    source = write(tmp_path / "prices.csv", rows, header="id,price")
-    with caplog.at_level("INFO"):
-        ingest(tmp_path / "decimal", source_path=str(source), label="price", columns={})
-    assert annotation_tags(load_schema(Schema(tmp_path / "decimal" / "schema").file), "price")["task"] == "regression"
-    assert "data.problem_type not set: regression, as the label 'price' holds decimal numbers" in caplog.text
+def test_without_data_task_the_rule_that_infers_it_is_said(tmp_path, caplog):
+    """Decimals are a quantity; whole numbers are class ids up to 20 distinct values and a quantity beyond (a
+    count, an age); `1.0`/`0.0`, as pandas writes an integer column that held a missing value, are whole numbers."""
 
-    counts = write(tmp_path / "counts.csv", [f"{index},{index}" for index in range(40)], header="id,count")
-    with pytest.raises(
-        ValueError, match="data.problem_type: not set, and the label 'count' holds 40 distinct whole numbers"
-    ):
-        ingest(tmp_path / "counts", source_path=str(counts), label="count", columns={})
-    summary, *_ = ingest(
-        tmp_path / "asked", source_path=str(counts), label="count", columns={}, problem_type="regression"
-    )
-    assert summary["read"] == 40
-    few = write(tmp_path / "classes.csv", [f"{index},{index % 3}" for index in range(40)], header="id,kind")
-    ingest(tmp_path / "few", source_path=str(few), label="kind", columns={})
-    assert annotation_tags(load_schema(Schema(tmp_path / "few" / "schema").file), "kind")["task"] == "classification"
+    def task_of(name: str, rows: list[str], header: str, label: str) -> str:
+        source = write(tmp_path / f"{name}.csv", rows, header=header)
+        with caplog.at_level("INFO"):
+            ingest(tmp_path / name, source_path=str(source), label=label, columns={})
+        return annotation_tags(load_schema(Schema(tmp_path / name / "schema").file), label)["task"]
+
+    assert task_of("decimal", [f"{index},{index % 7}.5" for index in range(40)], "id,price", "price") == "regression"
+    assert "regression, as the label 'price' holds 7 distinct numbers with decimals" in caplog.text
+    assert task_of("counts", [f"{index},{index}" for index in range(40)], "id,count", "count") == "regression"
+    assert "the label 'count' holds 40 distinct whole numbers, more than 20" in caplog.text
+    assert task_of("few", [f"{index},{index % 3}" for index in range(40)], "id,kind", "kind") == "classification"
+    floats = [f"{index},{float(index % 2)}" for index in range(40)]
+    assert task_of("float_coded", floats, "id,vote", "vote") == "classification"
+    assert "classification, as the label 'vote' holds 2 distinct whole numbers, at most 20" in caplog.text
 
 
 def test_an_inferred_int_column_that_meets_a_decimal_later_becomes_float_and_loses_no_record(tmp_path, caplog):

