@@ -5,13 +5,19 @@ keyword arguments come from the task (e.g. `num_classes`, `vocabulary_size`, `vo
 `trainer.model_options`. A module may also declare `LAYOUT_MAP`, its default under `keras_model_parallel`. A
 model's module is imported when it is built: keras-hub, which `bert_mlm` needs, takes seconds to import, and a
 process that trains a convnet has no use for it.
+
+`OPTION_CHECKS` says what a model's options must hold where the factory would fail on them late (a string where a
+list goes): the Trainer's settings check them when they are read (`kflow validate`, the Trainer's start), without
+importing the model.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import keras
@@ -24,6 +30,38 @@ MODELS = {
     "tabular_mlp": "kflow.components.models.tabular_mlp",
     "text_classifier": "kflow.components.models.text_classifier",
 }
+
+
+def _layer_sizes(value: Any) -> str | None:
+    if isinstance(value, list) and all(type(units) is int and units >= 1 for units in value):
+        return None
+    return "must be a list of positive whole numbers, the units of each hidden layer, e.g. [64, 32]"
+
+
+def _fraction(value: Any) -> str | None:
+    if type(value) in (int, float) and 0 <= value < 1:
+        return None
+    return "must be a number from 0 up to 1 (the fraction of units dropped)"
+
+
+# {model: {option: what is wrong with a value, or None}}.
+OPTION_CHECKS: dict[str, dict[str, Callable[[Any], str | None]]] = {
+    "tabular_mlp": {"hidden_units": _layer_sizes, "dropout": _fraction},
+}
+
+
+def option_problems(model: str | None, options: dict[str, Any]) -> list[str]:
+    """`model_options.NAME: must be … (got VALUE)` for each option `model` would fail on; `model` None (the
+    dataset's default) checks the options against every model that takes them."""
+    models = [model] if model else list(OPTION_CHECKS)
+    problems = []
+    for name, value in options.items():
+        for check in (OPTION_CHECKS.get(each, {}).get(name) for each in models):
+            problem = check(value) if check else None
+            if problem:
+                problems.append(f"model_options.{name}: {problem} (got {json.dumps(value)})")
+                break
+    return problems
 
 
 def _module(name: str) -> ModuleType:
@@ -43,4 +81,4 @@ def layout_map(name: str | None) -> dict[str, tuple[str | None, ...]]:
     return getattr(_module(name), "LAYOUT_MAP", {}) if name in MODELS else {}
 
 
-__all__ = ["MODELS", "build_model", "layout_map"]
+__all__ = ["MODELS", "OPTION_CHECKS", "build_model", "layout_map", "option_problems"]

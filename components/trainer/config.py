@@ -76,6 +76,16 @@ class ModelChoice:
         None, "the module's source, read when the pipeline is built: the cache key sees edits, pipeline.yaml carries it"
     )
 
+    def __post_init__(self) -> None:
+        # A registered model's options are checked when the settings are read (kflow validate, the Trainer's
+        # start), not when the model is built after the data is prepared; a user module takes any JSON-like value.
+        if not self.module:
+            from kflow.components.models import option_problems
+
+            problems = option_problems(self.model_name, self.model_options or {})
+            if problems:
+                raise ValueError(problems[0])
+
     @property
     def chosen_model(self) -> str | None:
         """The model's name in logs, history.json and the report: the user module's (`my_model` for my_model.py);

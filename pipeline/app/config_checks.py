@@ -141,7 +141,9 @@ def _trainer_settings(config: PipelineConfig) -> list[str]:
         TrainerSettings.from_parameters(parameters)
     except (ValueError, TypeError) as error:
         field, named, problem = str(error).partition(": ")
-        return [f"trainer.{field}: {problem}" if named and field in parameters else f"trainer: {error}"]
+        # `model_options.hidden_units: …` names a field inside a parameter: trainer.model_options.hidden_units.
+        known = named and field.split(".")[0] in parameters
+        return [f"trainer.{field}: {problem}" if known else f"trainer: {error}"]
     module = parameters.get("module")
     return [f"trainer.module: {problem}" for problem in module_problems(module)] if module else []
 

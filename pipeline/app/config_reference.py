@@ -207,7 +207,14 @@ def _kind(types: Any, schema: dict[str, Any], plural: bool = False) -> str:
     for name in names:
         word = _TYPE_NAMES.get(name, name) + ("s" if plural else "")
         inner = _items(schema) if name == "array" else _entries(schema) if name == "object" else None
-        if isinstance(inner, dict) and inner.get("type"):
+        inner_types = [inner.get("type")] if isinstance(inner, dict) and isinstance(inner.get("type"), str) else None
+        inner_types = inner_types or (list(inner.get("type") or []) if isinstance(inner, dict) else [])
+        if {"array", "object"} <= set(inner_types):  # JSON-like values nested level by level: said once.
+            scalars = " or ".join(
+                _TYPE_NAMES.get(kind, kind) + "s" for kind in inner_types if kind not in ("array", "object")
+            )
+            word += f" of ({scalars}, or lists and mappings of them)"
+        elif isinstance(inner, dict) and inner.get("type"):
             of = _kind(inner["type"], inner, plural=True)
             word += f" of ({of})" if " or " in of else f" of {of}"
         words.append(word)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import MISSING, ConfigDict, Field
+from pydantic import MISSING, ConfigDict, Field, WithJsonSchema
 
 from kflow.pipeline.dsl.config_model.base import (
     ModelName,
@@ -16,6 +16,32 @@ from kflow.pipeline.dsl.config_model.base import (
     empty,
     section,
 )
+
+# How deep trainer.model_options may nest lists and maps: a user module's {blocks: [{units: [64, 32]}]} is three.
+OPTION_DEPTH = 4
+_SCALAR_TYPES = ["string", "integer", "number", "boolean"]
+
+
+def _option_value(depth: int) -> Any:
+    """A model option's Python type: a scalar, or a list or map of option values `depth` levels deep."""
+    if depth == 0:
+        return Scalar
+    inner = _option_value(depth - 1)
+    return Scalar | list[inner] | dict[str, inner]
+
+
+def _option_schema(depth: int) -> dict[str, Any]:
+    """Its JSON Schema, one `type` list a level, so a bad value is one line (`must be a string or … or a list or a
+    mapping`). Spelled out level by level rather than one recursive type: the config's schema inlines every
+    definition, and a bounded depth keeps a config's nesting bounded too."""
+    if depth == 0:
+        return {"type": list(_SCALAR_TYPES)}
+    inner = _option_schema(depth - 1)
+    return {"type": [*_SCALAR_TYPES, "array", "object"], "items": inner, "additionalProperties": inner}
+
+
+# Any JSON-like value (no null): what a registered model or a user module's build_model takes as it is.
+ModelOption = Annotated[_option_value(OPTION_DEPTH), WithJsonSchema(_option_schema(OPTION_DEPTH))]
 
 
 class OptimizerSection(Section):
@@ -42,12 +68,13 @@ class TrainerSection(Section):
     """Your own model: a Python file (or an importable package.module) defining build_model(schema, options) ->
     keras.Model, and optionally loss() and metrics(). It replaces trainer.model; its source is part of the Trainer's
     cache key and travels inside a compiled pipeline.yaml. See docs/your-data.md, 'Your own model'."""
-    model_options: dict[str, Scalar] = empty(dict)
+    model_options: dict[str, ModelOption] = empty(dict)
     """Keyword options for the task and its model, e.g. bert_mlm: vocabulary_size, sequence_length,
     mask_selection_rate, mask_selection_length, num_layers, hidden_dim, num_heads, intermediate_dim, dropout;
     text_classifier: max_tokens, class_weighting, max_length, ngrams, embedding_dim, hidden_dim, dropout; tabular_mlp
-    (csv): class_weighting, max_categories, text_min_chars, max_tokens, hidden_units, dropout. The task refuses
-    unknown ones, except with trainer.module, whose build_model gets them."""
+    (csv): class_weighting, max_categories, text_min_chars, max_tokens, hidden_units (a list, e.g. [64, 32]),
+    dropout. Values are scalars, or lists and maps of them. The task refuses unknown ones, except with
+    trainer.module, whose build_model gets them as they are (lists as lists, maps as dicts)."""
     strategy: str = "default"
     """A registered strategy (kflow.components.trainer.strategies): default, mirrored, multi_worker_mirrored,
     parameter_server, keras_data_parallel, keras_model_parallel, jax_data_parallel (see docs/training.md,

@@ -144,7 +144,20 @@ def _arguments(inputs: dict[str, Any], scope: dict[str, Any], outputs) -> dict[s
     return arguments
 
 
-def _run_task(run: _Run, task_name: str, component_ir, arguments) -> dict[str, Any]:
+def task_command(package_path: Path, task_name: str, root: Path) -> list[str]:
+    """The command line a root-DAG task of the compiled pipeline runs, its parameters given their defaults, as a
+    KFP backend substitutes them (a struct or a list as JSON text); nothing is run."""
+    ir = next(yaml.safe_load_all(package_path.read_text()))
+    declared = ir["root"].get("inputDefinitions", {}).get("parameters", {})
+    scope = {name: spec.get("defaultValue") for name, spec in declared.items()}
+    task = ir["root"]["dag"]["tasks"][task_name]
+    component_ir = ir["components"][task["componentRef"]["name"]]
+    arguments = _arguments({"parameters": task.get("inputs", {}).get("parameters", {})}, scope, {})
+    return _resolve(_Run(ir, root, root, 0, None, {}), task_name, component_ir, arguments)[0]
+
+
+def _resolve(run: _Run, task_name: str, component_ir, arguments) -> tuple[list[str], Any, Any]:
+    """(the task's command with its placeholders resolved, its executor input, its component spec)."""
     component = json_format.ParseDict(component_ir, pipeline_spec_pb2.ComponentSpec())
     container = run.ir["deploymentSpec"]["executors"][component.executor_label]["container"]
     task_root = run.root / task_name
@@ -162,6 +175,12 @@ def _run_task(run: _Run, task_name: str, component_ir, arguments) -> dict[str, A
     leftover = [part for part in command if "{{$" in part]
     if leftover:
         raise ValueError(f"task {task_name}: unresolved placeholders {leftover}")
+    return command, executor_input, component
+
+
+def _run_task(run: _Run, task_name: str, component_ir, arguments) -> dict[str, Any]:
+    command, executor_input, component = _resolve(run, task_name, component_ir, arguments)
+    task_root = run.root / task_name
     if command[0] == "python":
         command[0] = sys.executable
     for mount_path, folder in run.mounts.get(component.executor_label, {}).items():
