@@ -1,0 +1,159 @@
+"""Your own model (trainer.module), checked before training: a model the Evaluator could not load (a Lambda layer, an
+unregistered custom layer) is refused before the first step, naming the layer's line; the usual Keras binary
+head, Dense(1, activation="sigmoid"), trains, evaluates and serves. Real tables: scikit-learn's iris and breast
+cancer data."""
+
+from __future__ import annotations
+
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from kflow.components.datasets.tabular.task import TabularTask
+from kflow.components.datasets.user_module import UserModuleError, load_module, with_user_module
+from kflow.components.evaluator.executor import run as evaluate
+from kflow.components.trainer.executor import run as train
+from kflow.components.util.schema import load_schema
+from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation, ModelRun
+from tests.components.datasets.tabular_fixtures import write_iris
+from tests.components.trainer.user_models import SOFTMAX, csv_examples, module_source, write_cancer
+
+
+@pytest.fixture(scope="module")
+def iris(tmp_path_factory):
+    root = tmp_path_factory.mktemp("iris")
+    return csv_examples(root, write_iris(root / "iris.csv"), "species")
+
+
+@pytest.fixture(scope="module")
+def cancer(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cancer")
+    return csv_examples(root, write_cancer(root / "cancer.csv"), "diagnosis")
+
+
+def user_task(examples, schema, source, tmp_path, model_options=None):
+    task = with_user_module(TabularTask, load_module(source, "my_model.py"))(load_schema(schema.file), None,
+                                                                             model_options)  # fmt: skip
+    task.prepare(examples, tmp_path / "assets")
+    return task
+
+
+def line_of(source, number):
+    return source.splitlines()[number - 1]
+
+
+def refusal_line(message, source):
+    """The line of `source` a `trainer.module: my_model.py:LINE: …` refusal names."""
+    assert message.startswith("trainer.module: my_model.py:") and "\n" not in message, message
+    return line_of(source, int(message.split("my_model.py:")[1].split(":")[0]))
+
+
+# --- the model the Evaluator could not load: refused before the first step -------------------------------------------
+
+LAMBDA = "keras.layers.Lambda(lambda t: t * 2.0)(x)"
+UNREGISTERED = ("Twice()(x)", "\n\nclass Twice(keras.layers.Layer):\n    def call(self, x):\n        return x * 2.0\n")
+
+
+@pytest.mark.parametrize(
+    ("layer", "extra", "said", "created"),
+    [
+        (LAMBDA, "", "layer 'lambda' is a keras.layers.Lambda", "keras.layers.Lambda("),
+        (*UNREGISTERED, "layer 'twice' is of the class Twice, which Keras cannot find", "Twice()(x)"),
+    ],
+    ids=["lambda", "unregistered"],
+)
+def test_a_model_the_evaluator_could_not_load_is_refused_before_the_first_step(
+    iris, tmp_path, layer, extra, said, created
+):
+    examples, schema = iris
+    source = module_source(layer=layer, extra=extra)
+    model, model_run = Model(tmp_path / "model"), ModelRun(tmp_path / "run")
+    with pytest.raises(UserModuleError) as refused:
+        train(examples=examples, schema=schema, model=model, model_run=model_run, dataset="csv", module="my_model.py",
+              module_source=source, epochs=50, batch_size=16)  # fmt: skip
+    message = str(refused.value)
+    assert said in message and "register_keras_serializable" in message
+    assert created in refusal_line(message, source)  # The layer's own line, not build_model's.
+    assert not model.keras_file.exists()
+    assert not (model_run.path / "history.json").exists()  # No epoch ran.
+    assert not list(model_run.path.rglob("*tfevents*"))
+
+
+def test_a_registered_custom_layer_and_a_nested_lambda_are_told_apart(iris, tmp_path):
+    examples, schema = iris
+    registration = "@keras.saving.register_keras_serializable('mine')\nclass Twice"
+    registered = UNREGISTERED[1].replace("class Twice", registration)
+    task = user_task(examples, schema, module_source(layer="Twice()(x)", extra=registered), tmp_path)
+    assert task.build_model().count_params() > 0  # Registered: it loads back, so it trains.
+    nested = "keras.Sequential([keras.layers.Dense(4), keras.layers.Lambda(lambda t: t)], name='block')(x)"
+    task = user_task(examples, schema, module_source(layer=nested), tmp_path / "nested")
+    with pytest.raises(UserModuleError, match="layer 'lambda.*' is a keras.layers.Lambda"):
+        task.build_model()
+
+
+# --- the final activation against the task and the loss --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("head", "extra", "said"),
+    [
+        ('keras.layers.Dense(len(options["head"]["classes"]))(x)', "", "ends in activation 'linear'"),
+        ('keras.layers.Dense(4, activation="softmax")(x)', "", 'end in Dense(3, activation="softmax")'),
+        (SOFTMAX, "\ndef loss():\n    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)\n",
+         "takes logits (from_logits=True)"),
+    ],
+    ids=["logits", "units", "from_logits"],
+)  # fmt: skip
+def test_a_head_that_does_not_fit_the_task_or_the_loss_is_refused_naming_its_line(iris, tmp_path, head, extra, said):
+    examples, schema = iris
+    source = module_source(head=head, extra=extra)
+    task = user_task(examples, schema, source, tmp_path)
+    with pytest.raises(UserModuleError) as refused:
+        task.build_model()
+    assert said in str(refused.value)
+    assert "outputs = keras.layers.Dense(" in refusal_line(str(refused.value), source)  # The head, not the def.
+
+
+# --- a binary task's Dense(1, activation="sigmoid") ----------------------------------------------------------------
+
+SIGMOID = 'keras.layers.Dense(1, activation="sigmoid")(x)'
+
+
+def test_a_one_unit_sigmoid_head_trains_evaluates_and_serves_a_binary_task(cancer, tmp_path):
+    examples, schema = cancer
+    model, model_run = Model(tmp_path / "model"), ModelRun(tmp_path / "run")
+    train(examples=examples, schema=schema, model=model, model_run=model_run, dataset="csv", module="my_model.py",
+          module_source=module_source(head=SIGMOID), epochs=8, batch_size=32, learning_rate=0.01, seed=1)  # fmt: skip
+    losses = [epoch["loss"] for epoch in model_run.history["per_epoch"]]
+    assert losses[-1] < losses[0]
+    evaluation, blessing = ModelEvaluation(tmp_path / "evaluation"), ModelBlessing(tmp_path / "blessing")
+    result = evaluate(examples=examples, schema=schema, model=model, evaluation=evaluation, blessing=blessing,
+                      thresholds={"accuracy": {"lower_bound": 0.85}})  # fmt: skip
+    metrics = evaluation.metrics
+    assert result["blessed"], result
+    assert metrics["accuracy"] > 0.85 and metrics["roc_auc"] > 0.9, metrics
+    serving = json.loads((evaluation.path / "serving_check.json").read_text())
+    assert serving["passed"], serving  # The SavedModel's two probabilities are model.keras's.
+    probabilities = keras.models.load_model(model.keras_file).predict(
+        {name: np.array([[1.0]], dtype="float32") for name in json.loads((model.assets_uri / "model_inputs.json")
+                                                                         .read_text())}, verbose=0)  # fmt: skip
+    assert probabilities.shape == (1, 2) and probabilities.sum() == pytest.approx(1.0, abs=1e-6)
+
+
+def test_a_sigmoid_heads_own_loss_gets_its_one_probability(cancer, tmp_path):
+    examples, schema = cancer
+    extra = "\ndef loss():\n    return keras.losses.BinaryCrossentropy()\n"
+    task = user_task(examples, schema, module_source(head=SIGMOID, extra=extra), tmp_path)
+    model = task.build_model()
+    x, y = next(task.dataset(examples, "eval", batch_size=16, training=False, seed=0).as_numpy_iterator())
+    probabilities = model.predict_on_batch(x)
+    assert probabilities.shape == (len(y), 2)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1, atol=1e-6)
+    positive = probabilities[:, 1:]
+    expected = keras.losses.BinaryCrossentropy(reduction=None)(y.astype("float32")[:, None], positive)
+    np.testing.assert_allclose(task.loss()(y, probabilities), expected, rtol=1e-5)
+    # The task's own loss on the two columns is the same binary cross-entropy.
+    plain = user_task(examples, schema, module_source(head=SIGMOID), tmp_path / "plain")
+    np.testing.assert_allclose(plain.loss()(y, probabilities), expected, rtol=1e-4)
