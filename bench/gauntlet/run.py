@@ -181,13 +181,14 @@ def _metric(run_folder: Path, task: str) -> float | None:
 def boosting_metric(run_folder: Path, target: str, task: str) -> float:
     """Gradient boosting fitted on kflow's Split-train, scored on its Split-test: accuracy or R²."""
     import numpy as np
+    import pandas as pd
     from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
     from sklearn.metrics import accuracy_score, r2_score
 
     train, test = (read_split(run_folder / "ingest" / "examples", split) for split in ("train", "test"))
     features = [name for name in train.columns if name != target]
     for name in features:
-        if train[name].dtype == object or test[name].dtype == object:
+        if not (pd.api.types.is_numeric_dtype(train[name]) and pd.api.types.is_numeric_dtype(test[name])):
             kinds = sorted(set(train[name].dropna().astype(str)))
             codes = {value: index for index, value in enumerate(kinds)}
             for frame in (train, test):

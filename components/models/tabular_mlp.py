@@ -3,8 +3,9 @@
 Each feature is an input of shape [batch, 1] holding its raw value: numbers (float32; NaN when
 missing) are filled with the training mean and normalised with the training mean and variance;
 categorical strings go through `StringLookup` to a one-hot vector (unknown and missing values
-share the out-of-vocabulary slot); free text goes through `TextVectorization` to a multi-hot bag
-of words. The saved model and its serving SavedModel therefore take raw feature values.
+share the out-of-vocabulary slot, or `oov_buckets` hashed slots for a feature with more values than
+its vocabulary); free text goes through `TextVectorization` to a multi-hot bag of words. The saved
+model and its serving SavedModel therefore take raw feature values.
 
 Heads: classification ends in a softmax over the classes; regression ends in one unit rescaled
 by the training label's standard deviation and mean, so the network learns a standardised target.
@@ -64,7 +65,10 @@ def build_tabular_mlp(
         elif kind == "categorical":
             inputs[name] = keras.Input(shape=(1,), dtype="string", name=safe)
             lookup = keras.layers.StringLookup(
-                vocabulary=list(spec["vocabulary"]), output_mode="one_hot", name=f"lookup_{safe}"
+                vocabulary=list(spec["vocabulary"]),
+                num_oov_indices=int(spec.get("oov_buckets", 1)),
+                output_mode="one_hot",
+                name=f"lookup_{safe}",
             )
             encoded.append(lookup(inputs[name]))
         elif kind == "text":

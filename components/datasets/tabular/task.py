@@ -4,8 +4,10 @@ Every other feature except the key (`role=key`) is an input. `prepare()` reads t
 split once and writes `tabular.json` into the assets: per numeric feature (int, float, bool)
 its mean and variance over the present values; per string feature its kind and vocabulary
 (categorical: at most `max_categories` distinct values seen in training, else the most frequent
-`max_categories` ones, unless the values average `text_min_chars` characters or more: then free
-text with a vocabulary of the `max_tokens` most frequent words); the classes (the sorted label
+`max_categories` ones with OOV_BUCKETS hashed buckets for the rest, unless the values average
+`text_min_chars` characters or more: then free text with a vocabulary of the `max_tokens` most
+frequent words; left out, said in the log, when it holds dates or times, or a distinct value in
+every row (an identifier): neither generalises to new rows as a category); the classes (the sorted label
 values of every split: knowing which classes exist is not learning from eval or test data) and
 their class weights; for regression the label's mean and standard deviation.
 
@@ -16,6 +18,7 @@ missing, strings with "" when missing; labels are class indices [batch] or float
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections import Counter
 from pathlib import Path
@@ -30,6 +33,8 @@ from kflow.components.models import build_model
 from kflow.components.util.schema import annotation_tags
 from kflow.pipeline.dsl.artifacts import Examples
 
+log = logging.getLogger(__name__)
+
 PREPROCESSING_FILE = "tabular.json"
 DATA_OPTIONS: dict[str, Any] = {
     "class_weighting": "none",
@@ -38,6 +43,12 @@ DATA_OPTIONS: dict[str, Any] = {
     "max_tokens": 10_000,
 }
 MODEL_OPTIONS = {"hidden_units", "dropout"}
+MIN_IDENTIFIER_ROWS = 20  # A string feature with a distinct value in every one of at least this many rows: an id.
+OOV_BUCKETS = 16  # Hashed buckets a high-cardinality categorical feature's values past its vocabulary share.
+_DATE = re.compile(
+    r"^(\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}|\d{4}/\d{1,2}/\d{1,2})([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?"
+    r"(Z|[+-]\d{2}:?\d{2})?$|^\d{1,2}:\d{2}(:\d{2})?$"
+)
 _INT_MISSING = np.iinfo(np.int64).min  # Parse default of an absent int feature, turned into NaN.
 _NUMERIC = ("int", "float", "bool")
 _WORD = re.compile(r"[a-z0-9']+")
@@ -94,8 +105,17 @@ class TabularTask(Task):
         features = [self._numeric(name, *moments) for name, moments in numbers.items()]
         features += [self._strings(name, counts) for name, counts in strings.items()]
         features.sort(key=lambda spec: list(self.types).index(spec["name"]))
+        left_out = {spec["name"]: spec["left_out"] for spec in features if spec["kind"] == "left_out"}
+        for name, why in left_out.items():
+            log.info("tabular: the feature %r is left out: %s", name, why)
+        features = [spec for spec in features if spec["kind"] != "left_out"]
+        if not features:
+            raise ValueError(
+                f"no feature is left to learn from: {', '.join(f'{n!r} ({w})' for n, w in left_out.items())}"
+            )
         head = self._head(examples, train_labels)
-        self.preprocessing = {"label": self.label, "features": features, "head": head}
+        self.preprocessing = {"label": self.label, "features": features, "head": head, "left_out": left_out}
+        self._keep_model_inputs()
         (assets_dir / PREPROCESSING_FILE).write_text(json.dumps(self.preprocessing, indent=1) + "\n")
         kinds = Counter(spec["kind"] for spec in features)
         return {"train_examples": len(train_labels), **{f"{kind}_features": n for kind, n in sorted(kinds.items())}}
@@ -110,14 +130,25 @@ class TabularTask(Task):
         limit = int(self.options["max_categories"])
         seen = sum(counts.values())
         mean_chars = sum(len(value) * n for value, n in counts.items()) / seen if seen else 0
-        if len(ranked) > limit and mean_chars >= float(self.options["text_min_chars"]):
+        text = mean_chars >= float(self.options["text_min_chars"])
+        if dates(ranked):
+            return {"name": name, "kind": "left_out", "left_out": "it holds dates or times"}
+        if seen >= MIN_IDENTIFIER_ROWS and len(counts) == seen and not text:
+            return {
+                "name": name,
+                "kind": "left_out",
+                "left_out": f"an identifier ({seen} distinct values in {seen} rows)",
+            }
+        if len(ranked) > limit and text:
             words = Counter()
             for value, n in counts.items():
                 for word in _WORD.findall(value.decode("utf-8", "replace").lower()):
                     words[word] += n
             vocabulary = [word for word, _ in sorted(words.items(), key=lambda i: (-i[1], i[0]))]
             return {"name": name, "kind": "text", "vocabulary": vocabulary[: int(self.options["max_tokens"])]}
-        return {"name": name, "kind": "categorical", "vocabulary": ranked[:limit] or ["[none]"]}
+        # Past `limit` values, the rest share hashed out-of-vocabulary buckets (as unseen values do) instead of one.
+        buckets = min(OOV_BUCKETS, len(ranked) - limit) if len(ranked) > limit else 1
+        return {"name": name, "kind": "categorical", "vocabulary": ranked[:limit] or ["[none]"], "oov_buckets": buckets}
 
     def _head(self, examples: Examples, train_labels: np.ndarray) -> dict[str, Any]:
         if self.kind == "regression":
@@ -143,6 +174,12 @@ class TabularTask(Task):
         if not path.exists():
             raise FileNotFoundError(f"{path} is missing: run prepare() first")
         self.preprocessing = json.loads(path.read_text())
+        self._keep_model_inputs()
+
+    def _keep_model_inputs(self) -> None:
+        """Reads (and feeds the model) only the features the preprocessing kept: not the left-out ones."""
+        kept = {spec["name"] for spec in self._prepared()["features"]}
+        self.types = {name: kind for name, kind in self.types.items() if name in kept}
 
     @property
     def input_features(self) -> list[str]:
@@ -258,6 +295,13 @@ class TabularTask(Task):
             float(f"{value:.3g}") for value in (head["mean"] - head["std"], head["mean"], head["mean"] + head["std"])
         ]
         return {"kind": self.kind, "classes": [], "label_boundaries": sorted(set(boundaries))}
+
+
+def dates(values: list[str], sample: int = 200) -> bool:
+    """Whether a string feature holds dates or times (`2024-01-31`, `1/31/2024`, `2024-01-31 12:00:00`, `12:00`):
+    at least 95 % of its first `sample` distinct values written so."""
+    values = values[:sample]
+    return bool(values) and sum(bool(_DATE.match(value.strip())) for value in values) >= 0.95 * len(values)
 
 
 def _type_of(feature) -> str:
