@@ -15,6 +15,15 @@ and then:
    replica (`[worker-1] ...`); API errors that pass are retried with backoff (`kube_api`);
 3. copies the writer's outputs (the chief's, else worker 0's) back to the task's outputs.
 
+Both copies (the task's inputs onto the volume, the writer's outputs back) take folders and regular files only,
+never following a link: a replica holds no Kubernetes credentials, and a `token.txt -> <a path only the launcher's
+pod has>` among its outputs must not make the launcher upload that file. A symbolic link or any other kind of file
+(a FIFO, a device) fails the task in one line naming it (`copy_plain_tree`).
+
+The job carries this launcher's identity (the annotation LAUNCH_ANNOTATION, a random id made for this launch): a
+create whose reply was lost and whose retry meets 409 Already Exists adopts the job it finds when that job carries
+the same id, and fails in one line otherwise (`create_or_adopt`).
+
 A failed or timed-out job fails the task (exit 1) with one line saying why; the launcher deletes
 the job then, and when it is itself stopped (SIGTERM, exit 143: a KFP cancel; Ctrl-C, 130). A
 finished job is kept with its pods' logs. The job's folder on the shared volume (inputs, outputs,
@@ -24,6 +33,7 @@ checkpoints) is removed in every case.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import math
@@ -31,6 +41,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -58,6 +69,9 @@ def launcher_rules(backend: str) -> list[dict[str, Any]]:
     """The RBAC rules the launcher needs on `backend`, and no more."""
     return [*BACKENDS[backend].rules, *COMMON_RULES]
 
+
+# The annotation that makes a job this launcher's own: a create retried after a lost reply adopts only its own job.
+LAUNCH_ANNOTATION = "kflow.dev/launch-id"
 
 # The launcher's own pod, as the compiled task passes it in (Downward API): the job's owner.
 OWNER_VARIABLES = ("KFLOW_POD_NAME", "KFLOW_POD_UID", "KFLOW_POD_NAMESPACE")
@@ -200,6 +214,84 @@ def stall_report(job_dir: Path) -> str:
         return ""
 
 
+class UnsafeTree(ValueError):
+    """A tree to copy holds what the launcher does not copy (a link, a FIFO, a device): one line naming it."""
+
+
+def _refuse(path: Path, mode: int, what: str) -> UnsafeTree:
+    kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file or folder"
+    return UnsafeTree(f"{what}: {path} is {kind}; only regular files and folders are copied (links are not followed)")
+
+
+def copy_plain_tree(source: Path, target: Path, what: str, within: Path | None = None) -> None:
+    """Copies the folder `source` to `target` (which may exist), folders and regular files only, never following a
+    link: UnsafeTree names the first link or other file found. `within`: a folder above `source` from which no
+    step down to it may be a link either (a replica could replace `outputs/worker-0` itself with one)."""
+    if within is not None:
+        step = within
+        for part in source.relative_to(within).parts:
+            step = step / part
+            mode = os.lstat(step).st_mode
+            if not stat.S_ISDIR(mode):
+                raise _refuse(step, mode, what)
+    mode = os.lstat(source).st_mode
+    if not stat.S_ISDIR(mode):
+        raise _refuse(source, mode, what)
+    target.mkdir(parents=True, exist_ok=True)
+    for folder, folders, files in os.walk(source):  # followlinks=False: a link to a folder is listed, not entered
+        here = Path(folder)
+        into = target / here.relative_to(source)
+        for name in sorted(folders):
+            mode = os.lstat(here / name).st_mode
+            if not stat.S_ISDIR(mode):
+                raise _refuse(here / name, mode, what)
+            (into / name).mkdir(exist_ok=True)
+        for name in sorted(files):
+            _copy_plain_file(here / name, into / name, what)
+
+
+def _copy_plain_file(source: Path, target: Path, what: str) -> None:
+    # O_NOFOLLOW: a file swapped for a link after the walk listed it is refused, not followed; O_NONBLOCK: a FIFO
+    # is not waited on; fstat then says what was opened.
+    try:
+        handle = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise _refuse(source, stat.S_IFLNK, what) from None
+        raise
+    with os.fdopen(handle, "rb") as reader:
+        found = os.fstat(reader.fileno())
+        if not stat.S_ISREG(found.st_mode):
+            raise _refuse(source, found.st_mode, what)
+        with open(target, "wb") as writer:
+            shutil.copyfileobj(reader, writer)
+    os.chmod(target, stat.S_IMODE(found.st_mode))
+    os.utime(target, ns=(found.st_atime_ns, found.st_mtime_ns))
+
+
+def create_or_adopt(api: KubeApi, backend: JobBackend, job: ClusterJob, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Creates the job; when the create meets 409 (its first try was done but the reply lost, and the retry found
+    the job), adopts the job found if it carries this launch's id, else fails in one line."""
+    plural = backend.plural(job)
+    try:
+        return api.create(backend.group, backend.version, job.namespace, plural, manifest)
+    except KubeApiError as error:
+        if error.status != 409:
+            raise
+        found = api.get(backend.group, backend.version, job.namespace, plural, job.name)
+        ours = manifest["metadata"]["annotations"][LAUNCH_ANNOTATION]
+        theirs = (((found or {}).get("metadata") or {}).get("annotations") or {}).get(LAUNCH_ANNOTATION)
+        if found is None or theirs != ours:
+            raise KubeApiError(
+                f"{manifest['kind']} {job.namespace}/{job.name} already exists and was not created by this launcher "
+                f"({LAUNCH_ANNOTATION} {theirs!r}, not {ours!r}); not touching it",
+                409,
+            ) from error
+        log.info("the reply to creating %s %s/%s was lost: adopting the job it made", manifest["kind"],
+                 job.namespace, job.name)  # fmt: skip
+        return found
+
+
 def ensure_prerequisites(api: KubeApi, backend: JobBackend, job: ClusterJob) -> None:
     """Creates what the job needs and outlives it (a TrainingRuntime, named by its content) when missing."""
     for group, version, plural, manifest in backend.prerequisites(job):
@@ -224,7 +316,13 @@ def isolate(api: KubeApi, backend: JobBackend, job: ClusterJob, created: dict[st
         log.warning("the API returned no uid for %s: no NetworkPolicy isolates its pods", job.name)
         return
     owner = owner_reference(f"{backend.group}/{backend.version}", created["kind"], job.name, uid)
-    api.create_network_policy(backend.network_policy(job, owner))
+    try:
+        api.create_network_policy(backend.network_policy(job, owner))
+    except KubeApiError as error:
+        # Its name is the job's, and the job is this launcher's: a 409 is this policy, made by a try whose reply was
+        # lost.
+        if error.status != 409:
+            raise
 
 
 def launcher_owner(environment: dict[str, str]) -> tuple[dict[str, Any] | None, str | None]:
@@ -300,11 +398,12 @@ def main(argv: list[str] | None = None, connect: Callable[[], KubeApi] = KubeApi
     created, succeeded = False, False
     try:
         for input_name, source in task_paths(entrypoint, "--input").items():
-            shutil.copytree(source, shared_inputs[input_name])
+            copy_plain_tree(source, shared_inputs[input_name], f"input {input_name}")
         api = connect()
         ensure_prerequisites(api, backend, job)
         manifest = backend.render(job, owner)
-        created_job = api.create(backend.group, backend.version, job.namespace, backend.plural(job), manifest)
+        manifest["metadata"].setdefault("annotations", {})[LAUNCH_ANNOTATION] = secrets.token_hex(16)
+        created_job = create_or_adopt(api, backend, job, manifest)
         created = True
         log.info("created %s %s/%s", manifest["kind"], job.namespace, job.name)
         isolate(api, backend, job, created_job)
@@ -314,11 +413,11 @@ def main(argv: list[str] | None = None, connect: Callable[[], KubeApi] = KubeApi
             return 1
         for output_name, target in task_paths(entrypoint, "--output").items():
             source = job_dir / "outputs" / job.writer() / shared_outputs[output_name]
-            shutil.copytree(source, target, dirs_exist_ok=True)
+            copy_plain_tree(source, target, f"{job.writer()}'s output {output_name}", within=job_dir)
         succeeded = True
         log.info("%s succeeded; copied %s's outputs back", job.name, job.writer())
         return 0
-    except KubeApiError as error:
+    except (KubeApiError, UnsafeTree) as error:
         print(f"job_launcher: {error}", file=sys.stderr)
         return 1
     except (Terminated, KeyboardInterrupt) as stop:

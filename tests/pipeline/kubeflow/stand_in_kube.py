@@ -12,7 +12,8 @@ Controller behaviour, as documented by JobSet v0.12 and Trainer v2.3.0: a job su
 its success-policy jobs (all jobs by default) succeed, and then the others are stopped; a failed pod
 restarts the whole group (new pods, same host names, `restart-attempt` + 1) until `maxRestarts`, then
 the job fails with `ReachedMaxRestarts`; past `activeDeadlineSeconds` it fails with `DeadlineExceeded`.
-`fail_next` injects API errors (a 503, a dropped connection) to test the client's side.
+`fail_next` injects API errors (a 503, a dropped connection) to test the client's side; `lose_next_reply` lets a call
+be done and then drops the connection before its answer (a reply lost on the way back).
 """
 
 from __future__ import annotations
@@ -116,8 +117,11 @@ def local_pods(pods: list[Pod]) -> list[LocalPod]:
 class Fault:
     method: str
     path: re.Pattern
-    status: int  # 0: drop the connection without an answer
+    status: int  # 0: drop the connection without an answer; LOST_REPLY: do the call, then drop it
     times: int
+
+
+LOST_REPLY = -1
 
 
 @dataclass
@@ -172,6 +176,10 @@ class StandInKubernetes(ThreadingHTTPServer):
 
     def fail_next(self, method: str, path: str, status: int, times: int = 1) -> None:
         self.faults.append(Fault(method, re.compile(path), status, times))
+
+    def lose_next_reply(self, method: str, path: str, times: int = 1) -> None:
+        """The next `times` matching calls are done (an object created, ...) but their answers never arrive."""
+        self.faults.append(Fault(method, re.compile(path), LOST_REPLY, times))
 
     def put(self, manifest: dict[str, Any]) -> None:
         """An object that exists before the test (e.g. a runtime someone applied)."""
@@ -299,6 +307,11 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _reply(self, status: int, body: Any, content_type: str = "application/json") -> None:
+        if getattr(self, "lose_reply", False):
+            self.lose_reply = False
+            self.close_connection = True
+            self.connection.shutdown(2)  # Done, but the client never hears so: it sees a dropped connection.
+            return
         data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -323,6 +336,9 @@ class _Handler(BaseHTTPRequestHandler):
         for fault in self.server.faults:
             if fault.times > 0 and fault.method == method and fault.path.search(path):
                 fault.times -= 1
+                if fault.status == LOST_REPLY:
+                    self.lose_reply = True
+                    return False
                 if fault.status == 0:
                     self.close_connection = True
                     self.connection.shutdown(2)  # An answer that never comes: the client sees a dropped connection.

@@ -29,7 +29,9 @@ def cluster(tmp_path, monkeypatch):
         yield server
 
 
-def arguments(tmp_path, *options, add=1, sleep=0.0, fail="", stall="", replicas=("worker=2",), backend="trainjob"):
+def arguments(
+    tmp_path, *options, add=1, sleep=0.0, fail="", stall="", link_to="", replicas=("worker=2",), backend="trainjob"
+):
     (tmp_path / "left").mkdir(exist_ok=True)
     (tmp_path / "left" / "value.txt").write_text("4")
     return [
@@ -52,7 +54,7 @@ def arguments(tmp_path, *options, add=1, sleep=0.0, fail="", stall="", replicas=
         ),
         *("--input", f"left={tmp_path / 'left'}", "--output", f"total={tmp_path / 'task-out' / 'total'}"),
         *("--parameter", f"add={add}", "--parameter", f"sleep={sleep}", "--parameter", f"fail_on_first_attempt={fail}"),
-        *("--parameter", f"stall={stall}"),
+        *("--parameter", f"stall={stall}", "--parameter", f"link_to={link_to}"),
     ]
 
 
@@ -215,3 +217,75 @@ def test_a_sigterm_during_a_kubernetes_call_is_a_cancel_not_an_api_error():
     api = KubeApi(custom=None, core=None, networking=None)
     with pytest.raises(job_launcher.Terminated):
         api.call("reading TrainJob kubeflow/x", interrupted_call)
+
+
+def files_holding(root, text: str) -> list[str]:
+    return [str(path) for path in root.rglob("*") if path.is_file() and text.encode() in path.read_bytes()]
+
+
+def launcher_lines(capfd) -> list[str]:
+    return [line for line in capfd.readouterr().err.splitlines() if line.startswith("job_launcher:")]
+
+
+def test_a_link_among_a_replicas_outputs_is_refused_not_followed(tmp_path, cluster, capfd):
+    """A replica writes `token.txt -> <a file only the launcher's pod has>`: the launcher must not copy that file
+    into the task's outputs (KFP would upload it); it fails in one line naming the link."""
+    token = tmp_path / "launcher-only" / "token"
+    token.parent.mkdir()
+    token.write_text("LAUNCHER-TOKEN-5b1e")
+    assert job_launcher.main(arguments(tmp_path, link_to=str(token))) == 1
+    (line,) = launcher_lines(capfd)
+    assert "token.txt is a symbolic link" in line and "worker-0's output total" in line
+    assert files_holding(tmp_path / "task-out", "LAUNCHER-TOKEN-5b1e") == []
+    assert not (tmp_path / "task-out" / "total" / "token.txt").exists()
+    assert shared_is_empty(tmp_path)
+
+
+def test_a_link_in_an_input_is_refused_before_any_job(tmp_path, cluster, capfd):
+    token = tmp_path / "launcher-only" / "token"
+    token.parent.mkdir()
+    token.write_text("LAUNCHER-TOKEN-5b1e")
+    argv = arguments(tmp_path)
+    (tmp_path / "left" / "token.txt").symlink_to(token)
+    assert job_launcher.main(argv) == 1
+    (line,) = launcher_lines(capfd)
+    assert f"input left: {tmp_path / 'left' / 'token.txt'} is a symbolic link" in line
+    assert cluster.created("trainjobs") == [] and shared_is_empty(tmp_path)
+
+
+def test_a_fifo_in_an_input_is_refused_at_once(tmp_path, cluster, capfd):
+    argv = arguments(tmp_path)
+    os.mkfifo(tmp_path / "left" / "pipe")
+    assert job_launcher.main(argv) == 1
+    (line,) = launcher_lines(capfd)
+    assert "pipe is not a regular file or folder" in line
+
+
+def test_a_lost_reply_to_the_create_adopts_the_job_it_made(tmp_path, cluster):
+    """The create is done but its answer is lost; the retried create meets 409: the job carries this launch's id,
+    so the launcher follows it as its own (its NetworkPolicy, its outputs) and, when it fails, deletes it."""
+    cluster.lose_next_reply("POST", r"/trainjobs$")
+    assert job_launcher.main(arguments(tmp_path)) == 0
+    posts = cluster.created("trainjobs")
+    assert len(posts) == 2 and len(cluster.runs) == 1  # the retry met the job the first try made
+    (policy,) = cluster.created("networkpolicies")
+    assert policy["metadata"]["ownerReferences"][0]["name"] == posts[0]["metadata"]["name"]
+    assert (tmp_path / "task-out" / "total" / "value.txt").read_text() == "5"
+
+    cluster.lose_next_reply("POST", r"/trainjobs$")
+    assert job_launcher.main(arguments(tmp_path, fail="worker-1")) == 1
+    assert len(cluster.deleted()) == 1  # the adopted job is deleted on failure, as one created outright
+
+
+def test_a_job_of_the_same_name_made_by_someone_else_is_not_adopted(tmp_path, cluster, capfd, monkeypatch):
+    """409 for a job that does not carry this launch's id: one line, and the other job is neither followed nor
+    deleted."""
+    token_hex = job_launcher.secrets.token_hex
+    # The same job name each launch (its 4-byte token), a new launch id (16 bytes) each time.
+    monkeypatch.setattr(job_launcher.secrets, "token_hex", lambda n: "0" * 8 if n == 4 else token_hex(n))
+    assert job_launcher.main(arguments(tmp_path)) == 0
+    capfd.readouterr()
+    assert job_launcher.main(arguments(tmp_path)) == 1
+    (line,) = launcher_lines(capfd)
+    assert "already exists and was not created by this launcher" in line
+    assert cluster.deleted() == [] and len(cluster.created("networkpolicies")) == 1

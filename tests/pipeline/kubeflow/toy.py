@@ -14,9 +14,10 @@ def _replica() -> str:
     return f"{task.get('type', 'worker')}-{task.get('index', os.environ.get('PROCESS_ID', 0))}"
 
 
-def sum_and_sign(*, left, total, add, sleep, fail_on_first_attempt, stall, working_dir):
+def sum_and_sign(*, left, total, add, sleep, fail_on_first_attempt, stall, link_to, working_dir):
     """Writes left + add and the replica that wrote it; `fail_on_first_attempt` names a replica that fails once;
-    `stall` names one that beats three steps, then waits forever (its own watchdog ends it, as a pod's would)."""
+    `stall` names one that beats three steps, then waits forever (its own watchdog ends it, as a pod's would);
+    `link_to` a path that `token.txt` among the outputs links to (a hostile replica)."""
     replica = _replica()
     print(f"summing as {replica}", flush=True)
     if replica == stall:
@@ -31,6 +32,8 @@ def sum_and_sign(*, left, total, add, sleep, fail_on_first_attempt, stall, worki
     value = int((left.path / "value.txt").read_text()) + add
     (total.path / "value.txt").write_text(str(value))
     (total.path / "replica.txt").write_text(f"{replica} attempt {attempt}")
+    if link_to:
+        (total.path / "token.txt").symlink_to(link_to)
     return {"total": value}
 
 
@@ -43,6 +46,7 @@ class SumAndSign(Component):
             "sleep": Parameter(float, default=0.0),
             "fail_on_first_attempt": Parameter(str, default=""),
             "stall": Parameter(str, default=""),
+            "link_to": Parameter(str, default=""),
         },
         executor="tests.pipeline.kubeflow.toy:sum_and_sign",
     )
