@@ -7,10 +7,17 @@ and writes an Example as MNIST's: `image` (the raw uint8 pixels, row-major), `la
 `key` (the file's path under the source). Reasons an image is refused (position: its path, or the manifest
 line), the first that applies:
 
-    invalid: missing_label (a manifest row without one), missing_file, not_an_image (Pillow does not know the
-             bytes: a text file named .png), truncated (the file ends inside the image data), corrupt (other
-             decoding errors), too_large (Pillow's decompression-bomb limit), wrong_mode (convert: false and
-             another colour mode), wrong_size (fit: exact and another size)
+    invalid: missing_label (a manifest row without one), missing_file, outside_source (the file, once its links
+             are followed, is outside the source folder: a link to elsewhere, a manifest path that is absolute or
+             climbs out with ../), not_a_file (a FIFO, device or socket: refused without waiting on it),
+             not_an_image (Pillow does not know the bytes: a text file named .png), too_large (more than
+             MAX_IMAGE_PIXELS pixels, read from the header before any decoding), truncated (the file ends inside
+             the image data), corrupt (other decoding errors), unsupported_depth (32-bit integer or float pixels
+             outside 0..255, which no scaling makes 8-bit without a guess), wrong_mode (convert: false and another
+             colour mode), wrong_size (fit: exact and another size)
+
+16-bit grey images (PNG's 16-bit greyscale, Pillow's I;16 modes) are scaled to 8 bits by keeping the high byte
+(value >> 8: 0..65535 onto 0..255, every 8-bit level the same width), not clipped at 255.
 
 Split: stratified by class; each class's images ordered by a hash of their path and cut by quota.
 """
@@ -23,7 +30,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kflow.components.datasets.images.ingest.source import ImageFile, ImageFormat, class_names, list_images
+from kflow.components.datasets.images.ingest.source import (
+    ImageFile,
+    ImageFormat,
+    RefusedFile,
+    class_names,
+    list_images,
+    open_source,
+)
 from kflow.components.ingest import beam_ingest, ingest_records
 from kflow.components.ingest.ingest_records import INVALID, make_reject
 from kflow.components.ingest.split_plan import StratifiedPlan
@@ -35,6 +49,12 @@ log = logging.getLogger(__name__)
 DEFAULT_SPLIT = {"train": 8, "eval": 1, "test": 1}
 CHUNK_FILES = 1000
 GREY_MODES = frozenset({"1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F"})
+SIXTEEN_BIT_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N"})
+# The most pixels an image may have (its header says how many before anything is decoded): 50 megapixels, a
+# 8660×5773 photo, about 150 MB decoded as RGB. A larger one is `too_large`: training images are resized to far
+# less, and a small file of a huge image (a PNG of one colour) would take gigabytes to decode. Pillow's own
+# decompression-bomb limit (about 179 megapixels before it refuses) is far above what a worker should hold.
+MAX_IMAGE_PIXELS = 50_000_000
 
 
 def run(
@@ -90,7 +110,7 @@ def _first_channels(files: list[ImageFile]) -> int:
 
     for file in files[:100]:
         try:
-            with Image.open(file.path) as opened:
+            with open_source(file) as handle, Image.open(handle) as opened:
                 channels = 1 if opened.mode in GREY_MODES else 3
         except Exception:  # noqa: BLE001 - an unreadable file is the worker's to reject; look at the next.
             continue
@@ -153,12 +173,20 @@ class ImageConverter:
             return None, ("missing_file", {"error": "the manifest row has no path"})
         wanted = "L" if self.channels == 1 else "RGB"
         try:
-            with Image.open(file.path) as opened:
+            with open_source(file) as handle, Image.open(handle) as opened:
+                if opened.width * opened.height > MAX_IMAGE_PIXELS:  # From the header: nothing decoded yet.
+                    error = f"{opened.width}×{opened.height} pixels, more than kflow's limit of {MAX_IMAGE_PIXELS}"
+                    return None, ("too_large", {"error": error, "size": [opened.height, opened.width]})
                 opened.load()
                 if opened.mode != wanted and not self.image_format.convert:
                     return None, ("wrong_mode", {"mode": opened.mode, "expected_mode": wanted})
-                image = opened if opened.mode == wanted else opened.convert(wanted)
+                image, depth = eight_bits(opened)
+                if depth is not None:
+                    return None, ("unsupported_depth", {"mode": opened.mode, "error": depth})
+                image = image if image.mode == wanted else image.convert(wanted)
                 image = self.fitted(image)
+        except RefusedFile as refused:
+            return None, (refused.reason, {"error": refused.error})
         except FileNotFoundError as error:
             return None, ("missing_file", {"error": str(error)})
         except UnidentifiedImageError:
@@ -193,3 +221,23 @@ class ImageConverter:
 
     def _size(self) -> list[int]:
         return [self.image_format.height, self.image_format.width]
+
+
+def eight_bits(image: Any) -> tuple[Any, str | None]:
+    """(the image with 8-bit channels, None), or (None, why not). Pillow's convert("L") clips wider values at 255,
+    which turns a 16-bit image into a mostly white one: 16-bit grey keeps its high byte (value >> 8); 32-bit
+    integer and float images are taken as they are when their values lie within 0..255, refused otherwise (their
+    range is not known: 12-bit in 16, 0..1 floats, ...)."""
+    import numpy as np
+    from PIL import Image
+
+    if image.mode in SIXTEEN_BIT_MODES:
+        values = np.asarray(image).astype(np.uint16)
+        return Image.fromarray((values >> 8).astype(np.uint8), "L"), None
+    if image.mode in ("I", "F"):
+        values = np.asarray(image)
+        low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
+        if low < 0 or high > 255:
+            return None, f"{image.mode} pixels from {low:g} to {high:g}: not 8-bit values, and their depth is unknown"
+        return Image.fromarray(values.astype(np.uint8), "L"), None
+    return image, None

@@ -3,6 +3,12 @@
 {"path": ..., "label": ...}) whose paths are relative to its folder; and how an image is made the declared
 size (`data.image`; without a size, the most common one among a sample of the files: `common_size`). The driver
 lists the files and the classes; a worker decodes and converts (executor.py).
+
+The source is a folder, and the ingest reads nothing outside it: a class folder's file that is a link to a file
+elsewhere, or a manifest path that is absolute or climbs out with `../`, is refused (`outside_source`), resolved
+with every link followed, so links that stay inside the folder are fine. Only regular files are opened, without
+waiting: a FIFO, a device or a socket is refused at once (`not_a_file`) instead of blocking the decode
+(`open_source`).
 """
 
 from __future__ import annotations
@@ -10,10 +16,12 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import os
+import stat
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +99,7 @@ def common_size(files: list[ImageFile], fit: str = "resize") -> tuple[int, int]:
     sizes: Counter[tuple[int, int]] = Counter()
     for file in sample:
         try:
-            with Image.open(file.path) as opened:  # Reads the header: the size without decoding the pixels.
+            with open_source(file) as handle, Image.open(handle) as opened:  # The header: no pixels decoded.
                 sizes[opened.size[::-1]] += 1
         except Exception:  # noqa: BLE001 - an unreadable file is the worker's to reject (with its reason); skip it.
             continue
@@ -118,6 +126,39 @@ class ImageFile:
     path: str
     label: str
     position: str
+    root: str = ""  # The folder the file must be in (data.source.path, or the manifest's folder); "": anywhere.
+
+
+class RefusedFile(Exception):
+    """A file the ingest does not open: `reason` (outside_source, not_a_file, missing_file) and why, in one line."""
+
+    def __init__(self, reason: str, error: str) -> None:
+        super().__init__(error)
+        self.reason, self.error = reason, error
+
+
+def _inside(path: str, root: str) -> bool:
+    real, real_root = os.path.realpath(path), os.path.realpath(root)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def open_source(file: ImageFile) -> IO[bytes]:
+    """The file opened for reading, or RefusedFile: outside its source folder once every link is followed, or not a
+    regular file (opened without blocking, so a FIFO is refused at once, not waited on), or missing."""
+    if file.root and not _inside(file.path, file.root):
+        raise RefusedFile("outside_source", f"{file.path} leads outside the source folder {file.root}")
+    try:
+        handle = os.open(file.path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError as error:
+        raise RefusedFile("missing_file", str(error)) from None
+    opened = os.fdopen(handle, "rb")
+    kind = os.fstat(handle).st_mode
+    if not stat.S_ISREG(kind):
+        opened.close()
+        what = "a FIFO" if stat.S_ISFIFO(kind) else "a folder" if stat.S_ISDIR(kind) else "not a regular file"
+        raise RefusedFile("not_a_file", f"{file.path} is {what}")
+    os.set_blocking(handle, True)
+    return opened
 
 
 def list_images(source_path: str | None, source_format: str = "auto") -> list[ImageFile]:
@@ -140,11 +181,13 @@ def _from_folders(root: Path) -> list[ImageFile]:
     classes = sorted(child for child in root.iterdir() if child.is_dir() and not child.name.startswith("."))
     if not classes:
         raise ValueError(f"data.source.path: {root} has no class folders (one sub-folder of images per class)")
+    # Every entry but a folder is a record (a FIFO or a link to elsewhere is refused by the worker, with its reason,
+    # not left out unsaid); rglob does not enter linked folders.
     files = [
-        ImageFile(str(file), folder.name, str(file.relative_to(root)))
+        ImageFile(str(file), folder.name, str(file.relative_to(root)), str(root))
         for folder in classes
         for file in sorted(folder.rglob("*"))
-        if file.is_file() and not any(part.startswith(".") for part in file.relative_to(root).parts)
+        if not file.is_dir() and not any(part.startswith(".") for part in file.relative_to(root).parts)
     ]
     if not files:
         raise ValueError(f"data.source.path: the class folders of {root} hold no files")
@@ -171,7 +214,7 @@ def _from_manifest(manifest: Path) -> list[ImageFile]:
     for path, label, position in rows:
         # A row without a path or label is kept as a record, so the worker rejects it with its position.
         file = str(manifest.parent / path) if isinstance(path, str) and path else ""
-        files.append(ImageFile(file, "" if label is None else str(label), f"{position} {path}"))
+        files.append(ImageFile(file, "" if label is None else str(label), f"{position} {path}", str(manifest.parent)))
     if not files:
         raise ValueError(f"data.source.path: the manifest {manifest} lists no images")
     return files
@@ -187,6 +230,14 @@ def class_names(files: list[ImageFile]) -> list[str]:
 
 def source_files(*, source_path: str | None = None, source_format: str = "auto", **_: Any) -> list[Path]:
     """The files the ingest reads, for the data fingerprint in its cache key (the manifest too)."""
-    listed = [Path(file.path) for file in list_images(source_path, source_format) if file.path]
+    # Only what the ingest would read: a file outside the source folder or a FIFO is neither read nor hashed.
+    listed = []
+    for file in list_images(source_path, source_format):
+        if file.path:
+            try:
+                open_source(file).close()
+            except RefusedFile:
+                continue
+            listed.append(Path(file.path))
     path = Path(source_path or "")
     return [path, *listed] if path.is_file() else listed
