@@ -249,6 +249,7 @@ def _track(config: PipelineConfig, run: Run) -> None:
     """Logs the finished run to the tracking server the config names; a failure is a warning, not the run's."""
     if not (settings := config.tracking.get("mlflow")):
         return
+    from kflow.pipeline.dsl.secrets import redact_urls
     from kflow.pipeline.runners.mlflow_tracking import TrackingError, track_run
 
     try:
@@ -256,7 +257,7 @@ def _track(config: PipelineConfig, run: Run) -> None:
     except TrackingError as error:
         print(f"kflow: warning: tracking: {error}", file=sys.stderr)
         return
-    print(f"mlflow run: {mlflow_run} at {settings['uri']}")
+    print(f"mlflow run: {mlflow_run} at {redact_urls(settings['uri'])}")  # A password in the URL is not printed.
 
 
 def _gc(args: argparse.Namespace) -> int:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.dsl.artifacts import ModelBlessing, ModelEvaluation, ModelRun
+from kflow.pipeline.dsl.secrets import redact_config, redact_urls
 from kflow.pipeline.runners.run_record import ArtifactRef, Execution, Run
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ def track_run(settings: dict[str, Any], run: Run) -> str:
         created = client.create_run(experiment_id, run_name=run.run_id, tags={"kflow.run_id": run.run_id})
         run_id = created.info.run_id
         now = int(time.time() * 1000)
-        params = [Param(key, value) for key, value in flat_params(run.metadata.get("config", {}))]
+        params = [Param(key, value) for key, value in flat_params(redact_config(run.metadata.get("config", {})))]
         metrics = [Metric(key, value, now, step) for key, value, step in run_metrics(run)]
         tags = [RunTag(key, value) for key, value in run_tags(run)]
         for batch, size, field in ((params, _BATCH_PARAMS, "params"), (metrics, _BATCH_METRICS, "metrics"),
@@ -82,10 +83,10 @@ def track_run(settings: dict[str, Any], run: Run) -> str:
         raise
     except Exception as error:  # MLflow's errors (RestException, connection errors) are many; say one line.
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise TrackingError(f"MLflow at {settings['uri']}: {first}") from None
+        raise TrackingError(f"MLflow at {redact_urls(settings['uri'])}: {redact_urls(first)}") from None
     log.info(
         "tracking: logged run %s to MLflow at %s as run %s (experiment %r)%s",
-        run.run_id, settings["uri"], run_id, experiment,
+        run.run_id, redact_urls(settings["uri"]), run_id, experiment,
         "".join(f"; registered {name} version {version}" for name, version in registered),
     )  # fmt: skip
     return run_id
