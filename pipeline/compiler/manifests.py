@@ -15,6 +15,11 @@ writes, for the namespace `kubeflow.namespace`:
 - `per-run/`: what the launcher creates on each run, for review only (`kubectl apply -f DIR` does not
   descend into it): the TrainJob (or TFJob) and its NetworkPolicy, with example paths.
 
+Beside them, `.kflow-manifests` lists the files written (kubectl skips it: not .yaml nor .json). Writing into a
+folder used before removes the files that listing names first, and only those, so an earlier config's runtime or
+`per-run/` is not left for `kubectl apply -f DIR` to apply; a non-empty folder without the listing (not written by
+kflow) is refused in one line, untouched.
+
 The objects are rendered by the code the launcher runs (the same `ClusterJob` from the same arguments), so
 what is reviewed is what runs.
 """
@@ -30,6 +35,7 @@ import yaml
 from kflow.pipeline.compiler.container_args import ENTRYPOINT, job_launcher_args
 from kflow.pipeline.compiler.settings import KubeflowSettings
 from kflow.pipeline.dsl.component import Component
+from kflow.pipeline.dsl.config import ConfigError
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.kubeflow.cluster_job import PART_OF, job_name
 from kflow.pipeline.kubeflow.job_launcher import (
@@ -125,12 +131,54 @@ class _PlainDumper(yaml.SafeDumper):
         return True
 
 
+LISTING = ".kflow-manifests"  # what kflow wrote in the folder; kubectl apply -f skips it (neither YAML nor JSON)
+
+
 def write_manifests(files: dict[str, list[dict[str, Any]]], folder: str | Path) -> list[Path]:
-    """Writes each file as a YAML stream under `folder`; returns the paths."""
+    """Writes each file as a YAML stream under `folder`, after removing what an earlier `kflow manifests` wrote
+    there (its LISTING); returns the paths. ConfigError for a non-empty folder kflow did not write."""
+    folder = Path(folder)
+    remove_earlier_manifests(folder)
     written = []
     for name, objects in files.items():
-        path = Path(folder) / name
+        path = folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.dump_all(objects, Dumper=_PlainDumper, sort_keys=False, width=120))
         written.append(path)
+    (folder / LISTING).write_text(json.dumps(sorted(files), indent=1) + "\n")
     return written
+
+
+def remove_earlier_manifests(folder: Path) -> None:
+    """Removes the files an earlier `kflow manifests` listed in `folder` (and the sub-folders that leaves empty), and
+    nothing else; refuses a folder that holds files but no listing: kubectl would apply them with kflow's."""
+    if not folder.exists():
+        return
+    if not folder.is_dir():
+        raise ConfigError([f"-o {folder}: not a folder"])
+    listing = folder / LISTING
+    if not listing.is_file():
+        if any(folder.iterdir()):
+            raise ConfigError([
+                f"-o {folder}: the folder is not empty and was not written by kflow manifests (no {LISTING}): "
+                "kubectl apply -f would apply its other files too; give a new or empty folder"
+            ])  # fmt: skip
+        return
+    try:
+        names = json.loads(listing.read_text())
+    except ValueError as error:
+        problem = f"-o {folder}: {LISTING} is not kflow's listing ({error}); give a new or empty folder"
+        raise ConfigError([problem]) from None
+    if not isinstance(names, list):
+        raise ConfigError([f"-o {folder}: {LISTING} is not kflow's listing; give a new or empty folder"])
+    for name in names:
+        relative = Path(str(name))
+        if relative.is_absolute() or ".." in relative.parts:  # A listing that names what is not kflow's own.
+            continue
+        path = folder / relative
+        if path.is_file() and not path.is_symlink():
+            path.unlink()
+        for parent in path.relative_to(folder).parents:
+            if parent != Path(".") and (folder / parent).is_dir() and not any((folder / parent).iterdir()):
+                (folder / parent).rmdir()
+    listing.unlink()

@@ -119,3 +119,24 @@ def test_a_bad_setting_exits_2_naming_it(tmp_path, capsys):
     code = main(["manifests", str(MNIST), "-o", str(folder), "--image", "x:1", "--set", "kubeflow.training=mpijob"])
     assert code == 2 and "kubeflow.training:" in capsys.readouterr().err
     assert not folder.exists()
+
+
+def test_a_folder_written_before_keeps_none_of_its_earlier_files(tmp_path, capsys):
+    """`kubectl apply -f DIR` applies every YAML file there: writing again removes what kflow wrote before (an old
+    runtime, per-run/), and only that; a non-empty folder kflow did not write is refused, untouched."""
+    folder = tmp_path / "manifests"
+    first = manifests(tmp_path, *LAYOUTS["parameter_server"])
+    assert "training-runtimes.yaml" in first and any(name.startswith("per-run/") for name in first)
+    (folder / "mine.yaml").write_text("kind: ConfigMap\n")  # the user's own file, added since
+    second = manifests(tmp_path)  # single process: no runtime, no per-run/
+    assert "training-runtimes.yaml" not in second and not (folder / "per-run").exists()
+    assert set(second) == {"mine.yaml", "launcher-rbac.yaml", "service-account.yaml", "shared-volume.yaml"}
+
+    other = tmp_path / "someone-elses"
+    other.mkdir()
+    (other / "deployment.yaml").write_text("kind: Deployment\n")
+    capsys.readouterr()
+    assert main(["manifests", str(MNIST), "-o", str(other), "--image", "registry.example/kflow:1"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"-o {other}: the folder is not empty and was not written by kflow manifests" in line
+    assert [path.name for path in other.iterdir()] == ["deployment.yaml"]
