@@ -101,7 +101,12 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
     if config.early_stopping_patience is not None:  # split_sizes refused it without eval examples
         monitor, mode = watched_metric(task, config)
         patience = config.early_stopping_patience
-        callbacks.append(keras.callbacks.EarlyStopping(monitor=monitor, mode=mode, patience=patience))
+        # The best epoch's weights are the model, as the custom loop keeps them (loop.py): on small data the last
+        # epoch before the stop is past the best by `patience` epochs of overfitting.
+        stopping = keras.callbacks.EarlyStopping(
+            monitor=monitor, mode=mode, patience=patience, restore_best_weights=True
+        )
+        callbacks.append(stopping)
     if chief:
         # Epoch scalars, as the custom loop writes; the graph Keras writes by default cost 0.15 s of the first epoch.
         callbacks.append(keras.callbacks.TensorBoard(log_dir=str(model_run.log_dir), write_graph=False))

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 from kflow.components.datasets.task import Task
@@ -147,7 +148,7 @@ def _train(
     )
     history: list[dict[str, float]] = []
     calls = StepsPerCall(config.steps_per_execution, runtime, config.checkpoint_every_steps)
-    best, waited = None, 0
+    best, waited, best_weights = None, 0, None
     step = start_step
     started = time.perf_counter()
     trained_steps = 0
@@ -202,13 +203,20 @@ def _train(
                     raise ValueError(f"early stopping watches {monitor!r}, not among the metrics {sorted(values)}")
                 better = best is None or (current < best if mode == "min" else current > best)
                 best, waited = (current, 0) if better else (best, waited + 1)
+                if better:  # kept to restore at a stop, as Keras' EarlyStopping(restore_best_weights=True) does
+                    # Copied: a CPU variable's numpy() may share its buffer, which the next steps overwrite.
+                    best_weights = [np.array(weight, copy=True) for weight in keras_model.get_weights()]
                 if waited >= config.early_stopping_patience:
                     log.info(
-                        "train: early stop after epoch %d (%s did not improve for %d epochs)",
+                        "train: early stop after epoch %d (%s did not improve for %d epochs); the weights of epoch %d "
+                        "are kept",
                         epoch + 1,
                         monitor,
                         waited,
+                        epoch + 1 - waited,
                     )
+                    if best_weights is not None:
+                        keras_model.set_weights(best_weights)
                     stopped_early = True
                     break
         total_seconds = time.perf_counter() - started

@@ -95,7 +95,8 @@ class TrainerSection(Section):
     of N (its last call completed from the split's start)"""
     optimizer: OptimizerSection = section(OptimizerSection)
     early_stopping_patience: int | None = Field(None, ge=1)
-    """null: off; else stop after this many epochs without improvement of early_stopping_monitor"""
+    """null: off; else stop after this many epochs without improvement of early_stopping_monitor, keeping the weights
+    of the best epoch"""
     early_stopping_monitor: str | None = Field(None, pattern=r"^val_[a-z0-9_]+$")
     """the validation metric early stopping watches: null, the task's own (val_loss; quora: val_pr_auc, wikitext2:
     val_masked_accuracy); else one of the task's, e.g. val_loss or val_accuracy: a loss must fall, another metric

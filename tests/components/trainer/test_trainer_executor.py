@@ -218,3 +218,49 @@ def test_bad_parameters_are_refused(inputs, tmp_path, arguments, message):
     with pytest.raises(ValueError, match=message):
         run(examples=examples, schema=schema, model=Model(tmp_path / "m"), model_run=ModelRun(tmp_path / "r"),
             **{"dataset": "mnist", **arguments})  # fmt: skip
+
+
+@pytest.mark.parametrize("trainer", ["fit", "loop"])
+def test_an_early_stop_keeps_the_best_epochs_weights(tmp_path, trainer):
+    """Past the best epoch, `patience` more epochs overfit a small real table (scikit-learn's diabetes, 442 rows): the
+    model kept is the best epoch's, under model.fit (Keras' restore_best_weights) and the custom loop alike: the same
+    weights as a training of that many epochs (same seed, same batches)."""
+    from kflow.components.datasets.csv.ingest.executor import run as ingest
+    from kflow.components.datasets.tabular.task import TabularTask
+    from kflow.components.trainer import loop
+    from kflow.components.trainer.config import TrainConfig
+    from kflow.components.util.schema import load_schema
+    from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+    from tests.components.datasets.tabular_fixtures import write_diabetes
+
+    examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
+    ingest(
+        examples=examples,
+        schema=schema,
+        rejects=Rejects(tmp_path / "rejects"),
+        source_path=str(write_diabetes(tmp_path / "diabetes.csv")),
+        label="progression",
+        problem_type="regression",
+    )
+    options = {"hidden_units": [256, 256], "dropout": 0.0}
+
+    def trained(name: str, **settings):
+        model, model_run = Model(tmp_path / name / "model"), ModelRun(tmp_path / name / "model_run")
+        settings = {"batch_size": 8, "learning_rate": 0.01, "seed": 7, **settings}
+        if trainer == "fit":
+            run(dataset="csv", examples=examples, schema=schema, model=model, model_run=model_run,
+                model_options=options, **settings)  # fmt: skip
+        else:
+            task = TabularTask(load_schema(schema.file), model_options=options)
+            task.prepare(examples, model.assets_uri)
+            loop.train(task, examples=examples, model=model, model_run=model_run, config=TrainConfig(**settings))
+        return keras.models.load_model(model.keras_file).get_weights(), model_run.history
+
+    stopped, history = trained("stopped", epochs=40, early_stopping_patience=3)
+    losses = [epoch["val_loss"] for epoch in history["per_epoch"]]
+    assert history["stopped_early"], losses  # wide layers and a high learning rate overfit 350 rows quickly
+    best = 1 + losses.index(min(losses))
+    assert best < len(losses)
+    weights, _ = trained("best", epochs=best)
+    for kept, expected in zip(stopped, weights, strict=True):
+        np.testing.assert_allclose(kept, expected, rtol=1e-5, atol=1e-6)
