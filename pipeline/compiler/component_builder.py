@@ -84,8 +84,9 @@ def build_container_component(
     """The KFP component running `node`; a node with `cluster_replicas` launches a cluster job (a TrainJob, or a
     TFJob under `kubeflow.training: tfjob`) whose replicas run the entrypoint instead of the task's pod.
 
-    `baseline` (parameter, store): the node's parameter that a resolver task feeds with the latest blessed
-    model, and the store where the task records its model when it blesses it (pipeline/kubeflow/baselines.py).
+    `baseline` (parameter, store, identity): the node's parameter that a resolver task feeds with the latest blessed
+    model, the store where the task records its model when it blesses it, and what the model was trained for (JSON,
+    kept in the record: pipeline/kubeflow/baselines.py).
     """
     spec = node.spec
     fed = {baseline[0]} if baseline else set()  # Fed by the resolver task: declared even though unset here.
@@ -145,7 +146,7 @@ def build_container_component(
             (blessing,) = verdicts  # The compiler checked there is one.
             if not evaluations:  # The record names the model by its KFP URI, read from the executor input.
                 args += ["--executor-input", dsl.PIPELINE_TASK_EXECUTOR_INPUT_PLACEHOLDER]
-            args += ["--record-blessed-model", f"{blessing}={baseline[1]}"]
+            args += ["--record-blessed-model", f"{blessing}={baseline[1]}", "--baseline-identity", baseline[2]]
         if not replicas:
             return dsl.ContainerSpec(image=settings.image, command=list(ENTRYPOINT), args=args)
         launcher = job_launcher_args(node, settings, [*ENTRYPOINT, *args])
@@ -179,15 +180,16 @@ def build_source_fingerprinter(node: Component, image: str) -> ContainerComponen
     return dsl.container_component(container)
 
 
-def build_baseline_resolver(node: Component, store: str, image: str) -> ContainerComponent:
-    """A task that outputs the latest blessed model in `store` ("" for none) as `node`'s baseline. It takes the
-    model `node` will judge, to avoid comparing a model with itself (pipeline/kubeflow/baselines.py)."""
+def build_baseline_resolver(node: Component, store: str, image: str, identity: str) -> ContainerComponent:
+    """A task that outputs the latest blessed model in `store` of the same `identity` (JSON: name, dataset, task,
+    label) as `node`'s baseline ("" for none). It takes the model `node` will judge, to avoid comparing a model with
+    itself (pipeline/kubeflow/baselines.py)."""
 
     def container(model: Any, baseline_model_uri: Any) -> dsl.ContainerSpec:
         return dsl.ContainerSpec(
             image=image,
             command=list(BASELINE_RESOLVER),
-            args=["--store", store, "--model-uri", model.uri, "--output", baseline_model_uri],
+            args=["--store", store, "--model-uri", model.uri, "--identity", identity, "--output", baseline_model_uri],
         )
 
     container.__name__ = container.__qualname__ = f"{node.id}_baseline".replace("-", "_")

