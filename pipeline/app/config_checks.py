@@ -185,8 +185,10 @@ def _source(config: PipelineConfig) -> list[str]:
     except OSError as error:  # the OS's message names a file, not the field (a name too long, a folder unreadable)
         return [f"data.source.path: cannot be read ({error.strerror or error})"]
     metrics = dataset.metrics_class()
+    # An inferred task says so, and why: the user set no data.problem_type and may disagree with the rule.
+    inferred = f" (data.problem_type not set: {facts.problem_type}, as {facts.problem_type_reason})"
     problems = [
-        f"evaluator.thresholds.{metric}: {problem}"
+        f"evaluator.thresholds.{metric}: {problem}{inferred if facts.problem_type_reason else ''}"
         for metric in config.evaluator["thresholds"]
         if (problem := metrics.threshold_problem(metric, facts.problem_type, facts.labels))
     ]

@@ -100,3 +100,18 @@ def test_free_text_dates_and_an_identifier_train_with_the_shipped_config(tmp_pat
     assert metrics["accuracy"] >= 0.85
     serving = json.loads((run_dir / "evaluate" / "evaluation" / "serving_check.json").read_text())
     assert serving["passed"], serving
+
+
+def test_a_threshold_the_inferred_task_cannot_have_says_the_task_was_inferred_and_why(tmp_path, run_kflow):
+    frame = breast_cancer().dropna()
+    frame["mean radius"] = frame["mean radius"] + 0.25  # a quantity to predict, with decimals
+    path = tmp_path / "radius.csv"
+    frame.to_csv(path, index=False)
+    config = yaml.safe_load(open(table_config(tmp_path, path, "mean radius")))
+    config["evaluator"]["thresholds"] = {"accuracy": {"lower_bound": 0.9}}
+    (tmp_path / "with-threshold.yaml").write_text(yaml.safe_dump(config))
+    done = run_kflow("validate", tmp_path / "with-threshold.yaml")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if "evaluator.thresholds.accuracy" in line]
+    assert "a regression task has no accuracy" in line
+    assert "(data.problem_type not set: regression, as the label 'mean radius' holds" in line
