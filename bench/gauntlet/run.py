@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, help="a fixed, diverse sample of this many tables")
     parser.add_argument("--only", help="comma-separated table names (<package>__<item>)")
     parser.add_argument("--max-rows", type=int, default=catalog.MAX_ROWS)
+    parser.add_argument("--per-package", type=int, default=catalog.PER_PACKAGE)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds for one kflow run")
     parser.add_argument("--redo", action="store_true", help="run tables that already have a result again")
     parser.add_argument("--summary", action="store_true", help="only print the summary of OUT/results.jsonl")
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def select(args) -> list[tuple[str, catalog.Table, object, str]]:
-    admitted = list(catalog.tables(args.max_rows))
+    admitted = list(catalog.tables(args.max_rows, args.per_package))
     tables = [table for table, _ in admitted]
     if args.only:
         wanted = set(args.only.split(","))
