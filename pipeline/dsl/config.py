@@ -10,7 +10,6 @@ import copy
 import difflib
 import json
 import logging
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,37 +19,12 @@ import jsonschema
 import yaml
 
 from kflow.pipeline.dsl.beam_options import section_beam_args
+from kflow.pipeline.dsl.config_data import field_path, plain_data_problems
 from kflow.pipeline.dsl.config_schema import generated_schema
+from kflow.pipeline.dsl.config_yaml import read_yaml
+from kflow.pipeline.dsl.printable import printable
 
 log = logging.getLogger(__name__)
-
-
-class _Loader(yaml.SafeLoader):
-    """YAML as people write numbers: `2e-3` and `5E-5` are floats (YAML 1.2), not the strings YAML 1.1 makes them.
-
-    A config is data: aliases (`*name`) are refused as they are read, so nested ones cannot expand a few
-    lines into gigabytes (a "billion laughs") and none can refer to itself.
-    """
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            alias = self.peek_event()
-            raise yaml.composer.ComposerError(
-                None, None, f"the alias *{alias.anchor} is not allowed in a kflow config: write the value out",
-                alias.start_mark,
-            )  # fmt: skip
-        return super().compose_node(parent, index)
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
-
-
-def _yaml(text: str) -> Any:
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -65,8 +39,10 @@ class ConfigError(ValueError):
     def __init__(self, problems: list[str], source: str | None = None):
         self.problems = problems
         self.source = source
-        where = f"{source}: " if source else ""
-        super().__init__(where + ("invalid config:\n  " if len(problems) > 1 else "") + "\n  ".join(problems))
+        # A problem quotes the config (its keys, its values): escaped, it stays one line that a terminal only shows.
+        lines = [printable(problem) for problem in problems]
+        where = f"{printable(source)}: " if source else ""
+        super().__init__(where + ("invalid config:\n  " if len(lines) > 1 else "") + "\n  ".join(lines))
 
 
 @dataclass(frozen=True)
@@ -127,9 +103,15 @@ def read_config_file(path: str | Path, overrides: Iterable[str] = ()) -> dict[st
     """The YAML mapping of a config file with `a.b=value` overrides applied, not yet validated."""
     source = str(path)
     try:
-        raw = _yaml(Path(path).read_text())
+        raw = read_yaml(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError([f"no such config file: {path}"]) from None
+    except IsADirectoryError:
+        raise ConfigError(["is a folder, not a config file"], source) from None
+    except UnicodeDecodeError as error:
+        raise ConfigError([f"not UTF-8 text (byte {error.start}: {error.object[error.start]:#04x})"], source) from None
+    except OSError as error:
+        raise ConfigError([f"cannot be read: {error.strerror or error}"], source) from None
     except yaml.YAMLError as error:
         raise ConfigError([f"not valid YAML: {_one_line(error)}"], source) from None
     if not isinstance(raw, dict):
@@ -181,7 +163,7 @@ def _one_line(error: yaml.YAMLError) -> str:
 def read_value(text: str) -> Any:
     """A `--set` value read as YAML (`5` an int, `[1, 2]` a list); text YAML cannot read stays text."""
     try:
-        return _yaml(text) if text else ""
+        return read_yaml(text) if text else ""
     except yaml.YAMLError:
         return text
 
@@ -237,6 +219,8 @@ def rename_fields(instance: dict[str, Any], source: str | None = None, warn: boo
 
 
 def validate_config(raw: dict[str, Any], source: str | None = None) -> PipelineConfig:
+    if problems := plain_data_problems(raw):  # first: the schema's validator and deepcopy recurse, nan passes them
+        raise ConfigError(problems, source)
     instance = copy.deepcopy(raw)
     rename_fields(instance, source)
     validator = DefaultFillingValidator(config_schema())
@@ -259,10 +243,18 @@ def _fill_defaults(validator_class: type) -> type:
                     instance[name] = copy.deepcopy(subschema["default"])
         yield from validate_properties(validator, properties, instance, schema)
 
-    return jsonschema.validators.extend(validator_class, {"properties": properties_with_defaults})
+    return jsonschema.validators.extend(
+        validator_class, {"properties": properties_with_defaults}, type_checker=_STRICT_TYPES
+    )
 
 
-# A JSON Schema validator that also fills in each missing property's `default`, in place.
+# JSON Schema counts 2.0 as an integer; the components' parameters do not (`--set trainer.epochs=2.0` would pass
+# validation and end in a TypeError where the Trainer is built), so an integer is an int here.
+_STRICT_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
+)
+
+# A JSON Schema validator that also fills in each missing property's `default`, in place, and whose integers are ints.
 DefaultFillingValidator = _fill_defaults(jsonschema.Draft202012Validator)
 
 _TYPE_NAMES = {
@@ -276,11 +268,17 @@ _TYPE_NAMES = {
 }
 
 
+def _shown(value: Any, limit: int = 80) -> str:
+    """A value as JSON (control characters escaped), cut to `limit` characters: the line stays one short line."""
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def describe_error(error: jsonschema.ValidationError, section: str = "") -> list[str]:
     """One line per problem, naming the field (under `section` when the schema validated only that section)."""
-    path = ".".join(str(part) for part in [*filter(None, [section]), *error.absolute_path])
+    path = field_path([*filter(None, [section]), *error.absolute_path])
     value = error.validator_value
-    got = f" (got {json.dumps(error.instance)})" if not isinstance(error.instance, (dict, list)) else ""
+    got = f" (got {_shown(error.instance)})" if not isinstance(error.instance, (dict, list)) else ""
     match error.validator:
         case "type":
             names = [_TYPE_NAMES.get(t, t) for t in ([value] if isinstance(value, str) else value)]
@@ -301,13 +299,13 @@ def describe_error(error: jsonschema.ValidationError, section: str = "") -> list
             message = "must not be empty"
         case "required":
             missing = [name for name in value if name not in error.instance]
-            path = ".".join(filter(None, [path, missing[0] if missing else ""]))
+            path = field_path([*filter(None, [path]), *missing[:1]])
             message = "is required"
         case "additionalProperties" if isinstance(error.instance, dict):
             allowed = sorted(error.schema.get("properties", {}))
             extras = sorted(set(error.instance) - set(allowed))
             return [
-                f"{'.'.join(filter(None, [path, extra]))}: unknown field{did_you_mean(extra, allowed)} "
+                f"{field_path([*filter(None, [path]), extra])}: unknown field{did_you_mean(extra, allowed)} "
                 f"(allowed: {', '.join(allowed)})"
                 for extra in extras
             ]

@@ -57,8 +57,8 @@ def track_run(settings: dict[str, Any], run: Run) -> str:
         from mlflow.entities import Metric, Param, RunTag
     except ImportError:
         raise TrackingError("tracking.mlflow needs MLflow: pip install 'kflow[mlflow]'") from None
-    client = MlflowClient(tracking_uri=settings["uri"])
     try:
+        client = MlflowClient(tracking_uri=settings["uri"])  # a URI MLflow cannot use fails here already
         experiment = settings.get("experiment") or run.pipeline
         found = client.get_experiment_by_name(experiment)
         experiment_id = found.experiment_id if found else client.create_experiment(experiment)

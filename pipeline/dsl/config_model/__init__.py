@@ -15,6 +15,8 @@ from pydantic import MISSING, Field
 from kflow.pipeline.dsl.config_model.base import (
     CPU,
     MEMORY,
+    BeamOption,
+    BeamRunner,
     ColumnType,
     Identifier,
     ModelName,
@@ -94,6 +96,8 @@ class KflowConfig(Section):
 
 
 __all__ = [
+    "BeamOption",
+    "BeamRunner",
     "BeamSection",
     "CPU",
     "ClusterSection",

@@ -13,6 +13,10 @@ CPU = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?m?$")]
 MEMORY = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(E|P|T|G|M|K|Ei|Pi|Ti|Gi|Mi|Ki)?$")]
 Identifier = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
 NodeOutput = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*\.[A-Za-z0-9_]+$")]
+# A Beam pipeline option's name, as it follows `--` (an empty or spaced one became an argument Beam discards).
+BeamOption = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")]
+# A Beam runner: its name or its class's dotted path (an empty one became `--runner=`, which Beam refuses mid-run).
+BeamRunner = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")]
 Scalar = str | int | float | bool
 Optimizer = Literal["adam", "adamw", "sgd"]
 Schedule = Literal["constant", "cosine", "polynomial"]
@@ -29,7 +33,9 @@ ModelName = Literal["mnist_convnet", "bert_mlm", "text_classifier", "tabular_mlp
 class Section(BaseModel):
     """A mapping of the config: unknown fields are refused."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    # allow_inf_nan: a NaN or an infinity in any float field is refused by the model too (the loader refuses them in
+    # every field of a config file: config_data.py).
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
 
 def section(kind: type[Section], description: str | None = None) -> Any:

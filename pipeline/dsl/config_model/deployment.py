@@ -6,7 +6,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import MISSING, Field
 
-from kflow.pipeline.dsl.config_model.base import CPU, MEMORY, Identifier, Scalar, Section, empty, section
+from kflow.pipeline.dsl.config_model.base import (
+    CPU,
+    MEMORY,
+    BeamOption,
+    BeamRunner,
+    Identifier,
+    Scalar,
+    Section,
+    empty,
+    section,
+)
 
 
 class BeamSection(Section):
@@ -14,8 +24,8 @@ class BeamSection(Section):
     PortableRunner, DataflowRunner, FlinkRunner, SparkRunner for data that outgrows one machine. Training never runs
     on it."""
 
-    runner: str = "DirectRunner"
-    options: dict[str, Scalar] = empty(dict)
+    runner: BeamRunner = "DirectRunner"
+    options: dict[BeamOption, Scalar] = empty(dict)
     """Beam pipeline options, e.g. {direct_num_workers: 2, direct_running_mode: multi_processing} or {project: p,
     region: r, temp_location: gs://b/tmp}."""
 
@@ -24,8 +34,8 @@ class OrchestrationSection(Section):
     """The Beam runner and options of `kflow run`'s own DAG runner, which runs the components' executors in this
     machine's processes; apart from `beam` so that a distributed data runner never ships training to it."""
 
-    runner: str = "DirectRunner"
-    options: dict[str, Scalar] = empty(dict)
+    runner: BeamRunner = "DirectRunner"
+    options: dict[BeamOption, Scalar] = empty(dict)
     """Beam pipeline options of the DAG runner; by default the nodes of a wave run in parallel threads."""
 
 

@@ -6,7 +6,7 @@ import yaml
 
 from kflow.components.datasets import get_dataset
 from kflow.pipeline.dsl.beam_options import named_runner
-from kflow.pipeline.dsl.config import ConfigError, apply_override, load_config
+from kflow.pipeline.dsl.config import ConfigError, apply_override, config_schema, load_config, validate_config
 
 CONFIGS = Path(__file__).resolve().parents[3] / "pipeline" / "configs"
 
@@ -158,3 +158,117 @@ def test_a_renamed_field_is_read_under_its_former_name_with_a_warning(tmp_path, 
     assert load_config(write(tmp_path, iris), ["data.task=classification"]).data["problem_type"] == "classification"
     with pytest.raises(ConfigError, match="data.task: is the former name of data.problem_type; keep data.problem_type"):
         load_config(write(tmp_path, iris), ["data.problem_type=classification"])
+
+
+# Configs that once ended in a traceback (issue 51): each is now a ConfigError whose one line names the field or
+# the file's problem.
+IRIS = {"name": "iris", "data": {"dataset": "csv", "label": "species"}}
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("name: !!binary aGVsbG8=\n", "not valid YAML: line 1, column 7: the tag !!binary is not allowed"),
+        ("name: x\nlabels: !!set {a, b}\n", "not valid YAML: line 2, column 9: the tag !!set is not allowed"),
+        ("name: !!timestamp 2024-01-01\n", "not valid YAML: line 1, column 7: the tag !!timestamp is not allowed"),
+        ("name: !!omap [{a: 1}]\n", "not valid YAML: line 1, column 7: the tag !!omap is not allowed"),
+        ("trainer: {epochs: !!int two}\n", "not valid YAML: line 1, column 19: !!int 'two' cannot be read"),
+        ("name: x\n? [a, b]\n: c\n", "not valid YAML: line 2, column 3: a key must be text, not a list or a mapping"),
+        ('name: "\\ud83d"\n', "not valid YAML: line 1, column 7: a lone surrogate (\\ud800-\\udfff) is not text"),
+        ("trainer: {model_options: " + "[" * 400 + "]" * 400 + "}\n", "nested more than 64 levels deep"),
+    ],
+)
+def test_yaml_that_is_not_plain_data_is_one_line_naming_where(tmp_path, text, problem):
+    (tmp_path / "config.yaml").write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path / "config.yaml")
+    ((line,),) = [caught.value.problems]
+    assert problem in line and "\n" not in str(caught.value)
+
+
+def test_a_date_is_the_text_it_looks_like_and_keys_are_the_text_written(tmp_path):
+    """YAML 1.2: `2024-01-01` is text (YAML 1.1 made it a datetime.date, which ended in a TypeError); a key `2020`
+    is the column "2020", `"\\ud83d\\ude00"` (as JSON writes 😀) the character."""
+    (tmp_path / "config.yaml").write_text(
+        'name: 2024-01-01\ndata: {dataset: mnist}\ntrainer: {model_options: {2020: 1, "\\ud83d\\ude00": x}}\n'
+    )
+    config = load_config(tmp_path / "config.yaml")
+    assert config.name == "2024-01-01"
+    assert config.trainer["model_options"] == {"2020": 1, "😀": "x"}
+
+
+@pytest.mark.parametrize(
+    "make, problem",
+    [
+        (lambda path: path.mkdir(), "is a folder, not a config file"),
+        (lambda path: path.write_bytes(b"name: caf\xe9\n"), "not UTF-8 text (byte 9: 0xe9)"),
+    ],
+)
+def test_a_folder_or_a_file_that_is_not_utf8_is_one_line(tmp_path, make, problem):
+    make(tmp_path / "config.yaml")
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path / "config.yaml")
+    assert caught.value.problems == [problem] and str(caught.value) == f"{tmp_path / 'config.yaml'}: {problem}"
+
+
+@pytest.mark.parametrize("value", ["2.0", "1e9", "1.5"])
+def test_an_integer_field_refuses_a_float_even_a_whole_one(tmp_path, value):
+    """JSON Schema counts 2.0 as an integer; the Trainer's parameter does not (a TypeError where it was built)."""
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, MINIMAL), [f"trainer.epochs={value}"])
+    assert caught.value.problems == [f"trainer.epochs: must be an integer (got {float(value)!r})"]
+
+
+def _numeric_fields(schema, path=()):
+    """The dotted path of every number or integer field of the schema (a map's entries under the key `x`)."""
+    types = schema.get("type", [])
+    if {"number", "integer"} & set([types] if isinstance(types, str) else types):
+        yield ".".join(path)
+    for name, sub in schema.get("properties", {}).items():
+        yield from _numeric_fields(sub, (*path, name))
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from _numeric_fields(schema["additionalProperties"], (*path, "x"))
+
+
+NUMERIC_FIELDS = sorted(set(_numeric_fields(config_schema())))
+
+
+def test_the_schema_has_numeric_fields_to_check():
+    assert {"trainer.epochs", "trainer.stall_timeout", "trainer.optimizer.learning_rate"} <= set(NUMERIC_FIELDS)
+    assert len(NUMERIC_FIELDS) > 30
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf", "1e999"])
+def test_no_numeric_field_takes_a_nan_or_an_infinity(tmp_path, value):
+    """Refused where the config is read, for every field at once: `trainer.stall_timeout=.nan` used to validate,
+    then crash `kflow compile` in protobuf (and a NaN watchdog never fires)."""
+    shown = {".nan": ".nan", ".inf": ".inf", "-.inf": "-.inf", "1e999": ".inf"}[value]
+    path = write(tmp_path, MINIMAL)
+    for field in NUMERIC_FIELDS:
+        with pytest.raises(ConfigError) as caught:
+            load_config(path, [f"{field}={value}"])
+        assert caught.value.problems == [f"{field}: must be a finite number (got {shown})"], field
+
+
+def test_a_config_built_in_python_is_checked_as_plain_data_too():
+    """validate_config is also the API's (and the compiler's) door: not only what a YAML file can hold."""
+    import datetime
+
+    with pytest.raises(ConfigError) as caught:
+        validate_config({**IRIS, "trainer": {"epochs": float("nan"), 3: 1, "seed": datetime.date(2024, 1, 1)}})
+    assert caught.value.problems == [
+        "trainer.epochs: must be a finite number (got .nan)",
+        "trainer.seed: must be text, a number, true or false, a list or a mapping (got a date)",
+        "trainer: a key must be text without NUL characters (got 3)",
+    ]
+    deep: dict = {}
+    for _ in range(5000):  # deeper than the interpreter's recursion limit
+        deep = {"a": deep}
+    with pytest.raises(ConfigError, match="nested more than 64 levels deep"):
+        validate_config({**IRIS, "trainer": {"model_options": deep}})
+
+
+def test_a_problem_quoting_control_characters_is_printed_escaped(tmp_path):
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, MINIMAL), ["trainer.epochs=\x1b[2J\nboom"])
+    assert str(caught.value).endswith('trainer.epochs: must be an integer (got "\\u001b[2J\\nboom")')
