@@ -96,7 +96,8 @@ class RowEncoder:
         self._arguments = (tuple(header), dict(types), missing, tuple(wanted))
         wanted = set(wanted)
         self._columns = [
-            (index, name in wanted, name, types[name] == "string", _PARSERS[types[name]],
+            # A string keeps its spaces, but for the label and key: ` yes` is the class `yes`, as ` 7` is the key `7`.
+            (index, name in wanted, name, types[name] == "string" and name not in wanted, _PARSERS[types[name]],
              feature_encoder(name, _FEATURE_KINDS[types[name]]))
             for name, index in ((name, header.index(name)) for name in name_order(header))
         ]  # fmt: skip
@@ -169,6 +170,14 @@ def infer_problem_type(label: str, kind: str, values: Sequence[str]) -> tuple[st
             "a quantity)"
         )
     return "classification", f"{rule} {kind} values"
+
+
+def label_types(types: Mapping[str, str], label: Any, declared: Mapping[str, str]) -> dict[str, str]:
+    """The columns' types with an inferred yes/no (bool) label read as text: its classes keep the names the data
+    gives them (`no`, `yes`), not 0 and 1."""
+    if isinstance(label, str) and types.get(label) == "bool" and label not in declared:
+        return {**types, label: "string"}
+    return dict(types)
 
 
 def _narrowest(values: list[str]) -> str:

@@ -173,6 +173,11 @@ class RowGroupProcessor:
             except cols.BadValue:
                 reason = "bad_label" if column == self.label else "bad_value"
                 return {}, (reason, {"column": column, "value": as_text(value), "type": kind})
+        for column in (self.label, self.key):  # ` yes` is the class `yes`, as the CSV ingest reads it
+            if isinstance(values.get(column), str):
+                values[column] = values[column].strip()
+                if not values[column]:
+                    del values[column]
         if self.label not in values:
             return {}, ("missing_label", {"column": self.label})
         if self.key is not None:
