@@ -14,10 +14,11 @@ import signal
 import sys
 from pathlib import Path
 
-from kflow.pipeline.cli.terminal import colour, configure_logging, set_up_terminal
+from kflow.pipeline.cli.terminal import colour, configure_logging, say, set_up_terminal, stdout_to_devnull
 from kflow.pipeline.dsl import lean_imports
 from kflow.pipeline.dsl.artifacts import ModelBlessing
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, load_config
+from kflow.pipeline.dsl.printable import printable
 from kflow.pipeline.dsl.process_exit import exit_now
 from kflow.pipeline.runners.run_record import Run, RunRecord
 
@@ -39,8 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = args.command(args)
     except (ConfigError, FileNotFoundError) as error:
-        print(f"kflow: {error}", file=sys.stderr)
+        print(f"kflow: {printable(str(error)) if isinstance(error, FileNotFoundError) else error}", file=sys.stderr)
         code = EXIT_USAGE
+    except BrokenPipeError:  # stdout's reader went away in a write `say` does not make (`kflow … | head`)
+        stdout_to_devnull()
+        code = EXIT_OK
     if args.program:
         exit_now(code)  # TensorFlow's teardown would add 1.2-1.6 s to every command that loaded it
     return code
@@ -196,7 +200,7 @@ def _validate(args: argparse.Namespace) -> int:
 
     pipeline = build_pipeline(config)  # The checks that span fields (splits, filters, the DAG) run while building.
     what = f"dataset {config.data['dataset']!r}" if config.components is None else "declared"
-    print(f"{args.config}: valid (pipeline {config.name!r}, {what}: {', '.join(n.id for n in pipeline.components)})")
+    say(f"{args.config}: valid (pipeline {config.name!r}, {what}: {', '.join(n.id for n in pipeline.components)})")
     return 0
 
 
@@ -227,20 +231,19 @@ def _run(args: argparse.Namespace) -> int:
             runner = BeamDagRunner(enable_cache=not args.no_cache, verify_hashes=args.verify, cached_only=cached_only)
             result = runner.run(pipeline, config.pipeline_root)
     except PipelineFailed as failure:
-        # One line: the component and the cause. The traceback is in run.json, and in the log with -v.
-        where = ""
+        # One line: the component, the cause and the file with the details (its traceback; in the log with -v).
         if failure.result is not None:
-            print(format_run(failure.result.run, colour=colour()))
-            where = f" [{failure.result.run_dir / 'run.json'}]"
+            say(format_run(failure.result.run, colour=colour()))
             _track(config, failure.result.run)
-        print(f"kflow: error: {failure}{where}", file=sys.stderr)
+        where = f" [{failure.details}]" if failure.details else ""
+        print(f"kflow: error: {printable(str(failure))}{where}", file=sys.stderr)
         return EXIT_FAILED
     except Cancelled as cancelled:
         name = signal.Signals(cancelled.signum).name
         print(f"kflow: cancelled by {name}; finished components are kept for the next run", file=sys.stderr)
         return cancelled.exit_code
-    print(format_run(result.run, colour=colour()))
-    print(f"run folder: {result.run_dir}")
+    say(format_run(result.run, colour=colour()))
+    say(f"run folder: {result.run_dir}")
     _track(config, result.run)
     return _gate(result.run, config.evaluator.get("on_not_blessed", "fail"))
 
@@ -257,7 +260,7 @@ def _track(config: PipelineConfig, run: Run) -> None:
     except TrackingError as error:
         print(f"kflow: warning: tracking: {error}", file=sys.stderr)
         return
-    print(f"mlflow run: {mlflow_run} at {redact_urls(settings['uri'])}")  # A password in the URL is not printed.
+    say(f"mlflow run: {mlflow_run} at {redact_urls(settings['uri'])}")  # A password in the URL is not printed.
 
 
 def _gc(args: argparse.Namespace) -> int:
@@ -270,10 +273,10 @@ def _gc(args: argparse.Namespace) -> int:
         raise ConfigError([f"--keep-last: must be ≥ 1 (got {args.keep_last})"])
     items = stale_items(path, args.keep_last, args.keep_blessed)
     for item in items:
-        print(f"{'would remove' if args.dry_run else 'removed'} {item.path}  ({item.why})")
+        say(f"{'would remove' if args.dry_run else 'removed'} {item.path}  ({item.why})")
     if not args.dry_run:
         remove(items)
-    print(f"{len(items)} item(s) {'to remove' if args.dry_run else 'removed'}")
+    say(f"{len(items)} item(s) {'to remove' if args.dry_run else 'removed'}")
     return EXIT_OK
 
 
@@ -290,9 +293,9 @@ def _plan(args: argparse.Namespace) -> int:
         pipeline = pipeline.until(args.until)
     plans = plan_pipeline(pipeline, config.pipeline_root, enable_cache=not args.no_cache)
     if args.json:
-        print(json.dumps({"pipeline": pipeline.name, "components": {p.node: p.to_json() for p in plans}}, indent=2))
+        say(json.dumps({"pipeline": pipeline.name, "components": {p.node: p.to_json() for p in plans}}, indent=2))
     else:
-        print(format_plan(pipeline, plans, Path(config.pipeline_root) / pipeline.name))
+        say(format_plan(pipeline, plans, Path(config.pipeline_root) / pipeline.name))
     return EXIT_OK
 
 
@@ -338,7 +341,7 @@ def _show(args: argparse.Namespace) -> int:
     from kflow.pipeline.cli.show import find_run_dir, format_run
 
     run = Run.load(find_run_dir(args.run_dir))
-    print(json.dumps(RunRecord(run.run_dir).load(), indent=2) if args.json else format_run(run, colour=colour()))
+    say(json.dumps(RunRecord(run.run_dir).load(), indent=2) if args.json else format_run(run, colour=colour()))
     return EXIT_OK
 
 
@@ -348,7 +351,7 @@ def _schema(args: argparse.Namespace) -> int:
     if args.output:
         Path(args.output).write_text(config_schema_text())
     else:
-        sys.stdout.write(config_schema_text())
+        say(config_schema_text().rstrip("\n"))
     return EXIT_OK
 
 
@@ -356,7 +359,7 @@ def _runs(args: argparse.Namespace) -> int:
     from kflow.pipeline.cli.history import format_runs, list_runs
 
     rows = list_runs(args.path)
-    print(json.dumps(rows, indent=2) if args.json else format_runs(rows))
+    say(json.dumps(rows, indent=2) if args.json else format_runs(rows))
     return EXIT_OK
 
 
@@ -366,7 +369,7 @@ def _diff(args: argparse.Namespace) -> int:
 
     runs = [Run.load(find_run_dir(path)) for path in (args.run_a, args.run_b)]
     difference = diff_runs(*runs)
-    print(json.dumps(difference, indent=2) if args.json else format_diff(difference))
+    say(json.dumps(difference, indent=2) if args.json else format_diff(difference))
     return EXIT_OK
 
 

@@ -4,7 +4,8 @@ TensorFlow, XLA and gRPC log from C++ through Abseil, which writes to the stderr
 descriptor before any Python logging is set up and ignores `TF_CPP_MIN_LOG_LEVEL` for those
 early lines (abseil/abseil-cpp#1718). So the `kflow` process routes its stderr descriptor
 through a pipe and drops those lines: the `I…`/`W…` ones, and `E…` ones about the missing
-CUDA driver of a CPU machine. Child processes (a training cluster's workers) inherit the
+CUDA driver of a CPU machine; and the tracebacks Beam's workers print raw, which the failed
+component's error log holds (BeamWorkerTracebacks). Child processes (a training cluster's workers) inherit the
 descriptor, and their lines arrive prefixed `[worker-0] `, so they are filtered too. Any
 other line, including native errors, passes through unchanged.
 """
@@ -39,6 +40,42 @@ def is_chatter(line: bytes) -> bool:
     return native.group(2) in (b"I", b"W") or bool(_CPU_ONLY_ERRORS.search(native.group(3)))
 
 
+class BeamWorkerTracebacks:
+    """Drops the tracebacks Beam's SDK worker prints raw to stderr (`sdk_worker._execute`: `print(traceback)`, then
+    logs it, then raises it again): the failed component's one line names its error log, which holds it. Other
+    tracebacks pass whole: a block is held until its exception line shows whose it is."""
+
+    _HEADER = b"Traceback (most recent call last):"
+    _MARK = b"apache_beam/runners/worker/sdk_worker.py"
+    _LINKS = (b"During handling of the above exception", b"The above exception was the direct cause")
+    _MAX_HELD = 2000  # lines: a block that never ends is let through rather than held for ever
+
+    def __init__(self) -> None:
+        self.held: list[bytes] = []
+        self.after_dropped = False
+
+    def feed(self, piece: bytes) -> list[bytes]:
+        body = piece.rstrip(b"\r\n")
+        if not self.held and body == self._HEADER:
+            self.held = [piece]
+            return []
+        if not self.held:
+            if self.after_dropped and (not body.strip() or body.startswith(self._LINKS)):
+                return []  # the blank and linking lines of a dropped chain
+            self.after_dropped = False
+            return [piece]
+        self.held.append(piece)
+        if body[:1].isspace() and len(self.held) < self._MAX_HELD:
+            return []  # a frame: the block goes on
+        block, self.held = self.held, []
+        self.after_dropped = any(self._MARK in line for line in block)
+        return [] if self.after_dropped else block
+
+    def flush(self) -> list[bytes]:
+        block, self.held = self.held, []
+        return block
+
+
 def filter_native_stderr() -> None:
     """Routes file descriptor 2 through a filter thread for the rest of the process."""
     sys.stderr.flush()
@@ -50,10 +87,13 @@ def filter_native_stderr() -> None:
     def pump() -> None:
         # Pieces end at "\n" or at "\r", so a progress bar's in-place updates pass at once, not at its end.
         pending = b""
+        tracebacks = BeamWorkerTracebacks()
         while chunk := os.read(read_end, 65536):
             pieces = _PIECES.findall(pending + chunk)
             pending = pieces.pop() if pieces and not pieces[-1].endswith((b"\n", b"\r")) else b""
-            os.write(original, b"".join(piece for piece in pieces if not is_chatter(piece)))
+            kept = [line for piece in pieces if not is_chatter(piece) for line in tracebacks.feed(piece)]
+            os.write(original, b"".join(kept))
+        os.write(original, b"".join(tracebacks.flush()))
         if pending and not is_chatter(pending):
             os.write(original, pending)
         os.close(read_end)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kflow.pipeline.dsl.printable import printable
 from kflow.pipeline.runners.run_record import RUN_FILE, Run, earlier_runs
 
 
@@ -32,7 +33,8 @@ def format_run(run: Run, colour: bool = False) -> str:
         metrics = ", ".join(f"{key}={_short(value)}" for key, value in execution.summary.items() if key != "headline")
         if execution.error:
             metrics = execution.error.splitlines()[0][:100]
-        rows.append((execution.node_id, status, f"{execution.seconds:.1f}", metrics))
+        # A summary or an error may quote the data: its control characters are shown, not sent to the terminal.
+        rows.append((execution.node_id, status, f"{execution.seconds:.1f}", printable(metrics)))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     lines = [
         f"pipeline {run.pipeline}  run {run.run_id}  status {_paint(run.status, colour)}"

@@ -7,6 +7,23 @@ import os
 import sys
 
 
+def say(text: str) -> None:
+    """Prints a result to standard output. When its reader has gone (`kflow runs --json | head -1`), the rest is
+    dropped, not an error: the command goes on (its errors still reach stderr, its exit code stays its own)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        stdout_to_devnull()
+
+
+def stdout_to_devnull() -> None:
+    """Points standard output at /dev/null, so the flushes still to come (print's, the interpreter's at exit) do not
+    fail again on the closed pipe (Python's documented way: docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def colour() -> bool:
     """Colour only on a terminal, and never with NO_COLOR (no-color.org)."""
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
@@ -42,5 +59,7 @@ def configure_logging(verbosity: int) -> None:
         handler.addFilter(_not_startup_noise)
     for noisy in ("apache_beam", "absl", "tensorflow", "h5py", "matplotlib"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    # Beam logs a failing element's traceback; kflow reports the failed component in one line itself.
-    logging.getLogger("apache_beam.runners.common").setLevel(logging.CRITICAL)
+    # Beam logs a failing element's traceback, and its SDK worker the same again ("Error processing instruction");
+    # kflow reports the failed component in one line itself, naming the error log that holds the traceback.
+    for beam_logger in ("apache_beam.runners.common", "apache_beam.runners.worker.sdk_worker"):
+        logging.getLogger(beam_logger).setLevel(logging.CRITICAL)

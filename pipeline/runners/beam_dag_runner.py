@@ -27,7 +27,14 @@ from kflow.pipeline.dsl.code_version import one_code_version_per_run
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.runners.cancellation import Cancelled, stop_child_processes
-from kflow.pipeline.runners.node_runner import STAGING, NodeFailed, node_tagged_logs, run_node
+from kflow.pipeline.runners.failure import cause_line
+from kflow.pipeline.runners.node_runner import (
+    STAGING,
+    NodeFailed,
+    node_tagged_logs,
+    published_paths_in_logs,
+    run_node,
+)
 from kflow.pipeline.runners.run_record import ArtifactRef, RecordNotWritten, Run, RunRecord, new_run_id
 
 log = logging.getLogger("kflow")
@@ -51,11 +58,13 @@ class RunResult:
 
 
 class PipelineFailed(RuntimeError):
-    """The run failed; `result` is None when it could not even start (e.g. an unwritable pipeline root)."""
+    """The run failed, said in one line; `result` is None when it could not even start (e.g. an unwritable pipeline
+    root); `details` is the file that says more (the failed component's error log, else run.json)."""
 
-    def __init__(self, message: str, result: RunResult | None):
+    def __init__(self, message: str, result: RunResult | None, details: Path | None = None):
         super().__init__(message)
         self.result = result
+        self.details = details
 
 
 def waves(pipeline: Pipeline, done: frozenset[str] = frozenset()) -> list[list[Component]]:
@@ -116,7 +125,11 @@ class BeamDagRunner:
         error: BaseException | None = None
         parallel = max(map(len, waves(pipeline)), default=1) > 1
         try:
-            with node_tagged_logs() if parallel else contextlib.nullcontext(), one_code_version_per_run():
+            with (
+                node_tagged_logs() if parallel else contextlib.nullcontext(),
+                published_paths_in_logs(),
+                one_code_version_per_run(),
+            ):
                 reused = self._reuse_cached(pipeline, record)
                 stages = waves(pipeline, done=frozenset(reused))
                 if stages:
@@ -148,7 +161,7 @@ class BeamDagRunner:
                     raise PipelineFailed(message, None) from unwritten
         result = RunResult(run_dir, status, record.load())
         if error is not None:
-            raise PipelineFailed(_failure_message(error, result), result) from error
+            raise PipelineFailed(_failure_message(error, result), result, _details(error, result)) from error
         return result
 
 
@@ -185,4 +198,12 @@ def _failure_message(error: BaseException, result: RunResult) -> str:
     failure = _cause(error, NodeFailed)
     if failure is not None:
         return str(failure)
-    return f"pipeline failed: {type(error).__name__}: {error}"
+    return f"pipeline failed: {cause_line(error)}"
+
+
+def _details(error: BaseException, result: RunResult) -> Path:
+    """The failed component's error log where it was written, else run.json (which holds the traceback too)."""
+    logs = [execution.error_log for execution in result.run.executions.values() if execution.status == "failed"]
+    failure = _cause(error, NodeFailed)
+    logs.append(str(failure.error_log) if failure is not None and failure.error_log else None)
+    return next((Path(log) for log in logs if log and Path(log).is_file()), result.run_dir / "run.json")

@@ -27,6 +27,7 @@ from kflow.pipeline.dsl.component import Component, load_executor
 from kflow.pipeline.dsl.durable import fsync_path, fsync_tree
 from kflow.pipeline.dsl.fingerprint import changed_files
 from kflow.pipeline.runners.cache import artifact_fingerprint, execution_fingerprint, execution_lock, find_cached
+from kflow.pipeline.runners.failure import cause_line, write_error_log
 from kflow.pipeline.runners.manifest import write_manifest
 from kflow.pipeline.runners.run_record import ArtifactRef, RecordNotWritten, RunRecord, now_precise
 
@@ -37,9 +38,12 @@ WORK = ".work"
 
 
 class NodeFailed(RuntimeError):
-    def __init__(self, node_id: str, error: BaseException):
+    """A component failed: its message is one line (failure.cause_line); `error_log` holds the details, if written."""
+
+    def __init__(self, node_id: str, error: BaseException, error_log: Path | None = None):
         self.node_id = node_id
-        super().__init__(f"component {node_id!r} failed: {type(error).__name__}: {error}")
+        self.error_log = error_log
+        super().__init__(f"component {node_id!r} failed: {cause_line(error)}")
 
 
 def run_node(
@@ -150,6 +154,38 @@ def node_tagged_logs() -> Iterator[None]:
         logging.setLogRecordFactory(previous)
 
 
+# A staging folder → the folder its outputs are published to, while its node runs: a log line that names a file
+# being written (a Pusher's serving folder, a BulkInferrer's predictions) names it where it will be, since the
+# staging folder is gone once the node ends.
+_PUBLISHED_AS: dict[str, str] = {}
+
+
+@contextlib.contextmanager
+def published_paths_in_logs() -> Iterator[None]:
+    """Rewrites a running node's staging paths in every log line to where they are published (`_PUBLISHED_AS`)."""
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        if not _PUBLISHED_AS:
+            return record
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # arguments that do not fit the format: logging reports it when emitting
+            return record
+        if STAGING in message:
+            for staged, final in list(_PUBLISHED_AS.items()):
+                message = message.replace(staged, final)
+            record.msg, record.args = message, None
+        return record
+
+    logging.setLogRecordFactory(factory)
+    try:
+        yield
+    finally:
+        logging.setLogRecordFactory(previous)
+
+
 def skip_reason(node: Component, upstream: dict[str, dict[str, ArtifactRef]]) -> str | None:
     """Why `node` does not run: an input whose producer was skipped, or a `run_if` model that is not blessed."""
     channels = [*node.inputs.values(), *([node.run_if] if node.run_if else [])]
@@ -172,6 +208,7 @@ def _execute(
     log.info("%s: running", node.id)
     started = time.perf_counter()
     working_dir = record.run_dir.parent / WORK / f"{node.id}-{fingerprint}"
+    _PUBLISHED_AS[str(staging)] = str(final)
     try:
         staged = {name: kind(staging / name) for name, kind in node.spec.outputs.items()}
         for artifact in staged.values():
@@ -204,6 +241,8 @@ def _execute(
         if kept is not None and _rewritable(error, staging):  # It names files of the staging folder: name them there.
             said = type(error)(str(error).replace(str(staging), str(kept)))
         raise _failed(node, record, said, seconds=time.perf_counter() - started) from error
+    finally:
+        _PUBLISHED_AS.pop(str(staging), None)
     seconds = time.perf_counter() - started
     outputs = {
         name: ArtifactRef(kind.type_name, str(final / name), artifact_fingerprint(fingerprint, name))
@@ -250,15 +289,21 @@ def _rewritable(error: BaseException, staging: Path) -> bool:
 
 
 def _failed(node: Component, record: RunRecord, error: BaseException, seconds: float) -> NodeFailed:
-    """Records the failure (with its traceback, which `-v` also logs) and returns the error to raise."""
-    trace = traceback.format_exc(limit=20)
+    """Records the failure: its cause in one line in run.json, its whole traceback (which `-v` also logs) in
+    `<run>/<node>.failed/error.log`, and returns the error to raise."""
+    trace = traceback.format_exc()
+    cause = cause_line(error)
+    full = isinstance(error, OSError) and error.errno in _DISK_FULL  # no log: give the space back
+    error_log = None if full else write_error_log(record.run_dir / f"{node.id}{FAILED_SUFFIX}", node.id, cause, trace)
     try:
-        described = f"{type(error).__name__}: {error}"
-        record.set_component(node.id, status="failed", seconds=round(seconds, 3), error=described, traceback=trace)
-    except RecordNotWritten as unwritten:  # The failure is still reported, whole, by the error raised.
+        record.set_component(
+            node.id, status="failed", seconds=round(seconds, 3), error=cause, traceback=traceback.format_exc(limit=20),
+            **({"error_log": str(error_log)} if error_log else {}),
+        )  # fmt: skip
+    except RecordNotWritten as unwritten:  # The failure is still reported by the error raised.
         log.error("%s: %s", node.id, unwritten)
     log.debug("%s: failed after %.1f s\n%s", node.id, seconds, trace)
-    return NodeFailed(node.id, error)
+    return NodeFailed(node.id, error, error_log)
 
 
 def invoke_executor(

@@ -179,7 +179,8 @@ class Execution:
     outputs: dict[str, ArtifactRef] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     cached_from: str | None = None
-    error: str | None = None
+    error: str | None = None  # one line: the cause
+    error_log: str | None = None  # <run>/<node>.failed/error.log: the cause and its whole traceback
 
     @classmethod
     def from_json(cls, node_id: str, entry: dict[str, Any]) -> Execution:
@@ -202,6 +203,7 @@ class Execution:
             summary=entry.get("summary", {}),
             cached_from=entry.get("cached_from"),
             error=entry.get("error"),
+            error_log=entry.get("error_log"),
         )
 
     @property
