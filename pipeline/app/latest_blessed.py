@@ -4,8 +4,10 @@ The baseline is the model of the newest earlier run (by run sequence) that bless
 comparable model: the same pipeline name, dataset, task and label (`model_identity`), so two configs with
 one name in one root never take each other's baselines. Models are told apart by their fingerprint (code,
 parameters, data bytes, user module), not by config equality: when the newest blessed model is the very
-model being evaluated (the Trainer was cached), comparing it with itself says nothing, so it keeps what it
-was blessed against, and a re-run stays fully cached. Anything else (new bytes under the same path, an
+model being evaluated (the Trainer was cached, or trained again under `--no-cache`), comparing it with itself
+says nothing, so it keeps what it was blessed against, and a re-run stays fully cached: a reason for no
+baseline is kept with it, so it says only what stays true then ("no earlier run blessed a model other than
+this one"). Anything else (new bytes under the same path, an
 edited `trainer.module`, another kflow) is a new model, compared with the newest blessed one.
 
 Resolved when the node is about to run, from its inputs' fingerprints (`Component.run_time_parameters`),
@@ -59,10 +61,15 @@ def find_baseline(pipeline_dir: Path, identity: dict[str, Any], model_fingerprin
             "baseline_module_digest": blessing.record.get("model_module_digest"),
             "no_baseline_reason": None,
         }
+    # Worded to stay true where it is kept: when this very model is blessed and trained again (`--no-cache`),
+    # it keeps these parameters (above), and "no earlier run blessed a model" would then be false.
     reason = f"no earlier run of {identity['name']!r} blessed a model"
     if others:
         described = ", ".join(f"{key} {identity[key]!r}" for key in COMPARABLE if identity[key] is not None)
-        reason += f" of {described} ({others} blessed model(s) of another config of that name passed over)"
+        reason += f" of {described}"
+    reason += " other than this one"
+    if others:
+        reason += f" ({others} blessed model(s) of another config of that name passed over)"
     return {"baseline_model_uri": None, "baseline_module_digest": None, "no_baseline_reason": reason}
 
 

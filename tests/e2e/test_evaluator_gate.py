@@ -56,7 +56,7 @@ def test_the_baseline_is_the_newest_blessed_model_of_a_finished_run(tmp_path):
     assert find_baseline(tmp_path, identity, "new") == {
         "baseline_model_uri": None,
         "baseline_module_digest": None,
-        "no_baseline_reason": "no earlier run of 'iris' blessed a model",
+        "no_baseline_reason": "no earlier run of 'iris' blessed a model other than this one",
     }
     fake_run(tmp_path, "20260101-000000-aaaa", blessed=True)
     blessed = fake_run(tmp_path, "20260102-000000-bbbb", blessed=True)
@@ -90,7 +90,7 @@ def test_a_model_is_known_by_its_fingerprint_and_a_config_by_its_identity(tmp_pa
     assert alone["baseline_model_uri"] is None
     assert alone["no_baseline_reason"] == (
         "no earlier run of 'iris' blessed a model of dataset 'csv', problem_type 'classification', label 'colour' "
-        "(3 blessed model(s) of another config of that name passed over)"
+        "other than this one (3 blessed model(s) of another config of that name passed over)"
     )
 
 
@@ -156,6 +156,34 @@ def test_a_worse_model_is_not_blessed_against_the_first(tmp_path, run_kflow):
     assert record["components"]["evaluate"]["status"] == "cached"
 
 
+def test_the_same_model_trained_again_under_no_cache_says_only_what_is_true_of_its_baseline(tmp_path, run_kflow):
+    """Issue 55 L9: the demo blessed, then trained again with `--no-cache`. The model is the same (same fingerprint),
+    so it keeps the parameters it was blessed with (no baseline); the reason it keeps must not say that no earlier
+    run blessed a model, since one did: this very model. And a plain re-run after it stays fully cached."""
+    quick = ("--set", "trainer.epochs=2", "--set", "evaluator.thresholds.accuracy.lower_bound=0.5")
+
+    def run(*extra):
+        done = run_kflow("run", DEMO, "--pipeline-root", tmp_path, *quick, *extra)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done, by_sequence(tmp_path / "demo")[-1]
+
+    _, first = run()
+    assert (tmp_path / "demo" / first["run_id"] / "evaluate" / "blessing" / "BLESSED").exists()
+    done, again = run("--no-cache")
+    evaluate = again["components"]["evaluate"]
+    assert evaluate["status"] == "succeeded" and again["components"]["train"]["status"] == "succeeded"
+    model = first["components"]["evaluate"]["inputs"]["model"]
+    assert evaluate["inputs"]["model"]["fingerprint"] == model["fingerprint"]  # The same model, trained again.
+    reason = evaluate["parameters"]["no_baseline_reason"]
+    assert reason == "no earlier run of 'demo' blessed a model other than this one"
+    assert f"evaluate: no baseline: {reason}" in done.stderr
+    blessing = json.loads((tmp_path / "demo" / again["run_id"] / "evaluate" / "blessing" / "blessing.json").read_text())
+    assert blessing["no_baseline"] == reason
+
+    _, third = run()  # The reason is the one kept, not reworded per run: the Evaluator's cache key holds it.
+    assert {component["status"] for component in third["components"].values()} == {"cached"}
+
+
 def by_sequence(pipeline_dir: Path) -> list[dict]:
     records = [json.loads(path.read_text()) for path in pipeline_dir.glob("*/run.json")]
     return sorted(records, key=lambda record: record["sequence"])
@@ -184,8 +212,9 @@ def test_the_baseline_follows_data_and_module_edits_and_refuses_a_tampered_modul
 
     done, first = run()
     assert done.returncode == 0, done.stderr[-3000:]
-    assert evaluate(first)["parameters"]["no_baseline_reason"] == "no earlier run of 'iris' blessed a model"
-    assert "evaluate: no baseline: no earlier run of 'iris' blessed a model" in done.stderr
+    reason = "no earlier run of 'iris' blessed a model other than this one"
+    assert evaluate(first)["parameters"]["no_baseline_reason"] == reason
+    assert f"evaluate: no baseline: {reason}" in done.stderr
 
     source.write_text(source.read_text().replace("5.1,3.5,1.4,0.2", "5.1,3.5,1.5,0.2", 1))  # Same path, new bytes.
     done, second = run()
@@ -215,9 +244,7 @@ def test_the_baseline_follows_data_and_module_edits_and_refuses_a_tampered_modul
     done, _ = run("--pipeline-root", tmp_path / "fresh", "--set", "evaluator.require_baseline=true",
                   "--set", "evaluator.on_not_blessed=fail")  # fmt: skip
     assert done.returncode == 1
-    assert "failed checks: no baseline: no earlier run of 'iris' blessed a model (evaluator.require_baseline)" in (
-        done.stderr
-    )
+    assert f"failed checks: no baseline: {reason} (evaluator.require_baseline)" in done.stderr
 
 
 def test_a_run_recorded_with_data_task_is_the_same_config_as_one_with_data_problem_type():
