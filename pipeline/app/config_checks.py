@@ -8,6 +8,7 @@ Each check is a small function returning `path: message` lines (Metaflow's lint 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from kflow.components.datasets import DATASETS, get_dataset
 from kflow.components.trainer.strategies import STRATEGIES
@@ -165,21 +166,28 @@ def _evaluator(config: PipelineConfig) -> list[str]:
     return problems
 
 
-def _source(config: PipelineConfig) -> list[str]:
-    """What the ingest would refuse in the data itself (no such file; a label, key or column the header lacks; a
-    task it cannot infer) and thresholds or slices the data cannot have, from the first file's header and
-    sample, where the ingest can look (csv)."""
+def source_facts(config: PipelineConfig) -> Any | None:
+    """What the ingest's first look at the source finds (columns, types, the task and why it was inferred), where
+    it can look (csv, parquet); None where it cannot. Raises the ValueError or OSError the ingest would."""
     from kflow.pipeline.app.sections import ingest_parameters
 
     dataset = get_dataset(config.data["dataset"])
     try:
         ingest = dataset.ingest_component()("ingest", parameters=ingest_parameters(config))
     except (ValueError, TypeError):
-        return []  # Named by the other checks.
-    if not hasattr(ingest, "inspect_source"):
-        return []
+        return None  # Named by the other checks.
+    return ingest.inspect_source() if hasattr(ingest, "inspect_source") else None
+
+
+def _source(config: PipelineConfig) -> list[str]:
+    """What the ingest would refuse in the data itself (no such file; a label, key or column the header lacks; a
+    task it cannot infer) and thresholds or slices the data cannot have, from the first file's header and
+    sample, where the ingest can look (csv)."""
+    dataset = get_dataset(config.data["dataset"])
     try:
-        facts = ingest.inspect_source()
+        facts = source_facts(config)
+        if facts is None:
+            return []
     except ValueError as error:  # its message names the field
         return [str(error)]
     except OSError as error:  # the OS's message names a file, not the field (a name too long, a folder unreadable)

@@ -201,6 +201,12 @@ def _validate(args: argparse.Namespace) -> int:
     pipeline = build_pipeline(config)  # The checks that span fields (splits, filters, the DAG) run while building.
     what = f"dataset {config.data['dataset']!r}" if config.components is None else "declared"
     say(f"{args.config}: valid (pipeline {config.name!r}, {what}: {', '.join(n.id for n in pipeline.components)})")
+    if config.components is None:  # What the run will infer from the data, said before it runs.
+        from kflow.pipeline.app.config_checks import source_facts
+
+        facts = source_facts(config)  # the checks above read the same sample: it raises nothing new here
+        if facts is not None and facts.problem_type_reason:
+            say(f"data.problem_type not set: {facts.problem_type}, as {facts.problem_type_reason}")
     return 0
 
 

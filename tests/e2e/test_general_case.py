@@ -63,7 +63,13 @@ def test_float_coded_classes_with_unlabelled_rows_train(tmp_path, run_kflow, fmt
     else:
         frame.to_parquet(path, index=False)
     dataset = {"dataset": fmt}
-    done, run_dir, metrics = trained(run_kflow, tmp_path, table_config(tmp_path, path, "diagnosis", **dataset))
+    config = table_config(tmp_path, path, "diagnosis", **dataset)
+    checked = run_kflow("validate", config)  # says, before any run, what the run will infer
+    assert checked.returncode == 0, checked.stderr
+    assert "data.problem_type not set: classification, as the label 'diagnosis' holds 2 distinct whole numbers" in (
+        checked.stdout
+    )
+    done, run_dir, metrics = trained(run_kflow, tmp_path, config)
     assert "classification, as the label 'diagnosis' holds 2 distinct whole numbers" in done.stderr
     stats = json.loads((run_dir / "ingest" / "examples" / "stats.json").read_text())
     assert stats["filtered"] == {"missing_label": UNLABELLED} and stats["invalid"] == {}  # left out and counted
