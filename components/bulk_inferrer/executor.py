@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from kflow.components.datasets.task import Task, task_for_model
+from kflow.components.models import load_trained
 from kflow.components.util.schema import annotation_tags, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, InferenceResult, Model, ModelBlessing, Schema
 
@@ -45,10 +46,9 @@ def run(
         raise ValueError(f"the Examples have no split {split!r} (splits: {', '.join(examples.splits) or 'none'})")
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    import keras
 
     task = task_for_model(model, schema.file)
-    keras_model = keras.models.load_model(model.keras_file)
+    keras_model = load_trained(model.keras_file, task.model_name)
     classes = _class_names(task)
     folder = inference_result.split_uri(split)
     folder.mkdir(parents=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import keras
 import numpy as np
 
 from kflow.components.datasets import get_dataset
@@ -29,6 +28,7 @@ from kflow.components.evaluator.gate import check_thresholds, describe, run_chec
 from kflow.components.evaluator.report import write_report
 from kflow.components.evaluator.serving_check import REPORT as SERVING_REPORT
 from kflow.components.evaluator.serving_check import ServingClient, ServingSample, as_check
+from kflow.components.models import load_trained
 from kflow.components.util import plots
 from kflow.components.util.input_autotune import untuned
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
@@ -207,7 +207,7 @@ class _Measure:
     ) -> tuple[TaskMetrics, dict[str, dict]]:
         """The split's metrics, overall and by slice; `sample` keeps the split's first examples and outputs."""
         task_object = _task(self.task, self.schema, model)
-        keras_model = keras.models.load_model(model.keras_file)
+        keras_model = load_trained(model.keras_file, task_object.model_name)
         prototype = self.metrics_class(**_metric_options(task_object))
         if prototype.needs_eval_pass:
             self._stream(task_object, keras_model, self.eval_split, prototype, [])

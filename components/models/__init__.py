@@ -75,10 +75,23 @@ def build_model(name: str, **kwargs) -> keras.Model:
     return getattr(_module(name), f"build_{name}")(**kwargs)
 
 
+def load_trained(keras_file: Any, name: str | None) -> keras.Model:
+    """A saved model.keras, loaded in any process: the custom layers of the registered model `name` (and kflow's
+    heads) are registered by importing their modules first, as only a process that built the model would have them
+    otherwise (a cached Trainer: the Evaluator or BulkInferrer of a later run, a fresh KFP task). A user module's
+    layers are registered by loading the module (components/datasets/task.py: task_for_model)."""
+    import keras
+
+    if name in MODELS:
+        _module(name)
+    importlib.import_module("kflow.components.models.heads")
+    return keras.models.load_model(keras_file)
+
+
 def layout_map(name: str | None) -> dict[str, tuple[str | None, ...]]:
     """The model's default LayoutMap under keras_model_parallel (weight-path regex → a mesh axis or None per
     dimension); empty for a model without one, registered or a user's, which then trains with replicated weights."""
     return getattr(_module(name), "LAYOUT_MAP", {}) if name in MODELS else {}
 
 
-__all__ = ["MODELS", "OPTION_CHECKS", "build_model", "layout_map", "option_problems"]
+__all__ = ["MODELS", "OPTION_CHECKS", "build_model", "layout_map", "load_trained", "option_problems"]

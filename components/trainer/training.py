@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from kflow.components.datasets.task import Task
 from kflow.components.datasets.user_module import MODULE_FILE, load_module
+from kflow.components.models import load_trained
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.strategies.runtime import MakeDataset, Runtime
 from kflow.components.util.input_autotune import untuned
@@ -211,4 +212,5 @@ def export_serving(model: Model) -> None:
     module = model.assets_uri / MODULE_FILE
     if module.exists():  # The user's module registers its custom layers before the model loads.
         load_module(module.read_text())
-    keras.models.load_model(model.keras_file).export(str(model.serving_uri), format="tf_saved_model", verbose=False)
+    trained = load_trained(model.keras_file, model.task_spec.get("model_name"))
+    trained.export(str(model.serving_uri), format="tf_saved_model", verbose=False)

@@ -55,3 +55,40 @@ def test_a_model_that_was_not_blessed_is_not_used(bar_detector_inputs, tmp_path)
     with pytest.raises(ValueError, match="no split 'holdout'"):
         run(examples=examples, schema=schema, model=model, inference_result=InferenceResult(tmp_path / "x"),
             split="holdout")  # fmt: skip
+
+
+def test_a_trained_tabular_model_scores_in_a_fresh_process_as_after_a_cached_trainer(tmp_path):
+    """A later run reuses the Trainer's model from the cache: the BulkInferrer's process never built it, so the
+    model's custom layers (tabular_mlp's FillMissing) must be registered from what the model says it is."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from kflow.components.datasets.csv.ingest.executor import run as ingest
+    from kflow.components.trainer.executor import run as train
+    from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Rejects, Schema
+    from tests.components.datasets.tabular_fixtures import write_diabetes
+
+    examples, schema, model = Examples(tmp_path / "examples"), Schema(tmp_path / "schema"), Model(tmp_path / "model")
+    ingest(
+        examples=examples,
+        schema=schema,
+        rejects=Rejects(tmp_path / "rejects"),
+        source_path=str(write_diabetes(tmp_path / "diabetes.csv")),
+        label="progression",
+        problem_type="regression",
+    )
+    train(dataset="csv", examples=examples, schema=schema, model=model, model_run=ModelRun(tmp_path / "run"),
+          epochs=1, batch_size=32)  # fmt: skip
+    code = textwrap.dedent(f"""
+        import sys
+        from kflow.components.bulk_inferrer.executor import run
+        from kflow.pipeline.dsl.artifacts import Examples, InferenceResult, Model, Schema
+        assert "kflow.components.models.tabular_mlp" not in sys.modules
+        summary = run(examples=Examples({str(examples.uri)!r}), schema=Schema({str(schema.uri)!r}),
+                      model=Model({str(model.uri)!r}), inference_result=InferenceResult({str(tmp_path / "out")!r}))
+        print(summary["count"])
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert int(done.stdout.split()[-1]) == examples.stats["accepted"]["test"]
