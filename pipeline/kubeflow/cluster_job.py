@@ -143,8 +143,17 @@ def owner_reference(api_version: str, kind: str, name: str, uid: str) -> dict[st
     return {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid}
 
 
-def isolation_policy(name: str, namespace: str, selector: dict[str, str], ports: list[int]) -> dict[str, Any]:
-    """A NetworkPolicy admitting to the selected pods only the same pods, on `ports`, and nothing else."""
+def collective_ports(framework: str, port: int) -> list[int] | None:
+    """The TCP ports a replica of `framework` is reached on by the others, `port` being its configured one; None:
+    every TCP port. TensorFlow's gRPC (MultiWorkerMirrored's collectives, parameter servers) uses only the servers'
+    ports; JAX's gloo (and NCCL's) collectives listen on ephemeral ports besides the coordinator's, so a list of
+    ports would drop them (measured: tests/pipeline/kubeflow/test_collective_ports.py)."""
+    return None if framework == "jax" else [port]
+
+
+def isolation_policy(name: str, namespace: str, selector: dict[str, str], ports: list[int] | None) -> dict[str, Any]:
+    """A NetworkPolicy admitting to the selected pods only the same pods, over TCP on `ports` (None: any TCP port),
+    and nothing else."""
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -155,7 +164,8 @@ def isolation_policy(name: str, namespace: str, selector: dict[str, str], ports:
             "ingress": [
                 {
                     "from": [{"podSelector": {"matchLabels": dict(selector)}}],
-                    "ports": [{"protocol": "TCP", "port": port} for port in ports],
+                    # A port entry without a port admits every port of its protocol.
+                    "ports": [{"protocol": "TCP", "port": port} for port in ports] if ports else [{"protocol": "TCP"}],
                 }
             ],
         },

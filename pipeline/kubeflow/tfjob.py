@@ -21,6 +21,7 @@ from kflow.pipeline.kubeflow.cluster_job import (
     REPLICA_COMMAND,
     ClusterJob,
     JobBackend,
+    collective_ports,
     isolation_policy,
     replica_pod_spec,
 )
@@ -93,7 +94,8 @@ def render_tfjob(job: ClusterJob, owner: dict[str, Any] | None = None) -> dict[s
 
 
 def render_network_policy(job: ClusterJob, owner: dict[str, Any] | None = None) -> dict[str, Any]:
-    policy = isolation_policy(job.name, job.namespace, {JOB_NAME_LABEL: job.name}, [JOB_KINDS[job.framework].port[1]])
+    ports = collective_ports(job.framework, JOB_KINDS[job.framework].port[1])
+    policy = isolation_policy(job.name, job.namespace, {JOB_NAME_LABEL: job.name}, ports)
     if owner:
         policy["metadata"]["ownerReferences"] = [owner]
     return policy

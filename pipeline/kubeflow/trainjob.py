@@ -35,6 +35,7 @@ from kflow.pipeline.kubeflow.cluster_job import (
     REPLICA_COMMAND,
     ClusterJob,
     JobBackend,
+    collective_ports,
     digest,
     isolation_policy,
     job_name,
@@ -180,9 +181,10 @@ def render_trainjob(job: ClusterJob, owner: dict[str, Any] | None = None) -> dic
 
 
 def render_network_policy(job: ClusterJob, owner: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Only the job's own pods may reach its replicas, and only on the training port."""
-    port = JAX_PORT if job.framework == "jax" else TF_PORT
-    policy = isolation_policy(job.name, job.namespace, {JOBSET_NAME_LABEL: job.name}, [port])
+    """Only the job's own pods may reach its replicas: a TensorFlow job's on its gRPC port only, a JAX job's on any
+    TCP port (its gloo collectives connect to ephemeral ports besides the coordinator's 29500)."""
+    ports = collective_ports(job.framework, JAX_PORT if job.framework == "jax" else TF_PORT)
+    policy = isolation_policy(job.name, job.namespace, {JOBSET_NAME_LABEL: job.name}, ports)
     if owner:
         policy["metadata"]["ownerReferences"] = [owner]
     return policy
