@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import fcntl
 import json
+import logging
 import os
 import secrets
 import socket
@@ -33,6 +34,8 @@ from typing import Any
 from kflow.pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
 from kflow.pipeline.dsl.durable import open_lock, write_atomically
 from kflow.pipeline.dsl.secrets import redact_record
+
+log = logging.getLogger("kflow")
 
 RUN_FILE = "run.json"
 # Statuses of an execution whose outputs are published (by this run, or reused from an earlier one).
@@ -137,16 +140,118 @@ class RunRecord:
 
 def earlier_runs(pipeline_dir: Path) -> Iterator[Run]:
     """The runs under `pipeline_dir`, newest first by their sequence number (records from before sequences, by
-    name, older than any numbered one); unreadable records are skipped."""
-    runs = []
-    for run_file in pipeline_dir.glob(f"*/{RUN_FILE}"):
-        try:
-            runs.append(Run.from_json(json.loads(run_file.read_text()), run_file.parent))
-        except (OSError, json.JSONDecodeError):
-            continue
+    name, older than any numbered one); a record that cannot be read or is not a run record is skipped, with one
+    warning per file (`read_run`)."""
+    runs = [run for run_file in pipeline_dir.glob(f"*/{RUN_FILE}") if (run := read_run(run_file)) is not None]
     yield from sorted(
         runs, key=lambda run: (run.sequence is not None, run.sequence or 0, run.run_dir.name), reverse=True
     )
+
+
+class NotARunRecord(FileNotFoundError):
+    """A run.json that is not a run record (`[]`, a field of the wrong kind): to whoever reads it, as if there were
+    no record there (so `kflow show` of that folder is one line, not a traceback)."""
+
+    def __init__(self, path: Path, why: str):
+        super().__init__(f"{path}: not a run record ({why})")
+
+
+# Files already warned about in this process: a run reads the records dozens of times (every cache lookup).
+_WARNED: set[Path] = set()
+
+
+def read_run(run_file: Path) -> Run | None:
+    """The run recorded in `run_file`, or None where it cannot be read (gone meanwhile: no word) or is not a run
+    record (one warning naming the file, once a process): one damaged record must not stop the pipeline's
+    other runs from being read, reused, listed or collected."""
+    try:
+        return Run.from_json(load_record(run_file), run_file.parent)
+    except NotARunRecord as malformed:
+        if run_file not in _WARNED:
+            _WARNED.add(run_file)
+            log.warning("skipping %s", malformed)
+        return None
+    except OSError:
+        return None
+
+
+def load_record(run_file: Path) -> dict[str, Any]:
+    """run.json's content, checked to be a run record: of the kinds `Run.from_json` and its readers rely on."""
+    try:
+        data = json.loads(run_file.read_text(encoding="utf-8"))
+    except ValueError as error:  # not JSON, or not UTF-8
+        raise NotARunRecord(run_file, f"not JSON: {error}") from error
+    problem = record_problem(data)
+    if problem:
+        raise NotARunRecord(run_file, problem)
+    return data
+
+
+def _kind(value: Any, *kinds: type) -> bool:
+    return isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+
+
+_NUMBER = (int, float)
+_TEXT_OR_NONE = (str, type(None))
+
+
+def record_problem(data: Any) -> str | None:
+    """What makes `data` not a run record, in a few words; None when it is one. Only what readers use is checked
+    (fields a newer kflow adds are fine; records from before `sequence`, `host` or `pid` are too)."""
+    if not isinstance(data, dict):
+        return f"{_described(data)}, not an object"
+    if "components" not in data:
+        return "no 'components'"
+    top = {
+        "run_id": (str,), "pipeline": (str,), "status": (str,), "sequence": (int, type(None)),
+        "host": _TEXT_OR_NONE, "pid": (int, type(None)), "started_at": _TEXT_OR_NONE,
+        "seconds": (*_NUMBER, type(None)), "metadata": (dict,), "components": (dict,),
+    }  # fmt: skip
+    for name, kinds in top.items():
+        if name in data and not _kind(data[name], *kinds):
+            return f"{name!r} is {_described(data[name])}"
+    config = data.get("metadata", {}).get("config") or {}
+    if not isinstance(config, dict) or not _kind(config.get("data"), dict, type(None)):
+        return "'metadata.config' is not a config (an object, its 'data' an object)"
+    for node_id, entry in data["components"].items():
+        problem = _execution_problem(entry)
+        if problem:
+            return f"components.{node_id}: {problem}"
+    return None
+
+
+_EXECUTION = {
+    "status": (str,), "seconds": _NUMBER, "fingerprint": _TEXT_OR_NONE, "code_version": _TEXT_OR_NONE,
+    "data": (dict, type(None)), "parameters": (dict,), "inputs": (dict,), "outputs": (dict,), "summary": (dict,),
+    "cached_from": _TEXT_OR_NONE, "error": _TEXT_OR_NONE, "error_log": _TEXT_OR_NONE,
+}  # fmt: skip
+
+
+def _execution_problem(entry: Any) -> str | None:
+    if not isinstance(entry, dict):
+        return f"{_described(entry)}, not an object"
+    for name, kinds in _EXECUTION.items():
+        if name in entry and not _kind(entry[name], *kinds):
+            return f"{name!r} is {_described(entry[name])}"
+    for side in ("inputs", "outputs"):
+        for name, ref in entry.get(side, {}).items():
+            known = isinstance(ref, dict) and ref.get("type") in ARTIFACT_TYPES
+            if not known or not isinstance(ref.get("uri"), str):
+                return f"{side}.{name} is not an artifact (a known type and a uri)"
+            if not _kind(ref.get("fingerprint", ""), str):
+                return f"{side}.{name}.fingerprint is {_described(ref['fingerprint'])}"
+    files = (entry.get("data") or {}).get("files", [])
+    if not isinstance(files, list) or not all(
+        isinstance(file, dict) and isinstance(file.get("path"), str) and isinstance(file.get("sha256"), str)
+        for file in files
+    ):
+        return "data.files is not a list of files (path, sha256)"
+    return None
+
+
+def _described(value: Any) -> str:
+    kind = {dict: "an object", list: "an array", str: "text", bool: "true/false", type(None): "null"}
+    return kind.get(type(value), "a number" if isinstance(value, _NUMBER) else type(value).__name__)
 
 
 @dataclass(frozen=True)
@@ -254,4 +359,5 @@ class Run:
 
     @classmethod
     def load(cls, run_dir: str | Path) -> Run:
-        return cls.from_json(RunRecord(run_dir).load(), Path(run_dir))
+        """The run recorded in `run_dir`; NotARunRecord (one line) where its run.json is not a run record."""
+        return cls.from_json(load_record(Path(run_dir) / RUN_FILE), Path(run_dir))
