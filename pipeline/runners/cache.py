@@ -12,7 +12,8 @@ import fcntl
 import hashlib
 import json
 import logging
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -78,10 +79,43 @@ def execution_lock(pipeline_dir: Path, node_id: str, fingerprint: str) -> Iterat
     The kernel releases the lock when its holder dies, however it dies."""
     locks = pipeline_dir / LOCKS
     locks.mkdir(parents=True, exist_ok=True)
-    with open_lock(locks / f"{node_id}-{fingerprint}.lock") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.info("%s: another run is executing it; waiting to reuse its outputs", node_id)
-            fcntl.flock(lock, fcntl.LOCK_EX)
+
+    def waiting() -> None:
+        log.info("%s: another run is executing it; waiting to reuse its outputs", node_id)
+
+    with held_lock(locks / f"{node_id}-{fingerprint}.lock", waiting):
         yield
+
+
+@contextmanager
+def held_lock(path: Path, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+    """An exclusive flock on the file at `path`, created if need be, that `kflow gc` may remove when idle.
+
+    The protocol with gc (`gc.remove_lock`): taking it sets the file's mtime, so a lock in use never looks idle;
+    gc removes a lock only while holding it itself, and after taking it a taker checks that `path` still names
+    the file it locked: one gc unlinked while this process waited holds no one out, so it starts again on the
+    file now at `path` (without the check, two runs each held "the" lock, one the unlinked file, one a new one).
+    """
+    while True:
+        with open_lock(path) as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if waiting is not None:
+                    waiting()
+                    waiting = None
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            if names_file(path, lock.fileno()):
+                os.utime(lock.fileno())  # now: in use, not idle (gc removes only locks a day untouched)
+                yield
+                return
+
+
+def names_file(path: Path, descriptor: int) -> bool:
+    """Whether `path` is (still) the file open as `descriptor`."""
+    held = os.fstat(descriptor)
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)

@@ -8,8 +8,9 @@ Stale, always removed:
   a trainer's temporary working dir);
 - `<pipeline>/.work/<node>-<fingerprint>/` (checkpoints to resume from) once an execution with that
   fingerprint has finished, unless a live run is at it;
-- `<pipeline>/.locks/*.lock` no process holds, untouched for a day (a lock file young enough could be
-  about to be taken).
+- `<pipeline>/.locks/*.lock` no process holds, untouched for a day (taking a lock touches it: one in use is
+  never a day untouched). gc removes a lock only while holding it itself, and a run that waited on a file gc
+  removed takes the one at the path again (`cache.held_lock`), so no two runs ever hold it at once.
 With `--keep-last N`, the runs but the newest N are removed too (`--keep-blessed` keeps those that blessed a
 model), except a live run and a run whose outputs a kept run reuses (its cached executions point there).
 
@@ -20,19 +21,24 @@ A run is live when its record says `running` and its process (`host`, `pid` in r
 from __future__ import annotations
 
 import fcntl
+import logging
+import os
 import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from kflow.pipeline.dsl.artifacts import ModelBlessing
 from kflow.pipeline.dsl.durable import open_lock
 from kflow.pipeline.dsl.scratch import alive, owner
-from kflow.pipeline.runners.cache import LOCKS
+from kflow.pipeline.runners.cache import LOCKS, names_file
 from kflow.pipeline.runners.node_runner import STAGING, WORK
 from kflow.pipeline.runners.run_record import RUN_FILE, Run, earlier_runs
+
+log = logging.getLogger("kflow")
 
 LOCK_AGE_SECONDS = 86400
 
@@ -97,7 +103,7 @@ def stale_scratch(folder: Path | None = None) -> list[Stale]:
 def _unheld_locks(folder: Path) -> list[Stale]:
     found = []
     for lock in sorted(folder.glob("*.lock")):
-        if time.time() - lock.stat().st_mtime < LOCK_AGE_SECONDS:
+        if not _idle(lock):
             continue
         with open_lock(lock) as handle:
             try:
@@ -107,6 +113,38 @@ def _unheld_locks(folder: Path) -> list[Stale]:
             fcntl.flock(handle, fcntl.LOCK_UN)
         found.append(Stale(lock, "a lock no process holds"))
     return found
+
+
+def _idle(lock: Path | int) -> bool:
+    """Untouched for LOCK_AGE_SECONDS: every taker touches it (`held_lock`)."""
+    return time.time() - os.stat(lock).st_mtime >= LOCK_AGE_SECONDS
+
+
+# Called between taking a lock and unlinking it: lets a test force a run to be waiting on that very file.
+_before_unlink: Callable[[Path], None] | None = None
+
+
+def remove_lock(lock: Path) -> str | None:
+    """Removes a lock file that no one holds and that is still idle, while holding it: a run that took it since
+    gc listed it keeps it (and touched it); one waiting on it finds the path gone and takes a new one
+    (`cache.held_lock`). None when removed (or gone already), else why it was kept."""
+    try:
+        descriptor = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)  # never creates one
+    except FileNotFoundError:
+        return None
+    except OSError as error:  # a link planted at its name: not a lock of ours to take
+        return error.strerror or str(error)
+    with os.fdopen(descriptor, "r+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return "a run took it since it was listed"
+        if not names_file(lock, handle.fileno()) or not _idle(handle.fileno()):
+            return "a run used it since it was listed"
+        if _before_unlink is not None:
+            _before_unlink(lock)
+        lock.unlink()
+        return None
 
 
 def _old_runs(runs: list[Run], live_runs: list[Run], keep_last: int, keep_blessed: bool) -> list[Stale]:
@@ -127,7 +165,10 @@ def _blessed(run: Run) -> bool:
 
 def remove(items: list[Stale]) -> None:
     for item in items:
-        if item.path.is_dir():
+        if item.path.parent.name == LOCKS and item.path.suffix == ".lock":
+            if kept := remove_lock(item.path):
+                log.info("kept %s: %s", item.path, kept)
+        elif item.path.is_dir():
             shutil.rmtree(item.path, ignore_errors=True)
         else:
             item.path.unlink(missing_ok=True)
