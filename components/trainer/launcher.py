@@ -11,6 +11,7 @@ failure or Ctrl-C.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
 import functools
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from kflow.components.trainer import process_group
 from kflow.components.trainer.config import TrainerSettings
-from kflow.components.trainer.private_network import private_network
+from kflow.components.trainer.private_network import private_network, unreachable_hint
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import in_cluster
 from kflow.components.trainer.warm_workers import ClusterShape, WarmCluster, claim, warm_cluster, worker_command
@@ -151,11 +152,15 @@ class _Process:
     name: str
     popen: subprocess.Popen
     threads: list[threading.Thread] = field(default_factory=list)
+    tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=40))  # its last lines
 
 
-def _stream(prefix: str, pipe, sink, bar: EventBar | None = None) -> None:
-    """Copies a process's lines to `sink`, prefixed; its progress events drive `bar` instead."""
+def _stream(prefix: str, pipe, sink, bar: EventBar | None = None, tail: collections.deque | None = None) -> None:
+    """Copies a process's lines to `sink`, prefixed, and keeps the last in `tail`; its progress events drive `bar`
+    instead."""
     for line in iter(pipe.readline, ""):
+        if tail is not None:
+            tail.append(line)
         text = f"[{prefix}] {line}" if line.endswith("\n") else f"[{prefix}] {line}\n"
         try:
             if bar is not None and bar.handle(line):
@@ -259,7 +264,7 @@ def run_cluster(
             # In the caller's context (contextvars), so that what the runner tags its node's log lines with
             # (several nodes may train at once) holds for the workers' relayed lines too.
             stream = functools.partial(contextvars.copy_context().run, _stream)
-            thread = threading.Thread(target=stream, args=(name, popen.stdout, sink, shown), daemon=True)
+            thread = threading.Thread(target=stream, args=(name, popen.stdout, sink, shown, process.tail), daemon=True)
             thread.start()
             process.threads.append(thread)
             processes.append(process)
@@ -274,7 +279,10 @@ def run_cluster(
             for process in training:
                 code = process.popen.poll()
                 if code not in (None, 0):
-                    raise ClusterError(f"{process.name} failed with exit code {code}{_others(training, heartbeats)}")
+                    for thread in process.threads:  # its last lines, the error's among them
+                        thread.join(timeout=2)
+                    why = _others(training, heartbeats) + unreachable_hint(prefix, process.tail)
+                    raise ClusterError(f"{process.name} failed with exit code {code}{why}")
                 if code == 0 and process not in finishers:
                     raise ClusterError(f"{process.name} exited before training finished")
             if all(process.popen.poll() == 0 for process in finishers):

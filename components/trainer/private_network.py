@@ -10,6 +10,12 @@ before, and one log line says their ports are open on every interface.
 
 Namespaces are named `kflow-<launcher pid>-<tag>`; a launcher removes its own on the way out, and the ones
 of launchers that died (SIGKILL) when it starts.
+
+The price: inside, nothing but the loopback exists. A user module that calls a service (a URL, a database,
+another address of this very machine, a name from this machine's /etc/hosts) works in a one-process run and
+fails in a cluster's processes, with "Network is unreachable" or a failed name lookup; when a cluster
+process fails so, the launcher's failure line says why (`unreachable_hint`). Fetch what the module needs
+before training (into the data, or a file the module reads), or run kflow as a user other than root.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import secrets
 import shutil
 import socket
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 log = logging.getLogger("kflow.trainer.launcher")
@@ -82,3 +88,20 @@ def private_network(processes: int = 2) -> Iterator[list[str]]:
         "train: the cluster's ports listen on every interface of this machine (%s: no private network for it)", reason
     )
     yield []
+
+
+# What a process prints when it reached for a network its namespace does not have: a route (ENETUNREACH), a name
+# server or a name from this machine's /etc/hosts (getaddrinfo's EAI_AGAIN, EAI_NONAME).
+UNREACHABLE = ("Network is unreachable", "Temporary failure in name resolution", "Name or service not known")
+
+
+def unreachable_hint(prefix: list[str], output: Iterable[str]) -> str:
+    """What a cluster process's failure line adds when the process ran in a private network (`prefix`, as
+    `private_network` gave it) and its last `output` lines say it reached for another network; '' otherwise."""
+    if not prefix or not any(sign in line for line in output for sign in UNREACHABLE):
+        return ""
+    return (
+        "; it ran in the cluster's private network (kflow as root: a namespace with only a loopback), which "
+        "reaches no other host, no other address of this machine and no name of its /etc/hosts: "
+        "see docs/training.md, 'A cluster's processes have no network'"
+    )
