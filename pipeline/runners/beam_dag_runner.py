@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from kflow.pipeline.dsl.code_version import one_code_version_per_run
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.dag import Pipeline
-from kflow.pipeline.runners.cancellation import Cancelled, stop_child_processes
+from kflow.pipeline.runners.cancellation import Cancelled, interruption, raise_if_cancelled, stop_child_processes
 from kflow.pipeline.runners.failure import cause_line
 from kflow.pipeline.runners.node_runner import (
     STAGING,
@@ -139,9 +139,10 @@ class BeamDagRunner:
 
                         run_waves(stages, reused, run_dir, beam_args, self.enable_cache, self.verify_hashes,
                                   self.cached_only)  # fmt: skip
+            raise_if_cancelled()  # a signal whose exception something on the way swallowed: the run still stops
             status = "succeeded"
         except BaseException as caught:
-            interrupt = _cause(caught, KeyboardInterrupt)
+            interrupt = interruption(caught)
             if interrupt is None:
                 error = caught
             else:  # Ctrl-C, or SIGTERM as cancellation.Cancelled (which Beam may have wrapped in its own error).

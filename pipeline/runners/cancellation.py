@@ -38,22 +38,57 @@ class Cancelled(KeyboardInterrupt):
         return interrupt if isinstance(interrupt, Cancelled) else cls(signal.SIGINT)
 
 
+# The signal that cancelled the run in progress (within `signals_cancel`), else None. The `Cancelled` it raised may
+# not reach the runner as itself: Beam re-raises what a DoFn raised as a RuntimeError ("…Cancelled: SIGINT [while
+# running …]"), a worker thread's failure crosses threads as text, a finaliser that was running swallows it.
+_requested: int | None = None
+
+
+def requested() -> int | None:
+    """The signal (SIGINT, SIGTERM) that has cancelled the run in progress, if one has."""
+    return _requested
+
+
+def interruption(error: BaseException) -> KeyboardInterrupt | None:
+    """The cancellation behind `error`, however it was wrapped: a KeyboardInterrupt in its chain of causes, else
+    `Cancelled` when a signal has cancelled the run (then whatever failed, failed because of it)."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return Cancelled(_requested) if _requested is not None else None
+
+
+def raise_if_cancelled() -> None:
+    """Raises `Cancelled` when a signal has cancelled the run, though its exception was swallowed on the way."""
+    if _requested is not None:
+        raise Cancelled(_requested)
+
+
 @contextmanager
 def signals_cancel() -> Iterator[None]:
-    """Within the block (main thread only), SIGINT and SIGTERM raise `Cancelled`; a second signal
-    while the first is being handled is ignored, so the clean-up is not interrupted."""
+    """Within the block (main thread only), SIGINT and SIGTERM raise `Cancelled` and are remembered (`requested`);
+    a second signal while the first is being handled is ignored, so the clean-up is not interrupted."""
+    global _requested
 
     def handler(signum, _frame):
+        global _requested
         for number in EXIT_CODES:
             signal.signal(number, signal.SIG_IGN)
+        _requested = signum
         raise Cancelled(signum)
 
+    _requested = None
     previous = {number: signal.signal(number, handler) for number in EXIT_CODES}
     try:
         yield
     finally:
         for number, action in previous.items():
             signal.signal(number, action)
+        _requested = None
 
 
 def stop_child_processes(grace: float = 5.0) -> int:

@@ -8,6 +8,8 @@ print; `write_error_log` keeps everything else in `<run>/<component>.failed/erro
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from pathlib import Path
 
@@ -37,9 +39,55 @@ def write_error_log(folder: Path, node_id: str, cause: str, trace: str) -> Path 
     """`folder/error.log`: the component, the cause and the whole traceback; None when it cannot be written (a full
     disk: run.json still holds the traceback)."""
     path = folder / "error.log"
+    existed = folder.is_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
         path.write_text(f"component: {node_id}\nerror: {cause}\n\n{trace}", encoding="utf-8", errors="replace")
     except OSError:
+        # Nothing half-written left behind: an empty error.log (or folder) would only point at nothing.
+        path.unlink(missing_ok=True)
+        if not existed:
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
         return None
+    return path
+
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def disk_full(error: BaseException) -> int | None:
+    """ENOSPC, EDQUOT or EFBIG where `error` was caused by one, however wrapped: an OSError in its chain of causes,
+    or the text Beam keeps when it re-raises a worker's error as a RuntimeError (`OSError: [Errno 28] No space left
+    on device [while running 'WriteShards']`)."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, OSError) and cause.errno in DISK_FULL:
+            return cause.errno
+        text = str(cause)
+        for number in DISK_FULL:
+            if os.strerror(number) in text or f"[Errno {number}]" in text:
+                return number
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def disk_full_line(number: int, output: Path) -> str:
+    """One line: which limit was reached, and where (the file system holding `output`, a component's folder)."""
+    said = f"OSError: [Errno {number}] {os.strerror(number)}"
+    if number == errno.EFBIG:
+        return f"{said}: a file under {output} reached this process's file size limit; its partial output is removed"
+    mount = _mount_point(output)
+    where = "full" if number == errno.ENOSPC else "out of this user's quota"
+    return f"{said}: the file system at {mount} is {where} (writing {output}); its partial output is removed"
+
+
+def _mount_point(path: Path) -> Path:
+    path = path.absolute()
+    while not os.path.ismount(path) and path != path.parent:
+        path = path.parent
     return path

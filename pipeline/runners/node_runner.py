@@ -3,14 +3,14 @@
 Outputs are written under `<run_dir>/.staging/<node>-<random>/<output>/`; when the
 executor returned, the folder gets its manifest (manifest.py) and is renamed whole to
 `<run_dir>/<node>/`, so a crash or a kill never leaves a partial artifact at a published
-path. A failed or cancelled execution's staging folder is removed.
+path. A cancelled execution's staging folder is removed, a failed one's kept in `<run>/<node>.failed/` (only its
+error log when the disk is full).
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import errno
 import inspect
 import logging
 import os
@@ -27,7 +27,8 @@ from kflow.pipeline.dsl.component import Component, load_executor
 from kflow.pipeline.dsl.durable import fsync_path, fsync_tree
 from kflow.pipeline.dsl.fingerprint import changed_files
 from kflow.pipeline.runners.cache import artifact_fingerprint, execution_fingerprint, execution_lock, find_cached
-from kflow.pipeline.runners.failure import cause_line, write_error_log
+from kflow.pipeline.runners.cancellation import interruption, raise_if_cancelled
+from kflow.pipeline.runners.failure import cause_line, disk_full, disk_full_line, write_error_log
 from kflow.pipeline.runners.manifest import write_manifest
 from kflow.pipeline.runners.run_record import ArtifactRef, RecordNotWritten, RunRecord, now_precise
 
@@ -38,12 +39,13 @@ WORK = ".work"
 
 
 class NodeFailed(RuntimeError):
-    """A component failed: its message is one line (failure.cause_line); `error_log` holds the details, if written."""
+    """A component failed: its message is one line (`cause`, else failure.cause_line); `error_log` holds the
+    details, if written."""
 
-    def __init__(self, node_id: str, error: BaseException, error_log: Path | None = None):
+    def __init__(self, node_id: str, error: BaseException, error_log: Path | None = None, cause: str | None = None):
         self.node_id = node_id
         self.error_log = error_log
-        super().__init__(f"component {node_id!r} failed: {cause_line(error)}")
+        super().__init__(f"component {node_id!r} failed: {cause or cause_line(error)}")
 
 
 def run_node(
@@ -220,6 +222,7 @@ def _execute(
             parameters=node.parameters,
             working_dir=working_dir,
         )
+        raise_if_cancelled()  # a signal whose exception something in the executor swallowed: not published
         changed = changed_files(data)
         if changed:
             raise RuntimeError(f"{changed[0]} changed or disappeared while it was read; run again")
@@ -230,17 +233,24 @@ def _execute(
         # What an interrupted execution resumes from (a Trainer's checkpoints) ends with the published outputs:
         # a later execution of the same fingerprint (--no-cache, a removed run) starts afresh.
         shutil.rmtree(working_dir, ignore_errors=True)
-    except KeyboardInterrupt:
-        shutil.rmtree(staging, ignore_errors=True)
-        record.set_component(node.id, status="cancelled", seconds=round(time.perf_counter() - started, 3))
-        log.info("%s: cancelled", node.id)
-        raise
     except BaseException as error:
-        said = error
+        # A cancellation, however it came (Beam re-raises a Cancelled met in a DoFn as a RuntimeError): what it
+        # wrote is removed, not kept as a failure's, and the component is cancelled, not failed.
+        interrupt = interruption(error)
+        if interrupt is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+            record.set_component(node.id, status="cancelled", seconds=round(time.perf_counter() - started, 3))
+            log.info("%s: cancelled", node.id)
+            if interrupt is error:
+                raise
+            raise interrupt from error
+        said, cause = error, None
         kept = keep_failed_outputs(staging, record.run_dir / f"{node.id}{FAILED_SUFFIX}", error)
         if kept is not None and _rewritable(error, staging):  # It names files of the staging folder: name them there.
             said = type(error)(str(error).replace(str(staging), str(kept)))
-        raise _failed(node, record, said, seconds=time.perf_counter() - started) from error
+        if (full := disk_full(error)) is not None:
+            cause = disk_full_line(full, final)
+        raise _failed(node, record, said, seconds=time.perf_counter() - started, cause=cause) from error
     finally:
         _PUBLISHED_AS.pop(str(staging), None)
     seconds = time.perf_counter() - started
@@ -261,13 +271,13 @@ def _execute(
 
 
 FAILED_SUFFIX = ".failed"
-_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def keep_failed_outputs(staging: Path, kept: Path, error: BaseException) -> Path | None:
     """What a failed execution wrote (its rejects, stats, logs: why it failed) moves to `<run>/<node>.failed/`,
-    never published nor reused; removed instead when the disk is full (to give the space back) or absent."""
-    full = isinstance(error, OSError) and error.errno in _DISK_FULL
+    never published nor reused; removed instead when the disk is full, however the error says so (to give the
+    space back: the run's record can then say it failed, and the next run has room) or absent."""
+    full = disk_full(error) is not None
     if full or not staging.is_dir() or not any(staging.rglob("*")):
         shutil.rmtree(staging, ignore_errors=True)
         return None
@@ -288,13 +298,15 @@ def _rewritable(error: BaseException, staging: Path) -> bool:
         return False
 
 
-def _failed(node: Component, record: RunRecord, error: BaseException, seconds: float) -> NodeFailed:
-    """Records the failure: its cause in one line in run.json, its whole traceback (which `-v` also logs) in
-    `<run>/<node>.failed/error.log`, and returns the error to raise."""
+def _failed(
+    node: Component, record: RunRecord, error: BaseException, seconds: float, cause: str | None = None
+) -> NodeFailed:
+    """Records the failure: its cause in one line (`cause`, else failure.cause_line) in run.json, its whole
+    traceback (which `-v` also logs) in `<run>/<node>.failed/error.log` (a few KB, kept on a full disk too, once
+    the partial outputs gave their space back), and returns the error to raise."""
     trace = traceback.format_exc()
-    cause = cause_line(error)
-    full = isinstance(error, OSError) and error.errno in _DISK_FULL  # no log: give the space back
-    error_log = None if full else write_error_log(record.run_dir / f"{node.id}{FAILED_SUFFIX}", node.id, cause, trace)
+    cause = cause or cause_line(error)
+    error_log = write_error_log(record.run_dir / f"{node.id}{FAILED_SUFFIX}", node.id, cause, trace)
     try:
         record.set_component(
             node.id, status="failed", seconds=round(seconds, 3), error=cause, traceback=traceback.format_exc(limit=20),
@@ -303,7 +315,7 @@ def _failed(node: Component, record: RunRecord, error: BaseException, seconds: f
     except RecordNotWritten as unwritten:  # The failure is still reported by the error raised.
         log.error("%s: %s", node.id, unwritten)
     log.debug("%s: failed after %.1f s\n%s", node.id, seconds, trace)
-    return NodeFailed(node.id, error, error_log)
+    return NodeFailed(node.id, error, error_log, cause)
 
 
 def invoke_executor(
