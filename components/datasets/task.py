@@ -86,6 +86,11 @@ class Task:
         """Keyword arguments for the dataset's TaskMetrics that the task knows (e.g. the class names)."""
         return {}
 
+    def serving_classes(self) -> list[str] | None:
+        """The class names the serving signature returns beside the scores (column k of `scores` is class k), as
+        TF Serving's classification signature does; None: the model's outputs as they are (a regression, an MLM)."""
+        return None
+
     def metrics(self) -> list[keras.metrics.Metric]:
         return []
 

@@ -23,6 +23,7 @@ from kflow.components.datasets.task import Task
 from kflow.components.datasets.user_module import MODULE_FILE, load_module
 from kflow.components.models import load_trained
 from kflow.components.trainer.config import TrainConfig
+from kflow.components.trainer.serving_export import read_classes, write_classes, write_serving
 from kflow.components.trainer.strategies.runtime import MakeDataset, Runtime
 from kflow.components.util.input_autotune import untuned
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
@@ -186,8 +187,10 @@ def export_model(task: Task, trained: keras.Model, model: Model, *, serving: boo
     if hasattr(task, "save_model_inputs"):  # A user's model that takes some of the features: said in its assets.
         model.assets_uri.mkdir(parents=True, exist_ok=True)
         task.save_model_inputs(model.assets_uri)
+    classes = task.serving_classes()
+    write_classes(model.assets_uri, classes)
     if serving:
-        plain.export(str(model.serving_uri), format="tf_saved_model", verbose=False)
+        write_serving(plain, model.serving_uri, classes)
 
 
 # What makes a process one of a cluster's: an exporting process must not join that cluster.
@@ -213,4 +216,4 @@ def export_serving(model: Model) -> None:
     if module.exists():  # The user's module registers its custom layers before the model loads.
         load_module(module.read_text())
     trained = load_trained(model.keras_file, model.task_spec.get("model_name"))
-    trained.export(str(model.serving_uri), format="tf_saved_model", verbose=False)
+    write_serving(trained, model.serving_uri, read_classes(model.assets_uri))

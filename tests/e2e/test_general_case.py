@@ -13,6 +13,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import tensorflow as tf
 import yaml
 from sklearn.datasets import load_breast_cancer
 
@@ -76,6 +77,16 @@ def test_float_coded_classes_with_unlabelled_rows_train(tmp_path, run_kflow, fmt
     assert stats["read"] == len(frame) and sum(stats["accepted"].values()) == len(frame) - UNLABELLED
     assert metrics["confusion_matrix"]["categories"] == ["0", "1"]
     assert metrics["accuracy"] >= 0.85  # six measurements of 569 tumours: gradient boosting scores about 0.93
+    served = run_dir / "train" / "model" / "Format-Serving"  # what the Pusher ships names its classes
+    assert (served / "assets" / "classes.txt").read_text() == "0\n1\n"
+    signature = tf.saved_model.load(str(served)).signatures["serving_default"]
+    assert set(signature.structured_outputs) == {"scores", "classes"}
+    columns = {name.replace(" ", "_"): name for name in frame.columns}  # the signature's safe names
+    rows = {
+        name: tf.constant([[float(frame[columns[name]].iloc[0])]]) for name in signature.structured_input_signature[1]
+    }
+    answer = signature(**rows)
+    assert answer["classes"].numpy().tolist() == [[b"0", b"1"]] and answer["scores"].shape == (1, 2)
 
     # The same with the task given (and, in the CSV, the label declared int): the same classes.
     declared = {

@@ -55,6 +55,9 @@ class MnistTask(Task):
     def model_context(self) -> dict[str, Any]:
         return {"num_classes": self.num_classes}
 
+    def serving_classes(self) -> list[str] | None:
+        return [str(digit) for digit in range(self.num_classes)]
+
     def loss(self) -> keras.losses.Loss:
         return keras.losses.SparseCategoricalCrossentropy(reduction=None)
 

@@ -286,6 +286,9 @@ class TabularTask(Task):
         prepared = self._prepared()
         return {"label": self.label, "task": self.kind, "features": prepared["features"], "head": prepared["head"]}
 
+    def serving_classes(self) -> list[str] | None:
+        return self.classes if self.kind == "classification" else None
+
     def metric_options(self) -> dict[str, Any]:
         if self.kind == "classification":
             return {"kind": self.kind, "classes": self.classes}

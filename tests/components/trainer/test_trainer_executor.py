@@ -83,8 +83,12 @@ def test_serving_savedmodel_predicts_like_the_keras_model(trained):
 
     serving = tf.saved_model.load(str(model.serving_uri)).signatures["serving_default"]
     outputs = serving(tf.constant(images, dtype=tf.uint8))
-    (served,) = outputs.values()
-    np.testing.assert_allclose(served.numpy(), expected, rtol=1e-5, atol=1e-6)
+    # TF Serving's classification signature: the scores, and each row's class names (also in assets/classes.txt).
+    assert set(outputs) == {"scores", "classes"}
+    np.testing.assert_allclose(outputs["scores"].numpy(), expected, rtol=1e-5, atol=1e-6)
+    names = [str(digit).encode() for digit in range(10)]
+    assert outputs["classes"].numpy().tolist() == [names] * len(images)
+    assert (model.serving_uri / "assets" / "classes.txt").read_text().split() == [str(d) for d in range(10)]
     assert keras_model.input_shape == (None, 28, 28)
 
 

@@ -1,0 +1,56 @@
+"""The serving SavedModel (`Format-Serving/`), what a Pusher ships and a server loads.
+
+`serving_default` takes the raw features, as the model does. A classifier's signature answers as TF Serving's
+classification signature does: `scores` (one column per class) and `classes` (the class names, the same for every
+row), and `assets/classes.txt` lists the names, one a line, in the scores' column order, so that a client needs no
+kflow code to name a prediction. Other models (a regression, a masked LM) keep their one output.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+CLASSES_FILE = "classes.txt"
+
+
+class ClassNames(keras.layers.Layer):
+    """The class names, one row per row of scores: a constant for the signature, not part of the saved model."""
+
+    def __init__(self, names: list[str], **kwargs):
+        super().__init__(**kwargs)
+        self.names = list(names)
+
+    def call(self, scores):
+        return tf.tile(tf.constant([self.names]), [tf.shape(scores)[0], 1])
+
+    def compute_output_spec(self, scores):
+        return keras.KerasTensor((scores.shape[0], len(self.names)), dtype="string")
+
+
+def write_classes(assets: Path, classes: list[str] | None) -> None:
+    """The class names beside the model (`assets/classes.txt`), for an export in another process to find."""
+    if classes:
+        assets.mkdir(parents=True, exist_ok=True)
+        (assets / CLASSES_FILE).write_text("".join(f"{name}\n" for name in classes))
+
+
+def read_classes(assets: Path) -> list[str] | None:
+    path = assets / CLASSES_FILE
+    return path.read_text().splitlines() if path.exists() else None
+
+
+def write_serving(keras_model: keras.Model, path: Path, classes: list[str] | None) -> None:
+    """Exports `keras_model` as the serving SavedModel at `path` (with the class names, for a classifier)."""
+    if not classes:
+        keras_model.export(str(path), format="tf_saved_model", verbose=False)
+        return
+    scores = keras_model.output
+    if scores.shape[-1] != len(classes):
+        raise ValueError(f"the model outputs {scores.shape[-1]} scores a row for {len(classes)} classes")
+    served = keras.Model(keras_model.input, {"scores": scores, "classes": ClassNames(classes, name="classes")(scores)})
+    served.export(str(path), format="tf_saved_model", verbose=False)
+    (Path(path) / "assets").mkdir(exist_ok=True)
+    write_classes(Path(path) / "assets", classes)
