@@ -23,6 +23,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -40,6 +42,7 @@ KFLOW = str(Path(sys.executable).with_name("kflow"))
 CONFIG = REPO / "pipeline" / "configs" / "table.yaml"
 PARQUET_EVERY = 10
 METRIC = {"classification": "accuracy", "regression": "r2"}
+OTHER = {"classification": "regression", "regression": "classification"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
                     result["boosting"] = boosting_metric(Path(result["run_folder"]), result["target"], result["task"])
                 except Exception as error:  # recorded, as in a run
                     result["boosting_error"] = f"{type(error).__name__}: {error}"
-        results_file.write_text("".join(json.dumps(result) + "\n" for result in results.values()))
+        partial = results_file.with_suffix(".partial")  # replaced whole: an interrupted rescore loses nothing
+        partial.write_text("".join(json.dumps(result) + "\n" for result in results.values()))
+        partial.replace(results_file)
     if args.summary or args.rescore:
         print(summary(load_results(results_file)))
         return 0
@@ -108,6 +113,7 @@ def select(args) -> list[tuple[str, catalog.Table, object, str]]:
 def run_one(
     name: str, table: catalog.Table, frame, fmt: str, folder: Path, timeout: float, settings: list[str] = ()
 ) -> dict:
+    shutil.rmtree(folder / "runs", ignore_errors=True)  # a table run again trains again, not from the cache
     folder.mkdir(parents=True, exist_ok=True)
     data = folder / f"data.{fmt}"
     if fmt == "csv":
@@ -140,6 +146,8 @@ def run_one(
     if run_folder is not None:
         result["run_folder"] = str(run_folder)
         metric = _metric(run_folder, table.task)
+        if metric is None and _metric(run_folder, OTHER[table.task]) is not None:
+            result["task_mismatch"] = f"kflow inferred {OTHER[table.task]}, the catalog's rule {table.task}"
         if metric is not None:
             result["kflow"] = metric
             try:
@@ -152,13 +160,19 @@ def run_one(
 def _kflow(arguments: list[str], folder: Path, timeout: float) -> dict:
     start = time.monotonic()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # Its own session: at a time-out the whole group goes (Beam's and the Trainer's processes with it), so that
+    # nothing of one table runs on into the next one's time.
+    process = subprocess.Popen(
+        [KFLOW, *arguments], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        start_new_session=True,
+    )  # fmt: skip
     try:
-        done = subprocess.run(
-            [KFLOW, *arguments], cwd=folder, capture_output=True, text=True, timeout=timeout, env=env, check=False
-        )
-        code, stdout, stderr = done.returncode, done.stdout, done.stderr
-    except subprocess.TimeoutExpired as expired:
-        code, stdout, stderr = "timeout", _text(expired.stdout), _text(expired.stderr) + f"\ntimed out after {timeout}s"
+        stdout, stderr = process.communicate(timeout=timeout)
+        code = process.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        code, stderr = "timeout", stderr + f"\ntimed out after {timeout}s"
     (folder / f"{arguments[0]}.log").write_text(f"$ kflow {' '.join(arguments)}\n{stdout}\n--- stderr\n{stderr}")
     lines = [line for line in stderr.splitlines() if line.strip()]
     return {
@@ -168,10 +182,6 @@ def _kflow(arguments: list[str], folder: Path, timeout: float) -> dict:
         "seconds": round(time.monotonic() - start, 1),
         "stdout": stdout,
     }
-
-
-def _text(value) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else value or ""
 
 
 def _outcome(step: dict) -> str:
@@ -205,6 +215,7 @@ def boosting_metric(run_folder: Path, target: str, task: str) -> float:
     from sklearn.metrics import accuracy_score, r2_score
 
     train, test = (read_split(run_folder / "ingest" / "examples", split) for split in ("train", "test"))
+    test = test.reindex(columns=train.columns)  # a feature no test row holds: all missing there
     features = [name for name in train.columns if name != target]
     for name in features:
         if not (pd.api.types.is_numeric_dtype(train[name]) and pd.api.types.is_numeric_dtype(test[name])):

@@ -19,12 +19,6 @@ class ExampleValidator(Component):
                 default="fail",
                 description="What the Trainer does with anomalous data: fail (refuse to train) or warn.",
             ),
-            "strict_domains": Parameter(
-                bool,
-                default=False,
-                description="Whether values outside the schema's string domains and numeric ranges block training "
-                "(a frozen schema: data.schema) or are counted and reported only (an inferred schema).",
-            ),
         },
         executor="kflow.components.example_validator.executor:run",
     )

@@ -19,12 +19,13 @@ splits of a few hundred rows differ by several points by chance; TFDV's guides u
 for large, stable data).
 
 Severity (TFMD's AnomalyInfo.severity): the structural anomalies (missing_feature, missing_values,
-unexpected_feature, type_mismatch) are errors. unknown_category, out_of_range and drift are errors only
-under `strict_domains` (a frozen schema: the user's rules) or, for unknown_category, when the share of
-values inside the domain falls below the feature's `distribution_constraints.min_domain_mass` (TFDV's
-knob); against an inferred schema they are warnings: counted and reported, never blocking, because that
-schema's domains and ranges describe one sample of the data (an unseen comment, a label past the training
-maximum, a chance difference between small splits are data, not a broken source).
+unexpected_feature, type_mismatch) are errors. unknown_category, out_of_range and drift are errors
+against a frozen schema (one without SchemaGen's `kflow_inferred` tag: the user's rules) and, for
+unknown_category, wherever the share of values inside the domain falls below the feature's
+`distribution_constraints.min_domain_mass` (TFDV's knob). Against an inferred schema they are
+warnings: counted and reported, never blocking, because that schema's domains and ranges describe
+one sample of the data (an unseen comment, a label past the training maximum, a chance difference
+between small splits are data, not a broken source).
 
 Like TFX's ExampleValidator, the component itself always succeeds, so its anomalies are
 published; `on_anomaly` (recorded in anomalies.json) tells its consumer what to do: the
@@ -38,7 +39,7 @@ from typing import Any
 
 from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_pb2
 
-from kflow.components.util.schema import load_schema
+from kflow.components.util.schema import INFERRED_TAG, load_schema
 from kflow.components.util.statistics_proto import common_stats, feature_stats, read_split, value_counts
 from kflow.pipeline.dsl.artifacts import ExampleAnomalies, ExampleStatistics, Schema
 
@@ -67,12 +68,12 @@ def run(
     schema: Schema,
     anomalies: ExampleAnomalies,
     on_anomaly: str = "fail",
-    strict_domains: bool = False,
 ) -> dict[str, Any]:
     """Writes the anomalies of every split; returns {"anomalies": n, "blocking": b, "<split>": n_split}."""
     if on_anomaly not in ON_ANOMALY:
         raise ValueError(f"data.on_anomaly: must be fail or warn, got {on_anomaly!r}")
     proto = load_schema(schema.file)
+    strict_domains = INFERRED_TAG not in proto.annotation.tag  # a frozen schema's domains are the user's rules
     splits = statistics.splits
     train = read_split(statistics, "train") if "train" in splits else None
     found = {split: find_anomalies(read_split(statistics, split), proto, train if split != "train" else None,

@@ -3,10 +3,13 @@ summary, split shares, the shipped schemas."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from kflow.pipeline.dsl.artifacts import Rejects
+
+log = logging.getLogger(__name__)
 
 INVALID = "invalid"
 FILTERED = "filtered"
@@ -18,6 +21,7 @@ UNLABELLED = "missing_label"
 def kind_of(reason: str) -> str:
     """The reject kind of a tabular ingest's reason: FILTERED for an unlabelled record, else INVALID."""
     return FILTERED if reason == UNLABELLED else INVALID
+
 
 # (key, group, tf.train.Example serialised with deterministic=True: the order of its feature map otherwise
 # differs between processes, and the same data must give the same bytes on any runner)
@@ -78,6 +82,13 @@ def ingest_summary(stats: dict[str, Any], max_invalid_fraction: float, rejects: 
     """An ingest executor's result, {"read", <split>: accepted, "rejected", "invalid", "filtered"}, after
     `check_invalid_fraction`."""
     check_invalid_fraction(stats, max_invalid_fraction, rejects)
+    unlabelled = stats["filtered"].get(UNLABELLED, 0)
+    if unlabelled * 2 > stats["read"]:  # left out whatever their share, but most of a table: say so
+        log.warning(
+            "ingest: %d of %d records have no label and are left out: is data.label the column to predict?",
+            unlabelled,
+            stats["read"],
+        )
     return {
         "read": stats["read"],
         **stats["accepted"],

@@ -15,8 +15,11 @@ Inference, per feature of Split-train (TFDV's rules where it has them):
     drift           `drift_comparator.infinity_norm.threshold = max_category_drift` on string-domain
                     features: ExampleValidator compares each split's value distribution with train's
 The ingest's annotation tags (the label's `role=label`, `task=...`) are kept, so the Trainer
-reads the inferred schema as it read the ingest's. Freeze it by copying `schema.pbtxt` and
-passing it back as `schema_file` (`data.schema` in the config): then nothing is inferred.
+reads the inferred schema as it read the ingest's. An inferred schema carries the schema-level tag
+INFERRED_TAG: ExampleValidator then counts values outside its domains and ranges as warnings (they
+describe one sample). Freeze it by copying `schema.pbtxt` and passing it back as `schema_file`
+(`data.schema` in the config): then nothing is inferred, and the copy published loses the tag, its
+domains and ranges being the user's rules.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2, statistics_pb2
 
-from kflow.components.util.schema import load_schema
+from kflow.components.util.schema import INFERRED_TAG, load_schema
 from kflow.components.util.statistics_proto import common_stats, feature_stats, read_split, value_counts
 from kflow.pipeline.dsl.artifacts import ExampleStatistics, Schema
 
@@ -60,8 +63,12 @@ def run(
         source = Path(schema_file)
         if not source.is_file():
             raise ValueError(f"data.schema: {schema_file} is not a file")
-        load_schema(source)  # Refuses a file that is not a TFMD schema.
-        shutil.copyfile(source, schema.file)
+        frozen = load_schema(source)  # Refuses a file that is not a TFMD schema.
+        if INFERRED_TAG in frozen.annotation.tag:  # a copy of an inferred one: now the user's rules
+            frozen.annotation.tag.remove(INFERRED_TAG)
+            schema.file.write_text(text_format.MessageToString(frozen))
+        else:
+            shutil.copyfile(source, schema.file)
         log.info("schema: copied the frozen schema %s", source)
         return {"features": len(load_schema(schema.file).feature), "inferred": False}
     if max_string_domain < 1 or range_margin < 0 or not 0 < max_category_drift <= 1:
@@ -75,6 +82,7 @@ def run(
         if common_stats(observed).num_missing
     }
     proto = infer_schema(splits["train"], base, max_string_domain, range_margin, max_category_drift, sometimes_missing)
+    proto.annotation.tag.append(INFERRED_TAG)
     schema.file.write_text(text_format.MessageToString(proto))
     summary = {
         "features": len(proto.feature),

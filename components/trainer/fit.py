@@ -142,6 +142,9 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
         verbose=0,
     )
     seconds = time.perf_counter() - started
+    kept = next((c for c in callbacks if isinstance(c, keras.callbacks.EarlyStopping)), None)
+    if kept is not None and kept.best_weights is not None:  # Keras restored them at the end of fit
+        log.info("train: the weights of epoch %d (the best %s) are kept", kept.best_epoch + 1, kept.monitor)
     examples_trained = examples_per_epoch * len(epoch_log.epochs)
     if chief:
         # A TensorFlow process exports the serving SavedModel too; for a JAX one the Trainer does it after.

@@ -148,7 +148,7 @@ def _train(
     )
     history: list[dict[str, float]] = []
     calls = StepsPerCall(config.steps_per_execution, runtime, config.checkpoint_every_steps)
-    best, waited, best_weights = None, 0, None
+    best, waited, best_weights, best_epoch = None, 0, None, 0
     step = start_step
     started = time.perf_counter()
     trained_steps = 0
@@ -203,22 +203,23 @@ def _train(
                     raise ValueError(f"early stopping watches {monitor!r}, not among the metrics {sorted(values)}")
                 better = best is None or (current < best if mode == "min" else current > best)
                 best, waited = (current, 0) if better else (best, waited + 1)
-                if better:  # kept to restore at a stop, as Keras' EarlyStopping(restore_best_weights=True) does
+                if better:  # kept to restore at the end, as Keras' EarlyStopping(restore_best_weights=True) does
                     # Copied: a CPU variable's numpy() may share its buffer, which the next steps overwrite.
                     best_weights = [np.array(weight, copy=True) for weight in keras_model.get_weights()]
+                    best_epoch = epoch + 1
                 if waited >= config.early_stopping_patience:
                     log.info(
-                        "train: early stop after epoch %d (%s did not improve for %d epochs); the weights of epoch %d "
-                        "are kept",
+                        "train: early stop after epoch %d (%s did not improve for %d epochs)",
                         epoch + 1,
                         monitor,
                         waited,
-                        epoch + 1 - waited,
                     )
-                    if best_weights is not None:
-                        keras_model.set_weights(best_weights)
                     stopped_early = True
                     break
+        if best_weights is not None and best_epoch != epoch + 1:  # stopped or not, as Keras restores at fit's end
+            keras_model.set_weights(best_weights)
+            log.info("train: the weights of epoch %d (the best %s) are kept", best_epoch, monitor)
+            save(step)  # a restart from here resumes from the weights kept
         total_seconds = time.perf_counter() - started
         examples_per_second = trained_steps * global_batch / max(total_seconds, 1e-9)
         write_process_state(model_run, me, runtime.step_counter(optimizer, step), keras_model)

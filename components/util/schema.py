@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 # TensorFlow is imported by the two functions that build parse specs, not here: the executors' `source_files`, which
 # a cached run calls to fingerprint the data, import their modules, and a cached run must not pay TensorFlow's import.
 _DTYPES = {schema_pb2.BYTES: "string", schema_pb2.INT: "int64", schema_pb2.FLOAT: "float32"}
+# SchemaGen's tag on a Schema it inferred (schema-level annotation): its domains and ranges describe Split-train, a
+# sample, so ExampleValidator counts values outside them as warnings; a frozen schema has no tag: the user's rules.
+INFERRED_TAG = "kflow_inferred"
 
 
 def load_schema(path: str | Path) -> schema_pb2.Schema:

@@ -84,12 +84,7 @@ def data_checks(config: PipelineConfig, ingest: Component) -> list[Component]:
         "validate",
         statistics=statistics.outputs["statistics"],
         schema=schema.outputs["schema"],
-        parameters={
-            "on_anomaly": config.data.get("on_anomaly") or "fail",
-            # The domains and ranges of a schema inferred from Split-train describe a sample: an unseen category or a
-            # value past the training range is data. A frozen schema's are the user's rules.
-            "strict_domains": config.data.get("schema") is not None,
-        },
+        parameters={"on_anomaly": config.data.get("on_anomaly") or "fail"},
     )
     return [statistics, schema, validate]
 

@@ -128,7 +128,9 @@ class ExampleAnomalies(Artifact):
 
     Layout:
         {uri}/Split-{split}/SchemaDiff.pb   a binary TFMD `Anomalies` proto (TFX's layout)
-        {uri}/anomalies.json                {"splits": {split: [{feature, kind, description}]}, "count": n}
+        {uri}/anomalies.json                {"splits": {split: [{feature, kind, description, severity}]},
+                                            "count": n, "blocking": errors (what stops the Trainer), "on_anomaly",
+                                            "message": the first error}
     """
 
     type_name = "ExampleAnomalies"

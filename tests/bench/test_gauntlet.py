@@ -39,7 +39,8 @@ def admitted():
 def check(tmp_path, admitted, name: str, fmt: str = "csv") -> dict:
     table, frame = admitted[name]
     result = gauntlet.run_one(name, table, frame, fmt, tmp_path / name, timeout=600)
-    assert not result["traceback"], (tmp_path / name / "run.log").read_text()[-3000:]
+    logs = [tmp_path / name / f"{step}.log" for step in ("validate", "run")]
+    assert not result["traceback"], "".join(log.read_text() for log in logs if log.exists())[-3000:]
     if result["outcome"] != "completed":  # refused: one line naming the field or the data problem, exit 2
         assert result["outcome"] == "refused" and result.get("run_exit", result["validate_exit"]) == 2, result
     return result

@@ -50,13 +50,11 @@ def _parse_int(text: str) -> int:
 
 
 def _whole(text: str) -> int:
-    try:
-        number = float(text)
-    except ValueError:
-        raise BadValue(text) from None
-    if not number.is_integer():
+    """`7.0`, `-3.00`: an integer written with a zero fraction (not `1e3`, not `7.5`), exactly, however large."""
+    whole, dot, fraction = text.partition(".")
+    if not dot or fraction.strip("0") or not whole.lstrip("+-").isdigit():
         raise BadValue(text)
-    return int(number)
+    return int(whole)
 
 
 def _parse_float(text: str) -> float:
@@ -155,6 +153,8 @@ def infer_problem_type(label: str, kind: str, values: Sequence[str]) -> tuple[st
     whole numbers (`3`, or `3.0` as pandas writes an integer column with a missing value) are class ids up to
     MAX_INFERRED_CLASSES distinct values and a quantity beyond; numbers with decimals are a quantity."""
     distinct = len(set(values))
+    if kind in ("int", "float"):  # `1` and `1.0` are one value
+        distinct = len({parse_value(value, kind) for value in values if parses(value, kind)})
     rule = f"the label {label!r} holds {distinct} distinct"
     if kind in ("int", "float"):
         whole = kind == "int" or all(parses(value, "int") for value in values)
@@ -170,14 +170,6 @@ def infer_problem_type(label: str, kind: str, values: Sequence[str]) -> tuple[st
             "a quantity)"
         )
     return "classification", f"{rule} {kind} values"
-
-
-def label_types(types: Mapping[str, str], label: Any, declared: Mapping[str, str]) -> dict[str, str]:
-    """The columns' types with an inferred yes/no (bool) label read as text: its classes keep the names the data
-    gives them (`no`, `yes`), not 0 and 1."""
-    if isinstance(label, str) and types.get(label) == "bool" and label not in declared:
-        return {**types, label: "string"}
-    return dict(types)
 
 
 def _narrowest(values: list[str]) -> str:

@@ -131,14 +131,14 @@ class TabularTask(Task):
         seen = sum(counts.values())
         mean_chars = sum(len(value) * n for value, n in counts.items()) / seen if seen else 0
         text = mean_chars >= float(self.options["text_min_chars"])
-        if dates(ranked):
-            return {"name": name, "kind": "left_out", "left_out": "it holds dates or times"}
-        if seen >= MIN_IDENTIFIER_ROWS and len(counts) == seen and not text:
-            return {
-                "name": name,
-                "kind": "left_out",
-                "left_out": f"an identifier ({seen} distinct values in {seen} rows)",
-            }
+        # A few dates (two months, shifts at 08:00 and 18:00) are categories like any; past `limit` distinct ones,
+        # most of a new split's dates are unseen, and a category of each generalises to nothing.
+        if len(ranked) > limit and dates(ranked):
+            return {"name": name, "kind": "left_out", "left_out": f"it holds dates or times ({len(ranked)} distinct)"}
+        # One code-like value a row (`P-00017`): an identifier. Short phrases all distinct are words to learn from.
+        if seen >= MIN_IDENTIFIER_ROWS and len(counts) == seen and not text and not any(b" " in v for v in counts):
+            why = f"an identifier ({seen} distinct values in {seen} rows)"
+            return {"name": name, "kind": "left_out", "left_out": why}
         if len(ranked) > limit and text:
             words = Counter()
             for value, n in counts.items():
@@ -235,14 +235,15 @@ class TabularTask(Task):
                 tf.lookup.KeyValueTensorInitializer(classes, tf.range(len(classes), dtype=tf.int64)), -1
             )
             return table.lookup
-        # The classes' values as the parsed labels hold them (float32 or int64), sorted as prepare() sorted them.
-        number = (
-            (lambda name: float(np.float32(name))) if self.label_type == "float" else (lambda name: float(int(name)))
-        )
-        values = tf.constant([number(name) for name in classes], tf.float64)
+        # The classes' values as the parsed labels hold them (float32, or int64 compared as int64: past 2**53 a
+        # float64 would merge neighbours), sorted as prepare() sorted them.
+        if self.label_type == "float":
+            values, dtype = tf.constant([float(np.float32(name)) for name in classes], tf.float64), tf.float64
+        else:
+            values, dtype = tf.constant([int(name) for name in classes], tf.int64), tf.int64
 
         def lookup(labels: tf.Tensor) -> tf.Tensor:
-            labels = tf.cast(labels, tf.float64)
+            labels = tf.cast(labels, dtype)
             index = tf.minimum(tf.searchsorted(values, labels), len(classes) - 1)
             return tf.where(tf.gather(values, index) == labels, tf.cast(index, tf.int64), tf.constant(-1, tf.int64))
 
@@ -294,10 +295,8 @@ class TabularTask(Task):
             return {"kind": self.kind, "classes": self.classes}
         head = self._prepared()["head"]
         # Slices by a regression label: below, around and above the training labels' mean, one deviation wide.
-        boundaries = [
-            float(f"{value:.3g}") for value in (head["mean"] - head["std"], head["mean"], head["mean"] + head["std"])
-        ]
-        return {"kind": self.kind, "classes": [], "label_boundaries": sorted(set(boundaries))}
+        boundaries = [head["mean"] - head["std"], head["mean"], head["mean"] + head["std"]]
+        return {"kind": self.kind, "classes": [], "label_boundaries": boundaries}
 
 
 def dates(values: list[str], sample: int = 200) -> bool:

@@ -16,7 +16,7 @@ from kflow.components.example_validator.executor import run as validate
 from kflow.components.schema_gen.executor import run as infer
 from kflow.components.statistics_gen.executor import run as compute
 from kflow.components.statistics_gen.statistics import SplitAccumulator
-from kflow.components.util.schema import load_schema
+from kflow.components.util.schema import INFERRED_TAG, load_schema
 from kflow.components.util.statistics_proto import feature_stats, read_split, value_counts
 from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, ExampleStatistics, Schema
 
@@ -148,6 +148,20 @@ def test_against_an_inferred_schema_unseen_categories_ranges_and_drift_are_count
     assert {info.severity for info in proto.anomaly_info.values()} == {anomalies_pb2.AnomalyInfo.WARNING}
 
 
+def test_a_frozen_copy_of_an_inferred_schema_makes_its_domains_the_users_rules(tmp_path):
+    """The schema a run inferred, copied and given back as schema_file (data.schema, or a declared pipeline's
+    schema_gen): the same unseen category and range now block, whichever pipeline wires the validator."""
+    evaluation = rows(60, colours=("red", "green", "purple"), offset=40.0, seed=2)
+    statistics, inferred, _, summary = checked(tmp_path / "first", {"train": rows(200), "eval": evaluation})
+    assert summary["blocking"] == 0 and INFERRED_TAG in load_schema(inferred.file).annotation.tag
+    frozen = Schema(tmp_path / "frozen")
+    infer(statistics=statistics, schema=frozen, schema_file=str(inferred.file))
+    assert INFERRED_TAG not in load_schema(frozen.file).annotation.tag
+    anomalies = ExampleAnomalies(tmp_path / "anomalies")
+    summary = validate(statistics=statistics, schema=frozen, anomalies=anomalies, on_anomaly="fail")
+    assert summary["blocking"] == summary["anomalies"] == 3
+
+
 def test_min_domain_mass_makes_unseen_categories_blocking_past_it(tmp_path):
     """TFDV's knob: at least this share of a split's values must be inside the domain."""
     evaluation = rows(60, colours=("red", "green", "purple"), seed=2)  # a third purple
@@ -201,9 +215,7 @@ def test_anomalies_are_published_with_the_verdict_and_a_frozen_schema_is_used_as
     schema = Schema(tmp_path / "schema")
     assert infer(statistics=statistics, schema=schema, schema_file=str(frozen))["inferred"] is False
     anomalies = ExampleAnomalies(tmp_path / "anomalies")
-    summary = validate(
-        statistics=statistics, schema=schema, anomalies=anomalies, on_anomaly="fail", strict_domains=True
-    )
+    summary = validate(statistics=statistics, schema=schema, anomalies=anomalies, on_anomaly="fail")
     # weight out of range; colour, note, size unexpected: all blocking, the frozen schema's ranges being the user's
     assert summary == {"anomalies": 8, "blocking": 8, "eval": 4, "train": 4}
     written = json.loads((anomalies.path / "anomalies.json").read_text())

@@ -34,7 +34,7 @@ def source_facts(
 ) -> SourceFacts:
     """The checks of the header, the declared columns and the task that the ingest and `kflow validate` share."""
     declared = columns or {}
-    types = cols.label_types(cols.infer_types(scan.header, scan.sample, declared, dialect.missing), label, declared)
+    types = cols.infer_types(scan.header, scan.sample, declared, dialect.missing)
     at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None
     values = [row[at].strip() for row in scan.sample if at is not None and len(row) == len(scan.header)]
     values = [value for value in values if value not in dialect.missing]

@@ -124,7 +124,6 @@ def inspect_source(
     if not isinstance(declared, dict):
         raise ValueError(f"data.columns: must map column names to types, got {declared!r}")
     header, types, _ = file_types(files, {name: kind for name, kind in declared.items() if isinstance(kind, str)})
-    types = cols.label_types(types, label, declared)
     values: list[str] = []
     if isinstance(label, str) and label in header:
         values = sample_values(files[0], label, types[label], infer_rows)

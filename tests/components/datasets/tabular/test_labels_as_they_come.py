@@ -44,16 +44,18 @@ def classes_and_indices(tmp_path, frame: pd.DataFrame, fmt: str) -> tuple[list[s
 @pytest.mark.parametrize(
     ("labels", "classes"),
     [
-        ([" yes", "no ", "yes", "no"], ["no", "yes"]),  # stray spaces; yes/no is text, not 0/1
-        ([1, 3, 7], ["1", "3", "7"]),  # integer classes with gaps
-        ([0.0, 1.0, 2.0], ["0", "1", "2"]),  # whole numbers written as decimals
-        (["true", "false"], ["false", "true"]),
+        # Stray spaces, any case. A CSV's yes/no is a boolean (no = 0, yes = 1); a Parquet string column is text.
+        ([" yes", "no ", "Yes", "no"], {"csv": ["0", "1"], "parquet": ["Yes", "no", "yes"]}),
+        ([1, 3, 7], {"csv": ["1", "3", "7"], "parquet": ["1", "3", "7"]}),  # integer classes with gaps
+        ([0.0, 1.0, 2.0], {"csv": ["0", "1", "2"], "parquet": ["0", "1", "2"]}),  # whole numbers written as decimals
+        ([True, False], {"csv": ["0", "1"], "parquet": ["0", "1"]}),
     ],
 )
 def test_each_class_keeps_its_name_and_every_record_its_index(tmp_path, labels, classes, fmt):
     frame = wine(labels)
     found, indices = classes_and_indices(tmp_path, frame, fmt)
-    assert found == classes
-    assert len(indices) == len(frame) and indices.min() >= 0 and indices.max() == len(classes) - 1
-    written = frame["label"].map(lambda value: str(value).strip().removesuffix(".0")).value_counts()
+    assert found == classes[fmt]
+    assert len(indices) == len(frame) and indices.min() >= 0 and indices.max() == len(found) - 1
+    spelled = (lambda value: str(value).strip().lower()) if fmt == "csv" else (lambda value: str(value).strip())
+    written = frame["label"].map(lambda value: spelled(value).removesuffix(".0")).value_counts()
     assert sorted(np.bincount(indices).tolist()) == sorted(written.tolist())  # each class holds its records
