@@ -94,9 +94,13 @@ def run(
             if not baseline_model.keras_file.exists():
                 raise ValueError(f"the baseline model {baseline_model_uri} has no {baseline_model.keras_file.name}")
             check_baseline_code(baseline_model, baseline_module_digest)
-            baseline_overall, _ = measure(baseline_model, [])
-            baseline_metrics = baseline_overall.result()
-            metrics["baseline"] = {"model": baseline_model_uri, **_scalars(baseline_metrics)}
+            other = _other_classes(task, schema, model, baseline_model)
+            if other:  # new data brought a class, or the label was read otherwise: no comparison to make
+                baseline_model_uri, no_baseline_reason = None, other
+            else:
+                baseline_overall, _ = measure(baseline_model, [])
+                baseline_metrics = baseline_overall.result()
+                metrics["baseline"] = {"model": baseline_model_uri, **_scalars(baseline_metrics)}
         evaluation.write_json("metrics.json", metrics)
         log.info("evaluate: %s split, %d examples: %s", split, metrics["example_count"], _scalars(overall.result()))
 
@@ -241,6 +245,17 @@ def _task(dataset: str, schema: Schema, model: Model) -> Task:
     if model.task_spec["dataset"] != dataset:
         raise ValueError(f"the model {model.uri} was trained on {model.task_spec['dataset']!r}, not on {dataset!r}")
     return task_for_model(model, schema.file)
+
+
+def _other_classes(dataset: str, schema: Schema, model: Model, baseline: Model) -> str | None:
+    """Why `baseline` cannot be scored beside `model`: it predicts other classes (it would score no record of a class
+    it lacks); None when it can."""
+    ours = _task(dataset, schema, model).metric_options().get("classes")
+    theirs = _task(dataset, schema, baseline).metric_options().get("classes")
+    if ours == theirs:
+        return None
+    shown = ", ".join(map(str, (theirs or [])[:8]))
+    return f"the baseline model {baseline.uri} predicts other classes ({shown}) than this one"
 
 
 def _metric_options(task_object: Any) -> dict[str, Any]:

@@ -59,3 +59,32 @@ def test_each_class_keeps_its_name_and_every_record_its_index(tmp_path, labels, 
     spelled = (lambda value: str(value).strip().lower()) if fmt == "csv" else (lambda value: str(value).strip())
     written = frame["label"].map(lambda value: spelled(value).removesuffix(".0")).value_counts()
     assert sorted(np.bincount(indices).tolist()) == sorted(written.tolist())  # each class holds its records
+
+
+def test_a_baseline_that_predicts_other_classes_is_no_baseline_with_the_reason(tmp_path):
+    """New data brought a class the blessed model never saw: scoring that model on it would put records in no class.
+    The Evaluator says why there is no comparison instead."""
+    from kflow.components.evaluator.executor import run as evaluate
+    from kflow.components.trainer.executor import run as train
+    from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation, ModelRun
+
+    def trained(name: str, frame: pd.DataFrame):
+        folder = tmp_path / name
+        folder.mkdir()
+        path = folder / "wine.csv"
+        frame.to_csv(path, index=False)
+        examples, schema, model = Examples(folder / "examples"), Schema(folder / "schema"), Model(folder / "model")
+        ingest_csv(examples=examples, schema=schema, rejects=Rejects(folder / "rejects"), source_path=str(path),
+                   label="label")  # fmt: skip
+        train(dataset="csv", examples=examples, schema=schema, model=model, model_run=ModelRun(folder / "run"),
+              epochs=1, batch_size=32)  # fmt: skip
+        return examples, schema, model
+
+    two = wine(["a", "b"])
+    _, _, old = trained("old", two)
+    examples, schema, new = trained("new", pd.concat([two, wine(["c"]).iloc[:60]]))
+    evaluation, blessing = ModelEvaluation(tmp_path / "evaluation"), ModelBlessing(tmp_path / "blessing")
+    evaluate(examples=examples, schema=schema, model=new, evaluation=evaluation, blessing=blessing,
+             baseline_model_uri=str(old.uri))  # fmt: skip
+    assert "baseline" not in evaluation.metrics
+    assert "predicts other classes (a, b) than this one" in blessing.read_json("blessing.json")["no_baseline"]
