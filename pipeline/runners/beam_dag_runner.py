@@ -27,7 +27,7 @@ from kflow.pipeline.dsl.code_version import one_code_version_per_run
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.runners.cancellation import Cancelled, interruption, raise_if_cancelled, stop_child_processes
-from kflow.pipeline.runners.failure import cause_line
+from kflow.pipeline.runners.failure import cause_line, exception_chain
 from kflow.pipeline.runners.node_runner import (
     STAGING,
     NodeFailed,
@@ -181,14 +181,7 @@ def warmed_up(nodes: list[Component]) -> Iterator[None]:
 
 def _cause(error: BaseException, kind: type[E]) -> E | None:
     """The exception of type `kind` in the chain behind `error` (Beam wraps what a DoFn raised), if any."""
-    seen: set[int] = set()
-    cause: BaseException | None = error
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, kind):
-            return cause
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return None
+    return next((cause for cause in exception_chain(error) if isinstance(cause, kind)), None)
 
 
 def _failure_message(error: BaseException, result: RunResult) -> str:

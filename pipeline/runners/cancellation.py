@@ -16,6 +16,8 @@ from contextlib import contextmanager
 
 import psutil
 
+from kflow.pipeline.runners.failure import exception_chain
+
 log = logging.getLogger("kflow")
 
 # The shell convention: a process ended by signal N exits 128 + N.
@@ -52,13 +54,9 @@ def requested() -> int | None:
 def interruption(error: BaseException) -> KeyboardInterrupt | None:
     """The cancellation behind `error`, however it was wrapped: a KeyboardInterrupt in its chain of causes, else
     `Cancelled` when a signal has cancelled the run (then whatever failed, failed because of it)."""
-    seen: set[int] = set()
-    cause: BaseException | None = error
-    while cause is not None and id(cause) not in seen:
+    for cause in exception_chain(error):
         if isinstance(cause, KeyboardInterrupt):
             return cause
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
     return Cancelled(_requested) if _requested is not None else None
 
 

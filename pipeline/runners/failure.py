@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from kflow.pipeline.dsl.printable import printable
@@ -58,21 +59,26 @@ def write_error_log(folder: Path, node_id: str, cause: str, trace: str) -> Path 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
+def exception_chain(error: BaseException | None) -> Iterator[BaseException]:
+    """`error` and what caused it, however wrapped (its __cause__, else its __context__), each once."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ or error.__context__
+
+
 def disk_full(error: BaseException) -> int | None:
     """ENOSPC, EDQUOT or EFBIG where `error` was caused by one, however wrapped: an OSError in its chain of causes,
     or the text Beam keeps when it re-raises a worker's error as a RuntimeError (`OSError: [Errno 28] No space left
     on device [while running 'WriteShards']`)."""
-    seen: set[int] = set()
-    cause: BaseException | None = error
-    while cause is not None and id(cause) not in seen:
+    for cause in exception_chain(error):
         if isinstance(cause, OSError) and cause.errno in DISK_FULL:
             return cause.errno
         text = str(cause)
         for number in DISK_FULL:
             if os.strerror(number) in text or f"[Errno {number}]" in text:
                 return number
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
     return None
 
 

@@ -18,7 +18,7 @@ import secrets
 import shutil
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,15 +138,13 @@ CURRENT_NODE: contextvars.ContextVar[str | None] = contextvars.ContextVar("kflow
 
 
 @contextlib.contextmanager
-def node_tagged_logs() -> Iterator[None]:
-    """Prefixes every log line with `[node id] ` while several nodes run at once, so their lines can be told apart."""
+def _rewriting_log_records(rewrite: Callable[[logging.LogRecord], None]) -> Iterator[None]:
+    """Every log record made meanwhile passes through `rewrite` (in place) before it is handled."""
     previous = logging.getLogRecordFactory()
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(*args, **kwargs)
-        node = CURRENT_NODE.get()
-        if node is not None and isinstance(record.msg, str) and not record.msg.startswith(("%s:", f"{node}:")):
-            record.msg = f"[{node}] {record.msg}"
+        rewrite(record)
         return record
 
     logging.setLogRecordFactory(factory)
@@ -154,6 +152,17 @@ def node_tagged_logs() -> Iterator[None]:
         yield
     finally:
         logging.setLogRecordFactory(previous)
+
+
+def _tag_with_node(record: logging.LogRecord) -> None:
+    node = CURRENT_NODE.get()
+    if node is not None and isinstance(record.msg, str) and not record.msg.startswith(("%s:", f"{node}:")):
+        record.msg = f"[{node}] {record.msg}"
+
+
+def node_tagged_logs() -> contextlib.AbstractContextManager[None]:
+    """Prefixes every log line with `[node id] ` while several nodes run at once, so their lines can be told apart."""
+    return _rewriting_log_records(_tag_with_node)
 
 
 # A staging folder → the folder its outputs are published to, while its node runs: a log line that names a file
@@ -162,30 +171,22 @@ def node_tagged_logs() -> Iterator[None]:
 _PUBLISHED_AS: dict[str, str] = {}
 
 
-@contextlib.contextmanager
-def published_paths_in_logs() -> Iterator[None]:
-    """Rewrites a running node's staging paths in every log line to where they are published (`_PUBLISHED_AS`)."""
-    previous = logging.getLogRecordFactory()
-
-    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = previous(*args, **kwargs)
-        if not _PUBLISHED_AS:
-            return record
-        try:
-            message = record.getMessage()
-        except (TypeError, ValueError):  # arguments that do not fit the format: logging reports it when emitting
-            return record
-        if STAGING in message:
-            for staged, final in list(_PUBLISHED_AS.items()):
-                message = message.replace(staged, final)
-            record.msg, record.args = message, None
-        return record
-
-    logging.setLogRecordFactory(factory)
+def _name_published_paths(record: logging.LogRecord) -> None:
+    if not _PUBLISHED_AS:
+        return
     try:
-        yield
-    finally:
-        logging.setLogRecordFactory(previous)
+        message = record.getMessage()
+    except (TypeError, ValueError):  # arguments that do not fit the format: logging reports it when emitting
+        return
+    if STAGING in message:
+        for staged, final in list(_PUBLISHED_AS.items()):
+            message = message.replace(staged, final)
+        record.msg, record.args = message, None
+
+
+def published_paths_in_logs() -> contextlib.AbstractContextManager[None]:
+    """Rewrites a running node's staging paths in every log line to where they are published (`_PUBLISHED_AS`)."""
+    return _rewriting_log_records(_name_published_paths)
 
 
 def skip_reason(node: Component, upstream: dict[str, dict[str, ArtifactRef]]) -> str | None:
