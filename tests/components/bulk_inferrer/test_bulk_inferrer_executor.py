@@ -64,20 +64,12 @@ def test_a_trained_tabular_model_scores_in_a_fresh_process_as_after_a_cached_tra
     import sys
     import textwrap
 
-    from kflow.components.datasets.csv.ingest.executor import run as ingest
     from kflow.components.trainer.executor import run as train
-    from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Rejects, Schema
-    from tests.components.datasets.tabular_fixtures import write_diabetes
+    from kflow.pipeline.dsl.artifacts import Model, ModelRun
+    from tests.components.datasets.tabular_fixtures import ingest_diabetes
 
-    examples, schema, model = Examples(tmp_path / "examples"), Schema(tmp_path / "schema"), Model(tmp_path / "model")
-    ingest(
-        examples=examples,
-        schema=schema,
-        rejects=Rejects(tmp_path / "rejects"),
-        source_path=str(write_diabetes(tmp_path / "diabetes.csv")),
-        label="progression",
-        problem_type="regression",
-    )
+    examples, schema = ingest_diabetes(tmp_path)
+    model = Model(tmp_path / "model")
     train(dataset="csv", examples=examples, schema=schema, model=model, model_run=ModelRun(tmp_path / "run"),
           epochs=1, batch_size=32)  # fmt: skip
     code = textwrap.dedent(f"""

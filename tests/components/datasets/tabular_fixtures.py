@@ -50,3 +50,20 @@ def write_diabetes(path: Path) -> Path:
         writer.writerow(DIABETES_COLUMNS)
         writer.writerows(rows)
     return path
+
+
+def ingest_diabetes(folder: Path):
+    """The diabetes data through the real CSV ingest: (Examples, Schema) under `folder`, a regression."""
+    from kflow.components.datasets.csv.ingest.executor import run as ingest
+    from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+
+    examples, schema = Examples(folder / "examples"), Schema(folder / "schema")
+    ingest(
+        examples=examples,
+        schema=schema,
+        rejects=Rejects(folder / "rejects"),
+        source_path=str(write_diabetes(folder / "diabetes.csv")),
+        label="progression",
+        problem_type="regression",
+    )
+    return examples, schema

@@ -229,23 +229,13 @@ def test_an_early_stop_keeps_the_best_epochs_weights(tmp_path, trainer):
     """Past the best epoch, `patience` more epochs overfit a small real table (scikit-learn's diabetes, 442 rows): the
     model kept is the best epoch's, under model.fit (Keras' restore_best_weights) and the custom loop alike: the same
     weights as a training of that many epochs (same seed, same batches)."""
-    from kflow.components.datasets.csv.ingest.executor import run as ingest
     from kflow.components.datasets.tabular.task import TabularTask
     from kflow.components.trainer import loop
     from kflow.components.trainer.config import TrainConfig
     from kflow.components.util.schema import load_schema
-    from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
-    from tests.components.datasets.tabular_fixtures import write_diabetes
+    from tests.components.datasets.tabular_fixtures import ingest_diabetes
 
-    examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
-    ingest(
-        examples=examples,
-        schema=schema,
-        rejects=Rejects(tmp_path / "rejects"),
-        source_path=str(write_diabetes(tmp_path / "diabetes.csv")),
-        label="progression",
-        problem_type="regression",
-    )
+    examples, schema = ingest_diabetes(tmp_path)
     options = {"hidden_units": [256, 256], "dropout": 0.0}
 
     def trained(name: str, **settings):
