@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -18,23 +16,15 @@ from kflow.pipeline.dsl import durable
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.runners.beam_dag_runner import BeamDagRunner, PipelineFailed
 from kflow.pipeline.runners.cache import execution_lock
+from tests.reliability.tmpfs import mounted_tmpfs
 from tests.reliability.toy import Blob, FillDisk
 
 
 @pytest.fixture
 def small_disk(tmp_path):
     """A real 2 MiB file system (tmpfs), mounted for the test and unmounted after."""
-    mount = tmp_path / "small-disk"
-    mount.mkdir()
-    if shutil.which("mount") is None or os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root and mount(8)")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "small-disk", "2m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_full_disk_while_writing_run_json_is_one_line_and_leaves_a_readable_record(small_disk):

@@ -14,22 +14,14 @@ import pytest
 
 from tests.conftest import REPO
 from tests.reliability.big_csv import KflowRun, big_csv_config
+from tests.reliability.tmpfs import mounted_tmpfs
 
 
 @pytest.fixture
 def tiny_disk(tmp_path):
     """A real 64 KiB file system (tmpfs), mounted for the test and unmounted after, whatever happens."""
-    mount = tmp_path / "tiny-disk"
-    mount.mkdir()
-    if shutil.which("mount") is None or os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root and mount(8)")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "tiny-disk", "64k") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_disk_filled_by_an_ingest_gets_its_space_back_and_the_run_says_failed_and_where(tmp_path, tiny_disk):
