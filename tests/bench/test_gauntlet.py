@@ -22,7 +22,7 @@ FIVE = {
     "AER__Affairs": "string factors beside integer ratings; the label an integer with 5 classes",
     "Stat2Data__AHCAvote2017": "a state column whose eval and test values are not all in the training split",
     "dslabs__brca": "R's dotted column names (x.radius_mean), which a SavedModel's signature renames",
-    "boot__aids": "an integer label of 71 distinct counts: a quantity, inferred and said",
+    "carData__Adler": "an integer label of 46 distinct ratings: a quantity, inferred and said",
     "datasets__AirPassengers": "a time series of 144 rows: a small regression",
 }
 

@@ -101,10 +101,12 @@ def _get(config: Any, path: tuple) -> Any:
     return config
 
 
-def _nested(depth: int, leaf: Any, as_mapping: bool) -> Any:
-    for _ in range(depth):
-        leaf = {"a": leaf} if as_mapping else [leaf]
-    return leaf
+def _nested(depth: int, leaf: Any, as_mapping: bool) -> Raw:
+    """`leaf` inside `depth` mappings or lists, written as YAML text at once: a structure this deep would take the
+    test's own recursive helpers (`to_yaml`, `_nodes`) past the interpreter's limit, nearer it the deeper pytest's
+    and hypothesis' frames already are."""
+    opening, closing = ("{a: ", "}") if as_mapping else ("[", "]")
+    return Raw(opening * depth + to_yaml(leaf) + closing * depth)
 
 
 @st.composite
