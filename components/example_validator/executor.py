@@ -19,7 +19,8 @@ splits of a few hundred rows differ by several points by chance; TFDV's guides u
 for large, stable data).
 
 Severity (TFMD's AnomalyInfo.severity): the structural anomalies (missing_feature, missing_values,
-unexpected_feature, type_mismatch) are errors. unknown_category, out_of_range and drift are errors
+unexpected_feature, type_mismatch) are errors, but for a feature absent from a split that train holds
+so rarely that a split of that size misses it by chance (1 in 1,000 or more): a warning. unknown_category, out_of_range and drift are errors
 against a frozen schema (one without SchemaGen's `kflow_inferred` tag: the user's rules) and, for
 unknown_category, wherever the share of values inside the domain falls below the feature's
 `distribution_constraints.min_domain_mass` (TFDV's knob). Against an inferred schema they are
@@ -135,7 +136,12 @@ def find_anomalies(
         required = feature.presence.min_fraction >= 1.0
         if name not in stats:
             if (required or feature.presence.min_count >= 1) and split.num_examples:
-                add(name, "missing_feature", "the schema expects it and no example of the split has it")
+                # A feature train holds in a few rows can be absent from a small split by chance: an error only when
+                # its absence is improbable (under 1 in 1,000 were the split drawn like train), a broken source.
+                share = _present_share(baseline.get(name), train)
+                chance = (1.0 - share) ** split.num_examples if share is not None else 0.0
+                add(name, "missing_feature", "the schema expects it and no example of the split has it",
+                    error=required or chance < 1e-3)  # fmt: skip
             continue
         observed = stats[name]
         common = common_stats(observed)
@@ -180,6 +186,13 @@ def find_anomalies(
     for name in sorted(set(stats) - known):
         add(name, "unexpected_feature", "the data has it and the schema does not")
     return found
+
+
+def _present_share(observed: Any, train: statistics_pb2.DatasetFeatureStatistics | None) -> float | None:
+    """The share of Split-train's examples holding the feature; None without Split-train's statistics."""
+    if observed is None or train is None or not train.num_examples:
+        return None
+    return common_stats(observed).num_non_missing / train.num_examples
 
 
 def l_infinity(counts: dict[str, int], other: dict[str, int]) -> tuple[float, str]:

@@ -148,6 +148,19 @@ def test_against_an_inferred_schema_unseen_categories_ranges_and_drift_are_count
     assert {info.severity for info in proto.anomaly_info.values()} == {anomalies_pb2.AnomalyInfo.WARNING}
 
 
+def test_a_sparse_feature_absent_from_a_small_split_is_a_warning_a_common_one_an_error(tmp_path):
+    """A column train holds in 3 of 200 rows is missing from a split of 20 by chance (0.74 of the time); `note`, in
+    4 rows of 5, being absent from all 20 is a broken source."""
+    train = rows(200)
+    for index, row in enumerate(train):
+        row["rare"] = 1.5 if index in (3, 70, 150) else None
+    evaluation = [{key: value for key, value in row.items() if key != "note"} for row in rows(20, seed=2)]
+    _, _, anomalies, summary = checked(tmp_path, {"train": train, "eval": evaluation})
+    found = {entry["feature"]: entry["severity"] for entry in anomalies.summary["splits"]["eval"]
+             if entry["kind"] == "missing_feature"}  # fmt: skip
+    assert found == {"rare": "warning", "note": "error"} and summary["blocking"] >= 1
+
+
 def test_a_frozen_copy_of_an_inferred_schema_makes_its_domains_the_users_rules(tmp_path):
     """The schema a run inferred, copied and given back as schema_file (data.schema, or a declared pipeline's
     schema_gen): the same unseen category and range now block, whichever pipeline wires the validator."""
