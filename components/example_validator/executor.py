@@ -20,7 +20,8 @@ for large, stable data).
 
 Severity (TFMD's AnomalyInfo.severity): the structural anomalies (missing_feature, missing_values,
 unexpected_feature, type_mismatch) are errors, but for a feature absent from a split that train holds
-so rarely that a split of that size misses it by chance (1 in 1,000 or more): a warning. unknown_category, out_of_range and drift are errors
+so rarely that a split of that size misses it by chance (1 in 1,000 or more): a warning.
+unknown_category, out_of_range and drift are errors
 against a frozen schema (one without SchemaGen's `kflow_inferred` tag: the user's rules) and, for
 unknown_category, wherever the share of values inside the domain falls below the feature's
 `distribution_constraints.min_domain_mass` (TFDV's knob). Against an inferred schema they are
