@@ -183,7 +183,7 @@ class TabularTask(Task):
 
     @property
     def input_features(self) -> list[str]:
-        """The features the model is fed (by name), for the model contract (user_module.contract_problem)."""
+        """The features the model is fed (by name), for the model contract (model_checks.contract_problem)."""
         return list(self.types)
 
     @property
