@@ -13,6 +13,7 @@ by the training label's standard deviation and mean, so the network learns a sta
 
 from __future__ import annotations
 
+import keyword
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -97,11 +98,12 @@ def build_tabular_mlp(
 
 def _layer_name(name: str, taken: set[str]) -> str:
     """A name Keras and TensorFlow take for a layer and a serving signature's argument (ASCII letters, digits and
-    `_`, a letter first: the SavedModel renames `x.radius` to `x_radius` in its signature, which then no longer
-    matches the Input's name), unique case-insensitively among `taken`: the features keep their names as written
-    in the data (the model's input dict keys)."""
+    `_`, a letter first, no Python keyword: the SavedModel renames `x.radius` to `x_radius` in its signature, which
+    then no longer matches the Input's name, and refuses `yield` as an argument), unique case-insensitively among
+    `taken`: the features keep their names as written in the data (the model's input dict keys)."""
     safe = "".join(char if char.isascii() and (char.isalnum() or char == "_") else "_" for char in name)
     safe = safe if safe[:1].isascii() and safe[:1].isalpha() else f"f_{safe}"
+    safe = f"{safe}_" if keyword.iskeyword(safe) or keyword.issoftkeyword(safe) else safe
     unique, number = safe, 1
     while unique.lower() in taken:
         number += 1

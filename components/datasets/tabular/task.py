@@ -43,6 +43,7 @@ DATA_OPTIONS: dict[str, Any] = {
     "max_tokens": 10_000,
 }
 MODEL_OPTIONS = {"hidden_units", "dropout"}
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 MIN_IDENTIFIER_ROWS = 20  # A string feature with a distinct value in every one of at least this many rows: an id.
 OOV_BUCKETS = 16  # Hashed buckets a high-cardinality categorical feature's values past its vocabulary share.
 _DATE = re.compile(
@@ -93,7 +94,7 @@ class TabularTask(Task):
             labels.append(label.ravel())
             for name, moments in numbers.items():
                 values = features[name].ravel().astype(np.float64)
-                values = values[~np.isnan(values)]
+                values = values[np.isfinite(values)]  # a number past float32's range is stored as inf: missing
                 moments[0] += len(values)
                 moments[1] += float(values.sum())
                 moments[2] += float((values**2).sum())
@@ -123,6 +124,9 @@ class TabularTask(Task):
     def _numeric(self, name: str, count: int, total: float, squares: float) -> dict[str, Any]:
         mean = total / count if count else 0.0
         variance = squares / count - mean**2 if count else 1.0
+        if not abs(variance) < _FLOAT32_MAX:  # physical constants from 1e-36 to 1e38: no float32 scale holds them
+            spread = f"its values' variance, {variance:.3g}, is past float32's range"
+            return {"name": name, "kind": "left_out", "left_out": spread}
         return {"name": name, "kind": "numeric", "mean": mean, "variance": variance if variance > 1e-12 else 1.0}
 
     def _strings(self, name: str, counts: Counter) -> dict[str, Any]:
@@ -262,7 +266,9 @@ class TabularTask(Task):
             value = parsed[name]
             if kind in _NUMERIC:
                 value = tf.cast(value, tf.float32)
-                if kind != "float":
+                if kind == "float":  # a number past float32's range is stored as inf: missing, as in prepare()
+                    value = tf.where(tf.math.is_inf(value), tf.constant(np.nan, tf.float32), value)
+                else:
                     value = tf.where(parsed[name] == _INT_MISSING, tf.constant(np.nan, tf.float32), value)
             features[name] = value
         return features, tf.reshape(parsed[self.label], [-1])

@@ -10,7 +10,7 @@ import tensorflow as tf
 from kflow.components.evaluator.serving_check import serving_names
 from kflow.components.models.tabular_mlp import build_tabular_mlp
 
-NAMES = ["glucose (mg/dl)", "body weight", "Größe", "A", "a", "x.radius_mean", "2nd-dose"]
+NAMES = ["glucose (mg/dl)", "body weight", "Größe", "A", "a", "x.radius_mean", "2nd-dose", "yield", "import"]
 
 
 def test_any_column_name_builds_exports_and_serves_under_a_safe_name(tmp_path):
@@ -28,6 +28,8 @@ def test_any_column_name_builds_exports_and_serves_under_a_safe_name(tmp_path):
         "a": "a_2",  # Unique whatever the case: TensorFlow's signature names are not case-sensitive.
         "x.radius_mean": "x_radius_mean",  # R's names: a SavedModel's signature renames the dot
         "2nd-dose": "f_2nd_dose",  # a signature's argument starts with a letter
+        "yield": "yield_",  # and is no Python keyword (R's lattice barley, modeldata's chem_proc_yield)
+        "import": "import_",
     }
     rows = {name: np.array([[1.5], [-0.5]], np.float32) for name in NAMES if name != "Größe"}
     rows["Größe"] = np.array([["groß"], ["klein"]])
