@@ -101,12 +101,19 @@ def _get(config: Any, path: tuple) -> Any:
     return config
 
 
-def _nested(depth: int, leaf: Any, as_mapping: bool) -> Raw:
-    """`leaf` inside `depth` mappings or lists, written as YAML text at once: a structure this deep would take the
-    test's own recursive helpers (`to_yaml`, `_nodes`) past the interpreter's limit, nearer it the deeper pytest's
-    and hypothesis' frames already are."""
-    opening, closing = ("{a: ", "}") if as_mapping else ("[", "]")
-    return Raw(opening * depth + to_yaml(leaf) + closing * depth)
+def _nested(depth: int, leaf: Any, as_mapping: bool) -> Any:
+    """`leaf` inside `depth` mappings or lists; past SHALLOW levels written as YAML text at once: a structure that
+    deep would take the test's own recursive helpers (`to_yaml`, `_nodes`) past the interpreter's limit, nearer it
+    the deeper pytest's and hypothesis' frames already are."""
+    if depth > SHALLOW:
+        opening, closing = ("{a: ", "}") if as_mapping else ("[", "]")
+        return Raw(opening * depth + to_yaml(leaf) + closing * depth)
+    for _ in range(depth):
+        leaf = {"a": leaf} if as_mapping else [leaf]
+    return leaf
+
+
+SHALLOW = 50
 
 
 @st.composite
