@@ -73,3 +73,13 @@ def test_the_program_itself_exits_2_with_one_line(folder, run_kflow):
         f"kflow: {folder / 'config.yaml'}: trainer.stall_timeout: must be a finite number (got .nan)"
     ]
     assert not (folder / "p.yaml").exists()
+
+
+@pytest.mark.parametrize("command", ["validate", "plan"])
+def test_a_declared_header_of_empty_or_repeated_names_is_one_line_naming_it(folder, command):
+    """Found by the generated configs: `data.csv.header: ["", ""]` was refused naming no field."""
+    config = iris_with(folder)
+    code, out, err = kflow_in_process(command, str(config), '--set=data.csv={header: ["", ""]}')
+    assert (code, out) == (2, "") and "Traceback" not in err
+    (printed,) = err.splitlines()
+    assert printed.endswith("data.csv.header: column names must be non-empty and distinct, got ['', '']"), printed

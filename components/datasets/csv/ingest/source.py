@@ -111,6 +111,10 @@ class Dialect:
             raise ValueError(
                 f"data.csv.header: true (the files start with one) or the list of column names, got {header!r}"
             )
+        if isinstance(header, list):  # the names a file's header would give: as the ingest checks a file's own
+            names = [name.strip() for name in header]
+            if not all(names) or len(set(names)) != len(names):
+                raise ValueError(f"data.csv.header: column names must be non-empty and distinct, got {header!r}")
         missing = options["missing_values"]
         if not isinstance(missing, list) or not all(isinstance(token, str) for token in missing):
             raise ValueError(f"data.csv.missing_values: must be a list of strings, got {missing!r}")
