@@ -239,11 +239,15 @@ def read_split(examples: Path, split: str):
     import pandas as pd
     from tensorflow.core.example import example_pb2
 
+    from kflow.components.ingest.tfrecord_file import read_records
+
     rows = []
     for path in sorted((examples / f"Split-{split}").glob("*")):
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rb") as stream:
-            for record in _tfrecords(stream):
+            for _, record in read_records(stream):
+                if record is None:
+                    raise ValueError(f"{path}: a broken TFRecord frame")
                 example = example_pb2.Example.FromString(record)
                 row = {}
                 for key, feature in example.features.feature.items():
@@ -253,16 +257,6 @@ def read_split(examples: Path, split: str):
                         row[key] = value[0].decode("utf-8", "replace") if kind == "bytes_list" else value[0]
                 rows.append(row)
     return pd.DataFrame(rows)
-
-
-def _tfrecords(stream):
-    import struct
-
-    while header := stream.read(12):
-        (length,) = struct.unpack("<Q", header[:8])
-        data = stream.read(length)
-        stream.read(4)
-        yield data
 
 
 def load_results(path: Path) -> dict[str, dict]:
