@@ -4,7 +4,7 @@
 to worker processes), `ClusterConfig` how the local cluster runs. The Trainer's spec is built
 from these fields (`component_parameters`) and its executor turns its keyword parameters back
 into them (`TrainerSettings.from_parameters`). A field's default and description are the config
-model's (`pipeline/dsl/config_model.py`, the `trainer` section), where a new setting is declared.
+model's (`pipeline/dsl/config_model/training.py`, the `trainer` section), where a new setting is declared.
 """
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ def _build_from_batch_specs(keras_model: keras.Model, batch_spec: Any) -> None:
 
 
 class EpochLog(keras.callbacks.Callback):
-    """Shows the progress within each epoch (components/trainer/progress.py), logs one line per epoch
+    """Shows the progress within each epoch (components/util/progress.py), logs one line per epoch
     (Keras' own progress bar is unreadable in log files) and keeps the history."""
 
     def __init__(self, epochs: int, examples_per_epoch: int, steps: int, batch_size: int, log_every_steps: int):

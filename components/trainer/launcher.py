@@ -234,7 +234,7 @@ def run_cluster(
 
     With `stall_timeout`, the training processes' beats in `heartbeats` are watched: when none came for that
     long, the processes are asked for their Python stacks (SIGUSR1, into the log) and the cluster fails,
-    naming the ones that stopped (components/util/heartbeat.py).
+    naming the ones that stopped (pipeline/dsl/heartbeat.py).
 
     Under parameter_server the chief (coordinator) is the process whose exit ends the run;
     the worker and ps servers are then stopped. `on_start(processes)` gets the `{name: Popen}`

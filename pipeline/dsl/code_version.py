@@ -3,7 +3,7 @@
 Starting from the component's module and its executor's module, the closure follows
 - `import` and `from … import` statements (relative ones too) and the packages they pass
   through, whose `__init__.py` runs on import;
-- string literals that name a first-party module, such as `"kflow.components.x.tasks:Task"`
+- string literals that name a first-party module, such as `"kflow.components.datasets.mnist.task:MnistTask"`
   in a registry or `-m kflow.components.trainer.worker` in a command line, since those modules
   are imported or run later by name (not in a package reached only as another's parent: its
   `__init__` runs, but the names in its strings are loaded only by whoever reads them);

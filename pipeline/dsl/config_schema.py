@@ -1,4 +1,4 @@
-"""The config's JSON Schema, generated from the config model (`pipeline/dsl/config_model.py`).
+"""The config's JSON Schema, generated from the config model (`pipeline/dsl/config_model/`).
 
 Pydantic writes the schema; this module only makes it the one people and validators read: every definition inline
 (no `$ref`), no generated titles, `X | None` as `"type": [X, "null"]` and `Literal` as a bare `enum`, so that a bad
