@@ -114,11 +114,14 @@ def compile_command(args: argparse.Namespace) -> int:
 def submit_command(args: argparse.Namespace) -> int:
     from kflow.pipeline.kubeflow.submit import SubmissionFailed, submit_package
 
+    cron = _schedule(args)
     # `--set` on a run-time parameter is a run argument: the compiled pipeline keeps the config's default.
     fields = load_compile_config(args.config, args.overrides, args.image)[1].parameters
     overrides, arguments = run_arguments(args.overrides, fields)
     with tempfile.TemporaryDirectory() as scratch:
         package = compile_config(args.config, args.output or Path(scratch) / "pipeline.yaml", overrides, args.image)
+        if cron is not None:
+            return _schedule_package(args, package, cron, arguments)
         run_name = args.run_name or f"{Path(args.config).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
         try:
             run_id = submit_package(package, args.endpoint, args.experiment, run_name, args.namespace, arguments)
@@ -126,4 +129,46 @@ def submit_command(args: argparse.Namespace) -> int:
             print(f"kflow: {error}", file=sys.stderr)
             return 1
     print(f"submitted run {run_name!r} (id {run_id}) to experiment {args.experiment!r} at {args.endpoint}")
+    return 0
+
+
+def _schedule(args: argparse.Namespace) -> str | None:
+    """`--schedule` in KFP's six-field cron form (None without one); a bad one is a usage error (exit 2)."""
+    from kflow.pipeline.kubeflow.cron import kfp_cron
+
+    schedule = getattr(args, "schedule", None)
+    if schedule is None:
+        return None
+    if not 1 <= args.max_concurrency <= 10:  # The KFP API server's own bounds for a recurring run.
+        raise ConfigError([f"--max-concurrency: must be from 1 to 10 (got {args.max_concurrency})"])
+    try:
+        return kfp_cron(schedule)
+    except ValueError as error:
+        raise ConfigError([f"--schedule: {error}"]) from None
+
+
+def _schedule_package(args: argparse.Namespace, package: Path, cron: str, arguments: dict) -> int:
+    """Creates the recurring run of `package`: KFP starts a run of it at each time of `cron`."""
+    from kflow.pipeline.kubeflow.submit import SubmissionFailed, schedule_package
+
+    name = args.run_name or Path(args.config).stem
+    try:
+        recurring_id = schedule_package(
+            package,
+            args.endpoint,
+            args.experiment,
+            name,
+            cron,
+            args.namespace,
+            arguments,
+            max_concurrency=args.max_concurrency,
+            catchup=args.catchup,
+        )
+    except SubmissionFailed as error:
+        print(f"kflow: {error}", file=sys.stderr)
+        return 1
+    print(
+        f"scheduled recurring run {name!r} (id {recurring_id}, cron {cron!r}) in experiment {args.experiment!r} "
+        f"at {args.endpoint}"
+    )
     return 0

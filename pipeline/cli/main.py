@@ -131,6 +131,17 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("--namespace", help="the user namespace, for multi-user Kubeflow")
     submit.add_argument("--image", help="the container image every task runs (overrides kubeflow.image)")
     submit.add_argument("-o", "--output", help="also keep the compiled pipeline.yaml here")
+    submit.add_argument(
+        "--schedule",
+        metavar="CRON",
+        help="create a KFP recurring run instead of one run: '0 3 * * *' (crontab), 6 fields with seconds, '@daily'",
+    )
+    submit.add_argument(
+        "--max-concurrency", type=int, default=1, metavar="N", help="with --schedule: runs at once (1-10, default 1)"
+    )
+    submit.add_argument(
+        "--catchup", action="store_true", help="with --schedule: after a pause, start every missed run, not the last"
+    )
     submit.set_defaults(command=_submit)
 
     show = commands.add_parser("show", parents=[verbosity], help="print a run as a table")

@@ -2,8 +2,11 @@
 
 It implements only the part of the KFP v2beta1 REST API that the kfp client and the
 `kfp` CLI use to submit a run (health check, experiments list/create/get, runs
-create/get), keeps what it receives, and runs nothing. Tests assert on the received
-requests, e.g. that the pipeline spec of the created run is the compiled one.
+create/get) and to create a recurring run (recurringruns create/get), keeps what it
+receives, and runs nothing. A recurring run is accepted only if KFP's own API types
+and the API server's rules accept it (kfp_api_types.py); else 400, as KFP answers.
+Tests assert on the received requests, e.g. that the pipeline spec of the created run
+is the compiled one.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from tests.pipeline.kubeflow.kfp_api_types import recurring_run_problems
 
 PREFIX = "/apis/v2beta1"
 CREATED_AT = "2026-01-01T00:00:00Z"
@@ -30,6 +35,8 @@ class StandInKfpApiServer(ThreadingHTTPServer):
         self.requests: list[tuple[str, str, dict[str, list[str]], Any]] = []
         self.experiments: dict[str, dict[str, Any]] = {}
         self.runs: dict[str, dict[str, Any]] = {}
+        self.recurring_runs: dict[str, dict[str, Any]] = {}
+        self.refused: list[list[str]] = []  # the problems of each request it answered 400
         self.lock = threading.Lock()
 
     @property
@@ -107,6 +114,23 @@ class _Handler(BaseHTTPRequestHandler):
             run = {**body, "run_id": str(uuid.uuid4()), "created_at": CREATED_AT, "state": "PENDING"}
             server.runs[run["run_id"]] = run
             return 200, run
+        if path == f"{PREFIX}/recurringruns" and method == "POST":
+            problems = recurring_run_problems(body, server.experiments)
+            if problems:
+                server.refused.append(problems)
+                return 400, {"error": "; ".join(problems), "code": 3}  # INVALID_ARGUMENT
+            recurring = {
+                **body,
+                "recurring_run_id": str(uuid.uuid4()),
+                "created_at": CREATED_AT,
+                "updated_at": CREATED_AT,
+                "status": "ENABLED" if body.get("mode") == "ENABLE" else "DISABLED",
+            }
+            server.recurring_runs[recurring["recurring_run_id"]] = recurring
+            return 200, recurring
+        if path.startswith(f"{PREFIX}/recurringruns/") and method == "GET":
+            recurring = server.recurring_runs.get(path.rsplit("/", 1)[1])
+            return (200, recurring) if recurring else (404, {"error": "no such recurring run", "code": 5})
         if path.startswith(f"{PREFIX}/runs/") and method == "GET":
             run = server.runs.get(path.rsplit("/", 1)[1])
             return (200, run) if run else (404, {"error": "no such run", "code": 5})
