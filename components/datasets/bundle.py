@@ -21,6 +21,8 @@ class Dataset:
     `backend_limits`: {Keras backend: why its model cannot train there}; empty when it trains on every backend.
     `data_fields`: the extra `data` fields its ingest takes, {config field: ingest parameter} (csv: label, task, …).
     `schema`: its TFMD schema under schemas/, None when the ingest writes one from the data.
+    `settings`: "package.module:Class" of a pydantic model of its own settings (`data.settings` in a config), so that
+    a dataset of another package brings its settings with it; None when it has none.
     """
 
     name: str
@@ -35,6 +37,7 @@ class Dataset:
     required_data_fields: tuple[str, ...] = ()
     # True: the standard pipeline checks its Examples (statistics → inferred schema → validation) before training.
     validates_data: bool = False
+    settings: str | None = None
 
     @property
     def default_split(self) -> dict[str, int]:
@@ -49,6 +52,15 @@ class Dataset:
 
     def metrics_class(self) -> Any:
         return _load(self.metrics)
+
+    def settings_model(self) -> Any:
+        """The pydantic model of `data.settings`, or None."""
+        return _load(self.settings) if self.settings else None
+
+    def read_settings(self, value: dict[str, Any] | None) -> Any:
+        """`data.settings` (or the ingest's `settings` parameter) as the dataset's typed settings object; a
+        pydantic ValidationError when it does not fit."""
+        return self.settings_model().model_validate(value or {})
 
 
 def _load(path: str) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 
 from kflow.components.datasets import DATASETS, get_dataset
 from kflow.components.trainer.strategies import STRATEGIES
+from kflow.pipeline.app.dataset_settings import settings_problems
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
 from kflow.pipeline.dsl.config_model import DataSection, FiltersSection, default_of
 
@@ -24,7 +25,7 @@ FILTER_DEFAULTS = {
 VALIDATION_FIELDS = ("schema", "on_anomaly")  # Only for datasets that validate their data (Dataset.validates_data).
 # The data fields only some datasets take (components/datasets/bundle.py: Dataset.data_fields): the declared ones
 # but those every dataset has and those of data validation.
-_COMMON_DATA_FIELDS = ("dataset", "source", "filters", "split", "shards_per_split")
+_COMMON_DATA_FIELDS = ("dataset", "source", "filters", "split", "shards_per_split", "settings")
 DATA_FIELDS = tuple(
     field.alias or name
     for name, field in DataSection.model_fields.items()
@@ -211,7 +212,9 @@ def _source(config: PipelineConfig) -> list[str]:
 
 
 # Checks after the first need a registered dataset.
-CHECKS: tuple[Check, ...] = (_splits, _filters, _data_fields, _ingest_parameters, _strategy, _evaluator, _source)
+CHECKS: tuple[Check, ...] = (
+    _splits, _filters, _data_fields, settings_problems, _ingest_parameters, _strategy, _evaluator, _source
+)  # fmt: skip
 
 
 def check_config(config: PipelineConfig, *, local_data: bool = True) -> None:

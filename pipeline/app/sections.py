@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets import get_dataset
+from kflow.pipeline.app.dataset_settings import dataset_settings
 from kflow.pipeline.dsl.config import PipelineConfig
 
 EVALUATOR_FIELDS = ("split", "batch_size", "thresholds", "slices", "seed", "require_baseline")
@@ -31,6 +32,8 @@ def ingest_parameters(config: PipelineConfig) -> dict[str, Any]:
     # Dataset-specific filters; a null keeps the component's default (wikitext2 min_chars 101, quora max_chars 1000).
     parameters.update({name: filters[name] for name in dataset.filters if filters.get(name) is not None})
     parameters.update({name: data[field] for field, name in dataset.data_fields.items() if data.get(field) is not None})
+    if dataset.settings is not None:
+        parameters["settings"] = dataset_settings(config)
     return parameters
 
 

@@ -39,20 +39,37 @@ def generated_schema() -> dict[str, Any]:
     }
 
 
-def schema_text(choices: dict[str, list[str]] | None = None) -> str:
-    """The schema as a file, with `choices` ({dotted field: the names a registry knows}) as those fields' enums.
+def schema_text(choices: dict[str, list[str]] | None = None, settings: dict[str, Any] | None = None) -> str:
+    """The schema as a file, with `choices` ({dotted field: the names a registry knows}) as those fields' enums and
+    `settings` ({dataset: its settings model}) as the alternatives of `data.settings`.
 
     Validation reads the schema without them: the registries' own checks (pipeline/app/config_checks.py) refuse
-    an unknown name with a did-you-mean; the enums are for people and editors reading the file.
+    an unknown name with a did-you-mean and check `data.settings` against its dataset's model; the enums and
+    alternatives are for people and editors reading the file.
     """
     schema = copy.deepcopy(generated_schema())
     for dotted, names in (choices or {}).items():
-        node = schema
-        for part in dotted.split("."):
-            node = node["properties"][part]
+        node = _field(schema, dotted)
         node["enum"] = list(names)
         node.pop("type", None)
+    if settings:
+        node = _field(schema, "data.settings")
+        node.pop("type", None)
+        node["anyOf"] = [*(_settings_schema(name, model) for name, model in settings.items()), {"type": "null"}]
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def _field(schema: dict[str, Any], dotted: str) -> dict[str, Any]:
+    node = schema
+    for part in dotted.split("."):
+        node = node["properties"][part]
+    return node
+
+
+def _settings_schema(dataset: str, model: Any) -> dict[str, Any]:
+    raw = model.model_json_schema(schema_generator=_Schema)
+    body = _tidy(raw, raw.pop("$defs", {}))
+    return {**body, "description": f"data.dataset {dataset}: {body.get('description', model.__name__)}"}
 
 
 def _tidy(node: Any, definitions: dict[str, Any]) -> Any:

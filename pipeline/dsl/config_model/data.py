@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import MISSING, Field
 
@@ -115,6 +115,10 @@ class DataSection(Section):
     """tfds: the TensorFlow Datasets dataset, read from data.source.path (a TFDS data_dir; null: TFDS's default)."""
     csv: CsvSection | None = None
     """csv: how the files are written."""
+    settings: dict[str, Any] | None = None
+    """A dataset's own settings, for datasets that declare them (a plugin's bundle names its settings model:
+    components/datasets/bundle.py, Dataset.settings); validated against that model, its defaults filled, and passed to
+    the dataset's ingest as its `settings` parameter. null: the model's defaults."""
     source: SourceSection = section(SourceSection)
     filters: FiltersSection = section(FiltersSection)
     split: dict[Identifier, PositiveInt] | MISSING = Field(MISSING, json_schema_extra={"required": ["train", "eval"]})
