@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-all lint format bench bench-guides docs clean bytecode
+.PHONY: run test test-all lint format bench bench-guides docs clean bytecode image
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "kflow needs Python 3.11, found " + sys.version.split()[0]'
@@ -40,6 +40,12 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+# The kflow image (deploy/Dockerfile) as localhost/kflow:local, with podman, from a wheelhouse made here; on a
+# stand-in base where python:3.11.13-slim-bookworm cannot be pulled (deploy/build-image.sh; root, podman, runc,
+# debootstrap). Cached in ~/.cache/kflow-image (KFLOW_IMAGE_CACHE) and podman's layers.
+image: $(STAMP)
+	deploy/build-image.sh
 
 bench: bytecode
 	$(BIN)/python bench/mnist_pipeline.py
