@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
+from kflow.pipeline.dsl.artifacts import (
+    ExampleAnomalies,
+    Examples,
+    ExampleStatistics,
+    Model,
+    ModelBlessing,
+    ModelEvaluation,
+    ModelRun,
+    Schema,
+)
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 from kflow.pipeline.dsl.config_model import EvaluatorSection, declared_parameter
 
@@ -16,7 +25,8 @@ class Evaluator(Component):
     (e.g. another Trainer's model in the same pipeline) or the model at `baseline_model_uri` (the
     standard pipeline resolves it, by default to the latest blessed model of the pipeline). The
     baseline's URI is a parameter that affects the output, so a cached verdict is reused
-    only against the same baseline.
+    only against the same baseline. The optional `statistics` and `anomalies` (StatisticsGen's and
+    ExampleValidator's) become the report's data page: `evaluation/statistics.html`, anomalies marked.
     """
 
     spec = ComponentSpec(
@@ -26,8 +36,10 @@ class Evaluator(Component):
             "model": Model,
             "model_run": ModelRun,
             "baseline_model": Model,
+            "statistics": ExampleStatistics,
+            "anomalies": ExampleAnomalies,
         },
-        optional_inputs=frozenset({"model_run", "baseline_model"}),
+        optional_inputs=frozenset({"model_run", "baseline_model", "statistics", "anomalies"}),
         outputs={"evaluation": ModelEvaluation, "blessing": ModelBlessing},
         parameters={
             "split": declared_parameter(EvaluatorSection, "split", str),

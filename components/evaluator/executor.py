@@ -6,8 +6,10 @@ Artifacts written:
     evaluation/kfp_metrics.json  {"scalars": {name: number}, "confusion_matrix": {categories, matrix}, "roc": …}
                                  for KFP's Metrics / ClassificationMetrics artifacts
     evaluation/serving_check.json  the serving SavedModel's outputs against model.keras's (serving_check.py)
-    evaluation/report.html       one self-contained page: verdict, metrics beside the baseline's, checks,
-                                 per-class and slice tables, plots (also as *.png), data and training summaries
+    evaluation/report.html       one self-contained page: verdict, metrics beside the baseline's, checks, what
+                                 the model was trained with, per-class and slice tables, plots (inline SVG; also
+                                 as *.png and *.svg), the training run
+    evaluation/statistics.html   the data's statistics page, anomalies marked (with the `statistics` input)
     blessing/BLESSED | NOT_BLESSED, blessing.json {"blessed", "checks": [...], "baseline_model",
                                  "no_baseline" (why there is none), "model_module_digest" (the sha256 of the
                                  model's user module, checked before it runs as a later run's baseline)}
@@ -16,6 +18,7 @@ Artifacts written:
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,13 +28,26 @@ from kflow.components.datasets.metrics import TaskMetrics, subset
 from kflow.components.datasets.task import Task, task_for_model
 from kflow.components.datasets.user_module import MODULE_FILE
 from kflow.components.evaluator.gate import check_thresholds, describe, run_checks
+from kflow.components.evaluator.provenance import trained_with
 from kflow.components.evaluator.report import write_report
 from kflow.components.evaluator.serving_check import REPORT as SERVING_REPORT
 from kflow.components.evaluator.serving_check import ServingClient, ServingSample, as_check
+from kflow.components.evaluator.slice_order import class_names, in_natural_order
 from kflow.components.models import load_trained
 from kflow.components.util import plots
 from kflow.components.util.input_autotune import untuned
-from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
+from kflow.components.util.statistics_page import statistics_page
+from kflow.components.util.statistics_proto import read_split
+from kflow.pipeline.dsl.artifacts import (
+    ExampleAnomalies,
+    Examples,
+    ExampleStatistics,
+    Model,
+    ModelBlessing,
+    ModelEvaluation,
+    ModelRun,
+    Schema,
+)
 
 log = logging.getLogger("kflow.evaluator")
 
@@ -44,6 +60,8 @@ def run(
     evaluation: ModelEvaluation,
     blessing: ModelBlessing,
     model_run: ModelRun | None = None,
+    statistics: ExampleStatistics | None = None,
+    anomalies: ExampleAnomalies | None = None,
     split: str = "test",
     batch_size: int = 256,
     thresholds: dict[str, dict[str, float]] | None = None,
@@ -84,8 +102,9 @@ def run(
         sample = ServingSample(client)
         overall, by_slice = measure(model, slices, sample)
         metrics = {"split": split, "task": task, "seed": seed, **overall.result()}
+        classes = class_names(metrics)  # Slices in their natural order: buckets by value, classes as the model's.
         metrics["slices"] = {
-            name: {key: accumulator.result() for key, accumulator in sorted(keys.items())}
+            name: {key: accumulator.result() for key, accumulator in in_natural_order(keys, classes).items()}
             for name, keys in by_slice.items()
         }
         baseline_metrics = None
@@ -145,6 +164,8 @@ def run(
             training={key: value for key, value in history.items() if key != "per_epoch"},
             links=_links(examples, model_run),
             title=report_title,
+            provenance=trained_with(model, model_run, examples),
+            statistics_page=_statistics_page(evaluation, statistics, anomalies, report_title),
         )
 
     summary: dict[str, Any] = {
@@ -196,6 +217,25 @@ def _links(examples: Examples, model_run: ModelRun | None) -> dict[str, str]:
     if model_run is not None and model_run.log_dir.exists():
         links["TensorBoard logs"] = str(model_run.log_dir)
     return links
+
+
+def _statistics_page(
+    evaluation: ModelEvaluation,
+    statistics: ExampleStatistics | None,
+    anomalies: ExampleAnomalies | None,
+    title: str | None,
+) -> Path | None:
+    """Writes the data's statistics page beside the report (anomalies marked, where they were checked)."""
+    if statistics is None or not statistics.splits:
+        return None
+    found = None
+    if anomalies is not None and (anomalies.path / "anomalies.json").exists():
+        found = anomalies.summary.get("splits") or {}
+    page = evaluation.path / "statistics.html"
+    protos = {split: read_split(statistics, split) for split in statistics.splits}
+    heading = f"{title}: the data's statistics" if title else "The data's statistics"
+    page.write_text(statistics_page(protos, anomalies=found, title=heading, links={"the report": "report.html"}))
+    return page
 
 
 class _Measure:

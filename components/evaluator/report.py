@@ -1,7 +1,10 @@
 """report.html: one self-contained page (plots embedded) that a browser or the KFP UI's HTML viewer shows.
 
 Order: the verdict and the failed checks, the headline metrics beside the baseline's, every
-check, per-class and slice tables, the plots, then what the model was trained on and how.
+check, what the model was trained with (its settings, tuned or not; the data: rows per split, sources, spans,
+a link to the data's statistics page), per-class and slice tables (slices in their natural order), the plots
+(inline SVG, their text laid out by the browser), then the training run and the related files. Every link is
+relative to the page, so the folder reads the same wherever it is copied.
 """
 
 from __future__ import annotations
@@ -9,11 +12,13 @@ from __future__ import annotations
 import base64
 import html
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from kflow.components.evaluator.gate import describe
+from kflow.components.evaluator.slice_order import class_names, in_natural_order
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1em;padding:0 1em;color:#222}
@@ -22,8 +27,9 @@ td:first-child,th:first-child,.text td,.text th{text-align:left}
 .pass{color:#1a7f37} .fail{color:#c62828;font-weight:bold}
 .verdict{font-size:1.6em;padding:.4em .8em;border-radius:6px;display:inline-block}
 .blessed{background:#e6f4ea;color:#1a7f37} .refused{background:#fde8e8;color:#c62828}
-figure{display:inline-block;margin:.5em;vertical-align:top} figcaption{max-width:40em;font-size:.9em;color:#555}
-img{max-width:100%} .muted{color:#666}
+figure{display:inline-block;margin:.5em;vertical-align:top;max-width:100%}
+figcaption{max-width:40em;font-size:.9em;color:#555}
+img,figure svg{max-width:100%;height:auto} .muted{color:#666}
 """
 
 
@@ -39,11 +45,14 @@ def write_report(
     training: Mapping[str, Any] | None = None,
     links: Mapping[str, str] | None = None,
     title: str | None = None,
+    provenance: Mapping[str, Any] | None = None,
+    statistics_page: Path | None = None,
 ) -> None:
     """Writes the page. `data`: the Examples' stats.json; `training`: the Trainer's history.json
     (without per-epoch rows); `links`: {label: path} of related files (rejects, TensorBoard logs), made
-    relative to the page; `title`: the pipeline's name. Numbers are rounded for reading (four significant
-    digits); metrics.json keeps them whole."""
+    relative to the page; `title`: the pipeline's name; `provenance`: what the model was trained with
+    (provenance.trained_with); `statistics_page`: the data's statistics page, linked. Numbers are rounded
+    for reading (four significant digits); metrics.json keeps them whole."""
     e = html.escape
     failed = [check for check in checks if not check["passed"]]
     verdict = "BLESSED" if blessed else "NOT BLESSED"
@@ -65,14 +74,22 @@ def write_report(
         if checks
         else "<p>No thresholds are configured (evaluator.thresholds): the model is blessed.</p>",
     ]
+    statistics_link = os.path.relpath(statistics_page, path.parent) if statistics_page else None
+    if provenance:
+        parts += _trained_with(provenance, statistics_link)
+    elif statistics_link:
+        parts.append(f"<p><a href='{e(statistics_link)}'>The data's statistics</a></p>")
     parts += _per_class_tables(metrics)
-    parts += ["<h2>Slices</h2>", _slices_table(metrics.get("slices") or {})]
+    slices = {
+        name: in_natural_order(values, class_names(metrics)) for name, values in (metrics.get("slices") or {}).items()
+    }
+    parts += ["<h2>Slices</h2>", _slices_table(slices)]
     parts.append("<h2>Plots</h2>")
-    parts += [_figure(path.parent, figure) for figure in figures] or ["<p>none</p>"]
-    if data:
+    parts += [_figure(path.parent, figure, index) for index, figure in enumerate(figures, 1)] or ["<p>none</p>"]
+    if data and not provenance:
         parts += ["<h2>Data</h2>", _data_summary(data)]
     if training:
-        parts += ["<h2>Training</h2>", _training_summary(training)]
+        parts += ["<h2>Training run</h2>", _training_summary(training)]
     beside = {label: os.path.relpath(target, path.parent) for label, target in (links or {}).items()}
     related = {"metrics.json": "metrics.json", "kfp_metrics.json": "kfp_metrics.json", **beside}
     parts.append(
@@ -135,16 +152,75 @@ def _slices_table(slices: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
         for name, values in slices.items()
         for key, numbers in values.items()
     ]
-    return _table(["slice", "value", *columns], rows) if rows else "<p>No slices configured (evaluator.slices).</p>"
+    if not rows:
+        return "<p>No slices configured (evaluator.slices).</p>"
+    return _table(["slice", "value", *columns], rows).replace("<table>", "<table class=slices>", 1)
 
 
-def _figure(folder: Path, figure: Mapping[str, str]) -> str:
-    encoded = base64.b64encode((folder / figure["file"]).read_bytes()).decode()
+def _figure(folder: Path, figure: Mapping[str, str], index: int) -> str:
+    """The figure inline: its SVG (text the browser lays out) where there is one, else its PNG, base64."""
     e = html.escape
-    return (
-        f"<figure><img src='data:image/png;base64,{encoded}' alt='{e(figure['title'])}'>"
-        f"<figcaption><b>{e(figure['title'])}</b>. {e(figure['caption'])}</figcaption></figure>"
-    )
+    svg = folder / figure["svg"] if figure.get("svg") else None
+    if svg is not None and svg.is_file():
+        drawing = inline_svg(svg.read_text(), f"f{index}-", figure["title"])
+    else:
+        encoded = base64.b64encode((folder / figure["file"]).read_bytes()).decode()
+        drawing = f"<img src='data:image/png;base64,{encoded}' alt='{e(figure['title'])}'>"
+    return f"<figure>{drawing}<figcaption><b>{e(figure['title'])}</b>. {e(figure['caption'])}</figcaption></figure>"
+
+
+_ID = re.compile(r"""(\bid="|url\(#|href="#)([^")]+)""")
+
+
+def inline_svg(text: str, prefix: str, title: str) -> str:
+    """An SVG file's drawing for inlining in HTML: without its XML prologue, each id (and every reference to
+    it) prefixed, so that two drawings' ids (matplotlib's clip paths, markers, gids) never collide."""
+    drawing = text[text.index("<svg") :]
+    ids = set(re.findall(r'\bid="([^"]+)"', drawing))
+    drawing = _ID.sub(lambda m: m.group(1) + (prefix + m.group(2) if m.group(2) in ids else m.group(2)), drawing)
+    return drawing.replace("<svg ", f"<svg role='img' aria-label='{html.escape(title)}' ", 1)
+
+
+def _trained_with(provenance: Mapping[str, Any], statistics_link: str | None) -> list[str]:
+    """The model and its settings (tuned or not), and the data it saw."""
+    e = html.escape
+    model = provenance.get("model") or {}
+    parts = ["<h2>Trained with</h2>"]
+    tuned = provenance.get("tuned")
+    rows = [[e(name.replace("_", " ")), e(_setting(value))] for name, value in model.items()]
+    parts.append("<h3>The model and its settings</h3>" + _table(["setting", "value"], rows, True))
+    if tuned:
+        shown = tuned.get("values", tuned) if isinstance(tuned, Mapping) else tuned
+        items = shown.items() if isinstance(shown, Mapping) else [("settings", shown)]
+        tuned_rows = [[e(str(name)), e(_setting(value))] for name, value in items]
+        parts.append("<p>Tuned: the settings a Tuner chose</p>" + _table(["setting", "value"], tuned_rows, True))
+    else:
+        parts.append("<p class=muted>Not tuned: the config's settings.</p>")
+    data = provenance.get("data") or {}
+    data_rows = [[f"rows in {e(split)}", _number(count)] for split, count in (data.get("rows") or {}).items()]
+    if data.get("read") is not None:
+        data_rows.insert(0, ["rows read", _number(data["read"])])
+    data_rows += [[f"rejected ({e(reason)})", _number(count)] for reason, count in (data.get("rejected") or {}).items()]
+    parts.append("<h3>The data</h3>" + _table(["", "rows"], data_rows))
+    facts = []
+    if data.get("sources"):
+        facts.append("Sources: " + ", ".join(f"<code>{e(str(source))}</code>" for source in data["sources"]))
+    if data.get("spans"):
+        facts.append(f"Spans: {e(_setting(data['spans']))}")
+    if data.get("ingested in run"):
+        facts.append(f"Ingested in run <code>{e(str(data['ingested in run']))}</code>")
+    if statistics_link:
+        facts.append(f"<a href='{e(statistics_link)}'>The data's statistics</a> (per feature and split)")
+    parts += [f"<p>{fact}</p>" for fact in facts]
+    return parts
+
+
+def _setting(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{key}={_setting(item)}" for key, item in value.items()) or "–"
+    if isinstance(value, list | tuple):
+        return ", ".join(_setting(item) for item in value)
+    return _number(value)
 
 
 def _data_summary(stats: Mapping[str, Any]) -> str:

@@ -3,12 +3,12 @@
 Each split's TFRecord shards are read by Beam (`ReadFromTFRecord`), folded into a
 `SplitAccumulator` (components/statistics_gen/statistics.py) by a CombineFn whose partial
 results merge across workers, and written as `Split-<split>/FeatureStats.pb`, a binary
-`DatasetFeatureStatisticsList` as TFX writes it. `statistics.html` summarises every split.
+`DatasetFeatureStatisticsList` as TFX writes it. `statistics.html` shows every feature's splits side by side
+(components/util/statistics_page.py; the Evaluator's copy also marks the anomalies).
 """
 
 from __future__ import annotations
 
-import html
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +19,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
 from kflow.components.statistics_gen.statistics import SplitAccumulator
+from kflow.components.util.statistics_page import statistics_page
 from kflow.components.util.statistics_proto import feature_stats, read_split
 from kflow.pipeline.dsl.artifacts import Examples, ExampleStatistics
 from kflow.pipeline.dsl.beam_options import named_runner
@@ -43,7 +44,7 @@ def run(*, examples: Examples, statistics: ExampleStatistics, beam_args: Sequenc
                 | f"Write[{split}]" >> beam.Map(_write, statistics, split)
             )
     protos = {split: read_split(statistics, split) for split in splits}
-    (statistics.path / "statistics.html").write_text(summary_html(protos))
+    (statistics.path / "statistics.html").write_text(statistics_page(protos))
     summary: dict[str, Any] = {f"{split}_examples": proto.num_examples for split, proto in protos.items()}
     summary["features"] = len({name for proto in protos.values() for name in feature_stats(proto)})
     log.info("statistics: %s", ", ".join(f"{key}={value}" for key, value in summary.items()))
@@ -74,34 +75,3 @@ def _write(accumulator: SplitAccumulator, statistics: ExampleStatistics, split: 
     path = statistics.split_file(split)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(proto.SerializeToString(deterministic=True))
-
-
-def summary_html(protos: dict[str, statistics_pb2.DatasetFeatureStatistics]) -> str:
-    """A self-contained page: per split, one row per feature."""
-    parts = ["<!doctype html><meta charset='utf-8'><title>Feature statistics</title>",
-             "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}"
-             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child"
-             "{text-align:left}</style>", "<h1>Feature statistics</h1>"]  # fmt: skip
-    header = ["feature", "type", "present", "missing", "mean", "std", "min", "median", "max", "unique", "top values"]
-    for split, proto in protos.items():
-        parts.append(f"<h2>{html.escape(split)}: {proto.num_examples} examples</h2><table><tr>")
-        parts += [f"<th>{name}</th>" for name in header] + ["</tr>"]
-        for name, feature in feature_stats(proto).items():
-            parts.append(
-                "<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in _row(name, feature)) + "</tr>"
-            )
-        parts.append("</table>")
-    return "".join(parts) + "\n"
-
-
-def _row(name: str, feature: Any) -> list[Any]:
-    kind = statistics_pb2.FeatureNameStatistics.Type.Name(feature.type).lower()
-    if feature.HasField("string_stats"):
-        stats = feature.string_stats
-        common = stats.common_stats
-        top = ", ".join(f"{value.value[:30]} ({int(value.frequency)})" for value in stats.top_values[:5])
-        return [name, kind, common.num_non_missing, common.num_missing, "", "", "", "", "", stats.unique, top]
-    stats = feature.num_stats
-    common = stats.common_stats
-    numbers = [f"{value:.4g}" for value in (stats.mean, stats.std_dev, stats.min, stats.median, stats.max)]
-    return [name, kind, common.num_non_missing, common.num_missing, *numbers, "", ""]

@@ -1,7 +1,11 @@
 """The Evaluator's plots, drawn with matplotlib on its headless Agg backend.
 
-Each function writes one PNG into `folder` and returns `{"file", "title", "caption"}` for the
-report. Every plot carries its own title, axis labels and legend; captions say what to look at.
+Each function writes one figure into `folder` twice, as a PNG (for MLflow and image viewers) and as an
+SVG whose text stays text (`svg.fonttype: none`), and returns `{"file", "svg", "title", "caption"}` for
+the report, which embeds the SVG: the browser lays its labels out, so they stay sharp, searchable, and
+measurable by tests (tests/browser/). Every plot carries its own title, axis labels and legend; legends
+sit outside the plotting area, so they never hide a point; tick labels turn or the bars lie down when
+there are many. The plotted artists carry ids `kflow-data-<n>`, the legends `kflow-legend-<n>`.
 """
 
 from __future__ import annotations
@@ -34,10 +38,54 @@ def _save(fig: Any, folder: Path, file: str, title: str, caption: str) -> Figure
 
     plt = _pyplot()
     folder.mkdir(parents=True, exist_ok=True)
+    _mark_artists(fig)
     fig.tight_layout()
-    fig.savefig(folder / file, dpi=100, metadata={"Software": f"matplotlib {matplotlib.__version__}"})
+    # "tight": the legends outside the axes are part of the picture.
+    fig.savefig(
+        folder / file, dpi=100, bbox_inches="tight", metadata={"Software": f"matplotlib {matplotlib.__version__}"}
+    )
+    svg = Path(file).with_suffix(".svg").name
+    # Text as <text> elements (not glyph paths); a fixed hash salt keeps the clip-path ids the same on every run.
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "kflow"}):
+        fig.savefig(folder / svg, bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
-    return {"file": file, "title": title, "caption": caption}
+    return {"file": file, "svg": svg, "title": title, "caption": caption}
+
+
+def _mark_artists(fig: Any) -> None:
+    """Ids on what a reader must see: the plotted lines, markers, bars and images, and the legends."""
+    from matplotlib.collections import Collection
+    from matplotlib.image import AxesImage
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+
+    data, legends = 0, 0
+    for axis in fig.axes:
+        for artist in [*axis.lines, *axis.patches, *axis.collections, *axis.images]:
+            if artist.get_gid() is None and isinstance(artist, Line2D | Rectangle | Collection | AxesImage):
+                data += 1
+                artist.set_gid(f"kflow-data-{data}")
+        if axis.get_legend() is not None:
+            legends += 1
+            axis.get_legend().set_gid(f"kflow-legend-{legends}")
+    for legend in fig.legends:
+        legends += 1
+        legend.set_gid(f"kflow-legend-{legends}")
+
+
+def _outside_legend(axis: Any, **options: Any) -> Any:
+    """The axis's legend to the right of its plotting area, where it covers nothing."""
+    return axis.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, **options)
+
+
+def _tick_labels(axis: Any, labels: Sequence[str], *, width_inches: float) -> None:
+    """x tick labels that fit side by side, else turned 45 degrees (their ends under their ticks)."""
+    room = width_inches * 72 / max(len(labels), 1)  # points a label may take
+    longest = max((len(str(label)) for label in labels), default=0) * 6.5  # ~6.5 pt a character at 10 pt
+    if longest <= room * 0.9:
+        axis.set_xticks(range(len(labels)), labels)
+    else:
+        axis.set_xticks(range(len(labels)), labels, rotation=45, ha="right", rotation_mode="anchor")
 
 
 def training_curves(per_epoch: Sequence[Mapping[str, Any]], folder: Path) -> list[Figure]:
@@ -69,9 +117,11 @@ def training_curves(per_epoch: Sequence[Mapping[str, Any]], folder: Path) -> lis
         axis.set(title=name, xlabel="epoch", ylabel=name)
         axis.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
         axis.grid(alpha=0.3)
-        axis.legend()
     for axis in list(axes.flat)[len(names) :]:
         axis.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2)  # below the panels
     caption = "Each metric on the train split (solid) and the eval split (dashed), per epoch."
     return [_save(fig, folder, "training_curves.png", "Training curves", caption)]
 
@@ -86,7 +136,7 @@ def confusion_matrix(matrix: np.ndarray, labels: Sequence[str], folder: Path) ->
     fig, axis = plt.subplots(figsize=(size + 1, size))
     image = axis.imshow(matrix, cmap="Blues")
     fig.colorbar(image, ax=axis, label="examples")
-    axis.set_xticks(range(len(labels)), labels)
+    _tick_labels(axis, labels, width_inches=size - 1)
     axis.set_yticks(range(len(labels)), [f"{label} (recall {r:.3f})" for label, r in zip(labels, recall, strict=True)])
     axis.set(xlabel="predicted label", ylabel="true label", title="Confusion matrix")
     bright = matrix.max() / 2 if matrix.size else 0
@@ -102,13 +152,15 @@ def class_bars(labels: Sequence[str], precision: Sequence[float], recall: Sequen
     plt = _pyplot()
     precision, recall = ([np.nan if v is None else v for v in values] for values in (precision, recall))
     positions = np.arange(len(labels))
-    fig, axis = plt.subplots(figsize=(max(5.0, 0.6 * len(labels) + 2), 3.5))
+    width = max(5.0, 0.6 * len(labels) + 2)
+    fig, axis = plt.subplots(figsize=(width, 3.5))
     axis.bar(positions - 0.2, precision, width=0.4, label="precision")
     axis.bar(positions + 0.2, recall, width=0.4, label="recall")
     low = float(np.nanmin([*precision, *recall, 1.0]))
-    axis.set(xticks=positions, xticklabels=labels, xlabel="class", ylabel="score", ylim=(max(0.0, low - 0.05), 1.0))
+    axis.set(xlabel="class", ylabel="score", ylim=(max(0.0, low - 0.05), 1.0))
+    _tick_labels(axis, labels, width_inches=width - 1.5)
     axis.set_title("Per-class precision and recall")
-    axis.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))  # Beside the plot: over it, it would hide bars.
+    _outside_legend(axis)  # Beside the plot: over it, it would hide bars.
     axis.grid(axis="y", alpha=0.3)
     caption = "Precision and recall of each class; the y axis starts just below the lowest bar."
     return _save(fig, folder, "per_class.png", "Per-class precision and recall", caption)
@@ -116,7 +168,7 @@ def class_bars(labels: Sequence[str], precision: Sequence[float], recall: Sequen
 
 def roc_and_pr_curves(fpr, tpr, roc_auc: float, recall, precision, pr_auc: float, base_rate: float, folder: Path):
     plt = _pyplot()
-    fig, (roc, pr) = plt.subplots(1, 2, figsize=(9, 4))
+    fig, (roc, pr) = plt.subplots(1, 2, figsize=(9, 4.2))
     roc.plot(fpr, tpr, label=f"model (AUC {roc_auc:.3f})")
     roc.plot([0, 1], [0, 1], ":", color="grey", label="chance (AUC 0.5)")
     roc.set(xlabel="false positive rate", ylabel="true positive rate", title="ROC curve")
@@ -125,7 +177,8 @@ def roc_and_pr_curves(fpr, tpr, roc_auc: float, recall, precision, pr_auc: float
     pr.set(xlabel="recall", ylabel="precision", title="Precision-recall curve", ylim=(0, 1.02))
     for axis in (roc, pr):
         axis.grid(alpha=0.3)
-        axis.legend(loc="lower right" if axis is roc else "upper right")
+        # Under the axis (a curve may pass through any corner of it), clear of the axis label.
+        axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), borderaxespad=0.0)
     caption = "Left: true against false positive rate over every threshold; right: precision against recall."
     return _save(fig, folder, "roc_pr_curves.png", "ROC and precision-recall curves", caption)
 
@@ -138,7 +191,7 @@ def predicted_vs_actual(actual: np.ndarray, predicted: np.ndarray, folder: Path)
     axis.plot([low, high], [low, high], ":", color="grey", label="perfect prediction")
     axis.set(xlabel="actual", ylabel="predicted", title="Predicted against actual")
     axis.grid(alpha=0.3)
-    axis.legend(loc="upper left")
+    axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), borderaxespad=0.0)
     caption = "One point per example; points on the dotted line are predicted exactly."
     return _save(fig, folder, "predicted_vs_actual.png", "Predicted against actual", caption)
 
@@ -154,32 +207,57 @@ def score_histogram(scores: np.ndarray, labels: np.ndarray, threshold: float | N
     if threshold is not None:
         axis.axvline(threshold, color="black", linestyle="--", label=f"chosen threshold {threshold:.3f}")
     axis.set(xlabel="predicted probability of the positive class", ylabel="density", title="Scores by true class")
-    axis.legend()
+    _outside_legend(axis)
     caption = "How the model's scores spread for each true class (each histogram normalised to area 1)."
     return _save(fig, folder, "score_histogram.png", "Score histogram", caption)
 
 
+# Past this many slices, or with long names, the bars lie down: their names then read across, one a row.
+_UPRIGHT_SLICES = 6
+_UPRIGHT_NAME = 12
+
+
 def slice_bars(slices: Mapping[str, Mapping[str, Mapping[str, Any]]], metric: str, folder: Path) -> list[Figure]:
-    """One bar chart per slice feature: `metric` per slice value, with each slice's example count."""
+    """One bar chart per slice feature: `metric` per slice value, with each slice's example count, the slices in
+    the order given (metrics.json's: their natural order)."""
     plt = _pyplot()
     figures = []
     for name, values in slices.items():
         keys = [key for key, numbers in values.items() if isinstance(numbers.get(metric), int | float)]
         if not keys:
             continue
-        fig, axis = plt.subplots(figsize=(max(5.0, 0.7 * len(keys) + 2), 3.5))
         heights = [values[key][metric] for key in keys]
-        bars = axis.bar(range(len(keys)), heights)
-        counts = [values[key].get("example_count", "?") for key in keys]
-        axis.bar_label(bars, labels=[f"n={count}" for count in counts], fontsize=8)
-        axis.set(xticks=range(len(keys)), xlabel=name, ylabel=metric, title=f"{metric} by {name}")
-        axis.set_xticklabels(keys, rotation=30 if len(keys) > 6 else 0)
-        axis.set_ylim(0, max(heights) * 1.15 or 1)
-        axis.grid(axis="y", alpha=0.3)
+        counts = [f"n={values[key].get('example_count', '?')}" for key in keys]
+        shown = [_shorter(key, name) for key in keys]
+        upright = len(keys) <= _UPRIGHT_SLICES and max(map(len, shown)) <= _UPRIGHT_NAME
+        top = max(heights) * 1.18 or 1
+        if upright:
+            fig, axis = plt.subplots(figsize=(max(5.0, 0.9 * len(keys) + 2), 3.5))
+            bars = axis.bar(range(len(keys)), heights)
+            axis.set_xticks(range(len(keys)), shown)
+            axis.set(xlabel=name, ylabel=metric, ylim=(min(0, min(heights)), top))
+            axis.grid(axis="y", alpha=0.3)
+        else:
+            fig, axis = plt.subplots(figsize=(7.0, 0.32 * len(keys) + 1.4))
+            bars = axis.barh(range(len(keys)), heights)
+            axis.set_yticks(range(len(keys)), shown)
+            axis.invert_yaxis()  # the first slice on top, as in the table
+            axis.set(ylabel=name, xlabel=metric, xlim=(min(0, min(heights)), top * 1.08))
+            axis.grid(axis="x", alpha=0.3)
+        axis.bar_label(bars, labels=counts, fontsize=8, padding=2)
+        axis.set_title(f"{metric} by {name}")
         caption = f"{metric} on each slice by {name}; n is the slice's example count."
         file = "slices_" + "".join(char if char.isalnum() or char in "_-." else "_" for char in name) + ".png"
         figures.append(_save(fig, folder, file, f"{metric} by {name}", caption))
     return figures
+
+
+def _shorter(key: str, name: str) -> str:
+    """A slice's key without its feature's name, which the axis names once: "age [30,45)" -> "[30,45)"."""
+    for prefix in (f"{name}=", f"{name} "):
+        if key.startswith(prefix) and len(key) > len(prefix):
+            return key[len(prefix) :]
+    return key
 
 
 def against_baseline(values: Mapping[str, float], metric: str, folder: Path, file: str) -> Figure:

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from kflow.components.evaluator import Evaluator
-from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Schema
+from kflow.pipeline.dsl.artifacts import (
+    ExampleAnomalies,
+    Examples,
+    ExampleStatistics,
+    Model,
+    ModelBlessing,
+    ModelEvaluation,
+    ModelRun,
+    Schema,
+)
 from kflow.pipeline.dsl.component import Channel
 
 
@@ -15,8 +24,10 @@ def test_spec_wiring_and_defaults():
         "model": Model,
         "model_run": ModelRun,
         "baseline_model": Model,
+        "statistics": ExampleStatistics,
+        "anomalies": ExampleAnomalies,
     }
-    assert spec.optional_inputs == {"model_run", "baseline_model"}
+    assert spec.optional_inputs == {"model_run", "baseline_model", "statistics", "anomalies"}
     assert dict(spec.outputs) == {"evaluation": ModelEvaluation, "blessing": ModelBlessing}
     assert spec.executor == "kflow.components.evaluator.executor:run"
     evaluator = Evaluator(

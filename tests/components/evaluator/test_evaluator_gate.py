@@ -96,8 +96,9 @@ def test_outputs_plots_report_and_kfp_metrics(sliced):
     report = (evaluation.path / "report.html").read_text()
     assert "BLESSED" in report and "label=7" in report
     assert "<title>digits evaluation: BLESSED</title>" in report and "<h1>digits: mnist model" in report
-    # Self-contained: every plot embedded, nothing fetched from beside the file.
-    assert report.count("src='data:image/png;base64,") == 4 and ".png'" not in report
+    # Self-contained: every plot embedded as SVG whose text is text, nothing fetched from beside the file.
+    assert report.count("<svg role='img'") == 4 and ".png'" not in report and ".svg'" not in report
+    assert "<text " in report
     metrics = evaluation.metrics
     for name, value in metrics.items():  # Every number of metrics.json is on the page, rounded for reading.
         if isinstance(value, float):
