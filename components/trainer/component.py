@@ -5,7 +5,7 @@ from __future__ import annotations
 from kflow.components.datasets.user_module import module_problems, read_module_source
 from kflow.components.trainer.config import TrainerSettings, component_parameters
 from kflow.components.trainer.strategies import get_strategy
-from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, Model, ModelRun, Schema
+from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, HyperParameters, Model, ModelRun, Schema
 from kflow.pipeline.dsl.component import Component, ComponentSpec
 
 
@@ -14,14 +14,21 @@ class Trainer(Component):
 
     `anomalies` (optional): ExampleValidator's verdict on the Examples; the Trainer runs after it
     and logs how many anomalies the data it trains on has (on_anomaly: warn lets them through).
+    `hyperparameters` (optional): a Tuner's best settings, which override these parameters; the Model's
+    metadata.json records them as its `hyperparameters` property.
 
     Outputs `model` (model.keras and the serving SavedModel in Format-Serving/) and
     `model_run` (TensorBoard logs and history.json with per-epoch metrics and throughput).
     """
 
     spec = ComponentSpec(
-        inputs={"examples": Examples, "schema": Schema, "anomalies": ExampleAnomalies},
-        optional_inputs=frozenset({"anomalies"}),
+        inputs={
+            "examples": Examples,
+            "schema": Schema,
+            "anomalies": ExampleAnomalies,
+            "hyperparameters": HyperParameters,
+        },
+        optional_inputs=frozenset({"anomalies", "hyperparameters"}),
         outputs={"model": Model, "model_run": ModelRun},
         parameters=component_parameters(),
         executor="kflow.components.trainer.executor:run",

@@ -24,7 +24,8 @@ from kflow.components.trainer.replica import run_replica
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import in_cluster, is_chief_process
 from kflow.components.trainer.worker import worker_spec
-from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, Model, ModelRun, Schema
+from kflow.components.util.tuned_settings import apply_settings
+from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, HyperParameters, Model, ModelRun, Schema
 from kflow.pipeline.dsl.scratch import scratch_dir
 
 log = logging.getLogger("kflow.trainer")
@@ -38,6 +39,7 @@ def run(
     model_run: ModelRun,
     working_dir: Path | None = None,
     anomalies: ExampleAnomalies | None = None,
+    hyperparameters: HyperParameters | None = None,
     **parameters: Any,
 ) -> dict[str, Any]:
     """Trains the task's model on Split-train (validating on Split-eval when present) and exports it.
@@ -48,6 +50,10 @@ def run(
     `model`, TensorBoard logs and `history.json` into `model_run`, and returns the last epoch's
     metrics. `working_dir` keeps the checkpoints a re-run resumes from.
     """
+    tuned = hyperparameters.best["settings"] if hyperparameters is not None else None
+    if tuned:  # A tuner's best settings (config names: trainer.optimizer.learning_rate) over the parameters.
+        log.info("train: with the tuner's settings %s", ", ".join(f"{k}={v}" for k, v in sorted(tuned.items())))
+        parameters = apply_settings(parameters, tuned)
     settings = TrainerSettings.from_parameters(parameters)
     keep_freed_heap()  # before the first step's tensors (heap.py: half of a CPU step's time, otherwise)
     # Only the blocking anomalies (errors) stop a run; an artifact from before severities counts every one.
@@ -130,6 +136,8 @@ def run(
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
+    if tuned is not None and is_chief_process():
+        model.set_metadata(hyperparameters=tuned)
     last = history["per_epoch"][-1] if history["per_epoch"] else {}
     return {
         "epochs": history["epochs"],

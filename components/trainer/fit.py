@@ -32,6 +32,7 @@ from kflow.components.trainer.training import (
     watched_metric,
     write_process_state,
 )
+from kflow.components.util import epoch_report
 from kflow.components.util.progress import EpochProgress
 from kflow.pipeline.dsl import heartbeat
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
@@ -243,6 +244,7 @@ class EpochLog(keras.callbacks.Callback):
         )
         shown = " ".join(f"{name}={metrics[name]:.4f}" for name in sorted(metrics, key=_display_order))
         log.info("train: epoch %d/%d %s (%.1f s, %.0f ex/s)", epoch + 1, self.total_epochs, shown, seconds, speed)
+        epoch_report.report(epoch + 1, metrics)  # a tuner's trial hears it (and may end the training: pruned)
 
 
 def _display_order(metric: str) -> tuple[bool, bool, str]:

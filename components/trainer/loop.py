@@ -43,6 +43,7 @@ from kflow.components.trainer.training import (
     watched_metric,
     write_process_state,
 )
+from kflow.components.util import epoch_report
 from kflow.components.util.progress import EpochProgress
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 from kflow.pipeline.dsl.scratch import scratch_dir
@@ -192,6 +193,7 @@ def _train(
             save(step)
             shown = " ".join(f"{name}={value:.4f}" for name, value in values.items())
             log.info("train: epoch %d/%d %s (%.1f s, %.0f ex/s)", epoch + 1, config.epochs, shown, seconds, speed)
+            epoch_report.report(epoch + 1, values)  # a tuner's trial hears it (and may end the training: pruned)
             for kind, writer in writers.items():
                 with writer.as_default(step=epoch + 1):
                     for name, value in values.items():

@@ -20,6 +20,7 @@ from kflow.pipeline.app.config_checks import check_config
 from kflow.pipeline.app.declared_pipeline import build_declared_pipeline
 from kflow.pipeline.app.latest_blessed import latest_blessed
 from kflow.pipeline.app.sections import absolute, evaluator_parameters, ingest_parameters, trainer_parameters
+from kflow.pipeline.app.tuning import tune_node
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 from kflow.pipeline.dsl.dag import Pipeline
@@ -42,11 +43,13 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False, local_da
     ingest = dataset.ingest_component()("ingest", parameters=ingest_parameters(config))
     checks = data_checks(config, ingest) if dataset.validates_data else []
     schema = checks[1].outputs["schema"] if checks else ingest.outputs["schema"]
+    tune = tune_node(config, ingest.outputs["examples"], schema)  # with a `tuner` section: its best settings
     train = Trainer(
         "train",
         examples=ingest.outputs["examples"],
         schema=schema,
         anomalies=checks[2].outputs["anomalies"] if checks else None,
+        hyperparameters=tune.outputs["hyperparameters"] if tune else None,
         parameters=trainer_parameters(config),
     )
     evaluate = Evaluator(
@@ -62,7 +65,7 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False, local_da
     )
     return Pipeline(
         name=config.name,
-        components=[ingest, *checks, train, evaluate],
+        components=[ingest, *checks, *([tune] if tune else []), train, evaluate],
         beam_args=config.orchestration_args,
         metadata={"config": config.to_dict(), "config_file": config.source},
     )

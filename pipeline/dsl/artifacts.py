@@ -190,6 +190,40 @@ class Model(Artifact):
     def serving_uri(self) -> Path:
         return self.path / "Format-Serving"
 
+    METADATA_FILE = "metadata.json"
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Properties of the trained model, e.g. `hyperparameters` ({trainer field: value} a tuner chose); {} if none."""
+        path = self.path / self.METADATA_FILE
+        return json.loads(path.read_text()) if path.is_file() else {}
+
+    def set_metadata(self, **properties: Any) -> None:
+        self.write_json(self.METADATA_FILE, {**self.metadata, **properties})
+
+
+class HyperParameters(Artifact):
+    """A hyperparameter search's result (components/tuner).
+
+    Layout:
+        {uri}/best.json      {"settings": {trainer field: value}, "parameters": {Trainer parameter: value},
+                              "objective": {"metric", "direction", "value"}, "trial": n}
+        {uri}/trials.json    every trial: number, state (completed, pruned, failed), settings, value, curve, seconds
+        {uri}/trials.csv     the same, one row a trial
+        {uri}/objective.png  the objective by trial
+        {uri}/study.journal  Optuna's journal of the study (its trials, reports and pruning)
+    """
+
+    type_name = "HyperParameters"
+
+    @property
+    def best(self) -> dict[str, Any]:
+        return self.read_json("best.json")
+
+    @property
+    def trials(self) -> list[dict[str, Any]]:
+        return self.read_json("trials.json")
+
 
 class ModelRun(Artifact):
     """What happened while training: `{uri}/logs/` (TensorBoard) and `{uri}/history.json`."""
@@ -319,6 +353,7 @@ ARTIFACT_TYPES: dict[str, type[Artifact]] = {
         ExampleStatistics,
         ExampleAnomalies,
         Model,
+        HyperParameters,
         ModelRun,
         ModelEvaluation,
         ModelBlessing,

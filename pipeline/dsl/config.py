@@ -20,6 +20,7 @@ import yaml
 
 from kflow.pipeline.dsl.beam_options import section_beam_args
 from kflow.pipeline.dsl.config_data import field_path, plain_data_problems
+from kflow.pipeline.dsl.config_model.tuning import search_space_problems
 from kflow.pipeline.dsl.config_schema import generated_schema
 from kflow.pipeline.dsl.config_yaml import read_yaml
 from kflow.pipeline.dsl.printable import printable
@@ -59,6 +60,7 @@ class PipelineConfig:
     kubeflow: dict[str, Any] = field(default_factory=dict)
     tracking: dict[str, Any] = field(default_factory=dict)
     components: list[dict[str, Any]] | None = None  # a declared DAG (pipeline/app/declared_pipeline.py)
+    tuner: dict[str, Any] | None = None  # a hyperparameter search before the Trainer (components/tuner)
     source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -73,6 +75,8 @@ class PipelineConfig:
             "kubeflow": self.kubeflow,
             "tracking": self.tracking,
         }
+        if self.tuner is not None:  # Only when set: a config without one records the same dict as before.
+            fields["tuner"] = self.tuner
         return fields if self.components is None else {**fields, "components": self.components}
 
     @property
@@ -226,6 +230,7 @@ def validate_config(raw: dict[str, Any], source: str | None = None) -> PipelineC
     validator = DefaultFillingValidator(config_schema())
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     problems = sorted({line for error in errors for line in describe_error(error)})
+    problems += search_space_problems(instance)
     if "data" not in instance and "components" not in instance:
         problems.append("data: is required (or declare the pipeline's components)")
     if problems:

@@ -59,6 +59,7 @@ from kflow.pipeline.dsl.config_model.training import (
     ThresholdSection,
     TrainerSection,
 )
+from kflow.pipeline.dsl.config_model.tuning import ObjectiveSection, SearchDomain, TunerSection, search_space_problems
 
 
 class ComponentEntry(Section):
@@ -90,6 +91,8 @@ class KflowConfig(Section):
     orchestration: OrchestrationSection = section(OrchestrationSection)
     kubeflow: KubeflowSection | MISSING = MISSING
     tracking: TrackingSection = section(TrackingSection)
+    tuner: TunerSection | MISSING = MISSING
+    """A hyperparameter search whose best settings the Trainer trains with (docs/tuning.md); absent: no search."""
     components: list[ComponentEntry] | MISSING = Field(MISSING, min_length=1)
     """A declared DAG of components, in place of the standard ingest -> train -> evaluate. The data, trainer and
     evaluator sections, when given, are the defaults of the ingest, trainer and evaluator nodes."""
@@ -116,6 +119,7 @@ __all__ = [
     "MlflowSection",
     "ModelName",
     "NodeOutput",
+    "ObjectiveSection",
     "Optimizer",
     "OptimizerSection",
     "OrchestrationSection",
@@ -125,6 +129,7 @@ __all__ = [
     "RoleResources",
     "Scalar",
     "Schedule",
+    "SearchDomain",
     "Section",
     "SliceSection",
     "SourceFormat",
@@ -133,8 +138,10 @@ __all__ = [
     "ThresholdSection",
     "TrackingSection",
     "TrainerSection",
+    "TunerSection",
     "declared_parameter",
     "default_of",
     "empty",
+    "search_space_problems",
     "section",
 ]

@@ -1,0 +1,152 @@
+"""Tuner executor: an Optuna study whose trials are processes training with the Trainer's executor.
+
+Ask and tell: this process asks the study for each trial's settings (the sampler sees every trial told so far),
+starts the trial's process (trial.py) with them, at most `parallel_trials` at a time, and tells the study how
+each ended. The study lives in a journal file in the output (`study.journal`, Optuna's JournalStorage), which the
+trial processes open too: they report each epoch's objective there, and the pruner, reading every trial's
+reports, says when a trial falls behind. A trial that fails is recorded and told as failed; the search fails only
+when no trial completes.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from kflow.components.tuner.records import plot_objective, write_best, write_trials
+from kflow.components.tuner.search_space import direction_of, distributions, sampler_and_pruner, settings_of
+from kflow.components.tuner.trial_processes import TrialProcess, TrialProcesses
+from kflow.components.util.tuned_settings import apply_settings
+from kflow.pipeline.dsl.artifacts import Examples, HyperParameters, Schema
+from kflow.pipeline.dsl.scratch import scratch_dir
+
+log = logging.getLogger("kflow.tuner")
+
+STATES = {
+    "completed": optuna.trial.TrialState.COMPLETE,
+    "pruned": optuna.trial.TrialState.PRUNED,
+    "failed": optuna.trial.TrialState.FAIL,
+}
+
+
+def run(
+    *,
+    examples: Examples,
+    schema: Schema,
+    hyperparameters: HyperParameters,
+    working_dir: Path | None = None,
+    search_space: dict[str, dict[str, Any]],
+    algorithm: str,
+    max_trials: int,
+    max_time: float | None,
+    objective_metric: str,
+    objective_direction: str | None,
+    parallel_trials: int,
+    seed: int,
+    trainer: dict[str, Any],
+    trainer_executor: str,
+) -> dict[str, Any]:
+    """Runs up to `max_trials` trials (none started after `max_time` seconds) and writes the best settings, the
+    trials and the objective's plot into `hyperparameters`; returns the best trial's number and objective and the
+    count of trials by how they ended."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # kflow logs each trial itself
+    direction = direction_of(objective_metric, objective_direction)
+    objective = {"metric": objective_metric, "direction": direction}
+    output = hyperparameters.path
+    output.mkdir(parents=True, exist_ok=True)
+    journal = str(output / "study.journal")
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(journal))
+    sampler, pruner = sampler_and_pruner(algorithm, seed, int(trainer.get("epochs") or 1))
+    study = optuna.create_study(
+        study_name="tuner", storage=storage, sampler=sampler, pruner=pruner, direction=direction
+    )
+    space = distributions(search_space)
+    scratch = Path(scratch_dir("tuner")) if working_dir is None else Path(working_dir) / "trials"
+    shutil.rmtree(scratch, ignore_errors=True)  # a re-run searches afresh (the journal is the new output's)
+    log.info(
+        "tune: %s over %s, %d trials (%d at a time)%s, %s %s",
+        algorithm,
+        ", ".join(search_space),
+        max_trials,
+        parallel_trials,
+        f", none started after {max_time:g} s" if max_time else "",
+        direction,
+        objective_metric,
+    )
+    records: list[dict[str, Any]] = []
+    asked: dict[int, tuple[optuna.Trial, dict[str, Any]]] = {}
+    started = time.monotonic()
+    try:
+        with TrialProcesses() as processes:
+            while True:
+                in_time = max_time is None or time.monotonic() - started < max_time
+                while in_time and len(asked) < max_trials and len(processes.running) < parallel_trials:
+                    trial = study.ask(space)
+                    settings = settings_of(trial.params, search_space)
+                    asked[trial.number] = (trial, settings)
+                    spec = {
+                        "examples": examples.uri,
+                        "schema": schema.uri,
+                        "parameters": apply_settings(trainer, settings),
+                        "trainer_executor": trainer_executor,
+                        "storage": journal,
+                        "study": study.study_name,
+                        "algorithm": algorithm,
+                        "seed": seed,
+                        "trial_id": trial._trial_id,
+                        "objective": objective,
+                        "folder": str(scratch / str(trial.number)),
+                    }
+                    processes.start(trial.number, scratch / str(trial.number), spec)
+                if not processes.running:
+                    break
+                ended = processes.next_ended()
+                records.append(_tell(study, ended, *asked[ended.number], output, objective_metric))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # the trials' models and checkpoints: only their records stay
+    records.sort(key=lambda record: record["number"])
+    write_trials(hyperparameters, records)
+    plot_objective(hyperparameters, records, objective_metric, direction)
+    counts = {state: sum(record["state"] == state for record in records) for state in STATES}
+    if not counts["completed"]:
+        errors = [record["error"] for record in records if record["error"]]
+        raise ValueError(
+            f"no trial of the search completed ({counts['pruned']} pruned, {counts['failed']} failed)"
+            + (f"; the first failure: {errors[0]}" if errors else "")
+        )
+    best = next(record for record in records if record["number"] == study.best_trial.number)
+    write_best(hyperparameters, best, objective, apply_settings(trainer, best["settings"]))
+    log.info(
+        "tune: best trial %d: %s=%.4f with %s (%s)",
+        best["number"],
+        objective_metric,
+        best["value"],
+        _shown(best["settings"]),
+        ", ".join(f"{count} {state}" for state, count in counts.items()),
+    )
+    return {"best_trial": best["number"], "best_value": best["value"], **{f"trials_{s}": n for s, n in counts.items()}}
+
+
+def _tell(study: optuna.Study, ended: TrialProcess, trial: optuna.Trial, settings: dict, output: Path, metric: str):
+    """Tells the study how a trial ended, keeps its log (and traceback) in the output, and returns its record."""
+    result = ended.result()
+    state = result["state"]
+    study.tell(trial, result["value"] if state == "completed" else None, state=STATES[state])
+    kept = output / "trials" / str(ended.number)
+    kept.mkdir(parents=True, exist_ok=True)
+    for name in ("trial.log", "error.log"):
+        if (ended.folder / name).is_file():
+            shutil.copyfile(ended.folder / name, kept / name)
+    shown = f"{metric}={result['value']:.4f}" if result["value"] is not None else ""
+    ending = {"completed": shown, "pruned": f"after epoch {result['epochs']}", "failed": result["error"]}[state]
+    log.info("tune: trial %d %s %s (%s) in %.1f s", ended.number, state, ending, _shown(settings), result["seconds"])
+    return {"number": ended.number, "settings": settings, **result}
+
+
+def _shown(settings: dict[str, Any]) -> str:
+    return ", ".join(f"{key.removeprefix('trainer.')}={value}" for key, value in sorted(settings.items()))

@@ -1,0 +1,128 @@
+"""One trial, in a process of its own: `python -m kflow.components.tuner.trial SPEC.json`.
+
+It trains with the Trainer's executor (named in the spec by import path) on a view of the Examples that holds
+Split-train and Split-eval only, so the test split cannot be read; after each epoch (components/util/
+epoch_report.py) it records the epoch's metrics, reports the objective to the Optuna study in the journal the
+tuner shares with its trials, and stops when the study's pruner says so. It writes `result.json` beside the spec:
+{"state": completed | pruned | failed, "value", "curve", "seconds", "error"}; the tuner tells the study.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import math
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+TRAIN_SPLITS = ("train", "eval")
+
+
+def examples_view(examples_uri: str, folder: Path) -> Path:
+    """A folder of links to the Examples' Split-train, Split-eval and their other files (stats.json, ...), not to
+    any other split: what a trial reads holds no test split."""
+    source = Path(examples_uri)
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in source.iterdir():
+        split = entry.name.removeprefix("Split-") if entry.name.startswith("Split-") else None
+        if split is not None and split not in TRAIN_SPLITS:
+            continue
+        link = folder / entry.name
+        if not link.exists():
+            link.symlink_to(entry.resolve(), target_is_directory=entry.is_dir())
+    return folder
+
+
+def trial_value(curve: list[dict[str, float]], metric: str, direction: str, best_epoch_kept: bool) -> float | None:
+    """The objective of a trial: what the model the Trainer ends with scores, the last epoch's, or the best epoch's
+    where early stopping keeps the best epoch's weights (`best_epoch_kept`); None when no epoch scored a number."""
+    values = [epoch[metric] for epoch in curve if metric in epoch and math.isfinite(epoch[metric])]
+    if not values:
+        return None
+    if not best_epoch_kept:
+        return values[-1] if math.isfinite(curve[-1].get(metric, math.nan)) else None
+    return min(values) if direction == "minimize" else max(values)
+
+
+def run_trial(spec: dict[str, Any]) -> dict[str, Any]:
+    import optuna
+
+    from kflow.components.tuner.search_space import sampler_and_pruner
+    from kflow.components.util.epoch_report import listening
+    from kflow.pipeline.dsl.artifacts import Model, ModelRun, Schema
+
+    folder = Path(spec["folder"])
+    metric, direction = spec["objective"]["metric"], spec["objective"]["direction"]
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(spec["storage"]))
+    # The tuner's pruner: load_study's default would be the median pruner, whatever the tuner's algorithm.
+    _, pruner = sampler_and_pruner(spec["algorithm"], spec["seed"], int(spec["parameters"].get("epochs") or 1))
+    study = optuna.load_study(study_name=spec["study"], storage=storage, pruner=pruner)
+    trial = optuna.Trial(study, spec["trial_id"])
+    curve: list[dict[str, float]] = []
+
+    def hear(epoch: int, metrics: dict[str, float]) -> None:
+        curve.append({"epoch": epoch, **{name: float(value) for name, value in metrics.items()}})
+        if metric not in metrics:
+            known = ", ".join(sorted(name for name in metrics if name.startswith("val_")))
+            raise ValueError(f"objective.metric {metric!r} is not a validation metric of this training ({known})")
+        trial.report(float(metrics[metric]), epoch)
+        if trial.should_prune():
+            raise optuna.TrialPruned(f"pruned after epoch {epoch}")
+
+    module, function = spec["trainer_executor"].split(":")
+    train = getattr(importlib.import_module(module), function)
+    started = time.perf_counter()
+    result: dict[str, Any] = {"state": "completed", "error": None}
+    try:
+        with listening(hear):
+            train(
+                examples=_examples(spec, folder),
+                schema=Schema(spec["schema"]),
+                model=Model(folder / "model"),
+                model_run=ModelRun(folder / "model_run"),
+                working_dir=folder / "work",
+                **spec["parameters"],
+            )
+    except optuna.TrialPruned:
+        result["state"] = "pruned"
+    except Exception as error:  # Recorded, not fatal: the search goes on with the other trials.
+        result.update(state="failed", error=f"{type(error).__name__}: {error}")
+        (folder / "error.log").write_text(traceback.format_exc())
+    result.update(
+        curve=curve,
+        epochs=len(curve),
+        value=trial_value(curve, metric, direction, spec["parameters"].get("early_stopping_patience") is not None)
+        if result["state"] == "completed"
+        else None,
+        last=curve[-1].get(metric) if curve else None,
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    if result["state"] == "completed" and result["value"] is None:
+        result.update(state="failed", error=f"objective.metric {metric!r} ended the training as no number")
+    return result
+
+
+def _examples(spec: dict[str, Any], folder: Path) -> Any:
+    from kflow.pipeline.dsl.artifacts import Examples
+
+    return Examples(examples_view(spec["examples"], folder / "examples"))
+
+
+def main(argv: list[str]) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    spec_file = Path(argv[0])
+    spec = json.loads(spec_file.read_text())
+    result = run_trial(spec)
+    written = spec_file.with_name("result.json.partial")
+    written.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    os.replace(written, spec_file.with_name("result.json"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,48 @@
+"""The config's `tuner` section as the Tuner's parameters, and the standard pipeline's `tune` node.
+
+With a `tuner` section the standard pipeline runs `tune` before `train` on the same Examples and schema, and the
+Trainer takes its `hyperparameters`; in a declared pipeline a `type: tuner` node takes the section as its
+defaults and a trainer node wires `inputs: {hyperparameters: <tuner>.hyperparameters}`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kflow.components.datasets.user_module import module_problems, read_module_source
+from kflow.components.tuner import Tuner
+from kflow.pipeline.app.sections import trainer_parameters
+from kflow.pipeline.dsl.component import Channel
+from kflow.pipeline.dsl.config import PipelineConfig
+
+TUNE_NODE = "tune"
+
+
+def tuner_parameters(config: PipelineConfig) -> dict[str, Any]:
+    """The `tuner` section as the Tuner's parameters; the trials start from the `trainer` section's parameters."""
+    trainer = trainer_parameters(config)
+    module = trainer.get("module")
+    if module and not module_problems(module):  # read now, as the Trainer reads it (its source is in the cache key)
+        trainer["module_source"] = read_module_source(module)
+    tuner = config.tuner or {}
+    if not tuner:
+        return {"trainer": trainer}
+    objective = tuner["objective"]
+    return {
+        "search_space": tuner["search_space"],
+        "algorithm": tuner["algorithm"],
+        "max_trials": tuner["max_trials"],
+        "max_time": None if tuner.get("max_time") is None else float(tuner["max_time"]),
+        "objective_metric": objective["metric"],
+        "objective_direction": objective.get("direction"),
+        "parallel_trials": tuner["parallel_trials"],
+        "seed": tuner["seed"],
+        "trainer": trainer,
+    }
+
+
+def tune_node(config: PipelineConfig, examples: Channel, schema: Channel) -> Tuner | None:
+    """The standard pipeline's `tune` node when the config has a `tuner` section, else None."""
+    if not config.tuner:
+        return None
+    return Tuner(TUNE_NODE, examples=examples, schema=schema, parameters=tuner_parameters(config))

@@ -1,0 +1,107 @@
+"""The Tuner's executor on iris through the real CSV ingest: real trial processes training with the Trainer's
+executor, an Optuna study in a journal file, pruning, a failing trial, and the test split never read."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from kflow.pipeline.dsl.artifacts import Examples, HyperParameters, Rejects, Schema
+
+REPO = Path(__file__).resolve().parents[3]
+IRIS = REPO / "pipeline" / "configs" / "data" / "iris.csv"
+
+
+@pytest.fixture(scope="module")
+def iris(tmp_path_factory):
+    """iris through the CSV ingest, its test split then replaced by bytes no reader takes: a trial that read it
+    would fail (root reads any file whatever its mode, so unreadable files prove nothing here)."""
+    from kflow.components.datasets.csv.ingest.executor import run as ingest
+
+    folder = tmp_path_factory.mktemp("iris")
+    examples, schema = Examples(folder / "examples"), Schema(folder / "schema")
+    ingest(
+        examples=examples,
+        schema=schema,
+        rejects=Rejects(folder / "rejects"),
+        source_path=str(IRIS),
+        label="species",
+        problem_type="classification",
+        split={"train": 8, "eval": 1, "test": 1},
+    )
+    for path in examples.split_files("test"):
+        Path(path).write_bytes(b"not a gzipped TFRecord: a trial read the test split")
+    return examples, schema
+
+
+def trainer_parameters(**overrides):
+    from kflow.components.trainer.config import component_parameters
+
+    defaults = {name: p.default for name, p in component_parameters().items() if not p.required}
+    return {**defaults, "dataset": "csv", "model_name": "tabular_mlp", "epochs": 4, "batch_size": 16, **overrides}
+
+
+def test_a_search_records_every_trial_prunes_and_reads_no_test_split(iris, tmp_path):
+    from kflow.components.tuner.executor import run
+
+    examples, schema = iris
+    output = HyperParameters(tmp_path / "hyperparameters")
+    summary = run(
+        examples=examples,
+        schema=schema,
+        hyperparameters=output,
+        working_dir=tmp_path / "work",
+        search_space={
+            "trainer.optimizer.learning_rate": {"log_uniform": [1e-5, 0.05]},
+            "trainer.model_options.hidden_units": {"choice": [[8], [32, 16]]},
+            "trainer.optimizer.name": {"choice": ["adam", "no_such_optimizer"]},
+        },
+        algorithm="successive_halving",
+        max_trials=6,
+        max_time=None,
+        objective_metric="val_loss",
+        objective_direction=None,
+        parallel_trials=2,
+        seed=0,  # its first four draws: three trials with adam, then one with the optimizer the Trainer refuses
+        trainer=trainer_parameters(),
+        trainer_executor="kflow.components.trainer.executor:run",
+    )
+    trials = output.trials
+    states = [trial["state"] for trial in trials]
+    assert len(trials) == 6 and sorted(t["number"] for t in trials) == list(range(6))
+    # A failing trial (an optimizer the Trainer refuses) is recorded with its error; the others went on.
+    failed = [t for t in trials if t["state"] == "failed"]
+    assert failed and all("no_such_optimizer" in t["error"] for t in failed)
+    assert all(t["settings"]["trainer.optimizer.name"] == "no_such_optimizer" for t in failed)
+    # No trial read the test split: every trial the Trainer accepted trained all its epochs or was pruned.
+    assert all(t["settings"]["trainer.optimizer.name"] == "adam" for t in trials if t["state"] != "failed")
+    for trial in trials:
+        if trial["state"] == "completed":
+            assert trial["epochs"] == 4 and trial["value"] == trial["curve"][-1]["val_loss"]
+        if trial["state"] == "pruned":  # stopped early by the pruner, after fewer epochs than the trainer's 4
+            assert trial["epochs"] < 4 and trial["value"] is None
+    # Successive halving keeps, at epoch 1, only the best of the trials there so far: a later trial behind is pruned.
+    assert summary["trials_pruned"] == states.count("pruned") >= 1
+    assert summary["trials_completed"] == states.count("completed") >= 1
+    assert summary["trials_failed"] == len(failed)
+    best = output.best
+    completed = [t for t in trials if t["state"] == "completed"]
+    assert best["objective"] == {
+        "metric": "val_loss",
+        "direction": "minimize",
+        "value": min(t["value"] for t in completed),
+    }
+    assert best["parameters"]["learning_rate"] == best["settings"]["trainer.optimizer.learning_rate"]
+    assert best["parameters"]["model_options"] == {
+        "hidden_units": best["settings"]["trainer.model_options.hidden_units"]
+    }
+    with open(output.path / "trials.csv") as file:
+        rows = list(csv.DictReader(file))
+    assert [row["state"] for row in rows] == states
+    assert (output.path / "objective.png").stat().st_size > 1000
+    assert (output.path / "study.journal").is_file()
+    # The trials' models and checkpoints are gone; their logs are kept.
+    assert not (tmp_path / "work" / "trials").exists()
+    assert (output.path / "trials" / str(failed[0]["number"]) / "error.log").is_file()
