@@ -74,6 +74,7 @@ def write_report(
         if checks
         else "<p>No thresholds are configured (evaluator.thresholds): the model is blessed.</p>",
     ]
+    here = published_folder(path.parent)
     statistics_link = os.path.relpath(statistics_page, path.parent) if statistics_page else None
     if provenance:
         parts += _trained_with(provenance, statistics_link)
@@ -90,7 +91,7 @@ def write_report(
         parts += ["<h2>Data</h2>", _data_summary(data)]
     if training:
         parts += ["<h2>Training run</h2>", _training_summary(training)]
-    beside = {label: os.path.relpath(target, path.parent) for label, target in (links or {}).items()}
+    beside = {label: os.path.relpath(target, here) for label, target in (links or {}).items()}
     related = {"metrics.json": "metrics.json", "kfp_metrics.json": "kfp_metrics.json", **beside}
     parts.append(
         "<p class=muted>Files: " + ", ".join(f"<a href='{e(href)}'>{e(label)}</a>" for label, href in related.items())
@@ -102,6 +103,16 @@ def write_report(
         f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{e(title or 'kflow')} evaluation: {verdict}</title>"
         f"<style>{_STYLE}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n"
     )
+
+
+def published_folder(folder: Path) -> Path:
+    """Where `folder` is read from once its node has run: under `kflow run` a node writes into
+    `<run>/.staging/<node>-<random>/<output>/`, published as `<run>/<node>/<output>/` (docs/runs.md), one level
+    higher, so a link out of the output folder is made relative to the published one."""
+    staging = folder.parent
+    if staging.parent.name == ".staging" and "-" in staging.name:
+        return staging.parent.parent / staging.name.rsplit("-", 1)[0] / folder.name
+    return folder
 
 
 def _table(header: list[str], rows: list[list[str]], text: bool = False) -> str:

@@ -131,7 +131,7 @@ def _figures(feature: Any, total: int) -> str:
             ("zeros", f"{stats.num_zeros / max(common.num_non_missing, 1):.1%}"),
         ]
     missing = common.num_missing / total if total else 0.0
-    rows.insert(0, ("missing", f"{missing:.1%}"))
+    rows.insert(0, ("missing", f"{missing:.1%} ({common.num_missing:,})"))
     rows.insert(0, ("present", f"{common.num_non_missing:,}"))
     return "<table>" + "".join(f"<tr><td>{label}</td><td>{value}</td></tr>" for label, value in rows) + "</table>"
 
