@@ -2,7 +2,7 @@
 
 Read from what the run recorded, never from the config the Evaluator was given (a cached model may come from
 an earlier run with other settings): the Model's own assets (`task.json`: the model and its options; a Tuner's
-`hyperparameters`, where the Model has them), the ModelRun's `history.json`, the Examples' `stats.json` (rows
+`hyperparameters` in its metadata.json), the ModelRun's `history.json`, the Examples' `stats.json` (rows
 per split, rejects) and `spans` where the Examples record them, and, where the artifacts sit in a kflow run
 folder (`kflow run`), that run's `run.json`: the Trainer's parameters and the ingest's source files, from the
 run that produced each artifact. On Kubeflow there is no run.json beside an artifact; the section then shows
@@ -110,13 +110,14 @@ def _tuned(model: Model) -> Any:
 
 
 def _metadata(artifact: Artifact, name: str) -> Any:
-    """An artifact's `name` property, or its `<name>.json`, where it has one; None otherwise."""
+    """An artifact's `name` property: an attribute of its own, or a key of its `metadata.json` (a Model's
+    `hyperparameters`, the Examples' `spans`); None where it has none."""
     try:
         value = getattr(artifact, name, None)
     except (OSError, ValueError, KeyError):  # a property over a file the artifact lacks
         value = None
     if value is None:
-        value = _read_json(artifact.path / f"{name}.json") or None
+        value = _read_json(artifact.path / "metadata.json").get(name)
     return value or None
 
 
