@@ -27,7 +27,7 @@ run: bytecode
 # everything but the tests marked slow. Under 15 minutes on 2 cores. It includes the docs
 # (tests/docs: `mkdocs build --strict`, the config reference, the kflow commands the pages show).
 test: bytecode
-	$(BIN)/python -m pytest -m "not slow" -q --durations=15
+	$(BIN)/python -m pytest -m "not slow and not containers" -q --durations=15
 
 test-all: bytecode
 	$(BIN)/python -m pytest -q

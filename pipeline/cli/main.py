@@ -144,6 +144,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     submit.set_defaults(command=_submit)
 
+    rehearse = commands.add_parser(
+        "rehearse",
+        parents=[verbosity],
+        help="compile a pipeline and play it here with every task in a container of the image: before kflow submit",
+    )
+    with_config(rehearse)
+    rehearse.add_argument("--image", help="the image the tasks run (default localhost/kflow:local: make image)")
+    rehearse.add_argument("--root", help="where the rehearsal's files go (default PIPELINE_ROOT/rehearsals/NAME/TIME)")
+    rehearse.add_argument("--processes", action="store_true", help="run every task as a process here, no containers")
+    rehearse.set_defaults(command=_rehearse)
+
     show = commands.add_parser("show", parents=[verbosity], help="print a run as a table")
     show.add_argument("run_dir", help="a run folder, or a pipeline folder for its newest run")
     show.add_argument("--json", action="store_true", help="print run.json instead")
@@ -352,6 +363,12 @@ def _submit(args: argparse.Namespace) -> int:
     from kflow.pipeline.app.commands import submit_command
 
     return submit_command(args)
+
+
+def _rehearse(args: argparse.Namespace) -> int:
+    from kflow.pipeline.app.rehearse import rehearse_command
+
+    return rehearse_command(args)
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -1,0 +1,112 @@
+"""`kflow rehearse CONFIG`: the last check before `kflow submit` — the config compiled, and the compiled pipeline.yaml
+played on this machine with every task in a container of the kflow image, as a cluster would run it.
+
+The player (pipeline/rehearsal/kfp_player.py) stands in for KFP's driver and launcher; each task is `podman run` of
+the image named by `--image` (default: what `make image` builds) as uid 10001, read-only, without capabilities
+(pipeline/rehearsal/podman.py). Where no engine or no image is found, every task runs as a process here, said in one
+line. Host paths the compiled tasks read (a data source, a schema) are mounted read-only at their own paths, said in one
+line: on a cluster they must be on the shared volume or in a bucket (kflow compile warns about each).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kflow.pipeline.app.commands import compile_config
+from kflow.pipeline.dsl.config import load_config
+from kflow.pipeline.rehearsal import podman
+from kflow.pipeline.rehearsal.kfp_player import ContainerTasks, ProcessTasks, TaskRunner, play
+
+
+def rehearsal_folders(config_path: str, overrides: list[str], root: str | None) -> tuple[Path, Path]:
+    """(the rehearsal's folder, the PVCs' folders): `--root` holds both; by default
+    `<pipeline_root>/rehearsals/<name>/<time>`, the PVCs beside it for the next rehearsal (the baselines' store)."""
+    if root:
+        return Path(root).resolve(), Path(root).resolve() / "volumes"
+    config = load_config(config_path, overrides)
+    pipeline = (Path(config.pipeline_root) / "rehearsals" / config.name).resolve()
+    return pipeline / time.strftime("%Y%m%d-%H%M%S"), pipeline / "volumes"
+
+
+def host_inputs(package: Path, root: Path) -> list[Path]:
+    """The existing paths of this machine that the compiled tasks are given as constants (data sources, schemas):
+    what the pods would read from the shared volume or a bucket."""
+    ir = next(yaml.safe_load_all(package.read_text()))
+    values: list[Any] = [
+        spec.get("defaultValue") for spec in ir["root"].get("inputDefinitions", {}).get("parameters", {}).values()
+    ]
+
+    def walk(dag: dict[str, Any]) -> None:
+        for task in dag.get("tasks", {}).values():
+            for ref in task.get("inputs", {}).get("parameters", {}).values():
+                values.append(ref.get("runtimeValue", {}).get("constant"))
+
+    walk(ir["root"]["dag"])
+    for component in ir["components"].values():
+        walk(component.get("dag", {}))
+    found = set()
+    for value in values:
+        if isinstance(value, str) and value.startswith("/") and "\n" not in value and len(value) < 4096:
+            path = Path(value)
+            if path.exists() and not path.resolve().is_relative_to(root) and path != Path("/"):
+                found.add(path)
+    return sorted(found)
+
+
+def task_runner(image: str, package: Path, root: Path, force_processes: bool) -> tuple[TaskRunner, str]:
+    """The runner of the tasks and the line saying how they run."""
+    why = "--processes" if force_processes else podman.unavailable(image)
+    if why:
+        return ProcessTasks(), f"every task runs as a process here ({why})"
+    inputs = host_inputs(package, root)
+    line = f"every task runs in a container of {image} (podman: uid 10001, read-only root, no capabilities)"
+    if inputs:
+        line += (
+            f"; mounted read-only at their own paths: {', '.join(map(str, inputs))} "
+            "(on a cluster: the shared volume or a bucket)"
+        )
+    return ContainerTasks(podman.Podman(), inputs), line
+
+
+def blessing(outputs: dict[str, dict[str, Any]]) -> str | None:
+    """'BLESSED' or 'NOT BLESSED' from the pipeline's evaluators; None when none ran."""
+    verdicts = [
+        (Path(found.path) / "BLESSED").exists()
+        for task in outputs.values()
+        for name, found in task.items()
+        if name == "blessing" and hasattr(found, "path")
+    ]
+    if not verdicts:
+        return None
+    return "BLESSED" if all(verdicts) else "NOT BLESSED"
+
+
+def rehearse_command(args) -> int:
+    image = args.image or podman.LOCAL_IMAGE
+    root, volumes = rehearsal_folders(args.config, args.overrides, args.root)
+    root.mkdir(parents=True, exist_ok=True)
+    package = compile_config(args.config, root / "pipeline.yaml", args.overrides, image)
+    runner, line = task_runner(image, package, root, args.processes)
+    print(f"kflow rehearse: {line}", file=sys.stderr)
+    started = time.monotonic()
+    try:
+        outputs = play(package, root / "play", cwd=Path.cwd(), volumes=volumes, tasks=runner)
+    except RuntimeError as error:  # a task that failed: its exit and the end of its log
+        print(f"kflow rehearse: {error}", file=sys.stderr)
+        return 1
+    finally:
+        if isinstance(runner, ContainerTasks):
+            runner.podman.remove_all()
+    ran = [name for name, found in outputs.items() if not found.get("skipped")]
+    verdict = blessing(outputs)
+    print(
+        f"rehearsed {args.config} in {time.monotonic() - started:.0f} s: {len(ran)} tasks ({', '.join(ran)}) in {root}"
+    )
+    if verdict:
+        print(verdict)
+    return 1 if verdict == "NOT BLESSED" else 0
