@@ -17,14 +17,22 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from kflow.components.datasets.task import Task, task_for_model
+from kflow.components.datasets.task import task_for_model
 from kflow.components.models import load_trained
+from kflow.components.util.predictions import (
+    CSV,
+    JSONL,
+    TFRECORD,
+    class_names,
+    csv_header,
+    csv_row,
+    prediction_entry,
+    prediction_example,
+)
 from kflow.components.util.schema import annotation_tags, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, InferenceResult, Model, ModelBlessing, Schema
 
 log = logging.getLogger("kflow.bulk_inferrer")
-
-TFRECORD, JSONL, CSV = "predictions.tfrecord.gz", "predictions.jsonl", "predictions.csv"
 
 
 def run(
@@ -49,7 +57,7 @@ def run(
 
     task = task_for_model(model, schema.file)
     keras_model = load_trained(model.keras_file, task.model_name)
-    classes = _class_names(task)
+    classes = class_names(task)
     folder = inference_result.split_uri(split)
     folder.mkdir(parents=True)
     count = 0
@@ -61,9 +69,7 @@ def run(
         (folder / CSV).open("w", newline="") as table,
     ):
         writer = csv.writer(table)
-        writer.writerow(
-            ["key", "label", *(["predicted_class", *(f"score_{c}" for c in classes)] if classes else ["prediction"])]
-        )
+        writer.writerow(csv_header(classes, labelled=True))
         for batch in batches.as_numpy_iterator():
             outputs = np.asarray(keras_model.predict_on_batch(batch[0]), np.float64)
             labels = np.asarray(batch[1]).reshape(len(outputs), -1)[:, 0] if len(batch) > 1 else [None] * len(outputs)
@@ -71,10 +77,10 @@ def run(
                 key = next(keys, None)
                 if key is None:
                     raise RuntimeError(f"the {split} split yields more predictions than it has records")
-                entry = _entry(key, label, output, classes)
-                records.write(_example(entry).SerializeToString())
+                entry = prediction_entry(key, output, classes, label)
+                records.write(prediction_example(entry).SerializeToString())
                 lines.write(json.dumps(entry, ensure_ascii=False) + "\n")
-                writer.writerow(_row(entry, classes))
+                writer.writerow(csv_row(entry, classes))
                 count += 1
     if next(keys, None) is not None:
         raise RuntimeError(f"the model scored {count} records of the {split} split, which holds more")
@@ -84,15 +90,6 @@ def run(
     )
     log.info("bulk_inferrer: %d records of %s scored into %s", count, split, folder)
     return {"inferred": True, "count": count}
-
-
-def _class_names(task: Task) -> list[str]:
-    classes = getattr(task, "classes", None)
-    if classes:
-        return [str(name) for name in classes]
-    if count := getattr(task, "num_classes", None):
-        return [str(index) for index in range(int(count))]
-    return []
 
 
 def _key_feature(schema: Schema) -> str | None:
@@ -112,43 +109,3 @@ def _keys(examples: Examples, split: str, key_feature: str | None) -> Iterator[s
             feature = tf.train.Example.FromString(serialized.numpy()).features.feature[key_feature]
             values = getattr(feature, feature.WhichOneof("kind") or "bytes_list").value
             yield values[0].decode() if isinstance(values[0], bytes) else str(values[0])
-
-
-def _entry(key: str, label: Any, output: np.ndarray, classes: list[str]) -> dict[str, Any]:
-    entry: dict[str, Any] = {"key": key}
-    if classes:
-        if output.ndim != 1 or len(output) != len(classes):
-            raise ValueError(f"the model gives {output.shape} outputs a record; its task has {len(classes)} classes")
-        entry["label"] = None if label is None else classes[int(label)]
-        entry["predicted_class"] = classes[int(np.argmax(output))]
-        entry["scores"] = {name: float(score) for name, score in zip(classes, output, strict=True)}
-        return entry
-    if output.size != 1:
-        raise ValueError(f"the model gives {output.shape} outputs a record: only classes or one number are scored")
-    entry["label"] = None if label is None else float(label)
-    entry["prediction"] = float(output.reshape(-1)[0])
-    return entry
-
-
-def _example(entry: dict[str, Any]) -> tf.train.Example:
-    example = tf.train.Example()
-    features = example.features.feature
-    features["key"].bytes_list.value.append(entry["key"].encode())
-    if entry.get("label") is not None:
-        if isinstance(entry["label"], str):
-            features["label"].bytes_list.value.append(entry["label"].encode())
-        else:
-            features["label"].float_list.value.append(entry["label"])
-    if "scores" in entry:
-        features["predicted_class"].bytes_list.value.append(entry["predicted_class"].encode())
-        features["scores"].float_list.value.extend(entry["scores"].values())
-    else:
-        features["prediction"].float_list.value.append(entry["prediction"])
-    return example
-
-
-def _row(entry: dict[str, Any], classes: list[str]) -> list[Any]:
-    row = [entry["key"], "" if entry["label"] is None else entry["label"]]
-    if classes:
-        return [*row, entry["predicted_class"], *(entry["scores"][name] for name in classes)]
-    return [*row, entry["prediction"]]

@@ -71,6 +71,11 @@ class Task:
         ingest's count of its records)."""
         raise NotImplementedError
 
+    def inputs(self, serialized: tf.Tensor) -> Any:
+        """The model's inputs for a batch of serialized Examples that may have no label (data to score): what
+        `dataset` gives as `x` for the same records."""
+        raise ValueError(f"the {self.name} task cannot score data without a label yet (tabular data can)")
+
     def build_model(self) -> keras.Model:
         """The uncompiled Keras model (built inside the strategy scope by the caller)."""
         raise NotImplementedError

@@ -18,6 +18,7 @@ from typing import Any
 import keras
 import numpy as np
 import tensorflow as tf
+from google.protobuf import text_format
 
 from kflow.components.datasets.task import Task
 from kflow.components.datasets.user_module import MODULE_FILE, load_module
@@ -189,6 +190,9 @@ def export_model(task: Task, trained: keras.Model, model: Model, *, serving: boo
         task.save_model_inputs(model.assets_uri)
     classes = task.serving_classes()
     write_classes(model.assets_uri, classes)
+    # The schema it reads data by goes with the model: new data is scored by it (kflow predict), in any process.
+    model.assets_uri.mkdir(parents=True, exist_ok=True)
+    model.training_schema_file.write_text(text_format.MessageToString(task.schema))
     if serving:
         write_serving(plain, model.serving_uri, classes)
 

@@ -33,6 +33,7 @@ COMPONENT_TYPES: dict[str, str] = {
     "evaluator": "kflow.components.evaluator:Evaluator",
     "pusher": "kflow.components.pusher:Pusher",
     "bulk_inferrer": "kflow.components.bulk_inferrer:BulkInferrer",
+    "predict": "kflow.components.predictor:Predictor",
     "statistics_gen": "kflow.components.statistics_gen:StatisticsGen",
     "schema_gen": "kflow.components.schema_gen:SchemaGen",
     "example_validator": "kflow.components.example_validator:ExampleValidator",

@@ -155,6 +155,25 @@ def _parser() -> argparse.ArgumentParser:
     rehearse.add_argument("--processes", action="store_true", help="run every task as a process here, no containers")
     rehearse.set_defaults(command=_rehearse)
 
+    predict = commands.add_parser(
+        "predict",
+        parents=[verbosity],
+        help="score new data (no label, no split) with a trained model: each row's prediction beside its key",
+    )
+    with_config(predict)
+    predict.add_argument("--data", required=True, help="the data to score: a file, a folder or a glob pattern")
+    predict.add_argument(
+        "--model", help="latest (the default: the pipeline's latest blessed model), a run id or folder, a Model folder"
+    )
+    predict.add_argument("--key", help="the data's key column (default: data.key; without one: FILE:LINE)")
+    predict.add_argument(
+        "--format", dest="data_format", help="the data's format when it is not the config's dataset (csv, parquet)"
+    )
+    predict.add_argument("-o", "--output", required=True, help="the folder to write (new or empty)")
+    predict.add_argument("--batch-size", type=int, default=256, help="rows a model call (default 256)")
+    predict.add_argument("--pipeline-root", help="where the pipeline's runs are (overrides pipeline_root)")
+    predict.set_defaults(command=_predict)
+
     show = commands.add_parser("show", parents=[verbosity], help="print a run as a table")
     show.add_argument("run_dir", help="a run folder, or a pipeline folder for its newest run")
     show.add_argument("--json", action="store_true", help="print run.json instead")
@@ -369,6 +388,12 @@ def _rehearse(args: argparse.Namespace) -> int:
     from kflow.pipeline.app.rehearse import rehearse_command
 
     return rehearse_command(args)
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from kflow.pipeline.app.predict import predict_command
+
+    return predict_command(args)
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -151,6 +151,7 @@ class Model(Artifact):
         {uri}/Format-Serving/      the exported TensorFlow SavedModel, for serving
         {uri}/assets/task.json     what reads data for it: {"dataset", "model_name", "model_options"}
         {uri}/assets/user_module.py the trainer.module it was built with, if any (code: see `module_digest`)
+        {uri}/assets/schema.pbtxt  the schema of the Examples it was trained on (what scoring parses new data by)
     {uri}/assets/…             the task's own assets (a vocabulary, class weights, …)
     """
 
@@ -158,6 +159,7 @@ class Model(Artifact):
     kfp_schema_title = "system.Model"
     TASK_FILE = "task.json"
     MODULE_FILE = "user_module.py"
+    SCHEMA_FILE = "schema.pbtxt"
 
     @property
     def assets_uri(self) -> Path:
@@ -189,6 +191,11 @@ class Model(Artifact):
     @property
     def serving_uri(self) -> Path:
         return self.path / "Format-Serving"
+
+    @property
+    def training_schema_file(self) -> Path:
+        """The schema of the Examples the model was trained on (written since issue 53: a model carries it)."""
+        return self.assets_uri / self.SCHEMA_FILE
 
     METADATA_FILE = "metadata.json"
 

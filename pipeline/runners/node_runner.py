@@ -189,9 +189,10 @@ def published_paths_in_logs() -> contextlib.AbstractContextManager[None]:
     return _rewriting_log_records(_name_published_paths)
 
 
-def skip_reason(node: Component, upstream: dict[str, dict[str, ArtifactRef]]) -> str | None:
-    """Why `node` does not run: an input whose producer was skipped, or a `run_if` model that is not blessed."""
-    channels = [*node.inputs.values(), *([node.run_if] if node.run_if else [])]
+def skip_reason(node: Component, upstream: dict[str, dict[str, ArtifactRef]], inputs_known: bool = True) -> str | None:
+    """Why `node` does not run: an input whose producer was skipped, or a `run_if` model that is not blessed.
+    `inputs_known=False` (kflow plan, before the upstream nodes ran): only the verdict, from `upstream`'s blessing."""
+    channels = [*node.inputs.values(), *([node.run_if] if node.run_if else [])] if inputs_known else []
     for channel in channels:
         if channel.output not in upstream.get(channel.producer, {}):
             return f"{channel.producer} was skipped"

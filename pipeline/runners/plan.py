@@ -5,7 +5,10 @@ the runner does (the component's code version, its parameters, its inputs' finge
 content: an ingest's data is read and hashed, as a run would), looks it up in the cache the same way, and
 says whether the node would be reused (and from which run) or run, and why: what differs from the node's
 last execution (`changes`, which `kflow diff` uses too). A node that runs only if an upstream model is
-blessed is `skipped` when that verdict is cached and negative, and `run if blessed` while it is unknown.
+blessed is `skipped` when that verdict is cached and negative, and `run if blessed` while it is unknown (also
+when its outputs are cached: reused then, skipped otherwise), as is every node downstream of it. Each node's
+line is one decision, made from its upstream nodes' decisions, so no two lines contradict each other;
+tests/pipeline/runners/test_plan_matches_run.py runs what was planned.
 """
 
 from __future__ import annotations
@@ -89,12 +92,14 @@ def _plan_node(
     plans: dict[str, NodePlan],
     enable_cache: bool,
 ) -> NodePlan:
+    # One decision a node, from its upstream nodes' decisions (never from what the plan has not produced: a node
+    # whose inputs run is not skipped for want of their outputs), in the runner's words (node_runner.skip_reason).
     producers = [channel.producer for channel in [*node.inputs.values(), *([node.run_if] if node.run_if else [])]]
     skipped = [producer for producer in producers if plans[producer].action == "skipped"]
     if skipped:
-        return NodePlan(node.id, "skipped", [f"{skipped[0]} is skipped"])
+        return NodePlan(node.id, "skipped", [f"{skipped[0]} was skipped"])
     if node.run_if is not None and plans[node.run_if.producer].action == "cached":
-        reason = skip_reason(node, outputs)
+        reason = skip_reason(node, {node.run_if.producer: outputs[node.run_if.producer]}, inputs_known=False)
         if reason:
             return NodePlan(node.id, "skipped", [reason])
     inputs = {name: artifact_fingerprint(fingerprints[ch.producer], ch.output) for name, ch in node.inputs.items()}
@@ -102,9 +107,17 @@ def _plan_node(
     data = node.data_fingerprint()
     fingerprint = execution_fingerprint(node, inputs, data)
     planned = facts(type(node).code_version(), node.cache_parameters, inputs, data)
+    # Whether the node runs at all waits on a verdict the run has yet to give: its own, or an upstream node's.
+    condition = None
+    if node.run_if is not None and plans[node.run_if.producer].action != "cached":
+        condition = f"if {node.run_if.producer}.{node.run_if.output} blesses its model"
+    elif conditional := [producer for producer in producers if plans[producer].action == "run if blessed"]:
+        condition = f"if {conditional[0]} runs"  # skipped with its upstream node, if that one is
     cached = find_cached(pipeline_dir, node.id, fingerprint) if enable_cache else None
     if cached:
         execution, source_run = cached
+        if condition:  # reused then, skipped otherwise: never "cached" before the verdict
+            return NodePlan(node.id, "run if blessed", [f"reused from run {source_run}", condition], None, fingerprint)
         outputs[node.id] = dict(execution.outputs)
         return NodePlan(node.id, "cached", [], source_run, fingerprint)
     last = _last_execution(pipeline_dir, node.id)
@@ -117,9 +130,8 @@ def _plan_node(
     if not enable_cache:
         why = ["--no-cache"]
     action = "run"
-    if node.run_if is not None and plans[node.run_if.producer].action != "cached":
-        action = "run if blessed"
-        why = [*why, f"if {node.run_if.producer}.{node.run_if.output} blesses its model"]
+    if condition:
+        action, why = "run if blessed", [*why, condition]
     return NodePlan(node.id, action, why, None, fingerprint)
 
 

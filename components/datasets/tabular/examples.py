@@ -16,14 +16,19 @@ from kflow.pipeline.dsl.config import did_you_mean
 
 PROBLEM_TYPES = ("classification", "regression")
 KINDS = {"int64_list": "int", "float_list": "float", "bytes_list": "string"}
+# Data to score without a key column: each record's FILE:LINE (or FILE:ROW), the key its prediction is written with.
+SOURCE_ROW = "__source_row__"
 _PROTO_TYPES = {"int": schema_pb2.INT, "bool": schema_pb2.INT, "float": schema_pb2.FLOAT, "string": schema_pb2.BYTES}
 
 
-def build_schema(types: Mapping[str, str], label: str, problem_type: str, key: str | None) -> schema_pb2.Schema:
+def build_schema(
+    types: Mapping[str, str], label: str | None, problem_type: str | None, key: str | None
+) -> schema_pb2.Schema:
     """The TFMD schema of the Examples: one scalar feature per column; the label and key tagged by role.
 
     Tags (`annotation.tag`): `kflow_type=<type>` on every feature, `role=label` and `task=<task>` on the
-    label, `role=key` on the key column. Only the label (and the key) are required to be present.
+    label, `role=key` on the key column. Only the label (and the key) are required to be present. Data to score
+    has no label (None).
     """
     schema = schema_pb2.Schema()
     for name, kind in types.items():
@@ -40,8 +45,23 @@ def build_schema(types: Mapping[str, str], label: str, problem_type: str, key: s
     return schema
 
 
+def scored_schema(types: Mapping[str, str], key: str | None) -> schema_pb2.Schema:
+    """The schema of data to score (no label): its columns, and its key tagged role=key: the key column, else
+    SOURCE_ROW, each record's place in its source (`FILE:LINE` of a CSV, `FILE#ROW` of a Parquet file)."""
+    if key is not None:
+        return build_schema(types, None, None, key)
+    if SOURCE_ROW in types:
+        raise ValueError(f"the column {SOURCE_ROW!r} is the name kflow gives each record's place in its source")
+    return build_schema({**types, SOURCE_ROW: "string"}, None, None, SOURCE_ROW)
+
+
 def check_problem_type(label: Any, problem_type: Any, key: Any, columns: Any) -> None:
-    """Refuses a label, task or key the data does not have (`columns`: the feature or column names)."""
+    """Refuses a label, task or key the data does not have (`columns`: the feature or column names); a label of
+    None is data to score, which has no label and no task."""
+    if label is None and problem_type is None:
+        if key is not None and key not in columns:
+            raise ValueError(f"data.key: {key!r} is not a column of the data (columns: {', '.join(columns)})")
+        return
     if not isinstance(label, str) or label not in columns:
         close = did_you_mean(label, columns) if isinstance(label, str) else ""
         raise ValueError(f"data.label: {label!r} is not a column of the data{close} (columns: {', '.join(columns)})")

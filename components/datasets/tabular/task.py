@@ -261,6 +261,13 @@ class TabularTask(Task):
         spec = {name: _spec(kind) for name, kind in self.types.items()}
         spec[self.label] = tf.io.FixedLenFeature([1], _dtype(self.label_type))
         parsed = tf.io.parse_example(serialized, spec)
+        return self._features(parsed), tf.reshape(parsed[self.label], [-1])
+
+    def inputs(self, serialized: tf.Tensor) -> dict[str, tf.Tensor]:
+        """The model's inputs, as `dataset` gives them, of Examples without a label (data to score)."""
+        return self._features(tf.io.parse_example(serialized, {name: _spec(kind) for name, kind in self.types.items()}))
+
+    def _features(self, parsed: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         features = {}
         for name, kind in self.types.items():
             value = parsed[name]
@@ -271,7 +278,7 @@ class TabularTask(Task):
                 else:
                     value = tf.where(parsed[name] == _INT_MISSING, tf.constant(np.nan, tf.float32), value)
             features[name] = value
-        return features, tf.reshape(parsed[self.label], [-1])
+        return features
 
     # --- Model --------------------------------------------------------------------------------------
 

@@ -23,7 +23,12 @@ class CsvIngest(Component):
                 str, is_path=True, description="A CSV file (plain or gzipped), a folder of them, or a glob pattern."
             ),
             source_format=Parameter(str, default="auto", description="auto | csv (the same: files are CSV)."),
-            label=Parameter(str, description="The column to predict."),
+            label=Parameter(
+                str,
+                optional=True,
+                description="The column to predict; null: data to score (`kflow predict`): no label column, every "
+                "record kept, each keyed by its key column or its `FILE:LINE` (the `__source_row__` feature).",
+            ),
             problem_type=Parameter(
                 str,
                 optional=True,

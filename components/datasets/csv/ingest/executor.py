@@ -36,12 +36,13 @@ from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.csv.ingest.source import Dialect, resolve, scan_files, source_facts
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash
-from kflow.components.datasets.tabular.examples import build_schema
+from kflow.components.datasets.tabular.examples import SOURCE_ROW, build_schema, scored_schema
 from kflow.components.ingest import beam_ingest, ingest_records, ingest_staging
 from kflow.components.ingest.compressed import is_gzip, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.ingest_records import INVALID, kind_of, make_reject, raw_text
 from kflow.components.ingest.split_plan import StratifiedPlan
+from kflow.components.util.example_proto import example_of, feature_encoder
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,8 @@ def run(
 ) -> dict[str, Any]:
     """Ingests the CSV files; returns {"read": N, "<split>": n, ..., "rejected": r, "invalid": i, "filtered": f}."""
     split = DEFAULT_SPLIT if split is None else split
-    ingest_records.check_split_shares(split, ("train", "eval", "test"))
+    # Without a label the data is to score (`kflow predict`): any split names, e.g. {score: 1}.
+    ingest_records.check_split_shares(split, ("train", "eval", "test") if label is not None else ())
     ingest_records.check_fraction("max_invalid_fraction", max_invalid_fraction)
     if source_format not in ("auto", "csv"):
         raise ValueError(f"csv: source_format must be auto or csv, got {source_format!r}")
@@ -94,7 +96,7 @@ def run(
             )
         if key is not None:  # A second pass only for the keys: most CSVs declare none.
             scan = scan_files(files, dialect, key=key, max_records=max_records, sample=infer_rows, readable=readable)
-        proto = build_schema(types, label, problem_type, key)
+        proto = scored_schema(types, key) if label is None else build_schema(types, label, problem_type, key)
         schema.path.mkdir(parents=True, exist_ok=True)
         schema.file.write_text(text_format.MessageToString(proto))
         if scan.read == 0:
@@ -126,7 +128,8 @@ def run(
             log.info("csv ingest: reading again with %s as float", ", ".join(repr(name) for name, _ in widened))
             types = {**types, **{name: "float" for name, _ in widened}}
             widenable = widenable - {name for name, _ in widened}
-            schema.file.write_text(text_format.MessageToString(build_schema(types, label, problem_type, key)))
+            proto = scored_schema(types, key) if label is None else build_schema(types, label, problem_type, key)
+            schema.file.write_text(text_format.MessageToString(proto))
             for folder in (examples.path, rejects.path):
                 shutil.rmtree(folder)
                 folder.mkdir(parents=True)
@@ -156,8 +159,8 @@ class ChunkProcessor:
     header: tuple[str, ...]
     types: dict[str, str]
     dialect: Dialect
-    label: str
-    problem_type: str
+    label: str | None  # None: data to score, each record keyed by its key column or its position (SOURCE_ROW)
+    problem_type: str | None
     key: str | None
     widenable: frozenset[str] = frozenset()  # Inferred int columns: a decimal there is DECIMAL_IN_INT, not bad.
 
@@ -192,6 +195,9 @@ class ChunkProcessor:
                     )
                     continue
                 key = str(values[self.key]) if self.key else f"{content_hash(fields)}|{position}"
+                if self.label is None and self.key is None:
+                    # A second `features` field merges into the first (protobuf): the record's FILE:LINE beside it.
+                    example += example_of([feature_encoder(SOURCE_ROW, "bytes")(position)])
                 group = str(values[self.label]) if self.problem_type == "classification" else "all"
                 accepted.append((key, group, example))
         return accepted, found
@@ -215,7 +221,7 @@ class ChunkProcessor:
             example, values = self._encoder(fields)
         except cols.BadValue:
             return b"", {}, fields, self._bad_value(fields)
-        if self.label not in values:
+        if self.label is not None and self.label not in values:
             return b"", {}, fields, ("missing_label", {"column": self.label})
         if self.key is not None:
             if self.key not in values:

@@ -21,7 +21,12 @@ class ParquetIngest(Component):
                 str, is_path=True, description="A Parquet file, a folder of *.parquet files, or a glob pattern."
             ),
             source_format=Parameter(str, default="auto", description="auto | parquet (the same)."),
-            label=Parameter(str, description="The column to predict."),
+            label=Parameter(
+                str,
+                optional=True,
+                description="The column to predict; null: data to score (`kflow predict`): no label column, every "
+                "record kept, each keyed by its key column or its `FILE#ROW` (the `__source_row__` feature).",
+            ),
             problem_type=Parameter(
                 str,
                 optional=True,

@@ -26,7 +26,7 @@ from google.protobuf import text_format
 from kflow.components.datasets.parquet.ingest.source import RowGroup, as_text, inspect_source, open_file, resolve
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash, serialized_example
-from kflow.components.datasets.tabular.examples import build_schema
+from kflow.components.datasets.tabular.examples import SOURCE_ROW, build_schema, scored_schema
 from kflow.components.ingest import beam_ingest, ingest_records
 from kflow.components.ingest.ingest_records import kind_of, make_reject
 from kflow.components.ingest.repeats import RepeatFinder
@@ -58,7 +58,8 @@ def run(
 ) -> dict[str, Any]:
     """Ingests the Parquet files; returns {"read": N, "<split>": n, ..., "rejected": r, "invalid": i, ...}."""
     split = DEFAULT_SPLIT if split is None else split
-    ingest_records.check_split_shares(split, ("train", "eval", "test"))
+    # Without a label the data is to score (`kflow predict`): any split names, e.g. {score: 1}.
+    ingest_records.check_split_shares(split, ("train", "eval", "test") if label is not None else ())
     ingest_records.check_fraction("max_invalid_fraction", max_invalid_fraction)
     if source_format not in ("auto", "parquet"):
         raise ValueError(f"parquet: source_format must be auto or parquet, got {source_format!r}")
@@ -74,7 +75,10 @@ def run(
     files = resolve(source_path)
     groups, read = row_groups(files, key, max_records)
     schema.path.mkdir(parents=True, exist_ok=True)
-    schema.file.write_text(text_format.MessageToString(build_schema(facts.types, label, facts.problem_type, key)))
+    proto = (
+        scored_schema(facts.types, key) if label is None else build_schema(facts.types, label, facts.problem_type, key)
+    )
+    schema.file.write_text(text_format.MessageToString(proto))
     if read == 0:
         raise ValueError(f"parquet: {', '.join(files)} hold no records")
     log.info("parquet ingest: %d records in %d row group(s) of %d file(s)", read, len(groups), len(files))
@@ -138,8 +142,8 @@ class RowGroupProcessor:
 
     header: tuple[str, ...]
     types: dict[str, str]
-    label: str
-    problem_type: str
+    label: str | None  # None: data to score, each record keyed by its key column or its position (SOURCE_ROW)
+    problem_type: str | None
     key: str | None
 
     def __call__(self, group: RowGroup) -> tuple[list, list]:
@@ -158,6 +162,8 @@ class RowGroupProcessor:
                 continue
             identity = str(values[self.key]) if self.key else f"{content_hash([as_text(v) for v in raw])}|{position}"
             group_name = str(values[self.label]) if self.problem_type == "classification" else "all"
+            if self.label is None and self.key is None:
+                values[SOURCE_ROW] = position
             accepted.append((identity, group_name, serialized_example(values)))
         return accepted, found
 
@@ -178,7 +184,7 @@ class RowGroupProcessor:
                 values[column] = values[column].strip()
                 if not values[column]:
                     del values[column]
-        if self.label not in values:
+        if self.label is not None and self.label not in values:
             return {}, ("missing_label", {"column": self.label})
         if self.key is not None:
             if self.key not in values:

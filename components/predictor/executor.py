@@ -1,0 +1,211 @@
+"""Predictor executor: a split of Examples through the model in a Beam pipeline, batched, into three files.
+
+    split files ─ records (file, index, serialized) ─ batches of `batch_size` ─ score: the model's inputs as the
+    task reads them (`Task.inputs`: no label needed), one model call a batch ─ entries ─┬─ predictions.jsonl
+                                                                                       ├─ predictions.csv
+                                                                                       └─ predictions.tfrecord.gz
+
+A record's key is its key feature's value (the scored data's schema tags it `role=key`: the data's key column, or
+the ingest's `__source_row__`, `FILE:LINE` of the source) or else `<shard file>#<index>`. The rows come in no
+particular order: join them on the key. Each worker loads the model once (`DoFn.setup`), with its custom objects
+registered from the model's own assets (`models.load_trained`), so it scores after a cached Trainer as well.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import apache_beam as beam
+import numpy as np
+import tensorflow as tf
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from kflow.components.datasets.task import Task, task_for_model
+from kflow.components.ingest.compressed import open_source
+from kflow.components.ingest.tfrecord_file import read_records
+from kflow.components.models import load_trained
+from kflow.components.util.predictions import (
+    CSV,
+    JSONL,
+    TFRECORD,
+    class_names,
+    csv_header,
+    csv_row,
+    prediction_entry,
+    prediction_example,
+)
+from kflow.components.util.schema import annotation_tags, load_schema
+from kflow.pipeline.dsl.artifacts import Examples, InferenceResult, Model, Schema
+from kflow.pipeline.dsl.beam_options import named_runner
+from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
+
+log = logging.getLogger("kflow.predictor")
+
+
+def run(
+    *,
+    model: Model,
+    examples: Examples,
+    predictions: InferenceResult,
+    schema: Schema | None = None,
+    split: str | None = None,
+    batch_size: int = 256,
+    beam_args: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Scores `split` (unset: the Examples' only split); returns {"count": records scored, "split": split}."""
+    split = _split(examples, split)
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    if not model.training_schema_file.is_file():
+        raise ValueError(
+            f"the model {model.uri} has no assets/{Model.SCHEMA_FILE} (the schema it was trained on): "
+            "it was trained by an earlier kflow; train it again to score with it"
+        )
+    task = task_for_model(model, model.training_schema_file)
+    classes = class_names(task)
+    key_feature, key_type = None, "string"
+    if schema is not None:
+        scored = load_schema(schema.file)
+        check_columns(task, scored)
+        tags = {feature.name: annotation_tags(scored, feature.name) for feature in scored.feature}
+        key_feature = next((name for name, tagged in tags.items() if tagged.get("role") == "key"), None)
+        key_type = tags[key_feature].get("kflow_type", "string") if key_feature else key_type
+    folder = predictions.split_uri(split)
+    folder.mkdir(parents=True)
+    header = _csv_text(csv_header(classes, labelled=False))
+    score = _Score(str(model.uri), key_feature, key_type, classes)
+    with beam_pipeline(PipelineOptions(named_runner(list(beam_args)))) as pipeline:
+        entries = (
+            pipeline
+            | "Files" >> beam.Create(examples.split_files(split))
+            | "Records" >> beam.FlatMap(_records)
+            | "Batch" >> beam.BatchElements(min_batch_size=min(batch_size, 32), max_batch_size=batch_size)
+            | "Score" >> beam.ParDo(score)
+        )
+        single = {"num_shards": 1, "shard_name_template": ""}
+        _ = (
+            entries
+            | "Json" >> beam.Map(lambda entry: json.dumps(entry, ensure_ascii=False))
+            | "WriteJson" >> beam.io.WriteToText(str(folder / JSONL), **single)
+        )
+        _ = (
+            entries
+            | "Row" >> beam.Map(_csv_line, classes)
+            | "WriteCsv" >> beam.io.WriteToText(str(folder / CSV), header=header, **single)
+        )
+        _ = (
+            entries
+            | "Example" >> beam.Map(_serialized_example)
+            | "WriteTFRecord"
+            >> beam.io.WriteToTFRecord(str(folder / TFRECORD), compression_type=CompressionTypes.GZIP, **single)
+        )
+    with (folder / JSONL).open() as lines:
+        count = sum(1 for _ in lines)
+    predictions.write_json(
+        InferenceResult.RECORD,
+        {
+            "inferred": True,
+            "split": split,
+            "count": count,
+            "model": model.uri,
+            "examples": examples.uri,
+            "key": key_feature or "<shard file>#<index>",
+            "classes": classes,
+            "outputs": [TFRECORD, JSONL, CSV],
+        },
+    )
+    log.info("predict: %d records of %s scored into %s", count, split, folder)
+    return {"count": count, "split": split}
+
+
+def check_columns(task: Task, scored: Any) -> None:
+    """One line for the first column the model reads that the scored data lacks or holds as another type."""
+    trained = task.schema
+    names = {feature.name for feature in scored.feature}
+    needed = list(getattr(task, "input_features", None) or [])
+    missing = [name for name in needed if name not in names]
+    if missing:
+        raise ValueError(
+            f"the data has no column {', '.join(map(repr, missing))}, which the model reads "
+            f"(it reads {', '.join(needed)})"
+        )
+    for name in needed:
+        want = _parsed_as(annotation_tags(trained, name).get("kflow_type"))
+        have = _parsed_as(annotation_tags(scored, name).get("kflow_type"))
+        if want and have and want != have:
+            raise ValueError(
+                f"the data's column {name!r} holds {have} values; the model was trained on {want} ones "
+                f"(declare it in the ingest's columns: {{{name}: {annotation_tags(trained, name).get('kflow_type')}}})"
+            )
+
+
+def _parsed_as(kind: str | None) -> str | None:
+    """How a feature of this kflow type is stored: bool as int (0/1)."""
+    return {"bool": "int"}.get(kind, kind) if kind else None
+
+
+def _split(examples: Examples, split: str | None) -> str:
+    splits = examples.splits
+    if split is None:
+        if len(splits) != 1:
+            shown = ", ".join(splits) or "none"
+            raise ValueError(f"the Examples have the splits {shown}: name the one to score (split)")
+        return splits[0]
+    if split not in splits:
+        raise ValueError(f"the Examples have no split {split!r} (splits: {', '.join(splits) or 'none'})")
+    return split
+
+
+def _records(path: str) -> Iterator[tuple[str, bytes]]:
+    """(`<file>#<index>`, serialized Example) of each record of a gzipped TFRecord shard, streamed."""
+    name = Path(path).name
+    with open_source(path) as stream:
+        for index, (offset, record) in enumerate(read_records(stream)):
+            if record is None:
+                raise ValueError(f"{path}: a broken TFRecord at byte {offset} of its uncompressed stream")
+            yield f"{name}#{index}", record
+
+
+class _Score(beam.DoFn):
+    """A batch of (key, serialized Example) → one entry a record; the model is loaded once a worker."""
+
+    def __init__(self, model_uri: str, key_feature: str | None, key_type: str, classes: list[str]):
+        self.model_uri, self.key_feature, self.key_type, self.classes = model_uri, key_feature, key_type, classes
+
+    def setup(self) -> None:
+        model = Model(self.model_uri)
+        self.task = task_for_model(model, model.training_schema_file)
+        self.keras_model = load_trained(model.keras_file, self.task.model_name)
+
+    def process(self, batch: list[tuple[str, bytes]]) -> Iterator[dict[str, Any]]:
+        serialized = tf.constant([record for _, record in batch])
+        outputs = np.asarray(self.keras_model.predict_on_batch(self.task.inputs(serialized)), np.float64)
+        keys = [key for key, _ in batch] if self.key_feature is None else self._keys(serialized)
+        for key, output in zip(keys, outputs.reshape(len(batch), -1), strict=True):
+            yield prediction_entry(key, output, self.classes)
+
+    def _keys(self, serialized: tf.Tensor) -> list[str]:
+        dtype = {"int": tf.int64, "bool": tf.int64, "float": tf.float32}.get(self.key_type, tf.string)
+        values = tf.io.parse_example(serialized, {self.key_feature: tf.io.FixedLenFeature([1], dtype)})
+        return [v.decode() if isinstance(v, bytes) else str(v) for v in values[self.key_feature].numpy()[:, 0].tolist()]
+
+
+def _csv_text(row: list[Any]) -> str:
+    text = io.StringIO()
+    csv.writer(text, lineterminator="").writerow(row)
+    return text.getvalue()
+
+
+def _csv_line(entry: dict[str, Any], classes: list[str]) -> str:
+    return _csv_text(csv_row(entry, classes))
+
+
+def _serialized_example(entry: dict[str, Any]) -> bytes:
+    return prediction_example(entry).SerializeToString()

@@ -1,0 +1,73 @@
+"""A record's prediction as the BulkInferrer and the Predictor write it (InferenceResult's layout): a TFRecord
+Example, a JSON line and a CSV row, each with the record's key, the class and a probability per class (by name) for
+a classifier, or the value for a regression."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+TFRECORD, JSONL, CSV = "predictions.tfrecord.gz", "predictions.jsonl", "predictions.csv"
+
+
+def class_names(task: Any) -> list[str]:
+    """The task's class names in the order of the model's scores; [] for a model that outputs a number."""
+    classes = getattr(task, "classes", None)
+    if classes:
+        return [str(name) for name in classes]
+    if count := getattr(task, "num_classes", None):
+        return [str(index) for index in range(int(count))]
+    return []
+
+
+def prediction_entry(key: str, output: np.ndarray, classes: list[str], label: Any = ...) -> dict[str, Any]:
+    """{"key", ["label",] "predicted_class", "scores": {class: probability}} or {"key", ["label",] "prediction"};
+    `label` (a class index or a number, None when missing) only for labelled data."""
+    entry: dict[str, Any] = {"key": key}
+    if classes:
+        if output.ndim != 1 or len(output) != len(classes):
+            raise ValueError(f"the model gives {output.shape} outputs a record; its task has {len(classes)} classes")
+        if label is not ...:
+            entry["label"] = None if label is None else classes[int(label)]
+        entry["predicted_class"] = classes[int(np.argmax(output))]
+        entry["scores"] = {name: float(score) for name, score in zip(classes, output, strict=True)}
+        return entry
+    if output.size != 1:
+        raise ValueError(f"the model gives {output.shape} outputs a record: only classes or one number are scored")
+    if label is not ...:
+        entry["label"] = None if label is None else float(label)
+    entry["prediction"] = float(output.reshape(-1)[0])
+    return entry
+
+
+def prediction_example(entry: dict[str, Any]) -> tf.train.Example:
+    example = tf.train.Example()
+    features = example.features.feature
+    features["key"].bytes_list.value.append(entry["key"].encode())
+    if entry.get("label") is not None:
+        if isinstance(entry["label"], str):
+            features["label"].bytes_list.value.append(entry["label"].encode())
+        else:
+            features["label"].float_list.value.append(entry["label"])
+    if "scores" in entry:
+        features["predicted_class"].bytes_list.value.append(entry["predicted_class"].encode())
+        features["scores"].float_list.value.extend(entry["scores"].values())
+    else:
+        features["prediction"].float_list.value.append(entry["prediction"])
+    return example
+
+
+def csv_header(classes: list[str], labelled: bool) -> list[str]:
+    scores = ["predicted_class", *(f"score_{name}" for name in classes)] if classes else ["prediction"]
+    return ["key", *(["label"] if labelled else []), *scores]
+
+
+def csv_row(entry: dict[str, Any], classes: list[str]) -> list[Any]:
+    row = [entry["key"]]
+    if "label" in entry:
+        row.append("" if entry["label"] is None else entry["label"])
+    if classes:
+        return [*row, entry["predicted_class"], *(entry["scores"][name] for name in classes)]
+    return [*row, entry["prediction"]]

@@ -1,0 +1,247 @@
+"""`kflow predict`: new data, without a label and without a split, scored by a trained model.
+
+    CONFIG's ingest (label: null, one split `score`, the model's columns typed as it was trained) ─ Examples
+    ─ the Predictor (components/predictor: Beam, batched) ─ predictions beside each row's key
+
+The model is the latest blessed one of the config's pipeline (as `evaluator.baseline: latest_blessed` finds it),
+a run's (a run id or folder), or a Model folder. Everything lands in OUT: `examples/` (the scored data as an
+Examples artifact, Split-score: what skew is computed on), `schema/`, `rejects/`, `predictions/`
+(Split-score/predictions.csv, .jsonl, .tfrecord.gz) and `predict.json`. OUT is written under a staging name and
+renamed when complete, so it never holds half a result.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kflow.components.datasets import DATASETS, get_dataset
+from kflow.components.datasets.tabular.examples import SOURCE_ROW
+from kflow.components.util.predictions import CSV, JSONL, TFRECORD
+from kflow.pipeline.app.latest_blessed import blessed_model, model_identity
+from kflow.pipeline.app.sections import absolute, ingest_parameters
+from kflow.pipeline.dsl.artifacts import Examples, InferenceResult, Model, Rejects, Schema
+from kflow.pipeline.dsl.component import load_executor
+from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
+from kflow.pipeline.runners.run_record import RUN_FILE, Run, earlier_runs
+
+log = logging.getLogger("kflow.predict")
+
+SPLIT = "score"
+LATEST = ("latest", "latest_blessed")
+FILES = (CSV, JSONL, TFRECORD)
+
+
+@dataclass(frozen=True)
+class ChosenModel:
+    model: Model
+    origin: str  # for people: "the latest blessed model (run …)", "run …'s train", "the folder …"
+
+
+def predict(
+    config: PipelineConfig,
+    data: str,
+    output: str | Path,
+    model: str | None = None,
+    key: str | None = None,
+    data_format: str | None = None,
+    batch_size: int = 256,
+) -> dict[str, Any]:
+    """Scores `data` with the chosen model into `output`; returns what predict.json records."""
+    if not config.data:
+        raise ConfigError(["data: kflow predict reads new data with the config's ingest, and this config has none"])
+    chosen = choose_model(config, model)
+    output = Path(output).resolve()
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise ConfigError([f"-o: {output} already holds files: give a new or empty folder"])
+    node = _scoring_ingest(config, chosen.model, absolute(data), key, data_format)
+    staging = output.parent / f".{output.name}.partial-{secrets.token_hex(4)}"
+    staging.mkdir(parents=True)
+    try:
+        examples, schema = Examples(staging / "examples"), Schema(staging / "schema")
+        ingested = load_executor(node.spec.executor)(
+            examples=examples, schema=schema, rejects=Rejects(staging / "rejects"), **node.parameters
+        )
+        predictions = InferenceResult(staging / "predictions")
+        scored = load_executor("kflow.components.predictor.executor:run")(
+            model=chosen.model,
+            examples=examples,
+            schema=schema,
+            predictions=predictions,
+            split=SPLIT,
+            batch_size=batch_size,
+            beam_args=list(config.beam_args),
+        )
+        record = {
+            "model": chosen.model.uri,
+            "model_origin": chosen.origin,
+            "data": node.parameters["source_path"],
+            "key": "the place in the source, FILE:LINE or FILE#ROW"
+            if predictions.record["key"] == SOURCE_ROW
+            else predictions.record["key"],
+            "scored": scored["count"],
+            "rejected": ingested.get("rejected", 0),
+            "examples": str(output / "examples"),
+            "predictions": {name: str(output / "predictions" / f"Split-{SPLIT}" / name) for name in FILES},
+        }
+        (staging / "predict.json").write_text(json.dumps(record, indent=2) + "\n")
+        if output.exists():
+            output.rmdir()  # empty, checked above
+        os.rename(staging, output)
+    except ValueError as error:  # the data refused (too many invalid rows): its rejects are kept beside OUT
+        rejects = staging / "rejects" / "rejects.jsonl"
+        if not rejects.is_file():
+            raise
+        kept = output.with_name(f"{output.name}.rejects.jsonl")
+        shutil.move(rejects, kept)
+        raise ValueError(str(error).replace(str(rejects), str(kept))) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return record
+
+
+def choose_model(config: PipelineConfig, spec: str | None) -> ChosenModel:
+    """The model `--model` names: latest (the default: the latest blessed), a run id or folder, or a Model folder."""
+    pipeline_dir = Path(config.pipeline_root) / config.name
+    if spec is None or spec in LATEST:
+        return _latest_blessed(config, pipeline_dir)
+    path = Path(spec).expanduser()
+    if (path / RUN_FILE).is_file():
+        return _model_of_run(Run.load(path))
+    if (path / "model.keras").is_file():
+        return ChosenModel(Model(str(path.resolve())), f"the model folder {path}")
+    if (path / "saved_model.pb").is_file():
+        raise ConfigError(
+            [
+                f"--model: {spec} is a serving SavedModel (a pushed model): kflow predict scores with the Model it was "
+                "exported from (a run id, the run folder or the Model folder: runs/<name>/<run>/<train>/model)"
+            ]
+        )
+    if "/" not in spec and (pipeline_dir / spec / RUN_FILE).is_file():
+        return _model_of_run(Run.load(pipeline_dir / spec))
+    raise ConfigError(
+        [
+            f"--model: {spec!r} is neither latest, a run of {config.name!r} (under {pipeline_dir}), a run folder nor a "
+            "Model folder (holding model.keras)"
+        ]
+    )
+
+
+def _latest_blessed(config: PipelineConfig, pipeline_dir: Path) -> ChosenModel:
+    identity = model_identity(config.to_dict())
+    for run in earlier_runs(pipeline_dir):
+        found = blessed_model(run)
+        if found is not None and model_identity(run.metadata.get("config") or {}) == identity:
+            execution, model, _ = found
+            origin = f"the latest blessed model (run {run.run_id}, blessed by {execution.node_id})"
+            return ChosenModel(Model(model.uri), origin)
+    raise ConfigError(
+        [
+            f"--model: no run of {config.name!r} under {pipeline_dir} blessed a model: run the pipeline first, or give "
+            "--model RUN_ID|RUN_FOLDER|MODEL_FOLDER"
+        ]
+    )
+
+
+def _model_of_run(run: Run) -> ChosenModel:
+    trained = [
+        (execution, ref)
+        for execution in run.executions.values()
+        if execution.finished
+        for ref in execution.outputs.values()
+        if ref.type == Model.type_name
+    ]
+    if not trained:
+        raise ConfigError([f"--model: the run {run.run_dir} trained no model (no finished component output one)"])
+    if len(trained) > 1:
+        folders = ", ".join(ref.uri for _, ref in trained)
+        raise ConfigError(
+            [f"--model: the run {run.run_dir} trained {len(trained)} models: give one's folder ({folders})"]
+        )
+    execution, ref = trained[0]
+    return ChosenModel(Model(ref.uri), f"run {run.run_id}'s {execution.node_id}")
+
+
+def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | None, data_format: str | None) -> Any:
+    """The config's ingest (or `data_format`'s) set to read `data` without a label into one split, the columns the
+    model reads typed as it was trained, after checking that the data has them and the key column."""
+    from kflow.components.datasets.task import task_for_model
+    from kflow.components.util.schema import annotation_tags, load_schema
+
+    dataset = data_format or config.data["dataset"]
+    if dataset not in DATASETS:
+        raise ConfigError([f"--format: no dataset {dataset!r}{did_you_mean(dataset, DATASETS)}"])
+    cls = get_dataset(dataset).ingest_component()
+    if not hasattr(cls, "inspect_source") or "label" not in cls.spec.parameters:
+        raise ConfigError([f"--format: kflow predict reads tabular data (csv, parquet) so far, not {dataset}"])
+    if not model.training_schema_file.is_file():
+        raise ConfigError(
+            [
+                f"--model: {model.uri} has no assets/{Model.SCHEMA_FILE} (the schema it was trained on): it was "
+                "trained by an earlier kflow; run the pipeline again to train one that carries it"
+            ]
+        )
+    task = task_for_model(model, model.training_schema_file)
+    needed = list(getattr(task, "input_features", None) or [])
+    trained = load_schema(model.training_schema_file)
+    parameters = {name: value for name, value in ingest_parameters(config).items() if name in cls.spec.parameters}
+    parameters.update(source_path=data, label=None, problem_type=None, key=None, split={SPLIT: 1}, max_records=None)
+    parameters["columns"] = {}
+    header = _header(cls, parameters)
+    if key is not None and key not in header:
+        columns = ", ".join(header)
+        raise ConfigError([f"--key: {key!r} is not a column of {data}{did_you_mean(key, header)} (columns: {columns})"])
+    if key is None and config.data.get("key"):
+        key = config.data["key"] if config.data["key"] in header else None
+        if key is None:  # the training data's key: new data may come without it
+            log.warning(
+                "predict: %s has no column %r (data.key): each row is keyed by FILE:LINE", data, config.data["key"]
+            )
+    parameters["key"] = key
+    missing = [name for name in needed if name not in header]
+    if missing:
+        raise ConfigError(
+            [f"{data}: no column {', '.join(map(repr, missing))}, which the model reads (it reads {', '.join(needed)})"]
+        )
+    # Read as the model was trained: a column of whole numbers here may have held decimals in training.
+    parameters["columns"] = {name: annotation_tags(trained, name).get("kflow_type", "string") for name in needed}
+    return cls("score_ingest", parameters=parameters)
+
+
+def _header(cls: Any, parameters: dict[str, Any]) -> list[str]:
+    try:
+        return list(cls("score_ingest", parameters=parameters).inspect_source().header)
+    except (ValueError, OSError) as error:
+        raise ConfigError([f"--data: {error}"]) from None
+
+
+def predict_command(args: Any) -> int:
+    """`kflow predict`: prints where the predictions are; a failure while scoring is one line and exit 1."""
+    import sys
+
+    from kflow.pipeline.dsl.config import load_config
+    from kflow.pipeline.dsl.printable import printable
+
+    overrides = list(args.overrides) + ([f"pipeline_root={args.pipeline_root}"] if args.pipeline_root else [])
+    config = load_config(args.config, overrides)
+    if args.batch_size < 1:
+        raise ConfigError([f"--batch-size: must be ≥ 1 (got {args.batch_size})"])
+    try:
+        record = predict(config, args.data, args.output, args.model, args.key, args.data_format, args.batch_size)
+    except ConfigError:
+        raise
+    except (ValueError, OSError) as error:  # the data or the model refused while scoring: the cause, in one line
+        print(f"kflow: error: predict: {printable(str(error))}", file=sys.stderr)
+        return 1
+    rejects = Path(args.output) / "rejects" / "rejects.jsonl"
+    rejected = f"; {record['rejected']} row(s) rejected: {rejects}" if record["rejected"] else ""
+    print(f"scored {record['scored']} row(s) of {record['data']} with {record['model_origin']}{rejected}")
+    print(f"predictions (key: {record['key']}): {record['predictions'][CSV]} (and .jsonl, .tfrecord.gz)")
+    print(f"scored data (Examples): {record['examples']}")
+    return 0

@@ -1,0 +1,182 @@
+"""`kflow predict` after a fully cached run: an unlabelled CSV (no label column at all) scored with the latest blessed
+model in a fresh process, its predictions joined back to the rows by key, named by class and equal to what the
+Evaluator computed on the same rows; and the one-line refusals (no model, a column the model reads, the key)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import yaml
+
+from kflow.components.datasets.task import task_for_model
+from kflow.components.evaluator.executor import _Measure
+from kflow.components.models import load_trained
+from kflow.pipeline.cli.main import main
+from kflow.pipeline.dsl.artifacts import Examples, Model, ModelEvaluation, Schema
+from kflow.pipeline.runners.run_record import Run
+from tests.conftest import REPO
+
+IRIS = REPO / "pipeline" / "configs" / "data" / "iris.csv"
+CLASSES = ["setosa", "versicolor", "virginica"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A keyed iris table, its config, and two runs of it: the second one fully cached."""
+    root = tmp_path_factory.mktemp("predict")
+    with IRIS.open() as source:
+        rows = list(csv.DictReader(source))
+    for index, row in enumerate(rows):
+        row["id"] = f"flower-{index:03d}"
+    with (root / "iris.csv").open("w", newline="") as table:
+        writer = csv.DictWriter(table, ["id", *rows[0].keys() - {"id"}])
+        writer.writeheader()
+        writer.writerows(rows)
+    config = {
+        "name": "iris-predict",
+        "pipeline_root": str(root / "runs"),
+        "data": {"dataset": "csv", "source": {"path": "iris.csv"}, "label": "species", "key": "id",
+                 "problem_type": "classification", "split": {"train": 8, "eval": 1, "test": 1}},
+        "trainer": {"model": "tabular_mlp", "epochs": 15, "batch_size": 16,
+                    "optimizer": {"name": "adam", "learning_rate": 0.01}},
+        "evaluator": {"thresholds": {"accuracy": {"lower_bound": 0.6}}},
+    }  # fmt: skip
+    (root / "iris.yaml").write_text(yaml.safe_dump(config))
+    assert main(["run", str(root / "iris.yaml"), "-q"]) == 0
+    assert main(["run", str(root / "iris.yaml"), "-q"]) == 0
+    runs = sorted((root / "runs" / "iris-predict").glob("*/run.json"))
+    cached = Run.load(runs[-1].parent)
+    assert {execution.status for execution in cached.executions.values()} == {"cached"}
+    return root, rows, cached
+
+
+def _predict(root, *args):
+    """`kflow predict` in a process of its own: one that never trained the model nor ran its pipeline."""
+    return subprocess.run(
+        [sys.executable, "-m", "kflow.pipeline.cli.main", "predict", str(root / "iris.yaml"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _evaluator_outputs(run: Run) -> tuple[list[str], np.ndarray, dict]:
+    """The test rows' keys, and the outputs the Evaluator's code path computes for them (its `_Measure` stream over
+    the split, with the model and schema of the run), and the metrics the Evaluator recorded."""
+    evaluate = run.executions["evaluate"]
+    examples, schema = Examples(evaluate.inputs["examples"].uri), Schema(evaluate.inputs["schema"].uri)
+    model = Model(evaluate.inputs["model"].uri)
+    captured: list[np.ndarray] = []
+
+    class Capture:
+        def update(self, x, y, outputs, weight):
+            captured.append(outputs)
+
+    task = task_for_model(model, schema.file)
+    measure = _Measure("csv", None, schema, examples, "test", "eval", 256, 0)
+    measure._stream(task, load_trained(model.keras_file, task.model_name), "test", Capture(), [])
+    keys = [
+        tf.train.Example.FromString(record.numpy()).features.feature["id"].bytes_list.value[0].decode()
+        for record in tf.data.TFRecordDataset(examples.split_files("test"), compression_type="GZIP")
+    ]
+    metrics = ModelEvaluation(evaluate.outputs["evaluation"].uri).read_json("metrics.json")
+    return keys, np.concatenate(captured), metrics
+
+
+def test_an_unlabelled_csv_is_scored_by_the_latest_blessed_model_as_the_evaluator_scored_it(trained, tmp_path):
+    root, rows, run = trained
+    test_keys, expected, metrics = _evaluator_outputs(run)
+    # The Evaluator's own figure, from the same outputs: the stream above is the one it measured.
+    labels = {row["id"]: CLASSES.index(row["species"]) for row in rows}
+    accuracy = np.mean([labels[key] == k for key, k in zip(test_keys, expected.argmax(axis=1), strict=True)])
+    assert accuracy == pytest.approx(metrics["accuracy"])
+
+    scored = [row for row in rows if row["id"] in set(test_keys)] + random.Random(0).sample(rows, 20)
+    scored = list({row["id"]: row for row in scored}.values())
+    random.Random(1).shuffle(scored)
+    columns = ["sepal_width", "id", "petal_length", "petal_width", "sepal_length"]  # another order, no species
+    with (tmp_path / "new.csv").open("w", newline="") as table:
+        writer = csv.writer(table)
+        writer.writerow(columns)
+        writer.writerows([row[name] for name in columns] for row in scored)
+
+    done = _predict(root, "--data", tmp_path / "new.csv", "-o", tmp_path / "out")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"scored {len(scored)} row(s)" in done.stdout and "the latest blessed model" in done.stdout
+    folder = tmp_path / "out" / "predictions" / "Split-score"
+    with (folder / "predictions.csv").open() as table:
+        predicted = list(csv.DictReader(table))
+    assert list(predicted[0]) == ["key", "predicted_class", *(f"score_{name}" for name in CLASSES)]
+    by_key = {row["key"]: row for row in predicted}
+    assert len(by_key) == len(predicted) == len(scored) and set(by_key) == {row["id"] for row in scored}
+    for key, outputs in zip(test_keys, expected, strict=True):
+        row = by_key[key]
+        np.testing.assert_allclose([float(row[f"score_{name}"]) for name in CLASSES], outputs, atol=1e-5)
+        assert row["predicted_class"] == CLASSES[int(outputs.argmax())]
+    lines = [json.loads(line) for line in (folder / "predictions.jsonl").read_text().splitlines()]
+    assert {line["key"]: line["scores"] for line in lines}[test_keys[0]] == pytest.approx(
+        dict(zip(CLASSES, expected[0], strict=True)), abs=1e-5
+    )
+    records = tf.data.TFRecordDataset(str(folder / "predictions.tfrecord.gz"), compression_type="GZIP")
+    features = [tf.train.Example.FromString(record.numpy()).features.feature for record in records]
+    assert {
+        f["key"].bytes_list.value[0].decode(): f["predicted_class"].bytes_list.value[0].decode() for f in features
+    } == {row["key"]: row["predicted_class"] for row in predicted}
+    # The scored rows stay, as Examples of one split, for what compares them with the training data (skew).
+    scored_examples = Examples(tmp_path / "out" / "examples")
+    assert scored_examples.splits == ["score"] and scored_examples.stats["accepted"] == {"score": len(scored)}
+
+
+def test_without_a_key_column_each_row_is_keyed_by_its_file_and_line(trained, tmp_path):
+    root, rows, _ = trained
+    with (tmp_path / "batch.csv").open("w", newline="") as table:
+        writer = csv.writer(table)
+        writer.writerow(["sepal_length", "sepal_width", "petal_length", "petal_width"])
+        writer.writerows([row["sepal_length"], row["sepal_width"], row["petal_length"], row["petal_width"]]
+                         for row in rows[:5])  # fmt: skip
+    assert main(["predict", str(root / "iris.yaml"), "--data", str(tmp_path / "batch.csv"),
+                 "-o", str(tmp_path / "out"), "-q"]) == 0  # fmt: skip
+    with (tmp_path / "out" / "predictions" / "Split-score" / "predictions.csv").open() as table:
+        keys = sorted(row["key"] for row in csv.DictReader(table))
+    assert keys == sorted(f"batch.csv:{line}" for line in range(2, 7))
+
+
+def test_no_blessed_model_is_one_line(tmp_path, capsys):
+    config = {"name": "nothing-yet", "pipeline_root": str(tmp_path / "runs"),
+              "data": {"dataset": "csv", "source": {"path": str(IRIS)}, "label": "species"}}  # fmt: skip
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    code = main(["predict", str(tmp_path / "c.yaml"), "--data", str(IRIS), "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "--model: no run of 'nothing-yet'" in err and "blessed a model" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_column_the_model_reads_missing_is_one_line(trained, tmp_path, capsys):
+    root, rows, _ = trained
+    with (tmp_path / "partial.csv").open("w", newline="") as table:
+        writer = csv.writer(table)
+        writer.writerow(["id", "sepal_length", "sepal_width", "petal_length"])
+        writer.writerow([rows[0]["id"], rows[0]["sepal_length"], rows[0]["sepal_width"], rows[0]["petal_length"]])
+    code = main(
+        ["predict", str(root / "iris.yaml"), "--data", str(tmp_path / "partial.csv"), "-o", str(tmp_path / "o")]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "no column 'petal_width', which the model reads" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_absent_key_column_is_one_line(trained, tmp_path, capsys):
+    root, _, _ = trained
+    code = main(["predict", str(root / "iris.yaml"), "--data", str(IRIS), "--key", "flower", "-o", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "--key: 'flower' is not a column of" in err
