@@ -1,4 +1,5 @@
-"""`kflow show`: a run's record as a table."""
+"""`kflow show`: a run's record as a table; under it, each failed component's one-line cause and the file that
+holds its details (its error log, else run.json), never a traceback."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.dsl.printable import printable
-from kflow.pipeline.runners.run_record import RUN_FILE, Run, earlier_runs
+from kflow.pipeline.runners.failure import text_cause
+from kflow.pipeline.runners.run_record import RUN_FILE, Execution, Run, earlier_runs
 
 
 def find_run_dir(path: str | Path) -> Path:
@@ -32,7 +34,7 @@ def format_run(run: Run, colour: bool = False) -> str:
             status = f"cached ({execution.cached_from})"
         metrics = ", ".join(f"{key}={_short(value)}" for key, value in execution.summary.items() if key != "headline")
         if execution.error:
-            metrics = execution.error.splitlines()[0][:100]
+            metrics = _cut(failure_cause(execution), 100)
         # A summary or an error may quote the data: its control characters are shown, not sent to the terminal.
         rows.append((execution.node_id, status, f"{execution.seconds:.1f}", printable(metrics)))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
@@ -44,7 +46,30 @@ def format_run(run: Run, colour: bool = False) -> str:
         cells = [cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)]
         cells[1] = _paint(cells[1], colour)
         lines.append("  ".join(cells) + "  " + row[3])
+    for execution in run.executions.values():
+        if execution.status == "failed":
+            lines.append(f"{execution.node_id} failed: {failure_cause(execution)}")
+            lines.append(f"  details: {failure_details(run, execution)}")
     return "\n".join(line.rstrip() for line in lines)
+
+
+def failure_cause(execution: Execution) -> str:
+    """A failed component's cause in one line: its record's `error`, or the exception of a traceback written there
+    (a record of an older kflow, or of a process that wrote the whole text)."""
+    text = execution.error or "no cause recorded"
+    return text_cause(text) or printable(
+        " ".join(next((line for line in text.splitlines() if line.strip()), text).split())
+    )
+
+
+def failure_details(run: Run, execution: Execution) -> Path:
+    """The file that says more: the component's error log where it is, else run.json (its traceback)."""
+    log = Path(execution.error_log) if execution.error_log else None
+    return log if log is not None and log.is_file() else run.run_dir / RUN_FILE
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _paint(text: str, colour: bool) -> str:

@@ -26,12 +26,22 @@ def cause_line(error: BaseException) -> str:
     exception (the original cause, not Beam's wrapping); long messages cut with "…"."""
     text = str(error)
     cause = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return text_cause(text) or _one_line(cause)
+
+
+def text_cause(text: str) -> str | None:
+    """For a text holding a traceback (a Beam worker's, or a record's `error` written so): its last traceback's
+    exception, in one printable line; None for a text without one."""
     lines = text.splitlines()
     headers = [index for index, line in enumerate(lines) if line.strip() == _TRACEBACK]
     if headers:  # the last traceback's exception: its first line that is not a frame
         original = next((line for line in lines[headers[-1] + 1 :] if line.strip() and not line[0].isspace()), None)
         if original is not None:
-            cause = _WHERE_IN_BEAM.sub("", original.strip())
+            return _one_line(_WHERE_IN_BEAM.sub("", original.strip()))
+    return None
+
+
+def _one_line(cause: str) -> str:
     one = printable(" ".join(cause.split()))
     return one if len(one) <= MAX_CHARS else one[: MAX_CHARS - 1] + "…"
 
