@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from kflow.pipeline.dsl.artifacts import Examples, HyperParameters, Schema
+from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, HyperParameters, Schema
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 from kflow.pipeline.dsl.config_model import ObjectiveSection, TunerSection, declared_parameter
+from kflow.pipeline.dsl.parallel_steps import ParallelSteps
 
 # The trials' training: the Trainer's executor, by import path (a component never imports another).
 TRAINER_EXECUTOR = "kflow.components.trainer.executor:run"
@@ -19,7 +20,9 @@ class Tuner(Component):
     """
 
     spec = ComponentSpec(
-        inputs={"examples": Examples, "schema": Schema},
+        # anomalies (optional): ExampleValidator's verdict; the search waits for it, and each trial's Trainer reads it.
+        inputs={"examples": Examples, "schema": Schema, "anomalies": ExampleAnomalies},
+        optional_inputs=frozenset({"anomalies"}),
         outputs={"hyperparameters": HyperParameters},
         parameters={
             "search_space": declared_parameter(TunerSection, "search_space", dict),
@@ -35,6 +38,13 @@ class Tuner(Component):
         },
         executor="kflow.components.tuner.executor:run",
     )
+
+    def parallel_steps(self, shared_dir: str) -> ParallelSteps:
+        """In a compiled pipeline: `max_trials` trial tasks, `parallel_trials` at a time, sharing the study in a
+        journal under `shared_dir`, and the task gathering their best (parallel.py)."""
+        from kflow.components.tuner.parallel import parallel_steps
+
+        return parallel_steps(self, shared_dir)
 
     def check_parameters(self) -> list[str]:
         from kflow.components.tuner.search_space import space_problems

@@ -18,20 +18,14 @@ from typing import Any
 
 import optuna
 
-from kflow.components.tuner.records import plot_objective, write_best, write_trials
+from kflow.components.tuner.records import STATES, finish, shown
 from kflow.components.tuner.search_space import direction_of, distributions, sampler_and_pruner, settings_of
 from kflow.components.tuner.trial_processes import TrialProcess, TrialProcesses
 from kflow.components.util.tuned_settings import apply_settings
-from kflow.pipeline.dsl.artifacts import Examples, HyperParameters, Schema
+from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, HyperParameters, Schema
 from kflow.pipeline.dsl.scratch import scratch_dir
 
 log = logging.getLogger("kflow.tuner")
-
-STATES = {
-    "completed": optuna.trial.TrialState.COMPLETE,
-    "pruned": optuna.trial.TrialState.PRUNED,
-    "failed": optuna.trial.TrialState.FAIL,
-}
 
 
 def run(
@@ -40,6 +34,7 @@ def run(
     schema: Schema,
     hyperparameters: HyperParameters,
     working_dir: Path | None = None,
+    anomalies: ExampleAnomalies | None = None,
     search_space: dict[str, dict[str, Any]],
     algorithm: str,
     max_trials: int,
@@ -92,6 +87,7 @@ def run(
                     spec = {
                         "examples": examples.uri,
                         "schema": schema.uri,
+                        "anomalies": anomalies.uri if anomalies is not None else None,
                         "parameters": apply_settings(trainer, settings),
                         "trainer_executor": trainer_executor,
                         "storage": journal,
@@ -109,27 +105,7 @@ def run(
                 records.append(_tell(study, ended, *asked[ended.number], output, objective_metric))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # the trials' models and checkpoints: only their records stay
-    records.sort(key=lambda record: record["number"])
-    write_trials(hyperparameters, records)
-    plot_objective(hyperparameters, records, objective_metric, direction)
-    counts = {state: sum(record["state"] == state for record in records) for state in STATES}
-    if not counts["completed"]:
-        errors = [record["error"] for record in records if record["error"]]
-        raise ValueError(
-            f"no trial of the search completed ({counts['pruned']} pruned, {counts['failed']} failed)"
-            + (f"; the first failure: {errors[0]}" if errors else "")
-        )
-    best = next(record for record in records if record["number"] == study.best_trial.number)
-    write_best(hyperparameters, best, objective, apply_settings(trainer, best["settings"]))
-    log.info(
-        "tune: best trial %d: %s=%.4f with %s (%s)",
-        best["number"],
-        objective_metric,
-        best["value"],
-        _shown(best["settings"]),
-        ", ".join(f"{count} {state}" for state, count in counts.items()),
-    )
-    return {"best_trial": best["number"], "best_value": best["value"], **{f"trials_{s}": n for s, n in counts.items()}}
+    return finish(hyperparameters, records, objective, trainer)
 
 
 def _tell(study: optuna.Study, ended: TrialProcess, trial: optuna.Trial, settings: dict, output: Path, metric: str):
@@ -142,11 +118,7 @@ def _tell(study: optuna.Study, ended: TrialProcess, trial: optuna.Trial, setting
     for name in ("trial.log", "error.log"):
         if (ended.folder / name).is_file():
             shutil.copyfile(ended.folder / name, kept / name)
-    shown = f"{metric}={result['value']:.4f}" if result["value"] is not None else ""
-    ending = {"completed": shown, "pruned": f"after epoch {result['epochs']}", "failed": result["error"]}[state]
-    log.info("tune: trial %d %s %s (%s) in %.1f s", ended.number, state, ending, _shown(settings), result["seconds"])
+    score = f"{metric}={result['value']:.4f}" if result["value"] is not None else ""
+    ending = {"completed": score, "pruned": f"after epoch {result['epochs']}", "failed": result["error"]}[state]
+    log.info("tune: trial %d %s %s (%s) in %.1f s", ended.number, state, ending, shown(settings), result["seconds"])
     return {"number": ended.number, "settings": settings, **result}
-
-
-def _shown(settings: dict[str, Any]) -> str:
-    return ", ".join(f"{key.removeprefix('trainer.')}={value}" for key, value in sorted(settings.items()))

@@ -4,10 +4,55 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
+import optuna
+
+from kflow.components.util.tuned_settings import apply_settings
 from kflow.pipeline.dsl.artifacts import HyperParameters
+
+log = logging.getLogger("kflow.tuner")
+
+STATES = {
+    "completed": optuna.trial.TrialState.COMPLETE,
+    "pruned": optuna.trial.TrialState.PRUNED,
+    "failed": optuna.trial.TrialState.FAIL,
+}
+
+
+def finish(output: HyperParameters, records: list[dict], objective: dict[str, str], trainer: dict) -> dict[str, Any]:
+    """Writes the trials, the plot and the best settings; returns the search's summary. A ValueError when no trial
+    completed (the trials' records and plot are written first, to look into)."""
+    metric, direction = objective["metric"], objective["direction"]
+    records = sorted(records, key=lambda record: record["number"])
+    write_trials(output, records)
+    plot_objective(output, records, metric, direction)
+    counts = {state: sum(record["state"] == state for record in records) for state in STATES}
+    completed = [record for record in records if record["state"] == "completed"]
+    if not completed:
+        errors = [record["error"] for record in records if record["error"]]
+        raise ValueError(
+            f"no trial of the search completed ({counts['pruned']} pruned, {counts['failed']} failed)"
+            + (f"; the first failure: {errors[0]}" if errors else "")
+        )
+    pick = min if direction == "minimize" else max
+    best = pick(completed, key=lambda record: record["value"])  # the first of equals: the earliest trial
+    write_best(output, best, objective, apply_settings(trainer, best["settings"]))
+    log.info(
+        "tune: best trial %d: %s=%.4f with %s (%s)",
+        best["number"],
+        metric,
+        best["value"],
+        shown(best["settings"]),
+        ", ".join(f"{count} {state}" for state, count in counts.items()),
+    )
+    return {"best_trial": best["number"], "best_value": best["value"], **{f"trials_{s}": n for s, n in counts.items()}}
+
+
+def shown(settings: dict[str, Any]) -> str:
+    return ", ".join(f"{key.removeprefix('trainer.')}={value}" for key, value in sorted(settings.items()))
 
 
 def write_trials(output: HyperParameters, trials: list[dict[str, Any]]) -> None:

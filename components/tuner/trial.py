@@ -54,7 +54,7 @@ def run_trial(spec: dict[str, Any]) -> dict[str, Any]:
 
     from kflow.components.tuner.search_space import sampler_and_pruner
     from kflow.components.util.epoch_report import listening
-    from kflow.pipeline.dsl.artifacts import Model, ModelRun, Schema
+    from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Model, ModelRun, Schema
 
     folder = Path(spec["folder"])
     metric, direction = spec["objective"]["metric"], spec["objective"]["direction"]
@@ -83,6 +83,7 @@ def run_trial(spec: dict[str, Any]) -> dict[str, Any]:
             train(
                 examples=_examples(spec, folder),
                 schema=Schema(spec["schema"]),
+                **({"anomalies": ExampleAnomalies(spec["anomalies"])} if spec.get("anomalies") else {}),
                 model=Model(folder / "model"),
                 model_run=ModelRun(folder / "model_run"),
                 working_dir=folder / "work",

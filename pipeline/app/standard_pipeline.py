@@ -43,7 +43,8 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False, local_da
     ingest = dataset.ingest_component()("ingest", parameters=ingest_parameters(config))
     checks = data_checks(config, ingest) if dataset.validates_data else []
     schema = checks[1].outputs["schema"] if checks else ingest.outputs["schema"]
-    tune = tune_node(config, ingest.outputs["examples"], schema)  # with a `tuner` section: its best settings
+    anomalies = checks[2].outputs["anomalies"] if checks else None
+    tune = tune_node(config, ingest.outputs["examples"], schema, anomalies)  # a `tuner` section: its best settings
     train = Trainer(
         "train",
         examples=ingest.outputs["examples"],

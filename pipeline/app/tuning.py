@@ -20,7 +20,8 @@ TUNE_NODE = "tune"
 
 def tuner_parameters(config: PipelineConfig) -> dict[str, Any]:
     """The `tuner` section as the Tuner's parameters; the trials start from the `trainer` section's parameters."""
-    trainer = trainer_parameters(config)
+    # Unset (null) settings left out, as the Trainer's defaults (a compiled pipeline's parameters hold no nulls).
+    trainer = {name: value for name, value in trainer_parameters(config).items() if value is not None}
     module = trainer.get("module")
     if module and not module_problems(module):  # read now, as the Trainer reads it (its source is in the cache key)
         trainer["module_source"] = read_module_source(module)
@@ -41,8 +42,11 @@ def tuner_parameters(config: PipelineConfig) -> dict[str, Any]:
     }
 
 
-def tune_node(config: PipelineConfig, examples: Channel, schema: Channel) -> Tuner | None:
-    """The standard pipeline's `tune` node when the config has a `tuner` section, else None."""
+def tune_node(
+    config: PipelineConfig, examples: Channel, schema: Channel, anomalies: Channel | None = None
+) -> Tuner | None:
+    """The standard pipeline's `tune` node when the config has a `tuner` section, else None; it waits for the
+    data's verdict (`anomalies`) where there is one, as the Trainer does."""
     if not config.tuner:
         return None
-    return Tuner(TUNE_NODE, examples=examples, schema=schema, parameters=tuner_parameters(config))
+    return Tuner(TUNE_NODE, examples=examples, schema=schema, anomalies=anomalies, parameters=tuner_parameters(config))

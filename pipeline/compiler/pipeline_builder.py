@@ -24,6 +24,7 @@ from kflow.pipeline.compiler.component_builder import (
     build_source_fingerprinter,
     verdict_output,
 )
+from kflow.pipeline.compiler.parallel_tasks import add_parallel_tasks, parallel_steps_of
 from kflow.pipeline.compiler.settings import IMAGE_REQUIRED, LAUNCHER_RESOURCES, KubeflowSettings, Resources
 from kflow.pipeline.dsl.artifacts import ModelEvaluation
 from kflow.pipeline.dsl.component import Component
@@ -74,6 +75,10 @@ def build_kfp_pipeline(
         tasks: dict[str, dsl.PipelineTask] = {}
 
         def add_task(node: Component) -> None:
+            steps = parallel_steps_of(node, settings)
+            if steps is not None:  # a tuner's trials: a ParallelFor, then the task gathering them (parallel_tasks.py)
+                tasks[node.id] = add_parallel_tasks(steps, settings, tasks, _typed, prepare_parallel)
+                return
             arguments = {name: tasks[channel.producer].outputs[channel.output] for name, channel in node.inputs.items()}
             arguments.update(
                 {name: _typed(node, name, value) for name, value in node.parameters.items() if value is not None}
@@ -103,6 +108,10 @@ def build_kfp_pipeline(
             if settings.mlflow and _evaluates(node):  # The MLflow run is named after the KFP run.
                 kubernetes.use_field_path_as_env(task, RUN_ID_VARIABLE, RUN_ID_FIELD)
             tasks[node.id] = task
+
+        def prepare_parallel(task: dsl.PipelineTask, node: Component) -> None:
+            _apply_resources(task, settings.resources_for(node.id))
+            mount_shared_volume(task)
 
         def add_fingerprinter(node: Component, arguments: dict) -> dsl.PipelineTask:
             """Never cached: it reads the data as it is now, so that the node's cache key holds its bytes."""

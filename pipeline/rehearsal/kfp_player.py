@@ -18,10 +18,12 @@ the compiled commands, their arguments and the entrypoint really run the pipelin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -172,6 +174,9 @@ def _play_dag(run: _Run, dag: dict[str, Any], scope: dict[str, Any]) -> None:
             if str(arguments[match.group(1)]) != match.group(2):
                 outputs[task_name] = {"skipped": True}
                 continue
+        if "parameterIterator" in task:  # A dsl.ParallelFor: its DAG once per item, parallelismLimit at a time.
+            outputs[task_name] = {"iterations": _play_loop(run, task_name, task, component_ir["dag"], arguments)}
+            continue
         if "dag" in component_ir:  # A condition group: play its tasks with its inputs in scope.
             outputs[task_name] = {}
             _play_dag(run, component_ir["dag"], arguments)
@@ -183,6 +188,24 @@ def _play_dag(run: _Run, dag: dict[str, Any], scope: dict[str, Any]) -> None:
         outputs[task_name] = _run_task(run, task_name, component_ir, arguments)
         if cache is not None:
             cache[key] = outputs[task_name]
+
+
+def _play_loop(run: _Run, task_name: str, task: dict[str, Any], dag: dict[str, Any], arguments: dict[str, Any]):
+    """Plays a ParallelFor's DAG once per item of its static list (`items.raw`) or of an input list, as KFP does:
+    each iteration with the item in scope under `itemInput`, its tasks in a folder of their own, at most
+    `iteratorPolicy.parallelismLimit` iterations at a time (0 or none: all). Returns each iteration's outputs."""
+    iterator = task["parameterIterator"]
+    items = iterator["items"]
+    values = json.loads(items["raw"]) if "raw" in items else arguments[items["inputParameter"]]
+    limit = task.get("iteratorPolicy", {}).get("parallelismLimit") or len(values) or 1
+
+    def iteration(index: int) -> dict[str, Any]:
+        inner = dataclasses.replace(run, root=run.root / f"{task_name}-{index}", cache=None, outputs=dict(run.outputs))
+        _play_dag(inner, dag, {**arguments, iterator["itemInput"]: values[index]})
+        return {name: value for name, value in inner.outputs.items() if name not in run.outputs}
+
+    with ThreadPoolExecutor(max_workers=limit) as pool:
+        return list(pool.map(iteration, range(len(values))))
 
 
 def _cache_key(ir, component_ir, arguments: dict[str, Any]) -> str:
