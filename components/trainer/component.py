@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from kflow.components.datasets.user_module import module_problems, read_module_source
 from kflow.components.trainer.config import TrainerSettings, component_parameters
 from kflow.components.trainer.strategies import get_strategy
@@ -53,15 +51,6 @@ class Trainer(Component):
             return [str(error)]
         module = self.parameters.get("module")
         return [f"module: {problem}" for problem in module_problems(module)] if module else []
-
-    def plan_notes(self) -> list[str]:
-        """Which model trainer.warm_start resolved to (runs/<pipeline>/<run id>/<node>/model: said by its run)."""
-        if not self.parameters.get("warm_start"):
-            return []
-        uri = self.parameters.get("warm_start_model_uri")
-        if uri is None:
-            return [f"from scratch: {self.parameters.get('warm_start_reason') or 'no model to warm-start from'}"]
-        return [f"warm start from {Path(uri).parent.parent.name}"]
 
     def cluster_replicas(self) -> dict[str, int]:
         """The strategy's cluster for `workers` and `parameter_servers`; {} when that is one process."""
