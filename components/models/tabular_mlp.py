@@ -21,7 +21,7 @@ from typing import Any
 import keras
 
 # The model's input keys are the features' names as written in the data; its Input layers carry safe names for
-# TensorFlow (`_layer_name`). Keras warns about the difference on every build and load: it is deliberate.
+# TensorFlow (`layer_name`). Keras warns about the difference on every build and load: it is deliberate.
 warnings.filterwarnings("ignore", message="When providing `inputs` as a dict, all keys in the dict must match")
 
 
@@ -57,7 +57,7 @@ def build_tabular_mlp(
     inputs, encoded, taken = {}, [], set()
     for spec in features:
         name, kind = spec["name"], spec["kind"]
-        safe = _layer_name(name, taken)
+        safe = layer_name(name, taken)
         if kind == "numeric":
             inputs[name] = keras.Input(shape=(1,), dtype="float32", name=safe)
             filled = FillMissing(spec["mean"], name=f"fill_{safe}")(inputs[name])
@@ -82,21 +82,48 @@ def build_tabular_mlp(
         else:
             raise ValueError(f"feature {name!r}: unknown kind {kind!r} (numeric, categorical, text)")
     x = encoded[0] if len(encoded) == 1 else keras.layers.Concatenate(name="features")(encoded)
+    return keras.Model(inputs, _mlp_head(x, head, hidden_units, dropout), name="tabular_mlp")
+
+
+def build_tabular_mlp_on(
+    preprocessing: keras.Model,
+    types: dict[str, str],
+    head: dict[str, Any],
+    hidden_units: Sequence[int] = (64, 32),
+    dropout: float = 0.1,
+) -> keras.Model:
+    """The MLP on a preprocessing model (a Transform's: raw features in, model inputs out), which it embeds.
+
+    `types`: {raw feature: int | float | bool | string}, the preprocessing model's inputs. Its outputs, whatever
+    they are (a z-score, a one-hot category, a bucket index), are read as float32, flattened and concatenated."""
+    inputs, taken = {}, set()
+    for name, kind in types.items():
+        dtype = "string" if kind == "string" else "float32"
+        inputs[name] = keras.Input(shape=(1,), dtype=dtype, name=layer_name(name, taken))
+    encoded = preprocessing(inputs)
+    encoded = encoded if isinstance(encoded, dict) else {"output": encoded}
+    columns = []
+    for name in sorted(encoded):
+        column = keras.ops.cast(encoded[name], "float32")
+        columns.append(keras.layers.Flatten(name=f"flat_out_{layer_name(name, taken)}")(column))
+    x = columns[0] if len(columns) == 1 else keras.layers.Concatenate(name="features")(columns)
+    return keras.Model(inputs, _mlp_head(x, head, hidden_units, dropout), name="tabular_mlp")
+
+
+def _mlp_head(x: Any, head: dict[str, Any], hidden_units: Sequence[int], dropout: float) -> Any:
     for index, units in enumerate(hidden_units):
         x = keras.layers.Dense(int(units), activation="relu", name=f"hidden_{index}")(x)
         if dropout:
             x = keras.layers.Dropout(dropout, name=f"dropout_{index}")(x)
     if head["kind"] == "classification":
-        outputs = keras.layers.Dense(len(head["classes"]), activation="softmax", name="probabilities")(x)
-    elif head["kind"] == "regression":
+        return keras.layers.Dense(len(head["classes"]), activation="softmax", name="probabilities")(x)
+    if head["kind"] == "regression":
         standardised = keras.layers.Dense(1, name="standardised")(x)
-        outputs = keras.layers.Rescaling(scale=head["std"], offset=head["mean"], name="prediction")(standardised)
-    else:
-        raise ValueError(f"unknown head kind {head['kind']!r} (classification, regression)")
-    return keras.Model(inputs, outputs, name="tabular_mlp")
+        return keras.layers.Rescaling(scale=head["std"], offset=head["mean"], name="prediction")(standardised)
+    raise ValueError(f"unknown head kind {head['kind']!r} (classification, regression)")
 
 
-def _layer_name(name: str, taken: set[str]) -> str:
+def layer_name(name: str, taken: set[str]) -> str:
     """A name Keras and TensorFlow take for a layer and a serving signature's argument (ASCII letters, digits and
     `_`, a letter first, no Python keyword: the SavedModel renames `x.radius` to `x_radius` in its signature, which
     then no longer matches the Input's name, and refuses `yield` as an argument), unique case-insensitively among

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kflow.components.datasets.user_module import module_problems, read_module_source
 from kflow.components.trainer.config import TrainerSettings, component_parameters
 from kflow.components.trainer.strategies import get_strategy
-from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, HyperParameters, Model, ModelRun, Schema
+from kflow.pipeline.dsl.artifacts import (
+    ExampleAnomalies,
+    Examples,
+    HyperParameters,
+    Model,
+    ModelRun,
+    Schema,
+    TransformGraph,
+)
 from kflow.pipeline.dsl.component import Component, ComponentSpec
 
 
@@ -16,6 +26,8 @@ class Trainer(Component):
     and logs how many anomalies the data it trains on has (on_anomaly: warn lets them through).
     `hyperparameters` (optional): a Tuner's best settings, which override these parameters; the Model's
     metadata.json records them as its `hyperparameters` property.
+    `transform_graph` (optional): a Transform's graph; every training process takes the task's preprocessing
+    from it (nothing is learnt from the data while training) and the model embeds its preprocessing model.
 
     Outputs `model` (model.keras and the serving SavedModel in Format-Serving/) and
     `model_run` (TensorBoard logs and history.json with per-epoch metrics and throughput).
@@ -27,6 +39,7 @@ class Trainer(Component):
             "schema": Schema,
             "anomalies": ExampleAnomalies,
             "hyperparameters": HyperParameters,
+            "transform_graph": TransformGraph,
         },
         optional_inputs=frozenset({"anomalies", "hyperparameters"}),
         outputs={"model": Model, "model_run": ModelRun},

@@ -18,6 +18,7 @@ from typing import Any
 from annotated_types import Ge, Gt, Le
 
 from kflow.components.trainer.strategies import STRATEGIES, get_strategy
+from kflow.pipeline.dsl.artifacts import TransformGraph
 from kflow.pipeline.dsl.component import Parameter
 from kflow.pipeline.dsl.config_model import Optimizer, OptimizerSection, Schedule, Section, TrainerSection, default_of
 
@@ -75,6 +76,11 @@ class ModelChoice:
     module_source: str | None = setting(
         None, "the module's source, read when the pipeline is built: the cache key sees edits, pipeline.yaml carries it"
     )
+    # The Trainer's `transform_graph` input (set by its executor): every training process takes the task's
+    # preprocessing from that artifact instead of learning it. Its fingerprint is the input's, not this path's.
+    transform_graph_uri: str | None = setting(
+        None, "The TransformGraph the task's preprocessing comes from (its input).", affects_output=False
+    )
 
     def __post_init__(self) -> None:
         # A registered model's options are checked when the settings are read (kflow validate, the Trainer's
@@ -103,9 +109,14 @@ class ModelChoice:
         """The dataset's `Task` on the schema in `schema_file`, with the user's module or the chosen model."""
         from kflow.components.datasets.task import load_task  # TensorFlow: not before a launcher needs it
 
-        return load_task(
+        task = load_task(
             self.dataset, schema_file, self.chosen_model, self.model_options, self.module_source, self.module_origin
         )
+        if self.transform_graph_uri:
+            if not hasattr(task, "use_transform_graph"):
+                raise ValueError(f"the {self.dataset} dataset's task takes no transform graph (tabular ones do)")
+            task.use_transform_graph(TransformGraph(self.transform_graph_uri))
+        return task
 
 
 LOOPS = {"jax_loop": "the explicit JAX loop"}

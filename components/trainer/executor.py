@@ -25,7 +25,15 @@ from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import in_cluster, is_chief_process
 from kflow.components.trainer.worker import worker_spec
 from kflow.components.util.tuned_settings import apply_settings
-from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, HyperParameters, Model, ModelRun, Schema
+from kflow.pipeline.dsl.artifacts import (
+    ExampleAnomalies,
+    Examples,
+    HyperParameters,
+    Model,
+    ModelRun,
+    Schema,
+    TransformGraph,
+)
 from kflow.pipeline.dsl.scratch import scratch_dir
 
 log = logging.getLogger("kflow.trainer")
@@ -40,6 +48,7 @@ def run(
     working_dir: Path | None = None,
     anomalies: ExampleAnomalies | None = None,
     hyperparameters: HyperParameters | None = None,
+    transform_graph: TransformGraph | None = None,
     **parameters: Any,
 ) -> dict[str, Any]:
     """Trains the task's model on Split-train (validating on Split-eval when present) and exports it.
@@ -54,6 +63,8 @@ def run(
     if tuned:  # A tuner's best settings (config names: trainer.optimizer.learning_rate) over the parameters.
         log.info("train: with the tuner's settings %s", ", ".join(f"{k}={v}" for k, v in sorted(tuned.items())))
         parameters = apply_settings(parameters, tuned)
+    if transform_graph is not None:  # every training process takes its preprocessing from the Transform's graph
+        parameters = {**parameters, "transform_graph_uri": transform_graph.uri}
     settings = TrainerSettings.from_parameters(parameters)
     keep_freed_heap()  # before the first step's tensors (heap.py: half of a CPU step's time, otherwise)
     # Only the blocking anomalies (errors) stop a run; an artifact from before severities counts every one.

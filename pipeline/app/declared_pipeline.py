@@ -22,6 +22,7 @@ from typing import Any
 from kflow.components.datasets import DATASETS, get_dataset
 from kflow.pipeline.app.config_checks import check_config
 from kflow.pipeline.app.sections import absolute, evaluator_parameters, ingest_parameters, trainer_parameters
+from kflow.pipeline.app.transform_section import transform_parameters
 from kflow.pipeline.app.tuning import tuner_parameters
 from kflow.pipeline.dsl.component import Channel, Component, load_component
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
@@ -38,6 +39,7 @@ COMPONENT_TYPES: dict[str, str] = {
     "schema_gen": "kflow.components.schema_gen:SchemaGen",
     "example_validator": "kflow.components.example_validator:ExampleValidator",
     "tuner": "kflow.components.tuner:Tuner",
+    "transform": "kflow.components.transform:Transform",
 }
 # `ingest`: the ingest of the config's own dataset (data.dataset), with the data section as its parameters.
 SECTION_DEFAULTS: dict[str, Callable[[PipelineConfig], dict[str, Any]]] = {
@@ -45,6 +47,7 @@ SECTION_DEFAULTS: dict[str, Callable[[PipelineConfig], dict[str, Any]]] = {
     "trainer": trainer_parameters,
     "evaluator": evaluator_parameters,
     "tuner": tuner_parameters,
+    "transform": transform_parameters,
 }
 
 

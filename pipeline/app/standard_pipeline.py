@@ -20,6 +20,7 @@ from kflow.pipeline.app.config_checks import check_config
 from kflow.pipeline.app.declared_pipeline import build_declared_pipeline
 from kflow.pipeline.app.latest_blessed import latest_blessed
 from kflow.pipeline.app.sections import absolute, evaluator_parameters, ingest_parameters, trainer_parameters
+from kflow.pipeline.app.transform_section import transform_node
 from kflow.pipeline.app.tuning import tune_node
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
@@ -45,12 +46,14 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False, local_da
     schema = checks[1].outputs["schema"] if checks else ingest.outputs["schema"]
     anomalies = checks[2].outputs["anomalies"] if checks else None
     tune = tune_node(config, ingest.outputs["examples"], schema, anomalies)  # a `tuner` section: its best settings
+    transform = transform_node(config, ingest.outputs["examples"], schema)  # tabular data: transform_section.py
     train = Trainer(
         "train",
         examples=ingest.outputs["examples"],
         schema=schema,
         anomalies=checks[2].outputs["anomalies"] if checks else None,
         hyperparameters=tune.outputs["hyperparameters"] if tune else None,
+        transform_graph=transform.outputs["transform_graph"] if transform else None,
         parameters=trainer_parameters(config),
     )
     evaluate = Evaluator(
@@ -69,7 +72,7 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False, local_da
     )
     return Pipeline(
         name=config.name,
-        components=[ingest, *checks, *([tune] if tune else []), train, evaluate],
+        components=[ingest, *checks, *([transform] if transform else []), *([tune] if tune else []), train, evaluate],
         beam_args=config.orchestration_args,
         metadata={"config": config.to_dict(), "config_file": config.source},
     )

@@ -232,6 +232,37 @@ class HyperParameters(Artifact):
         return self.read_json("trials.json")
 
 
+class TransformGraph(Artifact):
+    """Preprocessing learnt once by the Transform's full Beam pass over Split-train (components/transform).
+
+    Layout:
+        {uri}/analyzers.json           every analyzer's result: {"analyzers": {id: {kind, input, value, ...}},
+                                       "inputs": {raw feature: kind}, "label", "head", "features" (the tabular
+                                       plan), "left_out", "module_digest"}
+        {uri}/vocabularies/{id}.txt    each vocabulary, most frequent first: a value, a tab, its count, a line
+        {uri}/preprocessing.keras      the Keras preprocessing model (raw features in, model inputs out), built
+                                       from the analyzers' results as constructor arguments; loads with safe_mode
+        {uri}/preprocessing_fn.py      the user's transform.module, when there is one
+    """
+
+    type_name = "TransformGraph"
+    ANALYZERS_FILE = "analyzers.json"
+    MODEL_FILE = "preprocessing.keras"
+    MODULE_FILE = "preprocessing_fn.py"
+
+    @property
+    def analyzers(self) -> dict[str, Any]:
+        return self.read_json(self.ANALYZERS_FILE)
+
+    @property
+    def model_file(self) -> Path:
+        return self.path / self.MODEL_FILE
+
+    @property
+    def vocabulary_dir(self) -> Path:
+        return self.path / "vocabularies"
+
+
 class ModelRun(Artifact):
     """What happened while training: `{uri}/logs/` (TensorBoard) and `{uri}/history.json`."""
 
@@ -361,6 +392,7 @@ ARTIFACT_TYPES: dict[str, type[Artifact]] = {
         ExampleAnomalies,
         Model,
         HyperParameters,
+        TransformGraph,
         ModelRun,
         ModelEvaluation,
         ModelBlessing,

@@ -57,7 +57,7 @@ def test_iris_csv_trains_and_is_evaluated_with_a_config_only(tmp_path, run_kflow
     report = (run_dir / "evaluate" / "evaluation" / "report.html").read_text()
     assert "Confusion matrix" in report and "virginica" in report and "accuracy" in report
     assert {name: c["status"] for name, c in record["components"].items()} == dict.fromkeys(
-        ["ingest", "statistics", "schema", "validate", "train", "evaluate"], "succeeded"
+        ["ingest", "statistics", "schema", "validate", "transform", "train", "evaluate"], "succeeded"
     )
     # The Trainer read the schema inferred from Split-train, which kept the ingest's label tag.
     schema_uri = record["components"]["train"]["inputs"]["schema"]["uri"]
@@ -142,8 +142,8 @@ def test_data_that_breaks_a_frozen_schema_stops_the_run_before_training(tmp_path
     assert "component 'train' failed" in done.stderr
     assert "petal_length: maximum 6.9 is above the schema's 3" in done.stderr and "on_anomaly: warn" in done.stderr
     run_dir = newest_run(tmp_path / "runs" / "iris")
-    assert statuses(run_dir) == {**dict.fromkeys(["ingest", "statistics", "schema", "validate"], "succeeded"),
-                                 "train": "failed"}  # fmt: skip
+    data_steps = ["ingest", "statistics", "schema", "validate", "transform"]
+    assert statuses(run_dir) == {**dict.fromkeys(data_steps, "succeeded"), "train": "failed"}  # fmt: skip
     anomalies = json.loads((run_dir / "validate" / "anomalies" / "anomalies.json").read_text())
     kinds = {(entry["feature"], entry["kind"]) for entry in anomalies["splits"]["train"]}
     assert ("petal_length", "out_of_range") in kinds and ("sepal_width", "unexpected_feature") in kinds
@@ -176,7 +176,7 @@ def test_a_user_module_trains_and_an_edit_reruns_train_and_evaluate_only(tmp_pat
     done = run_kflow("run", config, *settings)
     assert done.returncode == 0, done.stderr[-3000:]
     second = newest_run(tmp_path / "runs" / "iris")
-    assert statuses(second) == {**dict.fromkeys(["ingest", "statistics", "schema", "validate"], "cached"),
+    assert statuses(second) == {**dict.fromkeys(["ingest", "statistics", "schema", "validate", "transform"], "cached"),
                                 "train": "succeeded", "evaluate": "succeeded"}  # fmt: skip
     assert loaded_user_model(second).layers[-2].units == 12
 
@@ -249,7 +249,8 @@ def test_the_data_runner_is_given_to_the_data_steps_only(tmp_path):
     assert pipeline.beam_args == ["--direct_num_workers=1"]  # The DAG runner's own options.
     assert pipeline.node("ingest").parameters["beam_args"] == data_args
     assert pipeline.node("statistics").parameters["beam_args"] == data_args
-    others = [node for node in pipeline.components if node.id not in ("ingest", "statistics")]
+    assert pipeline.node("transform").parameters["beam_args"] == data_args  # the analyzers' full pass
+    others = [node for node in pipeline.components if node.id not in ("ingest", "statistics", "transform")]
     assert [node.id for node in others] == ["schema", "validate", "train", "evaluate"]
     assert not any("beam_args" in node.parameters for node in others)
 
@@ -269,7 +270,7 @@ def test_a_distributed_data_runner_moves_neither_the_dag_runner_nor_training(tmp
                      "evaluator.on_not_blessed=warn")  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert statuses(newest_run(tmp_path / "runs" / "iris")) == {
-        **dict.fromkeys(["ingest", "statistics", "schema", "validate"], "cached"),
+        **dict.fromkeys(["ingest", "statistics", "schema", "validate", "transform"], "cached"),
         "train": "succeeded",
         "evaluate": "succeeded",
     }

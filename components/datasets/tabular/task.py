@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-import re
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,31 +28,28 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from kflow.components.datasets.tabular.plan import (
+    DATA_OPTIONS,
+    classification_head,
+    label_text,
+    numeric_spec,
+    regression_head,
+    string_spec,
+    summarize_strings,
+)
+from kflow.components.datasets.tabular.preprocessing import GRAPH_MODEL_FILE, load_preprocessing
 from kflow.components.datasets.task import Task
 from kflow.components.models import build_model
+from kflow.components.models.tabular_mlp import build_tabular_mlp_on
 from kflow.components.util.schema import annotation_tags
-from kflow.pipeline.dsl.artifacts import Examples
+from kflow.pipeline.dsl.artifacts import Examples, TransformGraph
 
 log = logging.getLogger(__name__)
 
 PREPROCESSING_FILE = "tabular.json"
-DATA_OPTIONS: dict[str, Any] = {
-    "class_weighting": "none",
-    "max_categories": 100,
-    "text_min_chars": 20,
-    "max_tokens": 10_000,
-}
 MODEL_OPTIONS = {"hidden_units", "dropout"}
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
-MIN_IDENTIFIER_ROWS = 20  # A string feature with a distinct value in every one of at least this many rows: an id.
-OOV_BUCKETS = 16  # Hashed buckets a high-cardinality categorical feature's values past its vocabulary share.
-_DATE = re.compile(
-    r"^(\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}|\d{4}/\d{1,2}/\d{1,2})([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?"
-    r"(Z|[+-]\d{2}:?\d{2})?$|^\d{1,2}:\d{2}(:\d{2})?$"
-)
 _INT_MISSING = np.iinfo(np.int64).min  # Parse default of an absent int feature, turned into NaN.
 _NUMERIC = ("int", "float", "bool")
-_WORD = re.compile(r"[a-z0-9']+")
 
 
 class TabularTask(Task):
@@ -81,12 +78,21 @@ class TabularTask(Task):
             raise ValueError(f"the schema has no feature besides the label {self.label!r}")
         self.label_type = annotation_tags(schema, self.label).get("kflow_type", "string")
         self.preprocessing: dict[str, Any] | None = None
+        self.transform_graph: TransformGraph | None = None
+        self.graph_model_file: Path | None = None  # the Transform's preprocessing model, copied into the assets
 
     # --- Assets -------------------------------------------------------------------------------------
+
+    def use_transform_graph(self, graph: TransformGraph) -> None:
+        """Takes the preprocessing the Transform learnt (its `features`, `head` and Keras preprocessing model)
+        instead of learning it from the training split in `prepare`."""
+        self.transform_graph = graph
 
     def prepare(self, examples: Examples, assets_dir: Path) -> dict[str, Any]:
         assets_dir = Path(assets_dir)
         assets_dir.mkdir(parents=True, exist_ok=True)
+        if self.transform_graph is not None:
+            return self._take_graph(self.transform_graph, assets_dir)
         numbers = {name: [0, 0.0, 0.0] for name, kind in self.types.items() if kind in _NUMERIC}
         strings = {name: Counter() for name, kind in self.types.items() if kind == "string"}
         labels: list[np.ndarray] = []
@@ -103,8 +109,10 @@ class TabularTask(Task):
         if not labels:
             raise ValueError(f"the training split under {examples.uri} is empty")
         train_labels = np.concatenate(labels)
-        features = [self._numeric(name, *moments) for name, moments in numbers.items()]
-        features += [self._strings(name, counts) for name, counts in strings.items()]
+        features = [_numeric(name, *moments) for name, moments in numbers.items()]
+        features += [
+            string_spec(name, summarize_strings(counts, self.options), self.options) for name, counts in strings.items()
+        ]
         features.sort(key=lambda spec: list(self.types).index(spec["name"]))
         left_out = {spec["name"]: spec["left_out"] for spec in features if spec["kind"] == "left_out"}
         for name, why in left_out.items():
@@ -121,57 +129,32 @@ class TabularTask(Task):
         kinds = Counter(spec["kind"] for spec in features)
         return {"train_examples": len(train_labels), **{f"{kind}_features": n for kind, n in sorted(kinds.items())}}
 
-    def _numeric(self, name: str, count: int, total: float, squares: float) -> dict[str, Any]:
-        mean = total / count if count else 0.0
-        variance = squares / count - mean**2 if count else 1.0
-        if not abs(variance) < _FLOAT32_MAX:  # physical constants from 1e-36 to 1e38: no float32 scale holds them
-            spread = f"its values' variance, {variance:.3g}, is past float32's range"
-            return {"name": name, "kind": "left_out", "left_out": spread}
-        return {"name": name, "kind": "numeric", "mean": mean, "variance": variance if variance > 1e-12 else 1.0}
-
-    def _strings(self, name: str, counts: Counter) -> dict[str, Any]:
-        ranked = [value.decode("utf-8", "replace") for value, _ in sorted(counts.items(), key=lambda i: (-i[1], i[0]))]
-        limit = int(self.options["max_categories"])
-        seen = sum(counts.values())
-        mean_chars = sum(len(value) * n for value, n in counts.items()) / seen if seen else 0
-        text = mean_chars >= float(self.options["text_min_chars"])
-        # A few dates (two months, shifts at 08:00 and 18:00) are categories like any; past `limit` distinct ones,
-        # most of a new split's dates are unseen, and a category of each generalises to nothing.
-        if len(ranked) > limit and dates(ranked):
-            return {"name": name, "kind": "left_out", "left_out": f"it holds dates or times ({len(ranked)} distinct)"}
-        # One code-like value a row (`P-00017`): an identifier. Short phrases all distinct are words to learn from.
-        if seen >= MIN_IDENTIFIER_ROWS and len(counts) == seen and not text and not any(b" " in v for v in counts):
-            why = f"an identifier ({seen} distinct values in {seen} rows)"
-            return {"name": name, "kind": "left_out", "left_out": why}
-        if len(ranked) > limit and text:
-            words = Counter()
-            for value, n in counts.items():
-                for word in _WORD.findall(value.decode("utf-8", "replace").lower()):
-                    words[word] += n
-            vocabulary = [word for word, _ in sorted(words.items(), key=lambda i: (-i[1], i[0]))]
-            return {"name": name, "kind": "text", "vocabulary": vocabulary[: int(self.options["max_tokens"])]}
-        # Past `limit` values, the rest share hashed out-of-vocabulary buckets (as unseen values do) instead of one.
-        buckets = min(OOV_BUCKETS, len(ranked) - limit) if len(ranked) > limit else 1
-        return {"name": name, "kind": "categorical", "vocabulary": ranked[:limit] or ["[none]"], "oov_buckets": buckets}
-
     def _head(self, examples: Examples, train_labels: np.ndarray) -> dict[str, Any]:
         if self.kind == "regression":
-            std = float(train_labels.std())
-            return {"kind": "regression", "mean": float(train_labels.mean()), "std": std if std > 0 else 1.0}
+            return regression_head(float(train_labels.mean()), float(train_labels.std()))
         values = set()
         for split in examples.splits:
             for _, label in self._read(examples, split, 4096).as_numpy_iterator():
                 values.update(label.ravel().tolist())
-        classes = [_label_text(value) for value in sorted(values)]
-        counts = Counter(_label_text(value) for value in train_labels.tolist())
+        classes = [label_text(value) for value in sorted(values)]
+        counts = Counter(label_text(value) for value in train_labels.tolist())
         if len(classes) < 2:
             raise ValueError(f"classification needs at least two classes; the label {self.label!r} has {classes}")
-        weights = {name: 1.0 for name in classes}
-        if self.options["class_weighting"] == "balanced":
-            weights = {
-                name: len(train_labels) / (len(classes) * counts[name]) if counts[name] else 0.0 for name in classes
-            }
-        return {"kind": "classification", "classes": classes, "train_counts": dict(counts), "class_weights": weights}
+        return classification_head(classes, counts, self.options["class_weighting"])
+
+    def _take_graph(self, graph: TransformGraph, assets_dir: Path) -> dict[str, Any]:
+        """The Transform's plan and preprocessing model, copied into the assets: nothing is read from the data."""
+        analyzers = graph.analyzers
+        if analyzers.get("label") != self.label:
+            raise ValueError(
+                f"the transform graph {graph.uri} is for the label {analyzers.get('label')!r}, not {self.label!r}"
+            )
+        self.preprocessing = {key: analyzers[key] for key in ("label", "features", "head", "left_out", "inputs")}
+        self._keep_model_inputs()
+        shutil.copyfile(graph.model_file, assets_dir / GRAPH_MODEL_FILE)
+        (assets_dir / PREPROCESSING_FILE).write_text(json.dumps(self.preprocessing, indent=1) + "\n")
+        self.graph_model_file = assets_dir / GRAPH_MODEL_FILE
+        return {"transform_graph": str(graph.uri), "features": len(self.types)}
 
     def load_assets(self, assets_dir: Path) -> None:
         path = Path(assets_dir) / PREPROCESSING_FILE
@@ -179,10 +162,15 @@ class TabularTask(Task):
             raise FileNotFoundError(f"{path} is missing: run prepare() first")
         self.preprocessing = json.loads(path.read_text())
         self._keep_model_inputs()
+        graph_model = Path(assets_dir) / GRAPH_MODEL_FILE
+        self.graph_model_file = graph_model if graph_model.exists() else None
 
     def _keep_model_inputs(self) -> None:
         """Reads (and feeds the model) only the features the preprocessing kept: not the left-out ones."""
-        kept = {spec["name"] for spec in self._prepared()["features"]}
+        prepared = self._prepared()
+        # With a transform graph: the raw features its preprocessing model takes (a user's preprocessing_fn may
+        # read features the plan does not list); without: the features the plan kept.
+        kept = set(prepared.get("inputs") or (spec["name"] for spec in prepared["features"]))
         self.types = {name: kind for name, kind in self.types.items() if name in kept}
 
     @property
@@ -284,6 +272,10 @@ class TabularTask(Task):
 
     def build_model(self) -> keras.Model:
         prepared = self._prepared()
+        if self.graph_model_file is not None and self.model_name == "tabular_mlp":
+            return build_tabular_mlp_on(
+                load_preprocessing(self.graph_model_file), self.types, head=prepared["head"], **self.model_kwargs
+            )
         return build_model(self.model_name, features=prepared["features"], head=prepared["head"], **self.model_kwargs)
 
     def loss(self) -> keras.losses.Loss:
@@ -312,13 +304,6 @@ class TabularTask(Task):
         return {"kind": self.kind, "classes": [], "label_boundaries": boundaries}
 
 
-def dates(values: list[str], sample: int = 200) -> bool:
-    """Whether a string feature holds dates or times (`2024-01-31`, `1/31/2024`, `2024-01-31 12:00:00`, `12:00`):
-    at least 95 % of its first `sample` distinct values written so."""
-    values = values[:sample]
-    return bool(values) and sum(bool(_DATE.match(value.strip())) for value in values) >= 0.95 * len(values)
-
-
 def _type_of(feature) -> str:
     from tensorflow_metadata.proto.v0 import schema_pb2
 
@@ -334,9 +319,6 @@ def _spec(kind: str) -> tf.io.FixedLenFeature:
     return tf.io.FixedLenFeature([1], _dtype(kind), default_value=[default])
 
 
-def _label_text(value: Any) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, float):  # a float32 label: its shortest text (`0.1`, not `0.10000000149011612`)
-        return str(int(value)) if value.is_integer() else np.format_float_positional(np.float32(value), trim="-")
-    return str(value)
+def _numeric(name: str, count: int, total: float, squares: float) -> dict[str, Any]:
+    mean = total / count if count else 0.0
+    return numeric_spec(name, count, mean, squares / count - mean**2 if count else 1.0)

@@ -1,0 +1,131 @@
+"""What the tabular preprocessing makes of a training split's summaries: each feature's kind and state, the head.
+
+One set of rules for both places that summarise a training split: the Transform's Beam pass
+(components/transform, streaming combiners over every record) and, without a transform, the tabular task's own
+pass in memory (`TabularTask.prepare`). Both hand these functions the same summaries: a number's count, mean and
+variance; a string feature's `StringSummary` (its most frequent values with their counts, how many distinct
+values and rows, their characters, its most frequent words); the label's values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# The task's data options (trainer.model_options): what the preprocessing makes of the data, so the Transform's too.
+DATA_OPTIONS: dict[str, Any] = {
+    "class_weighting": "none",
+    "max_categories": 100,
+    "text_min_chars": 20,
+    "max_tokens": 10_000,
+}
+MIN_IDENTIFIER_ROWS = 20  # A string feature with a distinct value in every one of at least this many rows: an id.
+OOV_BUCKETS = 16  # Hashed buckets a high-cardinality categorical feature's values past its vocabulary share.
+DATE_SAMPLE = 200  # The most frequent values `dates` looks at.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_DATE = re.compile(
+    r"^(\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}|\d{4}/\d{1,2}/\d{1,2})([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?"
+    r"(Z|[+-]\d{2}:?\d{2})?$|^\d{1,2}:\d{2}(:\d{2})?$"
+)
+WORD = re.compile(r"[a-z0-9']+")
+
+
+@dataclass
+class StringSummary:
+    """A string feature over a split: `ranked` its most frequent values (at least max_categories + DATE_SAMPLE of
+    them) as (value, count), most frequent first and ties in byte order; `words` its most frequent words likewise."""
+
+    seen: int = 0  # present, non-empty values
+    distinct: int = 0
+    chars: int = 0  # UTF-8 bytes of every value seen
+    spaced: bool = False  # whether any value holds a space
+    ranked: list[tuple[str, int]] = field(default_factory=list)
+    words: list[tuple[str, int]] = field(default_factory=list)
+
+
+def ranked_counts(counts: Counter, limit: int | None = None) -> list[tuple[Any, int]]:
+    """(value, count), most frequent first, ties in value order."""
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return ranked if limit is None else ranked[:limit]
+
+
+def summarize_strings(counts: Counter, options: dict[str, Any]) -> StringSummary:
+    """The summary of a feature's value counts (bytes → count), held in memory whole."""
+    words: Counter = Counter()
+    for value, n in counts.items():
+        for word in WORD.findall(value.decode("utf-8", "replace").lower()):
+            words[word] += n
+    keep = int(options["max_categories"]) + DATE_SAMPLE
+    return StringSummary(
+        seen=sum(counts.values()),
+        distinct=len(counts),
+        chars=sum(len(value) * n for value, n in counts.items()),
+        spaced=any(b" " in value for value in counts),
+        ranked=[(value.decode("utf-8", "replace"), n) for value, n in ranked_counts(counts, keep)],
+        words=ranked_counts(words, int(options["max_tokens"])),
+    )
+
+
+def numeric_spec(name: str, count: int, mean: float, variance: float) -> dict[str, Any]:
+    """A number's normalisation (its training mean and variance), or why it is left out."""
+    if not count:
+        mean, variance = 0.0, 1.0
+    if not abs(variance) < _FLOAT32_MAX:  # physical constants from 1e-36 to 1e38: no float32 scale holds them
+        spread = f"its values' variance, {variance:.3g}, is past float32's range"
+        return {"name": name, "kind": "left_out", "left_out": spread}
+    return {"name": name, "kind": "numeric", "mean": mean, "variance": variance if variance > 1e-12 else 1.0}
+
+
+def string_spec(name: str, summary: StringSummary, options: dict[str, Any]) -> dict[str, Any]:
+    """A string feature's kind (categorical, text, or left out) and its vocabulary."""
+    ranked = [value for value, _ in summary.ranked]
+    limit = int(options["max_categories"])
+    mean_chars = summary.chars / summary.seen if summary.seen else 0
+    text = mean_chars >= float(options["text_min_chars"])
+    many = summary.distinct > limit
+    # A few dates (two months, shifts at 08:00 and 18:00) are categories like any; past `limit` distinct ones,
+    # most of a new split's dates are unseen, and a category of each generalises to nothing.
+    if many and dates(ranked):
+        return {"name": name, "kind": "left_out", "left_out": f"it holds dates or times ({summary.distinct} distinct)"}
+    # One code-like value a row (`P-00017`): an identifier. Short phrases all distinct are words to learn from.
+    seen = summary.seen
+    if seen >= MIN_IDENTIFIER_ROWS and summary.distinct == seen and not text and not summary.spaced:
+        return {"name": name, "kind": "left_out", "left_out": f"an identifier ({seen} distinct values in {seen} rows)"}
+    if many and text:
+        return {"name": name, "kind": "text", "vocabulary": [word for word, _ in summary.words]}
+    # Past `limit` values, the rest share hashed out-of-vocabulary buckets (as unseen values do) instead of one.
+    buckets = min(OOV_BUCKETS, summary.distinct - limit) if many else 1
+    return {"name": name, "kind": "categorical", "vocabulary": ranked[:limit] or ["[none]"], "oov_buckets": buckets}
+
+
+def classification_head(classes: list[str], counts: Counter, class_weighting: str) -> dict[str, Any]:
+    """The classes (sorted as their values sort), their training counts and their weights."""
+    total = sum(counts.values())
+    weights = {name: 1.0 for name in classes}
+    if class_weighting == "balanced":
+        weights = {name: total / (len(classes) * counts[name]) if counts[name] else 0.0 for name in classes}
+    return {"kind": "classification", "classes": classes, "train_counts": dict(counts), "class_weights": weights}
+
+
+def regression_head(mean: float, std: float) -> dict[str, Any]:
+    return {"kind": "regression", "mean": float(mean), "std": float(std) if std > 0 else 1.0}
+
+
+def dates(values: list[str], sample: int = DATE_SAMPLE) -> bool:
+    """Whether a string feature holds dates or times (`2024-01-31`, `1/31/2024`, `2024-01-31 12:00:00`, `12:00`):
+    at least 95 % of its first `sample` distinct values written so."""
+    values = values[:sample]
+    return bool(values) and sum(bool(_DATE.match(value.strip())) for value in values) >= 0.95 * len(values)
+
+
+def label_text(value: Any) -> str:
+    """A label value as its class name: a float32 label by its shortest text (`0.1`, not `0.10000000149011612`)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else np.format_float_positional(np.float32(value), trim="-")
+    return str(value)

@@ -1,0 +1,3 @@
+from kflow.components.transform.component import Transform
+
+__all__ = ["Transform"]

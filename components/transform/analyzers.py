@@ -1,0 +1,292 @@
+"""The Transform's analyzers: streaming Beam combiners over the records of a split.
+
+Each analyzer (`Analyzer`: an id, a kind, the column it reads, its options) becomes one branch of a single Beam
+pipeline: the records are read once (`ReadFromTFRecord`), parsed in batches into columns without TensorFlow
+(`example_proto.Example`), and each branch folds its column with a combiner whose accumulator does not grow with
+the data, so partial results merge across Beam workers:
+
+- `moments`: count, mean, variance (Chan's parallel update), min and max (`MomentsFn`);
+- `vocabulary` and `words`: exact counts per distinct value, spread over the workers by key (`CombinePerKey`), then
+  the `top_k` most frequent with their counts at or above `frequency_threshold` (`TopCountsFn`, a bounded heap);
+- `quantiles`: boundaries from Beam's `ApproximateQuantiles` combiner, rank error at most QUANTILE_EPSILON × N;
+- `classes`: the label's distinct values over every split, `counts` its training counts.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.transforms.stats import ApproximateQuantilesCombineFn
+
+from kflow.components.datasets.tabular.plan import WORD
+from kflow.components.util.example_proto import Example
+from kflow.pipeline.dsl.beam_options import named_runner
+from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
+
+QUANTILE_EPSILON = 0.001  # a boundary's rank is within 0.1 % of the row count of the exact quantile's
+KINDS = ("moments", "vocabulary", "words", "quantiles", "classes", "counts")
+_INT_MISSING = -(2**63)  # what a tabular ingest never writes for a present int; parsed as missing, as the task does
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    """One full-pass analysis: `kind` (KINDS) of the values of `column` (a raw feature of the Examples)."""
+
+    id: str
+    kind: str
+    column: str
+    options: dict[str, Any] = field(default_factory=dict, hash=False)
+    splits: str = "train"  # "train", or "all" (the label's classes: which exist is no learning from eval data)
+
+
+def parse_columns(records: Sequence[bytes], columns: dict[str, str]) -> dict[str, list]:
+    """{column: its present values in `records`} for columns {name: "number" | "string" | "label"}: numbers as
+    floats (non-finite and int64's minimum are missing), strings as bytes (empty is missing), labels as they are."""
+    values: dict[str, list] = {name: [] for name in columns}
+    for record in records:
+        features = Example.FromString(record).features.feature
+        for name, kind in columns.items():
+            if name not in features:
+                continue
+            feature = features[name]
+            which = feature.WhichOneof("kind")
+            if which is None:
+                continue
+            found = list(getattr(feature, which).value)
+            if kind == "number":
+                found = [float(v) for v in found if v != _INT_MISSING and math.isfinite(float(v))]
+            elif kind == "string":
+                found = [v for v in found if v]
+            values[name].extend(found)
+    return values
+
+
+class MomentsFn(beam.CombineFn):
+    """(count, mean, M2, min, max) of batches of numbers, merged with Chan et al.'s parallel update."""
+
+    def create_accumulator(self):
+        return (0, 0.0, 0.0, math.inf, -math.inf)
+
+    def add_input(self, accumulator, values):
+        values = np.asarray(values, np.float64)
+        if not values.size:
+            return accumulator
+        batch = (values.size, float(values.mean()), float(((values - values.mean()) ** 2).sum()))
+        return self._merge(accumulator, (*batch, float(values.min()), float(values.max())))
+
+    def merge_accumulators(self, accumulators):
+        accumulators = iter(accumulators)
+        merged = next(accumulators)
+        for other in accumulators:
+            merged = self._merge(merged, other)
+        return merged
+
+    @staticmethod
+    def _merge(a, b):
+        if not a[0]:
+            return b
+        if not b[0]:
+            return a
+        count = a[0] + b[0]
+        delta = b[1] - a[1]
+        mean = a[1] + delta * b[0] / count
+        m2 = a[2] + b[2] + delta * delta * a[0] * b[0] / count
+        return (count, mean, m2, min(a[3], b[3]), max(a[4], b[4]))
+
+    def extract_output(self, accumulator):
+        count, mean, m2, low, high = accumulator
+        if not count:
+            return {"count": 0, "mean": 0.0, "variance": 0.0, "min": None, "max": None}
+        return {"count": count, "mean": mean, "variance": m2 / count, "min": low, "max": high}
+
+
+class _Rank:
+    """A (value, count)'s place in a vocabulary: more frequent first, ties in value order (as the task sorts)."""
+
+    __slots__ = ("count", "value")
+
+    def __init__(self, value, count):
+        self.value, self.count = value, count
+
+    def __lt__(self, other: _Rank) -> bool:  # the heap's smallest is the entry to drop first
+        return (self.count, other.value) < (other.count, self.value)
+
+
+class TopCountsFn(beam.CombineFn):
+    """The `top_k` most frequent of (value, count) pairs (each value once), with how many distinct values there
+    were, their total count, their UTF-8 bytes and whether any holds a space; a heap of at most `top_k` entries."""
+
+    def __init__(self, top_k: int | None, frequency_threshold: int = 1):
+        self.top_k, self.frequency_threshold = top_k, frequency_threshold
+
+    def create_accumulator(self):
+        return {"heap": [], "distinct": 0, "seen": 0, "chars": 0, "spaced": False}
+
+    def add_input(self, accumulator, pair):
+        value, count = pair
+        accumulator["distinct"] += 1
+        accumulator["seen"] += count
+        if isinstance(value, bytes):
+            accumulator["chars"] += len(value) * count
+            accumulator["spaced"] = accumulator["spaced"] or b" " in value
+        if count >= self.frequency_threshold:
+            self._push(accumulator["heap"], _Rank(value, count))
+        return accumulator
+
+    def _push(self, heap: list, entry: _Rank) -> None:
+        if self.top_k is None or len(heap) < self.top_k:
+            heapq.heappush(heap, entry)
+        elif heap[0] < entry:
+            heapq.heapreplace(heap, entry)
+
+    def merge_accumulators(self, accumulators):
+        accumulators = iter(accumulators)
+        merged = next(accumulators)
+        for other in accumulators:
+            for key in ("distinct", "seen", "chars"):
+                merged[key] += other[key]
+            merged["spaced"] = merged["spaced"] or other["spaced"]
+            for entry in other["heap"]:
+                self._push(merged["heap"], entry)
+        return merged
+
+    def extract_output(self, accumulator):
+        ranked = sorted(accumulator["heap"], reverse=True)
+        return {
+            "ranked": [[_text(entry.value), entry.count] for entry in ranked],
+            **{key: accumulator[key] for key in ("distinct", "seen", "chars", "spaced")},
+        }
+
+
+def _text(value: Any) -> Any:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _value_counts(batch: dict[str, list], column: str) -> Iterator[tuple[Any, int]]:
+    yield from Counter(batch[column]).items()
+
+
+def _word_counts(batch: dict[str, list], column: str) -> Iterator[tuple[str, int]]:
+    words: Counter = Counter()
+    for value in batch[column]:
+        words.update(WORD.findall(value.decode("utf-8", "replace").lower()))
+    yield from words.items()
+
+
+def run_analyzers(
+    split_files: dict[str, str],
+    analyzers: Sequence[Analyzer],
+    columns: dict[str, str],
+    beam_args: Sequence[str],
+    results_file: Path,
+) -> dict[str, Any]:
+    """{analyzer id: result}, every analyzer computed in one Beam pipeline over the splits' files (glob patterns,
+    gzipped TFRecords); `columns` {raw feature: "number" | "string" | "label"} is what each record is parsed into.
+    The pipeline's one result goes through `results_file` (removed after), which its workers must reach."""
+    unknown = [analyzer.kind for analyzer in analyzers if analyzer.kind not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown analyzer kind(s) {unknown} (known: {', '.join(KINDS)})")
+    with beam_pipeline(PipelineOptions(named_runner(list(beam_args)))) as pipeline:
+        outputs = []
+        for split, pattern in split_files.items():
+            wanted = [a for a in analyzers if a.splits == "all" or split == "train"]
+            if not wanted:
+                continue
+            needed = {a.column: columns[a.column] for a in wanted}
+            batches = (
+                pipeline
+                | f"Read[{split}]" >> beam.io.ReadFromTFRecord(pattern, compression_type=CompressionTypes.GZIP)
+                | f"Batch[{split}]" >> beam.BatchElements(min_batch_size=256, max_batch_size=4096)
+                | f"Parse[{split}]" >> beam.Map(parse_columns, needed)
+            )
+            for analyzer in wanted:
+                outputs.append(_branch(batches, analyzer, split))
+        _ = (
+            outputs
+            | "All" >> beam.Flatten()
+            | "Collect" >> beam.combiners.ToList()
+            | "Write" >> beam.Map(_write_results, str(results_file))
+        )
+    results: dict[str, Any] = {}
+    for analyzer_id, _split, value in json.loads(results_file.read_text()):
+        if analyzer_id in results and isinstance(value, list):  # the classes of several splits
+            results[analyzer_id] = sorted(set(results[analyzer_id]) | set(value), key=_class_order)
+        else:
+            results[analyzer_id] = value
+    results_file.unlink()
+    return results
+
+
+def _branch(batches: beam.PCollection, analyzer: Analyzer, split: str) -> beam.PCollection:
+    name, column, options = f"{analyzer.id}[{split}]", analyzer.column, analyzer.options
+    if analyzer.kind == "moments":
+        folded = (
+            batches
+            | f"Values {name}" >> beam.Map(lambda b, c: b[c], column)
+            | name >> beam.CombineGlobally(MomentsFn())
+        )
+    elif analyzer.kind in ("vocabulary", "words", "counts"):
+        counts = _word_counts if analyzer.kind == "words" else _value_counts
+        top = TopCountsFn(options.get("top_k"), int(options.get("frequency_threshold") or 1))
+        folded = (
+            batches
+            | f"Count {name}" >> beam.FlatMap(counts, column)
+            | f"Sum {name}" >> beam.CombinePerKey(sum)
+            | name >> beam.CombineGlobally(top)
+        )
+    elif analyzer.kind == "quantiles":
+        buckets = int(options["num_buckets"])
+        fn = ApproximateQuantilesCombineFn.create(buckets + 1, epsilon=QUANTILE_EPSILON, input_batched=True)
+        folded = (
+            batches
+            | f"Values {name}" >> beam.Map(lambda b, c: b[c], column)
+            | f"Nonempty {name}" >> beam.Filter(bool)
+            | name >> beam.CombineGlobally(fn)
+            | f"Inner {name}" >> beam.Map(lambda q: _boundaries(q))
+        )
+    else:  # classes
+        folded = (
+            batches
+            | f"Values {name}" >> beam.FlatMap(lambda b, c: b[c], column)
+            | f"Distinct {name}" >> beam.Distinct()
+            | name >> beam.combiners.ToList()
+        )
+    return folded | f"Tag {name}" >> beam.Map(lambda value, i, s: (i, s, _plain(value)), analyzer.id, split)
+
+
+def _boundaries(quantiles: list[float]) -> list[float]:
+    """The inner quantiles (min and max dropped), each once: what `Discretization(bin_boundaries=)` takes."""
+    inner = [float(q) for q in quantiles[1:-1]]
+    return sorted(set(inner))
+
+
+def _plain(value: Any) -> Any:
+    """`value` as JSON holds it (bytes as text)."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _class_order(value: Any) -> tuple:
+    return (isinstance(value, str), value)
+
+
+def _write_results(results: Iterable[tuple], path: str) -> None:
+    Path(path).write_text(json.dumps(list(results)))

@@ -1,0 +1,112 @@
+"""Transform's executor: the analyzers' full pass over Split-train with Beam, then the Keras preprocessing model.
+
+The preprocessing is learnt here, once, not in each training process: the analyzers (analyzers.py) run as one
+Beam pipeline (the config's runner; FnApiRunner locally, like the ingests), their results go into
+`analyzers.json` and a vocabulary file each, and a Keras model is built from them (raw features in, model
+inputs out), every layer given its state as constructor arguments, saved in the Keras format and loaded back
+with `safe_mode=True` before the artifact is published. The Trainer builds its model on that graph, so the
+serving SavedModel, the Evaluator and the BulkInferrer apply the same preprocessing.
+
+Without a `transform.module`, the graph is the dataset's own tabular preprocessing (tabular_analysis.py); with
+one, the user's `preprocessing_fn(inputs, analyzers)` (user_preprocessing.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from kflow.components.datasets import get_dataset
+from kflow.components.datasets.tabular.task import TabularTask
+from kflow.components.transform.analyzers import Analyzer, run_analyzers
+from kflow.components.transform.tabular_analysis import tabular_analyzers, tabular_plan
+from kflow.components.util.schema import load_schema
+from kflow.pipeline.dsl.artifacts import Examples, Schema, TransformGraph
+
+log = logging.getLogger("kflow.transform")
+
+
+def run(
+    *,
+    examples: Examples,
+    schema: Schema,
+    transform_graph: TransformGraph,
+    dataset: str,
+    options: dict[str, Any] | None = None,
+    module: str | None = None,
+    module_source: str | None = None,
+    beam_args: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Writes the TransformGraph of `examples`' training split; returns figures for the log."""
+    task_class = get_dataset(dataset).task_class()
+    if not issubclass(task_class, TabularTask):
+        raise ValueError(f"the transform learns tabular preprocessing; the {dataset} dataset's task is not tabular")
+    task = TabularTask(load_schema(schema.file), None, dict(options or {}))
+    if "train" not in examples.splits:
+        raise ValueError(f"the Examples under {examples.uri} have no train split to learn the preprocessing from")
+    transform_graph.path.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    if module_source is not None:
+        raise ValueError(f"transform.module: {module}: a preprocessing_fn is not supported yet")
+    else:
+        analyzers, columns = tabular_analyzers(task)
+        results = run_analyzers(
+            _split_patterns(examples), analyzers, columns, beam_args, transform_graph.path / ".results.json"
+        )
+        plan = tabular_plan(task, results)
+        from kflow.components.datasets.tabular.preprocessing import build_preprocessing
+
+        preprocessing = build_preprocessing(plan["features"])
+    seconds = time.monotonic() - started
+    write_graph(transform_graph, plan, analyzers, results, preprocessing, task.options)
+    summary = {
+        "analyzers": len(analyzers),
+        "inputs": len(plan["inputs"]),
+        "outputs": len(preprocessing.output),
+        "left_out": len(plan["left_out"]),
+        "analyze_seconds": round(seconds, 2),
+    }
+    log.info("transform: %s", ", ".join(f"{key}={value}" for key, value in summary.items()))
+    return summary
+
+
+def _split_patterns(examples: Examples) -> dict[str, str]:
+    return {split: str(examples.split_uri(split) / "*.gz") for split in examples.splits}
+
+
+def write_graph(
+    graph: TransformGraph,
+    plan: dict[str, Any],
+    analyzers: Sequence[Analyzer],
+    results: dict[str, Any],
+    preprocessing: Any,
+    options: dict[str, Any],
+) -> None:
+    """analyzers.json, a file a vocabulary, and the preprocessing model (checked to load with safe_mode)."""
+    from kflow.components.datasets.tabular.preprocessing import load_preprocessing
+
+    graph.vocabulary_dir.mkdir(parents=True, exist_ok=True)
+    described = {}
+    for analyzer in analyzers:
+        value = results[analyzer.id]
+        entry = {"kind": analyzer.kind, "column": analyzer.column, "options": analyzer.options}
+        if isinstance(value, dict) and "ranked" in value:  # a vocabulary: its values in a file, its figures here
+            name = re.sub(r"[^A-Za-z0-9_.-]", "_", analyzer.id) + ".txt"
+            lines = "".join(f"{_one_line(item)}\t{count}\n" for item, count in value["ranked"])
+            (graph.vocabulary_dir / name).write_text(lines)
+            entry["file"] = f"vocabularies/{name}"
+            entry["value"] = {key: item for key, item in value.items() if key != "ranked"}
+            entry["value"]["size"] = len(value["ranked"])
+        else:
+            entry["value"] = value
+        described[analyzer.id] = entry
+    graph.write_json(TransformGraph.ANALYZERS_FILE, {**plan, "analyzers": described, "options": options})
+    preprocessing.save(graph.model_file)
+    load_preprocessing(graph.model_file)  # refuses now what a Trainer would refuse later
+
+
+def _one_line(value: Any) -> str:
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")

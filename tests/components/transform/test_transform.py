@@ -1,0 +1,162 @@
+"""The Transform: a Beam pass learns what the tabular task learnt in memory, written as readable files and a Keras
+preprocessing model that loads with safe_mode; a Trainer given the graph learns nothing from the data (its
+analyzer and adapt calls counted: zero), and its model, saved and served, applies the same preprocessing."""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kflow.components.datasets.csv.ingest.executor import run as ingest
+from kflow.components.datasets.tabular.task import TabularTask
+from kflow.components.evaluator.executor import run as evaluate
+from kflow.components.trainer.executor import run as train
+from kflow.components.transform.executor import run as transform
+from kflow.components.util.schema import load_schema
+from kflow.pipeline.dsl.artifacts import (
+    Examples,
+    Model,
+    ModelBlessing,
+    ModelEvaluation,
+    ModelRun,
+    Rejects,
+    Schema,
+    TransformGraph,
+)
+from tests.components.datasets.tabular.test_tabular import fruit_rows
+
+OPTIONS = {"max_categories": 5}
+ADAPTING = (
+    keras.layers.Normalization,
+    keras.layers.StringLookup,
+    keras.layers.IntegerLookup,
+    keras.layers.TextVectorization,
+    keras.layers.Discretization,
+)
+
+
+@pytest.fixture(scope="module")
+def fruit(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fruit")
+    source = root / "fruit.csv"
+    source.write_text("\n".join(["id,colour,weight,organic,notes,label", *fruit_rows()]) + "\n")
+    examples, schema = Examples(root / "examples"), Schema(root / "schema")
+    ingest(
+        examples=examples,
+        schema=schema,
+        rejects=Rejects(root / "rejects"),
+        source_path=str(source),
+        label="label",
+        key="id",
+    )
+    graph = TransformGraph(root / "graph")
+    summary = transform(examples=examples, schema=schema, transform_graph=graph, dataset="csv", options=OPTIONS)
+    return examples, schema, graph, summary, root
+
+
+@pytest.fixture
+def learning_calls(monkeypatch):
+    """Counts every pass a training process makes to learn preprocessing: the tabular task's own read of the
+    training split and any Keras preprocessing layer's `adapt`."""
+    calls = []
+
+    def counted(owner, name):
+        original = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            calls.append(f"{owner.__name__}.{name}")
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, wrapper)
+
+    counted(TabularTask, "_read")
+    for layer in ADAPTING:
+        counted(layer, "adapt")
+    return calls
+
+
+def test_the_beam_pass_learns_what_the_task_learnt_in_memory(fruit):
+    examples, schema, graph, summary, root = fruit
+    task = TabularTask(load_schema(schema.file), model_options=OPTIONS)
+    task.prepare(examples, root / "in-memory")
+    learnt, expected = graph.analyzers, task.preprocessing
+    assert [spec["name"] for spec in learnt["features"]] == [spec["name"] for spec in expected["features"]]
+    for got, want in zip(learnt["features"], expected["features"], strict=True):
+        assert got["kind"] == want["kind"]
+        assert got.get("vocabulary") == want.get("vocabulary")
+        for key in ("mean", "variance"):
+            assert math.isclose(got.get(key, 0), want.get(key, 0), rel_tol=1e-9), (got, want)
+    assert learnt["head"] == expected["head"]
+    assert learnt["left_out"] == expected["left_out"] and summary["analyzers"] == 8
+    # Readable: each vocabulary a file of value<TAB>count, most frequent first; the statistics in analyzers.json.
+    colours = [line.split("\t") for line in (graph.vocabulary_dir / "vocabulary.colour.txt").read_text().splitlines()]
+    counts = [int(count) for _, count in colours]
+    assert (
+        counts == sorted(counts, reverse=True)
+        and sum(counts) == learnt["analyzers"]["vocabulary.colour"]["value"]["seen"]
+    )
+    weight = learnt["analyzers"]["moments.weight"]["value"]
+    assert weight["min"] < weight["mean"] < weight["max"] and weight["count"] < summary["analyzers"] * 120
+    # The preprocessing model: raw values in (a missing number, an unknown colour), model inputs out.
+    preprocessing = keras.saving.load_model(graph.model_file, safe_mode=True)
+    out = preprocessing(
+        {
+            name: tf.constant([[v]])
+            for name, v in {"colour": "blue", "weight": float("nan"), "organic": 1.0, "notes": "crisp pear"}.items()
+        }
+    )
+    assert abs(float(out["weight"][0, 0])) < 1e-6  # missing: the training mean, normalised to 0
+    vocabularies = {spec["name"]: spec.get("vocabulary") for spec in learnt["features"]}
+    assert out["colour"].shape[-1] == len(vocabularies["colour"]) + 1  # an out-of-vocabulary slot
+    assert out["notes"].shape[-1] == len(vocabularies["notes"]) + 1
+
+
+def test_a_trainer_with_the_graph_learns_nothing_and_serves_raw_features(fruit, learning_calls, tmp_path):
+    examples, schema, graph, _, root = fruit
+    control = TabularTask(load_schema(schema.file), model_options=OPTIONS)
+    control.prepare(examples, tmp_path / "control")  # the task's own pass: the counter sees it
+    assert learning_calls and set(learning_calls) == {"TabularTask._read"}
+    learning_calls.clear()
+    model, model_run = Model(tmp_path / "model"), ModelRun(tmp_path / "model_run")
+    train(
+        examples=examples,
+        schema=schema,
+        model=model,
+        model_run=model_run,
+        transform_graph=graph,
+        dataset="csv",
+        model_name="tabular_mlp",
+        model_options={**OPTIONS, "hidden_units": [8]},
+        epochs=3,
+        batch_size=16,
+    )
+    assert learning_calls == []
+    trained = keras.saving.load_model(model.keras_file, safe_mode=True)
+    assert "preprocessing" in [layer.name for layer in trained.layers]  # the graph, embedded
+    assert (model.assets_uri / "preprocessing.keras").read_bytes() == graph.model_file.read_bytes()
+    rows = {
+        "colour": [["red"], ["never seen"]],
+        "weight": [[101.0], [float("nan")]],
+        "organic": [[1.0], [0.0]],
+        "notes": [["crisp sweet"], [""]],
+    }
+    raw = {
+        name: tf.constant(values, tf.string if name in ("colour", "notes") else tf.float32)
+        for name, values in rows.items()
+    }
+    served = tf.saved_model.load(str(model.serving_uri)).signatures["serving_default"]
+    scores = served(**{name: value for name, value in raw.items()})["scores"].numpy()
+    np.testing.assert_allclose(scores, trained(raw).numpy(), atol=1e-5)
+    result = evaluate(
+        examples=examples,
+        schema=schema,
+        model=model,
+        evaluation=ModelEvaluation(tmp_path / "evaluation"),
+        blessing=ModelBlessing(tmp_path / "blessing"),
+        thresholds={},
+    )
+    assert learning_calls == [] and "accuracy" in ModelEvaluation(tmp_path / "evaluation").metrics, result
