@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-all lint format bench bench-guides docs clean bytecode image
+.PHONY: run test test-all lint format bench bench-guides docs clean bytecode image screenshots
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "kflow needs Python 3.11, found " + sys.version.split()[0]'
@@ -56,6 +56,11 @@ bench: bytecode
 # Each guide's training as its own script against `kflow run` of the config that expresses it (bench/guides/README.md).
 bench-guides: bytecode
 	$(BIN)/python bench/guides/run.py
+
+# The docs' screenshots of the report and the statistics page (docs/images/*.png): two runs photographed in headless
+# Chromium (tests/browser/screenshots.py).
+screenshots: bytecode
+	$(BIN)/python -m tests.browser.screenshots
 
 # The docs site (mkdocs.yml, docs/), built strict into .venv/site; `$(BIN)/mkdocs serve` to read it while editing.
 docs: $(STAMP)
