@@ -11,9 +11,22 @@ class ExampleValidator(Component):
     categorical drift from Split-train (components/example_validator/executor.py)."""
 
     spec = ComponentSpec(
-        inputs={"statistics": ExampleStatistics, "schema": Schema},
+        # With spans (pipeline/app/span_pipeline.py): the newest span's and the previous span's statistics.
+        inputs={
+            "statistics": ExampleStatistics,
+            "schema": Schema,
+            "span_statistics": ExampleStatistics,
+            "previous_span_statistics": ExampleStatistics,
+        },
+        optional_inputs=frozenset({"span_statistics", "previous_span_statistics"}),
         outputs={"anomalies": ExampleAnomalies},
         parameters={
+            "on_drift": Parameter(
+                str, default="warn", description="What drift between the spans does: fail (refuse to train) or warn."
+            ),
+            "drift_spans": Parameter(list, default=[], description="[newest span, previous span], as compared."),
+            "l_infinity_threshold": Parameter(float, default=0.25, description="Categorical drift threshold."),
+            "jensen_shannon_threshold": Parameter(float, default=0.1, description="Numeric drift threshold."),
             "on_anomaly": Parameter(
                 str,
                 default="fail",

@@ -37,10 +37,13 @@ Trainer refuses to train on data with blocking anomalies (errors) under `fail` a
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_pb2
 
+from kflow.components.example_validator.span_drift import drift_anomalies, span_drift
+from kflow.components.util.drift import l_infinity
 from kflow.components.util.schema import INFERRED_TAG, load_schema
 from kflow.components.util.statistics_proto import common_stats, feature_stats, read_split, value_counts
 from kflow.pipeline.dsl.artifacts import ExampleAnomalies, ExampleStatistics, Schema
@@ -70,6 +73,12 @@ def run(
     schema: Schema,
     anomalies: ExampleAnomalies,
     on_anomaly: str = "fail",
+    span_statistics: ExampleStatistics | None = None,
+    previous_span_statistics: ExampleStatistics | None = None,
+    on_drift: str = "warn",
+    drift_spans: list[str] | None = None,
+    l_infinity_threshold: float = 0.25,
+    jensen_shannon_threshold: float = 0.1,
 ) -> dict[str, Any]:
     """Writes the anomalies of every split; returns {"anomalies": n, "blocking": b, "<split>": n_split}."""
     if on_anomaly not in ON_ANOMALY:
@@ -81,6 +90,12 @@ def run(
     found = {split: find_anomalies(read_split(statistics, split), proto, train if split != "train" else None,
                                    strict_domains)
              for split in splits}  # fmt: skip
+    drift = None
+    if span_statistics is not None and previous_span_statistics is not None:
+        drift = span_drift(span_statistics, previous_span_statistics, list(drift_spans or ["newest", "previous"]),
+                           on_drift=on_drift, l_infinity_threshold=l_infinity_threshold,
+                           jensen_shannon_threshold=jensen_shannon_threshold)  # fmt: skip
+        found.setdefault(drift["split"], []).extend(drift_anomalies(drift))
     anomalies.path.mkdir(parents=True, exist_ok=True)
     for split, entries in found.items():
         path = anomalies.split_file(split)
@@ -101,6 +116,8 @@ def run(
             f"the Examples have {blocking} anomal{'y' if blocking == 1 else 'ies'} against the schema (first: {first})"
         )
     summary = {"count": count, "blocking": blocking, "on_anomaly": on_anomaly, "message": message, "splits": found}
+    if drift is not None:
+        summary["drift"] = drift
     anomalies.write_json("anomalies.json", summary)
     for split, entries in found.items():
         for entry in entries:
@@ -110,7 +127,13 @@ def run(
                 log.info("validate: %s: %s: %s (counted, not blocking)", split, entry["feature"], entry["description"])
     if blocking:
         log.warning("validate: %s (on_anomaly: %s)", message, on_anomaly)
-    return {"anomalies": count, "blocking": blocking, **{split: len(entries) for split, entries in found.items()}}
+    result = {"anomalies": count, "blocking": blocking, **{split: len(entries) for split, entries in found.items()}}
+    if drift is not None:
+        result["drifted_features"] = len(drift["drifted"])
+        # Each drifted feature's distance: a number of the summary, so MLflow logs it (validate.drift.<feature>).
+        result.update({"drift." + re.sub(r"[^\w.-]", "_", entry["feature"]): round(entry["distance"], 4)
+                       for entry in drift["features"] if entry["drifted"]})  # fmt: skip
+    return result
 
 
 ADVISORY = ("unknown_category", "out_of_range", "drift")  # warnings unless the domains are strict
@@ -194,16 +217,6 @@ def _present_share(observed: Any, train: statistics_pb2.DatasetFeatureStatistics
     if observed is None or train is None or not train.num_examples:
         return None
     return common_stats(observed).num_non_missing / train.num_examples
-
-
-def l_infinity(counts: dict[str, int], other: dict[str, int]) -> tuple[float, str]:
-    """The largest difference between the two normalised value distributions, and the value where it is."""
-    total, other_total = sum(counts.values()) or 1, sum(other.values()) or 1
-    differences = {
-        value: abs(counts.get(value, 0) / total - other.get(value, 0) / other_total) for value in {*counts, *other}
-    }
-    value = max(sorted(differences), key=differences.__getitem__)
-    return differences[value], value
 
 
 def to_proto(entries: list[dict[str, Any]]) -> anomalies_pb2.Anomalies:

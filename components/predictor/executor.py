@@ -40,6 +40,7 @@ from kflow.components.util.predictions import (
     csv_row,
     prediction_entry,
     prediction_example,
+    serving_input_names,
 )
 from kflow.components.util.schema import annotation_tags, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, InferenceResult, Model, Schema
@@ -182,11 +183,15 @@ class _Score(beam.DoFn):
     def setup(self) -> None:
         model = Model(self.model_uri)
         self.task = task_for_model(model, model.training_schema_file)
-        self.keras_model = load_trained(model.keras_file, self.task.model_name)
+        if model.keras_file.is_file():
+            keras_model = load_trained(model.keras_file, self.task.model_name)
+            self.predict = keras_model.predict_on_batch
+        else:  # a pushed folder: the serving SavedModel, with kflow's assets (trainer/serving_export.py)
+            self.predict = _serving_function(model)
 
     def process(self, batch: list[tuple[str, bytes]]) -> Iterator[dict[str, Any]]:
         serialized = tf.constant([record for _, record in batch])
-        outputs = np.asarray(self.keras_model.predict_on_batch(self.task.inputs(serialized)), np.float64)
+        outputs = np.asarray(self.predict(self.task.inputs(serialized)), np.float64)
         keys = [key for key, _ in batch] if self.key_feature is None else self._keys(serialized)
         for key, output in zip(keys, outputs.reshape(len(batch), -1), strict=True):
             yield prediction_entry(key, output, self.classes)
@@ -195,6 +200,22 @@ class _Score(beam.DoFn):
         dtype = {"int": tf.int64, "bool": tf.int64, "float": tf.float32}.get(self.key_type, tf.string)
         values = tf.io.parse_example(serialized, {self.key_feature: tf.io.FixedLenFeature([1], dtype)})
         return [v.decode() if isinstance(v, bytes) else str(v) for v in values[self.key_feature].numpy()[:, 0].tolist()]
+
+
+def _serving_function(model: Model) -> Any:
+    """A function from the task's inputs to the model's outputs (a classifier's `scores`) through the SavedModel's
+    serving signature, under the names it takes for the features (`assets/inputs.json`)."""
+    signature = tf.saved_model.load(str(model.path)).signatures["serving_default"]
+    specs = signature.structured_input_signature[1]
+    names = serving_input_names(model.assets_uri)
+
+    def predict(inputs: Any) -> np.ndarray:
+        given = inputs if isinstance(inputs, dict) else {next(iter(specs)): inputs}
+        tensors = {names.get(key, key): value for key, value in given.items()}
+        outputs = signature(**{name: tf.cast(value, specs[name].dtype) for name, value in tensors.items()})
+        return (outputs["scores"] if "scores" in outputs else next(iter(outputs.values()))).numpy()
+
+    return predict
 
 
 def _csv_text(row: list[Any]) -> str:

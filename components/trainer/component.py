@@ -41,7 +41,7 @@ class Trainer(Component):
             "hyperparameters": HyperParameters,
             "transform_graph": TransformGraph,
         },
-        optional_inputs=frozenset({"anomalies", "hyperparameters"}),
+        optional_inputs=frozenset({"anomalies", "hyperparameters", "transform_graph"}),
         outputs={"model": Model, "model_run": ModelRun},
         parameters=component_parameters(),
         executor="kflow.components.trainer.executor:run",
@@ -64,6 +64,15 @@ class Trainer(Component):
             return [str(error)]
         module = self.parameters.get("module")
         return [f"module: {problem}" for problem in module_problems(module)] if module else []
+
+    def plan_notes(self) -> list[str]:
+        """Which model trainer.warm_start resolved to (runs/<pipeline>/<run id>/<node>/model: said by its run)."""
+        if not self.parameters.get("warm_start"):
+            return []
+        uri = self.parameters.get("warm_start_model_uri")
+        if uri is None:
+            return [f"from scratch: {self.parameters.get('warm_start_reason') or 'no model to warm-start from'}"]
+        return [f"warm start from {Path(uri).parent.parent.name}"]
 
     def cluster_replicas(self) -> dict[str, int]:
         """The strategy's cluster for `workers` and `parameter_servers`; {} when that is one process."""

@@ -146,6 +146,10 @@ class TrainConfig:
     stall_timeout: float = declared("stall_timeout", affects_output=False)
     mesh: dict | None = declared("mesh")
     layout_map: dict | None = declared("layout_map")
+    warm_start: str | None = declared("warm_start")
+    # What warm_start resolved to when the run started (pipeline/app/warm_start.py): a Model folder, or None.
+    warm_start_model_uri: str | None = setting(None, "The model folder trainer.warm_start resolved to.")
+    warm_start_reason: str | None = setting(None, "Why there is no model to warm-start from.", affects_output=False)
 
     def validate(self) -> None:
         loop = get_strategy(self.strategy).trainer  # A ValueError naming the strategies otherwise.
@@ -153,6 +157,8 @@ class TrainConfig:
             raise ValueError(
                 f"early_stopping_patience: strategy {self.strategy}'s explicit JAX loop has no early stopping"
             )
+        if loop == "jax_loop" and self.warm_start is not None:
+            raise ValueError(f"warm_start: strategy {self.strategy} trains in the explicit JAX loop, which does not")
         if loop == "jax_loop" and self.mixed_precision:
             raise ValueError(f"mixed_precision: strategy {self.strategy} trains in float32 (the explicit JAX loop)")
         single = LOOPS.get(loop)

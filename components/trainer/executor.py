@@ -74,6 +74,10 @@ def run(
             where = anomalies.path / "anomalies.json"
             raise ValueError(f"{verdict['message']}; see {where}; set data.on_anomaly: warn to train anyway")
         log.warning("train: training anyway (on_anomaly: warn): %s", verdict["message"])
+    drift = anomalies.summary.get("drift") or {} if anomalies is not None else {}
+    if drift.get("blocking"):  # data.on_drift: fail (components/example_validator/span_drift.py)
+        where = anomalies.path / "anomalies.json"
+        raise ValueError(f"{drift['message']}; see {where}; set data.on_drift: warn to train anyway")
     choice, config, cluster_config = settings.model, settings.training, settings.cluster
     strategy = config.strategy
     cluster_strategy = get_strategy(strategy)
@@ -157,6 +161,7 @@ def run(
         "examples_per_second": history["examples_per_second"],
         "final_step": history["final_step"],
         "start_step": history["start_step"],
+        **({"warm_started_from": config.warm_start_model_uri} if config.warm_start_model_uri else {}),
     }
 
 

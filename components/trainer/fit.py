@@ -32,6 +32,7 @@ from kflow.components.trainer.training import (
     watched_metric,
     write_process_state,
 )
+from kflow.components.trainer.warm_start import warm_start
 from kflow.components.util import epoch_report
 from kflow.components.util.progress import EpochProgress
 from kflow.pipeline.dsl import heartbeat
@@ -71,6 +72,7 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
 
     with runtime.scope():
         keras_model = task.build_model()
+        warm_start(keras_model, config, task.model_name)  # trainer.warm_start: an earlier model's weights
         loss = task.loss()
         loss.reduction = "mean_with_sample_weight"
         keras_model.compile(

@@ -43,6 +43,7 @@ from kflow.components.trainer.training import (
     watched_metric,
     write_process_state,
 )
+from kflow.components.trainer.warm_start import warm_start
 from kflow.components.util import epoch_report
 from kflow.components.util.progress import EpochProgress
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
@@ -95,6 +96,7 @@ def _train(
 
     with runtime.scope():
         keras_model = task.build_model()
+        warm_start(keras_model, config, task.model_name)  # trainer.warm_start: an earlier model's weights
         optimizer = make_optimizer(config, total_steps)
         optimizer.build(keras_model.trainable_variables)
         checkpoint = tf.train.Checkpoint(model=keras_model, optimizer=optimizer)

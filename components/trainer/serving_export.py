@@ -4,14 +4,22 @@
 classification signature does: `scores` (one column per class) and `classes` (the class names, the same for every
 row), and `assets/classes.txt` lists the names, one a line, in the scores' column order, so that a client needs no
 kflow code to name a prediction. Other models (a regression, a masked LM) keep their one output.
+
+The SavedModel's `assets/` also carries what reads data for it (the Model's assets: `task.json`, the schema it was
+trained on, the task's preprocessing) and `inputs.json`, {feature: the signature's name for it}: a pushed folder is
+enough for `kflow predict` to score new data with it.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import keras
 import tensorflow as tf
+
+from kflow.components.util.predictions import INPUTS_FILE
 
 CLASSES_FILE = "classes.txt"
 
@@ -42,15 +50,25 @@ def read_classes(assets: Path) -> list[str] | None:
     return path.read_text().splitlines() if path.exists() else None
 
 
-def write_serving(keras_model: keras.Model, path: Path, classes: list[str] | None) -> None:
-    """Exports `keras_model` as the serving SavedModel at `path` (with the class names, for a classifier)."""
+def write_serving(
+    keras_model: keras.Model, path: Path, classes: list[str] | None, model_assets: Path | None = None
+) -> None:
+    """Exports `keras_model` as the serving SavedModel at `path` (with the class names, for a classifier), with
+    the files of `model_assets` (the Model's assets) and the signature's input names in its `assets/`."""
     if not classes:
         keras_model.export(str(path), format="tf_saved_model", verbose=False)
-        return
-    scores = keras_model.output
-    if scores.shape[-1] != len(classes):
-        raise ValueError(f"the model outputs {scores.shape[-1]} scores a row for {len(classes)} classes")
-    served = keras.Model(keras_model.input, {"scores": scores, "classes": ClassNames(classes, name="classes")(scores)})
-    served.export(str(path), format="tf_saved_model", verbose=False)
-    (Path(path) / "assets").mkdir(exist_ok=True)
-    write_classes(Path(path) / "assets", classes)
+    else:
+        scores = keras_model.output
+        if scores.shape[-1] != len(classes):
+            raise ValueError(f"the model outputs {scores.shape[-1]} scores a row for {len(classes)} classes")
+        outputs = {"scores": scores, "classes": ClassNames(classes, name="classes")(scores)}
+        keras.Model(keras_model.input, outputs).export(str(path), format="tf_saved_model", verbose=False)
+    assets = Path(path) / "assets"
+    assets.mkdir(exist_ok=True)
+    write_classes(assets, classes)
+    for source in sorted(Path(model_assets).iterdir()) if model_assets is not None else []:
+        if source.is_file() and not (assets / source.name).exists():  # the SavedModel's own assets first
+            shutil.copyfile(source, assets / source.name)
+    if isinstance(keras_model.input, dict):  # a model keeps its features' names; its Input layers have safe ones
+        names = {key: tensor.name for key, tensor in keras_model.input.items()}
+        (assets / INPUTS_FILE).write_text(json.dumps(names, indent=1, sort_keys=True) + "\n")

@@ -194,7 +194,7 @@ def export_model(task: Task, trained: keras.Model, model: Model, *, serving: boo
     model.assets_uri.mkdir(parents=True, exist_ok=True)
     model.training_schema_file.write_text(text_format.MessageToString(task.schema))
     if serving:
-        write_serving(plain, model.serving_uri, classes)
+        write_serving(plain, model.serving_uri, classes, model.assets_uri)
 
 
 # What makes a process one of a cluster's: an exporting process must not join that cluster.
@@ -220,4 +220,4 @@ def export_serving(model: Model) -> None:
     if module.exists():  # The user's module registers its custom layers before the model loads.
         load_module(module.read_text())
     trained = load_trained(model.keras_file, model.task_spec.get("model_name"))
-    write_serving(trained, model.serving_uri, read_classes(model.assets_uri))
+    write_serving(trained, model.serving_uri, read_classes(model.assets_uri), model.assets_uri)

@@ -4,12 +4,21 @@ a classifier, or the value for a regression."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 TFRECORD, JSONL, CSV = "predictions.tfrecord.gz", "predictions.jsonl", "predictions.csv"
+INPUTS_FILE = "inputs.json"  # in a serving SavedModel's assets: {feature: the signature's input name}
+
+
+def serving_input_names(assets: Path) -> dict[str, str]:
+    """{feature: the serving signature's input name} a SavedModel's assets record; {} for a model of one input."""
+    path = Path(assets) / INPUTS_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def class_names(task: Any) -> list[str]:

@@ -26,6 +26,7 @@ VALIDATION_FIELDS = ("schema", "on_anomaly")  # Only for datasets that validate 
 # The data fields only some datasets take (components/datasets/bundle.py: Dataset.data_fields): the declared ones
 # but those every dataset has and those of data validation.
 _COMMON_DATA_FIELDS = ("dataset", "source", "filters", "split", "shards_per_split", "settings")
+_COMMON_DATA_FIELDS += ("spans", "on_drift", "drift")  # Data over time: components/ingest spans, drift checks.
 DATA_FIELDS = tuple(
     field.alias or name
     for name, field in DataSection.model_fields.items()
@@ -171,10 +172,13 @@ def source_facts(config: PipelineConfig) -> Any | None:
     """What the ingest's first look at the source finds (columns, types, the task and why it was inferred), where
     it can look (csv, parquet); None where it cannot. Raises the ValueError or OSError the ingest would."""
     from kflow.pipeline.app.sections import ingest_parameters
+    from kflow.pipeline.app.span_pipeline import newest_span_source
 
     dataset = get_dataset(config.data["dataset"])
     try:
-        ingest = dataset.ingest_component()("ingest", parameters=ingest_parameters(config))
+        parameters = ingest_parameters(config)
+        parameters["source_path"] = newest_span_source(config) or parameters["source_path"]
+        ingest = dataset.ingest_component()("ingest", parameters=parameters)
     except (ValueError, TypeError):
         return None  # Named by the other checks.
     return ingest.inspect_source() if hasattr(ingest, "inspect_source") else None
@@ -211,9 +215,16 @@ def _source(config: PipelineConfig) -> list[str]:
     return problems
 
 
+def _spans(config: PipelineConfig) -> list[str]:
+    """A span pattern kflow cannot read, one that matches no file, a data.spans that selects none."""
+    from kflow.pipeline.app.span_pipeline import span_problems
+
+    return span_problems(config)
+
+
 # Checks after the first need a registered dataset.
 CHECKS: tuple[Check, ...] = (
-    _splits, _filters, _data_fields, settings_problems, _ingest_parameters, _strategy, _evaluator, _source
+    _splits, _filters, _data_fields, settings_problems, _ingest_parameters, _strategy, _evaluator, _spans, _source
 )  # fmt: skip
 
 
@@ -222,7 +233,7 @@ def check_config(config: PipelineConfig, *, local_data: bool = True) -> None:
     whose pods read the data) leaves out the checks that read the data's source on this machine."""
     problems = _dataset(config)
     if not problems:
-        checks = CHECKS if local_data else tuple(check for check in CHECKS if check is not _source)
+        checks = CHECKS if local_data else tuple(check for check in CHECKS if check not in (_source, _spans))
         problems = [problem for check in checks for problem in check(config)]
     else:
         problems += _strategy(config)

@@ -116,13 +116,18 @@ def choose_model(config: PipelineConfig, spec: str | None) -> ChosenModel:
         return _model_of_run(Run.load(path))
     if (path / "model.keras").is_file():
         return ChosenModel(Model(str(path.resolve())), f"the model folder {path}")
+    versions = sorted((int(p.name) for p in path.glob("[0-9]*") if p.name.isdigit()), reverse=True)
+    if not (path / "saved_model.pb").is_file() and versions and (path / str(versions[0]) / "saved_model.pb").is_file():
+        path = path / str(versions[0])  # a push destination's model folder: its newest version
     if (path / "saved_model.pb").is_file():
-        raise ConfigError(
-            [
-                f"--model: {spec} is a serving SavedModel (a pushed model): kflow predict scores with the Model it was "
-                "exported from (a run id, the run folder or the Model folder: runs/<name>/<run>/<train>/model)"
-            ]
-        )
+        if not Model(str(path)).training_schema_file.is_file():
+            raise ConfigError(
+                [
+                    f"--model: {path} is a serving SavedModel without kflow's assets (assets/task.json, "
+                    f"assets/{Model.SCHEMA_FILE}): pushed by an earlier kflow; give the run that trained it"
+                ]
+            )
+        return ChosenModel(Model(str(path.resolve())), f"the pushed model {path}")
     if "/" not in spec and (pipeline_dir / spec / RUN_FILE).is_file():
         return _model_of_run(Run.load(pipeline_dir / spec))
     raise ConfigError(

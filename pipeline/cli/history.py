@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kflow.pipeline.cli.test_data import format_test_data, run_spans, test_data_difference
 from kflow.pipeline.runners.plan import changes, execution_facts
 from kflow.pipeline.runners.run_record import RUN_FILE, Execution, Run, earlier_runs
 
@@ -42,6 +43,7 @@ def _row(run: Run) -> dict[str, Any]:
         "blessed": single["blessed"],
         "evaluations": evaluations,
         "run_dir": str(run.run_dir),
+        "spans": run_spans(run),
     }
 
 
@@ -53,7 +55,8 @@ _VERDICT = {True: "yes", False: "NO", None: ""}
 
 
 def format_runs(rows: list[dict[str, Any]]) -> str:
-    table = [("pipeline", "run", "started", "status", "seconds", "headline metric", "blessed")]
+    spans = any(row.get("spans") for row in rows)  # a column only where some run read spans
+    table = [("pipeline", "run", "started", "status", "seconds", "headline metric", "blessed", *(["spans"] * spans))]
     for row in rows:
         evaluations = row.get("evaluations", [])
         if len(evaluations) > 1:  # e.g. two trainers compared: each evaluator's metric and verdict
@@ -73,6 +76,7 @@ def format_runs(rows: list[dict[str, Any]]) -> str:
                 "" if row["seconds"] is None else f"{row['seconds']:.1f}",
                 headline,
                 verdict,
+                *([",".join(row.get("spans") or [])] * spans),
             )
         )
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
@@ -103,6 +107,7 @@ def diff_runs(a: Run, b: Run) -> dict[str, Any]:
         "b": b.run_id,
         "parameters": parameters,
         "components": components,
+        "test_data": test_data_difference(a, b),
         "metrics": _metric_deltas(a, b),
     }
 
@@ -132,6 +137,7 @@ def format_diff(diff: dict[str, Any]) -> str:
     for node, entry in diff["components"].items():
         why = "; ".join(entry["changed"]) if not entry["same_fingerprint"] else "same fingerprint"
         lines.append(f"  {node}: {entry['a']} → {entry['b']} ({why})")
+    lines += ["", *format_test_data(diff.get("test_data"))]
     lines += ["", "metrics:"]
     lines += [
         f"  {name}: {entry['a']:.4g} → {entry['b']:.4g} ({entry['change']:+.4g})"

@@ -208,6 +208,11 @@ class Component:
             return contextlib.nullcontext()
         return load_executor(self.spec.warm_up)(dict(self.parameters))
 
+    def plan_notes(self) -> list[str]:
+        """What `kflow plan` adds to the reasons a node would run, once its run-time parameters are resolved (the
+        Trainer: which model it warm-starts from)."""
+        return []
+
     def check_parameters(self) -> list[str]:
         """Problems with the bound parameters beyond their JSON types (a component's own rules), one line each;
         `kflow validate` reports them before anything runs."""

@@ -168,6 +168,8 @@ def run_tags(run: Run) -> Iterator[tuple[str, str]]:
     yield "kflow.run_dir", str(run.run_dir)
     if config_file := run.metadata.get("config_file"):
         yield "mlflow.source.name", str(config_file)
+    if spans := run.metadata.get("spans"):  # the spans the model saw (pipeline/app/span_pipeline.py)
+        yield "kflow.spans", ",".join(spans)
     statuses = [execution.status for execution in run.executions.values()]
     cached = sum(status == "cached" for status in statuses)
     yield "kflow.cached", "all" if statuses and cached == len(statuses) else "some" if cached else "none"

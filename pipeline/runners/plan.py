@@ -80,6 +80,8 @@ def plan_pipeline(pipeline: Pipeline, pipeline_root: str | Path, enable_cache: b
     plans: dict[str, NodePlan] = {}
     for node in pipeline.topological_order():
         plans[node.id] = plan = _plan_node(node, pipeline_dir, fingerprints, outputs, plans, enable_cache)
+        if plan.action not in ("cached", "skipped"):  # what the pipeline's builder says of the node (a span)
+            plan.why += pipeline.metadata.get("plan_notes", {}).get(node.id, [])
         fingerprints[node.id] = plan.fingerprint
     return list(plans.values())
 
@@ -129,6 +131,7 @@ def _plan_node(
         why = changes(before, planned) or ["its last outputs are gone or damaged"]
     if not enable_cache:
         why = ["--no-cache"]
+    why = [*why, *node.plan_notes()]
     action = "run"
     if condition:
         action, why = "run if blessed", [*why, condition]
@@ -142,6 +145,7 @@ def format_plan(pipeline: Pipeline, plans: list[NodePlan], pipeline_dir: Path) -
         f"plan for {pipeline.name} ({pipeline_dir}): {running} of {len(plans)} component(s) would run",
         f"{'component':<{width}}  {'action':<14}  why",
     ]
+    lines[1:1] = pipeline.metadata.get("plan_header", [])  # what the whole run reads (its spans)
     for plan in plans:
         why = f"from run {plan.cached_from}" if plan.action == "cached" else "; ".join(plan.why)
         lines.append(f"{plan.node:<{width}}  {plan.action:<14}  {why}")

@@ -180,3 +180,34 @@ def test_an_absent_key_column_is_one_line(trained, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1, err
     assert "--key: 'flower' is not a column of" in err
+
+
+def test_a_pushed_folder_scores_as_the_model_it_was_exported_from(trained, tmp_path, capsys):
+    """The Pusher ships the serving SavedModel only: its assets carry the class names and what reads data for it."""
+    from kflow.components.pusher.executor import run as push
+    from kflow.pipeline.dsl.artifacts import PushedModel
+
+    root, rows, run = trained
+    test_keys, expected, _ = _evaluator_outputs(run)
+    model = Model(run.executions["evaluate"].inputs["model"].uri)
+    push(model=model, pushed_model=PushedModel(tmp_path / "pushed"), push_destination=str(tmp_path / "serving"),
+         model_name="iris")  # fmt: skip
+    assert (tmp_path / "serving" / "iris" / "1" / "assets" / "classes.txt").read_text().split() == CLASSES
+    with (tmp_path / "new.csv").open("w", newline="") as table:
+        writer = csv.DictWriter(table, ["id", "sepal_length", "sepal_width", "petal_length", "petal_width"])
+        writer.writeheader()
+        writer.writerows({name: row[name] for name in writer.fieldnames} for row in rows if row["id"] in test_keys)
+    args = [
+        "--data",
+        str(tmp_path / "new.csv"),
+        "--model",
+        str(tmp_path / "serving" / "iris"),
+        "-o",
+        str(tmp_path / "o"),
+    ]
+    assert main(["predict", str(root / "iris.yaml"), *args]) == 0
+    assert "with the pushed model" in capsys.readouterr().out
+    with (tmp_path / "o" / "predictions" / "Split-score" / "predictions.csv").open() as table:
+        by_key = {row["key"]: row for row in csv.DictReader(table)}
+    for key, outputs in zip(test_keys, expected, strict=True):
+        np.testing.assert_allclose([float(by_key[key][f"score_{name}"]) for name in CLASSES], outputs, atol=1e-5)

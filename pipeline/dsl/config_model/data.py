@@ -81,6 +81,28 @@ class FiltersSection(Section):
     """wikitext2: drop exact repeats of an earlier line."""
 
 
+class LastSpans(Section):
+    last: PositiveInt
+    """The N highest spans."""
+
+
+class SpanRange(Section):
+    from_: int | None = Field(None, alias="from", ge=0)
+    """The first span read (null: the lowest found)."""
+    to: int | None = Field(None, ge=0)
+    """The last span read, inclusive (null: the highest found)."""
+
+
+class DriftSection(Section):
+    l_infinity: float = Field(0.25, gt=0, le=1)
+    """Categorical features: the largest L-infinity distance (the largest difference in a value's share) between the
+    newest span's Split-train and the previous span's before it is drift. 0.25 suits spans of a few hundred rows
+    (TFDV's guides use 0.01-0.1 for large, stable data)."""
+    jensen_shannon: float = Field(0.1, gt=0, le=1)
+    """Numeric features: the largest approximate Jensen-Shannon divergence (base 2, over the two spans' histograms)
+    before it is drift."""
+
+
 class DataSection(Section):
     dataset: str = Field(min_length=1)
     """A registered dataset (kflow.components.datasets): mnist, wikitext2, quora; csv (any CSV), parquet (any Parquet
@@ -108,6 +130,17 @@ class DataSection(Section):
     on_anomaly: Literal["fail", "warn"] | None = None
     """csv: what an anomaly of the eval or test data against the schema does: fail (null: the default) stops the run
     before training; warn logs it and trains."""
+    spans: Literal["latest", "all"] | LastSpans | SpanRange | None = None
+    """With {SPAN} in data.source.path (and {VERSION}: each span's highest version), the spans a run reads: latest,
+    all, {last: N} or {from: A, to: B}. null: latest. Each span is ingested once and cached on its own."""
+    on_drift: Literal["fail", "warn"] = "warn"
+    """csv with spans: what drift of the newest span from the previous one (data.drift) does: warn logs and reports
+    it; fail stops the run before training."""
+    drift: DriftSection = section(
+        DriftSection,
+        "csv with spans: the drift thresholds between the newest span's Split-train and the previous span's (TFDV's "
+        "comparators: L-infinity for categorical features, approximate Jensen-Shannon for numeric ones).",
+    )
     split_files: dict[str, str] | None = None
     """tfrecord: {split: glob on file names}, whole files per split (the source's own split, e.g. {train: 'train-*',
     eval: 'eval-*', test: 'test-*'}); null: data.split shares by hash."""

@@ -104,6 +104,10 @@ class TrainerSection(Section):
     shuffle_buffer: int = Field(10000, ge=0)
     """in examples; 0 turns shuffling off"""
     seed: int = 42
+    warm_start: str | None = Field(None, min_length=1)
+    """latest_blessed: start from the newest blessed model of this pipeline trained on other data; a run id (of
+    runs/<pipeline>/): start from that run's model. The earlier model must be compatible (the same inputs, layers and
+    weight shapes, the same vocabularies); it then trains for this section's epochs. null: from scratch."""
     devices: int | None = Field(None, ge=1, le=64)
     """mirrored: split the first physical device (the first GPU, else the CPU) into this many logical devices, e.g. 2
     for a real 2-replica MirroredStrategy on a CPU-only machine; the JAX strategies: this many XLA host devices per

@@ -10,15 +10,29 @@ import pytest
 
 from kflow.components.trainer import Trainer
 from kflow.components.trainer.config import TrainerSettings
-from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, Model, ModelRun, Schema
+from kflow.pipeline.dsl.artifacts import (
+    ExampleAnomalies,
+    Examples,
+    HyperParameters,
+    Model,
+    ModelRun,
+    Schema,
+    TransformGraph,
+)
 from kflow.pipeline.dsl.component import Channel
 from tests.components.fixtures import REPO
 
 
 def test_spec_wiring_and_defaults():
     spec = Trainer.spec
-    assert dict(spec.inputs) == {"examples": Examples, "schema": Schema, "anomalies": ExampleAnomalies}
-    assert spec.optional_inputs == {"anomalies"}
+    assert dict(spec.inputs) == {
+        "examples": Examples,
+        "schema": Schema,
+        "anomalies": ExampleAnomalies,
+        "hyperparameters": HyperParameters,
+        "transform_graph": TransformGraph,
+    }
+    assert spec.optional_inputs == {"anomalies", "hyperparameters", "transform_graph"}
     assert dict(spec.outputs) == {"model": Model, "model_run": ModelRun}
     assert spec.executor == "kflow.components.trainer.executor:run"
     wired = {"examples": Channel("ingest", "examples", Examples), "schema": Channel("ingest", "schema", Schema)}

@@ -1,0 +1,115 @@
+"""Spans of a source, as TFX's ExampleGen reads them: `data.source.path` patterns with `{SPAN}` and `{VERSION}`.
+
+    data/survey-{SPAN}.csv              spans 1, 2, 3 … (the digits in the name, leading zeros allowed)
+    data/span-{SPAN}/v{VERSION}/*.csv   each span's highest version: a span re-delivered as a new version
+
+A span is a unit of data that arrives over time (a day, a month); `data.spans` says which spans a run reads:
+`latest` (the highest span), `all`, `{last: N}` (the N highest) or `{from: A, to: B}` (A to B, inclusive).
+Each span's files are named by the pattern with its own digits put back (`span_path`), so an ingest of one span
+reads, and is fingerprinted by, that span's files only: a new span leaves the others' ingests cached.
+"""
+
+from __future__ import annotations
+
+import glob
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SPAN, VERSION = "{SPAN}", "{VERSION}"
+FIELD = "data.source.path"
+
+
+@dataclass(frozen=True)
+class Span:
+    number: int
+    text: str  # the digits as the files spell them ("03")
+    version: str | None  # the highest version's digits, when the pattern has {VERSION}
+    path: str  # the pattern with this span's (and version's) digits: what its ingest reads
+    files: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        """The span as run records, `kflow plan` and the Examples' `spans` spell it."""
+        return str(self.number)
+
+
+def has_spans(path: str | None) -> bool:
+    return bool(path) and SPAN in str(path)
+
+
+def check_pattern(pattern: str) -> None:
+    """ValueError, one line naming the field, for a pattern kflow cannot read spans from."""
+    if pattern.count(SPAN) != 1:
+        raise ValueError(f"{FIELD}: a span pattern has {SPAN} exactly once, got {pattern!r}")
+    if pattern.count(VERSION) > 1:
+        raise ValueError(f"{FIELD}: a span pattern has {VERSION} at most once, got {pattern!r}")
+    leftover = re.sub(r"\{SPAN\}|\{VERSION\}", "", pattern)
+    if "{" in leftover or "}" in leftover:
+        raise ValueError(f"{FIELD}: only {SPAN} and {VERSION} may stand in braces, got {pattern!r}")
+    if VERSION in pattern and pattern.index(VERSION) < pattern.index(SPAN):
+        raise ValueError(f"{FIELD}: {VERSION} comes after {SPAN} (a version of a span), got {pattern!r}")
+
+
+def _regex(pattern: str) -> re.Pattern[str]:
+    """The pattern as a regular expression over paths: glob wildcards stay within one path segment."""
+    parts = re.split(r"(\{SPAN\}|\{VERSION\}|\*\*|\*|\?)", pattern)
+    wildcards = {SPAN: r"(?P<span>\d+)", VERSION: r"(?P<version>\d+)", "**": r".*", "*": r"[^/]*", "?": r"[^/]"}
+    return re.compile("".join(wildcards.get(part, re.escape(part)) for part in parts) + r"\Z")
+
+
+def find_spans(pattern: str) -> list[Span]:
+    """Every span the pattern matches, in order, each at its highest version. ValueError (one line) for a bad
+    pattern or one that matches no file."""
+    check_pattern(pattern)
+    pattern = str(Path(pattern).expanduser())
+    regex = _regex(pattern)
+    found: dict[int, dict[int, list[tuple[str, str, str]]]] = {}
+    for name in sorted(glob.glob(pattern.replace(SPAN, "*").replace(VERSION, "*"), recursive=True)):
+        match = regex.match(name)
+        if match is None or not Path(name).exists():
+            continue
+        version = match.groupdict().get("version")
+        versions = found.setdefault(int(match["span"]), {})
+        versions.setdefault(int(version) if version is not None else -1, []).append((name, match["span"], version))
+    if not found:
+        raise ValueError(f"{FIELD}: no file matches the span pattern {pattern!r}")
+    spans = []
+    for number in sorted(found):
+        version_number = max(found[number])
+        files = found[number][version_number]
+        texts = {text for _, text, _ in files}
+        if len(texts) > 1:
+            raise ValueError(f"{FIELD}: span {number} is spelled {sorted(texts)} by its files; one spelling a span")
+        text, version = files[0][1], files[0][2]
+        path = pattern.replace(SPAN, text).replace(VERSION, version or "")
+        spans.append(Span(number, text, version, path, tuple(name for name, _, _ in files)))
+    return spans
+
+
+def select_spans(spans: list[Span], selection: Any) -> list[Span]:
+    """The spans `data.spans` selects: latest (default), all, {last: N} or {from: A, to: B}. ValueError naming
+    the field when none is selected."""
+    selection = "latest" if selection is None else selection
+    if selection == "latest":
+        chosen = spans[-1:]
+    elif selection == "all":
+        chosen = list(spans)
+    elif isinstance(selection, dict) and "last" in selection:
+        chosen = spans[-int(selection["last"]) :]
+    elif isinstance(selection, dict):
+        low, high = selection.get("from"), selection.get("to")
+        chosen = [s for s in spans if (low is None or s.number >= low) and (high is None or s.number <= high)]
+    else:
+        raise ValueError(f"data.spans: latest, all, {{last: N}} or {{from: A, to: B}}, got {selection!r}")
+    if not chosen:
+        have = ", ".join(span.name for span in spans)
+        raise ValueError(f"data.spans: {selection} selects none of the spans found ({have})")
+    return chosen
+
+
+def previous_span(spans: list[Span], newest: Span) -> Span | None:
+    """The span before `newest` among all the spans found (drift compares the two), or None for the first."""
+    earlier = [span for span in spans if span.number < newest.number]
+    return earlier[-1] if earlier else None

@@ -1,0 +1,3 @@
+from kflow.components.span_union.component import SpanUnion
+
+__all__ = ["SpanUnion"]

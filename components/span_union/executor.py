@@ -1,0 +1,65 @@
+"""SpanUnion's executor: links each span's shards into one Examples artifact and records its spans.
+
+The shards are hard links where the file system allows (published artifacts are never written again), copies
+otherwise; they are renumbered `data_tfrecord-<i>-of-<n>.gz` in span order, so a record's position names its
+span. `stats.json` sums the spans' counts and keeps each span's own (`span_counts`) and the list of spans
+(`spans`, span numbers as strings), and `metadata.json` the artifact's properties, `{"spans": [...]}`: what run
+records, `kflow plan`, `kflow runs` and the report show.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections import Counter
+from typing import Any
+
+from kflow.pipeline.dsl.artifacts import Examples, Schema
+
+log = logging.getLogger(__name__)
+
+
+def run(
+    *, examples: Examples, schema: Schema, span_schema: Schema, spans: list[str], **inputs: Examples
+) -> dict[str, Any]:
+    """Writes the union of the `span_<i>` inputs; returns {"spans": "1,2", "<split>_examples": n}."""
+    sources = [inputs[f"span_{index}"] for index in range(len(spans))]
+    splits = sorted({split for source in sources for split in source.splits})
+    accepted: Counter = Counter()
+    rejected: Counter = Counter()
+    read = 0
+    span_counts = {}
+    for span, source in zip(spans, sources, strict=True):
+        stats = source.stats
+        read += stats.get("read", 0)
+        accepted.update(stats.get("accepted", {}))
+        rejected.update(stats.get("rejected", {}))
+        span_counts[span] = stats.get("accepted", {})
+    for split in splits:
+        shards = [(span, path) for span, source in zip(spans, sources, strict=True)
+                  for path in (source.split_files(split) if split in source.splits else [])]  # fmt: skip
+        folder = examples.split_uri(split)
+        folder.mkdir(parents=True, exist_ok=True)
+        for index, (_span, path) in enumerate(shards):
+            _link(path, folder / f"data_tfrecord-{index:05d}-of-{len(shards):05d}.gz")
+    summary = {
+        "read": read,
+        "accepted": dict(accepted),
+        "rejected": dict(rejected),
+        "spans": list(spans),
+        "span_counts": span_counts,
+    }
+    examples.write_json("stats.json", summary)
+    examples.write_json("metadata.json", {"spans": list(spans)})  # the Examples' properties: which spans they hold
+    schema.path.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(span_schema.file, schema.file)
+    log.info("ingest: spans %s: %s", ", ".join(spans), ", ".join(f"{k}={v}" for k, v in sorted(accepted.items())))
+    return {"spans": ",".join(spans), **{f"{split}_examples": accepted.get(split, 0) for split in splits}}
+
+
+def _link(source: str, target: os.PathLike) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system, or one without hard links
+        shutil.copyfile(source, target)

@@ -1,0 +1,59 @@
+"""TFDV's drift comparators: L-infinity for categorical features, approximate Jensen-Shannon for numeric ones,
+checked on StatisticsGen's own statistics of drawn data."""
+
+import random
+
+import pytest
+
+from kflow.components.statistics_gen.statistics import SplitAccumulator
+from kflow.components.util.drift import compare, jensen_shannon, l_infinity
+from kflow.components.util.example_proto import Example
+
+
+def statistics(rows):
+    accumulator = SplitAccumulator()
+    for age, color in rows:
+        example = Example()
+        example.features.feature["age"].float_list.value.append(age)
+        example.features.feature["color"].bytes_list.value.append(color.encode())
+        accumulator.add(example.SerializeToString())
+    return accumulator.to_proto("train")
+
+
+def drawn(seed, mean=40.0, colors=("red", "green", "blue"), weights=(5, 3, 2), n=500):
+    rng = random.Random(seed)
+    return [(rng.gauss(mean, 8), rng.choices(colors, weights)[0]) for _ in range(n)]
+
+
+def test_jensen_shannon_of_histograms():
+    assert jensen_shannon([(0, 1, 10), (1, 2, 10)], [(0, 1, 5), (1, 2, 5)]) == pytest.approx(0.0)
+    assert jensen_shannon([(0, 1, 10)], [(2, 3, 10)]) == pytest.approx(1.0)  # disjoint
+    # Half of one side's mass overlaps the other's: each bucket re-spread over the union of the boundaries.
+    assert jensen_shannon([(0, 2, 10)], [(1, 2, 10)]) == pytest.approx(0.311, abs=1e-3)
+    # A bucket of no width (one repeated value) stays a point.
+    assert jensen_shannon([(3, 3, 10)], [(3, 3, 4)]) == pytest.approx(0.0)
+    assert jensen_shannon([(3, 3, 10)], [(0, 6, 10)]) == pytest.approx(1.0)
+
+
+def test_l_infinity():
+    assert l_infinity({"a": 3, "b": 1}, {"a": 1, "b": 3}) == (0.5, "a")
+    assert l_infinity({}, {}) == (0.0, "")
+
+
+def test_data_drawn_alike_does_not_drift_and_shifted_data_does():
+    thresholds = {"l_infinity_threshold": 0.25, "jensen_shannon_threshold": 0.1}
+    alike = {drift.feature: drift for drift in compare(statistics(drawn(2)), statistics(drawn(1)), **thresholds)}
+    assert not any(drift.drifted for drift in alike.values())
+    assert alike["age"].comparator == "jensen_shannon" and alike["color"].comparator == "l_infinity"
+    shifted = compare(statistics(drawn(3, mean=65, weights=(1, 1, 8))), statistics(drawn(2)), **thresholds)
+    found = {drift.feature: drift for drift in shifted}
+    assert found["age"].drifted and found["age"].distance > 0.5
+    assert found["color"].drifted and found["color"].where == "blue"
+    assert found["color"].distance == pytest.approx(
+        l_infinity(
+            *[
+                {c: sum(1 for _, x in rows if x == c) for c in ("red", "green", "blue")}
+                for rows in (drawn(3, mean=65, weights=(1, 1, 8)), drawn(2))
+            ]
+        )[0]
+    )
