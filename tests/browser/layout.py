@@ -6,19 +6,36 @@ from typing import Any
 
 from tests.browser.devtools import Page
 
-# Every pair of text elements of one drawing whose boxes overlap (by more than half a pixel each way).
+# Every pair of text elements of one drawing whose boxes overlap by more than half a pixel. A box is the text's
+# own box turned as the text is (its corners through the element's screen transform): two labels turned 45
+# degrees side by side do not touch, though the upright rectangles around them would.
 _OVERLAPS = """
 (() => {
+  const corners = t => {
+    const b = t.getBBox(), m = t.getScreenCTM();
+    return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height], [b.x, b.y + b.height]]
+      .map(([x, y]) => new DOMPoint(x, y).matrixTransform(m)).map(p => [p.x, p.y]);
+  };
+  // Separating axes of two convex quadrilaterals: the depth of their overlap along each edge's normal.
+  const depth = (p, q) => {
+    let least = Infinity;
+    for (const poly of [p, q]) for (let i = 0; i < 4; i++) {
+      const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4];
+      const length = Math.hypot(x2 - x1, y2 - y1) || 1, nx = (y1 - y2) / length, ny = (x2 - x1) / length;
+      const span = poly => poly.map(([x, y]) => x * nx + y * ny);
+      const a = span(p), b = span(q);
+      least = Math.min(least, Math.min(Math.max(...a), Math.max(...b)) - Math.max(Math.min(...a), Math.min(...b)));
+    }
+    return least;
+  };
   const found = [];
   document.querySelectorAll('svg').forEach((svg, index) => {
     const boxes = [...svg.querySelectorAll('text')]
       .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
-      .map(t => [t.textContent.trim(), t.getBoundingClientRect()]);
+      .map(t => [t.textContent.trim(), corners(t)]);
     for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
-      const [a, p] = boxes[i], [b, q] = boxes[j];
-      const w = Math.min(p.right, q.right) - Math.max(p.left, q.left);
-      const h = Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top);
-      if (w > 0.5 && h > 0.5) found.push({drawing: index, labels: [a, b], overlap: [w, h]});
+      const overlap = depth(boxes[i][1], boxes[j][1]);
+      if (overlap > 0.5) found.push({drawing: index, labels: [boxes[i][0], boxes[j][0]], overlap});
     }
   });
   return found;
