@@ -190,10 +190,13 @@ def run_analyzers(
     columns: dict[str, str],
     beam_args: Sequence[str],
     results_file: Path,
+    parse_train: beam.DoFn | None = None,
 ) -> dict[str, Any]:
     """{analyzer id: result}, every analyzer computed in one Beam pipeline over the splits' files (glob patterns,
     gzipped TFRecords); `columns` {raw feature: "number" | "string" | "label"} is what each record is parsed into.
-    The pipeline's one result goes through `results_file` (removed after), which its workers must reach."""
+    The pipeline's one result goes through `results_file` (removed after), which its workers must reach.
+    `parse_train`: a DoFn from a batch of records to {column: values} for Split-train instead (a user's
+    preprocessing_fn computes its analyzers' inputs), the other splits parsed as `columns` says."""
     unknown = [analyzer.kind for analyzer in analyzers if analyzer.kind not in KINDS]
     if unknown:
         raise ValueError(f"unknown analyzer kind(s) {unknown} (known: {', '.join(KINDS)})")
@@ -203,12 +206,13 @@ def run_analyzers(
             wanted = [a for a in analyzers if a.splits == "all" or split == "train"]
             if not wanted:
                 continue
-            needed = {a.column: columns[a.column] for a in wanted}
+            needed = {a.column: columns[a.column] for a in wanted if a.column in columns}
+            parse = beam.ParDo(parse_train) if parse_train and split == "train" else beam.Map(parse_columns, needed)
             batches = (
                 pipeline
                 | f"Read[{split}]" >> beam.io.ReadFromTFRecord(pattern, compression_type=CompressionTypes.GZIP)
                 | f"Batch[{split}]" >> beam.BatchElements(min_batch_size=256, max_batch_size=4096)
-                | f"Parse[{split}]" >> beam.Map(parse_columns, needed)
+                | f"Parse[{split}]" >> parse
             )
             for analyzer in wanted:
                 outputs.append(_branch(batches, analyzer, split))
@@ -250,8 +254,8 @@ def _branch(batches: beam.PCollection, analyzer: Analyzer, split: str) -> beam.P
         fn = ApproximateQuantilesCombineFn.create(buckets + 1, epsilon=QUANTILE_EPSILON, input_batched=True)
         folded = (
             batches
-            | f"Values {name}" >> beam.Map(lambda b, c: b[c], column)
-            | f"Nonempty {name}" >> beam.Filter(bool)
+            | f"Values {name}" >> beam.Map(lambda b, c: list(b[c]), column)
+            | f"Nonempty {name}" >> beam.Filter(len)
             | name >> beam.CombineGlobally(fn)
             | f"Inner {name}" >> beam.Map(lambda q: _boundaries(q))
         )

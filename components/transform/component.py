@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kflow.components.datasets.user_module import module_problems, read_module_source
+from kflow.components.datasets.user_module import read_module_source
+from kflow.components.transform.module_check import preprocessing_problems
 from kflow.pipeline.dsl.artifacts import Examples, Schema, TransformGraph
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
@@ -37,10 +38,10 @@ class Transform(Component):
     def _bind_parameters(self, parameters: dict) -> dict:
         """Reads `module` into `module_source` when the pipeline is built (its bytes are in the cache key)."""
         module = parameters.get("module")
-        if module and parameters.get("module_source") is None and not module_problems(module):
+        if module and parameters.get("module_source") is None and not preprocessing_problems(module):
             parameters = {**parameters, "module_source": read_module_source(module)}
         return super()._bind_parameters(parameters)
 
     def check_parameters(self) -> list[str]:
         module = self.parameters.get("module")
-        return [f"transform.module: {problem}" for problem in module_problems(module)] if module else []
+        return [f"transform.module: {problem}" for problem in preprocessing_problems(module)] if module else []

@@ -13,10 +13,12 @@ one, the user's `preprocessing_fn(inputs, analyzers)` (user_preprocessing.py).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets import get_dataset
@@ -50,7 +52,14 @@ def run(
     transform_graph.path.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     if module_source is not None:
-        raise ValueError(f"transform.module: {module}: a preprocessing_fn is not supported yet")
+        from kflow.components.transform.user_preprocessing import user_graph
+
+        origin = Path(module).name if module else TransformGraph.MODULE_FILE
+        plan, analyzers, results, preprocessing = user_graph(
+            task, examples, module_source, origin, beam_args, transform_graph
+        )
+        (transform_graph.path / TransformGraph.MODULE_FILE).write_text(module_source)
+        plan["module_digest"] = hashlib.sha256(module_source.encode()).hexdigest()
     else:
         analyzers, columns = tabular_analyzers(task)
         results = run_analyzers(

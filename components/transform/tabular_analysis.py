@@ -41,14 +41,16 @@ def tabular_analyzers(task: Any) -> tuple[list[Analyzer], dict[str, str]]:
             analyzers.append(Analyzer(f"vocabulary.{name}", "vocabulary", name, {"top_k": top}))
             analyzers.append(Analyzer(f"words.{name}", "words", name, {"top_k": int(options["max_tokens"])}))
             columns[name] = "string"
+    labels, label_columns = label_analyzers(task)
+    return [*analyzers, *labels], {**columns, **label_columns}
+
+
+def label_analyzers(task: Any) -> tuple[list[Analyzer], dict[str, str]]:
+    """The label's: a regression's moments, or the classes over every split and their training counts."""
     if task.kind == "regression":
-        analyzers.append(Analyzer("label.moments", "moments", task.label))
-        columns[task.label] = "number"
-    else:
-        analyzers.append(Analyzer("label.classes", "classes", task.label, splits="all"))
-        analyzers.append(Analyzer("label.counts", "counts", task.label))
-        columns[task.label] = "label"
-    return analyzers, columns
+        return [Analyzer("label.moments", "moments", task.label)], {task.label: "number"}
+    classes = Analyzer("label.classes", "classes", task.label, splits="all")
+    return [classes, Analyzer("label.counts", "counts", task.label)], {task.label: "label"}
 
 
 def tabular_plan(task: Any, results: dict[str, Any]) -> dict[str, Any]:
@@ -75,18 +77,22 @@ def tabular_plan(task: Any, results: dict[str, Any]) -> dict[str, Any]:
     features = [spec for spec in features if spec["kind"] != "left_out"]
     if not features:
         raise ValueError(f"no feature is left to learn from: {', '.join(f'{n!r} ({w})' for n, w in left_out.items())}")
+    inputs = {spec["name"]: task.types[spec["name"]] for spec in features}
+    head = label_head(task, results)
+    return {"label": task.label, "features": features, "head": head, "left_out": left_out, "inputs": inputs}
+
+
+def label_head(task: Any, results: dict[str, Any]) -> dict[str, Any]:
+    """The model's head from the label's analyzers: the classes and their weights, or a regression's scale."""
     if task.kind == "regression":
         moments = results["label.moments"]
         if not moments["count"]:
             raise ValueError("the training split is empty")
-        head = regression_head(moments["mean"], moments["variance"] ** 0.5)
-    else:
-        counts = Counter({label_text(value): count for value, count in results["label.counts"]["ranked"]})
-        if not counts:
-            raise ValueError("the training split is empty")
-        classes = [label_text(value) for value in sorted(results["label.classes"])]
-        if len(classes) < 2:
-            raise ValueError(f"classification needs at least two classes; the label {task.label!r} has {classes}")
-        head = classification_head(classes, counts, task.options["class_weighting"])
-    inputs = {spec["name"]: task.types[spec["name"]] for spec in features}
-    return {"label": task.label, "features": features, "head": head, "left_out": left_out, "inputs": inputs}
+        return regression_head(moments["mean"], moments["variance"] ** 0.5)
+    counts = Counter({label_text(value): count for value, count in results["label.counts"]["ranked"]})
+    if not counts:
+        raise ValueError("the training split is empty")
+    classes = [label_text(value) for value in sorted(results["label.classes"])]
+    if len(classes) < 2:
+        raise ValueError(f"classification needs at least two classes; the label {task.label!r} has {classes}")
+    return classification_head(classes, counts, task.options["class_weighting"])

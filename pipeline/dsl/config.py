@@ -61,6 +61,7 @@ class PipelineConfig:
     tracking: dict[str, Any] = field(default_factory=dict)
     components: list[dict[str, Any]] | None = None  # a declared DAG (pipeline/app/declared_pipeline.py)
     tuner: dict[str, Any] | None = None  # a hyperparameter search before the Trainer (components/tuner)
+    transform: dict[str, Any] | None = None  # the Transform's settings (components/transform)
     source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,6 +78,8 @@ class PipelineConfig:
         }
         if self.tuner is not None:  # Only when set: a config without one records the same dict as before.
             fields["tuner"] = self.tuner
+        if self.transform is not None:  # the same: only when set
+            fields["transform"] = self.transform
         return fields if self.components is None else {**fields, "components": self.components}
 
     @property
@@ -128,7 +131,7 @@ def read_config_file(path: str | Path, overrides: Iterable[str] = ()) -> dict[st
 
 # The fields that name what a run reads: relative values in a config file are relative to its folder, so the
 # config works from any directory. pipeline_root, what a run writes, stays relative to the current directory.
-INPUT_PATHS = ("data.source.path", "data.schema", "trainer.module", "evaluator.baseline")
+INPUT_PATHS = ("data.source.path", "data.schema", "trainer.module", "evaluator.baseline", "transform.module")
 _NOT_PATHS = {"evaluator.baseline": ("latest_blessed", "none")}
 
 

@@ -59,6 +59,7 @@ from kflow.pipeline.dsl.config_model.training import (
     ThresholdSection,
     TrainerSection,
 )
+from kflow.pipeline.dsl.config_model.transform import TransformSection
 from kflow.pipeline.dsl.config_model.tuning import ObjectiveSection, SearchDomain, TunerSection, search_space_problems
 
 
@@ -93,6 +94,8 @@ class KflowConfig(Section):
     tracking: TrackingSection = section(TrackingSection)
     tuner: TunerSection | MISSING = MISSING
     """A hyperparameter search whose best settings the Trainer trains with (docs/tuning.md); absent: no search."""
+    transform: TransformSection | MISSING = MISSING
+    """The Transform's settings (docs/transform.md): a tabular dataset's preprocessing, learnt once by Beam."""
     components: list[ComponentEntry] | MISSING = Field(MISSING, min_length=1)
     """A declared DAG of components, in place of the standard ingest -> train -> evaluate. The data, trainer and
     evaluator sections, when given, are the defaults of the ingest, trainer and evaluator nodes."""
@@ -138,6 +141,7 @@ __all__ = [
     "ThresholdSection",
     "TrackingSection",
     "TrainerSection",
+    "TransformSection",
     "TunerSection",
     "declared_parameter",
     "default_of",

@@ -11,25 +11,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kflow.components.datasets.csv.ingest.executor import run as ingest
 from kflow.components.datasets.tabular.task import TabularTask
 from kflow.components.evaluator.executor import run as evaluate
 from kflow.components.trainer.executor import run as train
-from kflow.components.transform.executor import run as transform
 from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import (
-    Examples,
     Model,
     ModelBlessing,
     ModelEvaluation,
     ModelRun,
-    Rejects,
-    Schema,
-    TransformGraph,
 )
-from tests.components.datasets.tabular.test_tabular import fruit_rows
+from tests.components.transform.conftest import OPTIONS
 
-OPTIONS = {"max_categories": 5}
 ADAPTING = (
     keras.layers.Normalization,
     keras.layers.StringLookup,
@@ -37,25 +30,6 @@ ADAPTING = (
     keras.layers.TextVectorization,
     keras.layers.Discretization,
 )
-
-
-@pytest.fixture(scope="module")
-def fruit(tmp_path_factory):
-    root = tmp_path_factory.mktemp("fruit")
-    source = root / "fruit.csv"
-    source.write_text("\n".join(["id,colour,weight,organic,notes,label", *fruit_rows()]) + "\n")
-    examples, schema = Examples(root / "examples"), Schema(root / "schema")
-    ingest(
-        examples=examples,
-        schema=schema,
-        rejects=Rejects(root / "rejects"),
-        source_path=str(source),
-        label="label",
-        key="id",
-    )
-    graph = TransformGraph(root / "graph")
-    summary = transform(examples=examples, schema=schema, transform_graph=graph, dataset="csv", options=OPTIONS)
-    return examples, schema, graph, summary, root
 
 
 @pytest.fixture

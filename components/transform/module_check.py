@@ -1,0 +1,48 @@
+"""transform.module checked without running it (the component's check, `kflow validate`): readable, valid Python,
+with a `preprocessing_fn(inputs, analyzers)`; and loaded, when the Transform runs, as a module of its own."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import sys
+import types
+
+from kflow.components.datasets.user_module import read_module_source
+
+FUNCTION = "preprocessing_fn"
+
+
+def preprocessing_problems(module: str) -> list[str]:
+    """Why `module` cannot serve as transform.module: unreadable, bad syntax, no preprocessing_fn."""
+    try:
+        source = read_module_source(module)
+    except ValueError as error:
+        return [str(error).removeprefix("trainer.module: ")]
+    try:
+        tree = ast.parse(source, module)
+    except SyntaxError as error:
+        return [f"{module} line {error.lineno}: {error.msg}"]
+    if not any(isinstance(node, ast.FunctionDef) and node.name == FUNCTION for node in tree.body):
+        return [f"{module} defines no {FUNCTION}(inputs, analyzers) function"]
+    return []
+
+
+def load_preprocessing_module(source: str, origin: str) -> types.ModuleType:
+    """Imports `source` (named after its content, so the same bytes import once) with `origin` as its file name,
+    which its tracebacks name."""
+    name = f"kflow_preprocessing_{hashlib.sha256(source.encode()).hexdigest()[:12]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    module = types.ModuleType(name)
+    module.__file__ = origin
+    sys.modules[name] = module
+    try:
+        exec(compile(source, origin, "exec"), module.__dict__)  # noqa: S102 - the user's own preprocessing code.
+    except Exception:
+        del sys.modules[name]
+        raise
+    if not callable(getattr(module, FUNCTION, None)):
+        del sys.modules[name]
+        raise ValueError(f"transform.module: {origin} defines no {FUNCTION}(inputs, analyzers) function")
+    return module

@@ -1,0 +1,141 @@
+"""transform.module: a user's preprocessing_fn with a vocabulary, a z-score of a log-scaled number and a bucketized
+number trains a tabular model end to end; a broken one fails before any Beam pass, in one line naming its line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import kflow.components.transform.user_preprocessing as user_preprocessing
+from kflow.components.datasets.tabular.task import TabularTask
+from kflow.components.evaluator.executor import run as evaluate
+from kflow.components.trainer.executor import run as train
+from kflow.components.transform.executor import run as transform
+from kflow.components.util.schema import load_schema
+from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation, ModelRun, TransformGraph
+
+PREPROCESSING = """
+import keras
+
+
+def preprocessing_fn(inputs, analyzers):
+    colour = inputs["colour"]
+    weight = keras.ops.log1p(keras.ops.nan_to_num(inputs["weight"], nan=0.0))
+    return {
+        "colour": keras.layers.StringLookup(
+            vocabulary=analyzers.vocabulary(colour, top_k=3), output_mode="one_hot"
+        )(colour),
+        "weight": keras.layers.Normalization(mean=analyzers.mean(weight), variance=analyzers.variance(weight))(weight),
+        "weight_bucket": keras.layers.Discretization(
+            bin_boundaries=analyzers.quantiles(inputs["weight"], num_buckets=4), output_mode="one_hot"
+        )(inputs["weight"]),
+    }
+"""
+
+
+@pytest.fixture
+def beam_passes(monkeypatch):
+    calls = []
+    original = user_preprocessing.run_analyzers
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(user_preprocessing, "run_analyzers", counted)
+    return calls
+
+
+def test_a_user_preprocessing_fn_trains_a_tabular_model_end_to_end(fruit, beam_passes, tmp_path):
+    examples, schema, _, _, _ = fruit
+    module = tmp_path / "my_preprocessing.py"
+    module.write_text(PREPROCESSING)
+    graph = TransformGraph(tmp_path / "graph")
+    transform(examples=examples, schema=schema, transform_graph=graph, dataset="csv", module=str(module),
+              module_source=PREPROCESSING)  # fmt: skip
+    assert beam_passes == [1]
+    learnt = graph.analyzers
+    assert learnt["outputs"] == ["colour", "weight", "weight_bucket"] and (graph.path / "preprocessing_fn.py").exists()
+    # The full pass's values: the z-score's mean is log1p(weight) over every training row, missing read as 0.
+    task = TabularTask(load_schema(schema.file))
+    task.preprocessing = {"features": [], "head": {"kind": "classification", "classes": []}}
+    weights = np.concatenate([x["weight"].ravel() for x in _train_inputs(task, examples)])
+    expected = np.log1p(np.nan_to_num(weights, nan=0.0))
+    assert learnt["analyzers"]["mean.1"]["value"]["mean"] == pytest.approx(expected.mean(), rel=1e-6)
+    boundaries = learnt["analyzers"]["quantiles.3"]["value"]
+    present = weights[np.isfinite(weights)]
+    assert len(boundaries) == 3 and [np.mean(present < b) for b in boundaries] == pytest.approx(
+        [0.25, 0.5, 0.75], abs=0.05
+    )
+    vocabulary = (graph.vocabulary_dir / "vocabulary.0.txt").read_text().splitlines()
+    assert len(vocabulary) == 3 and all("\t" in line for line in vocabulary)
+
+    model, model_run = Model(tmp_path / "model"), ModelRun(tmp_path / "model_run")
+    train(examples=examples, schema=schema, model=model, model_run=model_run, transform_graph=graph, dataset="csv",
+          model_name="tabular_mlp", model_options={"hidden_units": [16]}, epochs=25, batch_size=16,
+          learning_rate=0.01)  # fmt: skip
+    evaluation = ModelEvaluation(tmp_path / "evaluation")
+    evaluate(examples=examples, schema=schema, model=model, evaluation=evaluation,
+             blessing=ModelBlessing(tmp_path / "blessing"), thresholds={})  # fmt: skip
+    assert evaluation.metrics["accuracy"] >= 0.8, evaluation.metrics  # the colour and the weight tell the fruit
+
+
+def _train_inputs(task, examples):
+    records = tf.data.TFRecordDataset(examples.split_files("train"), compression_type="GZIP").batch(64)
+    return [{name: value.numpy() for name, value in task.inputs(batch).items()} for batch in records]
+
+
+@pytest.mark.parametrize(
+    "mistake, line, says",
+    [
+        ('    return {"weight": analyzers.mean(inputs["colour"])}', 5, "analyzers.mean takes numbers, got strings"),
+        ('    return {"colour": inputs["color"]}', 5, "KeyError: 'color'"),
+        ('    return {"colour": inputs["colour"]}', 4, "is strings: map them to numbers"),  # the function's line
+    ],
+)
+def test_a_broken_preprocessing_fn_fails_before_the_beam_pass_in_one_line(fruit, beam_passes, tmp_path, mistake, line,
+                                                                          says):  # fmt: skip
+    examples, schema, _, _, _ = fruit
+    source = f"import keras\n\n\ndef preprocessing_fn(inputs, analyzers):\n{mistake}\n"
+    with pytest.raises(ValueError) as raised:
+        transform(examples=examples, schema=schema, transform_graph=TransformGraph(tmp_path / "graph"), dataset="csv",
+                  module="/somewhere/my_preprocessing.py", module_source=source)  # fmt: skip
+    message = str(raised.value)
+    assert "\n" not in message and says in message, message
+    assert message.startswith(f"transform.module: my_preprocessing.py:{line}: "), message
+    assert beam_passes == []
+
+
+def test_the_docs_example_builds_a_graph_that_loads_with_safe_mode(tmp_path):
+    """docs/transform.md's preprocessing_fn (a feature cross, a bucketized age, a log-scaled income) on a table."""
+    import keras
+
+    from kflow.components.datasets.csv.ingest.executor import run as ingest
+    from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+
+    page = (Path(__file__).resolve().parents[3] / "docs" / "transform.md").read_text()
+    (source,) = [block for block in page.split("```python\n")[1:] if "def preprocessing_fn" in block]
+    source = source.split("```")[0]
+    rng = np.random.default_rng(1)
+    rows = [
+        f"{int(rng.integers(18, 80)) if i % 9 else ''},{rng.lognormal(10, 1):.0f},{['paris', 'lyon', 'nice'][i % 3]},"
+        f"{['baker', 'nurse'][i % 2]},{'yes' if i % 4 else 'no'}"
+        for i in range(150)
+    ]
+    (tmp_path / "people.csv").write_text("\n".join(["age,income,city,occupation,label", *rows]) + "\n")
+    examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
+    ingest(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"),
+           source_path=str(tmp_path / "people.csv"), label="label")  # fmt: skip
+    graph = TransformGraph(tmp_path / "graph")
+    transform(examples=examples, schema=schema, transform_graph=graph, dataset="csv", module="my_preprocessing.py",
+              module_source=source)  # fmt: skip
+    preprocessing = keras.saving.load_model(graph.model_file, safe_mode=True)
+    raw = {"age": [[35.0], [float("nan")]], "income": [[30000.0], [50.0]], "city": [["lyon"], ["rome"]],
+           "occupation": [["baker"], [""]]}  # fmt: skip
+    out = preprocessing({name: tf.constant(values) for name, values in raw.items()})
+    assert sorted(out) == ["age", "city", "city_x_occupation", "income"]
+    assert out["age"].shape == (2, 10) and out["city_x_occupation"].shape == (2, 64)
+    assert out["city"].numpy()[1, 0] == 1  # an unseen city: the out-of-vocabulary slot
