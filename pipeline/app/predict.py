@@ -175,7 +175,8 @@ def _model_of_run(run: Run) -> ChosenModel:
 
 def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | None, data_format: str | None) -> Any:
     """The config's ingest (or `data_format`'s) set to read `data` without a label into one split, the columns the
-    model reads typed as it was trained, after checking that the data has them and the key column."""
+    model reads typed as it was trained, after checking that the data has them and the key column (where the ingest
+    can say which columns a source has without reading it: csv, parquet; the Predictor checks the others')."""
     from kflow.components.datasets.task import task_for_model
     from kflow.components.util.schema import annotation_tags, load_schema
 
@@ -183,8 +184,11 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
     if dataset not in DATASETS:
         raise ConfigError([f"--format: no dataset {dataset!r}{did_you_mean(dataset, DATASETS)}"])
     cls = get_dataset(dataset).ingest_component()
-    if not hasattr(cls, "inspect_source") or "label" not in cls.spec.parameters:
-        raise ConfigError([f"--format: kflow predict reads tabular data (csv, parquet) so far, not {dataset}"])
+    spec = cls.spec.parameters
+    if "label" not in spec or not spec["label"].optional:
+        raise ConfigError(
+            [f"--format: kflow predict reads tabular data (csv, parquet, tfrecord) so far, not {dataset}"]
+        )
     if not model.training_schema_file.is_file():
         raise ConfigError(
             [
@@ -195,10 +199,16 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
     task = task_for_model(model, model.training_schema_file)
     needed = list(getattr(task, "input_features", None) or [])
     trained = load_schema(model.training_schema_file)
-    parameters = {name: value for name, value in ingest_parameters(config).items() if name in cls.spec.parameters}
-    parameters.update(source_path=data, label=None, problem_type=None, key=None, split={SPLIT: 1}, max_records=None)
-    parameters["columns"] = {}
-    header = _header(cls, parameters)
+    parameters = {name: value for name, value in ingest_parameters(config).items() if name in spec}
+    unset = {"label": None, "key": None, "split_files": None, "max_records": None, "columns": {}}
+    unset["problem_type"] = None if "problem_type" in spec and spec["problem_type"].optional else "classification"
+    parameters.update(
+        {name: value for name, value in unset.items() if name in spec}, source_path=data, split={SPLIT: 1}
+    )
+    header = _header(cls, parameters) if hasattr(cls, "inspect_source") else None
+    if header is None:  # the ingest finds the features while it reads (tfrecord): it refuses an absent key itself
+        parameters["key"] = key if key is not None else config.data.get("key")
+        return cls("score_ingest", parameters=parameters)
     if key is not None and key not in header:
         columns = ", ".join(header)
         raise ConfigError([f"--key: {key!r} is not a column of {data}{did_you_mean(key, header)} (columns: {columns})"])

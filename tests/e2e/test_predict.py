@@ -211,3 +211,33 @@ def test_a_pushed_folder_scores_as_the_model_it_was_exported_from(trained, tmp_p
         by_key = {row["key"]: row for row in csv.DictReader(table)}
     for key, outputs in zip(test_keys, expected, strict=True):
         np.testing.assert_allclose([float(by_key[key][f"score_{name}"]) for name in CLASSES], outputs, atol=1e-5)
+
+
+@pytest.mark.parametrize("data_format", ["parquet", "tfrecord"])
+def test_parquet_and_tfrecord_data_score_as_the_csv_did(trained, tmp_path, data_format):
+    """The same rows in another ingest's format (`--format`), keyed by their id column, score the same."""
+    import pandas as pd
+
+    root, rows, run = trained
+    test_keys, expected, _ = _evaluator_outputs(run)
+    by_id = {row["id"]: row for row in rows}
+    features = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
+    table = pd.DataFrame([{"id": key, **{name: float(by_id[key][name]) for name in features}} for key in test_keys])
+    path = tmp_path / f"new.{data_format}"
+    if data_format == "parquet":
+        table.to_parquet(path)
+    else:
+        with tf.io.TFRecordWriter(str(path)) as writer:
+            for record in table.to_dict("records"):
+                example = tf.train.Example()
+                example.features.feature["id"].bytes_list.value.append(record.pop("id").encode())
+                for name, value in record.items():
+                    example.features.feature[name].float_list.value.append(value)
+                writer.write(example.SerializeToString())
+    out = tmp_path / "out"
+    assert main(["predict", str(root / "iris.yaml"), "--data", str(path), "--format", data_format, "-o", str(out)]) == 0
+    with (out / "predictions" / "Split-score" / "predictions.csv").open() as predictions:
+        by_key = {row["key"]: row for row in csv.DictReader(predictions)}
+    assert set(by_key) == set(test_keys)
+    for key, outputs in zip(test_keys, expected, strict=True):
+        np.testing.assert_allclose([float(by_key[key][f"score_{name}"]) for name in CLASSES], outputs, atol=1e-5)

@@ -85,6 +85,8 @@ def example_problem(example: Any, types: Mapping[str, str], label: str, problem_
             return "type_mismatch", {"feature": name, "expected": expected, "found": kind}
         if len(getattr(feature, feature.WhichOneof("kind")).value) > 1:
             return "multi_valued", {"feature": name, "values": len(getattr(feature, feature.WhichOneof("kind")).value)}
+    if label is None:  # data to score
+        return None
     if label not in features or features[label].WhichOneof("kind") is None:
         return "missing_label", {"feature": label}
     if problem_type == "regression" and types[label] not in ("int", "float"):
@@ -94,7 +96,7 @@ def example_problem(example: Any, types: Mapping[str, str], label: str, problem_
 
 def group_of(example: Any, label: str, problem_type: str) -> str:
     """The stratification group of a record: its label for classification, one group for regression."""
-    if problem_type != "classification":
+    if problem_type != "classification" or label is None:
         return "all"
     feature = example.features.feature[label]
     value = getattr(feature, feature.WhichOneof("kind")).value[0]

@@ -15,7 +15,12 @@ class TfRecordIngest(Component):
                 str, is_path=True, description="A TFRecord file (plain or gzipped), a folder of them, or a glob."
             ),
             source_format=Parameter(str, default="auto", description="auto | tfrecord (the same)."),
-            label=Parameter(str, description="The feature to predict."),
+            label=Parameter(
+                str,
+                optional=True,
+                description="The feature to predict; null: data to score (`kflow predict`): no label, every record "
+                "kept, each keyed by its key feature or its `FILE#INDEX` (the `__source_row__` feature).",
+            ),
             problem_type=Parameter(str, default="classification", description="classification | regression."),
             key=Parameter(str, optional=True, description="A feature with a unique record key; repeats are rejected."),
             split_files=Parameter(

@@ -37,10 +37,12 @@ from google.protobuf import text_format
 
 from kflow.components.datasets.tabular.examples import (
     KINDS,
+    SOURCE_ROW,
     build_schema,
     check_problem_type,
     example_problem,
     group_of,
+    scored_schema,
 )
 from kflow.components.ingest import ingest_records, ingest_staging
 from kflow.components.ingest.compressed import is_gzip
@@ -48,7 +50,7 @@ from kflow.components.ingest.ingest_records import INVALID, kind_of, make_reject
 from kflow.components.ingest.repeats import RepeatFinder
 from kflow.components.ingest.split_plan import StratifiedPlan
 from kflow.components.ingest.tfrecord_file import read_records
-from kflow.components.util.example_proto import Example
+from kflow.components.util.example_proto import Example, example_of, feature_encoder
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
@@ -83,7 +85,8 @@ def run(
     assignment = _assign(files, split_files, source_path) if split_files else None
     if assignment is None:
         split = DEFAULT_SPLIT if split is None else split
-        ingest_records.check_split_shares(split, ("train", "eval", "test"))
+        # Without a label the data is to score (`kflow predict`): any split names, e.g. {score: 1}.
+        ingest_records.check_split_shares(split, ("train", "eval", "test") if label is not None else ())
     # The staged copies of gzipped files live until the pipeline has finished, where every worker reads them.
     with ingest_staging.Staging(beam_args) as staging:
         readable = {
@@ -93,11 +96,14 @@ def run(
         }
         found = scan(files, infer_records, max_records, key, readable)
         types = found.types
+        if label is None:  # data to score: no label, no task
+            problem_type = None
         check_problem_type(label, problem_type, key, list(types))
         if problem_type == "regression" and types[label] not in ("int", "float"):
             raise ValueError(f"data.label: regression needs a numeric label; feature {label!r} is {types[label]}")
         schema.path.mkdir(parents=True, exist_ok=True)
-        schema.file.write_text(text_format.MessageToString(build_schema(types, label, problem_type, key)))
+        proto = scored_schema(types, key) if label is None else build_schema(types, label, problem_type, key)
+        schema.file.write_text(text_format.MessageToString(proto))
         if found.read == 0:
             raise ValueError(f"tfrecord: {', '.join(files)} hold no records")
         log.info("tfrecord ingest: %d records in %d file(s); feature types %s", found.read, len(files), types)
@@ -244,8 +250,8 @@ def _chunk(path: str, source: str, chunk: dict[str, Any]) -> FileChunk:
 @dataclass(frozen=True)
 class RecordProcessor:
     types: dict[str, str]
-    label: str
-    problem_type: str
+    label: str | None  # None: data to score, each record keyed by its key feature or its position (SOURCE_ROW)
+    problem_type: str | None
     key: str | None
 
     def __call__(self, chunk: FileChunk) -> tuple[list, list]:
@@ -273,6 +279,9 @@ class RecordProcessor:
                 continue
             key = _value(example, self.key) if self.key else f"{hashlib.sha1(record).hexdigest()[:16]}|{position}"
             group = chunk.split if chunk.split is not None else group_of(example, self.label, self.problem_type)
+            if self.label is None and self.key is None:
+                # A second `features` field merges into the first (protobuf): the record's FILE#INDEX beside it.
+                record += example_of([feature_encoder(SOURCE_ROW, "bytes")(position)])
             accepted.append((key, group, record))
         return accepted, found
 
