@@ -28,6 +28,7 @@ from kflow.components.bulk_inferrer import BulkInferrer
 from kflow.components.datasets import DATASETS, get_dataset
 from kflow.components.evaluator import Evaluator
 from kflow.components.example_validator import ExampleValidator
+from kflow.components.predictor import Predictor
 from kflow.components.pusher import Pusher
 from kflow.components.schema_gen import SchemaGen
 from kflow.components.statistics_gen import StatisticsGen
@@ -96,6 +97,7 @@ __all__ = [
     "Pipeline",
     "Pusher",
     "BulkInferrer",
+    "Predictor",
     "SchemaGen",
     "StatisticsGen",
     "Trainer",
