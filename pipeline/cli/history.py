@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.cli.test_data import format_test_data, run_spans, test_data_difference
+from kflow.pipeline.cli.trained_with import format_settings, tuned_settings
 from kflow.pipeline.runners.plan import changes, execution_facts
 from kflow.pipeline.runners.run_record import RUN_FILE, Execution, Run, earlier_runs
 
@@ -44,7 +45,14 @@ def _row(run: Run) -> dict[str, Any]:
         "evaluations": evaluations,
         "run_dir": str(run.run_dir),
         "spans": run_spans(run),
+        "hyperparameters": tuned_settings(run),
     }
+
+
+def _tuned(settings: dict[str, dict[str, Any]]) -> str:
+    if len(settings) == 1:
+        return format_settings(next(iter(settings.values())))
+    return ", ".join(f"{node}: {format_settings(values)}" for node, values in sorted(settings.items()))
 
 
 def _headline(headline: dict[str, Any] | None) -> str:
@@ -56,7 +64,9 @@ _VERDICT = {True: "yes", False: "NO", None: ""}
 
 def format_runs(rows: list[dict[str, Any]]) -> str:
     spans = any(row.get("spans") for row in rows)  # a column only where some run read spans
+    tuned = any(row.get("hyperparameters") for row in rows)  # a column only where some model was tuned
     table = [("pipeline", "run", "started", "status", "seconds", "headline metric", "blessed", *(["spans"] * spans))]
+    table[0] += ("tuned settings",) * tuned
     for row in rows:
         evaluations = row.get("evaluations", [])
         if len(evaluations) > 1:  # e.g. two trainers compared: each evaluator's metric and verdict
@@ -78,6 +88,7 @@ def format_runs(rows: list[dict[str, Any]]) -> str:
                 verdict,
                 *([",".join(row.get("spans") or [])] * spans),
             )
+            + (_tuned(row.get("hyperparameters") or {}),) * tuned
         )
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     return "\n".join(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kflow.pipeline.cli.trained_with import format_settings, tuned_settings
 from kflow.pipeline.dsl.printable import printable
 from kflow.pipeline.runners.failure import text_cause
 from kflow.pipeline.runners.run_record import RUN_FILE, Execution, Run, earlier_runs
@@ -46,6 +47,8 @@ def format_run(run: Run, colour: bool = False) -> str:
         cells = [cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)]
         cells[1] = _paint(cells[1], colour)
         lines.append("  ".join(cells) + "  " + row[3])
+    for node_id, settings in tuned_settings(run).items():  # the settings a tuner chose, which the model trained with
+        lines.append(printable(f"{node_id} trained with the tuned settings: {format_settings(settings)}"))
     for execution in run.executions.values():
         if execution.status == "failed":
             lines.append(f"{execution.node_id} failed: {failure_cause(execution)}")

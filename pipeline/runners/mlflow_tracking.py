@@ -32,6 +32,7 @@ from typing import Any
 
 from kflow.pipeline.dsl.artifacts import ModelBlessing, ModelEvaluation, ModelRun
 from kflow.pipeline.dsl.secrets import redact_config, redact_urls
+from kflow.pipeline.runners.mlflow_trials import log_trials
 from kflow.pipeline.runners.run_record import ArtifactRef, Execution, Run
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ def track_run(settings: dict[str, Any], run: Run) -> str:
             for file in files:
                 client.log_artifact(run_id, str(folder / file), artifact_path=node)
         registered = _log_blessed_models(client, run, run_id, settings.get("register", True))
+        log_trials(client, experiment_id, run_id, run)  # a tuner's trials, as runs nested under this one
         client.set_terminated(run_id, "FINISHED" if run.status == "succeeded" else "FAILED")
     except TrackingError:
         raise
