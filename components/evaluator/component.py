@@ -26,7 +26,8 @@ class Evaluator(Component):
     standard pipeline resolves it, by default to the latest blessed model of the pipeline). The
     baseline's URI is a parameter that affects the output, so a cached verdict is reused
     only against the same baseline. The optional `statistics` and `anomalies` (StatisticsGen's and
-    ExampleValidator's) become the report's data page: `evaluation/statistics.html`, anomalies marked.
+    ExampleValidator's) become the report's data page: `evaluation/statistics.html`, anomalies marked; with
+    `previous_statistics` (the previous span's), its figures beside them, the drift view.
     """
 
     spec = ComponentSpec(
@@ -38,8 +39,9 @@ class Evaluator(Component):
             "baseline_model": Model,
             "statistics": ExampleStatistics,
             "anomalies": ExampleAnomalies,
+            "previous_statistics": ExampleStatistics,
         },
-        optional_inputs=frozenset({"model_run", "baseline_model", "statistics", "anomalies"}),
+        optional_inputs=frozenset({"model_run", "baseline_model", "statistics", "anomalies", "previous_statistics"}),
         outputs={"evaluation": ModelEvaluation, "blessing": ModelBlessing},
         parameters={
             "split": declared_parameter(EvaluatorSection, "split", str),

@@ -62,6 +62,7 @@ def run(
     model_run: ModelRun | None = None,
     statistics: ExampleStatistics | None = None,
     anomalies: ExampleAnomalies | None = None,
+    previous_statistics: ExampleStatistics | None = None,
     split: str = "test",
     batch_size: int = 256,
     thresholds: dict[str, dict[str, float]] | None = None,
@@ -165,7 +166,7 @@ def run(
             links=_links(examples, model_run),
             title=report_title,
             provenance=trained_with(model, model_run, examples),
-            statistics_page=_statistics_page(evaluation, statistics, anomalies, report_title),
+            statistics_page=_statistics_page(evaluation, statistics, anomalies, previous_statistics, report_title),
         )
 
     summary: dict[str, Any] = {
@@ -223,18 +224,23 @@ def _statistics_page(
     evaluation: ModelEvaluation,
     statistics: ExampleStatistics | None,
     anomalies: ExampleAnomalies | None,
+    previous: ExampleStatistics | None,
     title: str | None,
 ) -> Path | None:
-    """Writes the data's statistics page beside the report (anomalies marked, where they were checked)."""
+    """Writes the data's statistics page beside the report (anomalies marked, where they were checked; the previous
+    span's figures beside, with the drift the validator measured)."""
     if statistics is None or not statistics.splits:
         return None
-    found = None
+    found, drift = None, None
     if anomalies is not None and (anomalies.path / "anomalies.json").exists():
         found = anomalies.summary.get("splits") or {}
+        drift = anomalies.summary.get("drift")
     page = evaluation.path / "statistics.html"
     protos = {split: read_split(statistics, split) for split in statistics.splits}
+    before = {split: read_split(previous, split) for split in previous.splits} if previous is not None else None
     heading = f"{title}: the data's statistics" if title else "The data's statistics"
-    page.write_text(statistics_page(protos, anomalies=found, title=heading, links={"the report": "report.html"}))
+    links = {"the report": "report.html"}
+    page.write_text(statistics_page(protos, anomalies=found, title=heading, links=links, previous=before, drift=drift))
     return page
 
 

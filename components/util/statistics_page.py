@@ -3,8 +3,9 @@
 For each feature, one row: per split a chart (a histogram of a number, the top values with their counts of
 a categorical or text feature) and the figures under it (missing fraction, min, max, mean; distinct values
 and length of strings); an anomaly the ExampleValidator found is marked on the feature and on the split
-where it is. A static page, no server, no network: the charts are inline SVG, their text laid out by the
-browser (tests/browser/ measure it).
+where it is. With the previous span's statistics (the drift view), each feature's row ends with that span's
+chart and figures and the drift distance the ExampleValidator measured. A static page, no server, no network:
+the charts are inline SVG, their text laid out by the browser (tests/browser/ measure it).
 
 The charts are written here rather than by matplotlib: a wide table has hundreds of them (a feature times a
 split), matplotlib takes about 30 ms a figure, and each is a few rectangles and labels. They read the
@@ -34,7 +35,7 @@ body{font-family:system-ui,sans-serif;margin:1em;padding:0 1em;color:#222}
 .splits{display:flex;flex-wrap:nowrap;gap:1em;overflow-x:auto}
 .split{flex:0 0 auto;padding:.3em;border:1px solid transparent;border-radius:4px}
 .split h3{font-size:.95em;margin:0 0 .2em 0}
-.split.anomaly{border-color:#c62828;background:#fdf3f3}
+.split.anomaly{border-color:#c62828;background:#fdf3f3} .split.previous{border-left:2px dashed #999}
 .badge{background:#c62828;color:white;border-radius:3px;padding:0 .4em;font-size:.8em;margin-left:.5em}
 .warning{background:#b26a00}
 table{border-collapse:collapse;font-size:.85em} td{padding:1px 6px} td:last-child{text-align:right}
@@ -49,9 +50,13 @@ def statistics_page(
     anomalies: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     title: str = "Feature statistics",
     links: Mapping[str, str] | None = None,
+    previous: Mapping[str, statistics_pb2.DatasetFeatureStatistics] | None = None,
+    drift: Mapping[str, Any] | None = None,
 ) -> str:
     """The page of `splits` ({split: its statistics}); `anomalies` as anomalies.json's `splits`
-    ({split: [{feature, kind, description, severity}]}); `links` {label: relative href} shown on top."""
+    ({split: [{feature, kind, description, severity}]}); `links` {label: relative href} shown on top;
+    `previous` the previous span's statistics ({split: …}) and `drift` anomalies.json's `drift` verdict
+    ({"spans": [newest, previous], "split", "features": [{feature, comparator, distance, threshold, drifted}]})."""
     e = html.escape
     order = sorted(splits, key=lambda split: (["train", "eval", "test"] + [split]).index(split))
     features: dict[str, dict[str, Any]] = {}
@@ -69,15 +74,42 @@ def statistics_page(
         parts.append(f"<p>Anomalies: {count}{': ' + listed if listed else ''}</p>")
     if links:
         parts.append("<p>" + " · ".join(f"<a href='{e(href)}'>{e(label)}</a>" for label, href in links.items()))
+    beside = _beside(previous, drift)
+    if beside:
+        parts.append(f"<p>Beside each feature: {html.escape(beside['label'])} (the drift view).</p>")
     for name, by_split in features.items():
-        parts.append(_feature(name, by_split, order, splits, found.get(name, [])))
+        parts.append(_feature(name, by_split, order, splits, found.get(name, []), beside))
     return (
         f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{e(title)}</title><style>{_STYLE}</style>"
         "</head><body>\n" + "\n".join(parts) + "\n</body></html>\n"
     )
 
 
-def _feature(name: str, by_split: Mapping[str, Any], order: Sequence[str], splits: Mapping[str, Any], found) -> str:
+def _beside(previous: Mapping[str, Any] | None, drift: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The previous span's split to show beside each feature, its label and the drift distances; None without one."""
+    if not previous:
+        return None
+    drift = drift or {}
+    split = (
+        drift.get("split")
+        if drift.get("split") in previous
+        else ("train" if "train" in previous else next(iter(previous)))
+    )
+    spans = drift.get("spans") or []
+    label = f"{split}, span {spans[1]}" if len(spans) > 1 else f"{split}, previous"
+    distances = {entry["feature"]: entry for entry in drift.get("features") or [] if "feature" in entry}
+    return {"split": split, "label": label, "features": feature_stats(previous[split]),
+            "total": previous[split].num_examples, "distances": distances}  # fmt: skip
+
+
+def _feature(
+    name: str,
+    by_split: Mapping[str, Any],
+    order: Sequence[str],
+    splits: Mapping[str, Any],
+    found,
+    beside: Mapping[str, Any] | None = None,
+) -> str:
     e = html.escape
     kind = _kind(by_split.values())
     badges = "".join(
@@ -95,9 +127,33 @@ def _feature(name: str, by_split: Mapping[str, Any], order: Sequence[str], split
         cells.append(
             f"<div class='split{' anomaly' if notes else ''}' data-split='{e(split)}'><h3>{e(split)}</h3>{body}</div>"
         )
+    if beside is not None:
+        cells.append(_previous_cell(name, kind, beside))
     return (
         f"<section class='feature{' anomaly' if found else ''}' id='{_anchor(name)}' data-feature='{e(name)}'>"
         f"<h2>{e(name)} <span class=kind>{kind}</span>{badges}</h2><div class=splits>{''.join(cells)}</div></section>"
+    )
+
+
+def _previous_cell(name: str, kind: str, beside: Mapping[str, Any]) -> str:
+    """The previous span's chart and figures of one feature, and the distance from it."""
+    e = html.escape
+    feature = beside["features"].get(name)
+    body = (
+        "<p class=muted>absent</p>" if feature is None else _chart(feature, kind) + _figures(feature, beside["total"])
+    )
+    entry = beside["distances"].get(name)
+    drifted = bool(entry and entry.get("drifted"))
+    if entry:
+        comparator = str(entry.get("comparator", "distance")).replace("_", "-")
+        verdict = "drifted" if drifted else "within"
+        body += (
+            f"<p class='{'note' if drifted else 'muted'} drift'>{e(comparator)} {float(entry['distance']):.3f}: "
+            f"{verdict} {float(entry['threshold']):g}</p>"
+        )
+    return (
+        f"<div class='split previous{' anomaly' if drifted else ''}' data-split='{e(beside['label'])}'>"
+        f"<h3>{e(beside['label'])}</h3>{body}</div>"
     )
 
 

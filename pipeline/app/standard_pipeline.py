@@ -65,6 +65,8 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False, local_da
         # The report's data page: the statistics, anomalies marked.
         statistics=checks[0].outputs["statistics"] if checks else None,
         anomalies=checks[2].outputs["anomalies"] if checks else None,
+        # With spans: the previous span's statistics, which the validator compares the newest span's with.
+        previous_statistics=checks[2].inputs.get("previous_span_statistics") if checks else None,
         parameters={**evaluator_parameters(config), **baseline_parameters(config)},
         run_time_parameters=latest_blessed(pipeline_dir, config.to_dict(), "model")
         if local_runs and config.evaluator["baseline"] == "latest_blessed"

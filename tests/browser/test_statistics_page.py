@@ -7,6 +7,7 @@ import csv
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.browser import layout
@@ -95,3 +96,41 @@ def test_the_statistics_page_is_readable_and_links_back(homes_run, features, pag
     assert overlaps == [], overlaps[:5]
     targets = assert_links_resolve(page, homes_run)
     assert [target.name for target in targets] == ["report.html"]
+
+
+def split_statistics(rows: list[dict], split: str):
+    """A split's statistics as StatisticsGen computes them, from rows of tf.train.Example features."""
+    from kflow.components.statistics_gen.statistics import SplitAccumulator
+    from kflow.components.util.example_proto import serialize_example
+
+    accumulator = SplitAccumulator()
+    for row in rows:
+        accumulator.add(serialize_example(row))
+    return accumulator.to_proto(split)
+
+
+def test_the_previous_span_stands_beside_each_feature_with_its_drift(tmp_path, page):
+    from kflow.components.util.statistics_page import statistics_page
+
+    rng = np.random.default_rng(1)
+    span = lambda shift, colours: [  # noqa: E731
+        {"age": float(rng.normal(40 + shift, 8)), "colour": str(rng.choice(colours))} for _ in range(300)
+    ]
+    newest = {"train": split_statistics(span(15, ["red", "blue", "green"]), "train")}
+    previous = {"train": split_statistics(span(0, ["red", "blue"]), "train")}
+    drift = {"spans": ["3", "2"], "split": "train", "features": [
+        {"feature": "age", "comparator": "jensen_shannon", "distance": 0.41, "threshold": 0.1, "drifted": True},
+        {"feature": "colour", "comparator": "l_infinity", "distance": 0.05, "threshold": 0.25, "drifted": False},
+    ]}  # fmt: skip
+    (tmp_path / "page.html").write_text(statistics_page(newest, anomalies={}, previous=previous, drift=drift))
+    page.open(tmp_path / "page.html")
+    features = {feature["name"]: feature for feature in page.evaluate(_FEATURES)}
+    for name, drifted in (("age", True), ("colour", False)):
+        cells = features[name]["splits"]
+        assert [cell["split"] for cell in cells] == ["train", "train, span 2"]
+        assert len({round(cell["top"]) for cell in cells}) == 1 and cells[0]["right"] <= cells[1]["left"]
+        assert cells[1]["anomaly"] is drifted and cells[1]["chart"] == cells[0]["chart"]
+    text = page.evaluate("document.body.innerText")
+    assert "jensen-shannon 0.410: drifted 0.1" in text and "l-infinity 0.050: within 0.25" in text
+    assert features["age"]["splits"][1]["figures"]["mean"] != features["age"]["splits"][0]["figures"]["mean"]
+    assert layout.overlapping_labels(page) == []

@@ -26,8 +26,9 @@ def test_spec_wiring_and_defaults():
         "baseline_model": Model,
         "statistics": ExampleStatistics,
         "anomalies": ExampleAnomalies,
+        "previous_statistics": ExampleStatistics,
     }
-    assert spec.optional_inputs == {"model_run", "baseline_model", "statistics", "anomalies"}
+    assert spec.optional_inputs == {"model_run", "baseline_model", "statistics", "anomalies", "previous_statistics"}
     assert dict(spec.outputs) == {"evaluation": ModelEvaluation, "blessing": ModelBlessing}
     assert spec.executor == "kflow.components.evaluator.executor:run"
     evaluator = Evaluator(
