@@ -42,6 +42,7 @@ FILES = (CSV, JSONL, TFRECORD)
 class ChosenModel:
     model: Model
     origin: str  # for people: "the latest blessed model (run …)", "run …'s train", "the folder …"
+    run_dir: str | None = None  # the run that trained or blessed it, when known: its statistics, its schema
 
 
 def predict(
@@ -81,6 +82,7 @@ def predict(
         record = {
             "model": chosen.model.uri,
             "model_origin": chosen.origin,
+            "model_run": chosen.run_dir,
             "data": node.parameters["source_path"],
             "key": "the place in the source, FILE:LINE or FILE#ROW"
             if predictions.record["key"] == SOURCE_ROW
@@ -145,7 +147,7 @@ def _latest_blessed(config: PipelineConfig, pipeline_dir: Path) -> ChosenModel:
         if found is not None and model_identity(run.metadata.get("config") or {}) == identity:
             execution, model, _ = found
             origin = f"the latest blessed model (run {run.run_id}, blessed by {execution.node_id})"
-            return ChosenModel(Model(model.uri), origin)
+            return ChosenModel(Model(model.uri), origin, str(run.run_dir))
     raise ConfigError(
         [
             f"--model: no run of {config.name!r} under {pipeline_dir} blessed a model: run the pipeline first, or give "
@@ -170,7 +172,7 @@ def _model_of_run(run: Run) -> ChosenModel:
             [f"--model: the run {run.run_dir} trained {len(trained)} models: give one's folder ({folders})"]
         )
     execution, ref = trained[0]
-    return ChosenModel(Model(ref.uri), f"run {run.run_id}'s {execution.node_id}")
+    return ChosenModel(Model(ref.uri), f"run {run.run_id}'s {execution.node_id}", str(run.run_dir))
 
 
 def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | None, data_format: str | None) -> Any:

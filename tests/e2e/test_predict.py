@@ -110,6 +110,8 @@ def test_an_unlabelled_csv_is_scored_by_the_latest_blessed_model_as_the_evaluato
     done = _predict(root, "--data", tmp_path / "new.csv", "-o", tmp_path / "out")
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"scored {len(scored)} row(s)" in done.stdout and "the latest blessed model" in done.stdout
+    record = json.loads((tmp_path / "out" / "predict.json").read_text())
+    assert record["model_run"] == str(run.run_dir)  # the newest run that blessed it: the cached one
     folder = tmp_path / "out" / "predictions" / "Split-score"
     with (folder / "predictions.csv").open() as table:
         predicted = list(csv.DictReader(table))
