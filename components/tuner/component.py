@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, HyperParameters, Schema
+from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, HyperParameters, Schema, TransformGraph
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 from kflow.pipeline.dsl.config_model import ObjectiveSection, TunerSection, declared_parameter
 from kflow.pipeline.dsl.parallel_steps import ParallelSteps
@@ -21,8 +21,14 @@ class Tuner(Component):
 
     spec = ComponentSpec(
         # anomalies (optional): ExampleValidator's verdict; the search waits for it, and each trial's Trainer reads it.
-        inputs={"examples": Examples, "schema": Schema, "anomalies": ExampleAnomalies},
-        optional_inputs=frozenset({"anomalies"}),
+        # transform_graph (optional): the Transform's preprocessing, which each trial's Trainer takes as the Trainer.
+        inputs={
+            "examples": Examples,
+            "schema": Schema,
+            "anomalies": ExampleAnomalies,
+            "transform_graph": TransformGraph,
+        },
+        optional_inputs=frozenset({"anomalies", "transform_graph"}),
         outputs={"hyperparameters": HyperParameters},
         parameters={
             "search_space": declared_parameter(TunerSection, "search_space", dict),

@@ -22,7 +22,7 @@ from kflow.components.tuner.records import STATES, finish, shown
 from kflow.components.tuner.search_space import direction_of, distributions, sampler_and_pruner, settings_of
 from kflow.components.tuner.trial_processes import TrialProcess, TrialProcesses
 from kflow.components.util.tuned_settings import apply_settings
-from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, HyperParameters, Schema
+from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, HyperParameters, Schema, TransformGraph
 from kflow.pipeline.dsl.scratch import scratch_dir
 
 log = logging.getLogger("kflow.tuner")
@@ -35,6 +35,7 @@ def run(
     hyperparameters: HyperParameters,
     working_dir: Path | None = None,
     anomalies: ExampleAnomalies | None = None,
+    transform_graph: TransformGraph | None = None,
     search_space: dict[str, dict[str, Any]],
     algorithm: str,
     max_trials: int,
@@ -88,6 +89,7 @@ def run(
                         "examples": examples.uri,
                         "schema": schema.uri,
                         "anomalies": anomalies.uri if anomalies is not None else None,
+                        "transform_graph": transform_graph.uri if transform_graph is not None else None,
                         "parameters": apply_settings(trainer, settings),
                         "trainer_executor": trainer_executor,
                         "storage": journal,

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, HyperParameters, Schema
+from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, HyperParameters, Schema, TransformGraph
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 from kflow.pipeline.dsl.parallel_steps import ParallelSteps
 
@@ -61,6 +61,7 @@ def run_trial_task(
     schema: Schema,
     working_dir: Path | None = None,
     anomalies: ExampleAnomalies | None = None,
+    transform_graph: TransformGraph | None = None,
     study_dir: str,
     run_id: str,
     trial_index: int,
@@ -87,6 +88,7 @@ def run_trial_task(
         "examples": examples.uri,
         "schema": schema.uri,
         "anomalies": anomalies.uri if anomalies is not None else None,
+        "transform_graph": transform_graph.uri if transform_graph is not None else None,
         "parameters": apply_settings(search["trainer"], settings),
         "trainer_executor": search["trainer_executor"],
         "storage": str(journal_of(study_dir, run_id)),
@@ -169,8 +171,13 @@ class TunerTrial(Component):
     """One trial of a compiled pipeline's search (a task of its ParallelFor)."""
 
     spec = ComponentSpec(
-        inputs={"examples": Examples, "schema": Schema, "anomalies": ExampleAnomalies},
-        optional_inputs=frozenset({"anomalies"}),
+        inputs={
+            "examples": Examples,
+            "schema": Schema,
+            "anomalies": ExampleAnomalies,
+            "transform_graph": TransformGraph,
+        },
+        optional_inputs=frozenset({"anomalies", "transform_graph"}),
         outputs={},
         parameters={**_search_spec(), "trial_index": Parameter(int, description="the task's index in the loop")},
         executor="kflow.components.tuner.parallel:run_trial_task",

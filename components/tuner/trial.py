@@ -54,7 +54,7 @@ def run_trial(spec: dict[str, Any]) -> dict[str, Any]:
 
     from kflow.components.tuner.search_space import sampler_and_pruner
     from kflow.components.util.epoch_report import listening
-    from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Model, ModelRun, Schema
+    from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Model, ModelRun, Schema, TransformGraph
 
     folder = Path(spec["folder"])
     metric, direction = spec["objective"]["metric"], spec["objective"]["direction"]
@@ -84,6 +84,7 @@ def run_trial(spec: dict[str, Any]) -> dict[str, Any]:
                 examples=_examples(spec, folder),
                 schema=Schema(spec["schema"]),
                 **({"anomalies": ExampleAnomalies(spec["anomalies"])} if spec.get("anomalies") else {}),
+                **({"transform_graph": TransformGraph(spec["transform_graph"])} if spec.get("transform_graph") else {}),
                 model=Model(folder / "model"),
                 model_run=ModelRun(folder / "model_run"),
                 working_dir=folder / "work",

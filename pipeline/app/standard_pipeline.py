@@ -45,8 +45,9 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False, local_da
     checks = data_checks(config, ingest) if dataset.validates_data else []
     schema = checks[1].outputs["schema"] if checks else ingest.outputs["schema"]
     anomalies = checks[2].outputs["anomalies"] if checks else None
-    tune = tune_node(config, ingest.outputs["examples"], schema, anomalies)  # a `tuner` section: its best settings
     transform = transform_node(config, ingest.outputs["examples"], schema)  # tabular data: transform_section.py
+    graph = transform.outputs["transform_graph"] if transform else None
+    tune = tune_node(config, ingest.outputs["examples"], schema, anomalies, graph)  # `tuner`: the best settings
     train = Trainer(
         "train",
         examples=ingest.outputs["examples"],

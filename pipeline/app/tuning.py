@@ -21,7 +21,12 @@ TUNE_NODE = "tune"
 def tuner_parameters(config: PipelineConfig) -> dict[str, Any]:
     """The `tuner` section as the Tuner's parameters; the trials start from the `trainer` section's parameters."""
     # Unset (null) settings left out, as the Trainer's defaults (a compiled pipeline's parameters hold no nulls).
-    trainer = {name: value for name, value in trainer_parameters(config).items() if value is not None}
+    # Trials train from scratch: a warm start is resolved for the Trainer's node only, when the run starts.
+    trainer = {
+        name: value
+        for name, value in trainer_parameters(config).items()
+        if value is not None and not name.startswith("warm_start")
+    }
     module = trainer.get("module")
     if module and not module_problems(module):  # read now, as the Trainer reads it (its source is in the cache key)
         trainer["module_source"] = read_module_source(module)
@@ -43,10 +48,21 @@ def tuner_parameters(config: PipelineConfig) -> dict[str, Any]:
 
 
 def tune_node(
-    config: PipelineConfig, examples: Channel, schema: Channel, anomalies: Channel | None = None
+    config: PipelineConfig,
+    examples: Channel,
+    schema: Channel,
+    anomalies: Channel | None = None,
+    transform_graph: Channel | None = None,
 ) -> Tuner | None:
     """The standard pipeline's `tune` node when the config has a `tuner` section, else None; it waits for the
-    data's verdict (`anomalies`) where there is one, as the Trainer does."""
+    data's verdict (`anomalies`) where there is one, and its trials take the Transform's graph, as the Trainer."""
     if not config.tuner:
         return None
-    return Tuner(TUNE_NODE, examples=examples, schema=schema, anomalies=anomalies, parameters=tuner_parameters(config))
+    return Tuner(
+        TUNE_NODE,
+        examples=examples,
+        schema=schema,
+        anomalies=anomalies,
+        transform_graph=transform_graph,
+        parameters=tuner_parameters(config),
+    )

@@ -44,7 +44,8 @@ def test_the_trials_compile_to_a_parallel_for_with_its_parallelism_before_one_ga
     (loop,) = [name for name, task in tasks.items() if "parameterIterator" in task]
     assert tasks[loop]["iteratorPolicy"] == {"parallelismLimit": 2}
     assert json.loads(tasks[loop]["parameterIterator"]["items"]["raw"]) == [0, 1, 2, 3]
-    assert set(tasks[loop]["dependentTasks"]) == {"ingest", "schema", "validate"}  # after the data's verdict
+    # after the data's verdict, with the Transform's graph
+    assert set(tasks[loop]["dependentTasks"]) == {"ingest", "schema", "validate", "transform"}
     trial = ir["components"][tasks[loop]["componentRef"]["name"]]["dag"]["tasks"]["tune-trial"]
     assert trial["inputs"]["parameters"]["trial_index"] == {
         "componentInputParameter": trial["inputs"]["parameters"]["trial_index"]["componentInputParameter"]
