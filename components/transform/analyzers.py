@@ -6,7 +6,8 @@ pipeline: the records are read once (`ReadFromTFRecord`), parsed in batches into
 the data, so partial results merge across Beam workers:
 
 - `moments`: count, mean, variance (Chan's parallel update), min and max (`MomentsFn`);
-- `vocabulary` and `words`: exact counts per distinct value, spread over the workers by key (`CombinePerKey`), then
+- `vocabulary`, `words` and `tokens` (TextVectorization's: ASCII lowercase, punctuation stripped, whitespace
+  split, 1- to n-grams): exact counts per distinct value, spread over the workers by key (`CombinePerKey`), then
   the `top_k` most frequent with their counts at or above `frequency_threshold` (`TopCountsFn`, a bounded heap);
 - `quantiles`: boundaries from Beam's `ApproximateQuantiles` combiner, rank error at most QUANTILE_EPSILON × N;
 - `classes`: the label's distinct values over every split, `counts` its training counts.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import heapq
 import json
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +37,9 @@ from kflow.pipeline.dsl.beam_options import named_runner
 from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
 
 QUANTILE_EPSILON = 0.001  # a boundary's rank is within 0.1 % of the row count of the exact quantile's
-KINDS = ("moments", "vocabulary", "words", "quantiles", "classes", "counts")
+KINDS = ("moments", "vocabulary", "words", "tokens", "quantiles", "classes", "counts")
+# What TextVectorization's default standardize strips after lowercasing ASCII (tf.strings.lower's default).
+_PUNCTUATION = re.compile(rb'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']')
 _INT_MISSING = -(2**63)  # what a tabular ingest never writes for a present int; parsed as missing, as the task does
 
 
@@ -112,7 +116,8 @@ class MomentsFn(beam.CombineFn):
 
 
 class _Rank:
-    """A (value, count)'s place in a vocabulary: more frequent first, ties in value order (as the task sorts)."""
+    """A (value, count)'s place in a vocabulary: more frequent first, ties in value order (as the tabular task
+    sorts); `_DescendingRank`: ties in reverse value order (as Keras' adapt sorts: numpy's lexsort, reversed)."""
 
     __slots__ = ("count", "value")
 
@@ -123,12 +128,20 @@ class _Rank:
         return (self.count, other.value) < (other.count, self.value)
 
 
+class _DescendingRank(_Rank):
+    __slots__ = ()
+
+    def __lt__(self, other: _Rank) -> bool:
+        return (self.count, self.value) < (other.count, other.value)
+
+
 class TopCountsFn(beam.CombineFn):
     """The `top_k` most frequent of (value, count) pairs (each value once), with how many distinct values there
     were, their total count, their UTF-8 bytes and whether any holds a space; a heap of at most `top_k` entries."""
 
-    def __init__(self, top_k: int | None, frequency_threshold: int = 1):
+    def __init__(self, top_k: int | None, frequency_threshold: int = 1, ties: str = "ascending"):
         self.top_k, self.frequency_threshold = top_k, frequency_threshold
+        self.rank = _DescendingRank if ties == "descending" else _Rank
 
     def create_accumulator(self):
         return {"heap": [], "distinct": 0, "seen": 0, "chars": 0, "spaced": False}
@@ -141,7 +154,7 @@ class TopCountsFn(beam.CombineFn):
             accumulator["chars"] += len(value) * count
             accumulator["spaced"] = accumulator["spaced"] or b" " in value
         if count >= self.frequency_threshold:
-            self._push(accumulator["heap"], _Rank(value, count))
+            self._push(accumulator["heap"], self.rank(value, count))
         return accumulator
 
     def _push(self, heap: list, entry: _Rank) -> None:
@@ -182,6 +195,16 @@ def _word_counts(batch: dict[str, list], column: str) -> Iterator[tuple[str, int
     for value in batch[column]:
         words.update(WORD.findall(value.decode("utf-8", "replace").lower()))
     yield from words.items()
+
+
+def _token_counts(batch: dict[str, list], column: str, ngrams: int) -> Iterator[tuple[bytes, int]]:
+    """TextVectorization's tokens (standardize lower_and_strip_punctuation, split whitespace, ngrams 1..n)."""
+    tokens: Counter = Counter()
+    for value in batch[column]:
+        words = _PUNCTUATION.sub(b"", value.lower()).split()
+        for width in range(1, ngrams + 1):
+            tokens.update(b" ".join(words[start : start + width]) for start in range(len(words) - width + 1))
+    yield from tokens.items()
 
 
 def run_analyzers(
@@ -240,12 +263,15 @@ def _branch(batches: beam.PCollection, analyzer: Analyzer, split: str) -> beam.P
             | f"Values {name}" >> beam.Map(lambda b, c: b[c], column)
             | name >> beam.CombineGlobally(MomentsFn())
         )
-    elif analyzer.kind in ("vocabulary", "words", "counts"):
-        counts = _word_counts if analyzer.kind == "words" else _value_counts
-        top = TopCountsFn(options.get("top_k"), int(options.get("frequency_threshold") or 1))
+    elif analyzer.kind in ("vocabulary", "words", "tokens", "counts"):
+        counts = {"words": _word_counts, "tokens": _token_counts}.get(analyzer.kind, _value_counts)
+        extra = (int(options.get("ngrams") or 1),) if analyzer.kind == "tokens" else ()
+        top = TopCountsFn(
+            options.get("top_k"), int(options.get("frequency_threshold") or 1), options.get("ties", "ascending")
+        )
         folded = (
             batches
-            | f"Count {name}" >> beam.FlatMap(counts, column)
+            | f"Count {name}" >> beam.FlatMap(counts, column, *extra)
             | f"Sum {name}" >> beam.CombinePerKey(sum)
             | name >> beam.CombineGlobally(top)
         )

@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets import get_dataset
+from kflow.components.datasets.quora.task import QuoraTask
 from kflow.components.datasets.tabular.task import TabularTask
 from kflow.components.transform.analyzers import Analyzer, run_analyzers
 from kflow.components.transform.tabular_analysis import tabular_analyzers, tabular_plan
+from kflow.components.transform.text_analysis import text_analyzers, text_plan, text_preprocessing
 from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Schema, TransformGraph
 
@@ -44,8 +46,12 @@ def run(
 ) -> dict[str, Any]:
     """Writes the TransformGraph of `examples`' training split; returns figures for the log."""
     task_class = get_dataset(dataset).task_class()
+    if issubclass(task_class, QuoraTask):
+        if module_source is not None:
+            raise ValueError(f"transform.module: the {dataset} dataset takes no preprocessing_fn (tabular ones do)")
+        return _run_text(examples, schema, transform_graph, dict(options or {}), beam_args)
     if not issubclass(task_class, TabularTask):
-        raise ValueError(f"the transform learns tabular preprocessing; the {dataset} dataset's task is not tabular")
+        raise ValueError(f"the transform learns tabular and Quora preprocessing; not the {dataset} dataset's")
     task = TabularTask(load_schema(schema.file), None, dict(options or {}))
     if "train" not in examples.splits:
         raise ValueError(f"the Examples under {examples.uri} have no train split to learn the preprocessing from")
@@ -78,6 +84,30 @@ def run(
         "left_out": len(plan["left_out"]),
         "analyze_seconds": round(seconds, 2),
     }
+    log.info("transform: %s", ", ".join(f"{key}={value}" for key, value in summary.items()))
+    return summary
+
+
+def _run_text(
+    examples: Examples, schema: Schema, graph: TransformGraph, options: dict[str, Any], beam_args: Sequence[str]
+) -> dict[str, Any]:
+    """Quora: the vocabulary of unigrams and bigrams and the class weights (text_analysis.py)."""
+    task = QuoraTask(load_schema(schema.file), None, options)
+    if "train" not in examples.splits:
+        raise ValueError(f"the Examples under {examples.uri} have no train split to learn the preprocessing from")
+    graph.path.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    analyzers, columns = text_analyzers(task)
+    train = {"train": _split_patterns(examples)["train"]}
+    results = run_analyzers(train, analyzers, columns, beam_args, graph.path / ".results.json")
+    plan = text_plan(task, results)
+    seconds = time.monotonic() - started
+    preprocessing = text_preprocessing(plan)
+    vocabulary = plan.pop("vocabulary")
+    options = {**task.options, "ngrams": task.model_kwargs["ngrams"]}
+    write_graph(graph, {**plan, "vocabulary_size": len(vocabulary)}, analyzers, results, preprocessing, options)
+    summary = {"vocabulary_size": len(vocabulary), "train_examples": plan["train_examples"],
+               "analyze_seconds": round(seconds, 2)}  # fmt: skip
     log.info("transform: %s", ", ".join(f"{key}={value}" for key, value in summary.items()))
     return summary
 

@@ -1,5 +1,6 @@
 """The standard pipeline's `transform` node: between the schema and the Trainer, for the datasets that validate
-their data (the tabular ones), with the dataset task's data options and the config's `transform` section."""
+their data (the tabular ones) and Quora, with the options of the dataset's task that shape what it learns and the
+config's `transform` section."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ from kflow.pipeline.app.sections import absolute
 from kflow.pipeline.dsl.component import Channel
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 
+# The datasets whose text preprocessing the Transform learns, and the trainer.model_options that shape it.
+TEXT_OPTIONS = {"quora": ("max_tokens", "class_weighting", "ngrams")}
+
+
+def transformed(dataset: str) -> bool:
+    """Whether the standard pipeline gives `dataset` a transform node: a tabular dataset's or Quora."""
+    return dataset in TEXT_OPTIONS or get_dataset(dataset).validates_data
+
 
 def transform_parameters(config: PipelineConfig) -> dict[str, Any]:
     """The Transform's parameters: the dataset, the data options among `trainer.model_options` (the
@@ -21,21 +30,21 @@ def transform_parameters(config: PipelineConfig) -> dict[str, Any]:
     dataset = (config.data or {}).get("dataset")
     return {
         **({"dataset": dataset} if dataset else {}),  # a declared pipeline without a data section names its own
-        "options": {name: value for name, value in model_options.items() if name in DATA_OPTIONS},
+        "options": {
+            name: value for name, value in model_options.items() if name in TEXT_OPTIONS.get(dataset, DATA_OPTIONS)
+        },
         "module": absolute(section.get("module")),
         "beam_args": config.beam_args,
     }
 
 
 def transform_node(config: PipelineConfig, examples: Channel, schema: Channel) -> Transform | None:
-    """The `transform` node of a dataset that validates its data, unless `transform.enabled` is false."""
-    section = config.transform or {}
-    if not get_dataset(config.data["dataset"]).validates_data:
-        if section.get("module"):
-            dataset = config.data["dataset"]
-            raise ConfigError(
-                [f"transform.module: the {dataset} dataset takes no transform (tabular ones do)"], config.source
-            )
+    """The `transform` node of a tabular dataset or Quora, unless `transform.enabled` is false."""
+    dataset, section = config.data["dataset"], config.transform or {}
+    if section.get("module") and (dataset in TEXT_OPTIONS or not transformed(dataset)):
+        problem = f"transform.module: the {dataset} dataset takes no preprocessing_fn (tabular ones do)"
+        raise ConfigError([problem], config.source)
+    if not transformed(dataset):
         return None
     if section.get("enabled") is False:
         if section.get("module"):

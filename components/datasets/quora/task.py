@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from kflow.components.datasets.task import Task
 from kflow.components.models import build_model
-from kflow.pipeline.dsl.artifacts import Examples
+from kflow.pipeline.dsl.artifacts import Examples, TransformGraph
 
 VOCAB_FILE = "vocab.txt"
 CLASS_WEIGHTS_FILE = "class_weights.json"
@@ -54,13 +54,21 @@ class QuoraTask(Task):
         self.model_kwargs = {**MODEL_DEFAULTS, **{k: v for k, v in self.model_options.items() if k in MODEL_OPTIONS}}
         self.vocabulary: list[str] | None = None
         self.class_weights: dict[int, float] | None = None
+        self.transform_graph: TransformGraph | None = None
 
     # --- Assets -------------------------------------------------------------------------------------
 
+    def use_transform_graph(self, graph: TransformGraph) -> None:
+        """Takes the vocabulary and class weights the Transform learnt instead of adapting them in `prepare`."""
+        self.transform_graph = graph
+
     def prepare(self, examples: Examples, assets_dir: Path) -> dict[str, Any]:
-        """Adapts the vocabulary on Split-train and computes the class weights from its labels."""
+        """Adapts the vocabulary on Split-train and computes the class weights from its labels (or, given a
+        transform graph, takes them from it: nothing is read from the data)."""
         assets_dir = Path(assets_dir)
         assets_dir.mkdir(parents=True, exist_ok=True)
+        if self.transform_graph is not None:
+            return self._take_graph(self.transform_graph, assets_dir)
         records = _read(examples, "train").batch(1024)
         vectorize = keras.layers.TextVectorization(
             max_tokens=int(self.options["max_tokens"]), ngrams=self.model_kwargs["ngrams"]
@@ -93,6 +101,23 @@ class QuoraTask(Task):
             "class_weight_0": weights[0],
             "class_weight_1": weights[1],
         }
+
+    def _take_graph(self, graph: TransformGraph, assets_dir: Path) -> dict[str, Any]:
+        learnt = graph.analyzers
+        wanted = {"max_tokens": self.options["max_tokens"], "ngrams": self.model_kwargs["ngrams"],
+                  "class_weighting": self.options["class_weighting"]}  # fmt: skip
+        differ = {
+            name: learnt["options"].get(name) for name, value in wanted.items() if learnt["options"].get(name) != value
+        }
+        if differ:
+            raise ValueError(f"the transform graph {graph.uri} was learnt with other options: {differ}, not {wanted}")
+        vocabulary_file = graph.path / learnt["analyzers"]["tokens.text"]["file"]
+        vocabulary = [line.split("\t")[0] for line in vocabulary_file.read_text().splitlines()]
+        weights = {int(label): float(weight) for label, weight in learnt["class_weights"].items()}
+        (assets_dir / VOCAB_FILE).write_text("".join(f"{token}\n" for token in vocabulary))
+        (assets_dir / CLASS_WEIGHTS_FILE).write_text(json.dumps({str(k): v for k, v in weights.items()}) + "\n")
+        self.vocabulary, self.class_weights = vocabulary, weights
+        return {"transform_graph": str(graph.uri), "vocabulary_size": len(vocabulary)}
 
     def load_assets(self, assets_dir: Path) -> None:
         assets_dir = Path(assets_dir)

@@ -56,6 +56,10 @@ def test_spec_wiring_and_defaults():
         "model_options": {},
         "module": None,
         "module_source": None,
+        "transform_graph_uri": None,  # set by the executor from its transform_graph input
+        "warm_start": None,
+        "warm_start_model_uri": None,
+        "warm_start_reason": None,
         "workers": 2,
         "parameter_servers": 1,
         "devices": None,
