@@ -49,3 +49,22 @@ def test_the_transform_is_a_task_of_its_own_with_its_own_cache_key(tmp_path):
     assert other_vocabulary["transform"]["inputs"]["parameters"]["options"] == {
         "runtimeValue": {"constant": {"max_categories": 3}}
     }
+
+
+def test_an_edit_of_the_preprocessing_module_changes_the_transforms_cache_key_and_nothing_upstream(tmp_path):
+    from kflow.pipeline.app.standard_pipeline import build_pipeline
+    from kflow.pipeline.dsl.config import load_config
+
+    module = tmp_path / "my_preprocessing.py"
+    module.write_text("def preprocessing_fn(inputs, analyzers):\n    return {'x': inputs['petal_length']}\n")
+    compiled(tmp_path)  # writes iris.yaml
+
+    def keys():
+        pipeline = build_pipeline(load_config(tmp_path / "iris.yaml", overrides=[f"transform.module={module}"]))
+        return {node.id: node.cache_parameters for node in pipeline.components}
+
+    before = keys()
+    assert before["transform"]["module_source"] == module.read_text()
+    module.write_text(module.read_text().replace("petal_length", "petal_width"))
+    after = keys()
+    assert [name for name in before if before[name] != after[name]] == ["transform"]  # train follows by its input
