@@ -47,10 +47,13 @@ KFP_ARTIFACT_CLASSES: dict[str, type[dsl.Artifact]] = {
 CLASSIFICATION_METRICS_OUTPUT = "classification_metrics"
 # The evaluation's report and a short summary, as the KFP UI renders them (`system.HTML`, `system.Markdown`).
 REPORT_OUTPUT, SUMMARY_OUTPUT = "report_html", "summary_markdown"
+# The data's statistics page the report links to (a file beside it locally; its own HTML output in the KFP UI).
+STATISTICS_OUTPUT = "statistics_html"
 KFP_ONLY_OUTPUTS = {
     CLASSIFICATION_METRICS_OUTPUT: dsl.ClassificationMetrics,
     REPORT_OUTPUT: dsl.HTML,
     SUMMARY_OUTPUT: dsl.Markdown,
+    STATISTICS_OUTPUT: dsl.HTML,
 }
 
 
@@ -136,6 +139,7 @@ def build_container_component(
             args += metrics_publishing_args(evaluations[0], CLASSIFICATION_METRICS_OUTPUT)
             args += ["--publish-report", f"{evaluations[0]}={bound[REPORT_OUTPUT].path}"]
             args += ["--publish-summary", f"{evaluations[0]}={bound[SUMMARY_OUTPUT].path}"]
+            args += ["--publish-statistics", f"{evaluations[0]}={bound[STATISTICS_OUTPUT].path}"]
             if settings.mlflow:
                 producers = {name: channel.producer for name, channel in node.inputs.items()}
                 tracked = {**settings.mlflow, "node": node.id, "producers": producers}

@@ -31,6 +31,10 @@ from kflow.pipeline.runners.kfp_metrics import evaluation_summary, publish_evalu
 from kflow.pipeline.runners.node_runner import invoke_executor
 
 log = logging.getLogger("kflow")
+_NO_STATISTICS = (
+    "<!DOCTYPE html><html><head><meta charset='utf-8'><title>No statistics</title></head><body>"
+    "<p>This pipeline computes no statistics of its data (a statistics step runs for tabular data).</p></body></html>\n"
+)
 
 
 def parse_parameter(name: str, kind: type, text: str) -> Any:
@@ -182,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         help="after the run, copy the ModelEvaluation output EVALUATION's report.html to PATH (a system.HTML output)",
     )
     parser.add_argument(
+        "--publish-statistics",
+        metavar="EVALUATION=PATH",
+        help="after the run, copy the ModelEvaluation output EVALUATION's statistics.html (the data's statistics page) "
+        "to PATH (a system.HTML output); a page saying there is none where the pipeline computes no statistics",
+    )
+    parser.add_argument(
         "--publish-summary",
         metavar="EVALUATION=PATH",
         help="after the run, write a Markdown summary of EVALUATION (and of the task's ModelBlessing output) to PATH",
@@ -214,8 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         verdicts = _pairs("--publish-verdict", args.publish_verdict)
         reports = _pairs("--publish-report", [args.publish_report] if args.publish_report else [])
         summaries = _pairs("--publish-summary", [args.publish_summary] if args.publish_summary else [])
-        if set(reports) - set(outputs) or set(summaries) - set(outputs):
-            raise ValueError("--publish-report/--publish-summary: not an --output of this task")
+        data_pages = _pairs("--publish-statistics", [args.publish_statistics] if args.publish_statistics else [])
+        if set(reports) - set(outputs) or set(summaries) - set(outputs) or set(data_pages) - set(outputs):
+            raise ValueError("--publish-report/--publish-summary/--publish-statistics: not an --output of this task")
         if set(verdicts) - set(outputs):
             raise ValueError(f"--publish-verdict {sorted(set(verdicts) - set(outputs))}: not an --output of this task")
         records = _pairs("--record-blessed-model", [args.record_blessed_model] if args.record_blessed_model else [])
@@ -255,6 +266,13 @@ def main(argv: list[str] | None = None) -> int:
     for evaluation, path in reports.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(Path(outputs[evaluation]) / "report.html", path)
+    for evaluation, path in data_pages.items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        page = Path(outputs[evaluation]) / "statistics.html"
+        if page.is_file():
+            shutil.copyfile(page, path)
+        else:  # a dataset without statistics (mnist, text): said, not an empty output
+            Path(path).write_text(_NO_STATISTICS)
     blessings = [name for name in outputs if issubclass(component.spec.outputs[name], ModelBlessing)]
     for evaluation, path in summaries.items():
         blessing_dir = Path(outputs[blessings[0]]) if len(blessings) == 1 else None

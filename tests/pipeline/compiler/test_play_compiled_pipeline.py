@@ -155,7 +155,8 @@ def test_the_compiled_mnist_config_plays_to_the_same_blessed_model_as_kflow_run(
 
 @pytest.mark.slow  # With the demo plays (about 80 s); make test plays the toy and declared pipelines.
 def test_the_played_evaluate_task_gives_the_kfp_ui_its_report_and_summary(demo_both_ways, tmp_path):
-    """The system.HTML report is self-contained (plots embedded) and renders in headless Chromium."""
+    """The system.HTML report is self-contained (plots embedded) and renders in headless Chromium; the statistics
+    page is an HTML output too."""
     import shutil
 
     run_dir, played = demo_both_ways
@@ -163,7 +164,12 @@ def test_the_played_evaluate_task_gives_the_kfp_ui_its_report_and_summary(demo_b
     assert isinstance(played["evaluate"]["report_html"], dsl.HTML)
     text = html.read_text()
     assert text == (Path(played["evaluate"]["evaluation"].path) / "report.html").read_text()
-    assert text.count("src='data:image/png;base64,") >= 3 and not re.search(r"src=['\"]https?:", text)
+    assert text.count("<svg role='img'") >= 3 and not re.search(r"src=['\"]https?:", text)  # plots inline
+    # The data's statistics page, the report's link, is an HTML output of its own in the KFP UI.
+    assert isinstance(played["evaluate"]["statistics_html"], dsl.HTML)
+    page = Path(played["evaluate"]["statistics_html"].path).read_text()
+    local = Path(played["evaluate"]["evaluation"].path) / "statistics.html"
+    assert page == local.read_text() if local.exists() else "computes no statistics" in page
     summary = Path(played["evaluate"]["summary_markdown"].path).read_text()
     metrics = json.loads((Path(played["evaluate"]["evaluation"].path) / "metrics.json").read_text())
     assert summary.startswith("## BLESSED") and f"| accuracy | {metrics['accuracy']:.4g} |" in summary
