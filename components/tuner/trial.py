@@ -64,6 +64,7 @@ def run_trial(spec: dict[str, Any]) -> dict[str, Any]:
     study = optuna.load_study(study_name=spec["study"], storage=storage, pruner=pruner)
     trial = optuna.Trial(study, spec["trial_id"])
     curve: list[dict[str, float]] = []
+    epochs = int(spec["parameters"].get("epochs") or 1)
 
     def hear(epoch: int, metrics: dict[str, float]) -> None:
         curve.append({"epoch": epoch, **{name: float(value) for name, value in metrics.items()}})
@@ -71,7 +72,9 @@ def run_trial(spec: dict[str, Any]) -> dict[str, Any]:
             known = ", ".join(sorted(name for name in metrics if name.startswith("val_")))
             raise ValueError(f"objective.metric {metric!r} is not a validation metric of this training ({known})")
         trial.report(float(metrics[metric]), epoch)
-        if trial.should_prune():
+        # After the last epoch there is nothing left to save: the trial completes (Hyperband's top rung is the last
+        # epoch, where its pruner would otherwise stop a trial that has run all its epochs).
+        if epoch < epochs and trial.should_prune():
             raise optuna.TrialPruned(f"pruned after epoch {epoch}")
 
     module, function = spec["trainer_executor"].split(":")

@@ -105,3 +105,53 @@ def test_a_search_records_every_trial_prunes_and_reads_no_test_split(iris, tmp_p
     # The trials' models and checkpoints are gone; their logs are kept.
     assert not (tmp_path / "work" / "trials").exists()
     assert (output.path / "trials" / str(failed[0]["number"]) / "error.log").is_file()
+
+
+def trial_processes(folder: Path) -> list[int]:
+    """The pids of the trial processes whose spec is under `folder`, read from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if "kflow.components.tuner.trial" in command and str(folder) in command:
+            found.append(int(entry.name))
+    return found
+
+
+def test_ctrl_c_stops_every_trial_process(iris, tmp_path):
+    """A search interrupted while two trials train: the tuner exits and leaves no trial process behind."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    examples, schema = iris
+    code = f"""
+from kflow.components.tuner.executor import run
+from kflow.pipeline.dsl.artifacts import Examples, HyperParameters, Schema
+from tests.components.tuner.test_tuner_executor import trainer_parameters
+run(examples=Examples({examples.uri!r}), schema=Schema({schema.uri!r}),
+    hyperparameters=HyperParameters({str(tmp_path / "out")!r}), working_dir={str(tmp_path / "work")!r},
+    search_space={{"trainer.optimizer.learning_rate": {{"log_uniform": [1e-3, 1e-2]}}}}, algorithm="random",
+    max_trials=4, max_time=None, objective_metric="val_loss", objective_direction=None, parallel_trials=2, seed=0,
+    trainer=trainer_parameters(epochs=100000), trainer_executor="kflow.components.trainer.executor:run")
+"""
+    tuner = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(trial_processes(tmp_path)) < 2:
+            assert tuner.poll() is None, tuner.stderr.read()[-2000:]
+            assert time.monotonic() < deadline, "the trials did not start"
+            time.sleep(0.2)
+        time.sleep(3)  # training, TensorFlow's threads running
+        tuner.send_signal(signal.SIGINT)
+        assert tuner.wait(timeout=30) != 0
+    finally:
+        tuner.kill()
+    deadline = time.monotonic() + 10
+    while trial_processes(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert trial_processes(tmp_path) == []
+    assert not (tmp_path / "work" / "trials").exists()  # their folders removed too
