@@ -20,8 +20,10 @@ from kflow.pipeline.app.config_checks import check_config
 from kflow.pipeline.app.declared_pipeline import build_declared_pipeline
 from kflow.pipeline.app.latest_blessed import latest_blessed
 from kflow.pipeline.app.sections import absolute, evaluator_parameters, ingest_parameters, trainer_parameters
+from kflow.pipeline.app.span_pipeline import SpanIngest, drift_parameters, span_ingest
 from kflow.pipeline.app.transform_section import transform_node
 from kflow.pipeline.app.tuning import tune_node
+from kflow.pipeline.app.warm_start import warm_start_resolver
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 from kflow.pipeline.dsl.dag import Pipeline
@@ -41,9 +43,11 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False, local_da
     check_config(config, local_data=local_data)
     pipeline_dir = Path(config.pipeline_root).expanduser().resolve() / config.name
     dataset = get_dataset(config.data["dataset"])
-    ingest = dataset.ingest_component()("ingest", parameters=ingest_parameters(config))
-    checks = data_checks(config, ingest) if dataset.validates_data else []
+    spans = span_ingest(config, dataset.ingest_component(), dataset.validates_data)  # {SPAN}: span_pipeline.py
+    ingest = spans.ingest if spans else dataset.ingest_component()("ingest", parameters=ingest_parameters(config))
+    checks = data_checks(config, ingest, spans) if dataset.validates_data else []
     schema = checks[1].outputs["schema"] if checks else ingest.outputs["schema"]
+    warm_start = warm_start_resolver(pipeline_dir, config)  # trainer.warm_start: warm_start.py (a bad run id refused)
     anomalies = checks[2].outputs["anomalies"] if checks else None
     transform = transform_node(config, ingest.outputs["examples"], schema)  # tabular data: transform_section.py
     graph = transform.outputs["transform_graph"] if transform else None
@@ -56,6 +60,7 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False, local_da
         hyperparameters=tune.outputs["hyperparameters"] if tune else None,
         transform_graph=transform.outputs["transform_graph"] if transform else None,
         parameters=trainer_parameters(config),
+        run_time_parameters=warm_start if local_runs else None,
     )
     evaluate = Evaluator(
         "evaluate",
@@ -75,15 +80,27 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False, local_da
     )
     return Pipeline(
         name=config.name,
-        components=[ingest, *checks, *([transform] if transform else []), *([tune] if tune else []), train, evaluate],
+        components=[
+            *(spans.nodes if spans else [ingest]),
+            *checks,
+            *([transform] if transform else []),
+            *([tune] if tune else []),
+            train,
+            evaluate,
+        ],
         beam_args=config.orchestration_args,
-        metadata={"config": config.to_dict(), "config_file": config.source},
+        metadata={
+            "config": config.to_dict(),
+            "config_file": config.source,
+            **(spans.metadata(config) if spans else {}),  # the spans read; what kflow plan says of them
+        },
     )
 
 
-def data_checks(config: PipelineConfig, ingest: Component) -> list[Component]:
+def data_checks(config: PipelineConfig, ingest: Component, spans: SpanIngest | None = None) -> list[Component]:
     """statistics → schema (inferred from Split-train, or data.schema) → validate, TFX's StatisticsGen,
-    SchemaGen and ExampleValidator. The Trainer takes the validated schema and waits for the verdict."""
+    SchemaGen and ExampleValidator. The Trainer takes the validated schema and waits for the verdict. With spans,
+    validate also compares the newest span's statistics with the previous span's (drift)."""
     statistics = StatisticsGen(
         "statistics", examples=ingest.outputs["examples"], parameters={"beam_args": config.beam_args}
     )
@@ -97,7 +114,9 @@ def data_checks(config: PipelineConfig, ingest: Component) -> list[Component]:
         "validate",
         statistics=statistics.outputs["statistics"],
         schema=schema.outputs["schema"],
-        parameters={"on_anomaly": config.data.get("on_anomaly") or "fail"},
+        span_statistics=spans.newest_statistics.outputs["statistics"] if spans and spans.previous else None,
+        previous_span_statistics=spans.previous_statistics.outputs["statistics"] if spans and spans.previous else None,
+        parameters={"on_anomaly": config.data.get("on_anomaly") or "fail", **drift_parameters(config, spans)},
     )
     return [statistics, schema, validate]
 
