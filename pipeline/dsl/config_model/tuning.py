@@ -82,4 +82,15 @@ def search_space_problems(raw: dict[str, Any]) -> list[str]:
         close = difflib.get_close_matches(key, [*known, "trainer.model_options.<option>"], n=1)
         hint = f"; did you mean {close[0]}?" if close else ""
         problems.append(f"tuner.search_space.{key}: not a trainer field a search can set{hint}")
+    for key, domain in space.items():  # the bounds Optuna's distributions need (the schema checks the shapes)
+        for kind, values in domain.items() if isinstance(domain, dict) else ():
+            if kind == "choice" or not isinstance(values, list) or len(values) != 2:
+                continue
+            low, high = values
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                continue
+            if low >= high:
+                problems.append(f"tuner.search_space.{key}.{kind}: low must be below high (got {values})")
+            elif kind.startswith("log_") and low <= 0:
+                problems.append(f"tuner.search_space.{key}.{kind}: a log scale needs low > 0 (got {low})")
     return problems

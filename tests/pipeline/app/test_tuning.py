@@ -53,6 +53,10 @@ def test_a_search_space_key_that_is_no_trainer_field_exits_2_naming_it_and_the_n
         load_config(path, ["tuner.search_space={trainer.workers: {int: [1, 2]}}"])
     with pytest.raises(ConfigError, match="tuner.search_space.trainer.epochs: .* has too many properties"):
         load_config(path, ["tuner.search_space={trainer.epochs: {int: [1, 3], choice: [1]}}"])
+    with pytest.raises(ConfigError, match=r"trainer.optimizer.learning_rate.log_uniform: a log scale needs low > 0"):
+        load_config(path, ["tuner.search_space={trainer.optimizer.learning_rate: {log_uniform: [0, 0.1]}}"])
+    with pytest.raises(ConfigError, match=r"tuner.search_space.trainer.epochs.int: low must be below high"):
+        load_config(path, ["tuner.search_space={trainer.epochs: {int: [5, 2]}}"])
     assert kflow_in_process("validate", str(path))[0] == 0
 
 
