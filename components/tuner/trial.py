@@ -23,6 +23,10 @@ from typing import Any
 TRAIN_SPLITS = ("train", "eval")
 
 
+class TrialTrained(Exception):
+    """Raised after a trial's last epoch is scored, to end the Trainer before it exports a model nobody reads."""
+
+
 def examples_view(examples_uri: str, folder: Path) -> Path:
     """A folder of links to the Examples' Split-train, Split-eval and their other files (stats.json, ...), not to
     any other split: what a trial reads holds no test split."""
@@ -76,6 +80,8 @@ def run_trial(spec: dict[str, Any]) -> dict[str, Any]:
         # epoch, where its pruner would otherwise stop a trial that has run all its epochs).
         if epoch < epochs and trial.should_prune():
             raise optuna.TrialPruned(f"pruned after epoch {epoch}")
+        if epoch == epochs:  # scored: the model's export (model.keras, the serving SavedModel) is of no use here
+            raise TrialTrained()
 
     module, function = spec["trainer_executor"].split(":")
     train = getattr(importlib.import_module(module), function)
@@ -93,6 +99,8 @@ def run_trial(spec: dict[str, Any]) -> dict[str, Any]:
                 working_dir=folder / "work",
                 **spec["parameters"],
             )
+    except TrialTrained:
+        pass  # completed
     except optuna.TrialPruned:
         result["state"] = "pruned"
     except Exception as error:  # Recorded, not fatal: the search goes on with the other trials.
