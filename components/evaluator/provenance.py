@@ -4,9 +4,9 @@ Read from what the run recorded, never from the config the Evaluator was given (
 an earlier run with other settings): the Model's own assets (`task.json`: the model and its options; a Tuner's
 `hyperparameters` in its metadata.json), the ModelRun's `history.json`, the Examples' `stats.json` (rows
 per split, rejects) and `spans` where the Examples record them, and, where the artifacts sit in a kflow run
-folder (`kflow run`), that run's `run.json`: the Trainer's parameters and the ingest's source files, from the
-run that produced each artifact. On Kubeflow there is no run.json beside an artifact; the section then shows
-what the artifacts themselves hold.
+folder (`kflow run`), that run's `run.json`: the Trainer's parameters, the ingest's source files and the
+Transform graph the Trainer took (its analyzers.json), from the run that produced each artifact. On Kubeflow
+there is no run.json beside an artifact; the section then shows what the artifacts themselves hold.
 """
 
 from __future__ import annotations
@@ -62,8 +62,31 @@ def trained_with(model: Model, model_run: ModelRun | None, examples: Examples) -
         "model": settings,
         "tuned": _tuned(model),
         "data": data_seen(examples),
+        "transform": _transform(trainer),
         "history": history,
     }
+
+
+def _transform(trainer: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The Transform the model was trained behind (the Trainer's `transform_graph` input), from its graph's
+    analyzers.json and the run that learnt it; None when it was trained without one, or nothing recorded it."""
+    graph = ((trainer or {}).get("inputs") or {}).get("transform_graph")
+    if not isinstance(graph, Mapping) or not graph.get("uri"):
+        return None
+    folder = Path(graph["uri"])
+    analyzers = _read_json(folder / "analyzers.json")
+    shown: dict[str, Any] = {"graph": str(folder), "analyzers": len(analyzers.get("analyzers") or {})}
+    features = analyzers.get("features")
+    if features:
+        shown["features"] = len(features)
+    if analyzers.get("left_out"):
+        shown["left out"] = analyzers["left_out"]
+    if (folder / "preprocessing_fn.py").is_file():
+        shown["module"] = "preprocessing_fn.py (transform.module)"
+    learnt = producer(Artifact(str(folder)))
+    if learnt is not None:
+        shown["learnt in run"] = learnt.get("run_id")
+    return shown
 
 
 def data_seen(examples: Examples) -> dict[str, Any]:

@@ -207,6 +207,12 @@ def _trained_with(provenance: Mapping[str, Any], statistics_link: str | None) ->
         parts.append("<p>Tuned: the settings a Tuner chose</p>" + _table(["setting", "value"], tuned_rows, True))
     else:
         parts.append("<p class=muted>Not tuned: the config's settings.</p>")
+    transform = provenance.get("transform")
+    if transform:
+        rows = [[e(name), e(_setting(value))] for name, value in transform.items()]
+        parts.append("<p>Transform: preprocessing learnt once over Split-train</p>" + _table(["", ""], rows, True))
+    else:
+        parts.append("<p class=muted>No Transform: the model's own preprocessing layers.</p>")
     data = provenance.get("data") or {}
     data_rows = [[f"rows in {e(split)}", _number(count)] for split, count in (data.get("rows") or {}).items()]
     if data.get("read") is not None:

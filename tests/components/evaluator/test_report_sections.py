@@ -46,9 +46,15 @@ def test_trained_with_reads_the_run_record_the_tuned_settings_and_the_spans(tmp_
     model_run.write_json("history.json", {"epochs": 7, "processes": 1, "per_epoch": []})
     examples.write_json("stats.json", {"read": 12, "accepted": {"train": 10, "test": 2}, "invalid": {"bad_label": 1}})
     examples.write_json("metadata.json", {"spans": ["2", "3"]})
+    graph = run / "transform" / "transform_graph"
+    graph.mkdir(parents=True)
+    (graph / "analyzers.json").write_text(json.dumps({"analyzers": {"a": {}, "b": {}}, "features": {"x": {}},
+                                                      "left_out": {"when": "a date"}}))  # fmt: skip
     record = {"run_id": "run-1", "components": {
         "train": {"parameters": {"model_name": "tabular_mlp", "epochs": 7, "learning_rate": 0.003, "workers": 2},
+                  "inputs": {"transform_graph": {"uri": str(graph)}},
                   "outputs": {"model": {"uri": model.uri}}},
+        "transform": {"outputs": {"transform_graph": {"uri": str(graph)}}},
         "union": {"data": {"files": [{"path": "/data/survey-2.csv"}, {"path": "/data/survey-3.csv"}]},
                   "outputs": {"examples": {"uri": examples.uri}}},
     }}  # fmt: skip
@@ -63,12 +69,15 @@ def test_trained_with_reads_the_run_record_the_tuned_settings_and_the_spans(tmp_
     assert provenance["tuned"] == {"learning_rate": 0.003, "batch_size": 64}
     assert provenance["data"]["spans"] == ["2", "3"] and provenance["data"]["rows"] == {"train": 10, "test": 2}
     assert provenance["data"]["sources"] == ["/data/survey-2.csv", "/data/survey-3.csv"]
+    assert provenance["transform"] == {"graph": str(graph), "analyzers": 2, "features": 1,
+                                       "left out": {"when": "a date"}, "learnt in run": "run-1"}  # fmt: skip
     page = tmp_path / "report.html"
     write_report(
         page, task="csv", metrics={"split": "test"}, checks=[], blessed=True, figures=[], provenance=provenance
     )
     text = page.read_text()
     assert "Tuned: the settings a Tuner chose" in text and "<td>batch_size</td><td>64</td>" in text
+    assert "Transform: preprocessing learnt once" in text and "<td>when=a date</td>" in text
     assert "Spans: 2, 3" in text and "<td>rows in train</td><td>10</td>" in text and "bad_label" in text
 
 
@@ -79,4 +88,4 @@ def test_without_a_run_record_the_model_s_own_files_speak(tmp_path):
     provenance = trained_with(model, model_run, examples)
     assert provenance["model"] == {"model_name": "my_model", "model_options": {"units": 8}, "strategy": "default",
                                    "epochs": 3, "batch_size": 16}  # fmt: skip
-    assert provenance["tuned"] is None and "sources" not in provenance["data"]
+    assert provenance["tuned"] is None and provenance["transform"] is None and "sources" not in provenance["data"]
