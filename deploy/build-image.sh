@@ -84,8 +84,12 @@ if [ ! -f "$WHEELS/.complete" ]; then
   touch "$WHEELS/.complete"
 fi
 
-say "building $IMAGE on $BASE"
-podman_ build "${ULIMITS[@]}" --layers --file deploy/Dockerfile --tag "$IMAGE" \
+# The code the image holds, as `kflow rehearse` digests the checkout (pipeline/rehearsal/podman.py: code_digest), so
+# that a rehearsal says when the image was built from other code.
+digest=$(find pipeline components schemas -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 \
+  | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+say "building $IMAGE on $BASE (code $digest)"
+podman_ build "${ULIMITS[@]}" --layers --file deploy/Dockerfile --tag "$IMAGE" --label "kflow.code-digest=$digest" \
   --build-arg BASE="$BASE" --build-arg PIP_NO_INDEX=1 --build-arg PIP_FIND_LINKS=/wheels \
   --volume "$WHEELS:/wheels:ro" .
 podman_ image inspect --format 'image: {{.RepoTags}} {{.Size}} bytes' "$IMAGE"

@@ -1,15 +1,22 @@
 """`kflow rehearse CONFIG`: the last check before `kflow submit` — the config compiled, and the compiled pipeline.yaml
-played on this machine with every task in a container of the kflow image, as a cluster would run it.
+played on this machine with every task and every training replica in a container of the kflow image, as a cluster
+would run them.
 
 The player (pipeline/rehearsal/kfp_player.py) stands in for KFP's driver and launcher; each task is `podman run` of
 the image named by `--image` (default: what `make image` builds) as uid 10001, read-only, without capabilities
-(pipeline/rehearsal/podman.py). Where no engine or no image is found, every task runs as a process here, said in one
-line. Host paths the compiled tasks read (a data source, a schema) are mounted read-only at their own paths, said in one
-line: on a cluster they must be on the shared volume or in a bucket (kflow compile warns about each).
+(pipeline/rehearsal/podman.py). A cluster train task's launcher submits its TrainJob to a stand-in Kubernetes API
+server whose stand-in controllers run each pod as a container on the rehearsal's network, each its own host
+(pipeline/rehearsal/container_pods.py). Where no engine or no image is found, every task and pod runs as a process
+here, said in one line. Host paths the compiled tasks read (a data source, a schema) are mounted read-only at their
+own paths, said in one line: on a cluster they must be on the shared volume or in a bucket (kflow compile warns).
+`containers.json` in the rehearsal's folder lists what each container ran as.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import json
 import sys
 import time
 from pathlib import Path
@@ -20,7 +27,8 @@ import yaml
 from kflow.pipeline.app.commands import compile_config
 from kflow.pipeline.dsl.config import load_config
 from kflow.pipeline.rehearsal import podman
-from kflow.pipeline.rehearsal.kfp_player import ContainerTasks, ProcessTasks, TaskRunner, play
+from kflow.pipeline.rehearsal.container_pods import RehearsalCluster
+from kflow.pipeline.rehearsal.kfp_player import ContainerTasks, ProcessTasks, play
 
 
 def rehearsal_folders(config_path: str, overrides: list[str], root: str | None) -> tuple[Path, Path]:
@@ -58,19 +66,52 @@ def host_inputs(package: Path, root: Path) -> list[Path]:
     return sorted(found)
 
 
-def task_runner(image: str, package: Path, root: Path, force_processes: bool) -> tuple[TaskRunner, str]:
-    """The runner of the tasks and the line saying how they run."""
-    why = "--processes" if force_processes else podman.unavailable(image)
-    if why:
-        return ProcessTasks(), f"every task runs as a process here ({why})"
+def claims(package: Path, volumes: Path) -> dict[str, Path]:
+    """{claim: its folder under `volumes`} of every PVC the compiled pipeline mounts."""
+    documents = list(yaml.safe_load_all(package.read_text()))
+    platform = (documents[1] or {}) if len(documents) > 1 else {}
+    executors = platform.get("platforms", {}).get("kubernetes", {}).get("deploymentSpec", {}).get("executors", {})
+    return {
+        mount["constant"]: volumes / mount["constant"]
+        for config in executors.values()
+        for mount in config.get("pvcMount", [])
+    }
+
+
+def cluster_tasks(package: Path) -> list[str]:
+    """The tasks of the compiled pipeline that launch a cluster job (a TrainJob or TFJob)."""
+    ir = next(yaml.safe_load_all(package.read_text()))
+    launchers = {
+        label
+        for label, executor in ir["deploymentSpec"]["executors"].items()
+        if "kflow.pipeline.kubeflow.job_launcher" in executor.get("container", {}).get("command", [])
+    }
+    return sorted(
+        name
+        for name, task in ir["root"]["dag"]["tasks"].items()
+        if ir["components"][task["componentRef"]["name"]].get("executorLabel") in launchers
+    )
+
+
+@contextlib.contextmanager
+def task_runner(image: str, package: Path, root: Path, volumes: Path, no_engine: str | None):
+    """(the runner of the tasks, the line saying how they run); in containers, with the rehearsal's cluster."""
+    if no_engine:
+        yield ProcessTasks(), f"every task runs as a process here ({no_engine})"
+        return
     inputs = host_inputs(package, root)
-    line = f"every task runs in a container of {image} (podman: uid 10001, read-only root, no capabilities)"
+    line = (
+        f"every task and every training replica runs in a container of {image} "
+        "(podman: uid 10001, read-only root, no capabilities)"
+    )
     if inputs:
         line += (
             f"; mounted read-only at their own paths: {', '.join(map(str, inputs))} "
             "(on a cluster: the shared volume or a bucket)"
         )
-    return ContainerTasks(podman.Podman(), inputs), line
+    engine = podman.Podman()
+    with RehearsalCluster(engine, claims(package, volumes), image) as cluster:
+        yield ContainerTasks(engine, inputs, cluster), line
 
 
 def blessing(outputs: dict[str, dict[str, Any]]) -> str | None:
@@ -91,17 +132,37 @@ def rehearse_command(args) -> int:
     root, volumes = rehearsal_folders(args.config, args.overrides, args.root)
     root.mkdir(parents=True, exist_ok=True)
     package = compile_config(args.config, root / "pipeline.yaml", args.overrides, image)
-    runner, line = task_runner(image, package, root, args.processes)
-    print(f"kflow rehearse: {line}", file=sys.stderr)
+    no_engine = "--processes" if args.processes else podman.unavailable(image)
+    clusters = cluster_tasks(package)
+    if no_engine and clusters:
+        # A replica's TF_CONFIG names its peers by their JobSet host names, which only hosts of their own resolve.
+        print(
+            f"kflow rehearse: {', '.join(clusters)} runs as a cluster job, whose replicas need containers "
+            f"({no_engine}): make image, or rehearse with trainer.workers=1",
+            file=sys.stderr,
+        )
+        return 2
+    if not no_engine:
+        checkout = Path(__file__).resolve().parents[2]  # the folder holding pipeline/, components/, schemas/
+        built, current = podman.image_code_digest(image), podman.code_digest(checkout)
+        if built != current:
+            print(
+                f"kflow rehearse: warning: {image} holds other kflow code than {checkout} (image {built}, checkout "
+                f"{current}): the tasks run the image's; make image builds it from this checkout",
+                file=sys.stderr,
+            )
     started = time.monotonic()
-    try:
-        outputs = play(package, root / "play", cwd=Path.cwd(), volumes=volumes, tasks=runner)
-    except RuntimeError as error:  # a task that failed: its exit and the end of its log
-        print(f"kflow rehearse: {error}", file=sys.stderr)
-        return 1
-    finally:
-        if isinstance(runner, ContainerTasks):
-            runner.podman.remove_all()
+    with task_runner(image, package, root, volumes, no_engine) as (runner, line):
+        print(f"kflow rehearse: {line}", file=sys.stderr)
+        try:
+            outputs = play(package, root / "play", cwd=Path.cwd(), volumes=volumes, tasks=runner)
+        except RuntimeError as error:  # a task that failed: its exit and the end of its log
+            print(f"kflow rehearse: {error}", file=sys.stderr)
+            return 1
+        finally:
+            if isinstance(runner, ContainerTasks):  # What each container ran as, as the engine reports it.
+                records = [dataclasses.asdict(record) for record in runner.podman.records]
+                (root / "containers.json").write_text(json.dumps(records, indent=2) + "\n")
     ran = [name for name, found in outputs.items() if not found.get("skipped")]
     verdict = blessing(outputs)
     print(

@@ -33,6 +33,7 @@ from google.protobuf import json_format
 from kfp.local import executor_input_utils, executor_output_utils, placeholder_utils
 from kfp.pipeline_spec import pipeline_spec_pb2
 
+from kflow.pipeline.rehearsal.container_pods import RehearsalCluster, pod_fields
 from kflow.pipeline.rehearsal.podman import ContainerSpec, Mount, Podman, owned_by_user
 
 
@@ -44,7 +45,10 @@ class Task:
     command: list[str]
     container: dict[str, Any]  # the executor's `container` in the IR: image, env, resources
     root: Path  # the play's pipeline root (every artifact is under it)
-    volumes: dict[str, str]  # {mount path: local folder} of the PVCs the platform spec mounts
+    volumes: dict[
+        str, str
+    ]  # {mount path: local folder} of the PVCs the platform spec mounts (the folder named as its claim)
+    fields: dict[str, str] = field(default_factory=dict)  # {variable: pod field}: the platform spec's fieldPathAsEnv
 
 
 class TaskRunner(Protocol):
@@ -74,25 +78,39 @@ class ContainerTasks:
     `inputs` are host paths mounted read-only at their own paths (data the tasks read: on a cluster, the shared
     volume or a bucket)."""
 
-    def __init__(self, podman: Podman, inputs: list[Path] | None = None, network: str | None = None) -> None:
-        self.podman, self.inputs, self.network = podman, list(inputs or []), network
+    def __init__(
+        self, podman: Podman, inputs: list[Path] | None = None, cluster: RehearsalCluster | None = None
+    ) -> None:
+        self.podman, self.inputs, self.cluster = podman, list(inputs or []), cluster
 
     def run(self, task: Task, cwd: Path, timeout: float) -> subprocess.CompletedProcess:
         resources = task.container.get("resources", {})
         owned_by_user([task.root / task.name, *map(Path, task.volumes.values())])
+        name = f"kflow-{self.podman.rehearsal}-{task.name}"
+        fields = pod_fields(name)
+        settings = self.cluster.task_settings(task.root.parent) if self.cluster else {}
+        if self.cluster:  # The claims as the named volumes the replicas mount too.
+            volumes = [Mount(self.cluster.volumes[Path(folder).name], path) for path, folder in task.volumes.items()]
+        else:
+            volumes = [Mount(folder, path) for path, folder in task.volumes.items()]
         spec = ContainerSpec(
             image=task.container["image"],
             command=task.command,
-            name=f"kflow-{self.podman.rehearsal}-{task.name}",
-            env={variable["name"]: str(variable.get("value", "")) for variable in task.container.get("env", [])},
+            name=name,
+            env={
+                **{variable["name"]: str(variable.get("value", "")) for variable in task.container.get("env", [])},
+                **{variable: fields[path] for variable, path in task.fields.items()},
+                **settings.get("env", {}),
+            },
             mounts=[
                 Mount(str(task.root), str(task.root)),
-                *(Mount(folder, path) for path, folder in task.volumes.items()),
+                *volumes,
                 *(Mount(str(path), str(path), read_only=True) for path in self.inputs),
+                *settings.get("mounts", []),
             ],
             cpus=_quantity(resources.get("cpuLimit")),
             memory_bytes=int(_quantity(resources.get("memoryLimit"), 1e9) or 0) or None,
-            network=self.network,
+            network=settings.get("network"),
         )
         return self.podman.run(spec, timeout)
 
@@ -118,6 +136,7 @@ class _Run:
     timeout: float
     cache: dict[str, dict[str, Any]] | None
     mounts: dict[str, dict[str, str]]  # {executor label: {mount path: local folder}}
+    fields: dict[str, dict[str, str]]  # {executor label: {variable: pod field}}
     tasks: TaskRunner = field(default_factory=ProcessTasks)
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -151,7 +170,11 @@ def play(
         raise ValueError(f"the pipeline has no inputs {sorted(unknown)} (inputs: {sorted(declared)})")
     scope = {name: spec.get("defaultValue") for name, spec in declared.items()}
     scope.update(arguments or {})
-    run = _Run(ir, root.resolve(), cwd, timeout, cache, mounts, tasks or ProcessTasks())
+    fields = {
+        label: {variable["name"]: variable["fieldPath"] for variable in config.get("fieldPathAsEnv", [])}
+        for label, config in executors.get("deploymentSpec", {}).get("executors", {}).items()
+    }
+    run = _Run(ir, root.resolve(), cwd, timeout, cache, mounts, fields, tasks or ProcessTasks())
     _play_dag(run, ir["root"]["dag"], scope)
     return run.outputs
 
@@ -243,7 +266,7 @@ def task_command(package_path: Path, task_name: str, root: Path) -> list[str]:
     task = ir["root"]["dag"]["tasks"][task_name]
     component_ir = ir["components"][task["componentRef"]["name"]]
     arguments = _arguments({"parameters": task.get("inputs", {}).get("parameters", {})}, scope, {})
-    return _resolve(_Run(ir, root, root, 0, None, {}), task_name, component_ir, arguments)[0]
+    return _resolve(_Run(ir, root, root, 0, None, {}, {}), task_name, component_ir, arguments)[0]
 
 
 def _resolve(run: _Run, task_name: str, component_ir, arguments) -> tuple[list[str], Any, Any]:
@@ -273,7 +296,8 @@ def _run_task(run: _Run, task_name: str, component_ir, arguments) -> dict[str, A
     task_root = run.root / task_name
     task_root.mkdir(parents=True, exist_ok=True)
     container = run.ir["deploymentSpec"]["executors"][component.executor_label]["container"]
-    task = Task(task_name, command, container, run.root, run.mounts.get(component.executor_label, {}))
+    label = component.executor_label
+    task = Task(task_name, command, container, run.root, run.mounts.get(label, {}), run.fields.get(label, {}))
     result = run.tasks.run(task, run.cwd, run.timeout)
     if result.returncode != 0:
         raise RuntimeError(f"task {task_name} exited {result.returncode}:\n{result.stderr[-4000:]}")

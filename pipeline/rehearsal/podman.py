@@ -12,12 +12,15 @@ containers, networks and volumes by that label: a rehearsal cleans up after itse
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import resource
 import secrets
 import shutil
 import subprocess
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +42,29 @@ def unavailable(image: str = LOCAL_IMAGE) -> str | None:
     if found.returncode != 0:
         return f"no image {image} (make image builds it)"
     return None
+
+
+def code_digest(checkout: Path) -> str:
+    """The digest of kflow's code in `checkout` as deploy/build-image.sh labels the image with it (kflow.code-digest):
+    sha256 of `sha256sum` over every file of pipeline/, components/ and schemas/ but bytecode, in byte order."""
+    files = sorted(
+        str(path.relative_to(checkout))
+        for folder in ("pipeline", "components", "schemas")
+        for path in (checkout / folder).rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+    )
+    lines = "".join(f"{hashlib.sha256((checkout / name).read_bytes()).hexdigest()}  {name}\n" for name in files)
+    return hashlib.sha256(lines.encode()).hexdigest()[:16]
+
+
+def image_code_digest(image: str) -> str | None:
+    """The kflow.code-digest label of `image` (None without one)."""
+    found = subprocess.run(
+        ["podman", *Podman.GLOBAL, "image", "inspect", "--format", '{{index .Labels "kflow.code-digest"}}', image],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    value = found.stdout.strip()
+    return value if found.returncode == 0 and value and value != "<no value>" else None
 
 
 def ulimits() -> list[str]:
@@ -75,8 +101,9 @@ class ContainerSpec:
     network: str | None = None
     hostname: str | None = None
     aliases: list[str] = field(default_factory=list)
+    address: str | None = None  # its address on `network` (a static one: the others' hosts files name it)
     hosts: dict[str, str] = field(default_factory=dict)  # extra /etc/hosts lines: {name: address}
-    workdir: str | None = None
+    user: str = USER
 
 
 @dataclass(frozen=True)
@@ -133,7 +160,7 @@ class Podman:
         """`podman run` options of a pod's container (without the image and command)."""
         options = [
             "--name", spec.name, "--label", f"{LABEL}={self.rehearsal}",
-            "--user", USER, "--read-only", "--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777",
+            "--user", spec.user, "--read-only", "--tmpfs", "/tmp:rw,nosuid,nodev,mode=1777",
             "--cap-drop", "ALL", "--security-opt", "no-new-privileges", *ulimits(),
         ]  # fmt: skip
         if spec.cpus:
@@ -146,12 +173,12 @@ class Podman:
             options += ["--env", f"{name}={value}"]
         if spec.network:
             options += ["--network", spec.network, *(f"--network-alias={alias}" for alias in spec.aliases)]
+            if spec.address:
+                options += ["--ip", spec.address]
         if spec.hostname:
             options += ["--hostname", spec.hostname]
         for name, address in spec.hosts.items():
             options += ["--add-host", f"{name}:{address}"]
-        if spec.workdir:
-            options += ["--workdir", spec.workdir]
         return options
 
     def run(self, spec: ContainerSpec, timeout: float) -> subprocess.CompletedProcess:
@@ -167,19 +194,44 @@ class Podman:
         argv = self.command("run", *self.run_options(spec), spec.image, *spec.command)
         return subprocess.Popen(argv, **options)
 
-    def finish(self, name: str) -> None:
-        """Records the ended container (if it was made) and removes it."""
+    def finish(self, name: str, addresses: dict[str, str] | None = None) -> None:
+        """Records the ended container (if it was made) and removes it. An ended container has left its networks:
+        `addresses` are those the engine reported while it ran (`running_addresses`)."""
         inspected = self.call("container", "inspect", name, check=False)
         if inspected.returncode == 0:
-            self.records.append(ContainerRecord.of(json.loads(inspected.stdout)[0]))
+            record = ContainerRecord.of(json.loads(inspected.stdout)[0])
+            if addresses:
+                record = dataclasses.replace(record, addresses=addresses)
+            self.records.append(record)
         self.call("rm", "--force", "--ignore", "--time", "5", name, check=False)
 
-    def create_network(self, name: str) -> str:
-        self.call("network", "create", "--label", f"{LABEL}={self.rehearsal}", name)
+    def running_addresses(self, name: str, seconds: float = 60) -> dict[str, str]:
+        """{network: address} of a container once it runs (empty if it ended first)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            found = self.call("container", "inspect", name, check=False)
+            if found.returncode == 0:
+                inspected = json.loads(found.stdout)[0]
+                networks = inspected["NetworkSettings"].get("Networks") or {}
+                addresses = {network: value.get("IPAddress", "") for network, value in networks.items()}
+                if all(addresses.values()) and addresses:
+                    return addresses
+                if inspected["State"]["Status"] in ("exited", "stopped"):
+                    return {}
+            time.sleep(0.2)
+        return {}
+
+    def create_network(self, name: str, subnet: str, dynamic: str) -> str:
+        """A bridge network on `subnet`, whose containers without an address of their own get one of `dynamic`."""
+        self.call(
+            "network", "create", "--label", f"{LABEL}={self.rehearsal}", "--subnet", subnet, "--ip-range", dynamic, name
+        )
         return name
 
-    def create_volume(self, name: str) -> str:
-        self.call("volume", "create", "--label", f"{LABEL}={self.rehearsal}", name)
+    def create_volume(self, name: str, folder: Path | None = None) -> str:
+        """A named volume; with `folder`, one whose files are that folder's (kept after the rehearsal)."""
+        backing = ["--opt", "type=none", "--opt", "o=bind", "--opt", f"device={folder}"] if folder else []
+        self.call("volume", "create", "--label", f"{LABEL}={self.rehearsal}", *backing, name)
         return name
 
     def inspect(self, name: str) -> dict:
