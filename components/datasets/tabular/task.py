@@ -149,6 +149,18 @@ class TabularTask(Task):
             raise ValueError(
                 f"the transform graph {graph.uri} is for the label {analyzers.get('label')!r}, not {self.label!r}"
             )
+        differ = {
+            name: analyzers["options"].get(name)
+            for name in DATA_OPTIONS
+            if analyzers["options"].get(name) != self.options[name]
+        }
+        if differ:
+            raise ValueError(f"the transform graph {graph.uri} was learnt with other data options: {differ}")
+        if analyzers.get("module_digest") and (self.model_name != "tabular_mlp" or hasattr(self, "user_module")):
+            raise ValueError(
+                "transform.module builds the model's inputs, which only trainer.model tabular_mlp takes "
+                "(not trainer.module or another model)"
+            )
         self.preprocessing = {key: analyzers[key] for key in ("label", "features", "head", "left_out", "inputs")}
         self._keep_model_inputs()
         shutil.copyfile(graph.model_file, assets_dir / GRAPH_MODEL_FILE)

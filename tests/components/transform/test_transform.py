@@ -134,3 +134,11 @@ def test_a_trainer_with_the_graph_learns_nothing_and_serves_raw_features(fruit, 
         thresholds={},
     )
     assert learning_calls == [] and "accuracy" in ModelEvaluation(tmp_path / "evaluation").metrics, result
+
+
+def test_a_graph_learnt_with_other_data_options_is_refused(fruit, tmp_path):
+    examples, schema, graph, _, _ = fruit
+    task = TabularTask(load_schema(schema.file), model_options={"max_categories": 7})
+    task.use_transform_graph(graph)
+    with pytest.raises(ValueError, match=r"other data options: \{'max_categories': 5\}"):
+        task.prepare(examples, tmp_path)
