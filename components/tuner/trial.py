@@ -1,4 +1,5 @@
-"""One trial, in a process of its own: `python -m kflow.components.tuner.trial SPEC.json`.
+"""One trial, in a process of its own: `python -m kflow.components.tuner.trial SPEC.json`, or a spare started
+before its trial is known (`--warm`: its libraries loaded, it reads the spec's path on stdin).
 
 It trains with the Trainer's executor (named in the spec by import path) on a view of the Examples that holds
 Split-train and Split-eval only, so the test split cannot be read; after each epoch (components/util/
@@ -126,9 +127,31 @@ def _examples(spec: dict[str, Any], folder: Path) -> Any:
     return Examples(examples_view(spec["examples"], folder / "examples"))
 
 
+def warm_up() -> Path | None:
+    """A spare trial process (`--warm`): loads what a trial runs (TensorFlow, Keras, the Trainer, Optuna) while
+    the running trials train, then waits for its spec's path on stdin (an empty line: no trial, it ends) and sends
+    its output to the trial's log from then on."""
+    import optuna  # noqa: F401
+
+    import kflow.components.trainer.executor  # noqa: F401
+    import kflow.components.trainer.training  # noqa: F401  (TensorFlow and Keras)
+
+    line = sys.stdin.readline().strip()
+    if not line:
+        return None
+    spec_file = Path(line)
+    log = os.open(spec_file.with_name("trial.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    return spec_file
+
+
 def main(argv: list[str]) -> int:
+    spec_file = warm_up() if argv[0] == "--warm" else Path(argv[0])
+    if spec_file is None:
+        return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    spec_file = Path(argv[0])
     spec = json.loads(spec_file.read_text())
     result = run_trial(spec)
     written = spec_file.with_name("result.json.partial")
