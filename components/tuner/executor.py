@@ -78,7 +78,7 @@ def run(
     asked: dict[int, tuple[optuna.Trial, dict[str, Any]]] = {}
     started = time.monotonic()
     try:
-        with TrialProcesses() as processes:
+        with TrialProcesses(parallel=parallel_trials) as processes:
             while True:
                 in_time = max_time is None or time.monotonic() - started < max_time
                 while in_time and len(asked) < max_trials and len(processes.running) < parallel_trials:

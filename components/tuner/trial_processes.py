@@ -42,10 +42,11 @@ class TrialProcesses:
     while the running trials train, so that the next trial starts on a loaded process, not 4 s of imports later.
     """
 
-    def __init__(self, spares: int = 1) -> None:
+    def __init__(self, spares: int = 1, parallel: int = 1) -> None:
         self.running: list[TrialProcess] = []
         self.spares_wanted = spares
         self.spares: list[subprocess.Popen] = []
+        self.environment = thread_environment(parallel)
 
     def __enter__(self) -> TrialProcesses:
         return self
@@ -70,12 +71,12 @@ class TrialProcesses:
                 spare.wait()
         if process is None:
             with open(folder / "trial.log", "wb") as log:
-                process = _popen([str(spec_file)], stdin=subprocess.DEVNULL, stdout=log)
+                process = self._popen([str(spec_file)], stdin=subprocess.DEVNULL, stdout=log)
         self.running.append(TrialProcess(number, folder, process, time.perf_counter()))
         while more and len(self.spares) < self.spares_wanted:
             # Named by the search's folder in its command line, so that `ps` says whose spare it is.
             warm = ["--warm", str(folder.parent)]
-            self.spares.append(_popen(warm, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL))
+            self.spares.append(self._popen(warm, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL))
 
     def next_ended(self, poll: float = 0.1) -> TrialProcess:
         """Waits for a running trial to end and returns it."""
@@ -103,15 +104,28 @@ class TrialProcesses:
         self.running.clear()
         self.spares.clear()
 
+    def _popen(self, arguments: list[str], **streams: Any) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", TRIAL_MODULE, *arguments],
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own group: stopped whole, TensorFlow's threads and children too
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.environment},
+            **streams,
+        )
 
-def _popen(arguments: list[str], **streams: Any) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", TRIAL_MODULE, *arguments],
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own group: stopped whole, TensorFlow's threads and children too
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        **streams,
-    )
+
+def thread_environment(parallel: int) -> dict[str, str]:
+    """TensorFlow's and oneDNN's thread counts for one of `parallel` trials: this process's cores shared out
+    (each trial's ops on 2 threads of 2 cores, twice, oversubscribe them); {} for one trial at a time, or where
+    the environment sets them."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if parallel <= 1 or any(name in os.environ for name in _THREAD_VARIABLES):
+        return {}
+    share = str(max(1, cores // parallel))
+    return {"TF_NUM_INTRAOP_THREADS": share, "TF_NUM_INTEROP_THREADS": share, "OMP_NUM_THREADS": share}
+
+
+_THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")
 
 
 def _signal_group(process: subprocess.Popen, sig: int) -> None:
