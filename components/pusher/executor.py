@@ -1,4 +1,8 @@
-"""The Pusher's executor: publish a SavedModel as the next integer version of a serving folder."""
+"""The Pusher's executor: publish a SavedModel as the next integer version of a serving folder.
+
+The folder is a path (on this machine, or on a pod's shared volume) or a URI that TensorFlow's file system writes:
+`gs://` (built in), `s3://` and others where their file system plugin is installed (tensorflow-io). Credentials are
+the file system's own (on a cluster: environment variables from a Kubernetes Secret), never in the config."""
 
 from __future__ import annotations
 
@@ -35,7 +39,10 @@ def run(
         raise FileNotFoundError(f"the model {model.uri} has no SavedModel in {model.serving_uri.name}/")
     if not model_name or "/" in model_name or model_name.startswith("."):
         raise ValueError(f"model_name must be a plain folder name, got {model_name!r}")
-    serving_dir, version = publish(model.serving_uri, Path(push_destination) / model_name)
+    if "://" in push_destination:
+        serving_dir, version = publish_uri(model.serving_uri, f"{push_destination.rstrip('/')}/{model_name}")
+    else:
+        serving_dir, version = publish(model.serving_uri, Path(push_destination) / model_name)
     record = {"pushed": True, "version": version, "serving_dir": str(serving_dir), "model": model.uri}
     pushed_model.write_json(PushedModel.RECORD, record)
     log.info("push: %s → %s (version %d)", model.serving_uri, serving_dir, version)
@@ -72,3 +79,30 @@ def publish(saved_model: Path, base: Path) -> tuple[Path, int]:
         raise RuntimeError(f"could not claim a version folder under {base}")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def publish_uri(saved_model: Path, base: str) -> tuple[str, int]:
+    """`publish` for a URI, through TensorFlow's file system (tf.io.gfile). An object store has no atomic rename of a
+    folder: the files go straight into the next free version, `saved_model.pb` last, so that a server polling `base`
+    finds the SavedModel complete once it finds it at all (TF Serving retries a version that fails to load)."""
+    from tensorflow.errors import UnimplementedError
+    from tensorflow.io import gfile
+
+    try:
+        gfile.makedirs(base)
+    except UnimplementedError as error:
+        scheme = base.split("://", 1)[0]
+        raise ValueError(
+            f"push_destination {base.rsplit('/', 1)[0]}: TensorFlow has no file system for {scheme}:// here "
+            f"(s3:// and others need their plugin, e.g. tensorflow-io)"
+        ) from error
+    taken = [int(name.rstrip("/")) for name in gfile.listdir(base) if name.rstrip("/").isdigit()]
+    version = max(taken, default=0) + 1
+    target = f"{base}/{version}"
+    files = [path for path in saved_model.rglob("*") if path.is_file()]
+    files.sort(key=lambda path: path.name == "saved_model.pb")
+    for path in files:
+        destination = f"{target}/{path.relative_to(saved_model).as_posix()}"
+        gfile.makedirs(destination.rsplit("/", 1)[0])
+        gfile.copy(str(path), destination, overwrite=False)
+    return target, version

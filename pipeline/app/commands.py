@@ -8,6 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from kflow.pipeline.app.pod_paths import node_path_warnings
 from kflow.pipeline.app.runtime_parameters import run_arguments, runtime_parameters
 from kflow.pipeline.app.standard_pipeline import build_pipeline, run_time_baselines
 from kflow.pipeline.compiler.pipeline_builder import compile_pipeline
@@ -40,7 +41,8 @@ def compile_config(config_path: str, output: str | Path, overrides: list[str], i
     ]
     if unknown:
         raise ConfigError(unknown, config.source)
-    for warning in local_path_warnings(config, settings.cluster.shared_mount_path):
+    warnings = local_path_warnings(config, settings.cluster.shared_mount_path)
+    for warning in warnings + node_path_warnings(pipeline, settings.cluster.shared_mount_path, warnings):
         print(f"kflow: warning: {warning}", file=sys.stderr)
     runtime = runtime_parameters(config, pipeline, settings.parameters)
     baselines = run_time_baselines(config)

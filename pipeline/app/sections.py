@@ -63,5 +63,8 @@ def evaluator_parameters(config: PipelineConfig) -> dict[str, Any]:
 
 
 def absolute(path: str | None) -> str | None:
-    """Local paths are relative to the working directory; the cache key needs them absolute."""
-    return None if path is None else str(Path(path).expanduser().resolve())
+    """Local paths are relative to the working directory; the cache key needs them absolute. A URI (gs://, s3://)
+    stays as it is."""
+    if path is None or "://" in path:
+        return path
+    return str(Path(path).expanduser().resolve())

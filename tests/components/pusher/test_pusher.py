@@ -91,3 +91,26 @@ def test_concurrent_pushers_get_distinct_versions(model, tmp_path):
 def test_the_spec_makes_the_blessing_optional_and_the_destination_a_path():
     assert Pusher.spec.optional_inputs == {"blessing"}
     assert Pusher.spec.parameters["push_destination"].is_path
+
+
+def test_a_uri_destination_is_written_through_tensorflows_file_system(model, tmp_path):
+    """Any URI tf.io.gfile writes (gs://, s3:// with its plugin): here TensorFlow's in-memory file system, ram://,
+    and file://; the SavedModel loads back from the pushed version."""
+    import tensorflow as tf
+
+    for base in ("ram://pushed", f"file://{tmp_path}/bucket"):
+        for expected in (1, 2):
+            out = PushedModel(tmp_path / f"pushed-{base[:3]}-{expected}")
+            out.path.mkdir()
+            done = run(model=model, pushed_model=out, push_destination=base + "/", model_name="digits")
+            assert done == {"pushed": True, "version": expected, "serving_dir": f"{base}/digits/{expected}"}
+        assert tf.io.gfile.exists(f"{base}/digits/2/saved_model.pb")
+    loaded = tf.saved_model.load(f"{tmp_path}/bucket/digits/2")
+    assert loaded(tf.constant([1.5])).numpy().tolist() == [3.0]
+
+
+def test_a_uri_whose_file_system_is_missing_fails_in_one_line(model, tmp_path):
+    out = PushedModel(tmp_path / "pushed")
+    out.path.mkdir()
+    with pytest.raises(ValueError, match=r"TensorFlow has no file system for nosuch:// here"):
+        run(model=model, pushed_model=out, push_destination="nosuch://bucket/serving", model_name="digits")

@@ -1,0 +1,38 @@
+"""kflow compile names the node and the field of every path of this machine a pod would be given, in any node."""
+
+import yaml
+
+from tests.conftest import REPO
+
+IRIS = REPO / "pipeline" / "configs" / "data" / "iris.csv"
+
+
+def test_compile_warns_about_a_local_push_destination_and_a_declared_ingests_source_path(tmp_path, run_kflow):
+    config = {
+        "name": "iris",
+        "data": {"dataset": "csv", "label": "species", "source": {"path": "gs://a-bucket/iris.csv"}},
+        "trainer": {"epochs": 1},
+        "evaluator": {"baseline": "none"},
+        "components": [
+            {"id": "read", "type": "csv_ingest", "parameters": {"source_path": str(IRIS), "label": "species"}},
+            {"id": "train", "type": "trainer", "inputs": {"examples": "read.examples", "schema": "read.schema"}},
+            {"id": "judge", "type": "evaluator",
+             "inputs": {"examples": "read.examples", "schema": "read.schema", "model": "train.model",
+                        "model_run": "train.model_run"}},
+            {"id": "push_local", "type": "pusher", "inputs": {"model": "train.model", "blessing": "judge.blessing"},
+             "parameters": {"push_destination": str(tmp_path / "serving")}},
+            {"id": "push_bucket", "type": "pusher", "inputs": {"model": "train.model"},
+             "parameters": {"push_destination": "gs://a-bucket/serving"}},
+            {"id": "push_volume", "type": "pusher", "inputs": {"model": "train.model"},
+             "parameters": {"push_destination": "/mnt/kflow-shared/serving"}},
+        ],
+    }  # fmt: skip
+    (tmp_path / "iris.yaml").write_text(yaml.safe_dump(config))
+    done = run_kflow("compile", tmp_path / "iris.yaml", "-o", tmp_path / "p.yaml", "--image", "r.example/kflow:1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("kflow: warning:")]
+    tail = "is a path on this machine: the pods will not see it unless it is on the shared volume"
+    assert [line.split(" (mounted")[0] for line in warnings] == [
+        f"kflow: warning: node read: source_path: {IRIS} {tail}",
+        f"kflow: warning: node push_local: push_destination: {tmp_path / 'serving'} {tail}",
+    ]
