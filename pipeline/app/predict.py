@@ -26,6 +26,7 @@ from kflow.components.datasets.tabular.examples import SOURCE_ROW
 from kflow.components.util.predictions import CSV, JSONL, TFRECORD
 from kflow.pipeline.app.latest_blessed import blessed_model, model_identity
 from kflow.pipeline.app.sections import absolute, ingest_parameters
+from kflow.pipeline.app.serving_skew import serving_skew
 from kflow.pipeline.dsl.artifacts import Examples, InferenceResult, Model, Rejects, Schema
 from kflow.pipeline.dsl.component import load_executor
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
@@ -79,6 +80,9 @@ def predict(
             batch_size=batch_size,
             beam_args=list(config.beam_args),
         )
+        # Skew: the scored data's statistics against the training data's (serving_skew.py), into OUT/skew.json.
+        skew = serving_skew(config, chosen.model.uri, examples, SPLIT, staging / "statistics")
+        (staging / "skew.json").write_text(json.dumps(skew, indent=2) + "\n")
         record = {
             "model": chosen.model.uri,
             "model_origin": chosen.origin,
@@ -91,6 +95,7 @@ def predict(
             "rejected": ingested.get("rejected", 0),
             "examples": str(output / "examples"),
             "predictions": {name: str(output / "predictions" / f"Split-{SPLIT}" / name) for name in FILES},
+            "skew": {name: skew[name] for name in ("compared", "skewed", "message", "reason") if name in skew},
         }
         (staging / "predict.json").write_text(json.dumps(record, indent=2) + "\n")
         if output.exists():
@@ -261,4 +266,6 @@ def predict_command(args: Any) -> int:
     print(f"scored {record['scored']} row(s) of {record['data']} with {record['model_origin']}{rejected}")
     print(f"predictions (key: {record['key']}): {record['predictions'][CSV]} (and .jsonl, .tfrecord.gz)")
     print(f"scored data (Examples): {record['examples']}")
+    if record["skew"].get("skewed"):
+        print(f"skew from the training data: {record['skew']['message']} ({Path(args.output) / 'skew.json'})")
     return 0

@@ -1,0 +1,87 @@
+"""Skew in `kflow predict`: the data a model scored against the data it was trained on, with TFDV's comparators.
+
+TFDV's skew comparator compares serving data with training data feature by feature; kflow uses the drift
+comparators (components/util/drift.py: L-infinity for categorical features, approximate Jensen-Shannon for numeric
+ones) and `data.drift`'s thresholds, between the scored rows' statistics (StatisticsGen's executor over OUT/examples,
+Split-score) and the Split-train statistics of the Examples the model was trained on (found through the run records:
+the Trainer that wrote the model, then the StatisticsGen that read the same Examples). Only the features both hold
+are compared (the scored data has no label). The verdict is `OUT/skew.json` and `predict.json`'s `skew`; skew is
+reported, never a reason to refuse scoring.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from kflow.components.util.drift import compare
+from kflow.components.util.statistics_proto import read_split
+from kflow.pipeline.dsl.artifacts import Examples, ExampleStatistics
+from kflow.pipeline.dsl.component import load_executor
+from kflow.pipeline.dsl.config import PipelineConfig
+from kflow.pipeline.runners.run_record import earlier_runs
+
+log = logging.getLogger("kflow.predict")
+
+
+def training_statistics(pipeline_dir: Path, model_uri: str) -> ExampleStatistics | None:
+    """The statistics of the Examples the model at `model_uri` was trained on, where a run of the pipeline
+    computed them; None otherwise (a model folder from elsewhere, a dataset without data checks)."""
+    runs = list(earlier_runs(pipeline_dir))
+    examples = next(
+        (
+            execution.inputs["examples"].uri
+            for run in runs
+            for execution in run.executions.values()
+            if "examples" in execution.inputs and any(ref.uri == model_uri for ref in execution.outputs.values())
+        ),
+        None,
+    )
+    if examples is None:
+        return None
+    for run in runs:
+        for execution in run.executions.values():
+            given = execution.inputs.get("examples")
+            if given is None or given.uri != examples or not execution.finished:
+                continue
+            for ref in execution.outputs.values():
+                if ref.type == ExampleStatistics.type_name and "train" in ExampleStatistics(ref.uri).splits:
+                    return ExampleStatistics(ref.uri)
+    return None
+
+
+def serving_skew(
+    config: PipelineConfig, model_uri: str, examples: Examples, split: str, folder: Path
+) -> dict[str, Any]:
+    """The skew of the scored `examples` (their `split`) from the model's training data; statistics into `folder`."""
+    training = training_statistics(Path(config.pipeline_root).expanduser().resolve() / config.name, model_uri)
+    if training is None:
+        reason = "no statistics of the data the model was trained on in this pipeline's runs"
+        log.info("predict: skew not computed: %s", reason)
+        return {"compared": False, "reason": reason}
+    statistics = ExampleStatistics(folder)
+    load_executor("kflow.components.statistics_gen.executor:run")(
+        examples=examples, statistics=statistics, beam_args=list(config.beam_args)
+    )
+    thresholds = config.data.get("drift") or {}
+    found = compare(
+        read_split(statistics, split),
+        read_split(training, "train"),
+        l_infinity_threshold=float(thresholds.get("l_infinity", 0.25)),
+        jensen_shannon_threshold=float(thresholds.get("jensen_shannon", 0.1)),
+    )
+    skewed = [feature for feature in found if feature.drifted]
+    message = "; ".join(f"{feature.feature}: {feature.describe()}" for feature in skewed)
+    if skewed:
+        log.warning("predict: the scored data is skewed from the training data in %d feature(s): %s", len(skewed),
+                    message)  # fmt: skip
+    else:
+        log.info("predict: no skew: %d feature(s) compared with the training data", len(found))
+    return {
+        "compared": True,
+        "training_statistics": training.uri,
+        "features": [feature.to_json() for feature in found],
+        "skewed": [feature.feature for feature in skewed],
+        "message": message,
+    }

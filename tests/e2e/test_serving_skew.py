@@ -1,0 +1,66 @@
+"""Issue 53 skew: `kflow predict` compares the data it scored with the data the model was trained on (real runs).
+
+A model trained on span-1-like survey data scores two unlabelled files: one drawn like the training data (no
+feature skewed) and one shifted in `age` (numeric) and `color` (categorical), whose skew.json names both with
+their distances, as does the command's output.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from tests.e2e.test_spans_pipeline import write_span
+
+CONFIG = """\
+name: survey
+pipeline_root: {root}/runs
+data:
+  dataset: csv
+  source: {{path: data/survey-1.csv}}
+  label: label
+  problem_type: classification
+trainer:
+  model: tabular_mlp
+  epochs: 2
+  batch_size: 32
+"""
+
+
+def unlabelled(folder, span, shifted):
+    """Span `span`'s rows without the label column, as new data to score."""
+    write_span(folder, span, shifted=shifted)
+    rows = list(csv.reader(open(folder / f"survey-{span}.csv")))
+    path = folder / f"new-{span}.csv"
+    with open(path, "w", newline="") as file:
+        csv.writer(file).writerows(row[:3] for row in rows)
+    return path
+
+
+@pytest.mark.slow  # a kflow run and two kflow predicts (~40 s); make test: the comparators (test_drift.py)
+def test_predict_reports_the_skew_of_the_scored_data(tmp_path, run_kflow):
+    config = tmp_path / "survey.yaml"
+    config.write_text(CONFIG.format(root=tmp_path))
+    write_span(tmp_path / "data", 1)
+    trained = run_kflow("run", config)
+    assert trained.returncode == 0, trained.stderr[-3000:]
+
+    alike = run_kflow("predict", config, "--data", unlabelled(tmp_path / "new", 2, False), "-o", tmp_path / "alike")
+    assert alike.returncode == 0, alike.stderr[-3000:]
+    skew = json.loads((tmp_path / "alike" / "skew.json").read_text())
+    assert skew["compared"] and skew["skewed"] == []
+    assert {entry["feature"] for entry in skew["features"]} == {"age", "color", "income"}  # no label to compare
+    assert "skew from" not in alike.stdout
+
+    shifted = run_kflow("predict", config, "--data", unlabelled(tmp_path / "new", 3, True), "-o", tmp_path / "shifted")
+    assert shifted.returncode == 0, shifted.stderr[-3000:]
+    skew = json.loads((tmp_path / "shifted" / "skew.json").read_text())
+    assert skew["skewed"] == ["age", "color"]
+    distances = {entry["feature"]: entry["distance"] for entry in skew["features"]}
+    assert distances["age"] > 0.3 and distances["color"] > 0.3 and distances["income"] < 0.1
+    assert f"age: Jensen-Shannon divergence {distances['age']:.3f}" in shifted.stdout
+    predicted = json.loads((tmp_path / "shifted" / "predict.json").read_text())
+    assert predicted["skew"]["skewed"] == ["age", "color"]
+    assert (tmp_path / "shifted" / "statistics" / "Split-score" / "FeatureStats.pb").is_file()
