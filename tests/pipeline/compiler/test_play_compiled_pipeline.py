@@ -222,8 +222,8 @@ def test_a_compiled_csv_pipeline_with_a_user_module_plays_its_data_checks_model_
     runs = {"cache": {}, "volumes": volumes}  # What KFP keeps from one run to the next.
     played = play(tmp_path / "pipeline.yaml", tmp_path / "played", cwd=REPO, **runs)
     tasks = [task for task in played if not task.endswith("-fingerprint")]
-    data_steps = ["ingest", "statistics", "schema", "validate", "transform"]
-    assert tasks == [*data_steps, "train", "evaluate-baseline", "evaluate"]
+    data_steps = ["ingest", "statistics", "schema", "validate", "transform"]  # transform and validate: either first
+    assert sorted(tasks[:5]) == sorted(data_steps) and tasks[5:] == ["train", "evaluate-baseline", "evaluate"]
     # The nodes that read outside files get a never-cached task that digests them (SchemaGen: data.schema).
     assert {task for task in played if task.endswith("-fingerprint")} == {"ingest-fingerprint", "schema-fingerprint"}
     anomalies = json.loads((Path(played["validate"]["anomalies"].path) / "anomalies.json").read_text())
@@ -247,9 +247,7 @@ def test_a_compiled_csv_pipeline_with_a_user_module_plays_its_data_checks_model_
 
     # Second run, other epochs: the data steps come from the cache, train and evaluate run, against the first model.
     again = play(tmp_path / "pipeline.yaml", tmp_path / "again", cwd=REPO, arguments={"trainer_epochs": 20}, **runs)
-    assert [task for task, outputs in again.items() if outputs.get("cached")] == [
-        "ingest", "statistics", "schema", "validate", "transform"
-    ]  # fmt: skip
+    assert sorted(task for task, outputs in again.items() if outputs.get("cached")) == sorted(data_steps)
     runs_of_train = [Path(run["train"]["model_run"].path) / "history.json" for run in (played, again)]
     # The run-time parameter reached the Trainer.
     assert [json.loads(path.read_text())["epochs"] for path in runs_of_train] == [25, 20]
