@@ -105,8 +105,15 @@ def select_spans(spans: list[Span], selection: Any) -> list[Span]:
         raise ValueError(f"data.spans: latest, all, {{last: N}} or {{from: A, to: B}}, got {selection!r}")
     if not chosen:
         have = ", ".join(span.name for span in spans)
-        raise ValueError(f"data.spans: {selection} selects none of the spans found ({have})")
+        raise ValueError(f"data.spans: {describe(selection)} selects none of the spans found ({have})")
     return chosen
+
+
+def describe(selection: Any) -> str:
+    """A data.spans as a config spells it: latest, {last: 2}, {from: 4} (unset bounds left out)."""
+    if not isinstance(selection, dict):
+        return str(selection or "latest")
+    return "{" + ", ".join(f"{key}: {value}" for key, value in selection.items() if value is not None) + "}"
 
 
 def previous_span(spans: list[Span], newest: Span) -> Span | None:

@@ -171,13 +171,17 @@ def _evaluator(config: PipelineConfig) -> list[str]:
 def source_facts(config: PipelineConfig) -> Any | None:
     """What the ingest's first look at the source finds (columns, types, the task and why it was inferred), where
     it can look (csv, parquet); None where it cannot. Raises the ValueError or OSError the ingest would."""
+    from kflow.components.ingest.spans import has_spans
     from kflow.pipeline.app.sections import ingest_parameters
     from kflow.pipeline.app.span_pipeline import newest_span_source
 
     dataset = get_dataset(config.data["dataset"])
     try:
         parameters = ingest_parameters(config)
-        parameters["source_path"] = newest_span_source(config) or parameters["source_path"]
+        if has_spans(parameters.get("source_path")):  # the newest span's files; none: span_problems says why
+            parameters["source_path"] = newest_span_source(config)
+            if parameters["source_path"] is None:
+                return None
         ingest = dataset.ingest_component()("ingest", parameters=parameters)
     except (ValueError, TypeError):
         return None  # Named by the other checks.

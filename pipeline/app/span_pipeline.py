@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kflow.components.ingest.spans import Span, find_spans, has_spans, previous_span, select_spans
+from kflow.components.ingest.spans import Span, describe, find_spans, has_spans, previous_span, select_spans
 from kflow.components.span_union import SpanUnion
 from kflow.components.span_union.component import MAX_SPANS
 from kflow.components.statistics_gen import StatisticsGen
@@ -39,11 +39,9 @@ class SpanIngest:
     previous_statistics: Component | None = None
     previous: Span | None = None
 
-
     def metadata(self, config: PipelineConfig) -> dict[str, Any]:
         """What the run record keeps and `kflow plan` says: the spans read, and each span node's span."""
-        selection = config.data.get("spans") or "latest"
-        shown = selection if isinstance(selection, str) else ", ".join(f"{k}: {v}" for k, v in selection.items())
+        shown = describe(config.data.get("spans"))
         header = f"spans: {', '.join(span.name for span in self.spans)} (data.spans: {shown})"
         if self.previous is not None:
             header += f"; drift: span {self.spans[-1].name} against span {self.previous.name}"
