@@ -127,14 +127,16 @@ def _examples(spec: dict[str, Any], folder: Path) -> Any:
     return Examples(examples_view(spec["examples"], folder / "examples"))
 
 
-def warm_up() -> Path | None:
-    """A spare trial process (`--warm`): loads what a trial runs (TensorFlow, Keras, the Trainer, Optuna) while
-    the running trials train, then waits for its spec's path on stdin (an empty line: no trial, it ends) and sends
-    its output to the trial's log from then on."""
+def warm_up(trainer_executor: str) -> Path | None:
+    """A spare trial process (`--warm FOLDER EXECUTOR`): loads what a trial runs (TensorFlow, Keras, Optuna, the
+    trainer's executor by its import path: a component imports no other) while the running trials train, then
+    waits for its spec's path on stdin (an empty line: no trial, it ends) and sends its output to the trial's log
+    from then on."""
+    import keras  # noqa: F401
     import optuna  # noqa: F401
+    import tensorflow  # noqa: F401
 
-    import kflow.components.trainer.executor  # noqa: F401
-    import kflow.components.trainer.training  # noqa: F401  (TensorFlow and Keras)
+    importlib.import_module(trainer_executor.split(":")[0])
 
     line = sys.stdin.readline().strip()
     if not line:
@@ -148,7 +150,7 @@ def warm_up() -> Path | None:
 
 
 def main(argv: list[str]) -> int:
-    spec_file = warm_up() if argv[0] == "--warm" else Path(argv[0])
+    spec_file = warm_up(argv[2]) if argv[0] == "--warm" else Path(argv[0])
     if spec_file is None:
         return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")

@@ -75,7 +75,7 @@ class TrialProcesses:
         self.running.append(TrialProcess(number, folder, process, time.perf_counter()))
         while more and len(self.spares) < self.spares_wanted:
             # Named by the search's folder in its command line, so that `ps` says whose spare it is.
-            warm = ["--warm", str(folder.parent)]
+            warm = ["--warm", str(folder.parent), spec["trainer_executor"]]
             self.spares.append(self._popen(warm, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL))
 
     def next_ended(self, poll: float = 0.1) -> TrialProcess:
