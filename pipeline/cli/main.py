@@ -167,7 +167,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     predict.add_argument("--key", help="the data's key column (default: data.key; without one: FILE:LINE)")
     predict.add_argument(
-        "--format", dest="data_format", help="the data's format when it is not the config's dataset (csv, parquet, tfrecord)"
+        "--format",
+        dest="data_format",
+        help="the data's format when it is not the config's dataset (csv, parquet, tfrecord)",
     )
     predict.add_argument("-o", "--output", required=True, help="the folder to write (new or empty)")
     predict.add_argument("--batch-size", type=int, default=256, help="rows a model call (default 256)")

@@ -201,7 +201,8 @@ class Model(Artifact):
 
     @property
     def metadata(self) -> dict[str, Any]:
-        """Properties of the trained model, e.g. `hyperparameters` ({trainer field: value} a tuner chose); {} if none."""
+        """Properties of the trained model, e.g. `hyperparameters` ({trainer field: value} a tuner chose); {} if
+        none."""
         path = self.path / self.METADATA_FILE
         return json.loads(path.read_text()) if path.is_file() else {}
 
