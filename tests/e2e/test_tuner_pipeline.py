@@ -54,6 +54,10 @@ def test_the_trainer_trains_with_the_best_settings_and_show_and_runs_say_them(tm
     history = json.loads((run_dir / "train" / "model_run" / "history.json").read_text())
     assert history["batch_size"] == best["settings"]["trainer.batch_size"]
     rate = best["settings"]["trainer.optimizer.learning_rate"]
+    # The Evaluator's report of this run names the tuned settings under "Trained with".
+    report = (run_dir / "evaluate" / "evaluation" / "report.html").read_text()
+    assert "Tuned: the settings a Tuner chose" in report and "Not tuned" not in report
+    assert f"<td>{history['batch_size']}</td>" in report.split("Tuned: the settings a Tuner chose", 1)[1]
     shown = kflow("show", str(run_dir))
     assert shown.returncode == 0, shown.stderr
     batch = best["settings"]["trainer.batch_size"]
