@@ -70,8 +70,9 @@ def read_module_source(module: str) -> str:
     return Path(spec.origin).read_text()
 
 
-def module_problems(module: str) -> list[str]:
-    """Why `module` cannot serve as trainer.module, without running it: unreadable, bad syntax, no build_model."""
+def module_problems(module: str, function: str = "build_model", arguments: str = "schema, options") -> list[str]:
+    """Why `module` cannot serve as trainer.module (or another field whose module defines `function`), without
+    running it: unreadable, bad syntax, no such function."""
     try:
         source = read_module_source(module)
     except ValueError as error:
@@ -80,8 +81,8 @@ def module_problems(module: str) -> list[str]:
         tree = ast.parse(source, module)
     except SyntaxError as error:
         return [f"{module} line {error.lineno}: {error.msg}"]
-    if not any(isinstance(node, ast.FunctionDef) and node.name == "build_model" for node in tree.body):
-        return [f"{module} defines no build_model(schema, options) function"]
+    if not any(isinstance(node, ast.FunctionDef) and node.name == function for node in tree.body):
+        return [f"{module} defines no {function}({arguments}) function"]
     return []
 
 

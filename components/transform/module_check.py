@@ -3,29 +3,18 @@ with a `preprocessing_fn(inputs, analyzers)`; and loaded, when the Transform run
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import sys
 import types
 
-from kflow.components.datasets.user_module import read_module_source
+from kflow.components.datasets.user_module import module_problems
 
 FUNCTION = "preprocessing_fn"
 
 
 def preprocessing_problems(module: str) -> list[str]:
     """Why `module` cannot serve as transform.module: unreadable, bad syntax, no preprocessing_fn."""
-    try:
-        source = read_module_source(module)
-    except ValueError as error:
-        return [str(error).removeprefix("trainer.module: ")]
-    try:
-        tree = ast.parse(source, module)
-    except SyntaxError as error:
-        return [f"{module} line {error.lineno}: {error.msg}"]
-    if not any(isinstance(node, ast.FunctionDef) and node.name == FUNCTION for node in tree.body):
-        return [f"{module} defines no {FUNCTION}(inputs, analyzers) function"]
-    return []
+    return module_problems(module, FUNCTION, "inputs, analyzers")
 
 
 def load_preprocessing_module(source: str, origin: str) -> types.ModuleType:
