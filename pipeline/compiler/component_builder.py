@@ -34,6 +34,7 @@ from kflow.pipeline.compiler.container_args import (
     ENTRYPOINT,
     JOB_LAUNCHER,
     entrypoint_args,
+    executor_input_args,
     job_launcher_args,
     metrics_publishing_args,
 )
@@ -132,7 +133,7 @@ def build_container_component(
         )
         # kflow's own code version is part of the task's KFP cache key (an image tag may be pushed again with new
         # code), and so is the digest of the bytes a node reads from outside (fed by its fingerprint task).
-        args += ["--code-version", code_version]
+        args += ["--code-version", code_version, *executor_input_args()]
         if fingerprinted:
             args += ["--source-fingerprint", bound[SOURCE_FINGERPRINT]]
         if evaluations:
@@ -148,8 +149,6 @@ def build_container_component(
             args += ["--publish-verdict", f"{blessing}={bound[verdict]}"]
         if baseline:
             (blessing,) = verdicts  # The compiler checked there is one.
-            if not evaluations:  # The record names the model by its KFP URI, read from the executor input.
-                args += ["--executor-input", dsl.PIPELINE_TASK_EXECUTOR_INPUT_PLACEHOLDER]
             args += ["--record-blessed-model", f"{blessing}={baseline[1]}", "--baseline-identity", baseline[2]]
         if not replicas:
             return dsl.ContainerSpec(image=settings.image, command=list(ENTRYPOINT), args=args)

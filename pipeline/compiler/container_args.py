@@ -3,7 +3,8 @@
 Every task runs `python -m kflow.pipeline.runners.kfp_entrypoint` with the component's class
 path, one `--input name=PATH` per input artifact, one `--output name=PATH` per output
 artifact and one `--parameter name=VALUE` per parameter; KFP substitutes the
-placeholders (`{{$.inputs.artifacts['examples'].path}}`, ...) at run time. A Trainer that
+placeholders (`{{$.inputs.artifacts['examples'].path}}`, ...) at run time, and `--executor-input {{$}}`,
+so that the task writes its executor output (the artifacts it produced) as KFP expects. A Trainer that
 runs as a cluster runs the job launcher instead, with the same arguments after its own
 options, so the job's replicas run the very same entrypoint.
 """
@@ -41,14 +42,15 @@ def entrypoint_args(
     return args
 
 
+def executor_input_args() -> list[str]:
+    """The executor input `{{$}}`, which every task gets: the entrypoint writes its executor output where it says,
+    the only place a KFP launcher (and `kfp.local`) takes the task's output artifacts from."""
+    return ["--executor-input", dsl.PIPELINE_TASK_EXECUTOR_INPUT_PLACEHOLDER]
+
+
 def metrics_publishing_args(evaluation_output: str, classification_output: str) -> list[str]:
-    """Entrypoint options that publish an evaluation's metrics as KFP artifact metadata (needs the executor input)."""
-    return [
-        "--executor-input",
-        dsl.PIPELINE_TASK_EXECUTOR_INPUT_PLACEHOLDER,
-        "--publish-metrics",
-        f"{evaluation_output}={classification_output}",
-    ]
+    """Entrypoint options that publish an evaluation's metrics as KFP artifact metadata (in the executor output)."""
+    return ["--publish-metrics", f"{evaluation_output}={classification_output}"]
 
 
 def job_launcher_args(node: Component, settings: KubeflowSettings, entrypoint: list[str]) -> list[str]:

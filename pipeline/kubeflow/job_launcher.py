@@ -13,7 +13,9 @@ and then:
    an active deadline) and a NetworkPolicy (owned by the job) that admits only the job's own pods;
 2. follows the job: its state, its pods' phases, and their logs, each line prefixed with the
    replica (`[worker-1] ...`); API errors that pass are retried with backoff (`kube_api`);
-3. copies the writer's outputs (the chief's, else worker 0's) back to the task's outputs.
+3. copies the writer's outputs (the chief's, else worker 0's) back to the task's outputs, and writes the
+   task's executor output (from the entrypoint's `--executor-input`, which the replicas do not get: the
+   file it names is the launcher's, in the task's pod) so that KFP sees the task's output artifacts.
 
 Both copies (the task's inputs onto the volume, the writer's outputs back) take folders and regular files only,
 never following a link: a replica holds no Kubernetes credentials, and a `token.txt -> <a path only the launcher's
@@ -49,6 +51,7 @@ from typing import Any
 from kflow.pipeline.dsl.heartbeat import HEARTBEATS, REPORT, stall_line
 from kflow.pipeline.kubeflow import tfjob, trainjob
 from kflow.pipeline.kubeflow.cluster_job import ClusterJob, JobBackend, job_name, owner_reference
+from kflow.pipeline.kubeflow.executor_output import write_executor_output
 from kflow.pipeline.kubeflow.kube_api import KubeApi, KubeApiError
 from kflow.pipeline.kubeflow.plain_copy import UnsafeTree, copy_plain_tree
 from kflow.pipeline.kubeflow.replica import REPLICA_PLACEHOLDER
@@ -102,6 +105,9 @@ def shared_command(entrypoint: list[str], job_dir: Path) -> tuple[list[str], dic
     outputs: dict[str, str] = {}
     arguments = iter(entrypoint)
     for argument in arguments:
+        if argument == "--executor-input":  # The launcher's own: it writes the task's executor output.
+            next(arguments, None)
+            continue
         if argument not in ("--input", "--output"):
             command.append(argument)
             continue
@@ -115,6 +121,12 @@ def shared_command(entrypoint: list[str], job_dir: Path) -> tuple[list[str], dic
             outputs[name] = name
             command += [argument, f"{name}={job_dir / 'outputs' / REPLICA_PLACEHOLDER / name}"]
     return [*command, f"--working-dir={job_dir / 'work'}"], inputs, outputs
+
+
+def task_executor_input(entrypoint: list[str]) -> dict[str, Any] | None:
+    """The KFP executor input given to the entrypoint (`--executor-input JSON`), if any."""
+    given = [value for flag, value in zip(entrypoint, entrypoint[1:], strict=False) if flag == "--executor-input"]
+    return json.loads(given[-1]) if given else None
 
 
 def task_paths(entrypoint: list[str], option: str) -> dict[str, Path]:
@@ -358,6 +370,7 @@ def main(argv: list[str] | None = None, connect: Callable[[], KubeApi] = KubeApi
         for output_name, target in task_paths(entrypoint, "--output").items():
             source = job_dir / "outputs" / job.writer() / shared_outputs[output_name]
             copy_plain_tree(source, target, f"{job.writer()}'s output {output_name}", within=job_dir)
+        write_executor_output(task_executor_input(entrypoint))
         succeeded = True
         log.info("%s succeeded; copied %s's outputs back", job.name, job.writer())
         return 0

@@ -243,7 +243,7 @@ def _arguments(inputs: dict[str, Any], scope: dict[str, Any], outputs) -> dict[s
     for name, ref in inputs.get("artifacts", {}).items():
         if "taskOutputArtifact" in ref:
             producer = ref["taskOutputArtifact"]
-            arguments[name] = outputs[producer["producerTask"]][producer["outputArtifactKey"]]
+            arguments[name] = _output(outputs, producer["producerTask"], producer["outputArtifactKey"])
         else:
             arguments[name] = scope[ref["componentInputArtifact"]]
     for name, ref in inputs.get("parameters", {}).items():
@@ -251,10 +251,16 @@ def _arguments(inputs: dict[str, Any], scope: dict[str, Any], outputs) -> dict[s
             arguments[name] = ref["runtimeValue"]["constant"]
         elif "taskOutputParameter" in ref:
             producer = ref["taskOutputParameter"]
-            arguments[name] = outputs[producer["producerTask"]][producer["outputParameterKey"]]
+            arguments[name] = _output(outputs, producer["producerTask"], producer["outputParameterKey"])
         else:
             arguments[name] = scope[ref["componentInputParameter"]]
     return arguments
+
+
+def _output(outputs: dict[str, Any], task_name: str, key: str) -> Any:
+    if key not in outputs[task_name]:  # KFP's local runner fails with this message too.
+        raise ValueError(f"Tried to get output {key!r} from task {task_name!r}: the task did not report it")
+    return outputs[task_name][key]
 
 
 def task_command(package_path: Path, task_name: str, root: Path) -> list[str]:
@@ -301,10 +307,6 @@ def _run_task(run: _Run, task_name: str, component_ir, arguments) -> dict[str, A
     result = run.tasks.run(task, run.cwd, run.timeout)
     if result.returncode != 0:
         raise RuntimeError(f"task {task_name} exited {result.returncode}:\n{result.stderr[-4000:]}")
-    reported = executor_output_utils.get_outputs_for_task(executor_input, component)
-    artifacts = {
-        name: reported.get(name) or executor_output_utils.artifact_list_to_dsl_artifact(listed, False)
-        for name, listed in executor_input.outputs.artifacts.items()
-    }
-    parameters = {name: value for name, value in reported.items() if name not in artifacts}
-    return {**parameters, **artifacts}
+    # As KFP's launcher (and kfp.local): a task's outputs are what its executor output file (and its output
+    # parameters' files) report, nothing more; an output the task did not report fails the task that reads it.
+    return executor_output_utils.get_outputs_for_task(executor_input, component)

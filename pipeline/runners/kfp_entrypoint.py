@@ -6,10 +6,12 @@
 It builds the typed artifacts from the paths KFP substitutes, reads each parameter's
 text by the type its spec declares, binds defaults and checks types exactly as a
 pipeline node does, and calls the executor through `invoke_executor`, the same
-function the local runner uses: one code path, two runners. With `--publish-metrics`
-(the Evaluator's task) it then writes KFP's executor output so the run page shows the
-metrics; with `--publish-verdict` it writes a blessing's verdict to the output parameter a
-`dsl.If` reads. Exits 1 (with the traceback) when the executor fails, 2 on bad arguments.
+function the local runner uses: one code path, two runners. Given `--executor-input` (every
+compiled task gets KFP's `{{$}}`) it then writes KFP's executor output, which is how a KFP launcher
+learns the task's output artifacts; with `--publish-metrics` (the Evaluator's task) it gives the
+metrics outputs their metadata there, so the run page shows them; with `--publish-verdict` it
+writes a blessing's verdict to the output parameter a `dsl.If` reads.
+Exits 1 (with the traceback) when the executor fails, 2 on bad arguments.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from kflow.pipeline.dsl import lean_imports
 from kflow.pipeline.dsl.artifacts import ModelBlessing, ModelRun
 from kflow.pipeline.dsl.component import Channel, Component, load_component
 from kflow.pipeline.kubeflow.baselines import gated_model_input, record_blessed_model
-from kflow.pipeline.runners.kfp_metrics import evaluation_summary, publish_evaluation_metrics
+from kflow.pipeline.runners.kfp_metrics import evaluation_metadata, evaluation_summary, write_executor_output
 from kflow.pipeline.runners.node_runner import invoke_executor
 
 log = logging.getLogger("kflow")
@@ -160,7 +162,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PATH",
         help="only fingerprint the component's source files and write their digest to PATH; no executor runs",
     )
-    parser.add_argument("--executor-input", help="KFP's executor input (JSON), needed by --publish-metrics")
+    parser.add_argument(
+        "--executor-input",
+        help="KFP's executor input (JSON): after the run, the task's executor output (its output artifacts, with "
+        "their metadata) goes to the file it names; needed by --publish-metrics",
+    )
     parser.add_argument(
         "--track-mlflow",
         metavar="JSON",
@@ -260,9 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.summary_file:
         Path(args.summary_file).write_text(text + "\n")
+    metadata: dict[str, dict[str, Any]] = {}
     for evaluation, classification in publish.items():
-        written = publish_evaluation_metrics(executor_input, evaluation, Path(outputs[evaluation]), classification)
-        log.info("published %s's metrics as KFP artifact metadata in %s", evaluation, written)
+        metadata.update(evaluation_metadata(evaluation, Path(outputs[evaluation]), classification))
     for evaluation, path in reports.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(Path(outputs[evaluation]) / "report.html", path)
@@ -295,6 +301,10 @@ def main(argv: list[str] | None = None) -> int:
                 Path(store), Path(inputs[model_input]), model_uri, verdict.baseline_model, args.baseline_identity
             )
             log.info("recorded the blessed model %s as a baseline for later runs: %s", model_uri, record)
+    if executor_input:
+        written = write_executor_output(executor_input, metadata)
+        if written:
+            log.info("wrote the executor output (%s) to %s", ", ".join(sorted(outputs)) or "no artifacts", written)
     return 0
 
 

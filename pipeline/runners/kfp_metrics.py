@@ -19,6 +19,7 @@ from kfp import dsl
 from kfp.dsl.executor import create_artifact_instance
 
 from kflow.pipeline.dsl.artifacts import ModelBlessing, ModelEvaluation
+from kflow.pipeline.kubeflow import executor_output
 
 
 def metrics_metadata(kfp_metrics: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -36,33 +37,35 @@ def metrics_metadata(kfp_metrics: dict[str, Any]) -> tuple[dict[str, Any], dict[
     return scalars.metadata, classification.metadata
 
 
-def write_executor_output(executor_input: dict[str, Any], metadata: dict[str, dict[str, Any]]) -> Path:
-    """Writes the executor output giving each named output artifact its metadata; returns the file's path."""
+def write_executor_output(executor_input: dict[str, Any], metadata: dict[str, dict[str, Any]]) -> Path | None:
+    """Writes the executor output naming every output artifact of the task, the named ones with their metadata
+    (pipeline/kubeflow/executor_output.py); returns the file's path (None where the executor input names none)."""
     declared = executor_input["outputs"].get("artifacts", {})
-    artifacts = {}
     for name, artifact_metadata in metadata.items():
         if name not in declared:
             raise ValueError(f"the task has no output artifact {name!r} (outputs: {', '.join(sorted(declared))})")
         (runtime_artifact,) = declared[name]["artifacts"]
-        artifacts[name] = {"artifacts": [{**runtime_artifact, "metadata": artifact_metadata}]}
         # An output with no file of its own (the ClassificationMetrics one) gets its metadata as its content,
         # so that the launcher has a file to upload.
         local = Path(create_artifact_instance(runtime_artifact).path)
         if not local.exists():
             local.parent.mkdir(parents=True, exist_ok=True)
             local.write_text(json.dumps(artifact_metadata, indent=2, sort_keys=True) + "\n")
-    path = Path(executor_input["outputs"]["outputFile"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"artifacts": artifacts}, indent=2, sort_keys=True) + "\n")
-    return path
+    return executor_output.write_executor_output(executor_input, metadata)
+
+
+def evaluation_metadata(evaluation_output: str, evaluation_dir: Path, classification_output: str) -> dict[str, Any]:
+    """{output: KFP metadata} of an Evaluator task's metrics outputs, from its ModelEvaluation's kfp_metrics.json."""
+    scalars, classification = metrics_metadata(ModelEvaluation(evaluation_dir).kfp_metrics)
+    return {evaluation_output: scalars, classification_output: classification}
 
 
 def publish_evaluation_metrics(
     executor_input: dict[str, Any], evaluation_output: str, evaluation_dir: Path, classification_output: str
-) -> Path:
+) -> Path | None:
     """Writes the executor output of a task from the kfp_metrics.json of its ModelEvaluation in `evaluation_dir`."""
-    scalars, classification = metrics_metadata(ModelEvaluation(evaluation_dir).kfp_metrics)
-    return write_executor_output(executor_input, {evaluation_output: scalars, classification_output: classification})
+    metadata = evaluation_metadata(evaluation_output, evaluation_dir, classification_output)
+    return write_executor_output(executor_input, metadata)
 
 
 def evaluation_summary(evaluation_dir: Path, blessing_dir: Path | None, training_logs: str | None = None) -> str:

@@ -1,6 +1,10 @@
 """The container entrypoint: typed artifacts from paths, parameters read by their spec's types."""
 
+import json
+
 import pytest
+from google.protobuf import json_format
+from kfp.pipeline_spec import pipeline_spec_pb2
 
 from kflow.pipeline.runners.kfp_entrypoint import load_component, main, parse_parameter
 from tests.pipeline.toy.components import Add, Produce
@@ -104,3 +108,21 @@ def test_an_image_with_other_kflow_code_says_so(tmp_path, caplog):
     caplog.clear()
     assert main([*args[:-1], Produce.code_version()]) == 0
     assert "compiled with kflow code" not in caplog.text
+
+
+def test_given_the_executor_input_every_task_writes_its_executor_output_as_kfp_reads_it(tmp_path):
+    """KFP takes a task's output artifacts only from its executor output: a task with no metrics writes one too,
+    naming each output by the URI the executor input gave; no output file named, none written."""
+    output_file = tmp_path / "kfp" / "outputs" / "output_metadata.json"
+    uri = "minio://bucket/run/produce/numbers"
+    numbers = {"name": "numbers", "type": {"schemaTitle": "system.Artifact"}, "uri": uri}
+    executor_input = {"outputs": {"artifacts": {"numbers": {"artifacts": [numbers]}}, "outputFile": str(output_file)}}
+    args = ["--component", PRODUCE, "--output", f"numbers={tmp_path / 'n'}", "--parameter", "value=7"]
+    assert main([*args, "--executor-input", json.dumps(executor_input)]) == 0
+    message = json_format.Parse(output_file.read_text(), pipeline_spec_pb2.ExecutorOutput())
+    (artifact,) = message.artifacts["numbers"].artifacts
+    assert (artifact.name, artifact.uri) == ("numbers", uri)
+    del executor_input["outputs"]["outputFile"]
+    output_file.unlink()
+    assert main([*args, "--executor-input", json.dumps(executor_input)]) == 0
+    assert not output_file.exists()

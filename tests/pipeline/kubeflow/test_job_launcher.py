@@ -4,6 +4,7 @@ The stand-in (tests/pipeline/kubeflow/stand_in_kube.py) serves real HTTP to the 
 every pod of the job as a local process: kflow's replica command, the entrypoint and a toy component.
 """
 
+import json
 import os
 import re
 import signal
@@ -11,6 +12,8 @@ import subprocess
 import sys
 
 import pytest
+from google.protobuf import json_format
+from kfp.pipeline_spec import pipeline_spec_pb2
 
 from kflow.pipeline.kubeflow import job_launcher
 from tests.conftest import REPO
@@ -289,3 +292,19 @@ def test_a_job_of_the_same_name_made_by_someone_else_is_not_adopted(tmp_path, cl
     (line,) = launcher_lines(capfd)
     assert "already exists and was not created by this launcher" in line
     assert cluster.deleted() == [] and len(cluster.created("networkpolicies")) == 1
+
+
+def test_the_launcher_writes_the_tasks_executor_output_which_the_replicas_do_not_get(tmp_path, cluster):
+    """KFP takes the train task's output artifacts from its executor output: the launcher's pod writes it, after the
+    writer's outputs came back; the replicas' command has no executor input (its file is the launcher's)."""
+    output_file = tmp_path / "kfp" / "outputs" / "output_metadata.json"
+    uri = f"minio://bucket/run/train/total-{tmp_path.name}"
+    total = {"name": "total", "type": {"schemaTitle": "system.Artifact"}, "uri": uri}
+    executor_input = {"outputs": {"artifacts": {"total": {"artifacts": [total]}}, "outputFile": str(output_file)}}
+    assert job_launcher.main([*arguments(tmp_path), "--executor-input", json.dumps(executor_input)]) == 0
+    (job,) = cluster.created("trainjobs")
+    assert "--executor-input" not in json.dumps(job)
+    message = json_format.Parse(output_file.read_text(), pipeline_spec_pb2.ExecutorOutput())
+    (artifact,) = message.artifacts["total"].artifacts
+    assert (artifact.name, artifact.uri) == ("total", uri)
+    assert (tmp_path / "task-out" / "total" / "value.txt").read_text() == "5"

@@ -50,13 +50,6 @@ def docker_api(tmp_path, image):
             service.wait(timeout=30)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="KFP's local runner takes a task's output artifacts only from its executor output file, which kflow's tasks "
-    "write only where they publish metadata (evaluate): the ingest's outputs are not seen, and the train task fails "
-    "with \"Tried to get output 'schema' from task 'ingest'\". A real KFP launcher records the declared outputs; KFP "
-    "is the reference: every task should get --executor-input and write its executor output (issue 59, open)",
-)
 def test_kfp_docker_runner_runs_the_compiled_demo_in_the_kflow_image_to_a_blessed_model(
     tmp_path, docker_api, run_kflow
 ):
