@@ -43,6 +43,7 @@ def trainer_parameters(**overrides):
     return {**defaults, "dataset": "csv", "model_name": "tabular_mlp", "epochs": 4, "batch_size": 16, **overrides}
 
 
+@pytest.mark.slow  # ~30 s; make test's tuner pipeline (tests/e2e/test_tuner_pipeline.py) runs a search end to end
 def test_a_search_records_every_trial_prunes_and_reads_no_test_split(iris, tmp_path):
     from kflow.components.tuner.executor import run
 
