@@ -19,7 +19,9 @@ def shared_dataset(name: str) -> Path:
     path = SHARED_DATASETS / name
     if not path.is_dir():
         pytest.skip(f"real dataset {name!r} not found at {path} (see ../shared/datasets/README.md)")
-    return path
+    # Resolved, as kflow resolves a config's local paths: a ../shared that is a link names the same folder, so a
+    # container mounts the path the compiled config names.
+    return path.resolve()
 
 
 @pytest.fixture
