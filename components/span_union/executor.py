@@ -51,7 +51,7 @@ def run(
         "span_counts": span_counts,
     }
     examples.write_json("stats.json", summary)
-    examples.write_json("metadata.json", {"spans": list(spans)})  # the Examples' properties: which spans they hold
+    examples.set_metadata(spans=list(spans))  # the Examples' properties: which spans they hold
     schema.path.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(span_schema.file, schema.file)
     log.info("ingest: spans %s: %s", ", ".join(spans), ", ".join(f"{k}={v}" for k, v in sorted(accepted.items())))

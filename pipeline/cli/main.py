@@ -14,17 +14,23 @@ import signal
 import sys
 from pathlib import Path
 
-from kflow.pipeline.cli.terminal import colour, configure_logging, say, set_up_terminal, stdout_to_devnull
+from kflow.pipeline.app.pipeline_cut import cut_pipeline
+from kflow.pipeline.cli.run_outcome import gate, track
+from kflow.pipeline.cli.terminal import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    colour,
+    configure_logging,
+    say,
+    set_up_terminal,
+    stdout_to_devnull,
+)
 from kflow.pipeline.dsl import lean_imports
-from kflow.pipeline.dsl.artifacts import ModelBlessing
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, load_config
 from kflow.pipeline.dsl.printable import printable
 from kflow.pipeline.dsl.process_exit import exit_now
 from kflow.pipeline.runners.run_record import Run, RunRecord
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,15 +272,8 @@ def _run(args: argparse.Namespace) -> int:
 
     if swept := sweep_staging(Path(config.pipeline_root) / pipeline.name):
         logging.getLogger("kflow").info("removed the unpublished outputs of %d earlier run(s) that stopped", swept)
-    cached_only: set[str] = set()
-    for option, node_id in (("--until", args.until), ("--only", args.only)):
-        if node_id and node_id not in {node.id for node in pipeline.components}:
-            choices = ", ".join(node.id for node in pipeline.components)
-            raise ConfigError([f"{option}: no component {node_id!r} (choose from {choices})"])
-        if node_id:
-            pipeline = pipeline.until(node_id)
-    if args.only:
-        cached_only = pipeline.ancestors(args.only)
+    pipeline = cut_pipeline(pipeline, ("--until", args.until), ("--only", args.only))
+    cached_only: set[str] = pipeline.ancestors(args.only) if args.only else set()
     try:
         with signals_cancel() if args.program else contextlib.nullcontext():
             runner = BeamDagRunner(enable_cache=not args.no_cache, verify_hashes=args.verify, cached_only=cached_only)
@@ -283,7 +282,7 @@ def _run(args: argparse.Namespace) -> int:
         # One line: the component, the cause and the file with the details (its traceback; in the log with -v).
         if failure.result is not None:
             say(format_run(failure.result.run, colour=colour()))
-            _track(config, failure.result.run)
+            track(config, failure.result.run)
         where = f" [{failure.details}]" if failure.details else ""
         print(f"kflow: error: {printable(str(failure))}{where}", file=sys.stderr)
         return EXIT_FAILED
@@ -293,23 +292,8 @@ def _run(args: argparse.Namespace) -> int:
         return cancelled.exit_code
     say(format_run(result.run, colour=colour()))
     say(f"run folder: {result.run_dir}")
-    _track(config, result.run)
-    return _gate(result.run, config.evaluator.get("on_not_blessed", "fail"))
-
-
-def _track(config: PipelineConfig, run: Run) -> None:
-    """Logs the finished run to the tracking server the config names; a failure is a warning, not the run's."""
-    if not (settings := config.tracking.get("mlflow")):
-        return
-    from kflow.pipeline.dsl.secrets import redact_urls
-    from kflow.pipeline.runners.mlflow_tracking import TrackingError, track_run
-
-    try:
-        mlflow_run = track_run(settings, run)
-    except TrackingError as error:
-        print(f"kflow: warning: tracking: {error}", file=sys.stderr)
-        return
-    say(f"mlflow run: {mlflow_run} at {redact_urls(settings['uri'])}")  # A password in the URL is not printed.
+    track(config, result.run)
+    return gate(result.run, config.evaluator.get("on_not_blessed", "fail"))
 
 
 def _gc(args: argparse.Namespace) -> int:
@@ -335,37 +319,13 @@ def _plan(args: argparse.Namespace) -> int:
     from kflow.pipeline.runners.plan import format_plan, plan_pipeline
 
     pipeline = build_pipeline(config, local_runs=True)
-    if args.until:
-        if args.until not in {node.id for node in pipeline.components}:
-            choices = ", ".join(node.id for node in pipeline.components)
-            raise ConfigError([f"--until: no component {args.until!r} (choose from {choices})"])
-        pipeline = pipeline.until(args.until)
+    pipeline = cut_pipeline(pipeline, ("--until", args.until))
     plans = plan_pipeline(pipeline, config.pipeline_root, enable_cache=not args.no_cache)
     if args.json:
         say(json.dumps({"pipeline": pipeline.name, "components": {p.node: p.to_json() for p in plans}}, indent=2))
     else:
         say(format_plan(pipeline, plans, Path(config.pipeline_root) / pipeline.name))
     return EXIT_OK
-
-
-def _gate(run: Run, on_not_blessed: str) -> int:
-    """Exit 1 (fail) or 0 with a warning (warn) when a blessing of the run refused its model."""
-    from kflow.components.evaluator.gate import describe
-
-    status = EXIT_OK
-    for execution in run.executions.values():
-        for blessing in execution.outputs_of_type(ModelBlessing):
-            if blessing.blessed:
-                continue
-            failed = ", ".join(describe(check).removesuffix(": FAILED") for check in blessing.failed_checks)
-            level = "error" if on_not_blessed == "fail" else "warning"
-            print(
-                f"kflow: {level}: {execution.node_id}: the model is NOT BLESSED; "
-                f"failed checks: {failed or 'see blessing.json'} [{blessing.path / 'blessing.json'}]",
-                file=sys.stderr,
-            )
-            status = EXIT_FAILED if on_not_blessed == "fail" else status
-    return status
 
 
 def _manifests(args: argparse.Namespace) -> int:

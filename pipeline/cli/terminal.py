@@ -6,6 +6,9 @@ import logging
 import os
 import sys
 
+# The command's exit codes (pipeline/cli/main.py's docstring lists them all).
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
 
 def say(text: str) -> None:
     """Prints a result to standard output. When its reader has gone (`kflow runs --json | head -1`), the rest is

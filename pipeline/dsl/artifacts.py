@@ -45,6 +45,17 @@ class Artifact:
     def read_json(self, name: str) -> Any:
         return json.loads((self.path / name).read_text())
 
+    METADATA_FILE = "metadata.json"
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The artifact's properties (KFP's artifact metadata): a Model's `hyperparameters`, Examples' `spans`; {}."""
+        path = self.path / self.METADATA_FILE
+        return json.loads(path.read_text()) if path.is_file() else {}
+
+    def set_metadata(self, **properties: Any) -> None:
+        self.write_json(self.METADATA_FILE, {**self.metadata, **properties})
+
 
 class Examples(Artifact):
     """Split examples as gzipped TFRecord files of `tf.train.Example`.
@@ -197,18 +208,6 @@ class Model(Artifact):
         """The schema of the Examples the model was trained on (written since issue 53: a model carries it)."""
         return self.assets_uri / self.SCHEMA_FILE
 
-    METADATA_FILE = "metadata.json"
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        """Properties of the trained model, e.g. `hyperparameters` ({trainer field: value} a tuner chose); {} if
-        none."""
-        path = self.path / self.METADATA_FILE
-        return json.loads(path.read_text()) if path.is_file() else {}
-
-    def set_metadata(self, **properties: Any) -> None:
-        self.write_json(self.METADATA_FILE, {**self.metadata, **properties})
-
 
 class HyperParameters(Artifact):
     """A hyperparameter search's result (components/tuner).
@@ -218,8 +217,7 @@ class HyperParameters(Artifact):
                               "objective": {"metric", "direction", "value"}, "trial": n}
         {uri}/trials.json    every trial: number, state (completed, pruned, failed), settings, value, curve, seconds
         {uri}/trials.csv     the same, one row a trial
-        {uri}/objective.png  the objective by trial
-        {uri}/study.journal  Optuna's journal of the study (its trials, reports and pruning)
+        {uri}/objective.png  the objective by trial; {uri}/study.journal: Optuna's (trials, reports, pruning)
     """
 
     type_name = "HyperParameters"
@@ -241,8 +239,7 @@ class TransformGraph(Artifact):
                                        "inputs": {raw feature: kind}, "label", "head", "features" (the tabular
                                        plan), "left_out", "module_digest"}
         {uri}/vocabularies/{id}.txt    each vocabulary, most frequent first: a value, a tab, its count, a line
-        {uri}/preprocessing.keras      the Keras preprocessing model (raw features in, model inputs out), built
-                                       from the analyzers' results as constructor arguments; loads with safe_mode
+        {uri}/preprocessing.keras      raw features in, model inputs out: Keras layers built from the results
         {uri}/preprocessing_fn.py      the user's transform.module, when there is one
     """
 

@@ -20,11 +20,7 @@ be done and then drops the connection before its answer (a reply lost on the way
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -36,80 +32,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from kflow.pipeline.rehearsal.stand_in_trainer import Pod, jobset_pods, jobset_spec
+from kflow.pipeline.rehearsal.local_pod import local_pods, timestamp
+from kflow.pipeline.rehearsal.stand_in_trainer import Pod, jobset_pods, jobset_spec, operator_pods
 
 CUSTOM = re.compile(
     r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
 )
 PODS = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods(?:/(?P<name>[^/]+)/log)?$")
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-class LocalPod:
-    """A pod as a local process: its container's command, with its environment, in the current folder.
-
-    `spawn` starts it (default: here; the hosts harness starts it in the pod's network namespace) and
-    `on_stop` runs once it has ended (the harness removes the pod's host)."""
-
-    def __init__(
-        self,
-        pod: Pod,
-        spawn: Callable[..., subprocess.Popen] = subprocess.Popen,
-        on_stop: Callable[[], None] | None = None,
-    ) -> None:
-        self.pod = pod
-        self.on_stop = on_stop
-        self.lines: list[tuple[str, str]] = []
-        self.exit_code: int | None = None
-        self.stopped = False
-        container = pod.spec["containers"][0]
-        command = [*container.get("command", []), *container.get("args", [])]
-        command = [sys.executable if part == "python" else part for part in command]
-        environment = {**os.environ, **pod.environment()}
-        environment.pop("KUBECONFIG", None)
-        self.process = spawn(
-            command,
-            env=environment,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            self.lines.append((_now(), line.rstrip("\n")))
-        code = self.process.wait()
-        self.exit_code = 128 - code if code < 0 else code  # as a container runtime reports a signal: 137 for SIGKILL
-
-    @property
-    def phase(self) -> str:
-        if self.exit_code is None:
-            return "Running"
-        return "Succeeded" if self.exit_code == 0 and not self.stopped else "Failed"
-
-    def stop(self) -> None:
-        """As the kubelet deletes a pod: SIGTERM to its processes, SIGKILL after a grace period."""
-        if self.process.poll() is None:
-            self.stopped = True
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-        self.reader.join(timeout=10)
-        if self.on_stop is not None:
-            self.on_stop()
-            self.on_stop = None
-
-
-def local_pods(pods: list[Pod]) -> list[LocalPod]:
-    return [LocalPod(pod) for pod in pods]
 
 
 @dataclass
@@ -217,7 +146,7 @@ class StandInKubernetes(ThreadingHTTPServer):
         if run.kind == "TrainJob":
             runtime = self.objects[_runtime_key(manifest)]
             return jobset_pods(name, namespace, jobset_spec(manifest, runtime), run.restarts)
-        return _operator_pods(manifest)
+        return operator_pods(manifest)
 
     def _play(self, run: JobRun) -> None:
         manifest = run.manifest
@@ -276,33 +205,6 @@ class StandInKubernetes(ThreadingHTTPServer):
 def _runtime_key(trainjob: dict[str, Any]) -> tuple[str, str, str, str, str]:
     ref = trainjob["spec"]["runtimeRef"]
     return ("trainer.kubeflow.org", "v1alpha1", "trainingruntimes", trainjob["metadata"]["namespace"], ref["name"])
-
-
-def _operator_pods(manifest: dict[str, Any]) -> list[Pod]:
-    """The pods the Training Operator makes for a TFJob/JAXJob, with the variables it sets."""
-    from kflow.pipeline.kubeflow.tfjob import operator_jax_environment, operator_tf_config
-
-    name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
-    jax = manifest["kind"] == "JAXJob"
-    pods = []
-    for replica_type, spec in manifest["spec"]["jaxReplicaSpecs" if jax else "tfReplicaSpecs"].items():
-        for index in range(spec["replicas"]):
-            environment = (
-                operator_jax_environment(manifest, index)
-                if jax
-                else {"TF_CONFIG": json.dumps(operator_tf_config(manifest, replica_type, index))}
-            )
-            pod_spec = json.loads(json.dumps(spec["template"]["spec"]))
-            container = pod_spec["containers"][0]
-            container["env"] = [*container.get("env", []), *({"name": k, "value": v} for k, v in environment.items())]
-            labels = {
-                "training.kubeflow.org/job-name": name,
-                "training.kubeflow.org/replica-type": replica_type.lower(),
-                "training.kubeflow.org/replica-index": str(index),
-            }
-            pod_name = f"{name}-{replica_type.lower()}-{index}"
-            pods.append(Pod(pod_name, namespace, pod_name, "", replica_type.lower(), index, labels, {}, pod_spec))
-    return pods
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -390,7 +292,7 @@ class _Handler(BaseHTTPRequestHandler):
                     )
                 body = json.loads(json.dumps(body))
                 body["metadata"]["uid"] = str(uuid.uuid4())
-                body["metadata"]["creationTimestamp"] = _now()
+                body["metadata"]["creationTimestamp"] = timestamp()
                 server.objects[key] = body
                 if plural in ("trainjobs", "tfjobs", "jaxjobs"):
                     run = server.runs[name] = JobRun(body["kind"], body)

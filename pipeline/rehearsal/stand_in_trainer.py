@@ -1,4 +1,5 @@
-"""A STAND-IN for the Kubeflow Trainer v2.3.0 and JobSet controllers: TrainJob + runtime → the pods they would make.
+"""STAND-INs for the Kubeflow Trainer v2.3.0 and JobSet controllers (TrainJob + runtime → the pods they would make) and
+the Training Operator's (a TFJob/JAXJob → its pods).
 
 NOT the Trainer: what it does, it does as the controllers' code at v2.3.0 (kubeflow/trainer, JobSet v0.12)
 reads, for the fields kflow uses, so that tests can see the pods, their host names and their
@@ -21,6 +22,7 @@ environment exactly as a cluster would make them:
 from __future__ import annotations
 
 import copy
+import json
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -183,4 +185,31 @@ def jobset_pods(name: str, namespace: str, spec: dict[str, Any], restart_attempt
                         spec=copy.deepcopy(template["spec"]),
                     )
                 )
+    return pods
+
+
+def operator_pods(manifest: dict[str, Any]) -> list[Pod]:
+    """The pods the Training Operator makes for a TFJob/JAXJob, with the variables it sets."""
+    from kflow.pipeline.kubeflow.tfjob import operator_jax_environment, operator_tf_config
+
+    name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
+    jax = manifest["kind"] == "JAXJob"
+    pods = []
+    for replica_type, spec in manifest["spec"]["jaxReplicaSpecs" if jax else "tfReplicaSpecs"].items():
+        for index in range(spec["replicas"]):
+            environment = (
+                operator_jax_environment(manifest, index)
+                if jax
+                else {"TF_CONFIG": json.dumps(operator_tf_config(manifest, replica_type, index))}
+            )
+            pod_spec = json.loads(json.dumps(spec["template"]["spec"]))
+            container = pod_spec["containers"][0]
+            container["env"] = [*container.get("env", []), *({"name": k, "value": v} for k, v in environment.items())]
+            labels = {
+                "training.kubeflow.org/job-name": name,
+                "training.kubeflow.org/replica-type": replica_type.lower(),
+                "training.kubeflow.org/replica-index": str(index),
+            }
+            pod_name = f"{name}-{replica_type.lower()}-{index}"
+            pods.append(Pod(pod_name, namespace, pod_name, "", replica_type.lower(), index, labels, {}, pod_spec))
     return pods

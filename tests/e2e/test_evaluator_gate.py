@@ -9,7 +9,7 @@ import pytest
 
 from kflow.pipeline.app.latest_blessed import find_baseline, model_identity
 from kflow.pipeline.app.standard_pipeline import build_pipeline
-from kflow.pipeline.cli.main import _gate
+from kflow.pipeline.cli.run_outcome import gate as _gate
 from kflow.pipeline.dsl.config import load_config
 from kflow.pipeline.runners.run_record import Run
 from tests.conftest import REPO

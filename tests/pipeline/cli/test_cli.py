@@ -96,7 +96,7 @@ def test_run_json_is_valid_json_after_a_run(tmp_path):
 
 
 def test_the_gate_reads_every_blessing_of_the_run_whatever_the_node_is_called(tmp_path, capsys):
-    from kflow.pipeline.cli.main import _gate
+    from kflow.pipeline.cli.run_outcome import gate as _gate
     from kflow.pipeline.dsl.artifacts import ModelBlessing
     from kflow.pipeline.runners.run_record import Run
 
