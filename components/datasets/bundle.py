@@ -10,6 +10,12 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
+# `data.split` when a config gives none, declared here once (Dataset.default_split, the ingests' `split` defaults):
+# the source's training records divided, its own test split kept as "test" (SOURCE_TEST_SPLIT); or, where the
+# source has no test split of its own, a test share cut from the data too (SPLIT_WITH_TEST).
+SOURCE_TEST_SPLIT = {"train": 9, "eval": 1}
+SPLIT_WITH_TEST = {"train": 8, "eval": 1, "test": 1}
+
 
 @dataclass(frozen=True)
 class Dataset:
@@ -42,7 +48,7 @@ class Dataset:
     @property
     def default_split(self) -> dict[str, int]:
         """`data.split` when a config gives none: a test share too where the source has no test split of its own."""
-        return {"train": 9, "eval": 1} if self.source_test_split else {"train": 8, "eval": 1, "test": 1}
+        return dict(SOURCE_TEST_SPLIT if self.source_test_split else SPLIT_WITH_TEST)
 
     def ingest_component(self) -> Any:
         return _load(self.ingest)

@@ -1,4 +1,4 @@
-"""What the specs of the ingest components share: their outputs and the settings of the shared Beam ingest."""
+"""What the specs of the ingest components share: their outputs and the parameters every ingest takes."""
 
 from __future__ import annotations
 
@@ -9,13 +9,36 @@ from kflow.pipeline.dsl.config_model import FiltersSection, declared_parameter
 INGEST_OUTPUTS = {"examples": Examples, "schema": Schema, "rejects": Rejects}
 
 
-def ingest_parameters(**own: Parameter) -> dict[str, Parameter]:
-    """A dataset's own ingest parameters, then those of the shared Beam ingest (components/ingest/beam_ingest.py)."""
+def ingest_component_parameters(
+    *,
+    source: str,
+    formats: str,
+    split: Parameter,
+    records: str,
+    source_optional: bool = False,
+    reading: dict[str, Parameter] | None = None,
+    filters: dict[str, Parameter] | None = None,
+) -> dict[str, Parameter]:
+    """An ingest's parameters, in the order its task's command line lists them: `source_path` (`source` says what
+    it may be), `source_format` ("auto" or one of `formats`), the dataset's `reading` parameters, `split`,
+    `max_records` (of the `records`), the dataset's `filters`, then those of the shared Beam ingest
+    (components/ingest/beam_ingest.py)."""
     return {
-        **own,
+        "source_path": Parameter(str, optional=source_optional, is_path=True, description=source),
+        "source_format": Parameter(str, default="auto", description=formats),
+        **(reading or {}),
+        "split": split,
+        "max_records": Parameter(int, optional=True, description=f"Read at most this many {records}."),
+        **(filters or {}),
         "shards_per_split": Parameter(
             int, default=0, description="TFRecord files per split; 0: one per 256 MB of the split's Examples."
         ),
         "max_invalid_fraction": declared_parameter(FiltersSection, "max_invalid_fraction", float),
         "beam_args": Parameter(list, default=[], affects_output=False, description="Apache Beam pipeline options."),
     }
+
+
+def split_shares(default: dict[str, int], description: str) -> Parameter:
+    """The `split` parameter of an ingest that divides its records by shares (`default`: its dataset's
+    `default_split`)."""
+    return Parameter(dict, default=default, description=description)

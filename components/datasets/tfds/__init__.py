@@ -1,16 +1,11 @@
 """A TensorFlow Datasets dataset of scalar features: a tabular classification or regression task."""
 
-from kflow.components.datasets.bundle import Dataset
-from kflow.components.datasets.csv import DATASET as CSV
+from kflow.components.datasets.tabular.dataset import tabular_dataset
 
-DATASET = Dataset(
-    name="tfds",
-    ingest="kflow.components.datasets.tfds.ingest:TfdsIngest",
-    schema=None,
-    task=CSV.task,
-    metrics=CSV.metrics,
+DATASET = tabular_dataset(
+    "tfds",
+    "kflow.components.datasets.tfds.ingest:TfdsIngest",
+    {"tfds": "tfds"},
     source_test_split=True,
-    validates_data=True,
-    data_fields={"label": "label", "problem_type": "problem_type", "tfds": "tfds"},
-    backend_limits=CSV.backend_limits,
+    label_required=False,
 )

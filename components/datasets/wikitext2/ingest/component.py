@@ -9,7 +9,7 @@ train/valid/test). Every other line goes to `rejects`: "filtered" (policy) or "i
 
 from __future__ import annotations
 
-from kflow.components.ingest.ingest_spec import INGEST_OUTPUTS, ingest_parameters
+from kflow.components.ingest.ingest_spec import INGEST_OUTPUTS, ingest_component_parameters
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 
 
@@ -17,30 +17,24 @@ class WikiText2Ingest(Component):
     spec = ComponentSpec(
         inputs={},
         outputs=INGEST_OUTPUTS,
-        parameters=ingest_parameters(
-            source_path=Parameter(
-                str,
-                optional=True,
-                is_path=True,
-                description="A folder with train.txt/valid.txt/test.txt or wiki.{train,valid,test}.tokens|.raw "
-                "(or a wikitext-2*/ folder holding them).",
-            ),
-            source_format=Parameter(
-                str,
-                default="auto",
-                description="auto | download. auto: source_path, $KFLOW_DATA_DIR, then the caches; never downloads.",
-            ),
+        parameters=ingest_component_parameters(
+            source="A folder with train.txt/valid.txt/test.txt or wiki.{train,valid,test}.tokens|.raw "
+            "(or a wikitext-2*/ folder holding them).",
+            source_optional=True,
+            formats="auto | download. auto: source_path, $KFLOW_DATA_DIR, then the caches; never downloads.",
             split=Parameter(
                 dict,
                 optional=True,
                 description="Only {train, eval} keys are accepted (the source's own splits are used).",
             ),
-            max_records=Parameter(int, optional=True, description="Read at most this many lines of each file."),
-            min_chars=Parameter(int, default=101, description="Keep lines of at least this many characters."),
-            max_chars=Parameter(int, optional=True, description="Drop lines longer than this."),
-            drop_headings=Parameter(bool, default=True, description="Drop '= Title =' heading lines."),
-            drop_blank=Parameter(bool, default=True, description="Drop blank lines."),
-            deduplicate=Parameter(bool, default=False, description="Drop exact repeats of an earlier line."),
+            records="lines of each file",
+            filters={
+                "min_chars": Parameter(int, default=101, description="Keep lines of at least this many characters."),
+                "max_chars": Parameter(int, optional=True, description="Drop lines longer than this."),
+                "drop_headings": Parameter(bool, default=True, description="Drop '= Title =' heading lines."),
+                "drop_blank": Parameter(bool, default=True, description="Drop blank lines."),
+                "deduplicate": Parameter(bool, default=False, description="Drop exact repeats of an earlier line."),
+            },
         ),
         executor="kflow.components.datasets.wikitext2.ingest.executor:run",
         source_files="kflow.components.datasets.wikitext2.ingest.executor:source_files",

@@ -1,0 +1,36 @@
+"""The tabular datasets' bundle: csv, parquet, tfrecord and tfds are one tabular dataset read from another format.
+
+Each format's `DATASET` is `tabular_dataset(...)`: the same task, metrics, data checks and backend limits, the
+label and problem type taken from `data`, and only its ingest and its own `data` fields told apart.
+"""
+
+from __future__ import annotations
+
+from kflow.components.datasets.bundle import Dataset
+
+TASK = "kflow.components.datasets.tabular.task:TabularTask"
+METRICS = "kflow.components.datasets.tabular.metrics:TabularMetrics"
+BACKEND_LIMITS = {
+    "jax": "its model takes raw feature values, strings included (the lookups are inside the model, so the "
+    "served model reads raw values), and JAX arrays hold no strings; train it under a TensorFlow strategy"
+}
+
+
+def tabular_dataset(
+    name: str, ingest: str, data_fields: dict[str, str], *, source_test_split: bool = False, label_required=True
+) -> Dataset:
+    """The bundle of the tabular dataset read by `ingest`; `data_fields`: its `data` fields besides the label and
+    the problem type, {config field: ingest parameter}; `label_required`: False where the source names the label
+    (tfds: the builder's supervised label)."""
+    return Dataset(
+        name=name,
+        ingest=ingest,
+        schema=None,  # The ingest writes it from the data, tagging the label (role=label, task=...).
+        task=TASK,
+        metrics=METRICS,
+        source_test_split=source_test_split,
+        validates_data=True,
+        required_data_fields=("label",) if label_required else (),
+        data_fields={"label": "label", "problem_type": "problem_type", **data_fields},
+        backend_limits=BACKEND_LIMITS,
+    )
