@@ -25,115 +25,80 @@ import functools
 import itertools
 import json
 import logging
-import shutil
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
-
-from google.protobuf import text_format
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.csv.ingest.source import Dialect, resolve, scan_files, source_facts
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash
-from kflow.components.datasets.tabular.examples import SOURCE_ROW, build_schema, scored_schema
-from kflow.components.ingest import beam_ingest, ingest_records, ingest_staging
+from kflow.components.datasets.tabular.examples import SOURCE_ROW
+from kflow.components.datasets.tabular.table_ingest import Table, TableReader, ingest_table
+from kflow.components.ingest import ingest_staging
 from kflow.components.ingest.compressed import is_gzip, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
+from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import INVALID, kind_of, make_reject, raw_text
-from kflow.components.ingest.split_plan import StratifiedPlan
 from kflow.components.util.example_proto import example_of, feature_encoder
-from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+from kflow.pipeline.dsl.artifacts import Rejects
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SPLIT = {"train": 8, "eval": 1, "test": 1}
+
+def run(**parameters: Any) -> dict[str, Any]:
+    """Ingests the CSV files (`parameters`: the component's, and its outputs); returns {"read": N, "<split>": n,
+    ..., "rejected": r, "invalid": i, "filtered": f}."""
+    return ingest_table(CsvReader, parameters)
 
 
-def run(
-    *,
-    examples: Examples,
-    schema: Schema,
-    rejects: Rejects,
-    source_path: str | None = None,
-    source_format: str = "auto",
-    label: str | None = None,
-    problem_type: str | None = None,
-    key: str | None = None,
-    columns: dict[str, str] | None = None,
-    csv_format: dict[str, Any] | None = None,
-    infer_rows: int = 10_000,
-    split: dict[str, int] | None = None,
-    shards_per_split: int = 0,
-    max_records: int | None = None,
-    max_invalid_fraction: float = 0.01,
-    beam_args: Sequence[str] = (),
-) -> dict[str, Any]:
-    """Ingests the CSV files; returns {"read": N, "<split>": n, ..., "rejected": r, "invalid": i, "filtered": f}."""
-    split = DEFAULT_SPLIT if split is None else split
-    # Without a label the data is to score (`kflow predict`): any split names, e.g. {score: 1}.
-    ingest_records.check_split_shares(split, ("train", "eval", "test") if label is not None else ())
-    ingest_records.check_fraction("max_invalid_fraction", max_invalid_fraction)
-    if source_format not in ("auto", "csv"):
-        raise ValueError(f"csv: source_format must be auto or csv, got {source_format!r}")
-    dialect = Dialect.from_options(csv_format)
-    files = resolve(source_path)
-    # The staged copies of gzipped files live until the pipeline has finished, where every worker reads them.
-    with ingest_staging.Staging(beam_args) as staging:
+@dataclass(frozen=True)
+class CsvReader(TableReader):
+    dataset: ClassVar[str] = "csv"
+    formats: ClassVar[tuple[str, ...]] = ("csv",)
+    empty: ClassVar[str] = " after their header"
+    columns: dict[str, str] | None = None
+    csv_format: dict[str, Any] | None = None
+    infer_rows: int = 10_000
+
+    def scan(self, job: IngestJob, staging: ingest_staging.Staging) -> Table:
+        split = self.shares(job)
+        dialect = Dialect.from_options(self.csv_format)
+        files = resolve(job.source_path)
         readable = {
             path: staging.plain_copy(path, f"source-{index:05d}.csv")
             for index, path in enumerate(files)
             if is_gzip(path)
         }
-        scan = scan_files(files, dialect, key=None, max_records=max_records, sample=infer_rows, readable=readable)
-        facts = source_facts(scan, dialect, label, problem_type, key, columns)
+        sample = {"max_records": job.max_records, "sample": self.infer_rows, "readable": readable}
+        scan = scan_files(files, dialect, key=None, **sample)
+        facts = source_facts(scan, dialect, self.label, self.problem_type, self.key, self.columns)
+        self.log_inferred(facts)
+        if self.key is not None:  # A second pass only for the keys: most CSVs declare none.
+            scan = scan_files(files, dialect, key=self.key, **sample)
         types, problem_type = facts.types, facts.problem_type
-        if facts.problem_type_reason:
-            log.info(
-                "csv ingest: data.problem_type not set: %s, as %s (set data.problem_type to choose)",
-                problem_type,
-                facts.problem_type_reason,
-            )
-        if key is not None:  # A second pass only for the keys: most CSVs declare none.
-            scan = scan_files(files, dialect, key=key, max_records=max_records, sample=infer_rows, readable=readable)
-        proto = scored_schema(types, key) if label is None else build_schema(types, label, problem_type, key)
-        schema.path.mkdir(parents=True, exist_ok=True)
-        schema.file.write_text(text_format.MessageToString(proto))
-        if scan.read == 0:
-            raise ValueError(f"csv: {', '.join(files)} hold no records after their header")
-        inferred = {name: kind for name, kind in types.items() if name not in (columns or {})}
+        inferred = {name: kind for name, kind in types.items() if name not in (self.columns or {})}
         log.info("csv ingest: %d records in %d file(s); inferred types %s", scan.read, len(files), inferred)
         widenable = frozenset(
-            name for name, kind in inferred.items() if kind == "int" and (name != label or problem_type == "regression")
+            name
+            for name, kind in inferred.items()
+            if kind == "int" and (name != self.label or problem_type == "regression")
         )
-        while True:
-            stats = beam_ingest.run_ingest_pipeline(
-                chunks=scan.chunks,
-                process_chunk=ChunkProcessor(tuple(scan.header), types, dialect, label, problem_type, key, widenable),
-                splits=tuple(split),
-                shards=shards_per_split,
-                read=scan.read,
-                examples=examples,
-                rejects=rejects,
-                beam_args=beam_args,
-                plan=StratifiedPlan(dict(split)),
-                staging=staging,
-            )
-            widened = decimals_in_int_columns(stats, rejects)
-            if not widened:
-                break
-            # Types come from a sample: a column of whole numbers there may hold decimals further on. Its values
-            # are numbers, not errors: read everything again with the column as float (rare, so a second pass).
-            log.info("csv ingest: %s", "; ".join(f"{name!r} holds decimals ({where})" for name, where in widened))
-            log.info("csv ingest: reading again with %s as float", ", ".join(repr(name) for name, _ in widened))
-            types = {**types, **{name: "float" for name, _ in widened}}
-            widenable = widenable - {name for name, _ in widened}
-            proto = scored_schema(types, key) if label is None else build_schema(types, label, problem_type, key)
-            schema.file.write_text(text_format.MessageToString(proto))
-            for folder in (examples.path, rejects.path):
-                shutil.rmtree(folder)
-                folder.mkdir(parents=True)
-    return ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
+        processor = ChunkProcessor(tuple(scan.header), types, dialect, self.label, problem_type, self.key, widenable)
+        return Table(files, types, self.label, problem_type, scan.read, scan.chunks, processor, split)
+
+    def again(self, table: Table, stats: dict[str, Any], job: IngestJob) -> Table | None:
+        widened = decimals_in_int_columns(stats, job.rejects)
+        if not widened:
+            return None
+        # Types come from a sample: a column of whole numbers there may hold decimals further on. Its values
+        # are numbers, not errors: read everything again with the column as float (rare, so a second pass).
+        log.info("csv ingest: %s", "; ".join(f"{name!r} holds decimals ({where})" for name, where in widened))
+        log.info("csv ingest: reading again with %s as float", ", ".join(repr(name) for name, _ in widened))
+        types = {**table.types, **{name: "float" for name, _ in widened}}
+        processor = replace(
+            table.process_chunk, types=types, widenable=table.process_chunk.widenable - {name for name, _ in widened}
+        )
+        return replace(table, types=types, process_chunk=processor)
 
 
 DECIMAL_IN_INT = "decimal_in_int_column"

@@ -17,83 +17,50 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
-
-from google.protobuf import text_format
+from typing import Any, ClassVar
 
 from kflow.components.datasets.parquet.ingest.source import RowGroup, as_text, inspect_source, open_file, resolve
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash, serialized_example
-from kflow.components.datasets.tabular.examples import SOURCE_ROW, build_schema, scored_schema
-from kflow.components.ingest import beam_ingest, ingest_records
+from kflow.components.datasets.tabular.examples import SOURCE_ROW
+from kflow.components.datasets.tabular.table_ingest import Table, TableReader, ingest_table
+from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import kind_of, make_reject
 from kflow.components.ingest.repeats import RepeatFinder
-from kflow.components.ingest.split_plan import StratifiedPlan
-from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SPLIT = {"train": 8, "eval": 1, "test": 1}
+
+def run(**parameters: Any) -> dict[str, Any]:
+    """Ingests the Parquet files (`parameters`: the component's, and its outputs); returns {"read": N, "<split>": n,
+    ..., "rejected": r, "invalid": i, ...}."""
+    return ingest_table(ParquetReader, parameters)
 
 
-def run(
-    *,
-    examples: Examples,
-    schema: Schema,
-    rejects: Rejects,
-    source_path: str | None = None,
-    source_format: str = "auto",
-    label: str | None = None,
-    problem_type: str | None = None,
-    key: str | None = None,
-    columns: dict[str, str] | None = None,
-    infer_rows: int = 10_000,
-    split: dict[str, int] | None = None,
-    shards_per_split: int = 0,
-    max_records: int | None = None,
-    max_invalid_fraction: float = 0.01,
-    beam_args: Sequence[str] = (),
-) -> dict[str, Any]:
-    """Ingests the Parquet files; returns {"read": N, "<split>": n, ..., "rejected": r, "invalid": i, ...}."""
-    split = DEFAULT_SPLIT if split is None else split
-    # Without a label the data is to score (`kflow predict`): any split names, e.g. {score: 1}.
-    ingest_records.check_split_shares(split, ("train", "eval", "test") if label is not None else ())
-    ingest_records.check_fraction("max_invalid_fraction", max_invalid_fraction)
-    if source_format not in ("auto", "parquet"):
-        raise ValueError(f"parquet: source_format must be auto or parquet, got {source_format!r}")
-    facts = inspect_source(
-        source_path=source_path, label=label, problem_type=problem_type, key=key, columns=columns, infer_rows=infer_rows
-    )
-    if facts.problem_type_reason:
-        log.info(
-            "parquet ingest: data.problem_type not set: %s, as %s (set data.problem_type)",
-            facts.problem_type,
-            facts.problem_type_reason,
+@dataclass(frozen=True)
+class ParquetReader(TableReader):
+    dataset: ClassVar[str] = "parquet"
+    formats: ClassVar[tuple[str, ...]] = ("parquet",)
+    columns: dict[str, str] | None = None
+    infer_rows: int = 10_000
+
+    def scan(self, job: IngestJob, staging: Any) -> Table:
+        split = self.shares(job)
+        facts = inspect_source(
+            source_path=job.source_path,
+            label=self.label,
+            problem_type=self.problem_type,
+            key=self.key,
+            columns=self.columns,
+            infer_rows=self.infer_rows,
         )
-    files = resolve(source_path)
-    groups, read = row_groups(files, key, max_records)
-    schema.path.mkdir(parents=True, exist_ok=True)
-    proto = (
-        scored_schema(facts.types, key) if label is None else build_schema(facts.types, label, facts.problem_type, key)
-    )
-    schema.file.write_text(text_format.MessageToString(proto))
-    if read == 0:
-        raise ValueError(f"parquet: {', '.join(files)} hold no records")
-    log.info("parquet ingest: %d records in %d row group(s) of %d file(s)", read, len(groups), len(files))
-    stats = beam_ingest.run_ingest_pipeline(
-        chunks=groups,
-        process_chunk=RowGroupProcessor(tuple(facts.header), facts.types, label, facts.problem_type, key),
-        splits=tuple(split),
-        shards=shards_per_split,
-        read=read,
-        examples=examples,
-        rejects=rejects,
-        beam_args=beam_args,
-        plan=StratifiedPlan(dict(split)),
-    )
-    return ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
+        self.log_inferred(facts)
+        files = resolve(job.source_path)
+        groups, read = row_groups(files, self.key, job.max_records)
+        log.info("parquet ingest: %d records in %d row group(s) of %d file(s)", read, len(groups), len(files))
+        processor = RowGroupProcessor(tuple(facts.header), facts.types, self.label, facts.problem_type, self.key)
+        return Table(files, facts.types, self.label, facts.problem_type, read, groups, processor, split)
 
 
 def row_groups(files: list[str], key: str | None, max_records: int | None) -> tuple[list[RowGroup], int]:

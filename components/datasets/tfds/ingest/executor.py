@@ -14,17 +14,14 @@ is read as `<tfds split spec>#<index>`; each kflow split is cut into chunks of C
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from google.protobuf import text_format
-
-from kflow.components.datasets.tabular.examples import build_schema, check_problem_type
-from kflow.components.ingest import beam_ingest, ingest_records
+from kflow.components.datasets.tabular.examples import check_problem_type
+from kflow.components.datasets.tabular.table_ingest import Table, TableReader, ingest_table
+from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.util.example_proto import Example
-from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
 
@@ -33,36 +30,49 @@ DEFAULT_SPLITS = {"train": "train", "eval": "validation", "test": "test"}
 OPTIONS = ("name", "version", "splits", "download")
 
 
-def run(
-    *,
-    examples: Examples,
-    schema: Schema,
-    rejects: Rejects,
-    source_path: str | None = None,
-    source_format: str = "auto",
-    label: str | None = None,
-    problem_type: str = "classification",
-    tfds: dict[str, Any] | None = None,
-    shards_per_split: int = 0,
-    max_records: int | None = None,
-    max_invalid_fraction: float = 0.01,
-    beam_args: Sequence[str] = (),
-    **_: Any,
-) -> dict[str, Any]:
-    """Ingests the TFDS dataset; returns {"read": N, "<split>": n, ..., "rejected": r, ...}."""
-    options = _options(tfds)
-    source = Source(str(Path(source_path).expanduser()) if source_path else None, options["name"], options["version"])
-    builder = source.builder(download=options["download"])
-    kinds = feature_kinds(builder.info.features)
-    if label is None and builder.info.supervised_keys:
-        label = builder.info.supervised_keys[1]
-    check_problem_type(label, problem_type, None, list(kinds))
-    if problem_type == "regression" and kinds[label] == "string":
-        raise ValueError(f"data.label: regression needs a numeric label; feature {label!r} is a string")
-    splits = options["splits"]
+def run(**parameters: Any) -> dict[str, Any]:
+    """Ingests the TFDS dataset (`parameters`: the component's, and its outputs); returns {"read": N, "<split>": n,
+    ..., "rejected": r, ...}."""
+    return ingest_table(TfdsReader, parameters)
+
+
+@dataclass(frozen=True)
+class TfdsReader(TableReader):
+    dataset: ClassVar[str] = "tfds"
+    problem_type: str | None = "classification"
+    tfds: dict[str, Any] | None = None
+
+    def scan(self, job: IngestJob, staging: Any) -> Table:
+        """The TFDS splits' records, `tfds.splits` naming kflow's splits (no shares: `data.split` is unused)."""
+        options = _options(self.tfds)
+        data_dir = str(Path(job.source_path).expanduser()) if job.source_path else None
+        source = Source(data_dir, options["name"], options["version"])
+        builder = source.builder(download=options["download"])
+        kinds = feature_kinds(builder.info.features)
+        label = self.label
+        if label is None and builder.info.supervised_keys:
+            label = builder.info.supervised_keys[1]
+        check_problem_type(label, self.problem_type, None, list(kinds))
+        if self.problem_type == "regression" and kinds[label] == "string":
+            raise ValueError(f"data.label: regression needs a numeric label; feature {label!r} is a string")
+        sizes = _sizes(builder, options, job.max_records)
+        chunks = [
+            Chunk(name, options["splits"][name], start, min(start + CHUNK, size))
+            for name, size in sizes.items()
+            for start in range(0, size, CHUNK)
+        ]
+        read = sum(sizes.values())
+        log.info("tfds ingest: %s %s, %d records: %s", options["name"], builder.info.version, read, sizes)
+        processor = ChunkProcessor(source, kinds, _class_names(builder.info.features))
+        name = f"{options['name']} {builder.info.version}"
+        return Table([name], kinds, label, self.problem_type, read, chunks, processor, tuple(options["splits"]))
+
+
+def _sizes(builder: Any, options: dict[str, Any], max_records: int | None) -> dict[str, int]:
+    """{kflow split: records to read} of the TFDS split specs `options["splits"]` names."""
     available = ", ".join(builder.info.splits)
     sizes = {}
-    for name, spec in splits.items():
+    for name, spec in options["splits"].items():
         try:
             sizes[name] = builder.info.splits[spec].num_examples
         except (KeyError, ValueError) as error:
@@ -71,27 +81,7 @@ def run(
             ) from None
     if max_records is not None:
         sizes = {name: min(size, max_records) for name, size in sizes.items()}
-    schema.path.mkdir(parents=True, exist_ok=True)
-    types = {name: kind for name, kind in kinds.items()}
-    schema.file.write_text(text_format.MessageToString(build_schema(types, label, problem_type, None)))
-    chunks = [
-        Chunk(name, splits[name], start, min(start + CHUNK, size))
-        for name, size in sizes.items()
-        for start in range(0, size, CHUNK)
-    ]
-    read = sum(sizes.values())
-    log.info("tfds ingest: %s %s, %d records: %s", options["name"], builder.info.version, read, sizes)
-    stats = beam_ingest.run_ingest_pipeline(
-        chunks=chunks,
-        process_chunk=ChunkProcessor(source, kinds, _class_names(builder.info.features)),
-        splits=tuple(splits),
-        shards=shards_per_split,
-        read=read,
-        examples=examples,
-        rejects=rejects,
-        beam_args=beam_args,
-    )
-    return ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
+    return sizes
 
 
 def source_files(*, source_path: str | None = None, tfds: dict[str, Any] | None = None, **_: Any) -> list[Path]:

@@ -26,10 +26,10 @@ import glob
 import hashlib
 import itertools
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -38,93 +38,58 @@ from google.protobuf import text_format
 from kflow.components.datasets.tabular.examples import (
     KINDS,
     SOURCE_ROW,
-    build_schema,
     check_problem_type,
     example_problem,
     group_of,
-    scored_schema,
 )
-from kflow.components.ingest import ingest_records, ingest_staging
+from kflow.components.datasets.tabular.table_ingest import Table, TableReader, ingest_table
+from kflow.components.ingest import ingest_staging
 from kflow.components.ingest.compressed import is_gzip
+from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import INVALID, kind_of, make_reject
 from kflow.components.ingest.repeats import RepeatFinder
-from kflow.components.ingest.split_plan import StratifiedPlan
 from kflow.components.ingest.tfrecord_file import read_records
 from kflow.components.util.example_proto import Example, example_of, feature_encoder
-from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SPLIT = {"train": 8, "eval": 1, "test": 1}
 CHUNK_RECORDS = 5000
 
 
-def run(
-    *,
-    examples: Examples,
-    schema: Schema,
-    rejects: Rejects,
-    source_path: str | None = None,
-    source_format: str = "auto",
-    label: str | None = None,
-    problem_type: str = "classification",
-    key: str | None = None,
-    split_files: dict[str, str] | None = None,
-    infer_records: int = 1000,
-    split: dict[str, int] | None = None,
-    shards_per_split: int = 0,
-    max_records: int | None = None,
-    max_invalid_fraction: float = 0.01,
-    beam_args: Sequence[str] = (),
-) -> dict[str, Any]:
-    """Ingests the TFRecord files; returns {"read": N, "<split>": n, ..., "rejected": r, "invalid": i, ...}."""
-    if source_format not in ("auto", "tfrecord"):
-        raise ValueError(f"tfrecord: source_format must be auto or tfrecord, got {source_format!r}")
-    ingest_records.check_fraction("max_invalid_fraction", max_invalid_fraction)
-    files = resolve(source_path)
-    assignment = _assign(files, split_files, source_path) if split_files else None
-    if assignment is None:
-        split = DEFAULT_SPLIT if split is None else split
-        # Without a label the data is to score (`kflow predict`): any split names, e.g. {score: 1}.
-        ingest_records.check_split_shares(split, ("train", "eval", "test") if label is not None else ())
-    # The staged copies of gzipped files live until the pipeline has finished, where every worker reads them.
-    with ingest_staging.Staging(beam_args) as staging:
+def run(**parameters: Any) -> dict[str, Any]:
+    """Ingests the TFRecord files (`parameters`: the component's, and its outputs); returns {"read": N,
+    "<split>": n, ..., "rejected": r, "invalid": i, ...}."""
+    return ingest_table(TfRecordReader, parameters)
+
+
+@dataclass(frozen=True)
+class TfRecordReader(TableReader):
+    dataset: ClassVar[str] = "tfrecord"
+    formats: ClassVar[tuple[str, ...]] = ("tfrecord",)
+    problem_type: str | None = "classification"
+    split_files: dict[str, str] | None = None
+    infer_records: int = 1000
+
+    def scan(self, job: IngestJob, staging: ingest_staging.Staging) -> Table:
+        files = resolve(job.source_path)
+        assignment = _assign(files, self.split_files, job.source_path) if self.split_files else None
+        split = self.shares(job) if assignment is None else tuple(sorted(set(assignment.values())))
         readable = {
             path: staging.plain_copy(path, f"source-{index:05d}.tfrecord")
             for index, path in enumerate(files)
             if is_gzip(path)
         }
-        found = scan(files, infer_records, max_records, key, readable)
+        found = scan(files, self.infer_records, job.max_records, self.key, readable)
         types = found.types
-        if label is None:  # data to score: no label, no task
-            problem_type = None
+        label, key = self.label, self.key
+        problem_type = None if label is None else self.problem_type  # data to score: no label, no task
         check_problem_type(label, problem_type, key, list(types))
         if problem_type == "regression" and types[label] not in ("int", "float"):
             raise ValueError(f"data.label: regression needs a numeric label; feature {label!r} is {types[label]}")
-        schema.path.mkdir(parents=True, exist_ok=True)
-        proto = scored_schema(types, key) if label is None else build_schema(types, label, problem_type, key)
-        schema.file.write_text(text_format.MessageToString(proto))
-        if found.read == 0:
-            raise ValueError(f"tfrecord: {', '.join(files)} hold no records")
         log.info("tfrecord ingest: %d records in %d file(s); feature types %s", found.read, len(files), types)
         chunks = [replace(chunk, split=assignment[chunk.source] if assignment else None) for chunk in found.chunks]
-        splits = tuple(sorted(set(assignment.values()))) if assignment else tuple(split)
-        # Imported here: a cached run imports this module for `source_files` (its data fingerprint), not Beam.
-        from kflow.components.ingest import beam_ingest
-
-        stats = beam_ingest.run_ingest_pipeline(
-            chunks=chunks,
-            process_chunk=RecordProcessor(types, label, problem_type, key),
-            splits=splits,
-            shards=shards_per_split,
-            read=found.read,
-            examples=examples,
-            rejects=rejects,
-            beam_args=beam_args,
-            plan=None if assignment else StratifiedPlan(dict(split)),
-            staging=staging,
-        )
-    return ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
+        processor = RecordProcessor(types, label, problem_type, key)
+        return Table(files, types, label, problem_type, found.read, chunks, processor, split)
 
 
 def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:
