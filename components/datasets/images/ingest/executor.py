@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kflow.components.datasets.bundle import SPLIT_WITH_TEST
 from kflow.components.datasets.images.ingest.source import (
     ImageFile,
     ImageFormat,
@@ -38,15 +38,13 @@ from kflow.components.datasets.images.ingest.source import (
     list_images,
     open_source,
 )
-from kflow.components.ingest import beam_ingest, ingest_records
+from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import INVALID, make_reject
 from kflow.components.ingest.split_plan import StratifiedPlan
 from kflow.components.util.example_proto import Example
-from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SPLIT = {"train": 8, "eval": 1, "test": 1}
 CHUNK_FILES = 1000
 GREY_MODES = frozenset({"1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F"})
 SIXTEEN_BIT_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N"})
@@ -57,29 +55,16 @@ SIXTEEN_BIT_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N"})
 MAX_IMAGE_PIXELS = 50_000_000
 
 
-def run(
-    *,
-    examples: Examples,
-    schema: Schema,
-    rejects: Rejects,
-    source_path: str | None = None,
-    source_format: str = "auto",
-    image: dict[str, Any] | None = None,
-    split: dict[str, int] | None = None,
-    shards_per_split: int = 0,
-    max_records: int | None = None,
-    max_invalid_fraction: float = 0.01,
-    beam_args: Sequence[str] = (),
-) -> dict[str, Any]:
-    """Ingests the images; returns {"read": N, "<split>": n, ..., "rejected": r, "invalid": i, "filtered": 0}."""
-    split = DEFAULT_SPLIT if split is None else split
-    ingest_records.check_split_shares(split, ("train", "eval", "test"))
-    ingest_records.check_fraction("max_invalid_fraction", max_invalid_fraction)
+def run(*, image: dict[str, Any] | None = None, **parameters: Any) -> dict[str, Any]:
+    """Ingests the images (`parameters`: an IngestJob's); returns {"read": N, "<split>": n, ..., "rejected": r,
+    "invalid": i, "filtered": 0}."""
+    job = IngestJob(**parameters)
+    split = job.split_shares(SPLIT_WITH_TEST, ("train", "eval", "test"))
     image_format = ImageFormat.from_options(image)
-    files = list_images(source_path, source_format)[:max_records]
+    files = list_images(job.source_path, job.source_format)[: job.max_records]
     classes = class_names(files)
     if len(classes) < 2:
-        raise ValueError(f"data.source.path: {source_path} holds {len(classes)} class(es); a classifier needs two")
+        raise ValueError(f"data.source.path: {job.source_path} holds {len(classes)} class(es); a classifier needs two")
     channels = image_format.channels or _first_channels(files)
     image_format = image_format.with_size(files)  # data.image.size unset: the most common size, said in the log.
     log.info(
@@ -87,21 +72,16 @@ def run(
         ", ".join(classes[:10]) + (", ..." if len(classes) > 10 else ""),
         "×".join(map(str, image_format.shape(channels))), image_format.fit,
     )  # fmt: skip
-    schema.path.mkdir(parents=True, exist_ok=True)
-    schema.file.write_text(image_schema(image_format.shape(channels), classes))
+    job.schema.path.mkdir(parents=True, exist_ok=True)
+    job.schema.file.write_text(image_schema(image_format.shape(channels), classes))
     chunks = [tuple(files[start : start + CHUNK_FILES]) for start in range(0, len(files), CHUNK_FILES)]
-    stats = beam_ingest.run_ingest_pipeline(
+    return job.write(
         chunks=chunks,
         process_chunk=ImageConverter(image_format, channels, {name: index for index, name in enumerate(classes)}),
         splits=tuple(split),
-        shards=shards_per_split,
         read=len(files),
-        examples=examples,
-        rejects=rejects,
-        beam_args=beam_args,
         plan=StratifiedPlan(dict(split)),
     )
-    return ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
 
 
 def _first_channels(files: list[ImageFile]) -> int:

@@ -20,6 +20,7 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from kflow.components.datasets.bundle import SOURCE_TEST_SPLIT
 from kflow.components.datasets.mnist.ingest.records import (
     TEST_SPLIT,
     Chunk,
@@ -29,13 +30,13 @@ from kflow.components.datasets.mnist.ingest.records import (
     split_chunk,
 )
 from kflow.components.datasets.mnist.ingest.sources import SourceSplit, read_source
-from kflow.components.ingest import beam_ingest, ingest_records, ingest_staging
+from kflow.components.ingest import ingest_records, ingest_staging
+from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.util.schema import annotation_tags, int_domain
-from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+from kflow.pipeline.dsl.artifacts import Schema
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SPLIT = {"train": 9, "eval": 1}
 CHUNK_SIZE = 4000
 """Records per Beam element: large enough to amortise Beam's per-element cost, small enough to spread the work."""
 
@@ -43,33 +44,23 @@ CHUNK_SIZE = 4000
 _FEATURES = {"image": schema_pb2.BYTES, "label": schema_pb2.INT, "key": schema_pb2.BYTES}
 
 
-def run(
-    *,
-    examples: Examples,
-    schema: Schema,
-    rejects: Rejects,
-    source_path: str | None = None,
-    source_format: str = "auto",
-    split: dict[str, int] | None = None,
-    shards_per_split: int = 0,
-    max_records: int | None = None,
-    max_invalid_fraction: float = 0.01,
-    beam_args: list[str] | tuple[str, ...] = (),
-) -> dict[str, Any]:
-    """Ingests MNIST into `examples`, copies its schema into `schema` and lists refused records in `rejects`.
+def run(**parameters: Any) -> dict[str, Any]:
+    """Ingests MNIST into `examples`, copies its schema into `schema` and lists refused records in `rejects`
+    (`parameters`: an IngestJob's: MNIST has none of its own).
 
     Returns the key figures: {"read": N, "<split>": n, ..., "rejected": r, "source_format": ...}.
     """
-    split = DEFAULT_SPLIT if split is None else split
+    job = IngestJob(**parameters)
+    split = SOURCE_TEST_SPLIT if job.split is None else job.split
     plan = SplitPlan.from_parameters(split)
-    _check_limits(max_records, max_invalid_fraction)
-    layout = _record_layout(ingest_records.copy_schema("mnist", schema, _FEATURES), schema)
+    _check_max_records(job.max_records)
+    layout = _record_layout(ingest_records.copy_schema("mnist", job.schema, _FEATURES), job.schema)
 
-    source = read_source(source_path, source_format).limit(max_records)
+    source = read_source(job.source_path, job.source_format).limit(job.max_records)
     log.info("ingest: reading %s (%s)", source.location, source.format)
 
     # The staged chunks live until the pipeline has finished, where every worker reads them.
-    with ingest_staging.Staging(beam_args) as staging:
+    with ingest_staging.Staging(job.beam_args) as staging:
         chunks, extra_rejects, read = [], [], 0
         for source_split in source.splits:
             staged = _stage(source_split, staging)
@@ -79,39 +70,29 @@ def run(
         if read == 0:
             raise ValueError(f"the source {source.location} ({source.format}) holds no records")
         log.info("ingest: read %d records from %s (%s)", read, source.location, source.format)
-        stats = beam_ingest.run_ingest_pipeline(
+        stats = job.pipeline(
             chunks=chunks,
             process_chunk=ChunkProcessor(plan, layout, staging),
             splits=plan.splits,
-            shards=shards_per_split,
             read=read,
-            examples=examples,
-            rejects=rejects,
-            beam_args=beam_args,
             extra_rejects=extra_rejects,
             staging=staging,
         )
     stats["accepted"] = {name: stats["accepted"][name] for name in [*split, TEST_SPLIT]}  # In the order given.
-    summary = ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
+    summary = job.summary(stats)
     written = " ".join(
-        f"{name}={count} ({len(list(examples.split_uri(name).glob('*.gz')))} shards)"
+        f"{name}={count} ({len(list(job.examples.split_uri(name).glob('*.gz')))} shards)"
         for name, count in stats["accepted"].items()
     )
     log.info("ingest: wrote %s, rejected %d", written, summary["rejected"])
     return {**summary, "source_format": source.format}
 
 
-def _check_limits(max_records: int | None, max_invalid_fraction: float) -> None:
+def _check_max_records(max_records: int | None) -> None:
     if max_records is not None and (
         isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1
     ):
         raise ValueError(f"max_records must be a positive integer or None, got {max_records!r}")
-    if (
-        isinstance(max_invalid_fraction, bool)
-        or not isinstance(max_invalid_fraction, int | float)
-        or not 0 <= max_invalid_fraction <= 1
-    ):
-        raise ValueError(f"max_invalid_fraction must be a number from 0 to 1, got {max_invalid_fraction!r}")
 
 
 def _record_layout(proto: schema_pb2.Schema, schema: Schema) -> RecordLayout:

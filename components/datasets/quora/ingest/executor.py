@@ -33,15 +33,16 @@ from typing import Any
 import numpy as np
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from kflow.components.datasets.bundle import SPLIT_WITH_TEST
 from kflow.components.datasets.quora.ingest.row_blocks import ROW_START, row_blocks
 from kflow.components.ingest import ingest_records
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
+from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import FILTERED, INVALID, make_reject, raw_text
 from kflow.components.ingest.repeats import RepeatFinder
 from kflow.components.ingest.source_resolution import find_source, missing_source_error
 from kflow.components.ingest.split_plan import StratifiedPlan
 from kflow.components.util.example_proto import example_of, feature_encoder
-from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
 
@@ -50,59 +51,33 @@ HEADER = ["qid", "question_text", "target"]
 FOLDERS = ("quora-insincere", "quora-insincere-questions-classification", "quora")
 FILES = ("train.csv", "train_sample.csv")
 KAGGLE_COMPETITION = "quora-insincere-questions-classification"
-DEFAULT_SPLIT = {"train": 8, "eval": 1, "test": 1}
 CHUNK_ROWS = 20_000  # Rows a chunk: each leaves a part file per shard to merge; fewer, larger ones merge faster.
 _FEATURES = {"qid": schema_pb2.BYTES, "text": schema_pb2.BYTES, "label": schema_pb2.INT}
 
 
-def run(
-    *,
-    examples: Examples,
-    schema: Schema,
-    rejects: Rejects,
-    source_path: str | None = None,
-    source_format: str = "auto",
-    split: dict[str, int] | None = None,
-    shards_per_split: int = 0,
-    max_records: int | None = None,
-    max_chars: int = 1000,
-    max_invalid_fraction: float = 0.01,
-    beam_args: list[str] | tuple[str, ...] = (),
-) -> dict[str, Any]:
-    """Ingests the Quora CSV; returns {"read": N, "<split>": n, ..., "rejected": r, "invalid": i, "filtered": f}."""
-    split = DEFAULT_SPLIT if split is None else split
-    _check_split(split)
-    ingest_records.check_fraction("max_invalid_fraction", max_invalid_fraction)
-    for name, value in (("max_chars", max_chars), ("max_records", max_records)):
+def run(*, max_chars: int = 1000, **parameters: Any) -> dict[str, Any]:
+    """Ingests the Quora CSV (`parameters`: an IngestJob's); returns {"read": N, "<split>": n, ..., "rejected": r,
+    "invalid": i, "filtered": f}."""
+    job = IngestJob(**parameters)
+    split = job.split_shares(SPLIT_WITH_TEST, ("train", "eval", "test"), "quora's CSV has no labelled test split")
+    for name, value in (("max_chars", max_chars), ("max_records", job.max_records)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    ingest_records.copy_schema("quora", schema, _FEATURES)
+    ingest_records.copy_schema("quora", job.schema, _FEATURES)
 
-    path = resolve(source_path, source_format)
-    chunks, cut_rejects, read = scan(path, max_records)
+    path = resolve(job.source_path, job.source_format)
+    chunks, cut_rejects, read = scan(path, job.max_records)
     if read == 0:
         raise ValueError(f"quora: {path} holds no rows after its header")
     log.info("quora ingest: %d rows from %s", read, path)
-    # Imported here: a cached run imports this module for `source_files` (its data fingerprint), and must not load Beam.
-    from kflow.components.ingest import beam_ingest
-
-    stats = beam_ingest.run_ingest_pipeline(
+    return job.write(
         chunks=chunks,
         process_chunk=ChunkProcessor(max_chars),
         splits=tuple(split),
-        shards=shards_per_split,
         read=read,
-        examples=examples,
-        rejects=rejects,
-        beam_args=beam_args,
         plan=StratifiedPlan(dict(split)),
         extra_rejects=cut_rejects,
     )
-    return ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
-
-
-def _check_split(split: dict[str, int]) -> None:
-    ingest_records.check_split_shares(split, ("train", "eval", "test"), "quora's CSV has no labelled test split")
 
 
 def source_files(*, source_path: str | None = None, source_format: str = "auto", **_: Any) -> list[Path]:

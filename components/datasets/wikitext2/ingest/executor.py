@@ -25,11 +25,11 @@ from typing import Any
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from kflow.components.ingest import ingest_records
+from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import FILTERED, INVALID, make_reject, raw_text
 from kflow.components.ingest.repeats import RepeatFinder
 from kflow.components.ingest.source_resolution import find_source, missing_source_error
 from kflow.components.util.example_proto import serialize_example
-from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 
 log = logging.getLogger(__name__)
 
@@ -51,31 +51,23 @@ _FEATURES = {"text": schema_pb2.BYTES, "key": schema_pb2.BYTES}
 
 def run(
     *,
-    examples: Examples,
-    schema: Schema,
-    rejects: Rejects,
-    source_path: str | None = None,
-    source_format: str = "auto",
-    split: dict[str, int] | None = None,
-    shards_per_split: int = 0,
-    max_records: int | None = None,
     min_chars: int = 101,
     max_chars: int | None = None,
     drop_headings: bool = True,
     drop_blank: bool = True,
     deduplicate: bool = False,
-    max_invalid_fraction: float = 0.01,
-    beam_args: list[str] | tuple[str, ...] = (),
+    **parameters: Any,
 ) -> dict[str, Any]:
-    """Ingests WikiText-2; returns {"read": N, "train": n, "eval": n, "test": n, "rejected": r, "filtered": f}."""
-    _check_split(split)
-    ingest_records.check_fraction("max_invalid_fraction", max_invalid_fraction)
-    for name, value in (("min_chars", min_chars), ("max_chars", max_chars), ("max_records", max_records)):
+    """Ingests WikiText-2 (`parameters`: an IngestJob's); returns {"read": N, "train": n, "eval": n, "test": n,
+    "rejected": r, "filtered": f}."""
+    job = IngestJob(**parameters)
+    _check_split(job.split)
+    for name, value in (("min_chars", min_chars), ("max_chars", max_chars), ("max_records", job.max_records)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     if max_chars is not None and max_chars < min_chars:
         raise ValueError(f"max_chars ({max_chars}) is smaller than min_chars ({min_chars}): no line could pass")
-    proto = ingest_records.copy_schema("wikitext2", schema, _FEATURES)
+    proto = ingest_records.copy_schema("wikitext2", job.schema, _FEATURES)
     filters = Filters(
         min_chars=max(min_chars, ingest_records.text_min_chars(proto, "text")),
         max_chars=max_chars,
@@ -83,25 +75,12 @@ def run(
         drop_blank=drop_blank,
     )
 
-    files = resolve(source_path, source_format)
-    chunks, read = plan_chunks(files, max_records, deduplicate)
+    files = resolve(job.source_path, job.source_format)
+    chunks, read = plan_chunks(files, job.max_records, deduplicate)
     if read == 0:
         raise ValueError(f"the WikiText-2 files {sorted(map(str, files.values()))} hold no lines")
     log.info("wikitext2 ingest: %d lines in %d chunks from %s", read, len(chunks), files["train"].parent)
-    # Imported here: a cached run imports this module for `source_files` (its data fingerprint), and must not load Beam.
-    from kflow.components.ingest import beam_ingest
-
-    stats = beam_ingest.run_ingest_pipeline(
-        chunks=chunks,
-        process_chunk=ChunkProcessor(filters),
-        splits=tuple(SPLITS.values()),
-        shards=shards_per_split,
-        read=read,
-        examples=examples,
-        rejects=rejects,
-        beam_args=beam_args,
-    )
-    return ingest_records.ingest_summary(stats, max_invalid_fraction, rejects)
+    return job.write(chunks=chunks, process_chunk=ChunkProcessor(filters), splits=tuple(SPLITS.values()), read=read)
 
 
 def _check_split(split: dict[str, int] | None) -> None:
