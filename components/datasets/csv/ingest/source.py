@@ -10,7 +10,6 @@ when a key column is declared, and cuts the files into chunks of CHUNK_ROWS reco
 from __future__ import annotations
 
 import csv
-import glob
 import io
 from array import array
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from typing import Any
 from kflow.components.datasets.csv.ingest.records import Record, cut
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import SourceFacts
+from kflow.components.datasets.tabular.table_files import table_files
 from kflow.components.ingest.compressed import is_gzip, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.repeats import RepeatFinder
@@ -73,18 +73,7 @@ def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:
 
 def resolve(source_path: str | None) -> list[str]:
     """The CSV files: a file, a folder (its *.csv and *.csv.gz files) or a glob pattern, sorted by name."""
-    if not source_path:
-        raise ValueError("data.source.path: the csv dataset needs a file, a folder or a glob pattern")
-    path = Path(source_path).expanduser()
-    if path.is_dir():
-        files = sorted({*glob.glob(str(path / "*.csv")), *glob.glob(str(path / "*.csv.gz"))})
-    elif path.is_file():
-        files = [str(path)]
-    else:
-        files = sorted(name for name in glob.glob(str(path)) if Path(name).is_file())
-    if not files:
-        raise ValueError(f"data.source.path: {source_path} matches no CSV file")
-    return files
+    return table_files("csv", source_path, ("*.csv", "*.csv.gz"), "CSV file")
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,13 @@ are refused naming the column, unless `data.columns` converts them to a scalar t
 
 from __future__ import annotations
 
-import glob
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import SourceFacts
+from kflow.components.datasets.tabular.table_files import table_files
 
 
 @dataclass(frozen=True)
@@ -36,18 +36,7 @@ class RowGroup:
 
 def resolve(source_path: str | None) -> list[str]:
     """The Parquet files: a file, a folder (its *.parquet files) or a glob pattern, sorted by name."""
-    if not source_path:
-        raise ValueError("data.source.path: the parquet dataset needs a file, a folder or a glob pattern")
-    path = Path(source_path).expanduser()
-    if path.is_dir():
-        files = sorted(glob.glob(str(path / "*.parquet")))
-    elif path.is_file():
-        files = [str(path)]
-    else:
-        files = sorted(name for name in glob.glob(str(path)) if Path(name).is_file())
-    if not files:
-        raise ValueError(f"data.source.path: {source_path} matches no Parquet file")
-    return files
+    return table_files("parquet", source_path, ("*.parquet",), "Parquet file")
 
 
 def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:

@@ -22,7 +22,6 @@ key (`key` feature, else the record's bytes).
 from __future__ import annotations
 
 import fnmatch
-import glob
 import hashlib
 import itertools
 import logging
@@ -42,6 +41,7 @@ from kflow.components.datasets.tabular.examples import (
     example_problem,
     group_of,
 )
+from kflow.components.datasets.tabular.table_files import table_files
 from kflow.components.datasets.tabular.table_ingest import Table, TableReader, ingest_table
 from kflow.components.ingest import ingest_staging
 from kflow.components.ingest.compressed import is_gzip
@@ -98,18 +98,7 @@ def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:
 
 def resolve(source_path: str | None) -> list[str]:
     """The TFRecord files: a file, every file of a folder, or a glob pattern, sorted by name."""
-    if not source_path:
-        raise ValueError("data.source.path: the tfrecord dataset needs a file, a folder or a glob pattern")
-    path = Path(source_path).expanduser()
-    if path.is_dir():
-        files = sorted(str(p) for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
-    elif path.is_file():
-        files = [str(path)]
-    else:
-        files = sorted(name for name in glob.glob(str(path)) if Path(name).is_file())
-    if not files:
-        raise ValueError(f"data.source.path: {source_path} matches no file")
-    return files
+    return table_files("tfrecord", source_path, (), "file")
 
 
 def _assign(files: list[str], split_files: dict[str, str], source_path: str | None) -> dict[str, str]:
