@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from kflow.components.datasets.tabular.examples import check_problem_type
@@ -221,6 +221,44 @@ class SourceFacts:
     problem_type_reason: str | None  # Why, when the task was inferred.
     labels: list[str]  # The distinct label values of the sample.
     sampled: int
+
+
+@dataclass(frozen=True)
+class ColumnChoice:
+    """What an ingest's parameters say of a table's columns (data.label, problem_type, key, columns) and how many
+    records to sample: the part of them that `kflow validate` checks against the source (csv, parquet)."""
+
+    label: Any = None
+    problem_type: str | None = None
+    key: str | None = None
+    columns: dict[str, str] | None = None
+    infer_rows: int = 10_000
+
+    @classmethod
+    def of(cls, parameters: Mapping[str, Any]) -> ColumnChoice:
+        """The choice among an ingest's `parameters` (the others are left out)."""
+        return cls(**{field.name: parameters[field.name] for field in fields(cls) if field.name in parameters})
+
+
+def table_facts(
+    header: Sequence[str],
+    types: dict[str, str],
+    label: Any,
+    problem_type: Any,
+    key: Any,
+    declared: Any,
+    values: list[str],
+) -> SourceFacts:
+    """What csv and parquet make of a source's columns and their sampled label `values`: the problem type inferred
+    from them when not given (and why), the label, key and declared columns checked against the header, and a
+    regression's label numeric; a ValueError naming the field otherwise."""
+    reason = None
+    if problem_type is None and isinstance(label, str) and label in header:
+        problem_type, reason = infer_problem_type(label, types[label], values)
+    check_columns(header, label, problem_type, key, declared)
+    if problem_type == "regression" and types[label] not in ("int", "float"):
+        raise ValueError(f"data.label: regression needs a numeric label; column {label!r} is {types[label]}")
+    return SourceFacts(list(header), types, problem_type, reason, sorted(set(values)), len(values))
 
 
 def content_hash(fields: list[str]) -> str:

@@ -38,32 +38,21 @@ def source_facts(
     at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None
     values = [row[at].strip() for row in scan.sample if at is not None and len(row) == len(scan.header)]
     values = [value for value in values if value not in dialect.missing]
-    reason = None
-    if problem_type is None and at is not None:
-        problem_type, reason = cols.infer_problem_type(label, types[label], values)
-    cols.check_columns(scan.header, label, problem_type, key, declared)
-    if problem_type == "regression" and types[label] not in ("int", "float"):
-        raise ValueError(f"data.label: regression needs a numeric label; column {label!r} is {types[label]}")
-    return SourceFacts(list(scan.header), types, problem_type, reason, sorted(set(values)), len(scan.sample))
+    facts = cols.table_facts(scan.header, types, label, problem_type, key, declared, values)
+    return replace(facts, sampled=len(scan.sample))
 
 
 def inspect_source(
-    *,
-    source_path: str | None = None,
-    label: Any = None,
-    problem_type: str | None = None,
-    key: str | None = None,
-    columns: dict[str, str] | None = None,
-    csv_format: dict[str, Any] | None = None,
-    infer_rows: int = 10_000,
-    **_: Any,
+    *, source_path: str | None = None, csv_format: dict[str, Any] | None = None, **parameters: Any
 ) -> SourceFacts:
-    """The source's facts from its first file's header and first `infer_rows` records (`kflow validate`):
-    raises the ValueError the ingest would, naming the field."""
+    """The source's facts from its first file's header and first `infer_rows` records (`kflow validate`; the
+    other `parameters` are the ingest's, read as a ColumnChoice): raises the ValueError the ingest would, naming
+    the field."""
+    choice = cols.ColumnChoice.of(parameters)
     files = resolve(source_path)
     dialect = Dialect.from_options(csv_format)
-    scan = scan_files(files[:1], dialect, key=None, max_records=infer_rows, sample=infer_rows)
-    return source_facts(scan, dialect, label, problem_type, key, columns)
+    scan = scan_files(files[:1], dialect, key=None, max_records=choice.infer_rows, sample=choice.infer_rows)
+    return source_facts(scan, dialect, choice.label, choice.problem_type, choice.key, choice.columns)
 
 
 def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:

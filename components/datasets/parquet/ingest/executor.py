@@ -15,6 +15,7 @@ record's values written as text as pandas writes a CSV, so a Parquet copy of a C
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from dataclasses import dataclass, replace
@@ -47,14 +48,7 @@ class ParquetReader(TableReader):
 
     def scan(self, job: IngestJob, staging: Any) -> Table:
         split = self.shares(job)
-        facts = inspect_source(
-            source_path=job.source_path,
-            label=self.label,
-            problem_type=self.problem_type,
-            key=self.key,
-            columns=self.columns,
-            infer_rows=self.infer_rows,
-        )
+        facts = inspect_source(source_path=job.source_path, **dataclasses.asdict(self))
         self.log_inferred(facts)
         files = resolve(job.source_path)
         groups, read = row_groups(files, self.key, job.max_records)

@@ -96,18 +96,12 @@ def file_types(files: list[str], declared: dict[str, str]) -> tuple[list[str], d
     return header, types, arrow
 
 
-def inspect_source(
-    *,
-    source_path: str | None = None,
-    label: Any = None,
-    problem_type: str | None = None,
-    key: str | None = None,
-    columns: dict[str, str] | None = None,
-    infer_rows: int = 10_000,
-    **_: Any,
-) -> SourceFacts:
+def inspect_source(*, source_path: str | None = None, **parameters: Any) -> SourceFacts:
     """The source's facts: its columns and types, and the task (inferred from the first `infer_rows` labels
-    when not given); raises the ValueError the ingest would, naming the field."""
+    when not given; the other `parameters` are the ingest's, read as a ColumnChoice); raises the ValueError the
+    ingest would, naming the field."""
+    choice = cols.ColumnChoice.of(parameters)
+    label, problem_type, key, columns = choice.label, choice.problem_type, choice.key, choice.columns
     files = resolve(source_path)
     declared = columns or {}
     if not isinstance(declared, dict):
@@ -115,14 +109,8 @@ def inspect_source(
     header, types, _ = file_types(files, {name: kind for name, kind in declared.items() if isinstance(kind, str)})
     values: list[str] = []
     if isinstance(label, str) and label in header:
-        values = sample_values(files[0], label, types[label], infer_rows)
-    reason = None
-    if problem_type is None and isinstance(label, str) and label in header:
-        problem_type, reason = cols.infer_problem_type(label, types[label], values)
-    cols.check_columns(header, label, problem_type, key, declared)
-    if problem_type == "regression" and types[label] not in ("int", "float"):
-        raise ValueError(f"data.label: regression needs a numeric label; column {label!r} is {types[label]}")
-    return SourceFacts(header, types, problem_type, reason, sorted(set(values)), len(values))
+        values = sample_values(files[0], label, types[label], choice.infer_rows)
+    return cols.table_facts(header, types, label, problem_type, key, declared, values)
 
 
 def sample_values(path: str, column: str, kind: str, limit: int) -> list[str]:
