@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from kflow.components.datasets.tabular.dataset import INFER_ROWS
 from kflow.components.datasets.tabular.examples import check_problem_type
 from kflow.components.util.example_proto import example_of, feature_encoder, name_order, serialize_example
 
@@ -232,7 +233,7 @@ class ColumnChoice:
     problem_type: str | None = None
     key: str | None = None
     columns: dict[str, str] | None = None
-    infer_rows: int = 10_000
+    infer_rows: int = INFER_ROWS
 
     @classmethod
     def of(cls, parameters: Mapping[str, Any]) -> ColumnChoice:

@@ -10,6 +10,8 @@ from kflow.components.datasets.bundle import Dataset
 
 TASK = "kflow.components.datasets.tabular.task:TabularTask"
 METRICS = "kflow.components.datasets.tabular.metrics:TabularMetrics"
+# Records (csv) or label values (parquet) sampled to infer what a config leaves out, unless data.infer_rows says.
+INFER_ROWS = 10_000
 BACKEND_LIMITS = {
     "jax": "its model takes raw feature values, strings included (the lookups are inside the model, so the "
     "served model reads raw values), and JAX arrays hold no strings; train it under a TensorFlow strategy"

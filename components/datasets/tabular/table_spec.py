@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kflow.components.datasets.bundle import SPLIT_WITH_TEST
+from kflow.components.datasets.tabular.dataset import INFER_ROWS
 from kflow.components.ingest.ingest_spec import INGEST_OUTPUTS, ingest_component_parameters, split_shares
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter, import_path
 
@@ -88,6 +89,25 @@ def _problem_type(problem_type: str) -> Parameter:
             "strings, booleans, up to 20 whole numbers: classification; more: refused, asking).",
         )
     return Parameter(str, default=problem_type, description="classification | regression.")
+
+
+def column_parameters(
+    position: str, key_hashes: str, *, columns: str, infer_rows: str, **own: Parameter
+) -> dict[str, Parameter]:
+    """`label_parameters` of a table of named columns whose types a config may declare (csv, parquet), the problem
+    type inferred from the label: `columns` and `infer_rows` say what those parameters do in this format; its
+    `own` parameters go between them."""
+    return {
+        **label_parameters(
+            thing="column",
+            position=position,
+            problem_type=INFERRED_PROBLEM_TYPE,
+            key_hashes=key_hashes,
+            columns=Parameter(dict, default={}, description=columns),
+            **own,
+        ),
+        "infer_rows": Parameter(int, default=INFER_ROWS, description=infer_rows),
+    }
 
 
 class InspectedTableIngest(Component):

@@ -8,12 +8,7 @@ label (`role=label`, `task=...`), so the Trainer and the Evaluator need nothing 
 
 from __future__ import annotations
 
-from kflow.components.datasets.tabular.table_spec import (
-    INFERRED_PROBLEM_TYPE,
-    InspectedTableIngest,
-    label_parameters,
-    table_ingest_spec,
-)
+from kflow.components.datasets.tabular.table_spec import InspectedTableIngest, column_parameters, table_ingest_spec
 from kflow.pipeline.dsl.component import Parameter
 
 
@@ -22,21 +17,17 @@ class CsvIngest(InspectedTableIngest):
         "csv",
         source="A CSV file (plain or gzipped), a folder of them, or a glob pattern.",
         formats="auto | csv (the same: files are CSV).",
-        reading=label_parameters(
-            thing="column",
-            position="FILE:LINE",
-            problem_type=INFERRED_PROBLEM_TYPE,
-            key_hashes="content",
-            columns=Parameter(
-                dict, default={}, description="{column: int | float | string | bool}; others are inferred."
-            ),
+        reading=column_parameters(
+            "FILE:LINE",
+            "content",
+            columns="{column: int | float | string | bool}; others are inferred.",
+            infer_rows="Records sampled to infer undeclared types.",
             csv_format=Parameter(
                 dict,
                 default={},
                 description="{delimiter: ',', quotechar: '\"' (null: none), header: true | [names], "
                 "missing_values: ['', 'NA', 'NaN', 'null', ...]}",
             ),
-            infer_rows=Parameter(int, default=10_000, description="Records sampled to infer undeclared types."),
         ),
         source_files="kflow.components.datasets.csv.ingest.source:source_files",
     )

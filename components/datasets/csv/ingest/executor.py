@@ -32,6 +32,7 @@ from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.csv.ingest.source import Dialect, resolve, scan_files, source_facts
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash
+from kflow.components.datasets.tabular.dataset import INFER_ROWS
 from kflow.components.datasets.tabular.examples import SOURCE_ROW
 from kflow.components.datasets.tabular.table_ingest import Table, TableReader, ingest_table
 from kflow.components.ingest import ingest_staging
@@ -58,7 +59,7 @@ class CsvReader(TableReader):
     empty: ClassVar[str] = " after their header"
     columns: dict[str, str] | None = None
     csv_format: dict[str, Any] | None = None
-    infer_rows: int = 10_000
+    infer_rows: int = INFER_ROWS
 
     def scan(self, job: IngestJob, staging: ingest_staging.Staging) -> Table:
         split = self.shares(job)

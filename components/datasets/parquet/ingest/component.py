@@ -6,30 +6,18 @@ schema (a `data.columns` entry converts one), and the files are streamed a row g
 
 from __future__ import annotations
 
-from kflow.components.datasets.tabular.table_spec import (
-    INFERRED_PROBLEM_TYPE,
-    InspectedTableIngest,
-    label_parameters,
-    table_ingest_spec,
-)
-from kflow.pipeline.dsl.component import Parameter
+from kflow.components.datasets.tabular.table_spec import InspectedTableIngest, column_parameters, table_ingest_spec
 
 
 class ParquetIngest(InspectedTableIngest):
     spec = table_ingest_spec(
         "parquet",
         source="A Parquet file, a folder of *.parquet files, or a glob pattern.",
-        reading=label_parameters(
-            thing="column",
-            position="FILE#ROW",
-            problem_type=INFERRED_PROBLEM_TYPE,
-            key_hashes="values",
-            columns=Parameter(
-                dict,
-                default={},
-                description="{column: int | float | string | bool}: converts a column from its Parquet type.",
-            ),
-            infer_rows=Parameter(int, default=10_000, description="Label values sampled to infer data.problem_type."),
+        reading=column_parameters(
+            "FILE#ROW",
+            "values",
+            columns="{column: int | float | string | bool}: converts a column from its Parquet type.",
+            infer_rows="Label values sampled to infer data.problem_type.",
         ),
         source_files="kflow.components.datasets.parquet.ingest.source:source_files",
     )

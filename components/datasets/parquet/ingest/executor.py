@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from kflow.components.datasets.parquet.ingest.source import RowGroup, as_text, inspect_source, open_file, resolve
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash, serialized_example
+from kflow.components.datasets.tabular.dataset import INFER_ROWS
 from kflow.components.datasets.tabular.examples import SOURCE_ROW
 from kflow.components.datasets.tabular.table_ingest import Table, TableReader, ingest_table
 from kflow.components.ingest.ingest_job import IngestJob
@@ -44,7 +45,7 @@ class ParquetReader(TableReader):
     dataset: ClassVar[str] = "parquet"
     formats: ClassVar[tuple[str, ...]] = ("parquet",)
     columns: dict[str, str] | None = None
-    infer_rows: int = 10_000
+    infer_rows: int = INFER_ROWS
 
     def scan(self, job: IngestJob, staging: Any) -> Table:
         split = self.shares(job)
