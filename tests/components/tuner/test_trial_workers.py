@@ -71,4 +71,5 @@ def test_workers_run_trials_one_after_another_and_a_dead_one_fails_its_trial_onl
         pids |= set(re.findall(r"worker pid (\d+)", log))
     assert 2 <= len(pids) <= 3, pids
     best = min(trial["value"] for trial in trials if trial["state"] == "completed")
-    assert json.loads((output.path / "best.json").read_text())["value"] == best
+    assert summary["best_value"] == best
+    assert json.loads((output.path / "best.json").read_text())["trial"] == summary["best_trial"]
