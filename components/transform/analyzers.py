@@ -9,6 +9,9 @@ the data, so partial results merge across Beam workers:
 - `vocabulary`, `words` and `tokens` (TextVectorization's: ASCII lowercase, punctuation stripped, whitespace
   split, 1- to n-grams): exact counts per distinct value, spread over the workers by key (`CombinePerKey`), then
   the `top_k` most frequent with their counts at or above `frequency_threshold` (`TopCountsFn`, a bounded heap);
+- `wordpiece_words`: the words keras-hub's WordPiece pretokenizer makes of a text (its own TensorFlow op, so the
+  words are those `compute_word_piece_vocabulary` counts), all of them with their counts: the WordPiece learner's
+  input (wordpiece_analysis.py);
 - `quantiles`: boundaries from Beam's `ApproximateQuantiles` combiner, rank error at most QUANTILE_EPSILON × N;
 - `classes`: the label's distinct values over every split, `counts` its training counts.
 """
@@ -37,7 +40,7 @@ from kflow.pipeline.dsl.beam_options import named_runner
 from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
 
 QUANTILE_EPSILON = 0.001  # a boundary's rank is within 0.1 % of the row count of the exact quantile's
-KINDS = ("moments", "vocabulary", "words", "tokens", "quantiles", "classes", "counts")
+KINDS = ("moments", "vocabulary", "words", "tokens", "wordpiece_words", "quantiles", "classes", "counts")
 # What TextVectorization's default standardize strips after lowercasing ASCII (tf.strings.lower's default).
 _PUNCTUATION = re.compile(rb'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']')
 _INT_MISSING = -(2**63)  # what a tabular ingest never writes for a present int; parsed as missing, as the task does
@@ -207,6 +210,17 @@ def _token_counts(batch: dict[str, list], column: str, ngrams: int) -> Iterator[
     yield from tokens.items()
 
 
+def _wordpiece_word_counts(batch: dict[str, list], column: str, lowercase: bool) -> Iterator[tuple[str, int]]:
+    """keras-hub's WordPiece pretokenizer's words of a batch of texts (`learn_vocabulary`'s call, wordpiece.py)."""
+    import tensorflow as tf
+    from keras_hub.src.tokenizers.word_piece_tokenizer import pretokenize
+
+    if not batch[column]:
+        return
+    words = pretokenize(tf.constant(batch[column]), lowercase, False, True, True)
+    yield from Counter(words.flat_values.numpy().tolist()).items()
+
+
 def run_analyzers(
     split_files: dict[str, str],
     analyzers: Sequence[Analyzer],
@@ -263,9 +277,12 @@ def _branch(batches: beam.PCollection, analyzer: Analyzer, split: str) -> beam.P
             | f"Values {name}" >> beam.Map(lambda b, c: b[c], column)
             | name >> beam.CombineGlobally(MomentsFn())
         )
-    elif analyzer.kind in ("vocabulary", "words", "tokens", "counts"):
-        counts = {"words": _word_counts, "tokens": _token_counts}.get(analyzer.kind, _value_counts)
-        extra = (int(options.get("ngrams") or 1),) if analyzer.kind == "tokens" else ()
+    elif analyzer.kind in ("vocabulary", "words", "tokens", "wordpiece_words", "counts"):
+        counts = {"words": _word_counts, "tokens": _token_counts, "wordpiece_words": _wordpiece_word_counts}.get(
+            analyzer.kind, _value_counts
+        )
+        extra = {"tokens": (int(options.get("ngrams") or 1),), "wordpiece_words": (bool(options.get("lowercase")),)}
+        extra = extra.get(analyzer.kind, ())
         top = TopCountsFn(
             options.get("top_k"), int(options.get("frequency_threshold") or 1), options.get("ties", "ascending")
         )

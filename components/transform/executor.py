@@ -24,13 +24,21 @@ from typing import Any
 from kflow.components.datasets import get_dataset
 from kflow.components.datasets.quora.task import QuoraTask
 from kflow.components.datasets.tabular.task import TabularTask
+from kflow.components.datasets.wikitext2.task import GRAPH_OPTIONS, WikiText2Task
 from kflow.components.transform.analyzers import Analyzer, run_analyzers
 from kflow.components.transform.tabular_analysis import tabular_analyzers, tabular_plan
 from kflow.components.transform.text_analysis import text_analyzers, text_plan, text_preprocessing
+from kflow.components.transform.wordpiece_analysis import (
+    WORDS,
+    wordpiece_analyzers,
+    wordpiece_plan,
+    wordpiece_preprocessing,
+)
 from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Schema, TransformGraph
 
 log = logging.getLogger("kflow.transform")
+WORDPIECE_FILE = "wordpiece.txt"  # one token a line: BERT's vocab.txt, what keras-hub's BertTokenizer reads
 
 
 def run(
@@ -50,8 +58,14 @@ def run(
         if module_source is not None:
             raise ValueError(f"transform.module: the {dataset} dataset takes no preprocessing_fn (tabular ones do)")
         return _run_text(examples, schema, transform_graph, dict(options or {}), beam_args)
+    if issubclass(task_class, WikiText2Task):
+        if module_source is not None:
+            raise ValueError(f"transform.module: the {dataset} dataset takes no preprocessing_fn (tabular ones do)")
+        return _run_wordpiece(examples, schema, transform_graph, dict(options or {}), beam_args)
     if not issubclass(task_class, TabularTask):
-        raise ValueError(f"the transform learns tabular and Quora preprocessing; not the {dataset} dataset's")
+        raise ValueError(
+            f"the transform learns tabular, Quora and WikiText-2 preprocessing; not the {dataset} dataset's"
+        )
     task = TabularTask(load_schema(schema.file), None, dict(options or {}))
     if "train" not in examples.splits:
         raise ValueError(f"the Examples under {examples.uri} have no train split to learn the preprocessing from")
@@ -108,6 +122,36 @@ def _run_text(
     write_graph(graph, {**plan, "vocabulary_size": len(vocabulary)}, analyzers, results, preprocessing, options)
     summary = {"vocabulary_size": len(vocabulary), "train_examples": plan["train_examples"],
                "analyze_seconds": round(seconds, 2)}  # fmt: skip
+    log.info("transform: %s", ", ".join(f"{key}={value}" for key, value in summary.items()))
+    return summary
+
+
+def _run_wordpiece(
+    examples: Examples, schema: Schema, graph: TransformGraph, options: dict[str, Any], beam_args: Sequence[str]
+) -> dict[str, Any]:
+    """WikiText-2: the WordPiece vocabulary from Beam's word counts, and the baseline token (wordpiece_analysis.py)."""
+    task = WikiText2Task(load_schema(schema.file), None, options)
+    if "train" not in examples.splits:
+        raise ValueError(f"the Examples under {examples.uri} have no train split to learn the preprocessing from")
+    graph.path.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    analyzers, columns = wordpiece_analyzers(task)
+    train = {"train": _split_patterns(examples)["train"]}
+    results = run_analyzers(train, analyzers, columns, beam_args, graph.path / ".results.json")
+    plan = wordpiece_plan(task, results, examples)
+    seconds = time.monotonic() - started
+    vocabulary = plan.pop("vocabulary")
+    graph.vocabulary_dir.mkdir(parents=True, exist_ok=True)
+    (graph.vocabulary_dir / WORDPIECE_FILE).write_text("".join(f"{token}\n" for token in vocabulary))
+    plan = {**plan, "vocabulary_size": len(vocabulary), "wordpiece_vocabulary": f"vocabularies/{WORDPIECE_FILE}"}
+    graph_options = {name: task.options[name] for name in GRAPH_OPTIONS}
+    write_graph(graph, plan, analyzers, results, wordpiece_preprocessing(task), graph_options)
+    summary = {
+        "vocabulary_size": len(vocabulary),
+        "words": results[WORDS]["distinct"],
+        "most_frequent_token": plan["baseline"]["most_frequent_token"],
+        "analyze_seconds": round(seconds, 2),
+    }
     log.info("transform: %s", ", ".join(f"{key}={value}" for key, value in summary.items()))
     return summary
 

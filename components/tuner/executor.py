@@ -100,7 +100,7 @@ def run(
                         "objective": objective,
                         "folder": str(scratch / str(trial.number)),
                     }
-                    processes.start(trial.number, scratch / str(trial.number), spec, more=len(asked) < max_trials)
+                    processes.start(trial.number, scratch / str(trial.number), spec)
                 if not processes.running:
                     break
                 ended = processes.next_ended()

@@ -1,5 +1,5 @@
-"""One trial, in a process of its own: `python -m kflow.components.tuner.trial SPEC.json`, or a spare started
-before its trial is known (`--warm`: its libraries loaded, it reads the spec's path on stdin).
+"""One trial: `python -m kflow.components.tuner.trial SPEC.json`, or one after another in a trial worker
+(`--worker EXECUTOR FOLDER`: its libraries loaded once, it reads each spec's path on stdin).
 
 It trains with the Trainer's executor (named in the spec by import path) on a view of the Examples that holds
 Split-train and Split-eval only, so the test split cannot be read; after each epoch (components/util/
@@ -18,6 +18,8 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -127,35 +129,59 @@ def _examples(spec: dict[str, Any], folder: Path) -> Any:
     return Examples(examples_view(spec["examples"], folder / "examples"))
 
 
-def warm_up(trainer_executor: str) -> Path | None:
-    """A spare trial process (`--warm FOLDER EXECUTOR`): loads what a trial runs (TensorFlow, Keras, Optuna, the
-    trainer's executor by its import path: a component imports no other) while the running trials train, then
-    waits for its spec's path on stdin (an empty line: no trial, it ends) and sends its output to the trial's log
-    from then on."""
-    import keras  # noqa: F401
+def serve(trainer_executor: str, stdin: Any = None) -> int:
+    """A trial worker (`--worker EXECUTOR [SEARCH FOLDER]`): loads what a trial runs once (TensorFlow, Keras,
+    Optuna, the trainer's executor by its import path: a component imports no other), then runs one trial a spec
+    path read on stdin, each with its output in the trial's own log, until stdin ends. A trial costs its training,
+    not a process's start and 4 s of imports (on 2 cores, a spare process started ahead took that CPU from the
+    running trials). Between trials Keras' global state is cleared; each training seeds itself (`trainer.seed`), so
+    a trial's result does not depend on the worker it ran in."""
+    import keras
     import optuna  # noqa: F401
     import tensorflow  # noqa: F401
 
     importlib.import_module(trainer_executor.split(":")[0])
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", force=True)
+    for line in stdin or sys.stdin:
+        if not line.strip():
+            break
+        spec_file = Path(line.strip())
+        with _output_to(spec_file.with_name("trial.log")):
+            result = run_trial(json.loads(spec_file.read_text()))
+        written = spec_file.with_name("result.json.partial")
+        written.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+        os.replace(written, spec_file.with_name("result.json"))  # whole, or not there: the tuner polls for it
+        keras.backend.clear_session(free_memory=True)
+    return 0
 
-    line = sys.stdin.readline().strip()
-    if not line:
-        return None
-    spec_file = Path(line)
-    log = os.open(spec_file.with_name("trial.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+@contextmanager
+def _output_to(log_file: Path) -> Iterator[None]:
+    """This process's stdout and stderr (TensorFlow's C++ logs too: file descriptors 1 and 2) into `log_file`."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    kept = os.dup(1), os.dup(2)
+    log = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.close(log)
-    return spec_file
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(kept[0], 1)
+        os.dup2(kept[1], 2)
+        os.close(kept[0])
+        os.close(kept[1])
 
 
 def main(argv: list[str]) -> int:
-    spec_file = warm_up(argv[2]) if argv[0] == "--warm" else Path(argv[0])
-    if spec_file is None:
-        return 0
+    if argv[0] == "--worker":
+        return serve(argv[1])
+    spec_file = Path(argv[0])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    spec = json.loads(spec_file.read_text())
-    result = run_trial(spec)
+    result = run_trial(json.loads(spec_file.read_text()))
     written = spec_file.with_name("result.json.partial")
     written.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     os.replace(written, spec_file.with_name("result.json"))

@@ -1,5 +1,5 @@
-"""The trial processes of a search: at most `parallel` at a time, each its own process group, all stopped when
-the search ends however it ends (a failure, Ctrl-C, a cancelled run)."""
+"""The trial processes of a search: at most `parallel` workers, each its own process group, running one trial
+after another, all stopped when the search ends however it ends (a failure, Ctrl-C, a cancelled run)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,18 @@ TRIAL_MODULE = "kflow.components.tuner.trial"
 
 @dataclass
 class TrialProcess:
+    """A running trial: its number, its folder and the worker process training it."""
+
     number: int
     folder: Path
     process: subprocess.Popen
     started: float
 
+    def ended(self) -> bool:
+        return (self.folder / "result.json").is_file() or self.process.poll() is not None
+
     def result(self) -> dict[str, Any]:
-        """What the trial wrote, or a failed trial's record when it died before writing it."""
+        """What the trial wrote, or a failed trial's record when its worker died before writing it."""
         written = self.folder / "result.json"
         if written.is_file():
             return json.loads(written.read_text())
@@ -36,16 +41,21 @@ class TrialProcess:
 
 
 class TrialProcesses:
-    """Starts trials (`start`), waits for the next to end (`next_ended`); leaving the block stops those left.
+    """Starts trials (`start`), waits for the next to end (`next_ended`); leaving the block stops every worker.
 
-    `spares` processes are kept started ahead (trial.py `--warm`): each loads Python, TensorFlow and the Trainer
-    while the running trials train, so that the next trial starts on a loaded process, not 4 s of imports later.
+    Trials run in worker processes (trial.py `--worker`), at most `parallel` of them, each loading Python,
+    TensorFlow and the Trainer once and then training one trial after another: a trial costs its training, not a
+    process start and its imports. A worker that dies (a crash, killed from outside) fails its trial only; the
+    next trial gets a new worker. A worker is replaced after `TRIALS_PER_WORKER` trials, to bound what a long
+    search could leave in one process's memory.
     """
 
-    def __init__(self, spares: int = 1, parallel: int = 1) -> None:
+    TRIALS_PER_WORKER = 25
+
+    def __init__(self, parallel: int = 1) -> None:
         self.running: list[TrialProcess] = []
-        self.spares_wanted = spares
-        self.spares: list[subprocess.Popen] = []
+        self.idle: list[subprocess.Popen] = []
+        self.served: dict[int, int] = {}  # worker pid: trials it was given
         self.environment = thread_environment(parallel)
 
     def __enter__(self) -> TrialProcesses:
@@ -54,64 +64,72 @@ class TrialProcesses:
     def __exit__(self, *exc: Any) -> None:
         self.stop()
 
-    def start(self, number: int, folder: Path, spec: dict[str, Any], more: bool = True) -> None:
-        """Starts trial `number` on a spare process where one is alive, else on a new one; `more`: trials may
-        follow, so a spare is started ahead."""
+    def start(self, number: int, folder: Path, spec: dict[str, Any]) -> None:
+        """Starts trial `number` on an idle worker that is alive, else on a new one."""
         folder.mkdir(parents=True, exist_ok=True)
         spec_file = folder / "trial.json"
         spec_file.write_text(json.dumps(spec, indent=2, sort_keys=True) + "\n")
-        process = None
-        while self.spares and process is None:
-            spare = self.spares.pop(0)
+        worker = None
+        while self.idle and worker is None:
+            candidate = self.idle.pop(0)
             try:
-                spare.stdin.write(f"{spec_file}\n".encode())
-                spare.stdin.close()
-                process = spare
-            except (BrokenPipeError, OSError):  # a spare that died (killed from outside): the next one, or a new one
-                spare.wait()
-        if process is None:
-            with open(folder / "trial.log", "wb") as log:
-                process = self._popen([str(spec_file)], stdin=subprocess.DEVNULL, stdout=log)
-        self.running.append(TrialProcess(number, folder, process, time.perf_counter()))
-        while more and len(self.spares) < self.spares_wanted:
-            # Named by the search's folder in its command line, so that `ps` says whose spare it is.
-            warm = ["--warm", str(folder.parent), spec["trainer_executor"]]
-            self.spares.append(self._popen(warm, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL))
+                candidate.stdin.write(f"{spec_file}\n".encode())
+                candidate.stdin.flush()
+                worker = candidate
+            except (BrokenPipeError, OSError):  # died while idle (killed from outside): the next, or a new one
+                self._end(candidate)
+        if worker is None:
+            # Named by the search's folder in its command line too, so that `ps` says whose worker it is.
+            worker = subprocess.Popen(
+                [sys.executable, "-m", TRIAL_MODULE, "--worker", spec["trainer_executor"], str(folder.parent)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,  # each trial's output goes to its own log (trial.py)
+                start_new_session=True,  # its own group: stopped whole, TensorFlow's threads and children too
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.environment},
+            )
+            worker.stdin.write(f"{spec_file}\n".encode())
+            worker.stdin.flush()
+        self.served[worker.pid] = self.served.get(worker.pid, 0) + 1
+        self.running.append(TrialProcess(number, folder, worker, time.perf_counter()))
 
-    def next_ended(self, poll: float = 0.1) -> TrialProcess:
-        """Waits for a running trial to end and returns it."""
+    def next_ended(self, poll: float = 0.05) -> TrialProcess:
+        """Waits for a running trial to end and returns it; its worker is idle again (or ended, if it died)."""
         while True:
             for trial in self.running:
-                if trial.process.poll() is not None:
+                if trial.ended():
                     self.running.remove(trial)
+                    worker = trial.process
+                    if worker.poll() is None and self.served[worker.pid] < self.TRIALS_PER_WORKER:
+                        self.idle.append(worker)
+                    else:
+                        self._end(worker)
                     return trial
             time.sleep(poll)
 
     def stop(self, grace: float = 5.0) -> None:
-        """Stops every trial still running and every spare: SIGTERM to its group, SIGKILL after `grace` seconds."""
-        processes = [trial.process for trial in self.running] + self.spares
+        """Stops every worker, busy or idle: SIGTERM to its group, SIGKILL after `grace` seconds."""
+        processes = [trial.process for trial in self.running] + self.idle
         for process in processes:
             _signal_group(process, signal.SIGTERM)
         deadline = time.monotonic() + grace
         for process in processes:
-            try:
-                process.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal_group(process, signal.SIGKILL)
-                process.wait()
-            if process.stdin is not None:
-                process.stdin.close()
+            self._end(process, max(0.0, deadline - time.monotonic()))
         self.running.clear()
-        self.spares.clear()
+        self.idle.clear()
 
-    def _popen(self, arguments: list[str], **streams: Any) -> subprocess.Popen:
-        return subprocess.Popen(
-            [sys.executable, "-m", TRIAL_MODULE, *arguments],
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own group: stopped whole, TensorFlow's threads and children too
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.environment},
-            **streams,
-        )
+    @staticmethod
+    def _end(process: subprocess.Popen, grace: float = 5.0) -> None:
+        """Closes a worker's stdin (its end, when idle) and waits for it; SIGKILL to its group after `grace`."""
+        try:
+            process.stdin.close()
+        except OSError:
+            pass
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            _signal_group(process, signal.SIGKILL)
+            process.wait()
 
 
 def thread_environment(parallel: int) -> dict[str, str]:

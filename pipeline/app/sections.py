@@ -44,6 +44,7 @@ def trainer_parameters(config: PipelineConfig) -> dict[str, Any]:
     has a `data` section)."""
     trainer = dict(config.trainer)
     optimizer, model_name = trainer.pop("optimizer"), trainer.pop("model")
+    trainer.pop("hyperparameters", None)  # the pipeline's wiring (tuning.py), not a setting of the training
     parameters = {
         **trainer,
         **{name: value for name, value in optimizer.items() if name != "name"},

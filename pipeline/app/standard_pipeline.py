@@ -22,7 +22,7 @@ from kflow.pipeline.app.latest_blessed import latest_blessed
 from kflow.pipeline.app.sections import absolute, evaluator_parameters, ingest_parameters, trainer_parameters
 from kflow.pipeline.app.span_pipeline import SpanIngest, drift_parameters, span_ingest
 from kflow.pipeline.app.transform_section import transform_node
-from kflow.pipeline.app.tuning import tune_node
+from kflow.pipeline.app.tuning import trains_with_tuner, tune_node
 from kflow.pipeline.app.warm_start import warm_start_resolver
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
@@ -57,7 +57,7 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False, local_da
         examples=ingest.outputs["examples"],
         schema=schema,
         anomalies=checks[2].outputs["anomalies"] if checks else None,
-        hyperparameters=tune.outputs["hyperparameters"] if tune else None,
+        hyperparameters=tune.outputs["hyperparameters"] if tune and trains_with_tuner(config) else None,
         transform_graph=transform.outputs["transform_graph"] if transform else None,
         parameters=trainer_parameters(config),
         run_time_parameters=warm_start if local_runs else None,

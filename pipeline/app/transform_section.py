@@ -1,5 +1,5 @@
 """The standard pipeline's `transform` node: between the schema and the Trainer, for the datasets that validate
-their data (the tabular ones) and Quora, with the options of the dataset's task that shape what it learns and the
+their data (the tabular ones), Quora and WikiText-2, with the options of the dataset's task that shape what it learns and the
 config's `transform` section."""
 
 from __future__ import annotations
@@ -13,12 +13,16 @@ from kflow.pipeline.app.sections import absolute
 from kflow.pipeline.dsl.component import Channel
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 
-# The datasets whose text preprocessing the Transform learns, and the trainer.model_options that shape it.
-TEXT_OPTIONS = {"quora": ("max_tokens", "class_weighting", "ngrams")}
+# The datasets whose text preprocessing the Transform learns, and the trainer.model_options that shape it (the
+# tasks' own lists, here without importing the tasks: QuoraTask's and WikiText2Task.GRAPH_OPTIONS).
+TEXT_OPTIONS = {
+    "quora": ("max_tokens", "class_weighting", "ngrams"),
+    "wikitext2": ("vocabulary_size", "lowercase", "sequence_length"),
+}
 
 
 def transformed(dataset: str) -> bool:
-    """Whether the standard pipeline gives `dataset` a transform node: a tabular dataset's or Quora."""
+    """Whether the standard pipeline gives `dataset` a transform node: a tabular dataset's, Quora or WikiText-2."""
     return dataset in TEXT_OPTIONS or get_dataset(dataset).validates_data
 
 
@@ -39,7 +43,7 @@ def transform_parameters(config: PipelineConfig) -> dict[str, Any]:
 
 
 def transform_node(config: PipelineConfig, examples: Channel, schema: Channel) -> Transform | None:
-    """The `transform` node of a tabular dataset or Quora, unless `transform.enabled` is false."""
+    """The `transform` node of a tabular dataset, Quora or WikiText-2, unless `transform.enabled` is false."""
     dataset, section = config.data["dataset"], config.transform or {}
     if section.get("module") and (dataset in TEXT_OPTIONS or not transformed(dataset)):
         problem = f"transform.module: the {dataset} dataset takes no preprocessing_fn (tabular ones do)"

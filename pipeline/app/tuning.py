@@ -66,3 +66,10 @@ def tune_node(
         transform_graph=transform_graph,
         parameters=tuner_parameters(config),
     )
+
+
+def trains_with_tuner(config: PipelineConfig) -> bool:
+    """Whether the standard pipeline's Trainer takes the `tune` node's best settings: `trainer.hyperparameters`
+    tuner, or null with a `tuner` section; `config` trains with the trainer section's own while the search runs."""
+    choice = config.trainer.get("hyperparameters")
+    return bool(config.tuner) and choice != "config"

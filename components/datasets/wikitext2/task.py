@@ -1,9 +1,11 @@
 """WikiText-2 masked language modelling with a BERT model trained from scratch.
 
-`prepare()` learns a WordPiece vocabulary on the training split (`vocab.txt` in the
-assets: keras-hub's `compute_word_piece_vocabulary`'s, learnt faster by `wordpiece.py`)
-and records the most frequent training token (`mlm_baseline.json`): always predicting
-it at masked positions is the baseline the model's masked-token accuracy is compared with.
+`prepare()` takes the WordPiece vocabulary the Transform learnt on the training split
+(components/transform/wordpiece_analysis.py; with `transform.enabled: false` it learns it
+itself: keras-hub's `compute_word_piece_vocabulary`'s, learnt faster by `wordpiece.py`),
+`vocab.txt` in the assets, and the most frequent training token (`mlm_baseline.json`):
+always predicting it at masked positions is the baseline the model's masked-token
+accuracy is compared with.
 
 Batches are `(x, mask_ids, mask_weights)` as `keras_hub.models.BertMaskedLMPreprocessor`
 makes them: `x` holds `token_ids` (with the selected tokens masked), `padding_mask`,
@@ -29,7 +31,7 @@ import tensorflow as tf
 from kflow.components.datasets.task import Task
 from kflow.components.datasets.wikitext2.wordpiece import learn_vocabulary
 from kflow.components.models import build_model
-from kflow.pipeline.dsl.artifacts import Examples
+from kflow.pipeline.dsl.artifacts import Examples, TransformGraph
 
 VOCAB_FILE = "vocab.txt"
 BASELINE_FILE = "mlm_baseline.json"
@@ -45,6 +47,8 @@ DATA_OPTIONS: dict[str, Any] = {
     "mask_token_rate": 0.8,
     "random_token_rate": 0.1,
 }
+# The options that shape what the Transform learns (the vocabulary, the baseline's first sequence_length - 2 tokens).
+GRAPH_OPTIONS = ("vocabulary_size", "lowercase", "sequence_length")
 MODEL_OPTIONS = {"num_layers", "hidden_dim", "num_heads", "intermediate_dim", "dropout"}
 
 
@@ -71,48 +75,71 @@ class WikiText2Task(Task):
             raise ValueError("mask_token_rate + random_token_rate must be at most 1")
         self.vocabulary: list[str] | None = None
         self.baseline: dict[str, Any] | None = None
+        self.transform_graph: TransformGraph | None = None
         self._tokenizer: keras_hub.models.BertTokenizer | None = None
 
     # --- Assets -------------------------------------------------------------------------------------
 
+    def use_transform_graph(self, graph: TransformGraph) -> None:
+        """Takes the vocabulary and baseline the Transform learnt instead of learning them in `prepare`."""
+        self.transform_graph = graph
+
     def prepare(self, examples: Examples, assets_dir: Path) -> dict[str, Any]:
-        """Learns the WordPiece vocabulary on Split-train and finds the most frequent training token."""
+        """Learns the WordPiece vocabulary on Split-train and finds the most frequent training token (or, given a
+        transform graph, takes both from it: nothing is read from the data)."""
         assets_dir = Path(assets_dir)
         assets_dir.mkdir(parents=True, exist_ok=True)
-        lines = _read_text(examples, "train").batch(1024)
-        vocabulary = learn_vocabulary(
-            lines,
-            int(self.options["vocabulary_size"]),
-            lowercase=bool(self.options["lowercase"]),
-            reserved_tokens=RESERVED_TOKENS,
-        )
-        (assets_dir / VOCAB_FILE).write_text("\n".join(vocabulary) + "\n")
-        self._set_vocabulary(vocabulary)
+        if self.transform_graph is not None:
+            self._take_graph(self.transform_graph)
+        else:
+            lines = _read_text(examples, "train").batch(1024)
+            self.set_vocabulary(
+                learn_vocabulary(
+                    lines,
+                    int(self.options["vocabulary_size"]),
+                    lowercase=bool(self.options["lowercase"]),
+                    reserved_tokens=RESERVED_TOKENS,
+                )
+            )
+            self.baseline = self.training_baseline(examples)
+        (assets_dir / VOCAB_FILE).write_text("\n".join(self.vocabulary) + "\n")
+        (assets_dir / BASELINE_FILE).write_text(json.dumps(self.baseline, indent=2) + "\n")
+        return {"vocabulary_size": len(self.vocabulary), **self.baseline}
 
-        # Count the training tokens the model sees (the first sequence_length - 2 of each line).
-        counts = np.zeros(len(vocabulary), dtype=np.int64)
-        for token_ids in lines.map(self._pack).as_numpy_iterator():
-            counts += np.bincount(token_ids.ravel(), minlength=len(vocabulary))
+    def training_baseline(self, examples: Examples) -> dict[str, Any]:
+        """The most frequent training token the model sees (among the first sequence_length - 2 of each line)."""
+        counts = np.zeros(len(self.vocabulary), dtype=np.int64)
+        for token_ids in _read_text(examples, "train").batch(1024).map(self._pack).as_numpy_iterator():
+            counts += np.bincount(token_ids.ravel(), minlength=len(self.vocabulary))
         counts[self._special_ids()] = 0
         top = int(np.argmax(counts))
-        self.baseline = {
-            "most_frequent_token": vocabulary[top],
+        return {
+            "most_frequent_token": self.vocabulary[top],
             "most_frequent_token_id": top,
             "most_frequent_token_share": float(counts[top] / max(counts.sum(), 1)),
             "train_tokens": int(counts.sum()),
         }
-        (assets_dir / BASELINE_FILE).write_text(json.dumps(self.baseline, indent=2) + "\n")
-        return {"vocabulary_size": len(vocabulary), **self.baseline}
+
+    def _take_graph(self, graph: TransformGraph) -> None:
+        learnt = graph.analyzers
+        wanted = {name: self.options[name] for name in GRAPH_OPTIONS}
+        differ = {
+            name: learnt["options"].get(name) for name, value in wanted.items() if learnt["options"].get(name) != value
+        }
+        if differ:
+            raise ValueError(f"the transform graph {graph.uri} was learnt with other options: {differ}, not {wanted}")
+        self.set_vocabulary((graph.path / learnt["wordpiece_vocabulary"]).read_text().splitlines())
+        self.baseline = dict(learnt["baseline"])
 
     def load_assets(self, assets_dir: Path) -> None:
         vocab_file = Path(assets_dir) / VOCAB_FILE
         if not vocab_file.exists():
             raise FileNotFoundError(f"{vocab_file} is missing: run prepare() first")
-        self._set_vocabulary(vocab_file.read_text().splitlines())
+        self.set_vocabulary(vocab_file.read_text().splitlines())
         baseline_file = Path(assets_dir) / BASELINE_FILE
         self.baseline = json.loads(baseline_file.read_text()) if baseline_file.exists() else None
 
-    def _set_vocabulary(self, vocabulary: list[str]) -> None:
+    def set_vocabulary(self, vocabulary: list[str]) -> None:
         missing = [token for token in RESERVED_TOKENS if token not in vocabulary]
         if missing:
             raise ValueError(f"the WordPiece vocabulary lacks the special tokens {missing}")

@@ -108,6 +108,11 @@ class TrainerSection(Section):
     """latest_blessed: start from the newest blessed model of this pipeline trained on other data; a run id (of
     runs/<pipeline>/): start from that run's model. The earlier model must be compatible (the same inputs, layers and
     weight shapes, the same vocabularies); it then trains for this section's epochs. null: from scratch."""
+    hyperparameters: Literal["tuner", "config"] | None = None
+    """Which settings the Trainer trains with when the pipeline has a tuner (docs/tuning.md): tuner, the search's
+    best (the settings it did not search are this section's); config, this section's own (the search still runs and
+    is reported: its best beside these). null: tuner when the config has a tuner section, else config; tuner
+    without a tuner section is refused."""
     devices: int | None = Field(None, ge=1, le=64)
     """mirrored: split the first physical device (the first GPU, else the CPU) into this many logical devices, e.g. 2
     for a real 2-replica MirroredStrategy on a CPU-only machine; the JAX strategies: this many XLA host devices per

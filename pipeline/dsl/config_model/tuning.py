@@ -18,7 +18,18 @@ from kflow.pipeline.dsl.config_model.training import ModelOption, OptimizerSecti
 Algorithm = Literal["random", "tpe", "hyperband", "successive_halving"]
 
 # Trainer fields a search cannot take: groups (their own fields are the keys), code, and the cluster's shape.
-UNTUNABLE = ("optimizer", "model_options", "module", "mesh", "layout_map", "devices", "workers", "parameter_servers")
+UNTUNABLE = (
+    "optimizer",
+    "model_options",
+    "module",
+    "hyperparameters",
+    "warm_start",
+    "mesh",
+    "layout_map",
+    "devices",
+    "workers",
+    "parameter_servers",
+)
 
 
 class SearchDomain(Section):
@@ -71,6 +82,9 @@ def tunable_fields() -> list[str]:
 def search_space_problems(raw: dict[str, Any]) -> list[str]:
     """`tuner.search_space.<key>: ...` for each key that names no trainer field, with the nearest one."""
     tuner = raw.get("tuner")
+    trainer = raw.get("trainer")
+    if isinstance(trainer, dict) and trainer.get("hyperparameters") == "tuner" and not tuner:
+        return ["trainer.hyperparameters: tuner takes a search's best settings; the config has no tuner section"]
     space = tuner.get("search_space") if isinstance(tuner, dict) else None
     if not isinstance(space, dict):
         return []

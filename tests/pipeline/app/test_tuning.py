@@ -77,6 +77,20 @@ def test_the_standard_pipeline_tunes_before_training_with_the_sections_settings(
     assert "tuner" not in plain.to_dict()
 
 
+def test_trainer_hyperparameters_says_whether_the_trainer_takes_the_search_s_best(tmp_path):
+    path = write_config(tmp_path)
+    explicit = build_pipeline(load_config(path, ["trainer.hyperparameters=tuner"]))
+    assert explicit.node("train").inputs["hyperparameters"].producer == "tune"
+    # config: the search runs and is reported, the Trainer trains with the section's own settings.
+    own = build_pipeline(load_config(path, ["trainer.hyperparameters=config"]))
+    assert "tune" in [node.id for node in own.topological_order()]
+    assert own.node("train").inputs.get("hyperparameters") is None
+    assert "hyperparameters" not in own.node("train").parameters  # wiring, not a setting of the training
+    code, _, err = kflow_in_process("validate", str(_without_tuner(tmp_path)), "--set", "trainer.hyperparameters=tuner")
+    assert code == 2 and "Traceback" not in err
+    assert "trainer.hyperparameters: tuner takes a search's best settings; the config has no tuner section" in err
+
+
 def _without_tuner(folder: Path) -> Path:
     path = write_config(folder)
     config = yaml.safe_load(path.read_text())
