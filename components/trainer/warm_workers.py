@@ -32,6 +32,10 @@ WARM_FLAG = "--warm"
 LATE_VARIABLES = frozenset(
     {"TF_CONFIG", "COORDINATOR_ADDRESS", "COORDINATOR_PORT", "NUM_PROCESSES", "PROCESS_ID", "KFLOW_PROGRESS"}
 )
+# Set in any process that imports TensorFlow (`os.environ.setdefault(..., "1")` in its __init__): once the run's
+# own process has imported it (a Transform, say), the launcher's environment holds it and the warm process's did
+# not, but the warm process sets it to the same value when it imports TensorFlow: no reason to start anew.
+SET_BY_IMPORTS = frozenset({"ENABLE_RUNTIME_UPTIME_TELEMETRY"})
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ class WarmCluster:
         started_with = self._environments[name]
         differs = sorted(
             key
-            for key in (set(environment) | set(started_with)) - LATE_VARIABLES
+            for key in (set(environment) | set(started_with)) - LATE_VARIABLES - SET_BY_IMPORTS
             if environment.get(key) != started_with.get(key)
         )
         if differs or process.poll() is not None:
