@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
-from kflow.pipeline.dsl.component import Parameter
+from kflow.pipeline.dsl.component import ComponentSpec, Parameter
 from kflow.pipeline.dsl.config_model import FiltersSection, declared_parameter
 
 INGEST_OUTPUTS = {"examples": Examples, "schema": Schema, "rejects": Rejects}
+
+
+def ingest_component_spec(
+    dataset: str,
+    *,
+    source_files: str,
+    executor: str | None = None,
+    renamed_parameters: dict[str, str] | None = None,
+    **parameters: Any,
+) -> ComponentSpec:
+    """The spec of `dataset`'s ingest: no inputs, INGEST_OUTPUTS, `ingest_component_parameters(**parameters)`, its
+    executor (default: `run` in the dataset's `ingest/executor.py`) and `source_files`, "module:function" listing
+    the files it reads (for the data fingerprint)."""
+    return ComponentSpec(
+        inputs={},
+        outputs=INGEST_OUTPUTS,
+        parameters=ingest_component_parameters(**parameters),
+        executor=executor or f"kflow.components.datasets.{dataset}.ingest.executor:run",
+        renamed_parameters=renamed_parameters or {},
+        source_files=source_files,
+    )
 
 
 def ingest_component_parameters(

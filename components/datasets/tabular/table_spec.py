@@ -8,7 +8,7 @@ from typing import Any
 
 from kflow.components.datasets.bundle import SPLIT_WITH_TEST
 from kflow.components.datasets.tabular.dataset import INFER_ROWS
-from kflow.components.ingest.ingest_spec import INGEST_OUTPUTS, ingest_component_parameters, split_shares
+from kflow.components.ingest.ingest_spec import ingest_component_spec, split_shares
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter, import_path
 
 # csv and parquet infer the problem type from the label; tfrecord and tfds take it as declared.
@@ -30,21 +30,16 @@ def table_ingest_spec(
     `source_path` may be; `reading`, its own parameters (label, problem_type, … from `label_parameters`);
     `formats`, `source_format`'s description (default: auto or the dataset's name, the same); `split`, its split
     parameter (default: shares of SPLIT_WITH_TEST); `source_files`, "module:function" listing the files it reads."""
-    return ComponentSpec(
-        inputs={},
-        outputs=INGEST_OUTPUTS,
-        parameters=ingest_component_parameters(
-            source=source,
-            source_optional=source_optional,
-            formats=formats or f"auto | {dataset} (the same).",
-            reading=reading,
-            split=split
-            or split_shares(SPLIT_WITH_TEST, "Shares of the records per split (per label for classification)."),
-            records=records,
-        ),
-        executor=f"kflow.components.datasets.{dataset}.ingest.executor:run",
-        renamed_parameters={"task": "problem_type"},
+    return ingest_component_spec(
+        dataset,
         source_files=source_files,
+        renamed_parameters={"task": "problem_type"},
+        source=source,
+        source_optional=source_optional,
+        formats=formats or f"auto | {dataset} (the same).",
+        reading=reading,
+        split=split or split_shares(SPLIT_WITH_TEST, "Shares of the records per split (per label for classification)."),
+        records=records,
     )
 
 

@@ -3,31 +3,27 @@
 from __future__ import annotations
 
 from kflow.components.datasets.bundle import SPLIT_WITH_TEST
-from kflow.components.ingest.ingest_spec import INGEST_OUTPUTS, ingest_component_parameters, split_shares
-from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
+from kflow.components.ingest.ingest_spec import ingest_component_spec, split_shares
+from kflow.pipeline.dsl.component import Component, Parameter
 
 
 class ImagesIngest(Component):
-    spec = ComponentSpec(
-        inputs={},
-        outputs=INGEST_OUTPUTS,
-        parameters=ingest_component_parameters(
-            source="A folder with one sub-folder of images per class, or a manifest: a .csv with path "
-            "and label columns or a .jsonl of {path, label} (paths relative to the manifest's folder).",
-            formats="auto | folders | manifest.",
-            reading={
-                "image": Parameter(
-                    dict,
-                    optional=True,
-                    description="{size: [height, width] (unset: the most common size among a sample of the files), "
-                    "channels: 1 | 3 (unset: the first image's), fit: resize | pad | exact, "
-                    "convert: true (false: another colour mode is rejected)}",
-                )
-            },
-            split=split_shares(SPLIT_WITH_TEST, "Shares of the images per split, per class."),
-            records="images",
-        ),
-        executor="kflow.components.datasets.images.ingest.executor:run",
+    spec = ingest_component_spec(
+        "images",
+        source="A folder with one sub-folder of images per class, or a manifest: a .csv with path "
+        "and label columns or a .jsonl of {path, label} (paths relative to the manifest's folder).",
+        formats="auto | folders | manifest.",
+        reading={
+            "image": Parameter(
+                dict,
+                optional=True,
+                description="{size: [height, width] (unset: the most common size among a sample of the files), "
+                "channels: 1 | 3 (unset: the first image's), fit: resize | pad | exact, "
+                "convert: true (false: another colour mode is rejected)}",
+            )
+        },
+        split=split_shares(SPLIT_WITH_TEST, "Shares of the images per split, per class."),
+        records="images",
         source_files="kflow.components.datasets.images.ingest.source:source_files",
     )
 

@@ -9,24 +9,20 @@ splits of `split` (by default the dataset's, bundle.SOURCE_TEST_SPLIT) and its t
 from __future__ import annotations
 
 from kflow.components.datasets.bundle import SOURCE_TEST_SPLIT
-from kflow.components.ingest.ingest_spec import INGEST_OUTPUTS, ingest_component_parameters, split_shares
-from kflow.pipeline.dsl.component import Component, ComponentSpec
+from kflow.components.ingest.ingest_spec import ingest_component_spec, split_shares
+from kflow.pipeline.dsl.component import Component
 
 
 class MnistIngest(Component):
-    spec = ComponentSpec(
-        inputs={},
-        outputs=INGEST_OUTPUTS,
-        parameters=ingest_component_parameters(
-            source="A mnist.npz file, or a folder holding mnist.npz or the four IDX files (gzipped or not).",
-            source_optional=True,
-            formats="auto | npz | idx | sklearn_digits | tfds | download. auto: npz, else IDX files in "
-            "source_path, else ~/.keras/datasets/mnist.npz.",
-            split=split_shares(
-                SOURCE_TEST_SPLIT, "Hash buckets dividing the source's training records; its test records form 'test'."
-            ),
-            records="records of each source split",
+    spec = ingest_component_spec(
+        "mnist",
+        source="A mnist.npz file, or a folder holding mnist.npz or the four IDX files (gzipped or not).",
+        source_optional=True,
+        formats="auto | npz | idx | sklearn_digits | tfds | download. auto: npz, else IDX files in "
+        "source_path, else ~/.keras/datasets/mnist.npz.",
+        split=split_shares(
+            SOURCE_TEST_SPLIT, "Hash buckets dividing the source's training records; its test records form 'test'."
         ),
-        executor="kflow.components.datasets.mnist.ingest.executor:run",
+        records="records of each source split",
         source_files="kflow.components.datasets.mnist.ingest.locate:source_files",
     )

@@ -9,33 +9,29 @@ train/valid/test). Every other line goes to `rejects`: "filtered" (policy) or "i
 
 from __future__ import annotations
 
-from kflow.components.ingest.ingest_spec import INGEST_OUTPUTS, ingest_component_parameters
-from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
+from kflow.components.ingest.ingest_spec import ingest_component_spec
+from kflow.pipeline.dsl.component import Component, Parameter
 
 
 class WikiText2Ingest(Component):
-    spec = ComponentSpec(
-        inputs={},
-        outputs=INGEST_OUTPUTS,
-        parameters=ingest_component_parameters(
-            source="A folder with train.txt/valid.txt/test.txt or wiki.{train,valid,test}.tokens|.raw "
-            "(or a wikitext-2*/ folder holding them).",
-            source_optional=True,
-            formats="auto | download. auto: source_path, $KFLOW_DATA_DIR, then the caches; never downloads.",
-            split=Parameter(
-                dict,
-                optional=True,
-                description="Only {train, eval} keys are accepted (the source's own splits are used).",
-            ),
-            records="lines of each file",
-            filters={
-                "min_chars": Parameter(int, default=101, description="Keep lines of at least this many characters."),
-                "max_chars": Parameter(int, optional=True, description="Drop lines longer than this."),
-                "drop_headings": Parameter(bool, default=True, description="Drop '= Title =' heading lines."),
-                "drop_blank": Parameter(bool, default=True, description="Drop blank lines."),
-                "deduplicate": Parameter(bool, default=False, description="Drop exact repeats of an earlier line."),
-            },
+    spec = ingest_component_spec(
+        "wikitext2",
+        source="A folder with train.txt/valid.txt/test.txt or wiki.{train,valid,test}.tokens|.raw "
+        "(or a wikitext-2*/ folder holding them).",
+        source_optional=True,
+        formats="auto | download. auto: source_path, $KFLOW_DATA_DIR, then the caches; never downloads.",
+        split=Parameter(
+            dict,
+            optional=True,
+            description="Only {train, eval} keys are accepted (the source's own splits are used).",
         ),
-        executor="kflow.components.datasets.wikitext2.ingest.executor:run",
+        records="lines of each file",
+        filters={
+            "min_chars": Parameter(int, default=101, description="Keep lines of at least this many characters."),
+            "max_chars": Parameter(int, optional=True, description="Drop lines longer than this."),
+            "drop_headings": Parameter(bool, default=True, description="Drop '= Title =' heading lines."),
+            "drop_blank": Parameter(bool, default=True, description="Drop blank lines."),
+            "deduplicate": Parameter(bool, default=False, description="Drop exact repeats of an earlier line."),
+        },
         source_files="kflow.components.datasets.wikitext2.ingest.executor:source_files",
     )
