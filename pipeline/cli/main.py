@@ -7,14 +7,11 @@ cancelled by SIGINT / SIGTERM.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import logging
 import signal
 import sys
 from pathlib import Path
 
-from kflow.pipeline.app.pipeline_cut import cut_pipeline
 from kflow.pipeline.cli.run_outcome import gate, track
 from kflow.pipeline.cli.terminal import (
     EXIT_FAILED,
@@ -244,40 +241,28 @@ def _load(args: argparse.Namespace) -> PipelineConfig:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from kflow.pipeline.app.local_run import validate_locally
+
     config = _load(args)
-    from kflow.pipeline.app.standard_pipeline import build_pipeline
-
-    pipeline = build_pipeline(config)  # The checks that span fields (splits, filters, the DAG) run while building.
+    validated = validate_locally(config)
     what = f"dataset {config.data['dataset']!r}" if config.components is None else "declared"
-    say(f"{args.config}: valid (pipeline {config.name!r}, {what}: {', '.join(n.id for n in pipeline.components)})")
-    if config.components is None:  # What the run will infer from the data, said before it runs.
-        from kflow.pipeline.app.config_checks import source_facts
-
-        facts = source_facts(config)  # the checks above read the same sample: it raises nothing new here
-        if facts is not None and facts.problem_type_reason:
-            say(f"data.problem_type not set: {facts.problem_type}, as {facts.problem_type_reason}")
+    say(f"{args.config}: valid (pipeline {config.name!r}, {what}: {', '.join(validated.nodes)})")
+    if validated.inferred_problem_type:  # What the run will infer from the data, said before it runs.
+        say("data.problem_type not set: {}, as {}".format(*validated.inferred_problem_type))
     return 0
 
 
 def _run(args: argparse.Namespace) -> int:
     config = _load(args)
     # Imported here so that `kflow validate` and `kflow show` start fast.
-    from kflow.pipeline.app.standard_pipeline import build_pipeline
+    from kflow.pipeline.app.local_run import run_locally
     from kflow.pipeline.cli.show import format_run
-    from kflow.pipeline.runners.beam_dag_runner import BeamDagRunner, PipelineFailed
-    from kflow.pipeline.runners.cancellation import Cancelled, signals_cancel
+    from kflow.pipeline.runners.beam_dag_runner import PipelineFailed
+    from kflow.pipeline.runners.cancellation import Cancelled
 
-    pipeline = build_pipeline(config, local_runs=True)
-    from kflow.pipeline.runners.gc import sweep_staging
-
-    if swept := sweep_staging(Path(config.pipeline_root) / pipeline.name):
-        logging.getLogger("kflow").info("removed the unpublished outputs of %d earlier run(s) that stopped", swept)
-    pipeline = cut_pipeline(pipeline, ("--until", args.until), ("--only", args.only))
-    cached_only: set[str] = pipeline.ancestors(args.only) if args.only else set()
     try:
-        with signals_cancel() if args.program else contextlib.nullcontext():
-            runner = BeamDagRunner(enable_cache=not args.no_cache, verify_hashes=args.verify, cached_only=cached_only)
-            result = runner.run(pipeline, config.pipeline_root)
+        result = run_locally(config, until=args.until, only=args.only, enable_cache=not args.no_cache,
+                             verify=args.verify, handle_signals=args.program)  # fmt: skip
     except PipelineFailed as failure:
         # One line: the component, the cause and the file with the details (its traceback; in the log with -v).
         if failure.result is not None:
@@ -314,17 +299,20 @@ def _gc(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    config = _load(args)
-    from kflow.pipeline.app.standard_pipeline import build_pipeline
-    from kflow.pipeline.runners.plan import format_plan, plan_pipeline
+    from kflow.pipeline.app.local_run import plan_locally
+    from kflow.pipeline.runners.plan import format_plan
 
-    pipeline = build_pipeline(config, local_runs=True)
-    pipeline = cut_pipeline(pipeline, ("--until", args.until))
-    plans = plan_pipeline(pipeline, config.pipeline_root, enable_cache=not args.no_cache)
+    config = _load(args)
+    planned = plan_locally(config, until=args.until, enable_cache=not args.no_cache)
+    pipeline = planned.pipeline
     if args.json:
-        say(json.dumps({"pipeline": pipeline.name, "components": {p.node: p.to_json() for p in plans}}, indent=2))
+        say(
+            json.dumps(
+                {"pipeline": pipeline.name, "components": {p.node: p.to_json() for p in planned.plans}}, indent=2
+            )
+        )
     else:
-        say(format_plan(pipeline, plans, Path(config.pipeline_root) / pipeline.name))
+        say(format_plan(pipeline, planned.plans, Path(config.pipeline_root) / pipeline.name))
     return EXIT_OK
 
 
