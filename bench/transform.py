@@ -7,12 +7,14 @@ alternated in each round, each in a process of its own (imports before the clock
   ngrams=2).adapt` over Split-train, and the class weights;
 - transform-2: the Transform's executor (components/transform) on the DirectRunner with 2 workers
   (`direct_num_workers=2, direct_running_mode=multi_processing`): the same vocabulary by exact counts per token
-  (CombinePerKey) and a bounded top-k, the class weights, the graph's files.
+  (CombinePerKey) and a bounded top-k, the class weights, the graph's files;
+- transform: the same executor with no Beam options, as `kflow run` calls it: it chooses as the ingests do
+  (components/ingest/ingest_options.py), worker processes only from 200,000 training records.
 Prints medians, the time ratio transform-2 / adapt, the peak memory (`ru_maxrss` from wait4: the measured process;
 Beam's worker processes are not in it) of each size and its ratio 10× / 1×, and whether the two vocabularies are
 the same (token for token, in order).
 
-Usage: .venv/bin/python bench/transform.py [--rounds 3] [--folder /tmp/kflow-scale]
+Usage: .venv/bin/python bench/transform.py [--rounds 3] [--folder /tmp/kflow-scale] [--rows 130612 1306122]
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import scale_data  # noqa: E402
 SIZES = (130_612, 1_306_122)
 OPTIONS = {"max_tokens": 20_000}
 WORKERS_2 = ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
+KINDS = ("adapt", "transform-2", "transform")
 
 
 def examples_of(rows: int, folder: Path) -> Path:
@@ -75,7 +78,7 @@ def child(kind: str, ingested: Path, vocabulary_out: Path) -> None:
         else:
             graph = TransformGraph(Path(folder) / "graph")
             transform(examples=examples, schema=schema, transform_graph=graph, dataset="quora", options=OPTIONS,
-                      beam_args=WORKERS_2)  # fmt: skip
+                      beam_args=WORKERS_2 if kind == "transform-2" else [])  # fmt: skip
             seconds = time.perf_counter() - started
             lines = (graph.path / graph.analyzers["analyzers"]["tokens.text"]["file"]).read_text().splitlines()
             vocabulary = [line.split("\t")[0] for line in lines]
@@ -99,6 +102,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--folder", type=Path, default=Path("/tmp/kflow-scale"))
+    parser.add_argument("--rows", type=int, nargs="+", choices=SIZES, default=list(SIZES), help="the sizes to run")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -107,28 +111,27 @@ def main() -> int:
     args.folder.mkdir(parents=True, exist_ok=True)
     results: dict[int, dict[str, list[dict]]] = {}
     same: dict[int, bool] = {}
-    for rows in SIZES:
+    for rows in args.rows:
         ingested = examples_of(rows, args.folder)
-        results[rows] = {"adapt": [], "transform-2": []}
+        results[rows] = {kind: [] for kind in KINDS}
         for round_number in range(args.rounds):
-            for kind in ("adapt", "transform-2") if round_number % 2 == 0 else ("transform-2", "adapt"):
+            for kind in KINDS if round_number % 2 == 0 else KINDS[::-1]:
                 measured = measure(kind, ingested, args.folder / f"vocabulary-{kind}-{rows}.txt")
                 results[rows][kind].append(measured)
                 print(f"{rows} rows, round {round_number + 1}, {kind}: {measured['seconds']:.1f} s, "
                       f"peak {measured['peak_mb']:.0f} MB", flush=True)  # fmt: skip
-        vocabularies = [
-            (args.folder / f"vocabulary-{kind}-{rows}.txt").read_text() for kind in ("adapt", "transform-2")
-        ]
-        same[rows] = vocabularies[0] == vocabularies[1]
-    print("\nrows       adapt s  transform-2 s  ratio  adapt MB  transform-2 MB  same vocabulary")
+        vocabularies = {(args.folder / f"vocabulary-{kind}-{rows}.txt").read_text() for kind in KINDS}
+        same[rows] = len(vocabularies) == 1
+    print("\nrows       adapt s  transform-2 s  ratio  transform s  ratio  adapt MB  transform-2 MB  same vocabulary")
     for rows, kinds in results.items():
         seconds = {kind: statistics.median(m["seconds"] for m in runs) for kind, runs in kinds.items()}
         peaks = {kind: statistics.median(m["peak_mb"] for m in runs) for kind, runs in kinds.items()}
         print(f"{rows:<10} {seconds['adapt']:7.1f}  {seconds['transform-2']:13.1f}  "
-              f"{seconds['transform-2'] / seconds['adapt']:5.2f}  {peaks['adapt']:8.0f}  {peaks['transform-2']:14.0f}  "
+              f"{seconds['transform-2'] / seconds['adapt']:5.2f}  {seconds['transform']:11.1f}  "
+              f"{seconds['transform'] / seconds['adapt']:5.2f}  {peaks['adapt']:8.0f}  {peaks['transform-2']:14.0f}  "
               f"{same[rows]}")  # fmt: skip
     small, large = SIZES
-    for kind in ("adapt", "transform-2"):
+    for kind in KINDS if set(SIZES) <= set(results) else ():
         ratio = statistics.median(m["peak_mb"] for m in results[large][kind]) / statistics.median(
             m["peak_mb"] for m in results[small][kind]
         )

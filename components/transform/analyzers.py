@@ -33,6 +33,7 @@ import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.transforms.stats import ApproximateQuantilesCombineFn
+from apache_beam.transforms.window import GlobalWindows
 
 from kflow.components.datasets.tabular.plan import WORD
 from kflow.components.util.example_proto import Example
@@ -221,6 +222,34 @@ def _wordpiece_word_counts(batch: dict[str, list], column: str, lowercase: bool)
     yield from Counter(words.flat_values.numpy().tolist()).items()
 
 
+class BundleCounts(beam.DoFn):
+    """(value, count) pairs of the batches of a bundle, summed in the bundle before they go to the per-key sum: a
+    value is sent once a bundle (or once a flush) instead of once a batch, which on text is most of the pass's
+    elements. At most FLUSH_AT distinct values are held: past it, the sums so far are sent and counting starts
+    again, so memory stays bounded whatever the data (CombinePerKey adds the partial sums up)."""
+
+    FLUSH_AT = 250_000
+
+    def __init__(self, counts: Any, column: str, *extra: Any) -> None:
+        self.counts, self.column, self.extra = counts, column, extra
+        self.held: Counter = Counter()
+
+    def start_bundle(self) -> None:
+        self.held = Counter()
+
+    def process(self, batch: dict[str, list]) -> Iterator[tuple[Any, int]]:
+        for value, count in self.counts(batch, self.column, *self.extra):
+            self.held[value] += count
+        if len(self.held) > self.FLUSH_AT:
+            yield from self.held.items()
+            self.held = Counter()
+
+    def finish_bundle(self) -> Iterator[Any]:
+        for pair in self.held.items():
+            yield GlobalWindows.windowed_value(pair)
+        self.held = Counter()
+
+
 def run_analyzers(
     split_files: dict[str, str],
     analyzers: Sequence[Analyzer],
@@ -288,7 +317,7 @@ def _branch(batches: beam.PCollection, analyzer: Analyzer, split: str) -> beam.P
         )
         folded = (
             batches
-            | f"Count {name}" >> beam.FlatMap(counts, column, *extra)
+            | f"Count {name}" >> beam.ParDo(BundleCounts(counts, column, *extra))
             | f"Sum {name}" >> beam.CombinePerKey(sum)
             | name >> beam.CombineGlobally(top)
         )

@@ -25,6 +25,7 @@ from kflow.components.datasets import get_dataset
 from kflow.components.datasets.quora.task import QuoraTask
 from kflow.components.datasets.tabular.task import TabularTask
 from kflow.components.datasets.wikitext2.task import GRAPH_OPTIONS, WikiText2Task
+from kflow.components.ingest.ingest_options import data_beam_args
 from kflow.components.transform.analyzers import Analyzer, run_analyzers
 from kflow.components.transform.tabular_analysis import tabular_analyzers, tabular_plan
 from kflow.components.transform.text_analysis import text_analyzers, text_plan, text_preprocessing
@@ -53,6 +54,7 @@ def run(
     beam_args: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Writes the TransformGraph of `examples`' training split; returns figures for the log."""
+    beam_args = analysis_beam_args(examples, beam_args)
     task_class = get_dataset(dataset).task_class()
     if issubclass(task_class, QuoraTask):
         if module_source is not None:
@@ -154,6 +156,17 @@ def _run_wordpiece(
     }
     log.info("transform: %s", ", ".join(f"{key}={value}" for key, value in summary.items()))
     return summary
+
+
+def analysis_beam_args(examples: Examples, beam_args: Sequence[str]) -> list[str]:
+    """The analyzers' Beam options, chosen as an ingest's are (components/ingest/ingest_options.py): worker
+    processes, one a core, only for a training split large enough to pay for their start (about 3 s), unless the
+    options name a running mode or a worker count themselves."""
+    try:
+        records = int(examples.stats["accepted"]["train"])
+    except (OSError, KeyError, TypeError, ValueError):
+        records = 0
+    return data_beam_args(beam_args, records)
 
 
 def _split_patterns(examples: Examples) -> dict[str, str]:
