@@ -310,7 +310,11 @@ def test_scikit_learns_diabetes_without_a_task_trains_a_regression(tmp_path, run
     path.write_text(yaml.safe_dump(config))
     done = run_kflow("run", path)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "data.problem_type not set: regression, as the label 'target' holds decimal numbers" in done.stderr
+    # sklearn's targets are whole numbers (floats that are integers): past 20 distinct values, a quantity.
+    assert (
+        "data.problem_type not set: regression, as the label 'target' holds 214 distinct whole numbers, more than 20"
+        in done.stderr
+    )
     (metrics_file,) = (tmp_path / "runs" / "diabetes").glob("*/evaluate/evaluation/metrics.json")
     metrics = json.loads(metrics_file.read_text())
     assert metrics["example_count"] >= 40 and "rmse" in metrics and "accuracy" not in metrics
