@@ -93,15 +93,8 @@ def run(
         preprocessing = build_preprocessing(plan["features"])
     seconds = time.monotonic() - started
     write_graph(transform_graph, plan, analyzers, results, preprocessing, task.options)
-    summary = {
-        "analyzers": len(analyzers),
-        "inputs": len(plan["inputs"]),
-        "outputs": len(preprocessing.output),
-        "left_out": len(plan["left_out"]),
-        "analyze_seconds": round(seconds, 2),
-    }
-    log.info("transform: %s", ", ".join(f"{key}={value}" for key, value in summary.items()))
-    return summary
+    return _summary(analyzers=len(analyzers), inputs=len(plan["inputs"]), outputs=len(preprocessing.output),
+                    left_out=len(plan["left_out"]), analyze_seconds=round(seconds, 2))  # fmt: skip
 
 
 def _run_text(
@@ -109,23 +102,13 @@ def _run_text(
 ) -> dict[str, Any]:
     """Quora: the vocabulary of unigrams and bigrams and the class weights (text_analysis.py)."""
     task = QuoraTask(load_schema(schema.file), None, options)
-    if "train" not in examples.splits:
-        raise ValueError(f"the Examples under {examples.uri} have no train split to learn the preprocessing from")
-    graph.path.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    analyzers, columns = text_analyzers(task)
-    train = {"train": _split_patterns(examples)["train"]}
-    results = run_analyzers(train, analyzers, columns, beam_args, graph.path / ".results.json")
+    analyzers, results, seconds = _analyze_train(examples, graph, beam_args, *text_analyzers(task))
     plan = text_plan(task, results)
-    seconds = time.monotonic() - started
     preprocessing = text_preprocessing(plan)
     vocabulary = plan.pop("vocabulary")
     options = {**task.options, "ngrams": task.model_kwargs["ngrams"]}
     write_graph(graph, {**plan, "vocabulary_size": len(vocabulary)}, analyzers, results, preprocessing, options)
-    summary = {"vocabulary_size": len(vocabulary), "train_examples": plan["train_examples"],
-               "analyze_seconds": round(seconds, 2)}  # fmt: skip
-    log.info("transform: %s", ", ".join(f"{key}={value}" for key, value in summary.items()))
-    return summary
+    return _summary(vocabulary_size=len(vocabulary), train_examples=plan["train_examples"], analyze_seconds=seconds)
 
 
 def _run_wordpiece(
@@ -133,29 +116,35 @@ def _run_wordpiece(
 ) -> dict[str, Any]:
     """WikiText-2: the WordPiece vocabulary from Beam's word counts, and the baseline token (wordpiece_analysis.py)."""
     task = WikiText2Task(load_schema(schema.file), None, options)
-    if "train" not in examples.splits:
-        raise ValueError(f"the Examples under {examples.uri} have no train split to learn the preprocessing from")
-    graph.path.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    analyzers, columns = wordpiece_analyzers(task)
-    train = {"train": _split_patterns(examples)["train"]}
-    results = run_analyzers(train, analyzers, columns, beam_args, graph.path / ".results.json")
+    analyzers, results, seconds = _analyze_train(examples, graph, beam_args, *wordpiece_analyzers(task))
     plan = wordpiece_plan(task, results, examples)
-    seconds = time.monotonic() - started
     vocabulary = plan.pop("vocabulary")
     graph.vocabulary_dir.mkdir(parents=True, exist_ok=True)
     (graph.vocabulary_dir / WORDPIECE_FILE).write_text("".join(f"{token}\n" for token in vocabulary))
     plan = {**plan, "vocabulary_size": len(vocabulary), "wordpiece_vocabulary": f"vocabularies/{WORDPIECE_FILE}"}
     graph_options = {name: task.options[name] for name in GRAPH_OPTIONS}
     write_graph(graph, plan, analyzers, results, wordpiece_preprocessing(task), graph_options)
-    summary = {
-        "vocabulary_size": len(vocabulary),
-        "words": results[WORDS]["distinct"],
-        "most_frequent_token": plan["baseline"]["most_frequent_token"],
-        "analyze_seconds": round(seconds, 2),
-    }
-    log.info("transform: %s", ", ".join(f"{key}={value}" for key, value in summary.items()))
-    return summary
+    most_frequent = plan["baseline"]["most_frequent_token"]
+    return _summary(vocabulary_size=len(vocabulary), words=results[WORDS]["distinct"],
+                    most_frequent_token=most_frequent, analyze_seconds=seconds)  # fmt: skip
+
+
+def _analyze_train(
+    examples: Examples, graph: TransformGraph, beam_args: Sequence[str], analyzers: list[Analyzer], columns: dict
+) -> tuple[list[Analyzer], dict[str, Any], float]:
+    """The analyzers' Beam pass over Split-train alone; returns them, their results and the pass's seconds."""
+    if "train" not in examples.splits:
+        raise ValueError(f"the Examples under {examples.uri} have no train split to learn the preprocessing from")
+    graph.path.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    train = {"train": _split_patterns(examples)["train"]}
+    results = run_analyzers(train, analyzers, columns, beam_args, graph.path / ".results.json")
+    return analyzers, results, round(time.monotonic() - started, 2)
+
+
+def _summary(**figures: Any) -> dict[str, Any]:
+    log.info("transform: %s", ", ".join(f"{key}={value}" for key, value in figures.items()))
+    return figures
 
 
 def analysis_beam_args(examples: Examples, beam_args: Sequence[str]) -> list[str]:
