@@ -32,10 +32,12 @@ WARM_FLAG = "--warm"
 LATE_VARIABLES = frozenset(
     {"TF_CONFIG", "COORDINATOR_ADDRESS", "COORDINATOR_PORT", "NUM_PROCESSES", "PROCESS_ID", "KFLOW_PROGRESS"}
 )
-# Set in any process that imports TensorFlow (`os.environ.setdefault(..., "1")` in its __init__): once the run's
-# own process has imported it (a Transform, say), the launcher's environment holds it and the warm process's did
-# not, but the warm process sets it to the same value when it imports TensorFlow: no reason to start anew.
-SET_BY_IMPORTS = frozenset({"ENABLE_RUNTIME_UPTIME_TELEMETRY"})
+# Set by importing TensorFlow (`os.environ.setdefault("ENABLE_RUNTIME_UPTIME_TELEMETRY", "1")` in its __init__;
+# HDF5_PLUGIN_PATH=disable by its legacy Keras engine, which tensorflow_text loads): once the run's own process has
+# imported them (WikiText-2's Transform, say), the launcher's environment holds them and the warm process's did
+# not, but the warm process sets them to the same values when it imports the same libraries: no reason to start
+# anew.
+SET_BY_IMPORTS = frozenset({"ENABLE_RUNTIME_UPTIME_TELEMETRY", "HDF5_PLUGIN_PATH"})
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,8 @@ def test_a_process_with_the_early_variables_it_would_get_is_taken_and_told_the_l
         assert job == {"environment": {"PROCESS_ID": "0", "COORDINATOR_PORT": "5"}, "argv": ["a"]}
         # A variable `import tensorflow` sets in the run's process after the warm-up began: still taken.
         cluster._waiting["worker-0"] = waiting["worker-0"] = echo_spawn(None, None)
-        late_import = {"KERAS_BACKEND": "jax", "PROCESS_ID": "0", "ENABLE_RUNTIME_UPTIME_TELEMETRY": "1"}
+        late_import = {"KERAS_BACKEND": "jax", "PROCESS_ID": "0", "ENABLE_RUNTIME_UPTIME_TELEMETRY": "1",
+                       "HDF5_PLUGIN_PATH": "disable"}  # fmt: skip
         assert cluster.take("worker-0", late_import, ["b"]) is waiting["worker-0"]
         # An early variable that differs (the backend is read as the libraries load): not taken, stopped.
         assert cluster.take("worker-1", {"KERAS_BACKEND": "tensorflow"}, ["a"]) is None
