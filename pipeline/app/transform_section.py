@@ -1,6 +1,6 @@
 """The standard pipeline's `transform` node: between the schema and the Trainer, for the datasets that validate
-their data (the tabular ones), Quora and WikiText-2, with the options of the dataset's task that shape what it learns and the
-config's `transform` section."""
+their data (the tabular ones), Quora and WikiText-2, with the options of the dataset's task that shape what it
+learns and the config's `transform` section."""
 
 from __future__ import annotations
 
