@@ -147,10 +147,7 @@ def serve(trainer_executor: str, stdin: Any = None) -> int:
             break
         spec_file = Path(line.strip())
         with _output_to(spec_file.with_name("trial.log")):
-            result = run_trial(json.loads(spec_file.read_text()))
-        written = spec_file.with_name("result.json.partial")
-        written.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-        os.replace(written, spec_file.with_name("result.json"))  # whole, or not there: the tuner polls for it
+            _write_result(spec_file, run_trial(json.loads(spec_file.read_text())))
         keras.backend.clear_session(free_memory=True)
     return 0
 
@@ -181,11 +178,15 @@ def main(argv: list[str]) -> int:
         return serve(argv[1])
     spec_file = Path(argv[0])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    result = run_trial(json.loads(spec_file.read_text()))
+    _write_result(spec_file, run_trial(json.loads(spec_file.read_text())))
+    return 0
+
+
+def _write_result(spec_file: Path, result: dict[str, Any]) -> None:
+    """`result.json` beside the spec: whole, or not there (the tuner polls for it)."""
     written = spec_file.with_name("result.json.partial")
     written.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     os.replace(written, spec_file.with_name("result.json"))
-    return 0
 
 
 if __name__ == "__main__":
