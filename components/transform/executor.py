@@ -56,14 +56,13 @@ def run(
     """Writes the TransformGraph of `examples`' training split; returns figures for the log."""
     beam_args = analysis_beam_args(examples, beam_args)
     task_class = get_dataset(dataset).task_class()
-    if issubclass(task_class, QuoraTask):
+    # The text datasets' own passes: Quora's vocabulary and class weights, WikiText-2's WordPiece vocabulary.
+    texts = ((QuoraTask, _run_text), (WikiText2Task, _run_wordpiece))
+    text = next((run for base, run in texts if issubclass(task_class, base)), None)
+    if text is not None:
         if module_source is not None:
             raise ValueError(f"transform.module: the {dataset} dataset takes no preprocessing_fn (tabular ones do)")
-        return _run_text(examples, schema, transform_graph, dict(options or {}), beam_args)
-    if issubclass(task_class, WikiText2Task):
-        if module_source is not None:
-            raise ValueError(f"transform.module: the {dataset} dataset takes no preprocessing_fn (tabular ones do)")
-        return _run_wordpiece(examples, schema, transform_graph, dict(options or {}), beam_args)
+        return text(examples, schema, transform_graph, dict(options or {}), beam_args)
     if not issubclass(task_class, TabularTask):
         raise ValueError(
             f"the transform learns tabular, Quora and WikiText-2 preprocessing; not the {dataset} dataset's"

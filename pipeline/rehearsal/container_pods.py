@@ -26,7 +26,7 @@ from typing import Any
 
 from kflow.pipeline.rehearsal.podman import LOCAL_IMAGE, ContainerSpec, Mount, Podman, owned_by_user
 from kflow.pipeline.rehearsal.stand_in_kube import StandInKubernetes
-from kflow.pipeline.rehearsal.stand_in_trainer import Pod
+from kflow.pipeline.rehearsal.stand_in_trainer import Pod, pod_phase
 
 KUBECONFIG_IN_TASK = "/var/run/kflow-rehearsal/kubeconfig"
 _QUANTITY = re.compile(r"^([0-9.]+)([a-zA-Z]*)$")
@@ -89,9 +89,7 @@ class ContainerPod:
 
     @property
     def phase(self) -> str:
-        if self.exit_code is None:
-            return "Running"
-        return "Succeeded" if self.exit_code == 0 and not self.stopped else "Failed"
+        return pod_phase(self.exit_code, self.stopped)
 
     def stop(self) -> None:
         """As the kubelet deletes a pod: SIGTERM, SIGKILL after a grace period."""

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from kflow.pipeline.rehearsal.stand_in_trainer import Pod
+from kflow.pipeline.rehearsal.stand_in_trainer import Pod, pod_phase
 
 
 def timestamp() -> str:
@@ -61,9 +61,7 @@ class LocalPod:
 
     @property
     def phase(self) -> str:
-        if self.exit_code is None:
-            return "Running"
-        return "Succeeded" if self.exit_code == 0 and not self.stopped else "Failed"
+        return pod_phase(self.exit_code, self.stopped)
 
     def stop(self) -> None:
         """As the kubelet deletes a pod: SIGTERM to its processes, SIGKILL after a grace period."""

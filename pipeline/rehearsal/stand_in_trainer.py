@@ -33,6 +33,14 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 TRAINER_PORT = 29500
 
 
+def pod_phase(exit_code: int | None, stopped: bool) -> str:
+    """A pod's phase as the kubelet reports it: Running until its container exits, then Succeeded (exit 0, not
+    stopped by a delete) or Failed."""
+    if exit_code is None:
+        return "Running"
+    return "Succeeded" if exit_code == 0 and not stopped else "Failed"
+
+
 @dataclass
 class Pod:
     name: str

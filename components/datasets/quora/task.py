@@ -103,14 +103,9 @@ class QuoraTask(Task):
         }
 
     def _take_graph(self, graph: TransformGraph, assets_dir: Path) -> dict[str, Any]:
-        learnt = graph.analyzers
         wanted = {"max_tokens": self.options["max_tokens"], "ngrams": self.model_kwargs["ngrams"],
                   "class_weighting": self.options["class_weighting"]}  # fmt: skip
-        differ = {
-            name: learnt["options"].get(name) for name, value in wanted.items() if learnt["options"].get(name) != value
-        }
-        if differ:
-            raise ValueError(f"the transform graph {graph.uri} was learnt with other options: {differ}, not {wanted}")
+        learnt = graph.learnt_with(wanted)
         vocabulary_file = graph.path / learnt["analyzers"]["tokens.text"]["file"]
         vocabulary = [line.split("\t")[0] for line in vocabulary_file.read_text().splitlines()]
         weights = {int(label): float(weight) for label, weight in learnt["class_weights"].items()}

@@ -121,13 +121,7 @@ class WikiText2Task(Task):
         }
 
     def _take_graph(self, graph: TransformGraph) -> None:
-        learnt = graph.analyzers
-        wanted = {name: self.options[name] for name in GRAPH_OPTIONS}
-        differ = {
-            name: learnt["options"].get(name) for name, value in wanted.items() if learnt["options"].get(name) != value
-        }
-        if differ:
-            raise ValueError(f"the transform graph {graph.uri} was learnt with other options: {differ}, not {wanted}")
+        learnt = graph.learnt_with({name: self.options[name] for name in GRAPH_OPTIONS})
         self.set_vocabulary((graph.path / learnt["wordpiece_vocabulary"]).read_text().splitlines())
         self.baseline = dict(learnt["baseline"])
 
