@@ -50,8 +50,8 @@ OPTION_CHECKS: dict[str, dict[str, Callable[[Any], str | None]]] = {
 }
 
 
-def option_problems(model: str | None, options: dict[str, Any]) -> list[str]:
-    """`model_options.NAME: must be … (got VALUE)` for each option `model` would fail on; `model` None (the
+def option_problems(model: str | None, options: dict[str, Any]) -> list[tuple[str, str]]:
+    """(`model_options.NAME`, `must be … (got VALUE)`) for each option `model` would fail on; `model` None (the
     dataset's default) checks the options against every model that takes them."""
     models = [model] if model else list(OPTION_CHECKS)
     problems = []
@@ -59,7 +59,7 @@ def option_problems(model: str | None, options: dict[str, Any]) -> list[str]:
         for check in (OPTION_CHECKS.get(each, {}).get(name) for each in models):
             problem = check(value) if check else None
             if problem:
-                problems.append(f"model_options.{name}: {problem} (got {json.dumps(value)})")
+                problems.append((f"model_options.{name}", f"{problem} (got {json.dumps(value)})"))
                 break
     return problems
 

@@ -48,6 +48,15 @@ def declared(
     )
 
 
+class SettingError(ValueError):
+    """A Trainer setting refused, its parameter (or a dotted path inside one: `model_options.units`) and the
+    problem kept as data, so that `kflow validate` names the config field without reading the message back."""
+
+    def __init__(self, parameter: str, problem: str, message: str | None = None):
+        self.parameter, self.problem = parameter, problem
+        super().__init__(message or f"{parameter}: {problem}")
+
+
 def check_bounds(settings: Any) -> None:
     """A ValueError naming the first field of `settings` outside the bounds its config declaration sets."""
     for item in fields(settings):
@@ -61,7 +70,7 @@ def check_bounds(settings: Any) -> None:
                 limit = f"must be at most {bound.le}"
             else:
                 continue
-            raise ValueError(f"{item.name} {limit}, got {value}")
+            raise SettingError(item.name, f"{limit}, got {value}", f"{item.name} {limit}, got {value}")
 
 
 @dataclass(frozen=True)
@@ -90,7 +99,7 @@ class ModelChoice:
 
             problems = option_problems(self.model_name, self.model_options or {})
             if problems:
-                raise ValueError(problems[0])
+                raise SettingError(*problems[0])
 
     @property
     def chosen_model(self) -> str | None:
@@ -154,42 +163,46 @@ class TrainConfig:
     def validate(self) -> None:
         loop = get_strategy(self.strategy).trainer  # A ValueError naming the strategies otherwise.
         if loop == "jax_loop" and self.early_stopping_patience is not None:
-            raise ValueError(
-                f"early_stopping_patience: strategy {self.strategy}'s explicit JAX loop has no early stopping"
+            raise SettingError(
+                "early_stopping_patience", f"strategy {self.strategy}'s explicit JAX loop has no early stopping"
             )
         if loop == "jax_loop" and self.warm_start is not None:
-            raise ValueError(f"warm_start: strategy {self.strategy} trains in the explicit JAX loop, which does not")
+            raise SettingError(
+                "warm_start", f"strategy {self.strategy} trains in the explicit JAX loop, which does not"
+            )  # noqa: E501
         if loop == "jax_loop" and self.mixed_precision:
-            raise ValueError(f"mixed_precision: strategy {self.strategy} trains in float32 (the explicit JAX loop)")
+            raise SettingError("mixed_precision", f"strategy {self.strategy} trains in float32 (the explicit JAX loop)")
         single = LOOPS.get(loop)
         if self.steps_per_call > 1 and single:
             able = ", ".join(n for n, s in STRATEGIES.items() if s.trainer not in LOOPS)
-            raise ValueError(
-                f"steps_per_execution: strategy {self.strategy} trains one step per call ({single}); "
-                f"only the strategies {able} run several"
+            raise SettingError(
+                "steps_per_execution",
+                f"strategy {self.strategy} trains one step per call ({single}); only the strategies {able} run several",
             )
         if self.steps_per_epoch is not None and self.steps_per_epoch % self.steps_per_call:
-            raise ValueError(
-                f"steps_per_execution: {self.steps_per_execution} does not divide steps_per_epoch "
-                f"({self.steps_per_epoch})"
+            raise SettingError(
+                "steps_per_execution",
+                f"{self.steps_per_execution} does not divide steps_per_epoch ({self.steps_per_epoch})",
             )
         if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {', '.join(OPTIMIZERS)}")
+            problem = f"unknown optimizer {self.optimizer!r}; choose one of {', '.join(OPTIMIZERS)}"
+            raise SettingError("optimizer", problem, problem)
         if self.schedule not in SCHEDULES:
-            raise ValueError(f"unknown learning-rate schedule {self.schedule!r}; choose one of {', '.join(SCHEDULES)}")
+            problem = f"unknown learning-rate schedule {self.schedule!r}; choose one of {', '.join(SCHEDULES)}"
+            raise SettingError("schedule", problem, problem)
         check_bounds(self)
         if self.mesh is not None:
             shape, axes = self.mesh.get("shape"), self.mesh.get("axes")
             if not shape or not axes or len(shape) != len(axes) or any(int(size) < 1 for size in shape):
-                raise ValueError(f"mesh needs as many axes as sizes (each at least 1), got {self.mesh}")
+                problem = f"needs as many axes as sizes (each at least 1), got {self.mesh}"
+                raise SettingError("mesh", problem, f"mesh {problem}")
         if self.layout_map is not None:
             axes = set(self.mesh["axes"]) if self.mesh else {"batch", "model"}
             for pattern, layout in self.layout_map.items():
                 unknown = {axis for axis in layout if axis is not None} - axes
                 if unknown:
-                    raise ValueError(
-                        f"layout_map[{pattern!r}] names axes {sorted(unknown)} not in the mesh {sorted(axes)}"
-                    )
+                    problem = f"[{pattern!r}] names axes {sorted(unknown)} not in the mesh {sorted(axes)}"
+                    raise SettingError("layout_map", problem, f"layout_map{problem}")
 
     @property
     def steps_per_call(self) -> int:

@@ -13,8 +13,8 @@ from typing import Any
 from kflow.components.datasets import DATASETS, get_dataset
 from kflow.components.trainer.strategies import STRATEGIES
 from kflow.pipeline.app.dataset_settings import settings_problems
-from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
-from kflow.pipeline.dsl.config_model import DataSection, FiltersSection, default_of
+from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, as_data, did_you_mean
+from kflow.pipeline.dsl.config_model import DataSection, FiltersSection, default_of, given
 
 # The data.filters fields some dataset takes (every ingest takes max_invalid_fraction), with their declared defaults:
 # a field left at its default is "not set".
@@ -37,16 +37,16 @@ Check = Callable[[PipelineConfig], list[str]]
 
 
 def _dataset(config: PipelineConfig) -> list[str]:
-    name = config.data["dataset"]
+    name = config.data.dataset
     if name in DATASETS:
         return []
     return [f"data.dataset: unknown dataset {name!r}{did_you_mean(name, DATASETS)} (registered: {', '.join(DATASETS)})"]
 
 
 def _splits(config: PipelineConfig) -> list[str]:
-    dataset = get_dataset(config.data["dataset"])
-    split = config.data.get("split") or dataset.default_split
-    if config.data.get("split_files"):
+    dataset = get_dataset(config.data.dataset)
+    split = given(config.data.split) or dataset.default_split
+    if config.data.split_files:
         return []  # The source's own files decide (tfrecord).
     if not dataset.source_test_split and "test" not in split:
         return [
@@ -63,29 +63,29 @@ def _splits(config: PipelineConfig) -> list[str]:
 
 
 def _filters(config: PipelineConfig) -> list[str]:
-    dataset, filters = get_dataset(config.data["dataset"]), config.data["filters"]
+    dataset, filters = get_dataset(config.data.dataset), config.data.filters
     return [
         f"data.filters.{name}: not used by {dataset.name} (it takes: {', '.join(dataset.filters) or 'none'})"
         for name, default in FILTER_DEFAULTS.items()
-        if name not in dataset.filters and filters.get(name, default) != default
+        if name not in dataset.filters and getattr(filters, name) != default
     ]
 
 
 def _data_fields(config: PipelineConfig) -> list[str]:
-    dataset = get_dataset(config.data["dataset"])
+    dataset, written = get_dataset(config.data.dataset), as_data(config.data)
     taken = ", ".join(dataset.data_fields) or "none"
     problems = [
         f"data.{field}: not used by {dataset.name} (its extra data fields: {taken})"
         for field in DATA_FIELDS
-        if field not in dataset.data_fields and config.data.get(field) is not None
+        if field not in dataset.data_fields and written[field] is not None
     ]
     problems += [
         f"data.{field}: {dataset.name} does not validate its data (statistics, schema, anomalies); csv, tfrecord and "
         "tfds do"
         for field in VALIDATION_FIELDS
-        if not dataset.validates_data and config.data.get(field) is not None
+        if not dataset.validates_data and written[field] is not None
     ]
-    if "label" in dataset.required_data_fields and config.data.get("label") is None:
+    if "label" in dataset.required_data_fields and config.data.label is None:
         problems.append(f"data.label: {dataset.name} needs the column to predict, e.g. data.label: species")
     return problems
 
@@ -96,7 +96,7 @@ def _ingest_parameters(config: PipelineConfig) -> list[str]:
     never stops on Component's MissingParameter."""
     from kflow.pipeline.app.sections import ingest_parameters
 
-    dataset = get_dataset(config.data["dataset"])
+    dataset = get_dataset(config.data.dataset)
     parameters, spec = ingest_parameters(config), dataset.ingest_component().spec
     fields = {"source_path": "source.path", "source_format": "source.format", "max_records": "source.max_records"}
     fields |= {name: f"filters.{name}" for name in dataset.filters}
@@ -112,17 +112,17 @@ def _ingest_parameters(config: PipelineConfig) -> list[str]:
 
 
 def _strategy(config: PipelineConfig) -> list[str]:
-    name, devices = config.trainer["strategy"], config.trainer.get("devices")
+    name, devices = config.trainer.strategy, config.trainer.devices
     if name in STRATEGIES:
         # The schema keeps trainer.workers and trainer.parameter_servers at 1 or more.
         strategy, problems = STRATEGIES[name], []
         if devices is not None and not strategy.devices:
             able = ", ".join(spec.name for spec in STRATEGIES.values() if spec.devices)
             problems.append(f"trainer.devices: strategy {name} does not take a device count (only {able})")
-        if config.trainer.get("sidecar_evaluator") and not strategy.takes_sidecar_evaluator:
+        if config.trainer.sidecar_evaluator and not strategy.takes_sidecar_evaluator:
             able = ", ".join(spec.name for spec in STRATEGIES.values() if spec.takes_sidecar_evaluator)
             problems.append(f"trainer.sidecar_evaluator: strategy {name} has no sidecar evaluator (only {able})")
-        dataset = get_dataset(config.data["dataset"]) if config.data["dataset"] in DATASETS else None
+        dataset = get_dataset(config.data.dataset) if config.data.dataset in DATASETS else None
         if dataset is not None and strategy.backend in dataset.backend_limits:
             limit = dataset.backend_limits[strategy.backend]
             problems.append(
@@ -136,34 +136,33 @@ def _strategy(config: PipelineConfig) -> list[str]:
 def _trainer_settings(config: PipelineConfig) -> list[str]:
     """What the Trainer itself refuses when it parses its parameters (e.g. a layout map naming no mesh axis)."""
     from kflow.components.datasets.user_module import module_problems
-    from kflow.components.trainer.config import TrainerSettings
-    from kflow.pipeline.app.sections import trainer_parameters
+    from kflow.components.trainer.config import SettingError, TrainerSettings
+    from kflow.pipeline.app.sections import trainer_field, trainer_parameters
 
     parameters = trainer_parameters(config)
     try:
         TrainerSettings.from_parameters(parameters)
+    except SettingError as error:  # its parameter, or a path inside one: trainer.model_options.hidden_units
+        return [f"{trainer_field(error.parameter)}: {error.problem}"]
     except (ValueError, TypeError) as error:
-        field, named, problem = str(error).partition(": ")
-        # `model_options.hidden_units: …` names a field inside a parameter: trainer.model_options.hidden_units.
-        known = named and field.split(".")[0] in parameters
-        return [f"trainer.{field}: {problem}" if known else f"trainer: {error}"]
+        return [f"trainer: {error}"]
     module = parameters.get("module")
     return [f"trainer.module: {problem}" for problem in module_problems(module)] if module else []
 
 
 def _evaluator(config: PipelineConfig) -> list[str]:
-    dataset = get_dataset(config.data["dataset"])
+    dataset = get_dataset(config.data.dataset)
     metrics = dataset.metrics_class()
     problems = [
         f"evaluator.thresholds.{metric}: {dataset.name} has no such metric{did_you_mean(metric, metrics.SCALARS)} "
         f"(metrics: {', '.join(metrics.SCALARS)})"
-        for metric in config.evaluator["thresholds"]
+        for metric in config.evaluator.thresholds
         if metric not in metrics.SCALARS
     ]
     problems += [
-        f"evaluator.slices[{index}].by: {dataset.name} slices by {', '.join(metrics.SLICES)}, not {spec.get('by')!r}"
-        for index, spec in enumerate(config.evaluator["slices"])
-        if spec.get("by") not in metrics.SLICES and not metrics.SLICES_BY_FEATURE
+        f"evaluator.slices[{index}].by: {dataset.name} slices by {', '.join(metrics.SLICES)}, not {spec.by!r}"
+        for index, spec in enumerate(config.evaluator.slices)
+        if spec.by not in metrics.SLICES and not metrics.SLICES_BY_FEATURE
     ]
     return problems
 
@@ -175,7 +174,7 @@ def source_facts(config: PipelineConfig) -> Any | None:
     from kflow.pipeline.app.sections import ingest_parameters
     from kflow.pipeline.app.span_pipeline import newest_span_source
 
-    dataset = get_dataset(config.data["dataset"])
+    dataset = get_dataset(config.data.dataset)
     try:
         parameters = ingest_parameters(config)
         if has_spans(parameters.get("source_path")):  # the newest span's files; none: span_problems says why
@@ -192,7 +191,7 @@ def _source(config: PipelineConfig) -> list[str]:
     """What the ingest would refuse in the data itself (no such file; a label, key or column the header lacks; a
     task it cannot infer) and thresholds or slices the data cannot have, from the first file's header and
     sample, where the ingest can look (csv)."""
-    dataset = get_dataset(config.data["dataset"])
+    dataset = get_dataset(config.data.dataset)
     try:
         facts = source_facts(config)
         if facts is None:
@@ -206,10 +205,10 @@ def _source(config: PipelineConfig) -> list[str]:
     inferred = f" (data.problem_type not set: {facts.problem_type}, as {facts.problem_type_reason})"
     problems = [
         f"evaluator.thresholds.{metric}: {problem}{inferred if facts.problem_type_reason else ''}"
-        for metric in config.evaluator["thresholds"]
+        for metric in config.evaluator.thresholds
         if (problem := metrics.threshold_problem(metric, facts.problem_type, facts.labels))
     ]
-    slices = [spec.get("by") for spec in config.evaluator["slices"]]
+    slices = [spec.by for spec in config.evaluator.slices]
     problems += [
         f"evaluator.slices[{index}].by: no column {by!r} in the data{did_you_mean(by, facts.header)} "
         f"(slice by: {', '.join(['label', *facts.header])})"

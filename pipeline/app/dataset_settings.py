@@ -17,7 +17,7 @@ from kflow.pipeline.dsl.config import PipelineConfig, did_you_mean
 
 
 def settings_problems(config: PipelineConfig) -> list[str]:
-    dataset, value = get_dataset(config.data["dataset"]), config.data.get("settings")
+    dataset, value = get_dataset(config.data.dataset), config.data.settings
     model = dataset.settings_model()
     if model is None:
         if value is None:
@@ -33,13 +33,13 @@ def settings_problems(config: PipelineConfig) -> list[str]:
 def dataset_settings(config: PipelineConfig) -> dict[str, Any] | None:
     """The dataset's settings with their defaults filled in, as JSON (its ingest's `settings` parameter); None for
     a dataset without a settings model."""
-    dataset = get_dataset(config.data["dataset"])
+    dataset = get_dataset(config.data.dataset)
     if dataset.settings_model() is None:
         return None
     try:
-        return dataset.read_settings(config.data.get("settings")).model_dump(mode="json")
+        return dataset.read_settings(config.data.settings).model_dump(mode="json")
     except ValidationError:
-        return config.data.get("settings")  # As written: settings_problems names what is wrong, and run stops there.
+        return config.data.settings  # As written: settings_problems names what is wrong, and run stops there.
 
 
 def _one_line(problem: dict[str, Any], model: Any) -> str:

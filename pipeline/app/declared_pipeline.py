@@ -26,6 +26,7 @@ from kflow.pipeline.app.transform_section import transform_parameters
 from kflow.pipeline.app.tuning import tuner_parameters
 from kflow.pipeline.dsl.component import Channel, Component, load_component
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
+from kflow.pipeline.dsl.config_model import ComponentEntry, given
 from kflow.pipeline.dsl.dag import Pipeline
 
 # The kflow components a config names by type, besides `ingest` and `<dataset>_ingest` for each registered dataset.
@@ -56,7 +57,7 @@ def component_class(type_name: str, config: PipelineConfig) -> type[Component]:
     if type_name == "ingest":
         if not config.data:
             raise ValueError("type ingest reads the data section, which this config lacks; name a dataset's ingest")
-        return get_dataset(config.data["dataset"]).ingest_component()
+        return get_dataset(config.data.dataset).ingest_component()
     if type_name.endswith("_ingest") and type_name.removesuffix("_ingest") in DATASETS:
         return get_dataset(type_name.removesuffix("_ingest")).ingest_component()
     if type_name not in COMPONENT_TYPES and ":" not in type_name:
@@ -76,19 +77,19 @@ def build_declared_pipeline(config: PipelineConfig, *, local_data: bool = True) 
     if config.data:
         check_config(config, local_data=local_data)  # The sections are the nodes' defaults: they must be valid too.
     entries = list(config.components or [])
-    ids = [entry["id"] for entry in entries]
+    ids = [entry.id for entry in entries]
     labels = [f"components.{i}" if ids.count(i) == 1 else f"components[{n}]" for n, i in enumerate(ids)]
     problems = [f"{labels[n]}.id: duplicate id {i!r}" for n, i in enumerate(ids) if ids.count(i) > 1]
     classes: dict[str, type[Component]] = {}
     for entry, label in zip(entries, labels, strict=True):
         try:
-            classes[entry["id"]] = component_class(entry["type"], config)
+            classes[entry.id] = component_class(entry.type, config)
         except ValueError as error:
             problems.append(f"{label}.type: {error}")
     problems += _reference_problems(entries, labels)
     if problems:
         raise ConfigError(problems, config.source)
-    by_id = {entry["id"]: (entry, label) for entry, label in zip(entries, labels, strict=True)}
+    by_id = {entry.id: (entry, label) for entry, label in zip(entries, labels, strict=True)}
     nodes: dict[str, Component] = {}
     for node_id in _dependency_order(entries):
         entry, label = by_id[node_id]
@@ -106,19 +107,19 @@ def build_declared_pipeline(config: PipelineConfig, *, local_data: bool = True) 
     )
 
 
-def _references(entry: dict[str, Any]) -> list[tuple[str, str]]:
+def _references(entry: ComponentEntry) -> list[tuple[str, str]]:
     """(field path under the entry, "node.output") of every reference the entry makes."""
-    found = [(f"inputs.{name}", ref) for name, ref in entry.get("inputs", {}).items()]
-    return found + ([("run_if", entry["run_if"])] if entry.get("run_if") else [])
+    found = [(f"inputs.{name}", ref) for name, ref in entry.inputs.items()]
+    return found + ([("run_if", entry.run_if)] if given(entry.run_if) else [])
 
 
-def _reference_problems(entries: list[dict[str, Any]], labels: list[str]) -> list[str]:
-    ids = [entry["id"] for entry in entries]
+def _reference_problems(entries: list[ComponentEntry], labels: list[str]) -> list[str]:
+    ids = [entry.id for entry in entries]
     problems = []
     for entry, label in zip(entries, labels, strict=True):
         for where, ref in _references(entry):
             producer = ref.partition(".")[0]
-            if producer == entry["id"]:
+            if producer == entry.id:
                 problems.append(f"{label}.{where}: {ref!r} is the node's own output")
             elif producer not in ids:
                 problems.append(
@@ -129,13 +130,13 @@ def _reference_problems(entries: list[dict[str, Any]], labels: list[str]) -> lis
     return problems
 
 
-def _upstream(entry: dict[str, Any]) -> set[str]:
+def _upstream(entry: ComponentEntry) -> set[str]:
     return {ref.partition(".")[0] for _, ref in _references(entry)}
 
 
-def _cycle(entries: list[dict[str, Any]]) -> list[str] | None:
+def _cycle(entries: list[ComponentEntry]) -> list[str] | None:
     """A cycle of node ids (its first id repeated at the end), or None."""
-    upstream = {entry["id"]: sorted(_upstream(entry)) for entry in entries}
+    upstream = {entry.id: sorted(_upstream(entry)) for entry in entries}
     state: dict[str, str] = {}
     path: list[str] = []
 
@@ -155,23 +156,23 @@ def _cycle(entries: list[dict[str, Any]]) -> list[str] | None:
     return None
 
 
-def _dependency_order(entries: list[dict[str, Any]]) -> list[str]:
+def _dependency_order(entries: list[ComponentEntry]) -> list[str]:
     done: list[str] = []
     remaining = list(entries)
     while remaining:
         ready = [entry for entry in remaining if _upstream(entry) <= set(done)]
-        done += [entry["id"] for entry in ready]
+        done += [entry.id for entry in ready]
         remaining = [entry for entry in remaining if entry not in ready]
     return done
 
 
 def _build_node(
-    entry: dict[str, Any], label: str, cls: type[Component], built: dict[str, Component], config: PipelineConfig
+    entry: ComponentEntry, label: str, cls: type[Component], built: dict[str, Component], config: PipelineConfig
 ) -> tuple[Component | None, list[str]]:
     """The node of one entry, or None and the problems that keep it from being built."""
     spec, problems = cls.spec, []
     channels: dict[str, Channel] = {}
-    for name, ref in entry.get("inputs", {}).items():
+    for name, ref in entry.inputs.items():
         if name not in spec.inputs:
             known = ", ".join(spec.inputs) or "none"
             problems.append(f"{label}.inputs.{name}: {cls.__name__} has no input {name!r} (inputs: {known})")
@@ -185,14 +186,12 @@ def _build_node(
     problems += [
         f"{label}.inputs.{name}: is required ({kind.type_name}, e.g. {_example_reference(kind, built)})"
         for name, kind in spec.inputs.items()
-        if name not in entry.get("inputs", {}) and name not in spec.optional_inputs
+        if name not in entry.inputs and name not in spec.optional_inputs
     ]
-    run_if = _channel(entry["run_if"], built, f"{label}.run_if", problems) if entry.get("run_if") else None
+    run_if = _channel(entry.run_if, built, f"{label}.run_if", problems) if given(entry.run_if) else None
     if run_if is not None and run_if.type.type_name != "ModelBlessing":
-        problems.append(
-            f"{label}.run_if: wants a ModelBlessing output, but {entry['run_if']} is {run_if.type.type_name}"
-        )
-    parameters = {**_defaults(entry["type"], config, spec), **entry.get("parameters", {})}
+        problems.append(f"{label}.run_if: wants a ModelBlessing output, but {entry.run_if} is {run_if.type.type_name}")
+    parameters = {**_defaults(entry.type, config, spec), **entry.parameters}
     for name, value in list(parameters.items()):
         if name not in spec.parameters:
             problems.append(
@@ -215,7 +214,7 @@ def _build_node(
     if problems:
         return None, problems
     try:
-        node = cls(entry["id"], parameters=parameters, run_if=run_if, **channels)
+        node = cls(entry.id, parameters=parameters, run_if=run_if, **channels)
     except (ValueError, TypeError) as error:
         return None, [f"{label}: {error}"]
     return node, [f"{label}.parameters: {problem}" for problem in node.check_parameters()]

@@ -187,7 +187,7 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
     from kflow.components.datasets.task import task_for_model
     from kflow.components.util.schema import annotation_tags, load_schema
 
-    dataset = data_format or config.data["dataset"]
+    dataset = data_format or config.data.dataset
     if dataset not in DATASETS:
         raise ConfigError([f"--format: no dataset {dataset!r}{did_you_mean(dataset, DATASETS)}"])
     cls = get_dataset(dataset).ingest_component()
@@ -214,16 +214,16 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
     )
     header = _header(cls, parameters) if hasattr(cls, "inspect_source") else None
     if header is None:  # the ingest finds the features while it reads (tfrecord): it refuses an absent key itself
-        parameters["key"] = key if key is not None else config.data.get("key")
+        parameters["key"] = key if key is not None else config.data.key
         return cls("score_ingest", parameters=parameters)
     if key is not None and key not in header:
         columns = ", ".join(header)
         raise ConfigError([f"--key: {key!r} is not a column of {data}{did_you_mean(key, header)} (columns: {columns})"])
-    if key is None and config.data.get("key"):
-        key = config.data["key"] if config.data["key"] in header else None
+    if key is None and config.data.key:
+        key = config.data.key if config.data.key in header else None
         if key is None:  # the training data's key: new data may come without it
             log.warning(
-                "predict: %s has no column %r (data.key): each row is keyed by FILE:LINE", data, config.data["key"]
+                "predict: %s has no column %r (data.key): each row is keyed by FILE:LINE", data, config.data.key
             )
     parameters["key"] = key
     missing = [name for name in needed if name not in header]

@@ -15,18 +15,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kflow.pipeline.app.sections import EVALUATOR_FIELDS
+from kflow.pipeline.app.sections import node_parameter
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, read_value
 from kflow.pipeline.dsl.dag import Pipeline
-
-# Standard-pipeline fields whose node parameter has another name (the rest map by their last part).
-_RENAMED = {
-    "data.source.path": ("ingest", "source_path"),
-    "data.source.format": ("ingest", "source_format"),
-    "data.source.max_records": ("ingest", "max_records"),
-    "trainer.optimizer.name": ("train", "optimizer"),
-    "trainer.model": ("train", "model_name"),
-}
 
 
 def input_name(field: str) -> str:
@@ -34,24 +25,14 @@ def input_name(field: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", field)
 
 
-def node_parameter(field: str, config: PipelineConfig) -> tuple[str, str] | None:
+def pipeline_parameter(field: str, config: PipelineConfig) -> tuple[str, str] | None:
     """(node id, parameter) that `field` sets, or None when it sets none."""
     parts = field.split(".")
     if config.components is not None:
         if len(parts) == 4 and parts[0] == "components" and parts[2] == "parameters":
             return parts[1], parts[3]
         return None
-    if field in _RENAMED:
-        return _RENAMED[field]
-    if parts[0] == "data" and len(parts) == 2 and parts[1] in ("split", "shards_per_split"):
-        return "ingest", parts[1]
-    if parts[0] == "trainer" and len(parts) == 2:
-        return "train", parts[1]
-    if parts[:2] == ["trainer", "optimizer"] and len(parts) == 3:
-        return "train", parts[2]
-    if parts[0] == "evaluator" and len(parts) == 2 and parts[1] in EVALUATOR_FIELDS:
-        return "evaluate", parts[1]
-    return None
+    return node_parameter(field)
 
 
 def runtime_parameters(config: PipelineConfig, pipeline: Pipeline, fields: list[str]) -> dict[tuple[str, str], str]:
@@ -61,7 +42,7 @@ def runtime_parameters(config: PipelineConfig, pipeline: Pipeline, fields: list[
     nodes = {node.id: node for node in pipeline.components}
     for index, field in enumerate(fields):
         where = f"kubeflow.parameters[{index}]"
-        target = node_parameter(field, config)
+        target = pipeline_parameter(field, config)
         if target is None or target[0] not in nodes or target[1] not in nodes[target[0]].parameters:
             form = "components.<id>.parameters.<name>" if config.components is not None else "e.g. trainer.epochs"
             problems.append(f"{where}: {field!r} sets no component parameter of this pipeline ({form})")

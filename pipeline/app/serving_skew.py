@@ -64,12 +64,12 @@ def serving_skew(
     load_executor("kflow.components.statistics_gen.executor:run")(
         examples=examples, statistics=statistics, beam_args=list(config.beam_args)
     )
-    thresholds = config.data.get("drift") or {}
+    thresholds = config.data.drift
     found = compare(
         read_split(statistics, split),
         read_split(training, "train"),
-        l_infinity_threshold=float(thresholds.get("l_infinity", 0.25)),
-        jensen_shannon_threshold=float(thresholds.get("jensen_shannon", 0.1)),
+        l_infinity_threshold=thresholds.l_infinity,
+        jensen_shannon_threshold=thresholds.jensen_shannon,
     )
     skewed = [feature for feature in found if feature.drifted]
     message = "; ".join(f"{feature.feature}: {feature.describe()}" for feature in skewed)

@@ -25,7 +25,7 @@ from kflow.components.span_union.component import MAX_SPANS
 from kflow.components.statistics_gen import StatisticsGen
 from kflow.pipeline.app.sections import absolute, ingest_parameters
 from kflow.pipeline.dsl.component import Component
-from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
+from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, as_data
 
 
 @dataclass
@@ -41,7 +41,7 @@ class SpanIngest:
 
     def metadata(self, config: PipelineConfig) -> dict[str, Any]:
         """What the run record keeps and `kflow plan` says: the spans read, and each span node's span."""
-        shown = describe(config.data.get("spans"))
+        shown = describe(spans_selection(config))
         header = f"spans: {', '.join(span.name for span in self.spans)} (data.spans: {shown})"
         if self.previous is not None:
             header += f"; drift: span {self.spans[-1].name} against span {self.previous.name}"
@@ -54,13 +54,13 @@ class SpanIngest:
 def resolve_spans(config: PipelineConfig) -> tuple[list[Span], list[Span]] | None:
     """(every span found, those data.spans selects), or None when the source has no {SPAN}. ValueError (one line
     naming the field) for a bad pattern, no file, or a selection of none."""
-    path = (config.data.get("source") or {}).get("path")
+    path = config.data.source.path
     if not has_spans(path):
-        if config.data.get("spans") is not None:
+        if config.data.spans is not None:
             raise ValueError("data.spans: needs {SPAN} in data.source.path, e.g. data/survey-{SPAN}.csv")
         return None
     found = find_spans(absolute(path))
-    chosen = select_spans(found, config.data.get("spans"))
+    chosen = select_spans(found, spans_selection(config))
     if len(chosen) > MAX_SPANS:
         raise ValueError(
             f"data.spans: selects {len(chosen)} spans, a run reads at most {MAX_SPANS}; use {{last: {MAX_SPANS}}}"
@@ -127,13 +127,18 @@ def drift_parameters(config: PipelineConfig, spans: SpanIngest | None) -> dict[s
     """ExampleValidator's drift parameters: which spans it compares and the thresholds."""
     if spans is None or spans.previous is None:
         return {}
-    drift = config.data.get("drift") or {}
+    drift = config.data.drift
     return {
-        "on_drift": config.data.get("on_drift") or "warn",
+        "on_drift": config.data.on_drift,
         "drift_spans": [spans.spans[-1].name, spans.previous.name],
-        "l_infinity_threshold": float(drift.get("l_infinity", 0.25)),
-        "jensen_shannon_threshold": float(drift.get("jensen_shannon", 0.1)),
+        "l_infinity_threshold": drift.l_infinity,
+        "jensen_shannon_threshold": drift.jensen_shannon,
     }
+
+
+def spans_selection(config: PipelineConfig) -> Any:
+    """`data.spans` as the config writes it (latest, all, {last: N}, {from: A, to: B}; None: unset)."""
+    return as_data(config.data)["spans"]
 
 
 def _span_order(node: Component) -> int:

@@ -42,7 +42,7 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False, local_da
         return build_declared_pipeline(config, local_data=local_data)
     check_config(config, local_data=local_data)
     pipeline_dir = Path(config.pipeline_root).expanduser().resolve() / config.name
-    dataset = get_dataset(config.data["dataset"])
+    dataset = get_dataset(config.data.dataset)
     spans = span_ingest(config, dataset.ingest_component(), dataset.validates_data)  # {SPAN}: span_pipeline.py
     ingest = spans.ingest if spans else dataset.ingest_component()("ingest", parameters=ingest_parameters(config))
     checks = data_checks(config, ingest, spans) if dataset.validates_data else []
@@ -75,7 +75,7 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False, local_da
         previous_statistics=checks[2].inputs.get("previous_span_statistics") if checks else None,
         parameters={**evaluator_parameters(config), **baseline_parameters(config)},
         run_time_parameters=latest_blessed(pipeline_dir, config.to_dict(), "model")
-        if local_runs and config.evaluator["baseline"] == "latest_blessed"
+        if local_runs and config.evaluator.baseline == "latest_blessed"
         else None,
     )
     return Pipeline(
@@ -108,7 +108,7 @@ def data_checks(config: PipelineConfig, ingest: Component, spans: SpanIngest | N
         "schema",
         statistics=statistics.outputs["statistics"],
         ingest_schema=ingest.outputs["schema"],
-        parameters={"schema_file": absolute(config.data.get("schema"))},
+        parameters={"schema_file": absolute(config.data.schema_)},
     )
     validate = ExampleValidator(
         "validate",
@@ -116,14 +116,14 @@ def data_checks(config: PipelineConfig, ingest: Component, spans: SpanIngest | N
         schema=schema.outputs["schema"],
         span_statistics=spans.newest_statistics.outputs["statistics"] if spans and spans.previous else None,
         previous_span_statistics=spans.previous_statistics.outputs["statistics"] if spans and spans.previous else None,
-        parameters={"on_anomaly": config.data.get("on_anomaly") or "fail", **drift_parameters(config, spans)},
+        parameters={"on_anomaly": config.data.on_anomaly or "fail", **drift_parameters(config, spans)},
     )
     return [statistics, schema, validate]
 
 
 def baseline_parameters(config: PipelineConfig) -> dict[str, Any]:
     """The Evaluator's baseline from `evaluator.baseline` when it is `none` or a Model folder."""
-    baseline = config.evaluator["baseline"]
+    baseline = config.evaluator.baseline
     if baseline == "latest_blessed":
         return {"baseline_model_uri": None}  # Until the run resolves it.
     if baseline == "none":
@@ -143,6 +143,6 @@ def baseline_parameters(config: PipelineConfig) -> dict[str, Any]:
 def run_time_baselines(config: PipelineConfig) -> dict[str, str]:
     """{node id: parameter} that a compiled pipeline feeds with the latest blessed model when it runs
     (a resolver task on Kubeflow: pipeline/kubeflow/baselines.py)."""
-    if config.components is None and config.evaluator["baseline"] == "latest_blessed":
+    if config.components is None and config.evaluator.baseline == "latest_blessed":
         return {"evaluate": "baseline_model_uri"}
     return {}

@@ -12,6 +12,7 @@ from kflow.components.transform import Transform
 from kflow.pipeline.app.sections import absolute
 from kflow.pipeline.dsl.component import Channel
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
+from kflow.pipeline.dsl.config_model import TransformSection
 
 # The datasets whose text preprocessing the Transform learns, and the trainer.model_options that shape it (the
 # tasks' own lists, here without importing the tasks: QuoraTask's and WikiText2Task.GRAPH_OPTIONS).
@@ -29,29 +30,29 @@ def transformed(dataset: str) -> bool:
 def transform_parameters(config: PipelineConfig) -> dict[str, Any]:
     """The Transform's parameters: the dataset, the data options among `trainer.model_options` (the
     preprocessing they shape is learnt by the Transform), the user's `transform.module`, the Beam options."""
-    model_options = config.trainer.get("model_options") or {}
-    section = config.transform or {}
-    dataset = (config.data or {}).get("dataset")
+    model_options = config.trainer.model_options
+    section = config.transform or TransformSection()
+    dataset = config.data.dataset if config.data else None
     return {
         **({"dataset": dataset} if dataset else {}),  # a declared pipeline without a data section names its own
         "options": {
             name: value for name, value in model_options.items() if name in TEXT_OPTIONS.get(dataset, DATA_OPTIONS)
         },
-        "module": absolute(section.get("module")),
+        "module": absolute(section.module),
         "beam_args": config.beam_args,
     }
 
 
 def transform_node(config: PipelineConfig, examples: Channel, schema: Channel) -> Transform | None:
     """The `transform` node of a tabular dataset, Quora or WikiText-2, unless `transform.enabled` is false."""
-    dataset, section = config.data["dataset"], config.transform or {}
-    if section.get("module") and (dataset in TEXT_OPTIONS or not transformed(dataset)):
+    dataset, section = config.data.dataset, config.transform or TransformSection()
+    if section.module and (dataset in TEXT_OPTIONS or not transformed(dataset)):
         problem = f"transform.module: the {dataset} dataset takes no preprocessing_fn (tabular ones do)"
         raise ConfigError([problem], config.source)
     if not transformed(dataset):
         return None
-    if section.get("enabled") is False:
-        if section.get("module"):
+    if not section.enabled:
+        if section.module:
             raise ConfigError(["transform.module: set, but transform.enabled is false"], config.source)
         return None
     node = Transform("transform", examples=examples, schema=schema, parameters=transform_parameters(config))

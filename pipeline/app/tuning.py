@@ -13,7 +13,7 @@ from kflow.components.datasets.user_module import module_problems, read_module_s
 from kflow.components.tuner import Tuner
 from kflow.pipeline.app.sections import trainer_parameters
 from kflow.pipeline.dsl.component import Channel
-from kflow.pipeline.dsl.config import PipelineConfig
+from kflow.pipeline.dsl.config import PipelineConfig, as_data
 
 TUNE_NODE = "tune"
 
@@ -30,19 +30,18 @@ def tuner_parameters(config: PipelineConfig) -> dict[str, Any]:
     module = trainer.get("module")
     if module and not module_problems(module):  # read now, as the Trainer reads it (its source is in the cache key)
         trainer["module_source"] = read_module_source(module)
-    tuner = config.tuner or {}
-    if not tuner:
+    tuner = config.tuner
+    if tuner is None:
         return {"trainer": trainer}
-    objective = tuner["objective"]
     return {
-        "search_space": tuner["search_space"],
-        "algorithm": tuner["algorithm"],
-        "max_trials": tuner["max_trials"],
-        "max_time": None if tuner.get("max_time") is None else float(tuner["max_time"]),
-        "objective_metric": objective["metric"],
-        "objective_direction": objective.get("direction"),
-        "parallel_trials": tuner["parallel_trials"],
-        "seed": tuner["seed"],
+        "search_space": as_data(tuner)["search_space"],  # {field: {kind: values}}, as the config writes it
+        "algorithm": tuner.algorithm,
+        "max_trials": tuner.max_trials,
+        "max_time": tuner.max_time,
+        "objective_metric": tuner.objective.metric,
+        "objective_direction": tuner.objective.direction,
+        "parallel_trials": tuner.parallel_trials,
+        "seed": tuner.seed,
         "trainer": trainer,
     }
 
@@ -56,7 +55,7 @@ def tune_node(
 ) -> Tuner | None:
     """The standard pipeline's `tune` node when the config has a `tuner` section, else None; it waits for the
     data's verdict (`anomalies`) where there is one, and its trials take the Transform's graph, as the Trainer."""
-    if not config.tuner:
+    if config.tuner is None:
         return None
     return Tuner(
         TUNE_NODE,
@@ -71,5 +70,4 @@ def tune_node(
 def trains_with_tuner(config: PipelineConfig) -> bool:
     """Whether the standard pipeline's Trainer takes the `tune` node's best settings: `trainer.hyperparameters`
     tuner, or null with a `tuner` section; `config` trains with the trainer section's own while the search runs."""
-    choice = config.trainer.get("hyperparameters")
-    return bool(config.tuner) and choice != "config"
+    return config.tuner is not None and config.trainer.hyperparameters != "config"

@@ -27,7 +27,7 @@ from kflow.pipeline.runners.run_record import Run, earlier_runs
 def warm_start_resolver(pipeline_dir: Path, config: PipelineConfig) -> Callable[[dict[str, str]], dict] | None:
     """The Trainer's run-time parameters for `trainer.warm_start`, or None when it is unset. A run id that names no
     run of the pipeline, or a run without a trained model: ConfigError naming the field."""
-    setting = config.trainer.get("warm_start")
+    setting = config.trainer.warm_start
     if not setting:
         return None
     if setting == "latest_blessed":

@@ -245,7 +245,7 @@ def _validate(args: argparse.Namespace) -> int:
 
     config = _load(args)
     validated = validate_locally(config)
-    what = f"dataset {config.data['dataset']!r}" if config.components is None else "declared"
+    what = f"dataset {config.data.dataset!r}" if config.components is None else "declared"
     say(f"{args.config}: valid (pipeline {config.name!r}, {what}: {', '.join(validated.nodes)})")
     if validated.inferred_problem_type:  # What the run will infer from the data, said before it runs.
         say("data.problem_type not set: {}, as {}".format(*validated.inferred_problem_type))
@@ -278,7 +278,7 @@ def _run(args: argparse.Namespace) -> int:
     say(format_run(result.run, colour=colour()))
     say(f"run folder: {result.run_dir}")
     track(config, result.run)
-    return gate(result.run, config.evaluator.get("on_not_blessed", "fail"))
+    return gate(result.run, config.evaluator.on_not_blessed)
 
 
 def _gc(args: argparse.Namespace) -> int:

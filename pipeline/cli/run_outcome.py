@@ -6,14 +6,15 @@ import sys
 
 from kflow.pipeline.cli.terminal import EXIT_FAILED, EXIT_OK, say
 from kflow.pipeline.dsl.artifacts import ModelBlessing
-from kflow.pipeline.dsl.config import PipelineConfig
+from kflow.pipeline.dsl.config import PipelineConfig, as_data
 from kflow.pipeline.runners.run_record import Run
 
 
 def track(config: PipelineConfig, run: Run) -> None:
     """Logs the finished run to the tracking server the config names; a failure is a warning, not the run's."""
-    if not (settings := config.tracking.get("mlflow")):
+    if config.tracking.mlflow is None:
         return
+    settings = as_data(config.tracking)["mlflow"]  # as JSON, the form a Kubeflow evaluate task receives it in
     from kflow.pipeline.dsl.secrets import redact_urls
     from kflow.pipeline.runners.mlflow_tracking import TrackingError, track_run
 

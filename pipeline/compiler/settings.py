@@ -16,6 +16,7 @@ from kflow.pipeline.dsl.config import (
     ConfigError,
     DefaultFillingValidator,
     PipelineConfig,
+    as_data,
     config_schema,
     describe_error,
     read_config_file,
@@ -132,7 +133,8 @@ def load_compile_config(
     config, settings = validate_config(raw, source), kubeflow_settings(section or {}, source)
     if not settings.image:
         raise ConfigError([IMAGE_REQUIRED], source)
-    if tracking := config.tracking.get("mlflow"):
+    if config.tracking.mlflow is not None:  # as JSON: the evaluate tasks read it from their command line
+        tracking = as_data(config.tracking)["mlflow"]
         settings = replace(settings, mlflow={**tracking, "pipeline": config.name, "config": config.to_dict()})
     return config, settings
 

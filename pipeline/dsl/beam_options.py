@@ -8,9 +8,10 @@ LOCAL_RUNNER = "FnApiRunner"
 """The runner of kflow's local Beam pipelines when the config names the DirectRunner or no runner (`named_runner`)."""
 
 
-def section_beam_args(section: dict[str, Any]) -> list[str]:
-    args = [] if section["runner"] == "DirectRunner" else [f"--runner={section['runner']}"]
-    for key, value in sorted(section["options"].items()):
+def section_beam_args(section: Any) -> list[str]:
+    """A `beam` or `orchestration` section (its runner and options) as Beam pipeline arguments."""
+    args = [] if section.runner == "DirectRunner" else [f"--runner={section.runner}"]
+    for key, value in sorted(section.options.items()):
         if isinstance(value, bool):
             value = str(value).lower()
         args.append(f"--{key}={value}")

@@ -16,10 +16,26 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pydantic
 import yaml
 
 from kflow.pipeline.dsl.beam_options import section_beam_args
 from kflow.pipeline.dsl.config_data import field_path, plain_data_problems
+from kflow.pipeline.dsl.config_model import (
+    BeamSection,
+    ComponentEntry,
+    DataSection,
+    EvaluatorSection,
+    KflowConfig,
+    KubeflowSection,
+    OrchestrationSection,
+    Section,
+    TrackingSection,
+    TrainerSection,
+    TransformSection,
+    TunerSection,
+    given,
+)
 from kflow.pipeline.dsl.config_model.tuning import search_space_problems
 from kflow.pipeline.dsl.config_schema import generated_schema
 from kflow.pipeline.dsl.config_yaml import read_yaml
@@ -48,39 +64,50 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    """A validated config with every default filled in."""
+    """A validated config with every default filled in: each section the typed object its config model declares
+    (`pipeline/dsl/config_model/`), built once, when the config is loaded, and passed down as it is."""
 
     name: str
     pipeline_root: str
-    data: dict[str, Any] = field(default_factory=dict)  # empty only in a config that declares `components`
-    trainer: dict[str, Any] = field(default_factory=dict)
-    evaluator: dict[str, Any] = field(default_factory=dict)
-    beam: dict[str, Any] = field(default_factory=dict)
-    orchestration: dict[str, Any] = field(default_factory=dict)
-    kubeflow: dict[str, Any] = field(default_factory=dict)
-    tracking: dict[str, Any] = field(default_factory=dict)
-    components: list[dict[str, Any]] | None = None  # a declared DAG (pipeline/app/declared_pipeline.py)
-    tuner: dict[str, Any] | None = None  # a hyperparameter search before the Trainer (components/tuner)
-    transform: dict[str, Any] | None = None  # the Transform's settings (components/transform)
+    data: DataSection | None = None  # None only in a config that declares `components`
+    trainer: TrainerSection = field(default_factory=TrainerSection)
+    evaluator: EvaluatorSection = field(default_factory=EvaluatorSection)
+    beam: BeamSection = field(default_factory=BeamSection)
+    orchestration: OrchestrationSection = field(default_factory=OrchestrationSection)
+    kubeflow: KubeflowSection | None = None  # read by `kflow compile` (pipeline/compiler/settings.py)
+    tracking: TrackingSection = field(default_factory=TrackingSection)
+    components: list[ComponentEntry] | None = None  # a declared DAG (pipeline/app/declared_pipeline.py)
+    tuner: TunerSection | None = None  # a hyperparameter search before the Trainer (components/tuner)
+    transform: TransformSection | None = None  # the Transform's settings (components/transform)
     source: str | None = None
 
+    @classmethod
+    def from_model(cls, model: KflowConfig, source: str | None = None) -> PipelineConfig:
+        """The config's typed sections; the optional ones None when the config leaves them out."""
+        sections = {name: given(getattr(model, name)) for name in KflowConfig.model_fields}
+        return cls(source=source, **sections)
+
     def to_dict(self) -> dict[str, Any]:
+        """The config as JSON-like data, every default filled in: what a run records (run.json, MLflow) and what
+        a later run compares its own with."""
         fields = {
             "name": self.name,
             "pipeline_root": self.pipeline_root,
-            "data": self.data,
-            "trainer": self.trainer,
-            "evaluator": self.evaluator,
-            "beam": self.beam,
-            "orchestration": self.orchestration,
-            "kubeflow": self.kubeflow,
-            "tracking": self.tracking,
+            "data": as_data(self.data),
+            "trainer": as_data(self.trainer),
+            "evaluator": as_data(self.evaluator),
+            "beam": as_data(self.beam),
+            "orchestration": as_data(self.orchestration),
+            "kubeflow": as_data(self.kubeflow),
+            "tracking": as_data(self.tracking),
         }
         if self.tuner is not None:  # Only when set: a config without one records the same dict as before.
-            fields["tuner"] = self.tuner
+            fields["tuner"] = as_data(self.tuner)
         if self.transform is not None:  # the same: only when set
-            fields["transform"] = self.transform
-        return fields if self.components is None else {**fields, "components": self.components}
+            fields["transform"] = as_data(self.transform)
+        if self.components is None:
+            return fields
+        return {**fields, "components": [as_data(entry) for entry in self.components]}
 
     @property
     def beam_args(self) -> list[str]:
@@ -238,7 +265,25 @@ def validate_config(raw: dict[str, Any], source: str | None = None) -> PipelineC
         problems.append("data: is required (or declare the pipeline's components)")
     if problems:
         raise ConfigError(problems, source)
-    return PipelineConfig(source=source, **instance)
+    return PipelineConfig.from_model(typed(KflowConfig, instance, source), source)
+
+
+def typed(model: type[Section], instance: dict[str, Any], source: str | None = None, where: str = "") -> Any:
+    """`instance`, checked against the schema generated from `model`, as that model's object. The schema's check
+    names each problem in one line; one the model alone refuses is a ConfigError too, its field named."""
+    try:
+        return model.model_validate(instance)
+    except pydantic.ValidationError as error:
+        problems = [
+            f"{field_path([*filter(None, [where]), *problem['loc']])}: {problem['msg']}" for problem in error.errors()
+        ]
+        raise ConfigError(problems, source) from None
+
+
+def as_data(section: Section | None) -> dict[str, Any]:
+    """A section as the JSON-like mapping a config file writes (field names as written: `schema`, `from`), its
+    defaults filled in; {} for a section the config leaves out."""
+    return {} if section is None else section.model_dump(mode="json", by_alias=True)
 
 
 def _fill_defaults(validator_class: type) -> type:

@@ -110,13 +110,13 @@ def credential_fields(config: Any) -> list[str]:
     """The config fields that hold credentials, which must not be compiled: Beam options named as one
     (`beam.options.s3_secret_access_key`), and any field whose value holds a URL with userinfo
     (`tracking.mlflow.uri`, `beam.options.s3_endpoint_url`)."""
+    whole = config.to_dict()
     named = [
         f"{section}.options.{name}"
         for section in OPTION_SECTIONS
-        for name in sorted((getattr(config, section, None) or {}).get("options", {}))
+        for name in sorted(whole[section]["options"])
         if is_credential(name)
     ]
-    whole = config.to_dict() if hasattr(config, "to_dict") else config
     return named + [field for field in url_credential_fields(whole) if field not in named]
 
 

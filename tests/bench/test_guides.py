@@ -34,7 +34,7 @@ def _script(name: str):
 
 def _module_model(config_path: Path):
     """The model a config's trainer.module builds, for MNIST (num_classes 10)."""
-    source = Path(load_config(config_path).trainer["module"])
+    source = Path(load_config(config_path).trainer.module)
     return _load(source, f"bench_guides_module_{source.stem}").build_model(None, {"num_classes": 10})
 
 
@@ -68,11 +68,11 @@ def test_each_config_passes_kflow_validate(name):
     config = load_config(guide.config)
     check_config(config)  # `kflow validate`'s checks: raises a ConfigError listing every problem
     assert config.name == guide.pipeline()
-    assert config.evaluator["split"] == "test"
+    assert config.evaluator.split == "test"
     strategy, replicas = STRATEGIES[name]
-    assert config.trainer["strategy"] == strategy
-    processes = config.trainer["workers"] if strategy != "mirrored" else 1
-    assert processes * (config.trainer["devices"] or 1) == replicas
+    assert config.trainer.strategy == strategy
+    processes = config.trainer.workers if strategy != "mirrored" else 1
+    assert processes * (config.trainer.devices or 1) == replicas
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def test_the_bert_script_builds_the_configs_bert_tiny():
     from kflow.components.models.bert_mlm import build_bert_mlm
 
     script = _script("bert_mlm_wikitext2")
-    options = load_config(run.GUIDES["bert_mlm_wikitext2"].config).trainer["model_options"]
+    options = load_config(run.GUIDES["bert_mlm_wikitext2"].config).trainer.model_options
     vocabulary = script.RESERVED_TOKENS + [f"word{index}" for index in range(995)]
     guide_model = script.build_masked_lm(vocabulary)
     kflow_model = build_bert_mlm(

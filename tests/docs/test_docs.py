@@ -365,7 +365,7 @@ def test_every_config_shown_whole_is_valid(where, text, tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(text)
     config = load_config(path)
-    source = (config.data.get("source") or {}).get("path")
+    source = config.data.source.path if config.data else None
     build_pipeline(config, local_data=bool(source) and Path(source).exists())
 
 

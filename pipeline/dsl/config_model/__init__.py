@@ -31,6 +31,7 @@ from kflow.pipeline.dsl.config_model.base import (
     declared_parameter,
     default_of,
     empty,
+    given,
     section,
 )
 from kflow.pipeline.dsl.config_model.data import (
@@ -146,6 +147,7 @@ __all__ = [
     "declared_parameter",
     "default_of",
     "empty",
+    "given",
     "search_space_problems",
     "section",
 ]

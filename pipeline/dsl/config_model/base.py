@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import MISSING, BaseModel, ConfigDict, Field
 
 from kflow.pipeline.dsl.component import Parameter
 
@@ -57,3 +57,8 @@ def declared_parameter(section: type[Section], name: str, kind: type, **options:
 def default_of(section: type[Section], name: str) -> Any:
     """The declared default of a config field, for code that holds the setting outside the config."""
     return section.model_fields[name].get_default(call_default_factory=True)
+
+
+def given(value: Any, default: Any = None) -> Any:
+    """A field's value, or `default` when the config leaves it out (a field declared `X | MISSING = MISSING`)."""
+    return default if value is MISSING else value

@@ -139,8 +139,8 @@ def test_validate_lists_every_problem_that_run_would_meet_at_once():
 def test_learning_rates_written_in_e_notation_are_numbers(text, tmp_path):
     result = kflow("validate", DEMO, "--set", f"trainer.optimizer.learning_rate={text}")
     assert result.returncode == 0, result.stderr
-    assert load_config(DEMO, [f"trainer.optimizer.learning_rate={text}"]).trainer["optimizer"]["learning_rate"] == 2e-3
+    assert load_config(DEMO, [f"trainer.optimizer.learning_rate={text}"]).trainer.optimizer.learning_rate == 2e-3
     config = tmp_path / "c.yaml"
     config.write_text(DEMO.read_text().replace("learning_rate: 0.002", f"learning_rate: {text}"))
     assert f"learning_rate: {text}" in config.read_text()
-    assert load_config(config).trainer["optimizer"]["learning_rate"] == 2e-3
+    assert load_config(config).trainer.optimizer.learning_rate == 2e-3

@@ -1,5 +1,6 @@
 """`kflow compile`: KFP v2 IR that kfp's own loaders and the pipeline_spec proto accept, matching the golden file."""
 
+import dataclasses
 import json
 import os
 import re
@@ -261,8 +262,8 @@ def test_trainer_workers_in_the_config_make_the_train_task_a_job_launcher(tmp_pa
 
     def with_workers(*args, **kwargs):
         config, settings = load_compile_config(*args, **kwargs)
-        config.trainer.update(strategy="multi_worker_mirrored", workers=4)
-        return config, settings
+        trainer = config.trainer.model_copy(update={"strategy": "multi_worker_mirrored", "workers": 4})
+        return dataclasses.replace(config, trainer=trainer), settings
 
     monkeypatch.setattr(commands, "load_compile_config", with_workers)
     commands.compile_config(str(DEMO), tmp_path / "p.yaml", [], image="kflow:0.1.0")

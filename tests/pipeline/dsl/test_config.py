@@ -23,19 +23,19 @@ MINIMAL = {"name": "mnist", "data": {"dataset": "mnist"}}
 @pytest.mark.parametrize("name", ["demo.yaml", "mnist.yaml"])
 def test_shipped_configs_are_valid(name):
     config = load_config(CONFIGS / name)
-    assert config.data["dataset"] == "mnist"
+    assert config.data.dataset == "mnist"
 
 
 def test_defaults_are_filled_from_the_schema(tmp_path):
     config = load_config(write(tmp_path, MINIMAL))
     assert config.pipeline_root == "runs"
-    assert config.trainer["epochs"] == 3
-    assert config.trainer["optimizer"]["name"] == "adam"
-    assert config.trainer["optimizer"]["learning_rate"] == 0.001
+    assert config.trainer.epochs == 3
+    assert config.trainer.optimizer.name == "adam"
+    assert config.trainer.optimizer.learning_rate == 0.001
     assert "split" not in config.data  # Its default is the dataset's: a test share where the source has none.
     assert get_dataset("mnist").default_split == {"train": 9, "eval": 1}
     assert get_dataset("csv").default_split == {"train": 8, "eval": 1, "test": 1}
-    assert config.data["source"] == {"path": None, "format": "auto", "max_records": None}
+    assert config.data.source.model_dump() == {"path": None, "format": "auto", "max_records": None}
     assert config.beam_args == []
 
 
@@ -44,8 +44,8 @@ def test_overrides_set_nested_fields_with_yaml_values(tmp_path):
         write(tmp_path, MINIMAL),
         ["trainer.epochs=7", "trainer.optimizer.learning_rate=0.01", "beam.options.direct_num_workers=2"],
     )
-    assert config.trainer["epochs"] == 7
-    assert config.trainer["optimizer"]["learning_rate"] == 0.01
+    assert config.trainer.epochs == 7
+    assert config.trainer.optimizer.learning_rate == 0.01
     assert config.beam_args == ["--direct_num_workers=2"]
 
 
@@ -153,9 +153,9 @@ def test_a_local_beam_pipeline_leaves_nothing_in_the_temp_folder(tmp_path, monke
 def test_a_renamed_field_is_read_under_its_former_name_with_a_warning(tmp_path, caplog):
     iris = {"name": "iris", "data": {"dataset": "csv", "label": "species", "task": "regression"}}
     config = load_config(write(tmp_path, iris))
-    assert config.data["problem_type"] == "regression" and "task" not in config.data
+    assert config.data.problem_type == "regression" and not hasattr(config.data, "task")
     assert "data.task is now called data.problem_type" in caplog.text
-    assert load_config(write(tmp_path, iris), ["data.task=classification"]).data["problem_type"] == "classification"
+    assert load_config(write(tmp_path, iris), ["data.task=classification"]).data.problem_type == "classification"
     with pytest.raises(ConfigError, match="data.task: is the former name of data.problem_type; keep data.problem_type"):
         load_config(write(tmp_path, iris), ["data.problem_type=classification"])
 
@@ -194,7 +194,7 @@ def test_a_date_is_the_text_it_looks_like_and_keys_are_the_text_written(tmp_path
     )
     config = load_config(tmp_path / "config.yaml")
     assert config.name == "2024-01-01"
-    assert config.trainer["model_options"] == {"2020": 1, "😀": "x"}
+    assert config.trainer.model_options == {"2020": 1, "😀": "x"}
 
 
 @pytest.mark.parametrize(

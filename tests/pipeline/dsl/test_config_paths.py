@@ -40,9 +40,9 @@ def test_a_config_reads_its_inputs_beside_it_from_any_directory(tmp_path):
     done = kflow("validate", project / "iris.yaml", cwd=elsewhere)
     assert done.returncode == 0, done.stderr
     config = load_config(project / "iris.yaml")
-    assert config.data["source"]["path"] == str(project / "data" / "iris.csv")
-    assert config.trainer["module"] == str(project / "my_model.py")
-    assert config.evaluator["baseline"] == "none" and config.pipeline_root == "runs"  # Outputs: where you work.
+    assert config.data.source.path == str(project / "data" / "iris.csv")
+    assert config.trainer.module == str(project / "my_model.py")
+    assert config.evaluator.baseline == "none" and config.pipeline_root == "runs"  # Outputs: where you work.
     # A --set value is typed on a command line: relative to the current directory.
     (elsewhere / "copy.csv").write_text((project / "data" / "iris.csv").read_text())
     done = kflow("validate", project / "iris.yaml", "--set", "data.source.path=copy.csv", cwd=elsewhere)
@@ -50,7 +50,7 @@ def test_a_config_reads_its_inputs_beside_it_from_any_directory(tmp_path):
     done = kflow("validate", project / "iris.yaml", "--set", "data.source.path=copy.csv", cwd=project)
     assert done.returncode == 2 and f"data.source.path: {project / 'copy.csv'} matches no CSV file" in done.stderr
     # An importable module name is not a path.
-    assert load_config(project / "iris.yaml", ["trainer.module=tests.pipeline.user.iris_model"]).trainer["module"] == (
+    assert load_config(project / "iris.yaml", ["trainer.module=tests.pipeline.user.iris_model"]).trainer.module == (
         "tests.pipeline.user.iris_model"
     )
 
