@@ -46,7 +46,8 @@ def test_diff_names_the_parameter_the_data_and_the_metric_changes(two_runs, run_
     assert diff["parameters"] == {"trainer.epochs": {"a": 1, "b": 2}}
     ingest, train = diff["components"]["ingest"], diff["components"]["train"]
     assert (ingest["a"], ingest["b"], ingest["changed"]) == ("succeeded", "succeeded", ["data: train.csv"])
-    assert train["changed"] == ["parameters: epochs", "inputs: examples, schema"]
+    # The Transform learnt its vocabulary again from the edited question: the Trainer takes its new graph.
+    assert train["changed"] == ["parameters: epochs", "inputs: examples, schema, transform_graph"]
     records = [json.loads(path.read_text()) for path in two_runs]
     before, after = (record["components"]["evaluate"]["summary"]["roc_auc"] for record in records)
     assert diff["metrics"]["evaluate.roc_auc"] == {"a": before, "b": after, "change": pytest.approx(after - before)}

@@ -45,7 +45,7 @@ def test_the_plan_is_what_the_next_run_does_after_a_parameter_and_a_data_edit(tm
     assert planned["ingest"]["action"] == "cached" and planned["ingest"]["cached_from"]
     assert planned["train"] == {**planned["train"], "action": "run", "why": ["parameters: batch_size"]}
     # And, when the first run's model was blessed, the evaluation's baseline parameters: that model is now the baseline.
-    assert planned["evaluate"]["action"] == "run" and planned["evaluate"]["why"][0] == "inputs: model, model_run"
+    assert planned["evaluate"]["action"] == "run" and "inputs: model, model_run" in planned["evaluate"]["why"]
     ran = run(run_kflow, config, root, "trainer.batch_size=8")
     assert ran == {node: "cached" if entry["action"] == "cached" else "succeeded" for node, entry in planned.items()}
 
