@@ -18,16 +18,13 @@ from typing import Any
 
 import keras
 
-from kflow.components.datasets.task import Task
-from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.optimizers import make_optimizer
-from kflow.components.trainer.strategies import get_strategy
-from kflow.components.trainer.strategies.runtime import Runtime
 from kflow.components.trainer.training import (
     dataset_factory,
+    describe_training,
     export_model,
-    precision_policy,
     split_sizes,
+    strategy_trainer,
     training_summary,
     watched_metric,
     write_process_state,
@@ -36,28 +33,14 @@ from kflow.components.trainer.warm_start import warm_start
 from kflow.components.util import epoch_report
 from kflow.components.util.progress import EpochProgress
 from kflow.pipeline.dsl import heartbeat
-from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 log = logging.getLogger("kflow.trainer")
 
 
-def train(
-    task: Task,
-    *,
-    examples: Examples,
-    model: Model,
-    model_run: ModelRun,
-    config: TrainConfig,
-    working_dir: Path,
-    assets_dir: Path | None = None,
-) -> dict[str, Any]:
+@strategy_trainer
+def train(task, runtime, examples, model, model_run, config, working_dir, assets_dir) -> dict[str, Any]:
     """Fits `task`'s model on Split-train (validating on Split-eval), exports it, writes the history; returns it."""
-    with precision_policy(config):
-        runtime: Runtime = get_strategy(config.strategy).runtime_class()(config, task.model_name)
-        return _fit(task, runtime, examples, model, model_run, config, Path(working_dir), assets_dir)
-
-
-def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_dir) -> dict[str, Any]:
+    working_dir = Path(working_dir)
     global_batch = config.batch_size
     if assets_dir is not None:
         task.load_assets(assets_dir)
@@ -114,14 +97,8 @@ def _fit(task, runtime, examples, model, model_run, config, working_dir, assets_
         # Epoch scalars, as the custom loop writes; the graph Keras writes by default cost 0.15 s of the first epoch.
         callbacks.append(keras.callbacks.TensorBoard(log_dir=str(model_run.log_dir), write_graph=False))
     log.info(
-        "train: %s for %d epochs of %d steps, global batch %d, %s(lr=%g, %s), strategy %s on %d replica(s)%s",
-        task.model_name,
-        config.epochs,
-        steps_per_epoch,
-        global_batch,
-        config.optimizer,
-        config.learning_rate,
-        config.schedule,
+        "train: %s, strategy %s on %d replica(s)%s",
+        describe_training(task, config, steps_per_epoch),
         config.strategy,
         runtime.replicas,
         f" in {runtime.process_count} processes" if runtime.process_count > 1 else "",

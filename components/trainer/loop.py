@@ -31,14 +31,14 @@ from kflow.components.trainer.checkpoints import restore_newest_readable
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.steps_per_call import StepsPerCall
-from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import is_chief, tf_config
-from kflow.components.trainer.strategies.runtime import Runtime
+from kflow.components.trainer.strategies.runtime import LoopParts, Runtime
 from kflow.components.trainer.training import (
     dataset_factory,
+    describe_training,
     export_model,
-    precision_policy,
     split_sizes,
+    strategy_trainer,
     training_summary,
     watched_metric,
     write_process_state,
@@ -52,20 +52,19 @@ from kflow.pipeline.dsl.scratch import scratch_dir
 log = logging.getLogger("kflow.trainer")
 
 
+@strategy_trainer
 def train(
     task: Task,
-    *,
+    runtime: Runtime,
     examples: Examples,
     model: Model,
     model_run: ModelRun,
     config: TrainConfig,
-    working_dir: Path | None = None,
-    assets_dir: Path | None = None,
+    working_dir: Path | None,
+    assets_dir: Path | None,
 ) -> dict[str, Any]:
     """Trains `task`'s model under `config.strategy` and, on the chief, exports it; returns the summary."""
-    with precision_policy(config):
-        runtime: Runtime = get_strategy(config.strategy).runtime_class()(config, task.model_name)
-        return _train(task, runtime, examples, model, model_run, config, working_dir, assets_dir)
+    return _train(task, runtime, examples, model, model_run, config, working_dir, assets_dir)
 
 
 def _train(
@@ -100,14 +99,7 @@ def _train(
         optimizer = make_optimizer(config, total_steps)
         optimizer.build(keras_model.trainable_variables)
         checkpoint = tf.train.Checkpoint(model=keras_model, optimizer=optimizer)
-    runtime.build(
-        task=task,
-        model=keras_model,
-        optimizer=optimizer,
-        global_batch=global_batch,
-        make_dataset=make_dataset,
-        eval_steps=eval_steps,
-    )
+    runtime.build(LoopParts(task, keras_model, optimizer, global_batch, make_dataset, eval_steps))
 
     # Checkpoints: the chief's manager in working_dir; other MWMS workers write theirs into a temp dir.
     temp_dirs: list[Path] = []
@@ -137,18 +129,7 @@ def _train(
         # 2-core VM: imported here, with the writers, rather than inside the first timed epoch.
         importlib.import_module("tensorboard.summary.v2")
 
-    log.info(
-        "train: %s %s for %d epochs of %d steps, global batch %d, %s(lr=%g, %s) on %d replica(s)",
-        me,
-        task.model_name,
-        config.epochs,
-        steps_per_epoch,
-        global_batch,
-        config.optimizer,
-        config.learning_rate,
-        config.schedule,
-        runtime.replicas,
-    )
+    log.info("train: %s %s on %d replica(s)", me, describe_training(task, config, steps_per_epoch), runtime.replicas)
     history: list[dict[str, float]] = []
     calls = StepsPerCall(config.steps_per_execution, runtime, config.checkpoint_every_steps)
     best, waited, best_weights, best_epoch = None, 0, None, 0

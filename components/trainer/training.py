@@ -4,6 +4,7 @@ exported model."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -11,8 +12,9 @@ import math
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import keras
@@ -25,6 +27,7 @@ from kflow.components.datasets.user_module import MODULE_FILE, load_module
 from kflow.components.models import load_trained
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.serving_export import read_classes, write_classes, write_serving
+from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import MakeDataset, Runtime
 from kflow.components.util.input_autotune import untuned
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
@@ -177,6 +180,40 @@ def precision_policy(config: TrainConfig) -> Iterator[None]:
         yield
     finally:
         keras.mixed_precision.set_global_policy(previous_policy)
+
+
+TrainBody = Callable[[Task, Runtime, Examples, Model, ModelRun, TrainConfig, Path | None, Path | None], dict[str, Any]]
+
+
+def strategy_trainer(body: TrainBody) -> Callable[..., dict[str, Any]]:
+    """A trainer module's `train(task, *, examples, model, model_run, config, working_dir=None, assets_dir=None)`
+    (what replica.py calls for fit, loop and jax_loop) from its body, which gets the strategy's runtime: made here, in
+    the config's precision policy, with Keras seeded (precision_policy), and the same for every loop."""
+
+    @functools.wraps(body)
+    def train(
+        task: Task,
+        *,
+        examples: Examples,
+        model: Model,
+        model_run: ModelRun,
+        config: TrainConfig,
+        working_dir: Path | None = None,
+        assets_dir: Path | None = None,
+    ) -> dict[str, Any]:
+        with precision_policy(config):
+            runtime = get_strategy(config.strategy).runtime_class()(config, task.model_name)
+            return body(task, runtime, examples, model, model_run, config, working_dir, assets_dir)
+
+    return train
+
+
+def describe_training(task: Task, config: TrainConfig, steps_per_epoch: int) -> str:
+    """What a loop says as it starts: the model, its epochs and steps, the global batch and the optimizer."""
+    return (
+        f"{task.model_name} for {config.epochs} epochs of {steps_per_epoch} steps, global batch {config.batch_size}, "
+        f"{config.optimizer}(lr={config.learning_rate:g}, {config.schedule})"
+    )
 
 
 def export_model(task: Task, trained: keras.Model, model: Model, *, serving: bool = True) -> None:

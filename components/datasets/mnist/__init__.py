@@ -2,10 +2,4 @@
 
 from kflow.components.datasets.bundle import Dataset
 
-DATASET = Dataset(
-    name="mnist",
-    ingest="kflow.components.datasets.mnist.ingest:MnistIngest",
-    schema="mnist/schema.pbtxt",
-    task="kflow.components.datasets.mnist.task:MnistTask",
-    metrics="kflow.components.datasets.mnist.metrics:MnistMetrics",
-)
+DATASET = Dataset.in_package(__name__, "Mnist")

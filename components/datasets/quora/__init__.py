@@ -2,12 +2,9 @@
 
 from kflow.components.datasets.bundle import Dataset
 
-DATASET = Dataset(
-    name="quora",
-    ingest="kflow.components.datasets.quora.ingest:QuoraIngest",
-    schema="quora/schema.pbtxt",
-    task="kflow.components.datasets.quora.task:QuoraTask",
-    metrics="kflow.components.datasets.quora.metrics:QuoraMetrics",
+DATASET = Dataset.in_package(
+    __name__,
+    "Quora",
     filters=("max_chars",),
     source_test_split=False,
     backend_limits={

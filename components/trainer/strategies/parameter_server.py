@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from kflow.components.trainer.strategies.cluster_env import tf_config
 from kflow.components.trainer.strategies.runtime import (
+    LoopParts,
     MakeDataset,
     gradient_step,
     metric_results,
@@ -92,16 +93,9 @@ class Runtime(BaseRuntime):
         log.info("server: %s %d serving", resolver.task_type, resolver.task_id)
         server.join()
 
-    def build(
-        self,
-        *,
-        task,
-        model: keras.Model,
-        optimizer: keras.optimizers.Optimizer,
-        global_batch: int,
-        make_dataset: MakeDataset,
-        eval_steps: int,
-    ) -> None:
+    def build(self, parts: LoopParts) -> None:
+        task, model, optimizer, global_batch = parts.task, parts.model, parts.optimizer, parts.global_batch
+        make_dataset, eval_steps = parts.make_dataset, parts.eval_steps
         loss_object = task.loss()
         with self.scope():
             self.train_metrics = task.metrics()  # on the PS, added to with atomic increments

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import keras
@@ -24,6 +25,18 @@ import tensorflow as tf
 
 # (split, training, batch size) → the task's batched dataset of that split, one pass.
 MakeDataset = Callable[[str, bool, int], tf.data.Dataset]
+
+
+@dataclass(frozen=True)
+class LoopParts:
+    """What the custom loop (loop.py) gives a strategy's runtime to build its step functions from."""
+
+    task: Any  # the dataset's Task: its loss and metrics
+    model: keras.Model
+    optimizer: keras.optimizers.Optimizer
+    global_batch: int
+    make_dataset: MakeDataset
+    eval_steps: int
 
 
 def unpack(batch):
@@ -127,16 +140,8 @@ class Runtime:
         """The endless batches `model.fit` reads in this process (the strategy splits them over replicas)."""
         return make_dataset(split, training, global_batch).repeat()
 
-    def build(
-        self,
-        *,
-        task: Any,
-        model: keras.Model,
-        optimizer: keras.optimizers.Optimizer,
-        global_batch: int,
-        make_dataset: MakeDataset,
-        eval_steps: int,
-    ) -> None:
+    def build(self, parts: LoopParts) -> None:
+        """The custom loop's step functions of this strategy, from the model, its optimizer and the data."""
         raise NotImplementedError
 
     @classmethod

@@ -11,7 +11,7 @@ import keras
 import tensorflow as tf
 
 from kflow.components.trainer.strategies.runtime import (
-    MakeDataset,
+    LoopParts,
     Runtime,
     gradient_step,
     input_fn,
@@ -32,16 +32,9 @@ class SynchronousRuntime(Runtime):
         if global_batch % self.replicas:
             raise ValueError(f"batch_size {global_batch} must be a multiple of the {self.replicas} replicas in sync")
 
-    def build(
-        self,
-        *,
-        task,
-        model: keras.Model,
-        optimizer: keras.optimizers.Optimizer,
-        global_batch: int,
-        make_dataset: MakeDataset,
-        eval_steps: int,
-    ) -> None:
+    def build(self, parts: LoopParts) -> None:
+        task, model, optimizer, global_batch = parts.task, parts.model, parts.optimizer, parts.global_batch
+        make_dataset, eval_steps = parts.make_dataset, parts.eval_steps
         loss_object = task.loss()
         replicas = self.replicas
         with self.scope():
