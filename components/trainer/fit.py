@@ -20,10 +20,9 @@ import keras
 
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.training import (
-    dataset_factory,
     describe_training,
     export_model,
-    split_sizes,
+    read_splits,
     strategy_trainer,
     training_summary,
     watched_metric,
@@ -38,15 +37,11 @@ log = logging.getLogger("kflow.trainer")
 
 
 @strategy_trainer
-def train(task, runtime, examples, model, model_run, config, working_dir, assets_dir) -> dict[str, Any]:
+def train(task, runtime, examples, model, model_run, config, working_dir) -> dict[str, Any]:
     """Fits `task`'s model on Split-train (validating on Split-eval), exports it, writes the history; returns it."""
     working_dir = Path(working_dir)
     global_batch = config.batch_size
-    if assets_dir is not None:
-        task.load_assets(assets_dir)
-
-    dataset = dataset_factory(task, examples, config)
-    train_count, eval_count, steps_per_epoch = split_sizes(dataset, examples, config)
+    dataset, train_count, eval_count, steps_per_epoch = read_splits(task, examples, config)
     # A pass over the split is exactly steps_per_epoch batches unless steps_per_epoch is set or rounded up to whole
     # calls of steps_per_execution.
     one_pass = config.steps_per_epoch is None and steps_per_epoch == math.ceil(train_count / global_batch)

@@ -27,10 +27,9 @@ import numpy as np
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.strategies.runtime import unpack
 from kflow.components.trainer.training import (
-    dataset_factory,
     describe_training,
     export_model,
-    split_sizes,
+    read_splits,
     strategy_trainer,
     training_summary,
     write_process_state,
@@ -45,15 +44,12 @@ IN_FLIGHT = 2  # steps dispatched ahead of the devices: real MNIST 2 x 2 trained
 
 
 @strategy_trainer  # TrainConfig.validate refuses mixed_precision here: this loop trains in float32
-def train(task, runtime, examples, model, model_run, config, working_dir, assets_dir) -> dict[str, Any]:
+def train(task, runtime, examples, model, model_run, config, working_dir) -> dict[str, Any]:
     """Trains `task`'s model in an explicit JAX loop (jitted stateless steps) and, in process 0, exports it."""
     working_dir = Path(working_dir)
     global_batch = config.batch_size
     runtime.check_batch(global_batch)
-    if assets_dir is not None:
-        task.load_assets(assets_dir)
-    make_dataset = dataset_factory(task, examples, config)
-    train_count, eval_count, steps_per_epoch = split_sizes(make_dataset, examples, config)
+    make_dataset, train_count, eval_count, steps_per_epoch = read_splits(task, examples, config)
     eval_steps = -(-eval_count // global_batch)
 
     keras_model = task.build_model()

@@ -34,10 +34,9 @@ from kflow.components.trainer.steps_per_call import StepsPerCall
 from kflow.components.trainer.strategies.cluster_env import is_chief, tf_config
 from kflow.components.trainer.strategies.runtime import LoopParts, Runtime
 from kflow.components.trainer.training import (
-    dataset_factory,
     describe_training,
     export_model,
-    split_sizes,
+    read_splits,
     strategy_trainer,
     training_summary,
     watched_metric,
@@ -61,34 +60,15 @@ def train(
     model_run: ModelRun,
     config: TrainConfig,
     working_dir: Path | None,
-    assets_dir: Path | None,
 ) -> dict[str, Any]:
     """Trains `task`'s model under `config.strategy` and, on the chief, exports it; returns the summary."""
-    return _train(task, runtime, examples, model, model_run, config, working_dir, assets_dir)
-
-
-def _train(
-    task: Task,
-    runtime: Runtime,
-    examples: Examples,
-    model: Model,
-    model_run: ModelRun,
-    config: TrainConfig,
-    working_dir: Path | None,
-    assets_dir: Path | None,
-) -> dict[str, Any]:
     cluster = tf_config()
     chief = is_chief(cluster)
     task_info = cluster.get("task") or {"type": "chief", "index": 0}
     me = f"{task_info['type']}-{task_info['index']}"
     global_batch = config.batch_size
     runtime.check_batch(global_batch)
-    if assets_dir is not None:
-        task.load_assets(assets_dir)
-
-    make_dataset = dataset_factory(task, examples, config)
-
-    train_count, eval_count, steps_per_epoch = split_sizes(make_dataset, examples, config)
+    make_dataset, train_count, eval_count, steps_per_epoch = read_splits(task, examples, config)
     monitor, mode = watched_metric(task, config)
     eval_steps = math.ceil(eval_count / global_batch)
     total_steps = steps_per_epoch * config.epochs

@@ -68,6 +68,12 @@ def recorded_counts(examples: Examples) -> dict[str, int]:
     return examples.stats.get("accepted", {})
 
 
+def read_splits(task: Task, examples: Examples, config: TrainConfig) -> tuple[MakeDataset, int, int, int]:
+    """(the task's datasets, the train and eval examples, the steps of an epoch): what every loop trains from."""
+    make_dataset = dataset_factory(task, examples, config)
+    return (make_dataset, *split_sizes(make_dataset, examples, config))
+
+
 def split_sizes(make_dataset: MakeDataset, examples: Examples, config: TrainConfig) -> tuple[int, int, int]:
     """(train examples, eval examples, steps per epoch), read once per process so every worker runs as many steps:
     the ingest's counts, else counted by reading each split (seconds for MNIST)."""
@@ -182,13 +188,14 @@ def precision_policy(config: TrainConfig) -> Iterator[None]:
         keras.mixed_precision.set_global_policy(previous_policy)
 
 
-TrainBody = Callable[[Task, Runtime, Examples, Model, ModelRun, TrainConfig, Path | None, Path | None], dict[str, Any]]
+TrainBody = Callable[[Task, Runtime, Examples, Model, ModelRun, TrainConfig, Path | None], dict[str, Any]]
 
 
 def strategy_trainer(body: TrainBody) -> Callable[..., dict[str, Any]]:
     """A trainer module's `train(task, *, examples, model, model_run, config, working_dir=None, assets_dir=None)`
     (what replica.py calls for fit, loop and jax_loop) from its body, which gets the strategy's runtime: made here, in
-    the config's precision policy, with Keras seeded (precision_policy), and the same for every loop."""
+    the config's precision policy, with Keras seeded (precision_policy), the task's assets loaded, the same for every
+    loop."""
 
     @functools.wraps(body)
     def train(
@@ -203,7 +210,9 @@ def strategy_trainer(body: TrainBody) -> Callable[..., dict[str, Any]]:
     ) -> dict[str, Any]:
         with precision_policy(config):
             runtime = get_strategy(config.strategy).runtime_class()(config, task.model_name)
-            return body(task, runtime, examples, model, model_run, config, working_dir, assets_dir)
+            if assets_dir is not None:
+                task.load_assets(assets_dir)
+            return body(task, runtime, examples, model, model_run, config, working_dir)
 
     return train
 
