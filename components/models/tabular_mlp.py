@@ -40,6 +40,42 @@ class FillMissing(keras.layers.Layer):
         return {**super().get_config(), "value": self.value}
 
 
+def encode_features(features: Sequence[dict[str, Any]], what: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """({feature: keras.Input}, {feature: its encoding}) for the planned features, in their order: a number filled
+    and normalised, a category one-hot, free text multi-hot; the state comes from the plan (the layers' constructors,
+    never `adapt`). `what` names the model in the error for no feature."""
+    if not features:
+        raise ValueError(f"{what} needs at least one feature besides the label")
+    inputs, outputs, taken = {}, {}, set()
+    for spec in features:
+        name, kind = spec["name"], spec["kind"]
+        safe = layer_name(name, taken)
+        if kind == "numeric":
+            inputs[name] = keras.Input(shape=(1,), dtype="float32", name=safe)
+            filled = FillMissing(spec["mean"], name=f"fill_{safe}")(inputs[name])
+            normalise = keras.layers.Normalization(mean=spec["mean"], variance=spec["variance"], name=f"norm_{safe}")
+            outputs[name] = normalise(filled)
+        elif kind == "categorical":
+            inputs[name] = keras.Input(shape=(1,), dtype="string", name=safe)
+            lookup = keras.layers.StringLookup(
+                vocabulary=list(spec["vocabulary"]),
+                num_oov_indices=int(spec.get("oov_buckets", 1)),
+                output_mode="one_hot",
+                name=f"lookup_{safe}",
+            )
+            outputs[name] = lookup(inputs[name])
+        elif kind == "text":
+            inputs[name] = keras.Input(shape=(1,), dtype="string", name=safe)
+            vectorize = keras.layers.TextVectorization(
+                vocabulary=list(spec["vocabulary"]), output_mode="multi_hot", name=f"words_{safe}"
+            )
+            # A [batch, 1] string input gives [batch, 1, vocabulary]: flatten it beside the other features.
+            outputs[name] = keras.layers.Flatten(name=f"flat_{safe}")(vectorize(inputs[name]))
+        else:
+            raise ValueError(f"feature {name!r}: unknown kind {kind!r} (numeric, categorical, text)")
+    return inputs, outputs
+
+
 def build_tabular_mlp(
     features: Sequence[dict[str, Any]],
     head: dict[str, Any],
@@ -52,35 +88,8 @@ def build_tabular_mlp(
     "vocabulary": [...]}]; `head`: {"kind": "classification", "classes": [...]} or
     {"kind": "regression", "mean", "std"}.
     """
-    if not features:
-        raise ValueError("the tabular model needs at least one feature besides the label")
-    inputs, encoded, taken = {}, [], set()
-    for spec in features:
-        name, kind = spec["name"], spec["kind"]
-        safe = layer_name(name, taken)
-        if kind == "numeric":
-            inputs[name] = keras.Input(shape=(1,), dtype="float32", name=safe)
-            filled = FillMissing(spec["mean"], name=f"fill_{safe}")(inputs[name])
-            normalise = keras.layers.Normalization(mean=spec["mean"], variance=spec["variance"], name=f"norm_{safe}")
-            encoded.append(normalise(filled))
-        elif kind == "categorical":
-            inputs[name] = keras.Input(shape=(1,), dtype="string", name=safe)
-            lookup = keras.layers.StringLookup(
-                vocabulary=list(spec["vocabulary"]),
-                num_oov_indices=int(spec.get("oov_buckets", 1)),
-                output_mode="one_hot",
-                name=f"lookup_{safe}",
-            )
-            encoded.append(lookup(inputs[name]))
-        elif kind == "text":
-            inputs[name] = keras.Input(shape=(1,), dtype="string", name=safe)
-            vectorize = keras.layers.TextVectorization(
-                vocabulary=list(spec["vocabulary"]), output_mode="multi_hot", name=f"words_{safe}"
-            )
-            # A [batch, 1] string input gives [batch, 1, vocabulary]: flatten it beside the other features.
-            encoded.append(keras.layers.Flatten(name=f"flat_{safe}")(vectorize(inputs[name])))
-        else:
-            raise ValueError(f"feature {name!r}: unknown kind {kind!r} (numeric, categorical, text)")
+    inputs, encoded = encode_features(features, "the tabular model")
+    encoded = list(encoded.values())
     x = encoded[0] if len(encoded) == 1 else keras.layers.Concatenate(name="features")(encoded)
     return keras.Model(inputs, _mlp_head(x, head, hidden_units, dropout), name="tabular_mlp")
 

@@ -16,41 +16,14 @@ from typing import Any
 
 import keras
 
-from kflow.components.models.tabular_mlp import FillMissing, layer_name
+from kflow.components.models.tabular_mlp import encode_features
 
 GRAPH_MODEL_FILE = "preprocessing.keras"  # the Transform's model, as a Model's assets hold it
 
 
 def build_preprocessing(features: Sequence[dict[str, Any]]) -> keras.Model:
     """{feature: [batch, 1] raw value} → {feature: [batch, k] float32}, one output per planned feature."""
-    if not features:
-        raise ValueError("the tabular preprocessing needs at least one feature besides the label")
-    inputs, outputs, taken = {}, {}, set()
-    for spec in features:
-        name, kind = spec["name"], spec["kind"]
-        safe = layer_name(name, taken)
-        if kind == "numeric":
-            inputs[name] = keras.Input(shape=(1,), dtype="float32", name=safe)
-            filled = FillMissing(spec["mean"], name=f"fill_{safe}")(inputs[name])
-            normalise = keras.layers.Normalization(mean=spec["mean"], variance=spec["variance"], name=f"norm_{safe}")
-            outputs[name] = normalise(filled)
-        elif kind == "categorical":
-            inputs[name] = keras.Input(shape=(1,), dtype="string", name=safe)
-            lookup = keras.layers.StringLookup(
-                vocabulary=list(spec["vocabulary"]),
-                num_oov_indices=int(spec.get("oov_buckets", 1)),
-                output_mode="one_hot",
-                name=f"lookup_{safe}",
-            )
-            outputs[name] = lookup(inputs[name])
-        elif kind == "text":
-            inputs[name] = keras.Input(shape=(1,), dtype="string", name=safe)
-            vectorize = keras.layers.TextVectorization(
-                vocabulary=list(spec["vocabulary"]), output_mode="multi_hot", name=f"words_{safe}"
-            )
-            outputs[name] = keras.layers.Flatten(name=f"flat_{safe}")(vectorize(inputs[name]))
-        else:
-            raise ValueError(f"feature {name!r}: unknown kind {kind!r} (numeric, categorical, text)")
+    inputs, outputs = encode_features(features, "the tabular preprocessing")
     return keras.Model(inputs, outputs, name="preprocessing")
 
 
