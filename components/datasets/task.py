@@ -17,7 +17,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 from kflow.components.datasets import get_dataset
 from kflow.components.datasets.user_module import load_module, with_user_module
 from kflow.components.util.schema import load_schema
-from kflow.pipeline.dsl.artifacts import Examples, Model
+from kflow.pipeline.dsl.artifacts import Examples, Model, TransformGraph
 
 
 class Task:
@@ -126,3 +126,15 @@ def load_task(
     if module_source is not None:
         task_class = with_user_module(task_class, load_module(module_source, module_origin or Model.MODULE_FILE))
     return task_class(load_schema(schema_file), model_name, model_options)
+
+
+class LearntByTransform:
+    """A task whose preprocessing the Transform learns (components/transform): given the Transform's graph
+    (`use_transform_graph`, before `prepare`), its `prepare` takes the vocabularies and statistics from the graph
+    and reads nothing from the data; without one, it learns them from Split-train itself. A task without this
+    mixin (MNIST) takes no transform graph."""
+
+    transform_graph: TransformGraph | None = None
+
+    def use_transform_graph(self, graph: TransformGraph) -> None:
+        self.transform_graph = graph

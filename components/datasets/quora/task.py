@@ -22,7 +22,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from kflow.components.datasets.task import Task
+from kflow.components.datasets.task import LearntByTransform, Task
 from kflow.components.models import build_model
 from kflow.pipeline.dsl.artifacts import Examples, TransformGraph
 
@@ -35,7 +35,7 @@ MODEL_OPTIONS = {"max_length", "ngrams", "embedding_dim", "hidden_dim", "dropout
 MODEL_DEFAULTS: dict[str, Any] = {"ngrams": 2}
 
 
-class QuoraTask(Task):
+class QuoraTask(LearntByTransform, Task):
     name = "quora"
     default_model = "text_classifier"
     monitor = "val_pr_auc"
@@ -54,13 +54,8 @@ class QuoraTask(Task):
         self.model_kwargs = {**MODEL_DEFAULTS, **{k: v for k, v in self.model_options.items() if k in MODEL_OPTIONS}}
         self.vocabulary: list[str] | None = None
         self.class_weights: dict[int, float] | None = None
-        self.transform_graph: TransformGraph | None = None
 
     # --- Assets -------------------------------------------------------------------------------------
-
-    def use_transform_graph(self, graph: TransformGraph) -> None:
-        """Takes the vocabulary and class weights the Transform learnt instead of adapting them in `prepare`."""
-        self.transform_graph = graph
 
     def prepare(self, examples: Examples, assets_dir: Path) -> dict[str, Any]:
         """Adapts the vocabulary on Split-train and computes the class weights from its labels (or, given a

@@ -38,7 +38,7 @@ from kflow.components.datasets.tabular.plan import (
     summarize_strings,
 )
 from kflow.components.datasets.tabular.preprocessing import GRAPH_MODEL_FILE, load_preprocessing
-from kflow.components.datasets.task import Task
+from kflow.components.datasets.task import LearntByTransform, Task
 from kflow.components.models import build_model
 from kflow.components.models.tabular_mlp import build_tabular_mlp_on
 from kflow.components.util.schema import annotation_tags
@@ -52,7 +52,7 @@ _INT_MISSING = np.iinfo(np.int64).min  # Parse default of an absent int feature,
 _NUMERIC = ("int", "float", "bool")
 
 
-class TabularTask(Task):
+class TabularTask(LearntByTransform, Task):
     name = "tabular"
     default_model = "tabular_mlp"
 
@@ -78,15 +78,9 @@ class TabularTask(Task):
             raise ValueError(f"the schema has no feature besides the label {self.label!r}")
         self.label_type = annotation_tags(schema, self.label).get("kflow_type", "string")
         self.preprocessing: dict[str, Any] | None = None
-        self.transform_graph: TransformGraph | None = None
         self.graph_model_file: Path | None = None  # the Transform's preprocessing model, copied into the assets
 
     # --- Assets -------------------------------------------------------------------------------------
-
-    def use_transform_graph(self, graph: TransformGraph) -> None:
-        """Takes the preprocessing the Transform learnt (its `features`, `head` and Keras preprocessing model)
-        instead of learning it from the training split in `prepare`."""
-        self.transform_graph = graph
 
     def prepare(self, examples: Examples, assets_dir: Path) -> dict[str, Any]:
         assets_dir = Path(assets_dir)

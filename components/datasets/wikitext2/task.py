@@ -28,7 +28,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from kflow.components.datasets.task import Task
+from kflow.components.datasets.task import LearntByTransform, Task
 from kflow.components.datasets.wikitext2.wordpiece import learn_vocabulary
 from kflow.components.models import build_model
 from kflow.pipeline.dsl.artifacts import Examples, TransformGraph
@@ -52,7 +52,7 @@ GRAPH_OPTIONS = ("vocabulary_size", "lowercase", "sequence_length")
 MODEL_OPTIONS = {"num_layers", "hidden_dim", "num_heads", "intermediate_dim", "dropout"}
 
 
-class WikiText2Task(Task):
+class WikiText2Task(LearntByTransform, Task):
     name = "wikitext2"
     default_model = "bert_mlm"
     monitor = "val_masked_accuracy"
@@ -75,14 +75,9 @@ class WikiText2Task(Task):
             raise ValueError("mask_token_rate + random_token_rate must be at most 1")
         self.vocabulary: list[str] | None = None
         self.baseline: dict[str, Any] | None = None
-        self.transform_graph: TransformGraph | None = None
         self._tokenizer: keras_hub.models.BertTokenizer | None = None
 
     # --- Assets -------------------------------------------------------------------------------------
-
-    def use_transform_graph(self, graph: TransformGraph) -> None:
-        """Takes the vocabulary and baseline the Transform learnt instead of learning them in `prepare`."""
-        self.transform_graph = graph
 
     def prepare(self, examples: Examples, assets_dir: Path) -> dict[str, Any]:
         """Learns the WordPiece vocabulary on Split-train and finds the most frequent training token (or, given a
