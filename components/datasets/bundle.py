@@ -45,15 +45,6 @@ class Dataset:
     validates_data: bool = False
     settings: str | None = None
 
-    @classmethod
-    def in_package(cls, package: str, prefix: str, **options: Any) -> Dataset:
-        """The bundle of a dataset laid out as kflow's own (components/datasets/<name>/): its ingest, task and
-        metrics classes `<prefix>Ingest`, `<prefix>Task`, `<prefix>Metrics` in the package's ingest, task and metrics
-        modules, its schema `<name>/schema.pbtxt`; `options` set the rest, or override one of these."""
-        name = package.rsplit(".", 1)[-1]
-        parts = {part: f"{package}.{part}:{prefix}{part.title()}" for part in ("ingest", "task", "metrics")}
-        return cls(**{"name": name, **parts, "schema": f"{name}/schema.pbtxt", **options})
-
     @property
     def default_split(self) -> dict[str, int]:
         """`data.split` when a config gives none: a test share too where the source has no test split of its own."""

@@ -4,11 +4,12 @@ the larger image_convnet."""
 
 from kflow.components.datasets.bundle import Dataset
 
-DATASET = Dataset.in_package(
-    __name__,
-    "Images",
-    schema=None,  # the ingest writes one from the files
-    metrics="kflow.components.datasets.mnist.metrics:MnistMetrics",  # MNIST's: classes, accuracy, a confusion matrix
+DATASET = Dataset(
+    name="images",
+    ingest="kflow.components.datasets.images.ingest:ImagesIngest",
+    schema=None,
+    task="kflow.components.datasets.images.task:ImagesTask",
+    metrics="kflow.components.datasets.mnist.metrics:MnistMetrics",
     source_test_split=False,
     data_fields={"image": "image"},
 )

@@ -2,4 +2,10 @@
 
 from kflow.components.datasets.bundle import Dataset
 
-DATASET = Dataset.in_package(__name__, "Mnist")
+DATASET = Dataset(
+    name="mnist",
+    ingest="kflow.components.datasets.mnist.ingest:MnistIngest",
+    schema="mnist/schema.pbtxt",
+    task="kflow.components.datasets.mnist.task:MnistTask",
+    metrics="kflow.components.datasets.mnist.metrics:MnistMetrics",
+)

@@ -2,9 +2,12 @@
 
 from kflow.components.datasets.bundle import Dataset
 
-DATASET = Dataset.in_package(
-    __name__,
-    "Quora",
+DATASET = Dataset(
+    name="quora",
+    ingest="kflow.components.datasets.quora.ingest:QuoraIngest",
+    schema="quora/schema.pbtxt",
+    task="kflow.components.datasets.quora.task:QuoraTask",
+    metrics="kflow.components.datasets.quora.metrics:QuoraMetrics",
     filters=("max_chars",),
     source_test_split=False,
     backend_limits={

@@ -2,8 +2,11 @@
 
 from kflow.components.datasets.bundle import Dataset
 
-DATASET = Dataset.in_package(
-    __name__,
-    "WikiText2",
+DATASET = Dataset(
+    name="wikitext2",
+    ingest="kflow.components.datasets.wikitext2.ingest:WikiText2Ingest",
+    schema="wikitext2/schema.pbtxt",
+    task="kflow.components.datasets.wikitext2.task:WikiText2Task",
+    metrics="kflow.components.datasets.wikitext2.metrics:WikiText2Metrics",
     filters=("min_chars", "max_chars", "drop_headings", "drop_blank", "deduplicate"),
 )

@@ -40,18 +40,50 @@ class OrchestrationSection(Section):
 
 
 class RoleResources(Section):
-    cpu: CPU | MISSING = MISSING
-    cpu_limit: CPU | MISSING = MISSING
-    memory: MEMORY | MISSING = MISSING
-    memory_limit: MEMORY | MISSING = MISSING
-    gpu: int | MISSING = Field(MISSING, ge=0, le=16)
-    gpu_type: str | MISSING = MISSING
-    node_selector: dict[str, str] | MISSING = MISSING
-    tolerations: list[dict[str, Any]] | MISSING = MISSING
+    cpu: CPU | None = None
+    cpu_limit: CPU | None = None
+    memory: MEMORY | None = None
+    memory_limit: MEMORY | None = None
+    gpu: int | None = Field(None, ge=0, le=16)
+    gpu_type: str | None = None
+    """the GPU's extended resource name; null: nvidia.com/gpu"""
+    node_selector: dict[str, str] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+
+
+QUANTITIES = ("cpu", "cpu_limit", "memory", "memory_limit", "gpu", "gpu_type")
 
 
 class Resources(RoleResources):
-    roles: dict[Literal["chief", "worker", "ps", "evaluator"], RoleResources] | MISSING = MISSING
+    """A task's Kubernetes requests and limits and where its pods may run; a node that runs a cluster job gives
+    them to each training replica, `roles` overriding them per role."""
+
+    roles: dict[Literal["chief", "worker", "ps", "evaluator"], RoleResources] | None = None
+
+    def for_role(self, role: str) -> Resources:
+        """These resources with the role's overrides (a role's node selector and tolerations add to the node's)."""
+        override = (self.roles or {}).get(role)
+        if override is None:
+            return self
+        merged = {name: getattr(self, name) if getattr(override, name) is None else getattr(override, name)
+                  for name in QUANTITIES}  # fmt: skip
+        return Resources(
+            **merged,
+            node_selector={**(self.node_selector or {}), **(override.node_selector or {})},
+            tolerations=[*(self.tolerations or []), *(override.tolerations or [])],
+        )
+
+    @property
+    def gpu_resource(self) -> str:
+        return self.gpu_type or "nvidia.com/gpu"
+
+    def kubernetes(self) -> dict[str, Any]:
+        """The container's `resources` (requests and limits; a GPU as a limit, as Kubernetes wants it)."""
+        requests = {key: value for key, value in (("cpu", self.cpu), ("memory", self.memory)) if value}
+        limits = {key: value for key, value in (("cpu", self.cpu_limit), ("memory", self.memory_limit)) if value}
+        if self.gpu:
+            limits[self.gpu_resource] = self.gpu
+        return {key: value for key, value in (("requests", requests), ("limits", limits)) if value}
 
 
 class ClusterSection(Section):
