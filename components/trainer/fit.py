@@ -137,7 +137,6 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
         counts=(train_count, eval_count, steps_per_epoch),
         examples_trained=examples_trained,
         seconds=seconds,
-        processes=runtime.process_count,
     )
     if runtime.process_count > 1:  # What each process ended with: the same weights, if all went well.
         write_process_state(model_run, f"process-{runtime.process_index}", summary["final_step"], keras_model)

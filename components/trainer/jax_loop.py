@@ -121,11 +121,9 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
         runtime,
         per_epoch=history,
         steps=(start_step, step),
-        stopped_early=False,
         counts=(train_count, eval_count, steps_per_epoch),
         examples_trained=(step - start_step) * global_batch,
         seconds=total_seconds,
-        processes=runtime.process_count,
     )
     if runtime.process_count > 1:
         write_process_state(model_run, f"process-{runtime.process_index}", step, keras_model)

@@ -133,15 +133,17 @@ def training_summary(
     *,
     per_epoch: list[dict[str, float]],
     steps: tuple[int, int],
-    stopped_early: bool,
     counts: tuple[int, int, int],
     examples_trained: int,
     seconds: float,
-    processes: int = 1,
+    stopped_early: bool = False,
+    processes: int | None = None,
 ) -> dict[str, Any]:
     """The run's `history.json`, the same keys under every training path.
 
-    `steps`: (start step, final step); `counts`: (train examples, eval examples, steps per epoch)."""
+    `steps`: (start step, final step); `counts`: (train examples, eval examples, steps per epoch); `processes`: the
+    training processes (None: the runtime's)."""
+    processes = runtime.process_count if processes is None else processes
     train_count, eval_count, steps_per_epoch = counts
     return {
         "epochs": len(per_epoch),

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from kflow.components.tuner.component import Tuner
 from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, HyperParameters, Schema, TransformGraph
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 from kflow.pipeline.dsl.parallel_steps import ParallelSteps
@@ -162,8 +163,6 @@ def _study(journal: Path, search: dict[str, Any], seed_offset: int) -> Any:
 
 
 def _search_spec() -> dict[str, Parameter]:
-    from kflow.components.tuner.component import Tuner
-
     return search_parameters(dict(Tuner.spec.parameters))
 
 
@@ -171,13 +170,8 @@ class TunerTrial(Component):
     """One trial of a compiled pipeline's search (a task of its ParallelFor)."""
 
     spec = ComponentSpec(
-        inputs={
-            "examples": Examples,
-            "schema": Schema,
-            "anomalies": ExampleAnomalies,
-            "transform_graph": TransformGraph,
-        },
-        optional_inputs=frozenset({"anomalies", "transform_graph"}),
+        inputs=dict(Tuner.spec.inputs),  # a trial trains on what the search was given
+        optional_inputs=Tuner.spec.optional_inputs,
         outputs={},
         parameters={**_search_spec(), "trial_index": Parameter(int, description="the task's index in the loop")},
         executor="kflow.components.tuner.parallel:run_trial_task",
