@@ -12,10 +12,13 @@ from __future__ import annotations
 import atexit
 import contextlib
 import shutil
+import sys
 from collections.abc import Iterator
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.worker import sdk_worker
 
 
 @contextlib.contextmanager
@@ -39,3 +42,15 @@ _OPEN: set[str] = set()  # the folders of the pipelines in this process that hav
 def _remove_open_folders() -> None:
     for folder in list(_OPEN):
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _print_but_not_to_stderr(*values: Any, file: Any = None, **options: Any) -> None:
+    if file is not sys.stderr:
+        print(*values, file=file, **options)
+
+
+# Beam's SDK worker prints a failed bundle's traceback to stderr itself (SdkWorker._execute, its only print) besides
+# logging the same traceback (logger apache_beam.runners.worker.sdk_worker, ERROR). kflow's CLI silences that logger:
+# a failed component is one line there, its traceback in the component's error.log; the print alone would still put
+# the traceback on the user's terminal. A library user's logging keeps the logged copy.
+sdk_worker.print = _print_but_not_to_stderr
