@@ -115,11 +115,18 @@ def process_environments(
 
 def warm_up(parameters: dict) -> contextlib.AbstractContextManager:
     """The Trainer's `warm_up` (ComponentSpec): its local cluster's processes started now, offered to its launcher
-    until the run ends (warm_workers.py); nothing for one process that trains in the runner's own, or in a cluster
-    job's pod."""
+    until the run ends (warm_workers.py); for one process that trains in the runner's own, its logical devices; nothing
+    in a cluster job's pod."""
     settings = TrainerSettings.from_parameters(parameters)
     config, cluster_config = settings.training, settings.cluster
-    if not get_strategy(config.strategy).multi_process or in_cluster():
+    strategy = get_strategy(config.strategy)
+    if in_cluster():
+        return contextlib.nullcontext()
+    if not strategy.multi_process:
+        if cluster_config.devices:
+            # mirrored's logical devices, split now: another node of the run (a Transform's Keras layers) would
+            # otherwise initialise TensorFlow's devices in this process first, after which they cannot be split.
+            strategy.runtime_class().configure(cluster_config.devices)
         return contextlib.nullcontext()
     shape = cluster_shape(
         config.strategy, cluster_config.workers, cluster_config.parameter_servers, cluster_config.devices,
