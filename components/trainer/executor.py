@@ -11,6 +11,7 @@ Keras backend than this process's always trains in worker processes of its own.
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -179,7 +180,11 @@ def _data_loss(error: Exception) -> str | None:
     tf = sys.modules.get("tensorflow")  # not loaded: the error is not TensorFlow's
     if tf is None or not isinstance(error, tf.errors.DataLossError):
         return None
-    return error.message.rsplit("}}", 1)[-1].split(" [Op:")[0].strip()
+    # Eager: "{{function_node …}} corrupted record at 12 [Op:IteratorGetNext]"; in a tf.function (model.fit's steps):
+    # "Graph execution error: … its Python stack … corrupted record at 583586\n\t [[{{node IteratorGetNext}}]] [Op:…]".
+    text = re.sub(r"\[\[.*?\]\]|\{\{.*?\}\}", "", error.message.split(" [Op:")[0], flags=re.S)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else error.message
 
 
 _EPOCH_BOOKKEEPING = ("epoch", "step", "seconds", "examples_per_second")
