@@ -138,3 +138,16 @@ class LearntByTransform:
 
     def use_transform_graph(self, graph: TransformGraph) -> None:
         self.transform_graph = graph
+
+    @staticmethod
+    def learnt_with(graph: TransformGraph, wanted: dict[str, Any]) -> dict[str, Any]:
+        """The graph's analyzers.json, after checking it was learnt with the data options `wanted` (those that shape
+        what the task takes from it): a ValueError naming the ones that differ otherwise."""
+        learnt = graph.analyzers
+        options = learnt["options"]
+        differ = {name: options.get(name) for name, value in wanted.items() if options.get(name) != value}
+        if differ:
+            raise ValueError(
+                f"the transform graph {graph.uri} was learnt with other data options: {differ}, not {wanted}"
+            )
+        return learnt

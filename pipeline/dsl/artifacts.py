@@ -260,17 +260,6 @@ class TransformGraph(Artifact):
     def vocabulary_dir(self) -> Path:
         return self.path / "vocabularies"
 
-    def learnt_with(self, wanted: dict[str, Any]) -> dict[str, Any]:
-        """analyzers.json, after checking the graph was learnt with the options `wanted` (those that shape what a
-        task takes from it): a ValueError naming the ones that differ otherwise."""
-        learnt = self.analyzers
-        differ = {
-            name: learnt["options"].get(name) for name, value in wanted.items() if learnt["options"].get(name) != value
-        }
-        if differ:
-            raise ValueError(f"the transform graph {self.uri} was learnt with other options: {differ}, not {wanted}")
-        return learnt
-
 
 class ModelRun(Artifact):
     """What happened while training: `{uri}/logs/` (TensorBoard) and `{uri}/history.json`."""

@@ -100,7 +100,7 @@ class QuoraTask(LearntByTransform, Task):
     def _take_graph(self, graph: TransformGraph, assets_dir: Path) -> dict[str, Any]:
         wanted = {"max_tokens": self.options["max_tokens"], "ngrams": self.model_kwargs["ngrams"],
                   "class_weighting": self.options["class_weighting"]}  # fmt: skip
-        learnt = graph.learnt_with(wanted)
+        learnt = self.learnt_with(graph, wanted)
         vocabulary_file = graph.path / learnt["analyzers"]["tokens.text"]["file"]
         vocabulary = [line.split("\t")[0] for line in vocabulary_file.read_text().splitlines()]
         weights = {int(label): float(weight) for label, weight in learnt["class_weights"].items()}

@@ -138,18 +138,11 @@ class TabularTask(LearntByTransform, Task):
 
     def _take_graph(self, graph: TransformGraph, assets_dir: Path) -> dict[str, Any]:
         """The Transform's plan and preprocessing model, copied into the assets: nothing is read from the data."""
-        analyzers = graph.analyzers
+        analyzers = self.learnt_with(graph, {name: self.options[name] for name in DATA_OPTIONS})
         if analyzers.get("label") != self.label:
             raise ValueError(
                 f"the transform graph {graph.uri} is for the label {analyzers.get('label')!r}, not {self.label!r}"
             )
-        differ = {
-            name: analyzers["options"].get(name)
-            for name in DATA_OPTIONS
-            if analyzers["options"].get(name) != self.options[name]
-        }
-        if differ:
-            raise ValueError(f"the transform graph {graph.uri} was learnt with other data options: {differ}")
         if analyzers.get("module_digest") and (self.model_name != "tabular_mlp" or hasattr(self, "user_module")):
             raise ValueError(
                 "transform.module builds the model's inputs, which only trainer.model tabular_mlp takes "

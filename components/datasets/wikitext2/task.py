@@ -116,7 +116,7 @@ class WikiText2Task(LearntByTransform, Task):
         }
 
     def _take_graph(self, graph: TransformGraph) -> None:
-        learnt = graph.learnt_with({name: self.options[name] for name in GRAPH_OPTIONS})
+        learnt = self.learnt_with(graph, {name: self.options[name] for name in GRAPH_OPTIONS})
         self.set_vocabulary((graph.path / learnt["wordpiece_vocabulary"]).read_text().splitlines())
         self.baseline = dict(learnt["baseline"])
 
