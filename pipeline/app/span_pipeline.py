@@ -26,6 +26,7 @@ from kflow.components.statistics_gen import StatisticsGen
 from kflow.pipeline.app.sections import absolute, ingest_parameters
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, as_data
+from kflow.pipeline.dsl.config_model import Section
 
 
 @dataclass
@@ -138,7 +139,8 @@ def drift_parameters(config: PipelineConfig, spans: SpanIngest | None) -> dict[s
 
 def spans_selection(config: PipelineConfig) -> Any:
     """`data.spans` as the config writes it (latest, all, {last: N}, {from: A, to: B}; None: unset)."""
-    return as_data(config.data)["spans"]
+    spans = config.data.spans
+    return as_data(spans) if isinstance(spans, Section) else spans
 
 
 def _span_order(node: Component) -> int:
