@@ -50,7 +50,7 @@ def trainer_field(parameter: str) -> str:
     """The config field that sets a Trainer parameter (`learning_rate` → `trainer.optimizer.learning_rate`;
     `model_options.units` → `trainer.model_options.units`)."""
     name, dot, rest = parameter.partition(".")
-    renamed = {parameter: field for field, (node, parameter) in RENAMED_FIELDS.items() if node == "train"}
+    renamed = {renamed_to: field for field, (node, renamed_to) in RENAMED_FIELDS.items() if node == "train"}
     if name in renamed:
         return renamed[name] + dot + rest
     if name in OptimizerSection.model_fields:
