@@ -18,7 +18,28 @@ DEMO = REPO / "pipeline" / "configs" / "demo.yaml"
 
 
 @pytest.fixture
-def docker_api(tmp_path, image):
+def podman_answers_like_docker(monkeypatch):
+    """Podman's Docker-compatible API (Debian's 4.3, the stand-in for Docker here) answers 500 "does not exist in
+    database: no such container" where Docker answers 404 for a container its `auto_remove` has just removed; KFP's
+    runner expects docker-py's NotFound there (it streams a quick task's logs after the container may be gone). Only
+    that answer is translated; every other error is raised as the API gave it."""
+    import docker
+
+    raise_for_status = docker.api.client.APIClient._raise_for_status
+
+    def like_docker(self, response):
+        try:
+            raise_for_status(self, response)
+        except docker.errors.APIError as error:
+            if error.status_code == 500 and "no such container" in (error.explanation or ""):
+                raise docker.errors.NotFound(str(error), response=response, explanation=error.explanation) from error
+            raise
+
+    monkeypatch.setattr(docker.api.client.APIClient, "_raise_for_status", like_docker)
+
+
+@pytest.fixture
+def docker_api(tmp_path, image, podman_answers_like_docker):
     """`podman system service` on a socket of the test's own: what DOCKER_HOST names. Containers made through that API
     get no --ulimit, so its containers.conf sets them (at the machine's hard limits), and runc with cgroupfs."""
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
