@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.dsl.component import Component
+from kflow.pipeline.dsl.config import ConfigError
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.runners.cache import artifact_fingerprint, execution_fingerprint, find_cached
 from kflow.pipeline.runners.node_runner import skip_reason
@@ -106,7 +107,10 @@ def _plan_node(
             return NodePlan(node.id, "skipped", [reason])
     inputs = {name: artifact_fingerprint(fingerprints[ch.producer], ch.output) for name, ch in node.inputs.items()}
     node.resolve_run_time_parameters(inputs)
-    data = node.data_fingerprint()
+    try:
+        data = node.data_fingerprint()
+    except (ValueError, OSError) as error:  # no source to read (no MNIST file, no path): the run would fail here
+        raise ConfigError([f"{node.id}: {error}"]) from error
     fingerprint = execution_fingerprint(node, inputs, data)
     planned = facts(type(node).code_version(), node.cache_parameters, inputs, data)
     # Whether the node runs at all waits on a verdict the run has yet to give: its own, or an upstream node's.

@@ -1,6 +1,7 @@
 """`kflow plan` says what the next `kflow run` does: which components are reused, which run, and why."""
 
 import json
+import os
 import shutil
 
 import pytest
@@ -63,3 +64,15 @@ def test_the_plan_is_what_the_next_run_does_after_a_parameter_and_a_data_edit(tm
         "plan", config, "--pipeline-root", root, "--set", "trainer.epochs=2", "--set", "trainer.batch_size=8"
     )
     assert text.returncode == 0 and f"0 of {len(planned)} component(s) would run" in text.stdout
+
+
+def test_a_source_that_is_not_there_is_one_line_naming_the_component(tmp_path, run_kflow):
+    empty = tmp_path / "empty"
+    empty.mkdir()  # no mnist.npz and no IDX files: what a run's ingest would fail on
+    environment = {name: value for name, value in os.environ.items() if name != "KFLOW_DATA_DIR"}
+    result = run_kflow("plan", REPO / "pipeline" / "configs" / "mnist.yaml", "--pipeline-root", tmp_path / "runs",
+                       "--set", f"data.source.path={empty}", env={**environment, "HOME": str(tmp_path)})  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"kflow: ingest: {empty} holds neither mnist.npz nor the MNIST IDX files")
+    assert len(result.stderr.splitlines()) == 1
+    assert "Traceback" not in result.stderr
