@@ -15,9 +15,14 @@ the rounds: wall time (guide / kflow cold / kflow cached), the training phase, e
 each, and the ratios (kflow / guide examples/s, kflow wall / guide wall), each ratio the median of the rounds'
 own ratios (runs close in time: this machine is shared).
 
+The physical limit, in the same command: this machine's float32 matmul peak (bench/peak.py --no-mlm, measured
+once before the rounds) and each model's training FLOPs an example (bench/model_flops.py on the first cold kflow
+run: counted from the trained model's graph on one real example, training 3× the forward pass). Both sides train
+the same model, so each side's utilisation is its examples/s × those FLOPs over the peak (MFU).
+
 Usage: .venv/bin/python bench/guides/run.py [--guides jax_mnist,mirrored_mnist,...] [--rounds 3] [--quick]
        [--epochs N] [--max-records N]   (both sides cut alike: a shorter pair)
-       [--data ../shared/datasets] [--json OUT] [--keep DIR]
+       [--data ../shared/datasets] [--json OUT] [--keep DIR] [--no-peak]
 """
 
 from __future__ import annotations
@@ -240,6 +245,35 @@ def summarise(rounds: list[dict]) -> dict:
     }
 
 
+def utilisation(summary: dict, training_flops: float | None, peak_flops: float | None) -> dict[str, float] | None:
+    """{side: its median examples/s × the model's training FLOPs an example / the float32 peak}."""
+    if not training_flops or not peak_flops:
+        return None
+    return {side: speed * training_flops / peak_flops for side, speed in summary["examples_per_s"].items()}
+
+
+def measure_peak(logs: Path) -> float | None:
+    """This machine's float32 matmul peak in FLOP/s (bench/peak.py --no-mlm), or None (said) when it fails."""
+    out = logs / "peak.json"
+    command = [sys.executable, str(REPO / "bench" / "peak.py"), "--no-mlm", "--rounds", "3", "--sizes", "1024,2048"]
+    try:
+        _run([*command, "--json", str(out)], logs / "peak.log")
+    except RuntimeError as error:
+        print(f"  note: no peak measured, no utilisation: {error}", flush=True)
+        return None
+    return read_json(out)["peak_float32"]["flops"]
+
+
+def measure_flops(run_folder: Path, logs: Path) -> float | None:
+    """The training FLOPs an example of the run's model (bench/model_flops.py), or None (said) when it fails."""
+    try:
+        _, output = _run([sys.executable, str(REPO / "bench" / "model_flops.py"), str(run_folder)], logs / "flops.log")
+    except RuntimeError as error:
+        print(f"  note: the model's FLOPs were not counted: {error}", flush=True)
+        return None
+    return json.loads(output.strip().splitlines()[-1])["training"]
+
+
 def format_table(guide: Guide, summary: dict) -> str:
     """The table of one guide's medians and ratios."""
     wall, train, outside = (summary[key] for key in ("wall_s", "train_s", "outside_s"))
@@ -252,7 +286,13 @@ def format_table(guide: Guide, summary: dict) -> str:
         ("examples/s", f"{speed['guide']:.0f}", f"{speed['kflow_cold']:.0f}", ""),
         (f"test {guide.metric}", f"{value['guide']:.4f}", f"{value['kflow_cold']:.4f}", ""),
     ]
+    used = summary.get("utilisation")
+    if used:
+        rows.append(("training MFLOP/example", f"{summary['training_flops'] / 1e6:.3g}", "(the same)", ""))
+        rows.append(("float32 peak used (MFU)", f"{used['guide']:.2%}", f"{used['kflow_cold']:.2%}", ""))
     lines = [f"{guide.name}: {guide.title}", f"  medians of {summary['rounds']} round(s)"]
+    if used:
+        lines[-1] += f"; this machine's float32 matmul peak {summary['peak_flops'] / 1e9:.0f} GFLOP/s"
     lines += ["  " + f"{a:<24}{b:>14}{c:>14}{d:>14}".rstrip() for a, b, c, d in rows]
     lines.append("  ratios (median of the rounds' own):")
     lines += [f"    {name:<28}{number:6.2f}" for name, number in summary["ratios"].items()]
@@ -300,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the datasets folder (../shared/datasets)")
     parser.add_argument("--json", type=Path, default=None, help="write the raw rounds here")
     parser.add_argument("--keep", type=Path, default=None, help="keep the run folders and logs here (default: none)")
+    parser.add_argument("--no-peak", action="store_true", help="no peak and no utilisation (saves ~30 s)")
     args = parser.parse_args(argv)
     names = [name for name in args.guides.split(",") if name]
     unknown = sorted(set(names) - set(GUIDES))
@@ -323,6 +364,11 @@ def main(argv: list[str] | None = None) -> int:
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="kflow-bench-guides-"))
     rounds: dict[str, list[dict]] = {name: [] for name in names}
+    work.mkdir(parents=True, exist_ok=True)
+    peak = None if args.no_peak else measure_peak(work)
+    if peak:
+        print(f"float32 matmul peak: {peak / 1e9:.1f} GFLOP/s (bench/peak.py --no-mlm)\n", flush=True)
+    training_flops: dict[str, float | None] = {}
     try:
         for number in range(1, args.rounds + 1):
             for name in names:
@@ -333,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
                 if script_first:
                     script = run_script(guide, data, cut, folder / "script.log")
                 cold, cached = run_kflow(guide, data, cut, folder / "runs", folder)
+                if peak and name not in training_flops:
+                    training_flops[name] = measure_flops(Path(cold["run_folder"]), folder)
                 if not script_first:
                     script = run_script(guide, data, cut, folder / "script.log")
                 record = {
@@ -355,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             raw = {"command": command_line, "machine": machine(), "started": started_at, "quick": args.quick}
             raw["cuts"] = {"epochs": args.epochs, "max_records": args.max_records}
+            raw["peak_float32_flops"], raw["training_flops"] = peak, training_flops
             args.json.write_text(json.dumps({**raw, "rounds": rounds}, indent=2) + "\n")
         if args.keep is None:
             import shutil
@@ -363,7 +412,10 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     for name in names:
-        print(format_table(GUIDES[name], summarise(rounds[name])) + "\n")
+        summary = summarise(rounds[name])
+        flops = training_flops.get(name)
+        summary.update(utilisation=utilisation(summary, flops, peak), training_flops=flops, peak_flops=peak)
+        print(format_table(GUIDES[name], summary) + "\n")
     print(f"machine: {machine()}\ncommand: {command_line}")
     return 0
 

@@ -256,3 +256,18 @@ def test_a_quick_round_of_one_guide_runs_end_to_end(tmp_path):
     assert "mirrored_mnist: 004" in result.stdout
     rounds = json.loads((tmp_path / "rounds.json").read_text())["rounds"]["mirrored_mnist"]
     assert 0 <= rounds[0]["guide"]["value"] <= 1 and 0 <= rounds[0]["kflow_cold"]["value"] <= 1
+
+
+def test_utilisation_is_each_sides_median_examples_per_second_times_the_flops_over_the_peak():
+    rounds = [
+        _round(10.0, 5.0, 100.0, 0.9, 30.0, 4.0, 125.0, 0.9, 2.0),
+        _round(10.0, 5.0, 300.0, 0.9, 30.0, 4.0, 75.0, 0.9, 2.0),
+    ]
+    summary = run.summarise(rounds)  # examples/s medians: guide 200, kflow 100
+    used = run.utilisation(summary, training_flops=5e6, peak_flops=4e11)
+    assert used == {"guide": pytest.approx(200 * 5e6 / 4e11), "kflow_cold": pytest.approx(100 * 5e6 / 4e11)}
+    assert run.utilisation(summary, None, 4e11) is None and run.utilisation(summary, 5e6, None) is None
+    summary.update(utilisation=used, training_flops=5e6, peak_flops=4e11)
+    lines = run.format_table(run.GUIDES["jax_mnist"], summary).splitlines()
+    assert lines[1].endswith("float32 matmul peak 400 GFLOP/s")
+    assert [line.split()[-2:] for line in lines if line.strip().startswith("float32 peak used")] == [["0.25%", "0.12%"]]
