@@ -33,6 +33,7 @@ from kflow.components.pusher import Pusher
 from kflow.components.schema_gen import SchemaGen
 from kflow.components.statistics_gen import StatisticsGen
 from kflow.components.trainer import Trainer
+from kflow.components.transform import Transform
 from kflow.pipeline.compiler import KubeflowSettings, compile_pipeline
 from kflow.pipeline.compiler.settings import kubeflow_settings
 from kflow.pipeline.dsl import artifacts
@@ -101,6 +102,7 @@ __all__ = [
     "SchemaGen",
     "StatisticsGen",
     "Trainer",
+    "Transform",
     "artifacts",
     "compile",
     "component",

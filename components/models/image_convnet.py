@@ -15,12 +15,17 @@ LAYOUT_MAP: dict[str, tuple[str | None, ...]] = {
 
 
 def build_image_convnet(
-    num_classes: int, image_shape: tuple[int, ...], filters: tuple[int, ...] = (32, 64, 128), dropout: float = 0.3
+    num_classes: int,
+    image_shape: tuple[int, ...],
+    filters: tuple[int, ...] = (32, 64, 128),
+    dropout: float = 0.3,
+    scaling: keras.Model | None = None,
 ) -> keras.Model:
-    """Builds the (uncompiled) model: uint8 [batch, height, width(, channels)] in, class probabilities out."""
+    """Builds the (uncompiled) model: uint8 [batch, height, width(, channels)] in, class probabilities out.
+    `scaling`: the Transform's preprocessing model (uint8 in, float pixels out) in place of the division by 255."""
     image_shape = tuple(image_shape)
     inputs = keras.Input(shape=image_shape, dtype="uint8", name="image")
-    x = keras.layers.Rescaling(1.0 / 255)(inputs)
+    x = scaling(inputs) if scaling is not None else keras.layers.Rescaling(1.0 / 255)(inputs)
     if len(image_shape) == 2:
         x = keras.layers.Reshape((*image_shape, 1))(x)
     size = min(image_shape[:2])

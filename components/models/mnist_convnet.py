@@ -21,11 +21,14 @@ LAYOUT_MAP: dict[str, tuple[str | None, ...]] = {
 }
 
 
-def build_mnist_convnet(num_classes: int = 10, image_shape: tuple[int, ...] = IMAGE_SHAPE) -> keras.Model:
-    """Builds the (uncompiled) convnet: uint8 [batch, height, width(, channels)] in, class probabilities out."""
+def build_mnist_convnet(
+    num_classes: int = 10, image_shape: tuple[int, ...] = IMAGE_SHAPE, scaling: keras.Model | None = None
+) -> keras.Model:
+    """Builds the (uncompiled) convnet: uint8 [batch, height, width(, channels)] in, class probabilities out.
+    `scaling`: the Transform's preprocessing model (uint8 in, float pixels out) in place of the division by 255."""
     image_shape = tuple(image_shape)
     inputs = keras.Input(shape=image_shape, dtype="uint8", name="image")
-    x = keras.layers.Rescaling(1.0 / 255)(inputs)
+    x = scaling(inputs) if scaling is not None else keras.layers.Rescaling(1.0 / 255)(inputs)
     if len(image_shape) == 2:
         x = keras.layers.Reshape((*image_shape, 1))(x)
     padding = "same" if min(image_shape[:2]) < SMALL_IMAGE else "valid"

@@ -5,10 +5,12 @@ pipeline: the records are read once (`ReadFromTFRecord`), parsed in batches into
 (`example_proto.Example`), and each branch folds its column with a combiner whose accumulator does not grow with
 the data, so partial results merge across Beam workers:
 
-- `moments`: count, mean, variance (Chan's parallel update), min and max (`MomentsFn`);
+- `moments`: count, mean, variance (Chan's parallel update), min and max (`MomentsFn`); `pixels`: the same of
+  an image column's pixels, each channel (`channels` in its options);
 - `vocabulary`, `words` and `tokens` (TextVectorization's: ASCII lowercase, punctuation stripped, whitespace
-  split, 1- to n-grams): exact counts per distinct value, spread over the workers by key (`CombinePerKey`), then
-  the `top_k` most frequent with their counts at or above `frequency_threshold` (`TopCountsFn`, a bounded heap);
+  split, 1- to n-grams): exact counts per distinct value, summed in each bundle, sent as one mapping per shard of
+  the values and summed per shard over the workers (`CombinePerKey`), then the `top_k` most frequent with their
+  counts at or above `frequency_threshold` (`TopCountsFn`, at most `top_k` entries held);
 - `wordpiece_words`: the words keras-hub's WordPiece pretokenizer makes of a text (its own TensorFlow op, so the
   words are those `compute_word_piece_vocabulary` counts), all of them with their counts: the WordPiece learner's
   input (wordpiece_analysis.py);
@@ -18,13 +20,14 @@ the data, so partial results merge across Beam workers:
 
 from __future__ import annotations
 
-import heapq
 import json
 import math
 import re
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +43,9 @@ from kflow.components.util.example_proto import Example
 from kflow.pipeline.dsl.beam_options import named_runner
 from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
 
+COUNT_SHARDS = 16  # the keys of the exact counts' sum: a worker sums the shards it is given
 QUANTILE_EPSILON = 0.001  # a boundary's rank is within 0.1 % of the row count of the exact quantile's
-KINDS = ("moments", "vocabulary", "words", "tokens", "wordpiece_words", "quantiles", "classes", "counts")
+KINDS = ("moments", "pixels", "vocabulary", "words", "tokens", "wordpiece_words", "quantiles", "classes", "counts")
 # What TextVectorization's default standardize strips after lowercasing ASCII (tf.strings.lower's default).
 _PUNCTUATION = re.compile(rb'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']')
 _INT_MISSING = -(2**63)  # what a tabular ingest never writes for a present int; parsed as missing, as the task does
@@ -59,8 +63,9 @@ class Analyzer:
 
 
 def parse_columns(records: Sequence[bytes], columns: dict[str, str]) -> dict[str, list]:
-    """{column: its present values in `records`} for columns {name: "number" | "string" | "label"}: numbers as
-    floats (non-finite and int64's minimum are missing), strings as bytes (empty is missing), labels as they are."""
+    """{column: its present values in `records`} for columns {name: "number" | "string" | "image" | "label"}: numbers
+    as floats (non-finite and int64's minimum are missing), strings and images (raw uint8 bytes) as bytes (empty is
+    missing), labels as they are."""
     values: dict[str, list] = {name: [] for name in columns}
     for record in records:
         features = Example.FromString(record).features.feature
@@ -74,14 +79,18 @@ def parse_columns(records: Sequence[bytes], columns: dict[str, str]) -> dict[str
             found = list(getattr(feature, which).value)
             if kind == "number":
                 found = [float(v) for v in found if v != _INT_MISSING and math.isfinite(float(v))]
-            elif kind == "string":
+            elif kind in ("string", "image"):
                 found = [v for v in found if v]
             values[name].extend(found)
     return values
 
 
 class MomentsFn(beam.CombineFn):
-    """(count, mean, M2, min, max) of batches of numbers, merged with Chan et al.'s parallel update."""
+    """(count, mean, M2, min, max) of batches of numbers, merged with Chan et al.'s parallel update; `per_channel`:
+    of [n, channels] arrays (an image's pixels), a mean, variance, min and max each channel."""
+
+    def __init__(self, per_channel: bool = False) -> None:
+        self.per_channel = per_channel
 
     def create_accumulator(self):
         return (0, 0.0, 0.0, math.inf, -math.inf)
@@ -90,8 +99,10 @@ class MomentsFn(beam.CombineFn):
         values = np.asarray(values, np.float64)
         if not values.size:
             return accumulator
-        batch = (values.size, float(values.mean()), float(((values - values.mean()) ** 2).sum()))
-        return self._merge(accumulator, (*batch, float(values.min()), float(values.max())))
+        values = values if self.per_channel else values.reshape(-1, 1)
+        mean = values.mean(axis=0)
+        batch = (len(values), mean, ((values - mean) ** 2).sum(axis=0), values.min(axis=0), values.max(axis=0))
+        return self._merge(accumulator, batch)
 
     def merge_accumulators(self, accumulators):
         accumulators = iter(accumulators)
@@ -110,62 +121,66 @@ class MomentsFn(beam.CombineFn):
         delta = b[1] - a[1]
         mean = a[1] + delta * b[0] / count
         m2 = a[2] + b[2] + delta * delta * a[0] * b[0] / count
-        return (count, mean, m2, min(a[3], b[3]), max(a[4], b[4]))
+        return (count, mean, m2, np.minimum(a[3], b[3]), np.maximum(a[4], b[4]))
 
     def extract_output(self, accumulator):
         count, mean, m2, low, high = accumulator
         if not count:
             return {"count": 0, "mean": 0.0, "variance": 0.0, "min": None, "max": None}
-        return {"count": count, "mean": mean, "variance": m2 / count, "min": low, "max": high}
+        figures = {"mean": mean, "variance": m2 / count, "min": low, "max": high}
+        each = (lambda array: [float(v) for v in array]) if self.per_channel else (lambda array: float(array[0]))
+        return {"count": count, **{name: each(value) for name, value in figures.items()}}
 
 
-class _Rank:
-    """A (value, count)'s place in a vocabulary: more frequent first, ties in value order (as the tabular task
-    sorts); `_DescendingRank`: ties in reverse value order (as Keras' adapt sorts: numpy's lexsort, reversed)."""
+class SumCountsFn(beam.CombineFn):
+    """The sum of {value: count} mappings: one shard's exact counts (a value's shard is `_shard(value)`)."""
 
-    __slots__ = ("count", "value")
+    def create_accumulator(self) -> Counter:
+        return Counter()
 
-    def __init__(self, value, count):
-        self.value, self.count = value, count
+    def add_input(self, accumulator: Counter, counts: dict) -> Counter:
+        accumulator.update(counts)
+        return accumulator
 
-    def __lt__(self, other: _Rank) -> bool:  # the heap's smallest is the entry to drop first
-        return (self.count, other.value) < (other.count, self.value)
+    def merge_accumulators(self, accumulators: Iterable[Counter]) -> Counter:
+        accumulators = iter(accumulators)
+        merged = next(accumulators)
+        for other in accumulators:
+            merged.update(other)
+        return merged
 
-
-class _DescendingRank(_Rank):
-    __slots__ = ()
-
-    def __lt__(self, other: _Rank) -> bool:
-        return (self.count, self.value) < (other.count, other.value)
+    def extract_output(self, accumulator: Counter) -> Counter:
+        return accumulator
 
 
 class TopCountsFn(beam.CombineFn):
-    """The `top_k` most frequent of (value, count) pairs (each value once), with how many distinct values there
-    were, their total count, their UTF-8 bytes and whether any holds a space; a heap of at most `top_k` entries."""
+    """The `top_k` most frequent values of the shards' exact counts (each value in one shard), with how many
+    distinct values there were, their total count, their UTF-8 bytes and whether any holds a space. A vocabulary's
+    order: more frequent first, ties in value order (as the tabular task sorts) or, with `ties="descending"`, in
+    reverse value order (as Keras' adapt sorts: numpy's lexsort, reversed). At most `top_k` entries are held."""
 
     def __init__(self, top_k: int | None, frequency_threshold: int = 1, ties: str = "ascending"):
         self.top_k, self.frequency_threshold = top_k, frequency_threshold
-        self.rank = _DescendingRank if ties == "descending" else _Rank
+        self.descending = ties == "descending"
 
     def create_accumulator(self):
-        return {"heap": [], "distinct": 0, "seen": 0, "chars": 0, "spaced": False}
+        return {"ranked": [], "distinct": 0, "seen": 0, "chars": 0, "spaced": False}
 
-    def add_input(self, accumulator, pair):
-        value, count = pair
-        accumulator["distinct"] += 1
-        accumulator["seen"] += count
-        if isinstance(value, bytes):
-            accumulator["chars"] += len(value) * count
-            accumulator["spaced"] = accumulator["spaced"] or b" " in value
-        if count >= self.frequency_threshold:
-            self._push(accumulator["heap"], self.rank(value, count))
+    def add_input(self, accumulator, shard_counts):
+        _, counts = shard_counts
+        texts = [value for value in counts if isinstance(value, bytes)]
+        accumulator["distinct"] += len(counts)
+        accumulator["seen"] += sum(counts.values())
+        accumulator["chars"] += sum(len(value) * counts[value] for value in texts)
+        accumulator["spaced"] = accumulator["spaced"] or any(b" " in value for value in texts)
+        kept = [(value, count) for value, count in counts.items() if count >= self.frequency_threshold]
+        accumulator["ranked"] = self._best(accumulator["ranked"] + kept)
         return accumulator
 
-    def _push(self, heap: list, entry: _Rank) -> None:
-        if self.top_k is None or len(heap) < self.top_k:
-            heapq.heappush(heap, entry)
-        elif heap[0] < entry:
-            heapq.heapreplace(heap, entry)
+    def _best(self, pairs: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
+        pairs.sort(key=itemgetter(0), reverse=self.descending)
+        pairs.sort(key=itemgetter(1), reverse=True)  # stable: equal counts keep the value order
+        return pairs if self.top_k is None else pairs[: self.top_k]
 
     def merge_accumulators(self, accumulators):
         accumulators = iter(accumulators)
@@ -174,14 +189,12 @@ class TopCountsFn(beam.CombineFn):
             for key in ("distinct", "seen", "chars"):
                 merged[key] += other[key]
             merged["spaced"] = merged["spaced"] or other["spaced"]
-            for entry in other["heap"]:
-                self._push(merged["heap"], entry)
+            merged["ranked"] = self._best(merged["ranked"] + other["ranked"])
         return merged
 
     def extract_output(self, accumulator):
-        ranked = sorted(accumulator["heap"], reverse=True)
         return {
-            "ranked": [[_text(entry.value), entry.count] for entry in ranked],
+            "ranked": [[_text(value), count] for value, count in accumulator["ranked"]],
             **{key: accumulator[key] for key in ("distinct", "seen", "chars", "spaced")},
         }
 
@@ -222,11 +235,23 @@ def _wordpiece_word_counts(batch: dict[str, list], column: str, lowercase: bool)
     yield from Counter(words.flat_values.numpy().tolist()).items()
 
 
+def _shard(value: Any) -> int:
+    """A value's shard: the same in every Beam worker (Python's own hash of text differs between processes)."""
+    data = (
+        value
+        if isinstance(value, bytes)
+        else value.encode("utf-8", "surrogatepass")
+        if isinstance(value, str)
+        else repr(value).encode()
+    )
+    return zlib.crc32(data) % COUNT_SHARDS
+
+
 class BundleCounts(beam.DoFn):
-    """(value, count) pairs of the batches of a bundle, summed in the bundle before they go to the per-key sum: a
-    value is sent once a bundle (or once a flush) instead of once a batch, which on text is most of the pass's
-    elements. At most FLUSH_AT distinct values are held: past it, the sums so far are sent and counting starts
-    again, so memory stays bounded whatever the data (CombinePerKey adds the partial sums up)."""
+    """(shard, {value: count}) of the batches of a bundle: counts summed in the bundle and sent as one mapping a
+    shard, not an element a value (on text, most of the pass's cost was those elements). At most FLUSH_AT distinct
+    values are held: past it, the sums so far are sent and counting starts again, so memory stays bounded whatever
+    the data (the shard's sum, SumCountsFn, adds the partial counts up)."""
 
     FLUSH_AT = 250_000
 
@@ -237,17 +262,22 @@ class BundleCounts(beam.DoFn):
     def start_bundle(self) -> None:
         self.held = Counter()
 
-    def process(self, batch: dict[str, list]) -> Iterator[tuple[Any, int]]:
+    def process(self, batch: dict[str, list]) -> Iterator[tuple[int, dict]]:
         for value, count in self.counts(batch, self.column, *self.extra):
             self.held[value] += count
         if len(self.held) > self.FLUSH_AT:
-            yield from self.held.items()
-            self.held = Counter()
+            yield from self._sharded()
 
     def finish_bundle(self) -> Iterator[Any]:
-        for pair in self.held.items():
+        for pair in self._sharded():
             yield GlobalWindows.windowed_value(pair)
+
+    def _sharded(self) -> Iterator[tuple[int, dict]]:
+        shards: list[dict] = [{} for _ in range(COUNT_SHARDS)]
+        for value, count in self.held.items():
+            shards[_shard(value)][value] = count
         self.held = Counter()
+        yield from ((shard, counts) for shard, counts in enumerate(shards) if counts)
 
 
 def run_analyzers(
@@ -318,7 +348,7 @@ def _branch(batches: beam.PCollection, analyzer: Analyzer, split: str) -> beam.P
         folded = (
             batches
             | f"Count {name}" >> beam.ParDo(BundleCounts(counts, column, *extra))
-            | f"Sum {name}" >> beam.CombinePerKey(sum)
+            | f"Sum {name}" >> beam.CombinePerKey(SumCountsFn())
             | name >> beam.CombineGlobally(top)
         )
     elif analyzer.kind == "quantiles":
@@ -331,6 +361,12 @@ def _branch(batches: beam.PCollection, analyzer: Analyzer, split: str) -> beam.P
             | name >> beam.CombineGlobally(fn)
             | f"Inner {name}" >> beam.Map(lambda q: _boundaries(q))
         )
+    elif analyzer.kind == "pixels":
+        folded = (
+            batches
+            | f"Pixels {name}" >> beam.Map(_pixels, column, int(options["channels"]))
+            | name >> beam.CombineGlobally(MomentsFn(per_channel=True))
+        )
     else:  # classes
         folded = (
             batches
@@ -339,6 +375,11 @@ def _branch(batches: beam.PCollection, analyzer: Analyzer, split: str) -> beam.P
             | name >> beam.combiners.ToList()
         )
     return folded | f"Tag {name}" >> beam.Map(lambda value, i, s: (i, s, _plain(value)), analyzer.id, split)
+
+
+def _pixels(batch: dict[str, list], column: str, channels: int) -> np.ndarray:
+    """The batch's images' pixels, [pixels, channels] uint8 (raw row-major bytes, channels last)."""
+    return np.frombuffer(b"".join(batch[column]), np.uint8).reshape(-1, channels)
 
 
 def _boundaries(quantiles: list[float]) -> list[float]:

@@ -7,8 +7,9 @@ inputs out), every layer given its state as constructor arguments, saved in the 
 with `safe_mode=True` before the artifact is published. The Trainer builds its model on that graph, so the
 serving SavedModel, the Evaluator and the BulkInferrer apply the same preprocessing.
 
-Without a `transform.module`, the graph is the dataset's own tabular preprocessing (tabular_analysis.py); with
-one, the user's `preprocessing_fn(inputs, analyzers)` (user_preprocessing.py).
+Without a `transform.module`, the graph is the dataset's own preprocessing (tabular_analysis.py, text_analysis.py,
+wordpiece_analysis.py, image_analysis.py); with one, the user's `preprocessing_fn(inputs, analyzers)`
+(user_preprocessing.py).
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets import get_dataset
+from kflow.components.datasets.mnist.task import MnistTask
 from kflow.components.datasets.quora.task import QuoraTask
 from kflow.components.datasets.tabular.task import TabularTask
 from kflow.components.datasets.wikitext2.task import GRAPH_OPTIONS, WikiText2Task
 from kflow.components.ingest.ingest_options import data_beam_args
 from kflow.components.transform.analyzers import Analyzer, run_analyzers
+from kflow.components.transform.image_analysis import image_analyzers, image_plan, image_preprocessing
 from kflow.components.transform.tabular_analysis import tabular_analyzers, tabular_plan
 from kflow.components.transform.text_analysis import text_analyzers, text_plan, text_preprocessing
 from kflow.components.transform.wordpiece_analysis import (
@@ -56,16 +59,17 @@ def run(
     """Writes the TransformGraph of `examples`' training split; returns figures for the log."""
     beam_args = analysis_beam_args(examples, beam_args)
     task_class = get_dataset(dataset).task_class()
-    # The text datasets' own passes: Quora's vocabulary and class weights, WikiText-2's WordPiece vocabulary.
-    texts = ((QuoraTask, _run_text), (WikiText2Task, _run_wordpiece))
-    text = next((run for base, run in texts if issubclass(task_class, base)), None)
-    if text is not None:
+    # The other datasets' own passes: Quora's vocabulary and class weights, WikiText-2's WordPiece vocabulary,
+    # the images' scaling.
+    passes = ((QuoraTask, _run_text), (WikiText2Task, _run_wordpiece), (MnistTask, _run_images))
+    own = next((run for base, run in passes if issubclass(task_class, base)), None)
+    if own is not None:
         if module_source is not None:
             raise ValueError(f"transform.module: the {dataset} dataset takes no preprocessing_fn (tabular ones do)")
-        return text(examples, schema, transform_graph, dict(options or {}), beam_args)
+        return own(examples, schema, transform_graph, dict(options or {}), beam_args, task_class)
     if not issubclass(task_class, TabularTask):
         raise ValueError(
-            f"the transform learns tabular, Quora and WikiText-2 preprocessing; not the {dataset} dataset's"
+            f"the transform learns tabular, image, Quora and WikiText-2 preprocessing; not the {dataset} dataset's"
         )
     task = TabularTask(load_schema(schema.file), None, dict(options or {}))
     if "train" not in examples.splits:
@@ -96,11 +100,32 @@ def run(
                     left_out=len(plan["left_out"]), analyze_seconds=round(seconds, 2))  # fmt: skip
 
 
+def _run_images(
+    examples: Examples,
+    schema: Schema,
+    graph: TransformGraph,
+    options: dict[str, Any],
+    beam_args: Sequence[str],
+    task_class: type,
+) -> dict[str, Any]:
+    """MNIST and image folders: each channel's pixel range and the label's counts (image_analysis.py)."""
+    task = task_class(load_schema(schema.file), None, options)
+    analyzers, results, seconds = _analyze_train(examples, graph, beam_args, *image_analyzers(task))
+    plan = image_plan(task, results)
+    write_graph(graph, plan, analyzers, results, image_preprocessing(plan), {"image_shape": plan["image_shape"]})
+    return _summary(train_examples=plan["train_examples"], scale=plan["scale"], analyze_seconds=seconds)
+
+
 def _run_text(
-    examples: Examples, schema: Schema, graph: TransformGraph, options: dict[str, Any], beam_args: Sequence[str]
+    examples: Examples,
+    schema: Schema,
+    graph: TransformGraph,
+    options: dict[str, Any],
+    beam_args: Sequence[str],
+    task_class: type,
 ) -> dict[str, Any]:
     """Quora: the vocabulary of unigrams and bigrams and the class weights (text_analysis.py)."""
-    task = QuoraTask(load_schema(schema.file), None, options)
+    task = task_class(load_schema(schema.file), None, options)
     analyzers, results, seconds = _analyze_train(examples, graph, beam_args, *text_analyzers(task))
     plan = text_plan(task, results)
     preprocessing = text_preprocessing(plan)
@@ -111,10 +136,15 @@ def _run_text(
 
 
 def _run_wordpiece(
-    examples: Examples, schema: Schema, graph: TransformGraph, options: dict[str, Any], beam_args: Sequence[str]
+    examples: Examples,
+    schema: Schema,
+    graph: TransformGraph,
+    options: dict[str, Any],
+    beam_args: Sequence[str],
+    task_class: type,
 ) -> dict[str, Any]:
     """WikiText-2: the WordPiece vocabulary from Beam's word counts, and the baseline token (wordpiece_analysis.py)."""
-    task = WikiText2Task(load_schema(schema.file), None, options)
+    task = task_class(load_schema(schema.file), None, options)
     analyzers, results, seconds = _analyze_train(examples, graph, beam_args, *wordpiece_analyzers(task))
     plan = wordpiece_plan(task, results, examples)
     vocabulary = plan.pop("vocabulary")

@@ -1,6 +1,6 @@
 """The standard pipeline's `transform` node: between the schema and the Trainer, for the datasets that validate
-their data (the tabular ones), Quora and WikiText-2, with the options of the dataset's task that shape what it
-learns and the config's `transform` section."""
+their data (the tabular ones), the images (MNIST, an image folder), Quora and WikiText-2, with the options of the
+dataset's task that shape what it learns and the config's `transform` section."""
 
 from __future__ import annotations
 
@@ -20,11 +20,15 @@ TEXT_OPTIONS = {
     "quora": ("max_tokens", "class_weighting", "ngrams"),
     "wikitext2": ("vocabulary_size", "lowercase", "sequence_length"),
 }
+# The image datasets: the Transform learns their pixels' scaling, which no trainer.model_options shape.
+IMAGE_OPTIONS: dict[str, tuple[str, ...]] = {"mnist": (), "images": ()}
+OWN_OPTIONS = {**TEXT_OPTIONS, **IMAGE_OPTIONS}  # the datasets with a preprocessing of their own (not tabular)
 
 
 def transformed(dataset: str) -> bool:
-    """Whether the standard pipeline gives `dataset` a transform node: a tabular dataset's, Quora or WikiText-2."""
-    return dataset in TEXT_OPTIONS or get_dataset(dataset).validates_data
+    """Whether the standard pipeline gives `dataset` a transform node: a tabular dataset's, an image dataset's,
+    Quora or WikiText-2."""
+    return dataset in OWN_OPTIONS or get_dataset(dataset).validates_data
 
 
 def transform_parameters(config: PipelineConfig) -> dict[str, Any]:
@@ -36,7 +40,7 @@ def transform_parameters(config: PipelineConfig) -> dict[str, Any]:
     return {
         **({"dataset": dataset} if dataset else {}),  # a declared pipeline without a data section names its own
         "options": {
-            name: value for name, value in model_options.items() if name in TEXT_OPTIONS.get(dataset, DATA_OPTIONS)
+            name: value for name, value in model_options.items() if name in OWN_OPTIONS.get(dataset, DATA_OPTIONS)
         },
         "module": absolute(section.module),
         "beam_args": config.beam_args,
@@ -44,9 +48,10 @@ def transform_parameters(config: PipelineConfig) -> dict[str, Any]:
 
 
 def transform_node(config: PipelineConfig, examples: Channel, schema: Channel) -> Transform | None:
-    """The `transform` node of a tabular dataset, Quora or WikiText-2, unless `transform.enabled` is false."""
+    """The `transform` node of a tabular dataset, an image dataset, Quora or WikiText-2, unless
+    `transform.enabled` is false."""
     dataset, section = config.data.dataset, config.transform or TransformSection()
-    if section.module and (dataset in TEXT_OPTIONS or not transformed(dataset)):
+    if section.module and (dataset in OWN_OPTIONS or not transformed(dataset)):
         problem = f"transform.module: the {dataset} dataset takes no preprocessing_fn (tabular ones do)"
         raise ConfigError([problem], config.source)
     if not transformed(dataset):

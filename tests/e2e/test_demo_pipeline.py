@@ -1,4 +1,4 @@
-"""The offline demo DAG end to end through the CLI: ingest → train → evaluate, caching, re-runs."""
+"""The offline demo DAG end to end through the CLI: ingest → transform → train → evaluate, caching, re-runs."""
 
 import json
 import subprocess
@@ -40,6 +40,7 @@ def test_demo_runs_every_component_and_blesses_an_accurate_model(first_run):
     assert record["status"] == "succeeded"
     assert [(node, entry["status"]) for node, entry in record["components"].items()] == [
         ("ingest", "succeeded"),
+        ("transform", "succeeded"),
         ("train", "succeeded"),
         ("evaluate", "succeeded"),
     ]
@@ -52,6 +53,10 @@ def test_demo_runs_every_component_and_blesses_an_accurate_model(first_run):
     assert (run_dir / "evaluate" / "blessing" / "BLESSED").exists()
     assert (run_dir / "train" / "model" / "model.keras").is_file()
     assert (run_dir / "train" / "model" / "Format-Serving" / "saved_model.pb").is_file()
+    # The pixels' scaling learnt by the Transform (0..255 → 1/255), and embedded in the model the Trainer exported.
+    graph = json.loads((run_dir / "transform" / "transform_graph" / "analyzers.json").read_text())
+    assert graph["scale"] == [1 / 255] and graph["train_examples"] == stats["accepted"]["train"]
+    assert (run_dir / "train" / "model" / "assets" / "scaling.keras").is_file()
     # The run prints its table, and the train step its progress.
     assert "evaluate" in result.stdout and "succeeded" in result.stdout
     assert "epoch 1/" in result.stderr
@@ -85,7 +90,7 @@ def test_changing_epochs_reruns_train_and_evaluate_but_not_ingest(first_run, run
     assert result.returncode == 0, result.stderr[-3000:]
     record = json.loads((only_run(root) / "run.json").read_text())
     statuses = {node: entry["status"] for node, entry in record["components"].items()}
-    assert statuses == {"ingest": "cached", "train": "succeeded", "evaluate": "succeeded"}
+    assert statuses == {"ingest": "cached", "transform": "cached", "train": "succeeded", "evaluate": "succeeded"}
     assert json.loads((only_run(root) / "train" / "model_run" / "history.json").read_text())["epochs"] == 2
 
 

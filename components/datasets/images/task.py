@@ -25,7 +25,11 @@ class ImagesTask(MnistTask):
 
     def build_model(self) -> keras.Model:
         return build_model(
-            self.model_name, num_classes=self.num_classes, image_shape=self.image_shape, **self.model_options
+            self.model_name,
+            num_classes=self.num_classes,
+            image_shape=self.image_shape,
+            **self.scaling(),
+            **self.model_options,
         )
 
     def model_context(self) -> dict[str, Any]:

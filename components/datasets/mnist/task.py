@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import keras
 import tensorflow as tf
 
-from kflow.components.datasets.task import Task
+from kflow.components.datasets.task import LearntByTransform, Task
 from kflow.components.models import build_model
 from kflow.components.util.examples_dataset import image_shape, make_dataset
 from kflow.components.util.schema import feature_spec, int_domain
-from kflow.pipeline.dsl.artifacts import Examples
+from kflow.pipeline.dsl.artifacts import Examples, TransformGraph
 
 IMAGE_FEATURE = "image"
 LABEL_FEATURE = "label"
+SCALING_FILE = "scaling.keras"  # the Transform's preprocessing model (the pixels' scaling), as the assets hold it
+BUILT_IN_MODELS = ("mnist_convnet", "image_convnet")  # the models that take the Transform's scaling as `scaling`
 
 
-class MnistTask(Task):
-    """Classifies `image` into `label` (0..N-1 from the schema's label domain)."""
+class MnistTask(LearntByTransform, Task):
+    """Classifies `image` into `label` (0..N-1 from the schema's label domain). Given the Transform's graph, the
+    model scales the pixels with it (each channel's learnt range); without one, the convnets divide by 255."""
 
     name = "mnist"
     default_model = "mnist_convnet"
@@ -33,6 +38,32 @@ class MnistTask(Task):
         if low != 0:
             raise ValueError(f"labels must be class indices starting at 0; the schema's label domain is {low}..{high}")
         self.num_classes = high + 1
+        self.scaling_file: Path | None = None
+
+    def prepare(self, examples: Examples, assets_dir: Path) -> dict[str, Any]:
+        """Nothing is learnt from the data here: with a transform graph, its scaling model is copied into the
+        assets (the exported model embeds it)."""
+        if self.transform_graph is None:
+            return {}
+        graph: TransformGraph = self.transform_graph
+        learnt = self.learnt_with(graph, {"image_shape": list(self.image_shape)})
+        assets_dir = Path(assets_dir)
+        assets_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(graph.model_file, assets_dir / SCALING_FILE)
+        self.scaling_file = assets_dir / SCALING_FILE
+        return {"transform_graph": str(graph.uri), "pixel_scale": learnt["scale"]}
+
+    def load_assets(self, assets_dir: Path) -> None:
+        scaling = Path(assets_dir) / SCALING_FILE
+        self.scaling_file = scaling if scaling.exists() else None
+
+    def scaling(self) -> dict[str, Any]:
+        """{"scaling": the Transform's preprocessing model} for a built-in convnet when there is a graph, else {}."""
+        if self.scaling_file is None or self.model_name not in BUILT_IN_MODELS or hasattr(self, "user_module"):
+            return {}
+        from kflow.components.datasets.tabular.preprocessing import load_preprocessing
+
+        return {"scaling": load_preprocessing(self.scaling_file)}
 
     def dataset(
         self, examples: Examples, split: str, *, batch_size: int, training: bool, seed: int, shuffle_buffer: int = 0
@@ -50,7 +81,7 @@ class MnistTask(Task):
         )
 
     def build_model(self) -> keras.Model:
-        return build_model(self.model_name, num_classes=self.num_classes, **self.model_options)
+        return build_model(self.model_name, num_classes=self.num_classes, **self.scaling(), **self.model_options)
 
     def model_context(self) -> dict[str, Any]:
         return {"num_classes": self.num_classes}

@@ -215,14 +215,19 @@ def test_the_compare_config_and_its_python_twin_compile_to_the_same_file(tmp_pat
     root = Path.cwd()
     ingest = api.MnistIngest("ingest", parameters={"shards_per_split": 4})
     data = {"examples": ingest.outputs["examples"], "schema": ingest.outputs["schema"]}
+    transform = api.Transform("transform", **data, parameters={"dataset": "mnist", "options": {}, "beam_args": []})
+    graph = {"transform_graph": transform.outputs["transform_graph"]}
     common = {"dataset": "mnist", "model_name": "mnist_convnet", "epochs": 12, "learning_rate": 0.002}
     train_mwms = api.Trainer(
-        "train_mwms", **data, parameters={**common, "strategy": "multi_worker_mirrored", "workers": 2}
+        "train_mwms", **data, **graph, parameters={**common, "strategy": "multi_worker_mirrored", "workers": 2}
     )
     train_jax = api.Trainer(
-        "train_jax", **data, parameters={**common, "strategy": "keras_data_parallel", "workers": 1, "devices": 2}
+        "train_jax",
+        **data,
+        **graph,
+        parameters={**common, "strategy": "keras_data_parallel", "workers": 1, "devices": 2},
     )
-    nodes = [ingest, train_mwms, train_jax]
+    nodes = [ingest, transform, train_mwms, train_jax]
     for name, train, other, bound in (
         ("mwms", train_mwms, train_jax, "max_drop"),
         ("jax", train_jax, train_mwms, "min_gain"),

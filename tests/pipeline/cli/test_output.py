@@ -44,8 +44,8 @@ def test_stdout_holds_only_the_summary_table(piped_run):
         "key",
         "metrics",
     ]
-    assert [line.split()[0] for line in lines[2:5]] == ["ingest", "train", "evaluate"]
-    assert lines[5].startswith("run folder: ") and len(lines) == 6
+    assert [line.split()[0] for line in lines[2:6]] == ["ingest", "transform", "train", "evaluate"]
+    assert lines[6].startswith("run folder: ") and len(lines) == 7
     assert "\033[" not in result.stdout, "no colour when stdout is not a terminal"
 
 
@@ -66,7 +66,7 @@ def test_json_output_of_show_and_runs(piped_run, run_kflow):
     listed = run_kflow("runs", root, "--json")
     assert shown.returncode == listed.returncode == 0
     record, rows = json.loads(shown.stdout), json.loads(listed.stdout)
-    assert record["status"] == "succeeded" and set(record["components"]) == {"ingest", "train", "evaluate"}
+    assert record["status"] == "succeeded" and set(record["components"]) == {"ingest", "transform", "train", "evaluate"}
     (row,) = rows
     evaluated = record["components"]["evaluate"]["summary"]
     assert (row["run_id"], row["blessed"]) == (record["run_id"], evaluated["blessed"])

@@ -61,7 +61,7 @@ def test_compiled_ir_parses_as_a_pipeline_spec_and_loads_in_kfp(config, tmp_path
     ir, platform = load_ir(tmp_path / "p.yaml")
     spec = json_format.ParseDict(ir, pipeline_spec_pb2.PipelineSpec(), ignore_unknown_fields=False)
     # Both configs compare with the latest blessed model; the ingest's source files are fingerprinted first.
-    tasks = {"ingest-fingerprint", "ingest", "train", "evaluate-baseline", "evaluate"}
+    tasks = {"ingest-fingerprint", "ingest", "transform", "train", "evaluate-baseline", "evaluate"}
     assert set(spec.root.dag.tasks) == tasks
     assert spec.deployment_spec["executors"]["exec-train"]["container"]["image"] == "kflow:0.1.0"
     (platform,) = platform
@@ -108,7 +108,10 @@ def test_a_latest_blessed_baseline_compiles_to_an_uncached_resolver_task_feeding
 
     assert compile_cli(DEMO, tmp_path / "none.yaml", "--set", "evaluator.baseline=none") == 0
     ir, platform = load_ir(tmp_path / "none.yaml")
-    assert set(ir["root"]["dag"]["tasks"]) == {"ingest-fingerprint", "ingest", "train", "evaluate"} and platform == []
+    assert (
+        set(ir["root"]["dag"]["tasks"]) == {"ingest-fingerprint", "ingest", "transform", "train", "evaluate"}
+        and platform == []
+    )
     assert "--record-blessed-model" not in ir["deploymentSpec"]["executors"]["exec-evaluate"]["container"]["args"]
 
 
@@ -116,7 +119,8 @@ def test_tasks_are_wired_typed_and_run_the_entrypoint(tmp_path):
     assert compile_cli(DEMO, tmp_path / "p.yaml", "--image", "registry.example/kflow:1.2.3") == 0
     ir, _ = load_ir(tmp_path / "p.yaml")
     tasks = ir["root"]["dag"]["tasks"]
-    assert tasks["train"]["dependentTasks"] == ["ingest"]
+    assert tasks["transform"]["dependentTasks"] == ["ingest"]
+    assert sorted(tasks["train"]["dependentTasks"]) == ["ingest", "transform"]
     assert sorted(tasks["evaluate"]["dependentTasks"]) == ["evaluate-baseline", "ingest", "train"]
     model_ref = tasks["evaluate"]["inputs"]["artifacts"]["model"]["taskOutputArtifact"]
     assert model_ref == {"outputArtifactKey": "model", "producerTask": "train"}
