@@ -5,9 +5,10 @@ training set) and 10× (1,306,122 rows, its size), each ingested once by the Quo
 alternated in each round, each in a process of its own (imports before the clock):
 - adapt: `QuoraTask.prepare` without a graph, what every training process did: `TextVectorization(max_tokens=20000,
   ngrams=2).adapt` over Split-train, and the class weights;
-- transform-2: the Transform's executor (components/transform) on the DirectRunner with 2 workers
+- transform-2: the Transform's executor (components/transform) on the DirectRunner with 2 worker processes
   (`direct_num_workers=2, direct_running_mode=multi_processing`): the same vocabulary by exact counts per token
-  (CombinePerKey) and a bounded top-k, the class weights, the graph's files;
+  (summed per shard of the tokens, CombinePerKey) and a bounded top-k, the class weights, the graph's files;
+- transform-2t: the same with 2 worker threads (`direct_running_mode=multi_threading`): no process to start;
 - transform: the same executor with no Beam options, as `kflow run` calls it: it chooses as the ingests do
   (components/ingest/ingest_options.py), worker processes only from 200,000 training records.
 Prints medians, the time ratio transform-2 / adapt, the peak memory (`ru_maxrss` from wait4: the measured process;
@@ -38,7 +39,9 @@ import scale_data  # noqa: E402
 SIZES = (130_612, 1_306_122)
 OPTIONS = {"max_tokens": 20_000}
 WORKERS_2 = ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
-KINDS = ("adapt", "transform-2", "transform")
+THREADS_2 = ["--direct_num_workers=2", "--direct_running_mode=multi_threading"]
+KINDS = ("adapt", "transform-2", "transform-2t", "transform")
+BEAM_ARGS = {"transform-2": WORKERS_2, "transform-2t": THREADS_2, "transform": []}
 
 
 def examples_of(rows: int, folder: Path) -> Path:
@@ -78,7 +81,7 @@ def child(kind: str, ingested: Path, vocabulary_out: Path) -> None:
         else:
             graph = TransformGraph(Path(folder) / "graph")
             transform(examples=examples, schema=schema, transform_graph=graph, dataset="quora", options=OPTIONS,
-                      beam_args=WORKERS_2 if kind == "transform-2" else [])  # fmt: skip
+                      beam_args=BEAM_ARGS[kind])  # fmt: skip
             seconds = time.perf_counter() - started
             lines = (graph.path / graph.analyzers["analyzers"]["tokens.text"]["file"]).read_text().splitlines()
             vocabulary = [line.split("\t")[0] for line in lines]
@@ -122,13 +125,15 @@ def main() -> int:
                       f"peak {measured['peak_mb']:.0f} MB", flush=True)  # fmt: skip
         vocabularies = {(args.folder / f"vocabulary-{kind}-{rows}.txt").read_text() for kind in KINDS}
         same[rows] = len(vocabularies) == 1
-    print("\nrows       adapt s  transform-2 s  ratio  transform s  ratio  adapt MB  transform-2 MB  same vocabulary")
+    print("\nrows       adapt s  " + "  ".join(f"{kind} s (ratio)" for kind in KINDS[1:])
+          + "  adapt MB  transform-2 MB  same vocabulary")  # fmt: skip
     for rows, kinds in results.items():
         seconds = {kind: statistics.median(m["seconds"] for m in runs) for kind, runs in kinds.items()}
         peaks = {kind: statistics.median(m["peak_mb"] for m in runs) for kind, runs in kinds.items()}
-        print(f"{rows:<10} {seconds['adapt']:7.1f}  {seconds['transform-2']:13.1f}  "
-              f"{seconds['transform-2'] / seconds['adapt']:5.2f}  {seconds['transform']:11.1f}  "
-              f"{seconds['transform'] / seconds['adapt']:5.2f}  {peaks['adapt']:8.0f}  {peaks['transform-2']:14.0f}  "
+        timed = "  ".join(
+            f"{seconds[kind]:>{len(kind) + 2}.1f} ({seconds[kind] / seconds['adapt']:.2f})" for kind in KINDS[1:]
+        )
+        print(f"{rows:<10} {seconds['adapt']:7.1f}  {timed}  {peaks['adapt']:8.0f}  {peaks['transform-2']:14.0f}  "
               f"{same[rows]}")  # fmt: skip
     small, large = SIZES
     for kind in KINDS if set(SIZES) <= set(results) else ():

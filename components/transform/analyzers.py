@@ -203,36 +203,36 @@ def _text(value: Any) -> Any:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
-def _value_counts(batch: dict[str, list], column: str) -> Iterator[tuple[Any, int]]:
-    yield from Counter(batch[column]).items()
+def _values(batch: dict[str, list], column: str) -> list:
+    return batch[column]
 
 
-def _word_counts(batch: dict[str, list], column: str) -> Iterator[tuple[str, int]]:
-    words: Counter = Counter()
+def _words(batch: dict[str, list], column: str) -> list[str]:
+    words: list[str] = []
     for value in batch[column]:
-        words.update(WORD.findall(value.decode("utf-8", "replace").lower()))
-    yield from words.items()
+        words += WORD.findall(value.decode("utf-8", "replace").lower())
+    return words
 
 
-def _token_counts(batch: dict[str, list], column: str, ngrams: int) -> Iterator[tuple[bytes, int]]:
+def _tokens(batch: dict[str, list], column: str, ngrams: int) -> list[bytes]:
     """TextVectorization's tokens (standardize lower_and_strip_punctuation, split whitespace, ngrams 1..n)."""
-    tokens: Counter = Counter()
+    tokens: list[bytes] = []
     for value in batch[column]:
         words = _PUNCTUATION.sub(b"", value.lower()).split()
-        for width in range(1, ngrams + 1):
-            tokens.update(b" ".join(words[start : start + width]) for start in range(len(words) - width + 1))
-    yield from tokens.items()
+        tokens += words
+        for width in range(2, ngrams + 1):
+            tokens += [b" ".join(words[start : start + width]) for start in range(len(words) - width + 1)]
+    return tokens
 
 
-def _wordpiece_word_counts(batch: dict[str, list], column: str, lowercase: bool) -> Iterator[tuple[str, int]]:
+def _wordpiece_words(batch: dict[str, list], column: str, lowercase: bool) -> list[bytes]:
     """keras-hub's WordPiece pretokenizer's words of a batch of texts (`learn_vocabulary`'s call, wordpiece.py)."""
     import tensorflow as tf
     from keras_hub.src.tokenizers.word_piece_tokenizer import pretokenize
 
     if not batch[column]:
-        return
-    words = pretokenize(tf.constant(batch[column]), lowercase, False, True, True)
-    yield from Counter(words.flat_values.numpy().tolist()).items()
+        return []
+    return pretokenize(tf.constant(batch[column]), lowercase, False, True, True).flat_values.numpy().tolist()
 
 
 def _shard(value: Any) -> int:
@@ -248,23 +248,23 @@ def _shard(value: Any) -> int:
 
 
 class BundleCounts(beam.DoFn):
-    """(shard, {value: count}) of the batches of a bundle: counts summed in the bundle and sent as one mapping a
+    """(shard, {value: count}) of the values (`values(batch, column, *extra)`: a batch's values, each as often as
+    it occurs) of the batches of a bundle: counts summed in the bundle and sent as one mapping a
     shard, not an element a value (on text, most of the pass's cost was those elements). At most FLUSH_AT distinct
     values are held: past it, the sums so far are sent and counting starts again, so memory stays bounded whatever
     the data (the shard's sum, SumCountsFn, adds the partial counts up)."""
 
     FLUSH_AT = 250_000
 
-    def __init__(self, counts: Any, column: str, *extra: Any) -> None:
-        self.counts, self.column, self.extra = counts, column, extra
+    def __init__(self, values: Any, column: str, *extra: Any) -> None:
+        self.values, self.column, self.extra = values, column, extra
         self.held: Counter = Counter()
 
     def start_bundle(self) -> None:
         self.held = Counter()
 
     def process(self, batch: dict[str, list]) -> Iterator[tuple[int, dict]]:
-        for value, count in self.counts(batch, self.column, *self.extra):
-            self.held[value] += count
+        self.held.update(self.values(batch, self.column, *self.extra))  # counted in C, not a Python loop
         if len(self.held) > self.FLUSH_AT:
             yield from self._sharded()
 
@@ -337,9 +337,7 @@ def _branch(batches: beam.PCollection, analyzer: Analyzer, split: str) -> beam.P
             | name >> beam.CombineGlobally(MomentsFn())
         )
     elif analyzer.kind in ("vocabulary", "words", "tokens", "wordpiece_words", "counts"):
-        counts = {"words": _word_counts, "tokens": _token_counts, "wordpiece_words": _wordpiece_word_counts}.get(
-            analyzer.kind, _value_counts
-        )
+        values = {"words": _words, "tokens": _tokens, "wordpiece_words": _wordpiece_words}.get(analyzer.kind, _values)
         extra = {"tokens": (int(options.get("ngrams") or 1),), "wordpiece_words": (bool(options.get("lowercase")),)}
         extra = extra.get(analyzer.kind, ())
         top = TopCountsFn(
@@ -347,7 +345,7 @@ def _branch(batches: beam.PCollection, analyzer: Analyzer, split: str) -> beam.P
         )
         folded = (
             batches
-            | f"Count {name}" >> beam.ParDo(BundleCounts(counts, column, *extra))
+            | f"Count {name}" >> beam.ParDo(BundleCounts(values, column, *extra))
             | f"Sum {name}" >> beam.CombinePerKey(SumCountsFn())
             | name >> beam.CombineGlobally(top)
         )
