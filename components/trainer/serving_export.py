@@ -5,6 +5,10 @@ classification signature does: `scores` (one column per class) and `classes` (th
 row), and `assets/classes.txt` lists the names, one a line, in the scores' column order, so that a client needs no
 kflow code to name a prediction. Other models (a regression, a masked LM) keep their one output.
 
+Where the task can read Examples without a label (`Task.inputs`: the tabular datasets), a second signature,
+`serve_examples`, takes serialized `tf.Example`s (`examples`: a string a row), as TFX's serving signatures do: the
+task's parsing, then the same model and outputs.
+
 The SavedModel's `assets/` also carries what reads data for it (the Model's assets: `task.json`, the schema it was
 trained on, the task's preprocessing) and `inputs.json`, {feature: the signature's name for it}: a pushed folder is
 enough for `kflow predict` to score new data with it.
@@ -13,15 +17,22 @@ enough for `kflow predict` to score new data with it.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import keras
 import tensorflow as tf
+from keras.src.export.export_utils import get_input_signature  # what `model.export` itself uses
 
+from kflow.components.datasets.task import Task
 from kflow.components.util.predictions import INPUTS_FILE
 
+log = logging.getLogger("kflow.trainer")
 CLASSES_FILE = "classes.txt"
+EXAMPLES_SIGNATURE = "serve_examples"  # serialized tf.Examples in (Task.inputs parses them), the same outputs
 
 
 class ClassNames(keras.layers.Layer):
@@ -45,24 +56,47 @@ def write_classes(assets: Path, classes: list[str] | None) -> None:
         (assets / CLASSES_FILE).write_text("".join(f"{name}\n" for name in classes))
 
 
+def examples_parser(task: Any) -> Callable[[tf.Tensor], Any] | None:
+    """The task's parsing of serialized Examples without a label, when it has one (`Task.inputs`), else None."""
+    return task.inputs if type(task).inputs is not Task.inputs else None
+
+
 def read_classes(assets: Path) -> list[str] | None:
     path = assets / CLASSES_FILE
     return path.read_text().splitlines() if path.exists() else None
 
 
 def write_serving(
-    keras_model: keras.Model, path: Path, classes: list[str] | None, model_assets: Path | None = None
+    keras_model: keras.Model,
+    path: Path,
+    classes: list[str] | None,
+    model_assets: Path | None = None,
+    parse: Callable[[tf.Tensor], Any] | None = None,
 ) -> None:
     """Exports `keras_model` as the serving SavedModel at `path` (with the class names, for a classifier), with
-    the files of `model_assets` (the Model's assets) and the signature's input names in its `assets/`."""
-    if not classes:
-        keras_model.export(str(path), format="tf_saved_model", verbose=False)
-    else:
+    the files of `model_assets` (the Model's assets) and the signature's input names in its `assets/`; `parse`
+    (serialized Examples → the model's inputs) adds the `serve_examples` signature."""
+    served = keras_model
+    if classes:
         scores = keras_model.output
         if scores.shape[-1] != len(classes):
             raise ValueError(f"the model outputs {scores.shape[-1]} scores a row for {len(classes)} classes")
         outputs = {"scores": scores, "classes": ClassNames(classes, name="classes")(scores)}
-        keras.Model(keras_model.input, outputs).export(str(path), format="tf_saved_model", verbose=False)
+        served = keras.Model(keras_model.input, outputs)
+    archive = keras.export.ExportArchive()
+    archive.track_and_add_endpoint("serve", served, get_input_signature(served))  # the first: serving_default
+    if parse is not None:
+        taken = list(served.input) if isinstance(served.input, dict) else None
+
+        def from_examples(examples: tf.Tensor) -> Any:
+            inputs = parse(examples)
+            return served({name: inputs[name] for name in taken} if taken is not None else inputs)
+
+        try:
+            archive.add_endpoint(EXAMPLES_SIGNATURE, from_examples, [tf.TensorSpec([None], tf.string, name="examples")])
+        except Exception as error:  # a user's model that takes other inputs than the task parses: no such signature
+            log.warning("the serving model has no %s signature: %s", EXAMPLES_SIGNATURE, str(error).splitlines()[0])
+    archive.write_out(str(path), verbose=False)
     assets = Path(path) / "assets"
     assets.mkdir(exist_ok=True)
     write_classes(assets, classes)

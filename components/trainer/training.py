@@ -22,11 +22,11 @@ import numpy as np
 import tensorflow as tf
 from google.protobuf import text_format
 
-from kflow.components.datasets.task import Task
+from kflow.components.datasets.task import Task, task_for_model
 from kflow.components.datasets.user_module import MODULE_FILE, load_module
 from kflow.components.models import load_trained
 from kflow.components.trainer.config import TrainConfig
-from kflow.components.trainer.serving_export import read_classes, write_classes, write_serving
+from kflow.components.trainer.serving_export import examples_parser, read_classes, write_classes, write_serving
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import MakeDataset, Runtime
 from kflow.components.util.input_autotune import untuned
@@ -242,7 +242,7 @@ def export_model(task: Task, trained: keras.Model, model: Model, *, serving: boo
     model.assets_uri.mkdir(parents=True, exist_ok=True)
     model.training_schema_file.write_text(text_format.MessageToString(task.schema))
     if serving:
-        write_serving(plain, model.serving_uri, classes, model.assets_uri)
+        write_serving(plain, model.serving_uri, classes, model.assets_uri, examples_parser(task))
 
 
 # What makes a process one of a cluster's: an exporting process must not join that cluster.
@@ -268,4 +268,5 @@ def export_serving(model: Model) -> None:
     if module.exists():  # The user's module registers its custom layers before the model loads.
         load_module(module.read_text())
     trained = load_trained(model.keras_file, model.task_spec.get("model_name"))
-    write_serving(trained, model.serving_uri, read_classes(model.assets_uri), model.assets_uri)
+    parse = examples_parser(task_for_model(model, model.training_schema_file))
+    write_serving(trained, model.serving_uri, read_classes(model.assets_uri), model.assets_uri, parse)

@@ -125,6 +125,19 @@ def test_a_trainer_with_the_graph_learns_nothing_and_serves_raw_features(fruit, 
     served = tf.saved_model.load(str(model.serving_uri)).signatures["serving_default"]
     scores = served(**{name: value for name, value in raw.items()})["scores"].numpy()
     np.testing.assert_allclose(scores, trained(raw).numpy(), atol=1e-5)
+    # The tf.Example signature (TFX's): serialized Examples in, here without their label, the same scores out.
+    records = []
+    for split in examples.splits:
+        for record in tf.data.TFRecordDataset(examples.split_files(split), compression_type="GZIP"):
+            example = tf.train.Example.FromString(record.numpy())
+            del example.features.feature["label"]
+            records.append(example.SerializeToString())
+    serialized = tf.constant(records)
+    by_examples = tf.saved_model.load(str(model.serving_uri)).signatures["serve_examples"](examples=serialized)
+    task = TabularTask(load_schema(schema.file), model_options=OPTIONS)
+    task.load_assets(model.assets_uri)
+    np.testing.assert_allclose(by_examples["scores"].numpy(), trained(task.inputs(serialized)).numpy(), atol=1e-5)
+    assert by_examples["classes"].shape == by_examples["scores"].shape and len(records) > 10
     result = evaluate(
         examples=examples,
         schema=schema,

@@ -26,7 +26,7 @@ def test_the_demo_rehearses_to_blessed_in_containers_and_leaves_none(tmp_path, e
     assert done.returncode == 0, done.stderr[-3000:]
     assert "every task and every training replica runs in a container of localhost/kflow:local" in done.stderr
     assert done.stdout.splitlines()[-1] == "BLESSED"
-    assert "5 tasks (ingest-fingerprint, ingest, train, evaluate-baseline, evaluate)" in done.stdout
+    assert "6 tasks (ingest-fingerprint, ingest, transform, train, evaluate-baseline, evaluate)" in done.stdout
     assert (tmp_path / "rehearsal" / "pipeline.yaml").is_file()
     (blessed,) = (tmp_path / "rehearsal" / "play" / "evaluate").rglob("BLESSED")
     assert blessed.stat().st_uid == 10001  # the evaluate container wrote it
@@ -74,7 +74,8 @@ def test_mnist_on_two_mwms_workers_rehearses_to_blessed_each_replica_its_own_con
     addresses = [address for record in replicas for address in record["addresses"].values()]
     assert len(addresses) == 2 and len(set(addresses)) == 2 and all(addresses)
     tasks = [record["name"].split("-", 2)[2] for record in ran if record not in replicas]
-    assert sorted(tasks) == sorted(["ingest-fingerprint", "ingest", "train", "evaluate-baseline", "evaluate"])
+    expected = ["ingest-fingerprint", "ingest", "transform", "train", "evaluate-baseline", "evaluate"]
+    assert sorted(tasks) == sorted(expected)
     history = json.loads(next((tmp_path / "r" / "play" / "train").rglob("history.json")).read_text())
     assert history["replicas"] == 2
     assert rehearsal_containers() == before

@@ -110,7 +110,7 @@ def test_a_killed_worker_container_restarts_the_group_from_its_checkpoint(engine
               f"caps {record.capabilities} {record.hostname} {record.addresses} exit {record.exit_code}")  # fmt: skip
         assert record.image == LOCAL_IMAGE and record.user == "10001:10001"
         assert record.read_only_root and record.capabilities == []
-    assert len(replicas) == 4 and len(tasks_ran) == 5
+    assert len(replicas) == 4 and len(tasks_ran) == 6
     killed_record = next(record for record in replicas if record.name == killed[0])
     assert killed_record.exit_code == 137
     names = [f"{job_name}-worker-0-0", f"{job_name}-worker-0-1"]

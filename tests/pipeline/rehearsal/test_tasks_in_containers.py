@@ -22,7 +22,7 @@ def test_the_demo_plays_to_a_blessed_model_with_every_task_in_a_restricted_conta
     assert metrics["accuracy"] >= 0.95
 
     ran = {record.name: record for record in engine.records}
-    tasks = ["ingest-fingerprint", "ingest", "train", "evaluate-baseline", "evaluate"]
+    tasks = ["ingest-fingerprint", "ingest", "transform", "train", "evaluate-baseline", "evaluate"]
     assert sorted(ran) == sorted(f"kflow-{engine.rehearsal}-{task}" for task in tasks)
     for record in engine.records:
         print(record)
