@@ -19,6 +19,7 @@ import logging
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +62,14 @@ def run(
     task_class = get_dataset(dataset).task_class()
     # The other datasets' own passes: Quora's vocabulary and class weights, WikiText-2's WordPiece vocabulary,
     # the images' scaling.
-    passes = ((QuoraTask, _run_text), (WikiText2Task, _run_wordpiece), (MnistTask, _run_images))
-    own = next((run for base, run in passes if issubclass(task_class, base)), None)
+    own = next(((analyze, write) for base, analyze, write in OWN_PASSES if issubclass(task_class, base)), None)
     if own is not None:
         if module_source is not None:
             raise ValueError(f"transform.module: the {dataset} dataset takes no preprocessing_fn (tabular ones do)")
-        return own(examples, schema, transform_graph, dict(options or {}), beam_args, task_class)
+        analyze, write = own
+        task = task_class(load_schema(schema.file), None, dict(options or {}))
+        analyzers, results, seconds = _analyze_train(examples, transform_graph, beam_args, *analyze(task))
+        return write(Analysed(task, examples, transform_graph, analyzers, results, seconds))
     if not issubclass(task_class, TabularTask):
         raise ValueError(
             f"the transform learns tabular, image, Quora and WikiText-2 preprocessing; not the {dataset} dataset's"
@@ -100,62 +103,60 @@ def run(
                     left_out=len(plan["left_out"]), analyze_seconds=round(seconds, 2))  # fmt: skip
 
 
-def _run_images(
-    examples: Examples,
-    schema: Schema,
-    graph: TransformGraph,
-    options: dict[str, Any],
-    beam_args: Sequence[str],
-    task_class: type,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Analysed:
+    """A dataset's own pass, done: its task, the Examples, the graph being written, the analyzers and results."""
+
+    task: Any
+    examples: Examples
+    graph: TransformGraph
+    analyzers: list[Analyzer]
+    results: dict[str, Any]
+    seconds: float
+
+
+def _write_images(done: Analysed) -> dict[str, Any]:
     """MNIST and image folders: each channel's pixel range and the label's counts (image_analysis.py)."""
-    task = task_class(load_schema(schema.file), None, options)
-    analyzers, results, seconds = _analyze_train(examples, graph, beam_args, *image_analyzers(task))
-    plan = image_plan(task, results)
-    write_graph(graph, plan, analyzers, results, image_preprocessing(plan), {"image_shape": plan["image_shape"]})
-    return _summary(train_examples=plan["train_examples"], scale=plan["scale"], analyze_seconds=seconds)
+    plan = image_plan(done.task, done.results)
+    options = {"image_shape": plan["image_shape"]}
+    write_graph(done.graph, plan, done.analyzers, done.results, image_preprocessing(plan), options)
+    return _summary(train_examples=plan["train_examples"], scale=plan["scale"], analyze_seconds=done.seconds)
 
 
-def _run_text(
-    examples: Examples,
-    schema: Schema,
-    graph: TransformGraph,
-    options: dict[str, Any],
-    beam_args: Sequence[str],
-    task_class: type,
-) -> dict[str, Any]:
+def _write_text(done: Analysed) -> dict[str, Any]:
     """Quora: the vocabulary of unigrams and bigrams and the class weights (text_analysis.py)."""
-    task = task_class(load_schema(schema.file), None, options)
-    analyzers, results, seconds = _analyze_train(examples, graph, beam_args, *text_analyzers(task))
-    plan = text_plan(task, results)
+    task = done.task
+    plan = text_plan(task, done.results)
     preprocessing = text_preprocessing(plan)
     vocabulary = plan.pop("vocabulary")
     options = {**task.options, "ngrams": task.model_kwargs["ngrams"]}
-    write_graph(graph, {**plan, "vocabulary_size": len(vocabulary)}, analyzers, results, preprocessing, options)
-    return _summary(vocabulary_size=len(vocabulary), train_examples=plan["train_examples"], analyze_seconds=seconds)
+    plan = {**plan, "vocabulary_size": len(vocabulary)}
+    write_graph(done.graph, plan, done.analyzers, done.results, preprocessing, options)
+    return _summary(vocabulary_size=len(vocabulary), train_examples=plan["train_examples"],
+                    analyze_seconds=done.seconds)  # fmt: skip
 
 
-def _run_wordpiece(
-    examples: Examples,
-    schema: Schema,
-    graph: TransformGraph,
-    options: dict[str, Any],
-    beam_args: Sequence[str],
-    task_class: type,
-) -> dict[str, Any]:
+def _write_wordpiece(done: Analysed) -> dict[str, Any]:
     """WikiText-2: the WordPiece vocabulary from Beam's word counts, and the baseline token (wordpiece_analysis.py)."""
-    task = task_class(load_schema(schema.file), None, options)
-    analyzers, results, seconds = _analyze_train(examples, graph, beam_args, *wordpiece_analyzers(task))
-    plan = wordpiece_plan(task, results, examples)
+    task, graph = done.task, done.graph
+    plan = wordpiece_plan(task, done.results, done.examples)
     vocabulary = plan.pop("vocabulary")
     graph.vocabulary_dir.mkdir(parents=True, exist_ok=True)
     (graph.vocabulary_dir / WORDPIECE_FILE).write_text("".join(f"{token}\n" for token in vocabulary))
     plan = {**plan, "vocabulary_size": len(vocabulary), "wordpiece_vocabulary": f"vocabularies/{WORDPIECE_FILE}"}
     graph_options = {name: task.options[name] for name in GRAPH_OPTIONS}
-    write_graph(graph, plan, analyzers, results, wordpiece_preprocessing(task), graph_options)
+    write_graph(graph, plan, done.analyzers, done.results, wordpiece_preprocessing(task), graph_options)
     most_frequent = plan["baseline"]["most_frequent_token"]
-    return _summary(vocabulary_size=len(vocabulary), words=results[WORDS]["distinct"],
-                    most_frequent_token=most_frequent, analyze_seconds=seconds)  # fmt: skip
+    return _summary(vocabulary_size=len(vocabulary), words=done.results[WORDS]["distinct"],
+                    most_frequent_token=most_frequent, analyze_seconds=done.seconds)  # fmt: skip
+
+
+# The datasets with a pass of their own: (their task's base class, its analyzers, what writes the graph).
+OWN_PASSES = (
+    (QuoraTask, text_analyzers, _write_text),
+    (WikiText2Task, wordpiece_analyzers, _write_wordpiece),
+    (MnistTask, image_analyzers, _write_images),
+)
 
 
 def _analyze_train(
