@@ -19,6 +19,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
 from kflow.components.statistics_gen.statistics import SplitAccumulator
+from kflow.components.util.folding import FoldFn
 from kflow.components.util.statistics_page import statistics_page
 from kflow.components.util.statistics_proto import feature_stats, read_split
 from kflow.pipeline.dsl.artifacts import Examples, ExampleStatistics
@@ -51,7 +52,7 @@ def run(*, examples: Examples, statistics: ExampleStatistics, beam_args: Sequenc
     return summary
 
 
-class _StatisticsFn(beam.CombineFn):
+class _StatisticsFn(FoldFn):
     def create_accumulator(self) -> SplitAccumulator:
         return SplitAccumulator()
 
@@ -59,12 +60,9 @@ class _StatisticsFn(beam.CombineFn):
         accumulator.add(record)
         return accumulator
 
-    def merge_accumulators(self, accumulators) -> SplitAccumulator:
-        accumulators = iter(accumulators)
-        merged = next(accumulators)
-        for other in accumulators:
-            merged.merge(other)
-        return merged
+    def merge(self, accumulator: SplitAccumulator, other: SplitAccumulator) -> SplitAccumulator:
+        accumulator.merge(other)
+        return accumulator
 
     def extract_output(self, accumulator: SplitAccumulator) -> SplitAccumulator:
         return accumulator

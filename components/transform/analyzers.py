@@ -8,9 +8,8 @@ the data, so partial results merge across Beam workers:
 - `moments`: count, mean, variance (Chan's parallel update), min and max (`MomentsFn`); `pixels`: the same of
   an image column's pixels, each channel (`channels` in its options);
 - `vocabulary`, `words` and `tokens` (TextVectorization's: ASCII lowercase, punctuation stripped, whitespace
-  split, 1- to n-grams): exact counts per distinct value, summed in each bundle, sent as one mapping per shard of
-  the values and summed per shard over the workers (`CombinePerKey`), then the `top_k` most frequent with their
-  counts at or above `frequency_threshold` (`TopCountsFn`, at most `top_k` entries held);
+  split, 1- to n-grams): exact counts per distinct value, then the `top_k` most frequent with their counts at or
+  above `frequency_threshold` (counts.py: `TopCounts`);
 - `wordpiece_words`: the words keras-hub's WordPiece pretokenizer makes of a text (its own TensorFlow op, so the
   words are those `compute_word_piece_vocabulary` counts), all of them with their counts: the WordPiece learner's
   input (wordpiece_analysis.py);
@@ -22,12 +21,8 @@ from __future__ import annotations
 
 import json
 import math
-import re
-import zlib
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -37,19 +32,16 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.transforms.stats import ApproximateQuantilesCombineFn
-from apache_beam.transforms.window import GlobalWindows
 
-from kflow.components.datasets.tabular.plan import WORD
+from kflow.components.transform.counts import TopCounts
 from kflow.components.util.example_proto import Example
+from kflow.components.util.folding import FoldFn
 from kflow.pipeline.dsl.beam_options import LOCAL_RUNNER, named_runner
 from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
 
-COUNT_SHARDS = 16  # the keys of the exact counts' sum: a worker sums the shards it is given
 SPREAD_BYTES = 32 * 2**20  # the most compressed bytes of a split whose batches the local runner redistributes
 QUANTILE_EPSILON = 0.001  # a boundary's rank is within 0.1 % of the row count of the exact quantile's
 KINDS = ("moments", "pixels", "vocabulary", "words", "tokens", "wordpiece_words", "quantiles", "classes", "counts")
-# What TextVectorization's default standardize strips after lowercasing ASCII (tf.strings.lower's default).
-_PUNCTUATION = re.compile(rb'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']')
 _INT_MISSING = -(2**63)  # what a tabular ingest never writes for a present int; parsed as missing, as the task does
 
 
@@ -87,7 +79,7 @@ def parse_columns(records: Sequence[bytes], columns: dict[str, str]) -> dict[str
     return values
 
 
-class MomentsFn(beam.CombineFn):
+class MomentsFn(FoldFn):
     """(count, mean, M2, min, max) of batches of numbers, merged with Chan et al.'s parallel update; `per_channel`:
     of [n, channels] arrays (an image's pixels), a mean, variance, min and max each channel."""
 
@@ -104,17 +96,10 @@ class MomentsFn(beam.CombineFn):
         values = values if self.per_channel else values.reshape(-1, 1)
         mean = values.mean(axis=0)
         batch = (len(values), mean, ((values - mean) ** 2).sum(axis=0), values.min(axis=0), values.max(axis=0))
-        return self._merge(accumulator, batch)
-
-    def merge_accumulators(self, accumulators):
-        accumulators = iter(accumulators)
-        merged = next(accumulators)
-        for other in accumulators:
-            merged = self._merge(merged, other)
-        return merged
+        return self.merge(accumulator, batch)
 
     @staticmethod
-    def _merge(a, b):
+    def merge(a, b):
         if not a[0]:
             return b
         if not b[0]:
@@ -132,154 +117,6 @@ class MomentsFn(beam.CombineFn):
         figures = {"mean": mean, "variance": m2 / count, "min": low, "max": high}
         each = (lambda array: [float(v) for v in array]) if self.per_channel else (lambda array: float(array[0]))
         return {"count": count, **{name: each(value) for name, value in figures.items()}}
-
-
-class SumCountsFn(beam.CombineFn):
-    """The sum of {value: count} mappings: one shard's exact counts (a value's shard is `_shard(value)`)."""
-
-    def create_accumulator(self) -> Counter:
-        return Counter()
-
-    def add_input(self, accumulator: Counter, counts: dict) -> Counter:
-        accumulator.update(counts)
-        return accumulator
-
-    def merge_accumulators(self, accumulators: Iterable[Counter]) -> Counter:
-        accumulators = iter(accumulators)
-        merged = next(accumulators)
-        for other in accumulators:
-            merged.update(other)
-        return merged
-
-    def extract_output(self, accumulator: Counter) -> Counter:
-        return accumulator
-
-
-class TopCountsFn(beam.CombineFn):
-    """The `top_k` most frequent values of the shards' exact counts (each value in one shard), with how many
-    distinct values there were, their total count, their UTF-8 bytes and whether any holds a space. A vocabulary's
-    order: more frequent first, ties in value order (as the tabular task sorts) or, with `ties="descending"`, in
-    reverse value order (as Keras' adapt sorts: numpy's lexsort, reversed). At most `top_k` entries are held."""
-
-    def __init__(self, top_k: int | None, frequency_threshold: int = 1, ties: str = "ascending"):
-        self.top_k, self.frequency_threshold = top_k, frequency_threshold
-        self.descending = ties == "descending"
-
-    def create_accumulator(self):
-        return {"ranked": [], "distinct": 0, "seen": 0, "chars": 0, "spaced": False}
-
-    def add_input(self, accumulator, shard_counts):
-        _, counts = shard_counts
-        texts = [value for value in counts if isinstance(value, bytes)]
-        accumulator["distinct"] += len(counts)
-        accumulator["seen"] += sum(counts.values())
-        accumulator["chars"] += sum(len(value) * counts[value] for value in texts)
-        accumulator["spaced"] = accumulator["spaced"] or any(b" " in value for value in texts)
-        kept = [(value, count) for value, count in counts.items() if count >= self.frequency_threshold]
-        accumulator["ranked"] = self._best(accumulator["ranked"] + kept)
-        return accumulator
-
-    def _best(self, pairs: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
-        pairs.sort(key=itemgetter(0), reverse=self.descending)
-        pairs.sort(key=itemgetter(1), reverse=True)  # stable: equal counts keep the value order
-        return pairs if self.top_k is None else pairs[: self.top_k]
-
-    def merge_accumulators(self, accumulators):
-        accumulators = iter(accumulators)
-        merged = next(accumulators)
-        for other in accumulators:
-            for key in ("distinct", "seen", "chars"):
-                merged[key] += other[key]
-            merged["spaced"] = merged["spaced"] or other["spaced"]
-            merged["ranked"] = self._best(merged["ranked"] + other["ranked"])
-        return merged
-
-    def extract_output(self, accumulator):
-        return {
-            "ranked": [[_text(value), count] for value, count in accumulator["ranked"]],
-            **{key: accumulator[key] for key in ("distinct", "seen", "chars", "spaced")},
-        }
-
-
-def _text(value: Any) -> Any:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-
-
-def _values(batch: dict[str, list], column: str) -> list:
-    return batch[column]
-
-
-def _words(batch: dict[str, list], column: str) -> list[str]:
-    words: list[str] = []
-    for value in batch[column]:
-        words += WORD.findall(value.decode("utf-8", "replace").lower())
-    return words
-
-
-def _tokens(batch: dict[str, list], column: str, ngrams: int) -> list[bytes]:
-    """TextVectorization's tokens (standardize lower_and_strip_punctuation, split whitespace, ngrams 1..n)."""
-    tokens: list[bytes] = []
-    for value in batch[column]:
-        words = _PUNCTUATION.sub(b"", value.lower()).split()
-        tokens += words
-        for width in range(2, ngrams + 1):
-            tokens += [b" ".join(words[start : start + width]) for start in range(len(words) - width + 1)]
-    return tokens
-
-
-def _wordpiece_words(batch: dict[str, list], column: str, lowercase: bool) -> list[bytes]:
-    """keras-hub's WordPiece pretokenizer's words of a batch of texts (`learn_vocabulary`'s call, wordpiece.py)."""
-    import tensorflow as tf
-    from keras_hub.src.tokenizers.word_piece_tokenizer import pretokenize
-
-    if not batch[column]:
-        return []
-    return pretokenize(tf.constant(batch[column]), lowercase, False, True, True).flat_values.numpy().tolist()
-
-
-def _shard(value: Any) -> int:
-    """A value's shard: the same in every Beam worker (Python's own hash of text differs between processes)."""
-    data = (
-        value
-        if isinstance(value, bytes)
-        else value.encode("utf-8", "surrogatepass")
-        if isinstance(value, str)
-        else repr(value).encode()
-    )
-    return zlib.crc32(data) % COUNT_SHARDS
-
-
-class BundleCounts(beam.DoFn):
-    """(shard, {value: count}) of the values (`values(batch, column, *extra)`: a batch's values, each as often as
-    it occurs) of the batches of a bundle: counts summed in the bundle and sent as one mapping a
-    shard, not an element a value (on text, most of the pass's cost was those elements). At most FLUSH_AT distinct
-    values are held: past it, the sums so far are sent and counting starts again, so memory stays bounded whatever
-    the data (the shard's sum, SumCountsFn, adds the partial counts up)."""
-
-    FLUSH_AT = 250_000
-
-    def __init__(self, values: Any, column: str, *extra: Any) -> None:
-        self.values, self.column, self.extra = values, column, extra
-        self.held: Counter = Counter()
-
-    def start_bundle(self) -> None:
-        self.held = Counter()
-
-    def process(self, batch: dict[str, list]) -> Iterator[tuple[int, dict]]:
-        self.held.update(self.values(batch, self.column, *self.extra))  # counted in C, not a Python loop
-        if len(self.held) > self.FLUSH_AT:
-            yield from self._sharded()
-
-    def finish_bundle(self) -> Iterator[Any]:
-        for pair in self._sharded():
-            yield GlobalWindows.windowed_value(pair)
-
-    def _sharded(self) -> Iterator[tuple[int, dict]]:
-        shards: list[dict] = [{} for _ in range(COUNT_SHARDS)]
-        for value, count in self.held.items():
-            shards[_shard(value)][value] = count
-        self.held = Counter()
-        yield from ((shard, counts) for shard, counts in enumerate(shards) if counts)
 
 
 def run_analyzers(
@@ -356,18 +193,7 @@ def _branch(batches: beam.PCollection, analyzer: Analyzer, split: str) -> beam.P
             | name >> beam.CombineGlobally(MomentsFn())
         )
     elif analyzer.kind in ("vocabulary", "words", "tokens", "wordpiece_words", "counts"):
-        values = {"words": _words, "tokens": _tokens, "wordpiece_words": _wordpiece_words}.get(analyzer.kind, _values)
-        extra = {"tokens": (int(options.get("ngrams") or 1),), "wordpiece_words": (bool(options.get("lowercase")),)}
-        extra = extra.get(analyzer.kind, ())
-        top = TopCountsFn(
-            options.get("top_k"), int(options.get("frequency_threshold") or 1), options.get("ties", "ascending")
-        )
-        folded = (
-            batches
-            | f"Count {name}" >> beam.ParDo(BundleCounts(values, column, *extra))
-            | f"Sum {name}" >> beam.CombinePerKey(SumCountsFn())
-            | name >> beam.CombineGlobally(top)
-        )
+        folded = batches | name >> TopCounts(analyzer.kind, column, options)
     elif analyzer.kind == "quantiles":
         buckets = int(options["num_buckets"])
         fn = ApproximateQuantilesCombineFn.create(buckets + 1, epsilon=QUANTILE_EPSILON, input_batched=True)
