@@ -30,6 +30,9 @@ MODELS = {
     "tabular_mlp": "kflow.components.models.tabular_mlp",
     "text_classifier": "kflow.components.models.text_classifier",
 }
+# The models that take an image Transform's learnt pixel scaling (`scaling=`, in place of their own `Rescaling(1/255)`):
+# for another model, or a user's `trainer.module`, the standard pipeline learns no scaling (nothing would use it).
+SCALED_BY_TRANSFORM = frozenset({"image_convnet", "mnist_convnet"})
 
 
 def _layer_sizes(value: Any) -> str | None:

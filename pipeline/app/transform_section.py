@@ -8,6 +8,7 @@ from typing import Any
 
 from kflow.components.datasets import get_dataset
 from kflow.components.datasets.tabular.plan import DATA_OPTIONS
+from kflow.components.models import SCALED_BY_TRANSFORM
 from kflow.components.transform import Transform
 from kflow.pipeline.app.sections import absolute
 from kflow.pipeline.dsl.component import Channel
@@ -31,6 +32,16 @@ def transformed(dataset: str) -> bool:
     return dataset in OWN_OPTIONS or get_dataset(dataset).validates_data
 
 
+def scaling_unused(config: PipelineConfig) -> bool:
+    """An image dataset whose model takes no learnt scaling: a user's `trainer.module`, or a named model that
+    rescales by itself. Its transform node would learn what nothing reads (a pass over every training image: 4 s
+    for MNIST here). Unnamed, the model is the dataset's default, a convnet that takes it."""
+    trainer = config.trainer
+    return config.data.dataset in IMAGE_OPTIONS and bool(
+        trainer.module or (trainer.model and trainer.model not in SCALED_BY_TRANSFORM)
+    )
+
+
 def transform_parameters(config: PipelineConfig) -> dict[str, Any]:
     """The Transform's parameters: the dataset, the data options among `trainer.model_options` (the
     preprocessing they shape is learnt by the Transform), the user's `transform.module`, the Beam options."""
@@ -48,13 +59,13 @@ def transform_parameters(config: PipelineConfig) -> dict[str, Any]:
 
 
 def transform_node(config: PipelineConfig, examples: Channel, schema: Channel) -> Transform | None:
-    """The `transform` node of a tabular dataset, an image dataset, Quora or WikiText-2, unless
-    `transform.enabled` is false."""
+    """The `transform` node of a tabular dataset, an image dataset whose model takes the learnt scaling, Quora or
+    WikiText-2, unless `transform.enabled` is false."""
     dataset, section = config.data.dataset, config.transform or TransformSection()
     if section.module and (dataset in OWN_OPTIONS or not transformed(dataset)):
         problem = f"transform.module: the {dataset} dataset takes no preprocessing_fn (tabular ones do)"
         raise ConfigError([problem], config.source)
-    if not transformed(dataset):
+    if not transformed(dataset) or scaling_unused(config):
         return None
     if not section.enabled:
         if section.module:

@@ -10,7 +10,7 @@ import keras
 import tensorflow as tf
 
 from kflow.components.datasets.task import LearntByTransform, Task
-from kflow.components.models import build_model
+from kflow.components.models import SCALED_BY_TRANSFORM, build_model
 from kflow.components.util.examples_dataset import image_shape, make_dataset
 from kflow.components.util.schema import feature_spec, int_domain
 from kflow.pipeline.dsl.artifacts import Examples, TransformGraph
@@ -18,7 +18,6 @@ from kflow.pipeline.dsl.artifacts import Examples, TransformGraph
 IMAGE_FEATURE = "image"
 LABEL_FEATURE = "label"
 SCALING_FILE = "scaling.keras"  # the Transform's preprocessing model (the pixels' scaling), as the assets hold it
-BUILT_IN_MODELS = ("mnist_convnet", "image_convnet")  # the models that take the Transform's scaling as `scaling`
 
 
 class MnistTask(LearntByTransform, Task):
@@ -59,7 +58,7 @@ class MnistTask(LearntByTransform, Task):
 
     def scaling(self) -> dict[str, Any]:
         """{"scaling": the Transform's preprocessing model} for a built-in convnet when there is a graph, else {}."""
-        if self.scaling_file is None or self.model_name not in BUILT_IN_MODELS or hasattr(self, "user_module"):
+        if self.scaling_file is None or self.model_name not in SCALED_BY_TRANSFORM or hasattr(self, "user_module"):
             return {}
         from kflow.components.datasets.tabular.preprocessing import load_preprocessing
 
