@@ -19,6 +19,7 @@ from typing import Any
 import keras
 
 from kflow.components.trainer.optimizers import make_optimizer
+from kflow.components.trainer.save_pacing import SavePacing
 from kflow.components.trainer.training import (
     describe_training,
     export_model,
@@ -74,8 +75,12 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
     if runtime.process_count > 1:
         backup = backup / f"process-{runtime.process_index}"
     callbacks: list[keras.callbacks.Callback] = [
-        keras.callbacks.BackupAndRestore(
-            str(backup), save_freq=config.checkpoint_every_steps or "epoch", delete_checkpoint=False
+        PacedBackup(
+            str(backup),
+            SavePacing(paced=runtime.process_count == 1),
+            config.epochs,
+            save_freq=config.checkpoint_every_steps or "epoch",
+            delete_checkpoint=False,
         ),
         epoch_log,
     ]
@@ -166,6 +171,21 @@ def _build_from_batch_specs(keras_model: keras.Model, batch_spec: Any) -> None:
         return
     keras_model._symbolic_build(data_batch=batch_spec)  # Shapes and dtypes are all it reads: no batch is read.
     keras_model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None
+
+
+class PacedBackup(keras.callbacks.BackupAndRestore):
+    """Keras' BackupAndRestore, saving at an epoch's end when `SavePacing` says (save_pacing.py); what it saves
+    and restores is Keras' own (this overrides the epoch end of keras 3.15's callback, pinned)."""
+
+    def __init__(self, backup_dir: str, pacing: SavePacing, epochs: int, **kwargs: Any):
+        super().__init__(backup_dir, **kwargs)
+        self.pacing, self.epochs = pacing, epochs
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        self._current_epoch = epoch + 1
+        self._last_batch_seen = 0
+        if self.save_freq == "epoch" and self.pacing.due(last=epoch + 1 == self.epochs):
+            self.pacing.timed(self._save_model)
 
 
 class EpochLog(keras.callbacks.Callback):

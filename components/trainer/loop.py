@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from kflow.components.datasets.task import Task
 from kflow.components.trainer.checkpoints import restore_newest_readable
+from kflow.components.trainer.save_pacing import SavePacing
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.steps_per_call import StepsPerCall
@@ -112,6 +113,7 @@ def train(
     log.info("train: %s %s on %d replica(s)", me, describe_training(task, config, steps_per_epoch), runtime.replicas)
     history: list[dict[str, float]] = []
     calls = StepsPerCall(config.steps_per_execution, runtime, config.checkpoint_every_steps)
+    pacing = SavePacing(paced=runtime.process_count == 1)
     best, waited, best_weights, best_epoch = None, 0, None, 0
     step = start_step
     started = time.perf_counter()
@@ -153,7 +155,8 @@ def train(
                     "examples_per_second": round(speed, 1),
                 }
             )
-            save(step)
+            if pacing.due(last=epoch + 1 == config.epochs):
+                pacing.timed(lambda: save(step))
             shown = " ".join(f"{name}={value:.4f}" for name, value in values.items())
             log.info("train: epoch %d/%d %s (%.1f s, %.0f ex/s)", epoch + 1, config.epochs, shown, seconds, speed)
             epoch_report.report(epoch + 1, values)  # a tuner's trial hears it (and may end the training: pruned)

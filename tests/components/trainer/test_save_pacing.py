@@ -1,0 +1,44 @@
+"""An epoch's end saves the training state when the training since the last save took ten times the last save."""
+
+from __future__ import annotations
+
+from kflow.components.trainer.save_pacing import COST_SHARE, SavePacing
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _saves(pacing: SavePacing, clock: Clock, epochs: int, epoch_seconds: float, save_seconds: float) -> list[int]:
+    saved = []
+
+    def save():
+        clock.now += save_seconds
+
+    for epoch in range(1, epochs + 1):
+        clock.now += epoch_seconds
+        if pacing.due(last=epoch == epochs):
+            pacing.timed(save)
+            saved.append(epoch)
+    return saved
+
+
+def test_short_epochs_save_about_a_tenth_of_the_time_and_always_at_the_end():
+    clock = Clock()
+    saved = _saves(SavePacing(clock=clock), clock, epochs=40, epoch_seconds=0.045, save_seconds=0.025)
+    assert saved[0] == 1 and saved[-1] == 40
+    gaps = [later - earlier for earlier, later in zip(saved, saved[1:-1], strict=False)]
+    assert gaps and all(gap == 6 for gap in gaps)  # 6 × 45 ms of training ≥ 10 × 25 ms of saving
+    saving, training = len(saved) * 0.025, 40 * 0.045
+    assert saving <= COST_SHARE * training + 2 * 0.025  # the first and the last saves are not paced
+
+
+def test_long_epochs_and_cluster_processes_save_after_every_epoch():
+    clock = Clock()
+    assert _saves(SavePacing(clock=clock), clock, 5, epoch_seconds=10.0, save_seconds=0.5) == [1, 2, 3, 4, 5]
+    clock = Clock()
+    assert _saves(SavePacing(paced=False, clock=clock), clock, 5, 0.01, 0.5) == [1, 2, 3, 4, 5]
