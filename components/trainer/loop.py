@@ -15,6 +15,7 @@ resumes from the last one with the same step counter.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import math
@@ -28,9 +29,9 @@ import tensorflow as tf
 
 from kflow.components.datasets.task import Task
 from kflow.components.trainer.checkpoints import restore_newest_readable
-from kflow.components.trainer.save_pacing import SavePacing
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.optimizers import make_optimizer
+from kflow.components.trainer.save_pacing import SavePacing
 from kflow.components.trainer.steps_per_call import StepsPerCall
 from kflow.components.trainer.strategies.cluster_env import is_chief, tf_config
 from kflow.components.trainer.strategies.runtime import LoopParts, Runtime
@@ -156,7 +157,7 @@ def train(
                 }
             )
             if pacing.due(last=epoch + 1 == config.epochs):
-                pacing.timed(lambda: save(step))
+                pacing.timed(functools.partial(save, step))
             shown = " ".join(f"{name}={value:.4f}" for name, value in values.items())
             log.info("train: epoch %d/%d %s (%.1f s, %.0f ex/s)", epoch + 1, config.epochs, shown, seconds, speed)
             epoch_report.report(epoch + 1, values)  # a tuner's trial hears it (and may end the training: pruned)
