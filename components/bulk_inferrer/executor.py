@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from kflow.components.datasets.task import task_for_model
 from kflow.components.models import load_trained
+from kflow.components.util.corrupt_examples import reads_examples
 from kflow.components.util.predictions import (
     CSV,
     JSONL,
@@ -35,6 +36,7 @@ from kflow.pipeline.dsl.artifacts import Examples, InferenceResult, Model, Model
 log = logging.getLogger("kflow.bulk_inferrer")
 
 
+@reads_examples
 def run(
     *,
     examples: Examples,

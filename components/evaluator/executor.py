@@ -35,6 +35,7 @@ from kflow.components.evaluator.serving_check import ServingClient, ServingSampl
 from kflow.components.evaluator.slice_order import class_names, in_natural_order
 from kflow.components.models import load_trained
 from kflow.components.util import plots
+from kflow.components.util.corrupt_examples import reads_examples
 from kflow.components.util.input_autotune import untuned
 from kflow.components.util.statistics_page import statistics_page
 from kflow.components.util.statistics_proto import read_split
@@ -52,6 +53,7 @@ from kflow.pipeline.dsl.artifacts import (
 log = logging.getLogger("kflow.evaluator")
 
 
+@reads_examples
 def run(
     *,
     examples: Examples,

@@ -31,6 +31,7 @@ from kflow.components.datasets.task import Task, task_for_model
 from kflow.components.ingest.compressed import open_source
 from kflow.components.ingest.tfrecord_file import read_records
 from kflow.components.models import load_trained
+from kflow.components.util.corrupt_examples import reads_examples
 from kflow.components.util.predictions import (
     CSV,
     JSONL,
@@ -50,6 +51,7 @@ from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
 log = logging.getLogger("kflow.predictor")
 
 
+@reads_examples
 def run(
     *,
     model: Model,

@@ -19,6 +19,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
 from kflow.components.statistics_gen.statistics import SplitAccumulator
+from kflow.components.util.corrupt_examples import reads_examples
 from kflow.components.util.folding import FoldFn
 from kflow.components.util.statistics_page import statistics_page
 from kflow.components.util.statistics_proto import feature_stats, read_split
@@ -29,6 +30,7 @@ from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
 log = logging.getLogger(__name__)
 
 
+@reads_examples
 def run(*, examples: Examples, statistics: ExampleStatistics, beam_args: Sequence[str] = ()) -> dict[str, Any]:
     """Writes each split's statistics; returns {"<split>_examples": n, "features": k}."""
     splits = examples.splits

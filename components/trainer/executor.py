@@ -11,9 +11,7 @@ Keras backend than this process's always trains in worker processes of its own.
 from __future__ import annotations
 
 import logging
-import re
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ from kflow.components.trainer.replica import run_replica
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import in_cluster, is_chief_process
 from kflow.components.trainer.worker import worker_spec
+from kflow.components.util.corrupt_examples import data_loss
 from kflow.components.util.tuned_settings import apply_settings
 from kflow.pipeline.dsl.artifacts import (
     ExampleAnomalies,
@@ -145,7 +144,7 @@ def run(
 
             export_serving(model)
     except Exception as error:
-        reason = _data_loss(error)
+        reason = data_loss(error)
         if reason is None:
             raise
         raise ValueError(f"the Examples under {examples.uri} are corrupt: {reason}") from error
@@ -173,18 +172,6 @@ def _load_tensorflow(_processes: dict) -> None:
     import kflow.components.trainer.training  # noqa: F401
 
     log.debug("train: TensorFlow loaded while the cluster starts")
-
-
-def _data_loss(error: Exception) -> str | None:
-    """What a TensorFlow DataLossError says of the data (it names the op, not the data), else None."""
-    tf = sys.modules.get("tensorflow")  # not loaded: the error is not TensorFlow's
-    if tf is None or not isinstance(error, tf.errors.DataLossError):
-        return None
-    # Eager: "{{function_node …}} corrupted record at 12 [Op:IteratorGetNext]"; in a tf.function (model.fit's steps):
-    # "Graph execution error: … its Python stack … corrupted record at 583586\n\t [[{{node IteratorGetNext}}]] [Op:…]".
-    text = re.sub(r"\[\[.*?\]\]|\{\{.*?\}\}", "", error.message.split(" [Op:")[0], flags=re.S)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else error.message
 
 
 _EPOCH_BOOKKEEPING = ("epoch", "step", "seconds", "examples_per_second")

@@ -39,6 +39,7 @@ from kflow.components.transform.wordpiece_analysis import (
     wordpiece_plan,
     wordpiece_preprocessing,
 )
+from kflow.components.util.corrupt_examples import reads_examples
 from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Schema, TransformGraph
 
@@ -46,6 +47,7 @@ log = logging.getLogger("kflow.transform")
 WORDPIECE_FILE = "wordpiece.txt"  # one token a line: BERT's vocab.txt, what keras-hub's BertTokenizer reads
 
 
+@reads_examples
 def run(
     *,
     examples: Examples,

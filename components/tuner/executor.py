@@ -21,6 +21,7 @@ import optuna
 from kflow.components.tuner.records import STATES, finish, shown
 from kflow.components.tuner.search_space import direction_of, distributions, sampler_and_pruner, settings_of
 from kflow.components.tuner.trial_processes import TrialProcess, TrialProcesses
+from kflow.components.util.corrupt_examples import reads_examples
 from kflow.components.util.tuned_settings import apply_settings
 from kflow.pipeline.dsl.artifacts import ExampleAnomalies, Examples, HyperParameters, Schema, TransformGraph
 from kflow.pipeline.dsl.scratch import scratch_dir
@@ -28,6 +29,7 @@ from kflow.pipeline.dsl.scratch import scratch_dir
 log = logging.getLogger("kflow.tuner")
 
 
+@reads_examples
 def run(
     *,
     examples: Examples,

@@ -111,7 +111,9 @@ def test_a_corrupt_shard_that_keeps_its_size_fails_training_with_one_line_naming
     result = run_kflow(*args)  # Sizes match, so the cached ingest is reused: the damage shows when reading.
     assert result.returncode == 1
     (line,) = kflow_errors(result.stderr)
-    assert f"the Examples under {shard.parent.parent} are corrupt: corrupted record" in line
+    # The first reader of the damaged split says it (the demo's Transform: Beam's gzip reader, not the Trainer's).
+    assert "component 'transform' failed" in line
+    assert f"the Examples under {shard.parent.parent} are corrupt: damaged gzip data" in line
 
     verified = run_kflow(*args, "--verify")  # Hashes checked: the ingest runs again and all is well.
     assert verified.returncode == 0, verified.stderr[-2000:]
