@@ -25,6 +25,7 @@ Executor = TypeVar("Executor", bound=Callable[..., Any])
 
 _BEAM_FRAME = re.compile(r"Not a valid TFRecord\. ([^:\n]+)")
 _ZLIB = re.compile(r"zlib\.error: ([^\n]+)")
+_RECORD_READ = re.compile(r"record|inflate|gzip|zlib", re.IGNORECASE)
 
 
 def data_loss(error: BaseException) -> str | None:
@@ -64,7 +65,8 @@ def reads_examples(run: Executor) -> Executor:
 
 def _reason(error: BaseException) -> str | None:
     tf = sys.modules.get("tensorflow")  # not loaded: the error is not TensorFlow's
-    if tf is not None and isinstance(error, tf.errors.DataLossError):
+    # A DataLossError of a record reader (not of a damaged model's variables, which the Evaluator also loads).
+    if tf is not None and isinstance(error, tf.errors.DataLossError) and _RECORD_READ.search(error.message):
         # Eager: "{{function_node …}} corrupted record at 12 [Op:IteratorGetNext]"; in a tf.function (fit's steps):
         # "Graph execution error: … its Python stack … corrupted record at 583586\n\t [[{{node IteratorGetNext}}]]".
         text = re.sub(r"\[\[.*?\]\]|\{\{.*?\}\}", "", error.message.split(" [Op:")[0], flags=re.S)
