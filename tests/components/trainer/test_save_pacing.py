@@ -42,3 +42,27 @@ def test_long_epochs_and_cluster_processes_save_after_every_epoch():
     assert _saves(SavePacing(clock=clock), clock, 5, epoch_seconds=10.0, save_seconds=0.5) == [1, 2, 3, 4, 5]
     clock = Clock()
     assert _saves(SavePacing(paced=False, clock=clock), clock, 5, 0.01, 0.5) == [1, 2, 3, 4, 5]
+
+
+def test_fits_paced_backup_saves_the_last_epoch_and_a_longer_rerun_resumes_after_it(tmp_path):
+    import keras
+    import numpy as np
+
+    from kflow.components.trainer.fit import PacedBackup
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(64, 4)).astype("float32"), rng.integers(0, 2, 64)
+    trained = []
+
+    def fit(epochs: int) -> None:
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+        backup = PacedBackup(str(tmp_path / "backup"), SavePacing(), epochs, save_freq="epoch", delete_checkpoint=False)
+        record = keras.callbacks.LambdaCallback(on_epoch_begin=lambda epoch, logs: trained.append(epoch + 1))
+        model.fit(x, y, epochs=epochs, batch_size=16, verbose=0, callbacks=[backup, record])
+
+    fit(6)
+    assert trained == [1, 2, 3, 4, 5, 6]
+    trained.clear()
+    fit(9)  # a rerun of a longer schedule: Keras' BackupAndRestore restores after epoch 6 (saved: the last)
+    assert trained == [7, 8, 9]
