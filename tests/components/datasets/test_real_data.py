@@ -99,8 +99,9 @@ def test_wikitext2_slice_vocabulary_and_short_training(tmp_path):
     baseline = task.baseline_accuracy(examples, "test", seed=0)
     assert 0.03 < baseline < 0.15
 
-    model, _ = train(task, examples, batch_size=32, learning_rate=1e-3, epochs=2)
-    # Two epochs over 600 lines learn the unigram distribution at least: about the baseline.
+    model, _ = train(task, examples, batch_size=32, learning_rate=1e-3, epochs=4)
+    # Four epochs over 600 lines learn the unigram distribution at least: about the baseline (0.92 of it here; two
+    # epochs left it near 0.8 of it, and the test failed by chance: 0.79 in one run).
     assert masked_accuracy(task, model, examples, "test") > baseline * 0.8
 
 
