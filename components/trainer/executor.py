@@ -23,7 +23,7 @@ from kflow.components.trainer.replica import run_replica
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import in_cluster, is_chief_process
 from kflow.components.trainer.worker import worker_spec
-from kflow.components.util.corrupt_examples import data_loss
+from kflow.components.util.corrupt_examples import reads_examples
 from kflow.components.util.tuned_settings import apply_settings
 from kflow.pipeline.dsl.artifacts import (
     ExampleAnomalies,
@@ -39,6 +39,7 @@ from kflow.pipeline.dsl.scratch import scratch_dir
 log = logging.getLogger("kflow.trainer")
 
 
+@reads_examples  # damaged files: one line naming the Examples, from the launched cluster too
 def run(
     *,
     examples: Examples,
@@ -143,11 +144,6 @@ def run(
             from kflow.components.trainer.training import export_serving
 
             export_serving(model)
-    except Exception as error:
-        reason = data_loss(error)
-        if reason is None:
-            raise
-        raise ValueError(f"the Examples under {examples.uri} are corrupt: {reason}") from error
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)

@@ -1,7 +1,7 @@
 """One line for Examples that cannot be read: what the reader's error says of the data, under the artifact's name.
 
-`@reads_examples` on an executor's `run` (the statistics, the Transform, the Tuner, the Evaluator, the bulk
-inferrer, the predictor; the Trainer calls `data_loss` itself, around its launched cluster).
+`@reads_examples` on an executor's `run`: the statistics, the Transform, the Tuner, the Trainer, the Evaluator, the
+bulk inferrer, the predictor.
 
 Every component that reads an `Examples` artifact names it when its files turn out damaged (a flipped block, a
 file cut short after the ingest's hashes were recorded): "the Examples under URI are corrupt: REASON". The readers
