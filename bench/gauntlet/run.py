@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, help="a fixed, diverse sample of this many tables")
     parser.add_argument("--only", help="comma-separated table names (<package>__<item>)")
     parser.add_argument("--max-rows", type=int, default=catalog.MAX_ROWS)
+    parser.add_argument("--min-rows", type=int, default=catalog.MIN_ROWS, help="with --max-rows: larger tables only")
     parser.add_argument("--per-package", type=int, default=catalog.PER_PACKAGE)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds for one kflow run")
     parser.add_argument("--redo", action="store_true", help="run tables that already have a result again")
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def select(args) -> list[tuple[str, catalog.Table, object, str]]:
-    admitted = list(catalog.tables(args.max_rows, args.per_package))
+    admitted = list(catalog.tables(args.max_rows, args.per_package, args.min_rows))
     tables = [table for table, _ in admitted]
     if args.only:
         wanted = set(args.only.split(","))

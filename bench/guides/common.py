@@ -33,7 +33,21 @@ def parser(doc: str, *, data: Path, epochs: int, devices: int = 2) -> argparse.A
     parse.add_argument(
         "--devices", type=int, default=devices, help="replicas (logical CPU devices / XLA host devices): %(default)s"
     )
+    parse.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed Keras (weights, dropout) to measure the metric's spread; default unseeded, as the guide",
+    )
     return parse
+
+
+def seed(value: int | None) -> None:
+    """Seeds Keras, NumPy and the backend when `value` is set (after the backend is chosen)."""
+    if value is not None:
+        import keras
+
+        keras.utils.set_random_seed(value)
 
 
 class _Raw(argparse.RawDescriptionHelpFormatter):

@@ -74,6 +74,7 @@ def main() -> int:
     args = common.parser(__doc__, data=common.DATASETS / "mnist", epochs=2).parse_args()
     batch_size = 64
     common.force_host_devices(args.devices)
+    common.seed(args.seed)
 
     import jax
     import keras

@@ -59,6 +59,7 @@ def batches(x, y, devices: int):
 def main() -> int:
     args = common.parser(__doc__, data=common.DATASETS / "mnist", epochs=3).parse_args()
     common.force_host_devices(args.devices)
+    common.seed(args.seed)
 
     import jax
     import keras

@@ -70,6 +70,7 @@ def get_dataset(data: Path, max_records: int | None):
 def main() -> int:
     args = common.parser(__doc__, data=common.DATASETS / "mnist", epochs=2).parse_args()
     devices = common.logical_cpus(args.devices)
+    common.seed(args.seed)
 
     import tensorflow as tf
 

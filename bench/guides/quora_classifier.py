@@ -149,6 +149,7 @@ def main() -> int:
     )
     args = parse.parse_args()
     devices = common.logical_cpus(args.devices)
+    common.seed(args.seed)
 
     import keras
     import numpy as np

@@ -16,6 +16,8 @@ FILTERED = "filtered"
 # A record without a label cannot be trained or scored on: left out and counted (filtered), not an error of the
 # data, so a table with unlabelled rows ingests whatever their share (max_invalid_fraction counts only invalid ones).
 UNLABELLED = "missing_label"
+# A record whose bytes are not in the source's encoding (UTF-8, or a CSV's data.csv.encoding): invalid.
+UNDECODABLE = "undecodable"
 
 
 def kind_of(reason: str) -> str:
@@ -36,9 +38,9 @@ def make_reject(reason: str, kind: str, position: str, record: Any, **details: A
     return {"reason": reason, "kind": kind, "position": position, "record": record, **details}
 
 
-def raw_text(data: bytes) -> str:
+def raw_text(data: bytes, encoding: str = "utf-8") -> str:
     """Raw bytes as JSON-safe text: undecodable bytes become backslash escapes."""
-    return data.decode("utf-8", errors="backslashreplace")
+    return data.decode(encoding, errors="backslashreplace")
 
 
 def check_fraction(name: str, value: float) -> None:

@@ -63,17 +63,19 @@ def plan_locally(config: PipelineConfig, *, until: str | None = None, enable_cac
 class Validated:
     nodes: list[str]
     inferred_problem_type: tuple[str, str] | None  # (problem type, why), when the config leaves it to the data
+    notes: tuple[str, ...] = ()  # what the data's sample suggests setting (SourceFacts.notes)
 
 
 def validate_locally(config: PipelineConfig) -> Validated:
     """Builds the pipeline (the checks that span fields — splits, filters, the DAG — run while building: a
     ConfigError names the field) and says what a run would infer from the data."""
     pipeline = build_pipeline(config)
-    inferred = None
+    inferred, notes = None, ()
     if config.components is None:
         from kflow.pipeline.app.config_checks import source_facts
 
         facts = source_facts(config)  # the checks above read the same sample: it raises nothing new here
         if facts is not None and facts.problem_type_reason:
             inferred = (facts.problem_type, facts.problem_type_reason)
-    return Validated([node.id for node in pipeline.components], inferred)
+        notes = facts.notes if facts is not None else ()
+    return Validated([node.id for node in pipeline.components], inferred, notes)

@@ -249,6 +249,8 @@ def _validate(args: argparse.Namespace) -> int:
     say(f"{args.config}: valid (pipeline {config.name!r}, {what}: {', '.join(validated.nodes)})")
     if validated.inferred_problem_type:  # What the run will infer from the data, said before it runs.
         say("data.problem_type not set: {}, as {}".format(*validated.inferred_problem_type))
+    for note in validated.notes:
+        say(note)
     return 0
 
 

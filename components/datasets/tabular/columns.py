@@ -222,6 +222,7 @@ class SourceFacts:
     problem_type_reason: str | None  # Why, when the task was inferred.
     labels: list[str]  # The distinct label values of the sample.
     sampled: int
+    notes: tuple[str, ...] = ()  # What the sample suggests setting: said by `kflow validate`, logged by the ingest.
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,10 @@ class TableReader:
         return None
 
     def log_inferred(self, facts: Any) -> None:
-        """Says in the log what the problem type was inferred to be, and why, when the config left it out."""
+        """Says in the log what the problem type was inferred to be, and why, when the config left it out, and what
+        the sample suggests setting (SourceFacts.notes)."""
+        for note in facts.notes:
+            log.warning("%s ingest: %s", self.dataset, note)
         if facts.problem_type_reason:
             log.info(
                 "%s ingest: data.problem_type not set: %s, as %s (set data.problem_type to choose)",

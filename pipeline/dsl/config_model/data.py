@@ -51,6 +51,11 @@ class CsvSection(Section):
     missing_values: list[str] | MISSING = MISSING
     """Values meaning 'missing' (the feature is left out of the Example). Default: '', NA, N/A, NaN, nan, null, NULL,
     None."""
+    encoding: str = Field("utf-8", min_length=1)
+    """The files' text encoding: any of Python's that writes ASCII as ASCII, e.g. cp1252 (what spreadsheets on Windows
+    save) or latin-1; not UTF-16. A byte-order mark is skipped."""
+    decimal: Literal[".", ","] = "."
+    """',': numbers are written with a decimal comma (1,5), as European spreadsheets save them (with delimiter ';')."""
 
 
 class SourceSection(Section):

@@ -26,7 +26,7 @@ class CsvIngest(InspectedTableIngest):
                 dict,
                 default={},
                 description="{delimiter: ',', quotechar: '\"' (null: none), header: true | [names], "
-                "missing_values: ['', 'NA', 'NaN', 'null', ...]}",
+                "missing_values: ['', 'NA', 'NaN', 'null', ...], encoding: utf-8, decimal: '.' | ','}",
             ),
         ),
         source_files="kflow.components.datasets.csv.ingest.source:source_files",

@@ -9,7 +9,7 @@ pipeline (components/ingest/beam_ingest.py) then parses each chunk in a worker. 
 is refused, the first that applies:
 
     filtered: missing_label (a record without a label: left out and counted, whatever their share)
-    invalid: unterminated_quote, non_utf8, bad_csv, wrong_field_count,
+    invalid: unterminated_quote, undecodable (not in data.csv.encoding, UTF-8 unless set), bad_csv, wrong_field_count,
              bad_value (a value that does not parse as its column's type; the column is named),
              bad_label (regression: not a number), empty_key, duplicate_key
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from kflow.components.datasets.csv.ingest.records import cut
-from kflow.components.datasets.csv.ingest.source import Dialect, resolve, scan_files, source_facts
+from kflow.components.datasets.csv.ingest.source import ENCODING_HINT, Dialect, resolve, scan_files, source_facts
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash
 from kflow.components.datasets.tabular.dataset import INFER_ROWS
@@ -39,7 +39,7 @@ from kflow.components.ingest import ingest_staging
 from kflow.components.ingest.compressed import is_gzip, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.ingest_job import IngestJob
-from kflow.components.ingest.ingest_records import INVALID, kind_of, make_reject, raw_text
+from kflow.components.ingest.ingest_records import INVALID, UNDECODABLE, kind_of, make_reject, raw_text
 from kflow.components.util.example_proto import example_of, feature_encoder
 from kflow.pipeline.dsl.artifacts import Rejects
 
@@ -150,14 +150,25 @@ class ChunkProcessor:
                 position = f"{name}:{record.line}"
                 if record.unterminated:
                     found.append(
-                        make_reject("unterminated_quote", INVALID, position, raw_text(record.raw.rstrip(b"\r\n")))
+                        make_reject(
+                            "unterminated_quote",
+                            INVALID,
+                            position,
+                            raw_text(record.raw.rstrip(b"\r\n"), self.dialect.encoding),
+                        )
                     )
                     continue
                 example, values, fields, problem = self.parse(record.raw, record.line in chunk.duplicate_lines)
                 if problem is not None:
                     reason, details = problem
                     found.append(
-                        make_reject(reason, kind_of(reason), position, raw_text(record.raw.rstrip(b"\r\n")), **details)
+                        make_reject(
+                            reason,
+                            kind_of(reason),
+                            position,
+                            raw_text(record.raw.rstrip(b"\r\n"), self.dialect.encoding),
+                            **details,
+                        )
                     )
                     continue
                 key = str(values[self.key]) if self.key else f"{content_hash(fields)}|{position}"
@@ -172,9 +183,9 @@ class ChunkProcessor:
         """The record's Example, the parsed values of its label and key, and its fields; or the problem: (reason,
         details)."""
         try:
-            text = raw.decode("utf-8").rstrip("\r\n").removeprefix("\ufeff")  # A BOM can only open a file.
+            text = raw.decode(self.dialect.encoding).rstrip("\r\n").removeprefix("\ufeff")  # A BOM opens a file.
         except UnicodeDecodeError as error:
-            return b"", {}, [], ("non_utf8", {"error": str(error)})
+            return b"", {}, [], (UNDECODABLE, {"error": f"{error}: {ENCODING_HINT}"})
         try:
             rows = self.dialect.split(text)
         except csv.Error as error:

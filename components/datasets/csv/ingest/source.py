@@ -9,8 +9,10 @@ when a key column is declared, and cuts the files into chunks of CHUNK_ROWS reco
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
+import re
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -26,20 +28,62 @@ from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.repeats import RepeatFinder
 
 CHUNK_ROWS = 20_000  # Rows a chunk: each leaves a part file per shard to merge; fewer, larger ones merge faster.
-DEFAULT_FORMAT = {"delimiter": ",", "quotechar": '"', "header": True, "missing_values": list(cols.DEFAULT_MISSING)}
+DEFAULT_FORMAT = {
+    "delimiter": ",",
+    "quotechar": '"',
+    "header": True,
+    "missing_values": list(cols.DEFAULT_MISSING),
+    "encoding": "utf-8",
+    "decimal": ".",
+}
+# A number written with a decimal comma (14,23; -0,5; 1,5e3), as European spreadsheets save it with ';' between fields.
+_DECIMAL_COMMA = re.compile(r"\s*[+-]?(\d+,\d*|,\d+)([eE][+-]?\d+)?\s*")
+# Said wherever a file's bytes do not decode: spreadsheets on Windows save CSV as cp1252 (Western Europe).
+ENCODING_HINT = "set data.csv.encoding to the file's (e.g. cp1252, latin-1)"
+# The characters the records are cut at, byte by byte (records.py): an encoding must write each as ASCII does.
+_CUT_AT = "\r\n\"',;|\t abcXYZ019"
 
 
 def source_facts(
     scan: Scan, dialect: Dialect, label: Any, problem_type: str | None, key: str | None, columns: dict[str, str] | None
 ) -> SourceFacts:
     """The checks of the header, the declared columns and the task that the ingest and `kflow validate` share."""
+    _check_delimiter(scan.header, dialect, label)
     declared = columns or {}
     types = cols.infer_types(scan.header, scan.sample, declared, dialect.missing)
     at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None
     values = [row[at].strip() for row in scan.sample if at is not None and len(row) == len(scan.header)]
     values = [value for value in values if value not in dialect.missing]
     facts = cols.table_facts(scan.header, types, label, problem_type, key, declared, values)
-    return replace(facts, sampled=len(scan.sample))
+    return replace(facts, sampled=len(scan.sample), notes=_decimal_commas(scan, dialect, types))
+
+
+def _check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
+    """Refuses a header read as one column that another delimiter would cut, when the label is not that column."""
+    if len(header) != 1 or label is None or label in header:
+        return
+    other = next((mark for mark in ";\t|," if mark != dialect.delimiter and mark in header[0]), None)
+    if other is not None:
+        raise ValueError(
+            f"data.csv.delimiter: the header reads as one column, {header[0][:60]!r}: its names look separated by "
+            f"{other!r}: set data.csv.delimiter: {other!r}"
+        )
+
+
+def _decimal_commas(scan: Scan, dialect: Dialect, types: dict[str, str]) -> tuple[str, ...]:
+    """A note naming the string columns whose sampled values are all numbers with a decimal comma."""
+    if dialect.decimal == "," or dialect.delimiter == ",":
+        return ()
+    commas = []
+    for index, name in enumerate(scan.header):
+        values = [row[index] for row in scan.sample if len(row) == len(scan.header)]
+        values = [value for value in values if value.strip() not in dialect.missing]
+        if types.get(name) == "string" and values and all(_DECIMAL_COMMA.fullmatch(value) for value in values):
+            commas.append(name)
+    if not commas:
+        return ()
+    named = ", ".join(repr(name) for name in commas[:4]) + (f" and {len(commas) - 4} more" if len(commas) > 4 else "")
+    return (f"data.csv.decimal: {named} hold numbers with a decimal comma, read as text: set data.csv.decimal: ','",)
 
 
 def inspect_source(
@@ -52,6 +96,14 @@ def inspect_source(
     files = resolve(source_path)
     dialect = Dialect.from_options(csv_format)
     scan = scan_files(files[:1], dialect, key=None, max_records=choice.infer_rows, sample=choice.infer_rows)
+    allowed = parameters.get("max_invalid_fraction", 0.01)
+    if scan.undecodable and scan.undecodable > allowed * scan.read:
+        # The ingest would refuse these records as invalid; their share of the sample already passes its limit.
+        raise ValueError(
+            f"data.csv.encoding: {scan.undecodable} of the first {scan.read} records are not {dialect.encoding} "
+            f"(the first at {scan.first_undecodable}), more than max_invalid_fraction={allowed:g} allows: "
+            f"{ENCODING_HINT}"
+        )
     return source_facts(scan, dialect, choice.label, choice.problem_type, choice.key, choice.columns)
 
 
@@ -71,6 +123,8 @@ class Dialect:
     quotechar: str | None = '"'
     header: tuple[str, ...] | None = None  # None: each file's first record is its header
     missing: frozenset[str] = frozenset(cols.DEFAULT_MISSING)
+    encoding: str = "utf-8"  # Python's codec name
+    decimal: str = "."  # "," : a field that is a number with a decimal comma is read with a point
 
     @classmethod
     def from_options(cls, options: dict[str, Any] | None) -> Dialect:
@@ -96,14 +150,26 @@ class Dialect:
         missing = options["missing_values"]
         if not isinstance(missing, list) or not all(isinstance(token, str) for token in missing):
             raise ValueError(f"data.csv.missing_values: must be a list of strings, got {missing!r}")
-        return cls(delimiter, quotechar, None if header is True else tuple(header), frozenset(missing))
+        encoding = _codec(options["encoding"])
+        decimal = options["decimal"]
+        if decimal not in (".", ",") or decimal == delimiter:
+            raise ValueError(f"data.csv.decimal: '.' or ',' (then not the delimiter), got {decimal!r}")
+        header = None if header is True else tuple(header)
+        return cls(delimiter, quotechar, header, frozenset(missing), encoding, decimal)
 
     @property
     def quote(self) -> bytes | None:
         return None if self.quotechar is None else self.quotechar.encode()
 
     def split(self, text: str) -> list[list[str]]:
-        """The CSV rows in `text` (one, for a well-formed record)."""
+        """The CSV rows in `text` (one, for a well-formed record); with decimal ',' its numbers written so read
+        with a point (`1,5` → `1.5`)."""
+        rows = self._split(text)
+        if self.decimal == ",":
+            rows = [[_with_point(value) for value in row] for row in rows]
+        return rows
+
+    def _split(self, text: str) -> list[list[str]]:
         if text and (self.quotechar is None or self.quotechar not in text) and "\r" not in text and "\n" not in text:
             return [text.split(self.delimiter)]  # What csv.reader returns for such a line, at a third of the cost.
         quoting = csv.QUOTE_NONE if self.quotechar is None else csv.QUOTE_MINIMAL
@@ -114,12 +180,41 @@ class Dialect:
         )
 
 
+def _with_point(value: str) -> str:
+    return value.replace(",", ".") if "," in value and _DECIMAL_COMMA.fullmatch(value) else value
+
+
+def _codec(encoding: Any) -> str:
+    """The codec's canonical name; refuses one Python lacks and one that does not write ASCII as ASCII (UTF-16,
+    UTF-32): the records are cut at the bytes of newlines, quotes and delimiters."""
+    if not isinstance(encoding, str):
+        raise ValueError(f"data.csv.encoding: must be an encoding's name (e.g. utf-8, cp1252), got {encoding!r}")
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        raise ValueError(f"data.csv.encoding: Python knows no encoding {encoding!r} (e.g. utf-8, cp1252)") from None
+    if name == "utf-8-sig":  # A byte-order mark is skipped whatever the encoding.
+        return "utf-8"
+    try:
+        ascii_compatible = _CUT_AT.encode(name) == _CUT_AT.encode("ascii")
+    except (UnicodeError, LookupError):  # a codec that is no text encoding (e.g. rot13 or base64)
+        ascii_compatible = False
+    if not ascii_compatible:
+        raise ValueError(
+            f"data.csv.encoding: {encoding} is not read here (newlines, quotes and delimiters must be one ASCII "
+            "byte each, as in UTF-8 and the 8-bit encodings): convert the file to UTF-8"
+        )
+    return name
+
+
 @dataclass
 class Scan:
     header: list[str] = field(default_factory=list)
     read: int = 0
     chunks: list[Chunk] = field(default_factory=list)
     sample: list[list[str]] = field(default_factory=list)
+    undecodable: int = 0  # records of the sample not in the dialect's encoding
+    first_undecodable: str | None = None  # FILE:LINE of the first
 
 
 def scan_files(
@@ -157,6 +252,9 @@ def scan_files(
                     break
                 wanted = not record.unterminated and (key_index is not None or len(scan.sample) < sample)
                 row = _row(record.raw, dialect) if wanted else None
+                if wanted and row is None and not _decodes(record.raw, dialect):
+                    scan.undecodable += 1
+                    scan.first_undecodable = scan.first_undecodable or f"{Path(path).name}:{record.line}"
                 if row is not None and len(scan.sample) < sample:
                     scan.sample.append(row)
                 if keys is not None:
@@ -190,7 +288,10 @@ def _header(path: str, records: Iterator[Record], dialect: Dialect) -> tuple[lis
         raise ValueError(f"csv: {path} is empty (no header row)")
     if first.unterminated:
         raise ValueError(f"csv: the header of {path} has an unterminated quote")
-    header = [name.strip() for name in (_row(first.raw.removeprefix(b"\xef\xbb\xbf"), dialect) or [])]
+    raw = first.raw.removeprefix(b"\xef\xbb\xbf")
+    if not _decodes(raw, dialect):
+        raise ValueError(f"csv: {path} line {first.line}: the header is not {dialect.encoding}: {ENCODING_HINT}")
+    header = [name.strip() for name in (_row(raw, dialect) or [])]
     if not header or any(not name for name in header):
         raise ValueError(f"csv: {path} line {first.line}: the header {header} has an empty column name")
     return header, first.end, first.next_line
@@ -198,7 +299,15 @@ def _header(path: str, records: Iterator[Record], dialect: Dialect) -> tuple[lis
 
 def _row(raw: bytes, dialect: Dialect) -> list[str] | None:
     try:
-        rows = dialect.split(raw.decode("utf-8").rstrip("\r\n"))
+        rows = dialect.split(raw.decode(dialect.encoding).rstrip("\r\n"))
     except (UnicodeDecodeError, csv.Error):
         return None
     return rows[0] if len(rows) == 1 else None
+
+
+def _decodes(raw: bytes, dialect: Dialect) -> bool:
+    try:
+        raw.decode(dialect.encoding)
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -9,7 +9,8 @@ resumes at the next line. The driver also marks repeated qids (the first row wit
 keeps it; components/ingest/repeats.py). The Beam pipeline (components/ingest/beam_ingest.py)
 then cuts each chunk again in a worker, parses and validates its rows. Reasons, the first that applies:
 
-    invalid:  unterminated_quote, non_utf8, bad_csv, wrong_field_count, duplicate_qid, empty_qid, bad_label, empty_text
+    invalid:  unterminated_quote, undecodable (not UTF-8), bad_csv, wrong_field_count, duplicate_qid, empty_qid,
+              bad_label, empty_text
     filtered: too_long (more than max_chars characters after stripping)
 
 Split: stratified by label. Within each label, records are ordered by a hash of their
@@ -38,7 +39,7 @@ from kflow.components.datasets.quora.ingest.row_blocks import ROW_START, row_blo
 from kflow.components.ingest import ingest_records
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.ingest_job import IngestJob
-from kflow.components.ingest.ingest_records import FILTERED, INVALID, make_reject, raw_text
+from kflow.components.ingest.ingest_records import FILTERED, INVALID, UNDECODABLE, make_reject, raw_text
 from kflow.components.ingest.repeats import RepeatFinder
 from kflow.components.ingest.source_resolution import find_source, missing_source_error
 from kflow.components.ingest.split_plan import StratifiedPlan
@@ -230,7 +231,7 @@ class ChunkProcessor:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as error:
-            return None, ("non_utf8", INVALID, {"error": str(error)})
+            return None, (UNDECODABLE, INVALID, {"error": str(error)})
         line = text.rstrip("\r\n")
         if line and '"' not in line and "\n" not in line and "\r" not in line:
             fields = [line.split(",")]  # What the CSV reader gives such a line, at a fifth of its cost.

@@ -6,7 +6,7 @@ repeat an earlier one (components/ingest/repeats.py: 16 bytes a line). The Beam 
 components/ingest/beam_ingest.py then reads, decodes, filters and serialises each chunk in a
 worker. Filters, in order, the first that applies being the line's reason:
 
-    non_utf8 (invalid) → blank → heading → too_short (< min_chars) → too_long (> max_chars) → duplicate
+    undecodable (not UTF-8: invalid) → blank → heading → too_short (< min_chars) → too_long (> max_chars) → duplicate
 
 Lengths are counted in characters on the line as read, without its newline (the Keras
 MLM guide keeps `len > 100`, hence min_chars=101); the text written is stripped.
@@ -26,7 +26,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 
 from kflow.components.ingest import ingest_records
 from kflow.components.ingest.ingest_job import IngestJob
-from kflow.components.ingest.ingest_records import FILTERED, INVALID, make_reject, raw_text
+from kflow.components.ingest.ingest_records import FILTERED, INVALID, UNDECODABLE, make_reject, raw_text
 from kflow.components.ingest.repeats import RepeatFinder
 from kflow.components.ingest.source_resolution import find_source, missing_source_error
 from kflow.components.util.example_proto import serialize_example
@@ -214,7 +214,7 @@ class ChunkProcessor:
                 line = raw.removesuffix(b"\r").decode("utf-8")
             except UnicodeDecodeError as error:
                 raw = raw.removesuffix(b"\r")
-                found.append(make_reject("non_utf8", INVALID, f"{name}:{number}", raw_text(raw), error=str(error)))
+                found.append(make_reject(UNDECODABLE, INVALID, f"{name}:{number}", raw_text(raw), error=str(error)))
                 continue
             reason = reason_of(line)
             if reason is None and number in duplicates:

@@ -70,7 +70,7 @@ def test_bad_rows_are_rejected_with_their_reason_and_counts_balance(tmp_path):
         "bad_label": 1,
         "duplicate_qid": 1,
         "empty_text": 2,
-        "non_utf8": 1,
+        "undecodable": 1,
         "unterminated_quote": 1,
         "wrong_field_count": 1,
     }
@@ -84,7 +84,7 @@ def test_bad_rows_are_rejected_with_their_reason_and_counts_balance(tmp_path):
     assert by_position["train.csv:11"]["record"].startswith(qid(8).decode())
     assert by_position["train.csv:7"]["reason"] == "bad_label" and by_position["train.csv:7"]["label"] == "yes"
     assert by_position["train.csv:8"]["reason"] == "duplicate_qid"
-    assert by_position["train.csv:9"]["reason"] == "non_utf8" and "\\xe9" in by_position["train.csv:9"]["record"]
+    assert by_position["train.csv:9"]["reason"] == "undecodable" and "\\xe9" in by_position["train.csv:9"]["record"]
     assert by_position["train.csv:10"]["kind"] == "filtered"
     assert {by_position[f"train.csv:{line}"]["reason"] for line in (5, 6)} == {"empty_text"}
 
@@ -200,7 +200,7 @@ def test_a_plain_line_parses_as_the_csv_reader_parses_it(line):
         rows = None
     if rows is None or len(rows) != 1 or len(rows[0]) != 3:
         record, problem = parse(line, False)
-        assert record is None and problem[0] in ("non_utf8", "wrong_field_count", "bad_csv")
+        assert record is None and problem[0] in ("undecodable", "wrong_field_count", "bad_csv")
         if problem[0] == "wrong_field_count" and rows is not None:
             assert problem[2] == {"fields": [len(row) for row in rows]}
         return

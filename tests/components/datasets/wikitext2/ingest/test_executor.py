@@ -35,14 +35,14 @@ def test_filters_split_and_account_for_every_line(corpus, tmp_path):
     stats = examples.stats
     assert stats["read"] == len(TRAIN) + len(VALID) + len(TEST) == 13
     assert stats["accepted"] == {"train": 3, "eval": 1, "test": 1}
-    assert stats["invalid"] == {"non_utf8": 1}
+    assert stats["invalid"] == {"undecodable": 1}
     assert stats["filtered"] == {"blank": 3, "heading": 3, "too_short": 1}
-    assert stats["rejected"] == {"blank": 3, "heading": 3, "non_utf8": 1, "too_short": 1}
+    assert stats["rejected"] == {"blank": 3, "heading": 3, "undecodable": 1, "too_short": 1}
     assert stats["read"] == sum(stats["accepted"].values()) + sum(stats["rejected"].values())
     assert summary["train"] == 3 and summary["invalid"] == 1 and summary["filtered"] == 7
 
     entries = rejects.read()
-    bad = [entry for entry in entries if entry["reason"] == "non_utf8"]
+    bad = [entry for entry in entries if entry["reason"] == "undecodable"]
     assert len(bad) == 1 and bad[0]["kind"] == "invalid" and bad[0]["position"] == "train.txt:7"
     assert "caf\\xe9" in bad[0]["record"]
     heading = next(entry for entry in entries if entry["position"] == "train.txt:2")
@@ -79,7 +79,7 @@ def test_deduplicate_and_configurable_filters(corpus, tmp_path):
 
 
 def test_too_many_invalid_lines_fail_pointing_at_the_rejects(corpus, tmp_path):
-    with pytest.raises(ValueError, match=r"1 of 13 records are invalid .*non_utf8: 1.*rejects\.jsonl"):
+    with pytest.raises(ValueError, match=r"1 of 13 records are invalid .*undecodable: 1.*rejects\.jsonl"):
         ingest(tmp_path / "strict", source_path=str(corpus))
     # Policy-filtered lines do not count: 7 of 13 are filtered and the ingest passes.
     summary, _, rejects, _ = ingest(tmp_path / "ok", source_path=str(corpus), max_invalid_fraction=0.1)

@@ -1,0 +1,106 @@
+"""CSVs as spreadsheets outside the English-speaking world save them: a real table (scikit-learn's wine, 178 rows)
+written in cp1252 with accented class names and column names, and with ';' between fields and decimal commas.
+Each reads whole once the config names its encoding or decimal mark; without, `kflow validate`'s check (the
+source's inspection) refuses or says what to set, naming the field, and the ingest keeps every record it
+refuses, with the reason and the setting that would read it."""
+
+import json
+
+import numpy as np
+import pytest
+
+from kflow.components.datasets.csv.ingest import source as csv_source
+from tests.components.datasets.csv.ingest.test_executor import ingest, read_records
+
+CLASSES = ("Barolo", "Grignolino", "Barberà")  # the wine regions of Piedmont; the last one accented
+
+
+@pytest.fixture(scope="module")
+def wine():
+    from sklearn.datasets import load_wine
+
+    bunch = load_wine(as_frame=True)
+    frame = bunch.frame.rename(columns={"color_intensity": "intensité", "target": "cépage"})
+    frame["cépage"] = np.asarray(CLASSES)[bunch.target]
+    return frame
+
+
+def inspect(path, **csv_format):
+    return csv_source.inspect_source(source_path=str(path), csv_format=csv_format, label="cépage")
+
+
+def test_a_cp1252_file_is_refused_as_utf8_naming_the_encoding_and_read_whole_with_it(tmp_path, wine):
+    path = tmp_path / "wine.csv"
+    wine.to_csv(path, index=False, encoding="cp1252")
+    with pytest.raises(ValueError, match=r"^csv: .*wine.csv line 1: the header is not utf-8: set data.csv.encoding"):
+        inspect(path)
+
+    facts = inspect(path, encoding="cp1252")
+    assert sorted(facts.labels) == sorted(CLASSES) and "intensité" in facts.header
+    summary, examples, _, rejects = ingest(
+        tmp_path, source_path=str(path), label="cépage", columns={}, csv_format={"encoding": "cp1252"}
+    )
+    assert (summary["read"], summary["rejected"]) == (178, 0)
+    records = [record for split in read_records(examples).values() for record in split]
+    assert sorted({record["cépage"] for record in records}) == sorted(CLASSES)
+    assert np.isclose(sum(record["intensité"] for record in records), wine["intensité"].sum(), rtol=1e-5)
+
+
+def test_records_not_in_the_encoding_are_rejected_with_the_setting_that_reads_them(tmp_path, wine):
+    """A UTF-8 header over Latin-1 rows: validate refuses when the sample holds more than max_invalid_fraction
+    allows; the ingest keeps each such record as `undecodable`, its bytes escaped, with the hint."""
+    path = tmp_path / "mixed.csv"
+    text = wine.to_csv(index=False)
+    header, rows = text.split("\n", 1)
+    path.write_bytes(header.encode("utf-8") + b"\n" + rows.encode("latin-1"))
+    barbera = int((wine["cépage"] == "Barberà").sum())
+    with pytest.raises(ValueError, match=rf"data.csv.encoding: {barbera} of the first 178 records are not utf-8 \("):
+        inspect(path)
+
+    summary, _, _, rejects = ingest(tmp_path, source_path=str(path), label="cépage", columns={})
+    assert (summary["read"], summary["rejected"]) == (178, barbera)
+    entries = [json.loads(line) for line in rejects.file.read_text().splitlines()]
+    assert {entry["reason"] for entry in entries} == {"undecodable"}
+    assert all("Barber\\xe0" in entry["record"] and "set data.csv.encoding" in entry["error"] for entry in entries)
+
+
+def test_semicolons_and_decimal_commas_read_as_numbers_once_named(tmp_path, wine):
+    path = tmp_path / "wine_eu.csv"
+    wine.to_csv(path, index=False, sep=";", decimal=",", encoding="utf-8-sig")  # with a byte-order mark
+    with pytest.raises(
+        ValueError, match=r"data.csv.delimiter: the header reads as one column.*set data.csv.delimiter: ';'"
+    ):
+        inspect(path)
+
+    as_text = inspect(path, delimiter=";")
+    assert as_text.types["alcohol"] == "string"
+    assert len(as_text.notes) == 1 and as_text.notes[0].startswith("data.csv.decimal: 'alcohol', 'malic_acid'")
+
+    facts = inspect(path, delimiter=";", decimal=",")
+    assert facts.notes == () and facts.types["alcohol"] == facts.types["intensité"] == "float"
+    summary, examples, _, _ = ingest(
+        tmp_path, source_path=str(path), label="cépage", columns={}, csv_format={"delimiter": ";", "decimal": ","}
+    )
+    assert (summary["read"], summary["rejected"]) == (178, 0)
+    records = [record for split in read_records(examples).values() for record in split]
+    assert np.isclose(sum(record["alcohol"] for record in records), wine["alcohol"].sum(), rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("csv_format", "message"),
+    [
+        ({"encoding": "utf-16"}, "data.csv.encoding: utf-16 is not read here .* convert the file to UTF-8"),
+        ({"encoding": "rot13"}, "data.csv.encoding: rot13 is not read here"),
+        ({"encoding": "klingon"}, "data.csv.encoding: Python knows no encoding 'klingon'"),
+        ({"encoding": 8}, "data.csv.encoding: must be an encoding's name"),
+        ({"decimal": ";"}, "data.csv.decimal: '.' or ','"),
+        ({"decimal": ","}, r"data.csv.decimal: '.' or ',' \(then not the delimiter\), got ','"),
+    ],
+)
+def test_an_encoding_or_decimal_mark_that_cannot_be_read_is_refused_naming_the_field(
+    tmp_path, wine, csv_format, message
+):
+    path = tmp_path / "wine.csv"
+    wine.to_csv(path, index=False)
+    with pytest.raises(ValueError, match=message):
+        inspect(path, **csv_format)
