@@ -37,6 +37,7 @@ DEFAULT_FORMAT = {
     "decimal": ".",
 }
 # A number written with a decimal comma (14,23; -0,5; 1,5e3), as European spreadsheets save it with ';' between fields.
+_PUNCTUATION = re.compile(r"[^\w\s]{1,3}")  # `?`, `-`, `.`, `--`, `***`: a mark, not a word, a number or a date
 _DECIMAL_COMMA = re.compile(r"\s*[+-]?(\d+,\d*|,\d+)([eE][+-]?\d+)?\s*")
 # Said wherever a file's bytes do not decode: spreadsheets on Windows save CSV as cp1252 (Western Europe).
 ENCODING_HINT = "set data.csv.encoding to the file's (e.g. cp1252, latin-1)"
@@ -55,7 +56,8 @@ def source_facts(
     values = [row[at].strip() for row in scan.sample if at is not None and len(row) == len(scan.header)]
     values = [value for value in values if value not in dialect.missing]
     facts = cols.table_facts(scan.header, types, label, problem_type, key, declared, values)
-    return replace(facts, sampled=len(scan.sample), notes=_decimal_commas(scan, dialect, types))
+    notes = (*_decimal_commas(scan, dialect, types), *_missing_tokens(scan, dialect, declared))
+    return replace(facts, sampled=len(scan.sample), notes=notes)
 
 
 def _check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
@@ -70,6 +72,34 @@ def _check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
         )
 
 
+def _missing_tokens(scan: Scan, dialect: Dialect, declared: dict[str, str]) -> tuple[str, ...]:
+    """A note naming the punctuation marks (`?`, `-`, `.`) that stand among a column's numbers in the sample, as
+    exports from the UCI repository and statistics packages write a missing value: a column so written is read
+    as text, or, where they are under 1 %, they are rejected as bad values."""
+    found: dict[str, list[str]] = {}
+    for index, name in enumerate(scan.header):
+        if name in declared:
+            continue
+        values = [row[index].strip() for row in scan.sample if len(row) == len(scan.header)]
+        values = [value for value in values if value not in dialect.missing]
+        others = {value for value in values if not cols.parses(value, "float")}
+        numbers = sum(1 for value in values if cols.parses(value, "float"))
+        if others and numbers >= len(values) / 2 and all(_PUNCTUATION.fullmatch(token) for token in others):
+            for token in sorted(others):
+                found.setdefault(token, []).append(name)
+    return tuple(
+        f"data.csv.missing_values: {_named(names)} numbers and {token!r}: to read it as a missing value, set "
+        f"data.csv.missing_values: {[*sorted(dialect.missing), token]}"
+        for token, names in found.items()
+    )
+
+
+def _named(names: list[str]) -> str:
+    """'a' holds, or 'a', 'b' hold (at most 4 named)."""
+    shown = ", ".join(repr(name) for name in names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return f"{shown} {'holds' if len(names) == 1 else 'hold'}"
+
+
 def _decimal_commas(scan: Scan, dialect: Dialect, types: dict[str, str]) -> tuple[str, ...]:
     """A note naming the string columns whose sampled values are all numbers with a decimal comma."""
     if dialect.decimal == "," or dialect.delimiter == ",":
@@ -82,8 +112,7 @@ def _decimal_commas(scan: Scan, dialect: Dialect, types: dict[str, str]) -> tupl
             commas.append(name)
     if not commas:
         return ()
-    named = ", ".join(repr(name) for name in commas[:4]) + (f" and {len(commas) - 4} more" if len(commas) > 4 else "")
-    return (f"data.csv.decimal: {named} hold numbers with a decimal comma, read as text: set data.csv.decimal: ','",)
+    return (f"data.csv.decimal: {_named(commas)} numbers with a decimal comma, read as text: set it to ','",)
 
 
 def inspect_source(
