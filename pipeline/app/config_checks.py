@@ -169,7 +169,8 @@ def _evaluator(config: PipelineConfig) -> list[str]:
 
 def source_facts(config: PipelineConfig) -> Any | None:
     """What the ingest's first look at the source finds (columns, types, the task and why it was inferred), where
-    it can look (csv, parquet); None where it cannot. Raises the ValueError or OSError the ingest would."""
+    it can look (csv, parquet); None where it has nothing to say (images: it checks the source is there). Raises the
+    ValueError or OSError the ingest would."""
     from kflow.components.ingest.spans import has_spans
     from kflow.pipeline.app.sections import ingest_parameters
     from kflow.pipeline.app.span_pipeline import newest_span_source
@@ -184,7 +185,12 @@ def source_facts(config: PipelineConfig) -> Any | None:
         ingest = dataset.ingest_component()("ingest", parameters=parameters)
     except (ValueError, TypeError):
         return None  # Named by the other checks.
-    return ingest.inspect_source() if hasattr(ingest, "inspect_source") else None
+    if hasattr(ingest, "inspect_source"):
+        return ingest.inspect_source()
+    problems = ingest.check_parameters()  # an ingest that looks at its source without facts to say (images)
+    if problems:
+        raise ValueError(problems[0])
+    return None
 
 
 def _source(config: PipelineConfig) -> list[str]:

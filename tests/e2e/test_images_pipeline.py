@@ -37,3 +37,25 @@ def test_a_folder_of_png_digits_trains_to_090_and_rejects_broken_files_by_path(t
     assert metrics["confusion_matrix"]["categories"] == [str(digit) for digit in range(10)]
     history = json.loads(next(run_dir.glob("train/model_run/**/history.json")).read_text())
     assert history["model_name"] == "image_convnet"
+
+
+@pytest.mark.slow  # ~25 s; make test keeps the TFDS image ingest's tests (tests/components/datasets/images)
+def test_a_tfds_image_dataset_trains_to_090_with_a_config_of_its_name_and_reruns_cached(tmp_path, run_kflow):
+    from tests.components.datasets.images.test_tfds_images import KflowDigitsImages
+
+    KflowDigitsImages(data_dir=str(tmp_path / "tensorflow_datasets")).download_and_prepare()
+    config = tmp_path / "tfds_digits.yaml"
+    config.write_text(yaml.safe_dump({"name": "tfds-digits", "pipeline_root": str(tmp_path / "runs"),
+                                      "data": {"dataset": "images", "source": {"path": "tensorflow_datasets",
+                                                                               "format": "tfds"},
+                                               "tfds": {"name": "kflow_digits_images"}}}))  # fmt: skip
+
+    for _ in range(2):
+        done = run_kflow("run", config)
+        assert done.returncode == 0, done.stderr[-3000:]
+    first, second = sorted((tmp_path / "runs" / "tfds-digits").glob("2*"))
+    metrics = json.loads((first / "evaluate" / "evaluation" / "metrics.json").read_text())
+    assert metrics["example_count"] == 297 and metrics["accuracy"] >= 0.9
+    assert metrics["confusion_matrix"]["categories"] == [f"digit_{digit}" for digit in range(10)]
+    components = json.loads((second / "run.json").read_text())["components"]
+    assert {name: node["status"] for name, node in components.items()} == dict.fromkeys(components, "cached")

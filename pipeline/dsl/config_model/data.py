@@ -37,7 +37,7 @@ class TfdsSection(Section):
     """null: the newest prepared version."""
     splits: dict[str, str] | MISSING = MISSING
     """{train: 'train[:90%]', eval: 'train[90%:]', test: 'test'}: TFDS split specs, slices included. Default: train,
-    validation, test."""
+    validation, test; for a dataset without a validation split, train[:90%], train[90%:], test."""
     download: bool | MISSING = MISSING
     """true: download and prepare first (needs internet and the builder's code); default false."""
 
@@ -63,7 +63,7 @@ class SourceSection(Section):
     """A local file or folder with the dataset (csv: also a glob pattern such as data/*.csv.gz)."""
     format: SourceFormat = "auto"
     """mnist: auto | npz | idx | sklearn_digits | tfds | download; wikitext2: auto | download; quora: auto | csv |
-    kaggle; csv: auto | csv; parquet: auto | parquet; images: auto | folders | manifest. auto looks at
+    kaggle; csv: auto | csv; parquet: auto | parquet; images: auto | folders | manifest | tfds. auto looks at
     data.source.path, then $KFLOW_DATA_DIR, then ~/.keras/datasets and the tensorflow-datasets data dir, and never
     downloads."""
     max_records: int | None = Field(None, ge=1)
@@ -150,7 +150,8 @@ class DataSection(Section):
     """tfrecord: {split: glob on file names}, whole files per split (the source's own split, e.g. {train: 'train-*',
     eval: 'eval-*', test: 'test-*'}); null: data.split shares by hash."""
     tfds: TfdsSection | None = None
-    """tfds: the TensorFlow Datasets dataset, read from data.source.path (a TFDS data_dir; null: TFDS's default)."""
+    """tfds (and images with data.source.format: tfds): the TensorFlow Datasets dataset, read from data.source.path
+    (a TFDS data_dir; null: TFDS's default)."""
     csv: CsvSection | None = None
     """csv: how the files are written."""
     settings: dict[str, Any] | None = None

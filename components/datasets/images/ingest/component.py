@@ -11,8 +11,9 @@ class ImagesIngest(Component):
     spec = ingest_component_spec(
         "images",
         source="A folder with one sub-folder of images per class, or a manifest: a .csv with path "
-        "and label columns or a .jsonl of {path, label} (paths relative to the manifest's folder).",
-        formats="auto | folders | manifest.",
+        "and label columns or a .jsonl of {path, label} (paths relative to the manifest's folder); or, with format "
+        "tfds, a TFDS data_dir (default: TFDS's).",
+        formats="auto | folders | manifest | tfds (a prepared TensorFlow Datasets dataset: data.tfds).",
         reading={
             "image": Parameter(
                 dict,
@@ -20,7 +21,14 @@ class ImagesIngest(Component):
                 description="{size: [height, width] (unset: the most common size among a sample of the files), "
                 "channels: 1 | 3 (unset: the first image's), fit: resize | pad | exact, "
                 "convert: true (false: another colour mode is rejected)}",
-            )
+            ),
+            "tfds": Parameter(
+                dict,
+                optional=True,
+                description="With format tfds: {name, version (null: the newest prepared), splits: {train: "
+                "'train[:90%]', eval: ..., test: ...} (unset: train, validation, test; without a validation split, "
+                "train's last tenth), download: false}; the dataset's Image and ClassLabel features are read.",
+            ),
         },
         split=split_shares(SPLIT_WITH_TEST, "Shares of the images per split, per class."),
         records="images",
@@ -30,9 +38,15 @@ class ImagesIngest(Component):
     def check_parameters(self) -> list[str]:
         from kflow.components.datasets.images.ingest.source import ImageFormat, list_images
 
+        source_format = self.parameters.get("source_format", "auto")
         try:
             ImageFormat.from_options(self.parameters.get("image"))
-            list_images(self.parameters.get("source_path"), self.parameters.get("source_format", "auto"))
+            if source_format == "tfds":
+                from kflow.components.datasets.images.ingest.tfds_images import TfdsImages
+
+                TfdsImages.open(self.parameters.get("source_path"), self.parameters.get("tfds"))
+            else:
+                list_images(self.parameters.get("source_path"), source_format)
         except (ValueError, OSError) as error:
             return [str(error)]
         return []

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kflow.components.datasets.bundle import SPLIT_WITH_TEST
@@ -55,10 +55,14 @@ SIXTEEN_BIT_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N"})
 MAX_IMAGE_PIXELS = 50_000_000
 
 
-def run(*, image: dict[str, Any] | None = None, **parameters: Any) -> dict[str, Any]:
+def run(
+    *, image: dict[str, Any] | None = None, tfds: dict[str, Any] | None = None, **parameters: Any
+) -> dict[str, Any]:
     """Ingests the images (`parameters`: an IngestJob's); returns {"read": N, "<split>": n, ..., "rejected": r,
     "invalid": i, "filtered": 0}."""
     job = IngestJob(**parameters)
+    if job.source_format == "tfds":
+        return _run_tfds(job, ImageFormat.from_options(image), tfds)
     split = job.split_shares(SPLIT_WITH_TEST, ("train", "eval", "test"))
     image_format = ImageFormat.from_options(image)
     files = list_images(job.source_path, job.source_format)[: job.max_records]
@@ -81,6 +85,36 @@ def run(*, image: dict[str, Any] | None = None, **parameters: Any) -> dict[str, 
         splits=tuple(split),
         read=len(files),
         plan=StratifiedPlan(dict(split)),
+    )
+
+
+def _run_tfds(job: IngestJob, image_format: ImageFormat, options: dict[str, Any] | None) -> dict[str, Any]:
+    """The images of a prepared TFDS dataset (tfds_images.py), each of its splits as `data.tfds.splits` names them."""
+    from kflow.components.datasets.images.ingest import tfds_images
+
+    dataset = tfds_images.TfdsImages.open(job.source_path, options)
+    if len(dataset.classes) < 2:
+        raise ValueError(f"data.tfds.name: {dataset.source.name}'s {dataset.label} has {len(dataset.classes)} class")
+    sizes = dataset.sizes(job.max_records)
+    channels = image_format.channels or dataset.channels()
+    if image_format.height is None:
+        image_format = replace(
+            image_format,
+            **dict(zip(("height", "width"), dataset.common_size(sizes["train"], image_format.fit), strict=True)),
+        )
+    shape = image_format.shape(channels)
+    log.info(
+        "images ingest: tfds %s (%s: image, %s: %d classes), %s; made %s, %s", dataset.source.name, dataset.image,
+        dataset.label, len(dataset.classes), sizes, "×".join(map(str, shape)), image_format.fit,
+    )  # fmt: skip
+    job.schema.path.mkdir(parents=True, exist_ok=True)
+    job.schema.file.write_text(image_schema(shape, list(dataset.classes)))
+    converter = ImageConverter(image_format, channels, {name: index for index, name in enumerate(dataset.classes)})
+    return job.write(
+        chunks=tfds_images.chunks(sizes, dataset.options),
+        process_chunk=tfds_images.TfdsImageConverter(dataset, converter),
+        splits=tuple(sizes),
+        read=sum(sizes.values()),
     )
 
 
@@ -144,16 +178,28 @@ class ImageConverter:
 
     def pixels(self, file: ImageFile) -> tuple[bytes | None, tuple[str, dict] | None]:
         """The image's uint8 pixels in the declared format, or why not: (reason, details)."""
-        import numpy as np
-        from PIL import Image, UnidentifiedImageError
-
         if file.label not in self.classes:
             return None, ("missing_label", {})
         if not file.path:
             return None, ("missing_file", {"error": "the manifest row has no path"})
+        try:
+            with open_source(file) as handle:
+                return self.decoded(handle)
+        except RefusedFile as refused:
+            return None, (refused.reason, {"error": refused.error})
+        except FileNotFoundError as error:
+            return None, ("missing_file", {"error": str(error)})
+        except OSError as error:  # A file that cannot be opened (permissions, I/O): as broken image data.
+            return None, ("corrupt", {"error": str(error)})
+
+    def decoded(self, handle: Any) -> tuple[bytes | None, tuple[str, dict] | None]:
+        """The pixels of the encoded image `handle` reads (a file, or a TFDS record's bytes), or why not."""
+        import numpy as np
+        from PIL import Image, UnidentifiedImageError
+
         wanted = "L" if self.channels == 1 else "RGB"
         try:
-            with open_source(file) as handle, Image.open(handle) as opened:
+            with Image.open(handle) as opened:
                 if opened.width * opened.height > MAX_IMAGE_PIXELS:  # From the header: nothing decoded yet.
                     error = f"{opened.width}×{opened.height} pixels, more than kflow's limit of {MAX_IMAGE_PIXELS}"
                     return None, ("too_large", {"error": error, "size": [opened.height, opened.width]})
@@ -165,10 +211,6 @@ class ImageConverter:
                     return None, ("unsupported_depth", {"mode": opened.mode, "error": depth})
                 image = image if image.mode == wanted else image.convert(wanted)
                 image = self.fitted(image)
-        except RefusedFile as refused:
-            return None, (refused.reason, {"error": refused.error})
-        except FileNotFoundError as error:
-            return None, ("missing_file", {"error": str(error)})
         except UnidentifiedImageError:
             return None, ("not_an_image", {"error": "Pillow does not recognise the file as an image"})
         except Image.DecompressionBombError as error:

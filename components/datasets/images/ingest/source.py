@@ -167,7 +167,7 @@ def list_images(source_path: str | None, source_format: str = "auto") -> list[Im
         raise ValueError("data.source.path: the images dataset needs a folder of class folders or a manifest file")
     path = Path(source_path).expanduser()
     if source_format not in ("auto", "folders", "manifest"):
-        raise ValueError(f"data.source.format: images reads auto | folders | manifest, got {source_format!r}")
+        raise ValueError(f"data.source.format: images reads auto | folders | manifest | tfds, got {source_format!r}")
     if not path.exists():
         raise ValueError(f"data.source.path: {source_path} does not exist")
     if path.is_dir() and source_format != "manifest":
@@ -228,8 +228,15 @@ def class_names(files: list[ImageFile]) -> list[str]:
     return sorted(names)
 
 
-def source_files(*, source_path: str | None = None, source_format: str = "auto", **_: Any) -> list[Path]:
-    """The files the ingest reads, for the data fingerprint in its cache key (the manifest too)."""
+def source_files(
+    *, source_path: str | None = None, source_format: str = "auto", tfds: dict[str, Any] | None = None, **_: Any
+) -> list[Path]:
+    """The files the ingest reads, for the data fingerprint in its cache key (the manifest too; a TFDS dataset's
+    prepared folder)."""
+    if source_format == "tfds":
+        from kflow.components.ingest.tfds_source import source_files as tfds_files
+
+        return tfds_files(source_path=source_path, tfds=tfds)
     # Only what the ingest would read: a file outside the source folder or a FIFO is neither read nor hashed.
     listed = []
     for file in list_images(source_path, source_format):

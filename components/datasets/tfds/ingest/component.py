@@ -25,5 +25,5 @@ class TfdsIngest(Component):
         ),
         split=Parameter(dict, default={}, affects_output=False, description="Unused: the TFDS splits decide."),
         records="records of each split",
-        source_files="kflow.components.datasets.tfds.ingest.executor:source_files",
+        source_files="kflow.components.ingest.tfds_source:source_files",
     )
