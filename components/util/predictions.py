@@ -22,8 +22,10 @@ def serving_input_names(assets: Path) -> dict[str, str]:
 
 
 def class_names(task: Any) -> list[str]:
-    """The task's class names in the order of the model's scores; [] for a model that outputs a number."""
-    classes = getattr(task, "classes", None)
+    """The task's class names in the order of the model's scores (those its serving signature returns: an image
+    folder's class names, not their indices); [] for a model that outputs a number."""
+    serving = getattr(task, "serving_classes", None)
+    classes = (serving() if serving is not None else None) or getattr(task, "classes", None)
     if classes:
         return [str(name) for name in classes]
     if count := getattr(task, "num_classes", None):

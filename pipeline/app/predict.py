@@ -35,6 +35,7 @@ from kflow.pipeline.runners.run_record import RUN_FILE, Run, earlier_runs
 log = logging.getLogger("kflow.predict")
 
 SPLIT = "score"
+IMAGES = "images"  # the dataset whose ingest reads image files: any image model's data to score
 LATEST = ("latest", "latest_blessed")
 FILES = (CSV, JSONL, TFRECORD)
 
@@ -190,12 +191,6 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
     dataset = data_format or config.data.dataset
     if dataset not in DATASETS:
         raise ConfigError([f"--format: no dataset {dataset!r}{did_you_mean(dataset, DATASETS)}"])
-    cls = get_dataset(dataset).ingest_component()
-    spec = cls.spec.parameters
-    if "label" not in spec or not spec["label"].optional:
-        raise ConfigError(
-            [f"--format: kflow predict reads tabular data (csv, parquet, tfrecord) so far, not {dataset}"]
-        )
     if not model.training_schema_file.is_file():
         raise ConfigError(
             [
@@ -204,6 +199,14 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
             ]
         )
     task = task_for_model(model, model.training_schema_file)
+    if hasattr(task, "image_shape") and data_format in (None, IMAGES):
+        return _image_scoring_ingest(config, task.image_shape, data)
+    cls = get_dataset(dataset).ingest_component()
+    spec = cls.spec.parameters
+    if "label" not in spec or not spec["label"].optional:
+        raise ConfigError(
+            [f"--format: kflow predict reads tabular data (csv, parquet, tfrecord) and image files, not {dataset}"]
+        )
     needed = list(getattr(task, "input_features", None) or [])
     trained = load_schema(model.training_schema_file)
     parameters = {name: value for name, value in ingest_parameters(config).items() if name in spec}
@@ -233,6 +236,20 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
         )
     # Read as the model was trained: a column of whole numbers here may have held decimals in training.
     parameters["columns"] = {name: annotation_tags(trained, name).get("kflow_type", "string") for name in needed}
+    return cls("score_ingest", parameters=parameters)
+
+
+def _image_scoring_ingest(config: PipelineConfig, shape: tuple[int, ...], data: str) -> Any:
+    """The images ingest set to read every image file under `data` (or the one file), keyed by its path, made the
+    size and channels the model was trained on (an MNIST model's too), with the config's fit and convert."""
+    from kflow.components.datasets.images.ingest.source import UNLABELLED
+
+    cls = get_dataset(IMAGES).ingest_component()
+    options = (ingest_parameters(config).get("image") or {}) if config.data.dataset == IMAGES else {}
+    image = {**options, "size": list(shape[:2]), "channels": 1 if len(shape) == 2 else shape[2]}
+    parameters = {"source_path": data, "source_format": UNLABELLED, "image": image, "split": {SPLIT: 1}}
+    if not Path(data).exists():
+        raise ConfigError([f"--data: {data} does not exist"])
     return cls("score_ingest", parameters=parameters)
 
 

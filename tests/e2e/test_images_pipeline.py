@@ -3,6 +3,7 @@ files in a folder per class, a truncated PNG and a text file named .png among th
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
@@ -40,7 +41,7 @@ def test_a_folder_of_png_digits_trains_to_090_and_rejects_broken_files_by_path(t
 
 
 @pytest.mark.slow  # ~25 s; make test keeps the TFDS image ingest's tests (tests/components/datasets/images)
-def test_a_tfds_image_dataset_trains_to_090_with_a_config_of_its_name_and_reruns_cached(tmp_path, run_kflow):
+def test_a_tfds_image_dataset_trains_to_090_reruns_cached_and_scores_new_image_files(tmp_path, run_kflow):
     from tests.components.datasets.images.test_tfds_images import KflowDigitsImages
 
     KflowDigitsImages(data_dir=str(tmp_path / "tensorflow_datasets")).download_and_prepare()
@@ -59,3 +60,23 @@ def test_a_tfds_image_dataset_trains_to_090_with_a_config_of_its_name_and_reruns
     assert metrics["confusion_matrix"]["categories"] == [f"digit_{digit}" for digit in range(10)]
     components = json.loads((second / "run.json").read_text())["components"]
     assert {name: node["status"] for name, node in components.items()} == dict.fromkeys(components, "cached")
+
+    # New images to score, as files (the test split's, in folders named by their digit: the truth, not classes):
+    # `kflow predict` makes them the model's 8×8 grey, keys each by its path and names the classes.
+    from PIL import Image
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    for index in range(1500, 1797):
+        folder = tmp_path / "new" / str(digits.target[index])
+        folder.mkdir(parents=True, exist_ok=True)
+        pixels = (digits.images[index] * 16).clip(0, 255).astype("uint8")
+        Image.fromarray(pixels, "L").convert("RGB").resize((16, 16)).save(folder / f"{index}.png")  # not 8×8 grey
+    done = run_kflow("predict", config, "--data", tmp_path / "new", "-o", tmp_path / "scored")
+    assert done.returncode == 0, done.stderr[-3000:]
+    with (tmp_path / "scored" / "predictions" / "Split-score" / "predictions.csv").open() as file:
+        rows = list(csv.DictReader(file))
+    assert len(rows) == len({row["key"] for row in rows}) == 297
+    assert [name for name in rows[0] if name.startswith("score_")] == [f"score_digit_{d}" for d in range(10)]
+    right = sum(row["predicted_class"] == f"digit_{row['key'].split('/')[0]}" for row in rows)
+    assert right / len(rows) >= 0.85, right

@@ -79,6 +79,11 @@ class MnistTask(LearntByTransform, Task):
             cache=True,
         )
 
+    def inputs(self, serialized: tf.Tensor) -> tf.Tensor:
+        """The uint8 images of a batch of serialized Examples, labelled or not (images to score: kflow predict)."""
+        features = tf.io.parse_example(serialized, {IMAGE_FEATURE: self.spec[IMAGE_FEATURE]})
+        return tf.reshape(tf.io.decode_raw(features[IMAGE_FEATURE], tf.uint8), [-1, *self.image_shape])
+
     def build_model(self) -> keras.Model:
         return build_model(self.model_name, num_classes=self.num_classes, **self.scaling(), **self.model_options)
 

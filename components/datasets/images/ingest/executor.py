@@ -31,6 +31,7 @@ from typing import Any
 
 from kflow.components.datasets.bundle import SPLIT_WITH_TEST
 from kflow.components.datasets.images.ingest.source import (
+    UNLABELLED,
     ImageFile,
     ImageFormat,
     RefusedFile,
@@ -63,21 +64,23 @@ def run(
     job = IngestJob(**parameters)
     if job.source_format == "tfds":
         return _run_tfds(job, ImageFormat.from_options(image), tfds)
-    split = job.split_shares(SPLIT_WITH_TEST, ("train", "eval", "test"))
+    labelled = job.source_format != UNLABELLED  # else images to score (kflow predict): no classes, one split
+    split = job.split_shares(SPLIT_WITH_TEST, ("train", "eval", "test") if labelled else ())
     image_format = ImageFormat.from_options(image)
     files = list_images(job.source_path, job.source_format)[: job.max_records]
     classes = class_names(files)
-    if len(classes) < 2:
+    if labelled and len(classes) < 2:
         raise ValueError(f"data.source.path: {job.source_path} holds {len(classes)} class(es); a classifier needs two")
     channels = image_format.channels or _first_channels(files)
     image_format = image_format.with_size(files)  # data.image.size unset: the most common size, said in the log.
+    shown = ", ".join(classes[:10]) + (", ..." if len(classes) > 10 else "")
     log.info(
-        "images ingest: %d files of %d classes (%s); made %s, %s", len(files), len(classes),
-        ", ".join(classes[:10]) + (", ..." if len(classes) > 10 else ""),
+        "images ingest: %d files %s; made %s, %s", len(files),
+        f"of {len(classes)} classes ({shown})" if labelled else "to score",
         "×".join(map(str, image_format.shape(channels))), image_format.fit,
     )  # fmt: skip
     job.schema.path.mkdir(parents=True, exist_ok=True)
-    job.schema.file.write_text(image_schema(image_format.shape(channels), classes))
+    job.schema.file.write_text(image_schema(image_format.shape(channels), classes if labelled else None))
     chunks = [tuple(files[start : start + CHUNK_FILES]) for start in range(0, len(files), CHUNK_FILES)]
     return job.write(
         chunks=chunks,
@@ -133,18 +136,23 @@ def _first_channels(files: list[ImageFile]) -> int:
     raise ValueError("data.source.path: none of the first 100 files is an image Pillow reads")
 
 
-def image_schema(shape: tuple[int, ...], classes: list[str]) -> str:
-    """The TFMD schema (text) of the Examples: MNIST's features, the size and the class names from the data."""
+def image_schema(shape: tuple[int, ...], classes: list[str] | None) -> str:
+    """The TFMD schema (text) of the Examples: MNIST's features, the size and the class names from the data; for
+    images to score (`classes` None), no label, and the key (each image's path) tagged role=key."""
     from google.protobuf import text_format
     from tensorflow_metadata.proto.v0 import schema_pb2
 
     proto = schema_pb2.Schema()
-    for name, kind in (("image", schema_pb2.BYTES), ("label", schema_pb2.INT), ("key", schema_pb2.BYTES)):
+    features = [("image", schema_pb2.BYTES), ("label", schema_pb2.INT), ("key", schema_pb2.BYTES)]
+    for name, kind in features if classes is not None else [features[0], features[2]]:
         feature = proto.feature.add(name=name, type=kind)
         feature.presence.min_fraction, feature.presence.min_count = 1.0, 1
         feature.value_count.min = feature.value_count.max = 1
     image_tags = ["image", f"shape={','.join(map(str, shape))}", "dtype=uint8"]
     proto.feature[0].annotation.tag.extend(image_tags)
+    if classes is None:
+        proto.feature[1].annotation.tag.extend(["role=key", "kflow_type=string"])
+        return text_format.MessageToString(proto)
     label = proto.feature[1]
     label.int_domain.min, label.int_domain.max, label.int_domain.is_categorical = 0, len(classes) - 1, True
     label.annotation.tag.extend(["role=label", "task=classification", f"class_names={json.dumps(classes)}"])
@@ -171,14 +179,15 @@ class ImageConverter:
             example = Example()
             features = example.features.feature
             features["image"].bytes_list.value.append(pixels)
-            features["label"].int64_list.value.append(self.classes[file.label])
+            if file.label is not None:
+                features["label"].int64_list.value.append(self.classes[file.label])
             features["key"].bytes_list.value.append(file.position.encode("utf-8"))
-            accepted.append((file.position, file.label, example.SerializeToString(deterministic=True)))
+            accepted.append((file.position, file.label or "", example.SerializeToString(deterministic=True)))
         return accepted, found
 
     def pixels(self, file: ImageFile) -> tuple[bytes | None, tuple[str, dict] | None]:
         """The image's uint8 pixels in the declared format, or why not: (reason, details)."""
-        if file.label not in self.classes:
+        if file.label is not None and file.label not in self.classes:  # None: an image to score
             return None, ("missing_label", {})
         if not file.path:
             return None, ("missing_file", {"error": "the manifest row has no path"})

@@ -26,6 +26,9 @@ from typing import IO, Any
 log = logging.getLogger(__name__)
 
 FITS = ("resize", "pad", "exact")
+# `kflow predict`'s source format: images without classes (a folder, read recursively, or one file), each keyed by
+# its path under the folder.
+UNLABELLED = "unlabelled"
 IMAGE_OPTIONS = ("size", "channels", "fit", "convert")
 
 
@@ -124,7 +127,7 @@ class ImageFile:
     """One record: the file, its class as named by the source, and its position in messages (and split key)."""
 
     path: str
-    label: str
+    label: str | None  # None: an image to score (UNLABELLED)
     position: str
     root: str = ""  # The folder the file must be in (data.source.path, or the manifest's folder); "": anywhere.
 
@@ -166,15 +169,31 @@ def list_images(source_path: str | None, source_format: str = "auto") -> list[Im
     if not source_path:
         raise ValueError("data.source.path: the images dataset needs a folder of class folders or a manifest file")
     path = Path(source_path).expanduser()
-    if source_format not in ("auto", "folders", "manifest"):
+    if source_format not in ("auto", "folders", "manifest", UNLABELLED):
         raise ValueError(f"data.source.format: images reads auto | folders | manifest | tfds, got {source_format!r}")
     if not path.exists():
         raise ValueError(f"data.source.path: {source_path} does not exist")
+    if source_format == UNLABELLED:
+        return _unlabelled(path)
     if path.is_dir() and source_format != "manifest":
         return _from_folders(path)
     if path.is_file() and source_format != "folders":
         return _from_manifest(path)
     raise ValueError(f"data.source.path: {source_path} is not a {'folder' if source_format == 'folders' else 'file'}")
+
+
+def _unlabelled(path: Path) -> list[ImageFile]:
+    """Every file under the folder `path` (sub-folders too, hidden ones left out), or the file `path`, by name."""
+    if path.is_file():
+        return [ImageFile(str(path), None, path.name, str(path.parent))]
+    files = [
+        ImageFile(str(file), None, str(file.relative_to(path)), str(path))
+        for file in sorted(path.rglob("*"))
+        if not file.is_dir() and not any(part.startswith(".") for part in file.relative_to(path).parts)
+    ]
+    if not files:
+        raise ValueError(f"--data: {path} holds no files")
+    return files
 
 
 def _from_folders(root: Path) -> list[ImageFile]:
