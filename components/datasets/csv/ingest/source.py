@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import json
 import re
 from array import array
 from collections.abc import Iterator
@@ -68,7 +69,7 @@ def _check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
     if other is not None:
         raise ValueError(
             f"data.csv.delimiter: the header reads as one column, {header[0][:60]!r}: its names look separated by "
-            f"{other!r}: set data.csv.delimiter: {other!r}"
+            f"{other!r}: set data.csv.delimiter: {json.dumps(other)}"  # as YAML reads it: "\t" is a tab
         )
 
 

@@ -68,7 +68,7 @@ def test_semicolons_and_decimal_commas_read_as_numbers_once_named(tmp_path, wine
     path = tmp_path / "wine_eu.csv"
     wine.to_csv(path, index=False, sep=";", decimal=",", encoding="utf-8-sig")  # with a byte-order mark
     with pytest.raises(
-        ValueError, match=r"data.csv.delimiter: the header reads as one column.*set data.csv.delimiter: ';'"
+        ValueError, match=r"data.csv.delimiter: the header reads as one column.*set data.csv.delimiter: \";\"$"
     ):
         inspect(path)
 
@@ -126,3 +126,11 @@ def test_a_punctuation_mark_among_numbers_is_named_as_a_missing_value_to_declare
         tmp_path, source_path=str(path), label="cépage", columns={}, csv_format={"missing_values": declared}
     )
     assert (summary["read"], summary["rejected"]) == (178, 0)
+
+
+def test_a_tab_separated_file_is_named_with_the_delimiter_as_yaml_reads_it(tmp_path, wine):
+    path = tmp_path / "wine.tsv"
+    wine.to_csv(path, index=False, sep="\t")
+    with pytest.raises(ValueError, match=r'its names look separated by .\\t.: set data.csv.delimiter: "\\t"$'):
+        inspect(path)
+    assert inspect(path, delimiter="\t").header == list(wine)
