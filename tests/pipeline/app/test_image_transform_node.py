@@ -9,15 +9,19 @@ from kflow.components.models import SCALED_BY_TRANSFORM
 from kflow.pipeline.app.standard_pipeline import build_pipeline
 from kflow.pipeline.app.transform_section import IMAGE_OPTIONS
 from kflow.pipeline.dsl.config import validate_config
+from tests.components.datasets.images.image_fixtures import write_digits
 from tests.conftest import REPO
 
 
 def _nodes(tmp_path, dataset: str, **trainer) -> list[str]:
+    source = tmp_path / "digits"
+    if not source.exists():  # validate reads an image folder's listing, as the ingest does: a real one
+        write_digits(source, limit=20)
     config = validate_config(
         {
             "name": "images",
-            "pipeline_root": str(tmp_path),
-            "data": {"dataset": dataset, "source": {"path": str(tmp_path)}},
+            "pipeline_root": str(tmp_path / "runs"),
+            "data": {"dataset": dataset, "source": {"path": str(source)}},
             "trainer": {"epochs": 1, **trainer},
         },
         "test",

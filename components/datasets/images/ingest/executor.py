@@ -101,10 +101,8 @@ def _run_tfds(job: IngestJob, image_format: ImageFormat, options: dict[str, Any]
     sizes = dataset.sizes(job.max_records)
     channels = image_format.channels or dataset.channels()
     if image_format.height is None:
-        image_format = replace(
-            image_format,
-            **dict(zip(("height", "width"), dataset.common_size(sizes["train"], image_format.fit), strict=True)),
-        )
+        height, width = dataset.common_size(sizes["train"], image_format.fit)
+        image_format = replace(image_format, height=height, width=width)
     shape = image_format.shape(channels)
     log.info(
         "images ingest: tfds %s (%s: image, %s: %d classes), %s; made %s, %s", dataset.source.name, dataset.image,
