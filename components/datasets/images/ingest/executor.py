@@ -35,6 +35,7 @@ from kflow.components.datasets.images.ingest.source import (
     ImageFile,
     ImageFormat,
     RefusedFile,
+    bounded,
     class_names,
     list_images,
     open_source,
@@ -101,7 +102,7 @@ def _run_tfds(job: IngestJob, image_format: ImageFormat, options: dict[str, Any]
     sizes = dataset.sizes(job.max_records)
     channels = image_format.channels or dataset.channels()
     if image_format.height is None:
-        height, width = dataset.common_size(sizes["train"], image_format.fit)
+        height, width = bounded(*dataset.common_size(sizes["train"], image_format.fit))
         image_format = replace(image_format, height=height, width=width)
     shape = image_format.shape(channels)
     log.info(

@@ -80,11 +80,32 @@ class ImageFormat:
         return (self.height, self.width) if channels == 1 else (self.height, self.width, channels)
 
     def with_size(self, files: list[ImageFile]) -> ImageFormat:
-        """This format, its size inferred from the files (common_size) when `data.image` gives none."""
+        """This format, its size inferred from the files (common_size, within INFERRED_SIDE) when `data.image` gives
+        none."""
         if self.height is not None:
             return self
-        height, width = common_size(files, self.fit)
+        height, width = bounded(*common_size(files, self.fit))
         return replace(self, height=height, width=width)
+
+
+# The longest side an inferred size keeps (Keras' image_dataset_from_directory makes every image 256×256 unless told):
+# a folder of phone photos (4032×3024) would otherwise make 37 MB Examples and a model whose cost grows with the area.
+INFERRED_SIDE = 256
+
+
+def bounded(height: int, width: int) -> tuple[int, int]:
+    """(height, width) scaled down, keeping their ratio, so that neither passes INFERRED_SIDE; said in the log."""
+    longest = max(height, width)
+    if longest <= INFERRED_SIDE:
+        return height, width
+    scale = INFERRED_SIDE / longest
+    smaller = max(1, round(height * scale)), max(1, round(width * scale))
+    log.info(
+        "images ingest: %d×%d is larger than an inferred size may be (%d pixels a side, as Keras' default): %d×%d, "
+        "the same shape; set data.image.size to keep more",
+        height, width, INFERRED_SIDE, *smaller,
+    )  # fmt: skip
+    return smaller
 
 
 # Images whose size is read (their header only) when data.image.size is not set: spread over the whole listing, so

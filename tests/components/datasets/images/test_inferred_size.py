@@ -88,6 +88,27 @@ def test_the_sample_is_spread_over_every_class_folder(tmp_path, monkeypatch):
     assert common_size(list_images(str(tmp_path))) == (12, 12)
 
 
+def test_an_inferred_size_past_256_pixels_a_side_is_scaled_down_keeping_its_shape(tmp_path, caplog):
+    """Photos as cameras save them (here 600×400 landscape JPEGs of real digits): the inferred size keeps their
+    shape within Keras' default 256 a side, said in the log; a declared size is kept as it is."""
+    from PIL import Image
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    for index in range(12):
+        folder = tmp_path / "photos" / str(digits.target[index] % 2)
+        folder.mkdir(parents=True, exist_ok=True)
+        pixels = (digits.images[index] * 16).clip(0, 255).astype(np.uint8)
+        Image.fromarray(pixels, "L").convert("RGB").resize((600, 400)).save(folder / f"{index}.jpg")
+    with caplog.at_level(logging.INFO, logger="kflow"):
+        _, examples, schema, _ = ingest(tmp_path / "inferred", source_path=str(tmp_path / "photos"))
+    assert "400×600 is larger than an inferred size may be (256 pixels a side" in caplog.text
+    assert annotation_tags(load_schema(schema.file), "image")["shape"] == "171,256,3"
+    assert pixel_counts(examples) == {171 * 256 * 3}
+    _, _, schema, _ = ingest(tmp_path / "declared", source_path=str(tmp_path / "photos"), image={"size": [400, 600]})
+    assert annotation_tags(load_schema(schema.file), "image")["shape"] == "400,600,3"
+
+
 def test_no_readable_image_in_the_sample_is_one_line(tmp_path):
     for label in ("a", "b"):
         (tmp_path / label).mkdir()
