@@ -207,11 +207,7 @@ def _unlabelled(path: Path) -> list[ImageFile]:
     """Every file under the folder `path` (sub-folders too, hidden ones left out), or the file `path`, by name."""
     if path.is_file():
         return [ImageFile(str(path), None, path.name, str(path.parent))]
-    files = [
-        ImageFile(str(file), None, str(file.relative_to(path)), str(path))
-        for file in sorted(path.rglob("*"))
-        if not file.is_dir() and not any(part.startswith(".") for part in file.relative_to(path).parts)
-    ]
+    files = [ImageFile(str(file), None, str(file.relative_to(path)), str(path)) for file in _files_under(path, path)]
     if not files:
         raise ValueError(f"--data: {path} holds no files")
     return files
@@ -221,17 +217,25 @@ def _from_folders(root: Path) -> list[ImageFile]:
     classes = sorted(child for child in root.iterdir() if child.is_dir() and not child.name.startswith("."))
     if not classes:
         raise ValueError(f"data.source.path: {root} has no class folders (one sub-folder of images per class)")
-    # Every entry but a folder is a record (a FIFO or a link to elsewhere is refused by the worker, with its reason,
-    # not left out unsaid); rglob does not enter linked folders.
     files = [
         ImageFile(str(file), folder.name, str(file.relative_to(root)), str(root))
         for folder in classes
-        for file in sorted(folder.rglob("*"))
-        if not file.is_dir() and not any(part.startswith(".") for part in file.relative_to(root).parts)
+        for file in _files_under(folder, root)
     ]
     if not files:
         raise ValueError(f"data.source.path: the class folders of {root} hold no files")
     return files
+
+
+def _files_under(folder: Path, root: Path) -> list[Path]:
+    """The entries under `folder` but folders and hidden ones (under `root`), by name. Every entry but a folder is
+    a record (a FIFO or a link to elsewhere is refused by the worker, with its reason, not left out unsaid); rglob
+    does not enter linked folders."""
+    return [
+        file
+        for file in sorted(folder.rglob("*"))
+        if not file.is_dir() and not any(part.startswith(".") for part in file.relative_to(root).parts)
+    ]
 
 
 def _from_manifest(manifest: Path) -> list[ImageFile]:
