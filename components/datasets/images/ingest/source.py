@@ -213,10 +213,15 @@ def _unlabelled(path: Path) -> list[ImageFile]:
     return files
 
 
+# Folder names of a dataset's own splits (Kaggle's and many papers' layout: train/<class>/*.jpg, test/<class>/*.jpg).
+SPLIT_FOLDERS = frozenset({"train", "training", "test", "testing", "val", "valid", "validation", "eval", "dev"})
+
+
 def _from_folders(root: Path) -> list[ImageFile]:
     classes = sorted(child for child in root.iterdir() if child.is_dir() and not child.name.startswith("."))
     if not classes:
         raise ValueError(f"data.source.path: {root} has no class folders (one sub-folder of images per class)")
+    _refuse_split_folders(root, classes)
     files = [
         ImageFile(str(file), folder.name, str(file.relative_to(root)), str(root))
         for folder in classes
@@ -225,6 +230,24 @@ def _from_folders(root: Path) -> list[ImageFile]:
     if not files:
         raise ValueError(f"data.source.path: the class folders of {root} hold no files")
     return files
+
+
+def _refuse_split_folders(root: Path, folders: list[Path]) -> None:
+    """One line for a root whose folders are a dataset's splits, each holding class folders: read as classes, they
+    would train a model to tell the train images from the test ones."""
+    if not all(folder.name.lower() in SPLIT_FOLDERS for folder in folders):
+        return
+    if not all(
+        any(child.is_dir() and not child.name.startswith(".") for child in folder.iterdir()) for folder in folders
+    ):
+        return
+    names = ", ".join(folder.name for folder in folders)
+    train = next((folder for folder in folders if folder.name.lower() in ("train", "training")), folders[0])
+    raise ValueError(
+        f"data.source.path: the folders of {root} ({names}) are splits, each holding class folders, not classes: "
+        f"set it to {train} (kflow cuts eval and test from it, data.split), or list every image and its class in "
+        "a manifest"
+    )
 
 
 def _files_under(folder: Path, root: Path) -> list[Path]:

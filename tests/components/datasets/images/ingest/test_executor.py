@@ -140,6 +140,22 @@ def test_a_source_without_class_folders_is_refused(tmp_path):
         list_images(str(tmp_path / "nothing"))
 
 
+def test_a_root_of_split_folders_is_refused_naming_the_train_folder(tmp_path):
+    """Kaggle's layout (train/<class>/…, test/<class>/…): read as classes, the folders would make a model that
+    tells train images from test ones; a class that is named like a split but holds images is a class."""
+    for split in ("Train", "test"):
+        for label in ("cat", "dog"):
+            save(tmp_path / "data" / split / label / "0.png", np.zeros((2, 2)), "L")
+    with pytest.raises(
+        ValueError, match=r"\(Train, test\) are splits, each holding class folders, not classes: set it to "
+    ):
+        list_images(str(tmp_path / "data"))
+    assert len(list_images(str(tmp_path / "data" / "Train"))) == 2
+    for label in ("train", "test"):  # classes named like splits, holding images
+        save(tmp_path / "named" / label / "0.png", np.zeros((2, 2)), "L")
+    assert {file.label for file in list_images(str(tmp_path / "named"))} == {"train", "test"}
+
+
 def test_both_image_models_take_any_size_and_channels():
     from kflow.components.models.image_convnet import build_image_convnet
     from kflow.components.models.mnist_convnet import build_mnist_convnet
