@@ -88,12 +88,17 @@ class StratifiedPlan:
 
     weights: dict[str, int]
 
-    def ranks(self, count: int) -> list[tuple[int, str]]:
+    def weights_of(self, group: str) -> dict[str, int]:
+        """The shares `group`'s records are cut by: every group's are the same here."""
+        return self.weights
+
+    def ranks(self, count: int, group: str = "") -> list[tuple[int, str]]:
         """(rank of a split's first record, split) for the splits that get records, of a group of `count`."""
-        names, total = sorted(self.weights), sum(self.weights.values())
+        weights = self.weights_of(group)
+        names, total = sorted(weights), sum(weights.values())
         starts, start, cumulative = [], 0, 0
         for name in names:
-            cumulative += self.weights[name]
+            cumulative += weights[name]
             stop = round(count * cumulative / total)
             if stop > start:
                 starts.append((start, name))
@@ -106,7 +111,7 @@ class StratifiedPlan:
         for group, counts in histogram.items():
             below = np.cumsum(counts) - counts  # Records in the buckets before each bucket.
             cuts = []
-            for rank, split in self.ranks(int(counts.sum())):
+            for rank, split in self.ranks(int(counts.sum()), group):
                 bucket = int(np.searchsorted(below, rank, side="right")) - 1
                 cuts.append((rank, split, bucket, rank - int(below[bucket])))
             wanted[group] = cuts
@@ -120,8 +125,23 @@ class StratifiedPlan:
         cuts = {}
         for group, keys in by_group.items():
             keys.sort()
-            cuts[group] = tuple((keys[rank], split) for rank, split in self.ranks(len(keys)))
+            cuts[group] = tuple((keys[rank], split) for rank, split in self.ranks(len(keys), group))
         return SplitCuts(cuts)
+
+
+@dataclass(frozen=True)
+class FolderSplitPlan(StratifiedPlan):
+    """A source's own splits kept (an image folder's train/, val/, test/): a record's group is `<split>/<label>`; a
+    group of a split the source has goes whole to it, and the train folder's groups are cut by `weights` among
+    train and the splits the source lacks (stratified by label, as StratifiedPlan)."""
+
+    given: frozenset[str] = frozenset()  # the splits the source has, besides train
+
+    def weights_of(self, group: str) -> dict[str, int]:
+        split = group.split("/", 1)[0]
+        if split != "train":
+            return {split: 1}
+        return {name: weight for name, weight in self.weights.items() if name == "train" or name not in self.given}
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -42,7 +43,7 @@ from kflow.components.datasets.images.ingest.source import (
 )
 from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import INVALID, make_reject
-from kflow.components.ingest.split_plan import StratifiedPlan
+from kflow.components.ingest.split_plan import FolderSplitPlan, StratifiedPlan
 from kflow.components.util.example_proto import Example
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,7 @@ def run(
     classes = class_names(files)
     if labelled and len(classes) < 2:
         raise ValueError(f"data.source.path: {job.source_path} holds {len(classes)} class(es); a classifier needs two")
+    plan = _plan(files, split)
     channels = image_format.channels or _first_channels(files)
     image_format = image_format.with_size(files)  # data.image.size unset: the most common size, said in the log.
     shown = ", ".join(classes[:10]) + (", ..." if len(classes) > 10 else "")
@@ -88,8 +90,23 @@ def run(
         process_chunk=ImageConverter(image_format, channels, {name: index for index, name in enumerate(classes)}),
         splits=tuple(split),
         read=len(files),
-        plan=StratifiedPlan(dict(split)),
+        plan=plan,
     )
+
+
+def _plan(files: list[ImageFile], split: dict[str, int]) -> StratifiedPlan:
+    """Stratified by class over `data.split`; a source with split folders keeps them, and cuts the splits it lacks
+    from its train folder by the same shares."""
+    given = {file.split for file in files} - {None}
+    if not given:
+        return StratifiedPlan(dict(split))
+    counts = Counter(file.split for file in files)
+    cut = [name for name in split if name != "train" and name not in given]
+    log.info(
+        "images ingest: the source's own splits: %s%s", ", ".join(f"{name} {counts[name]}" for name in sorted(given)),
+        f"; {', '.join(cut)} cut from train by data.split {dict(split)}" if cut else "",
+    )  # fmt: skip
+    return FolderSplitPlan(dict(split), frozenset(given - {"train"}))
 
 
 def _run_tfds(job: IngestJob, image_format: ImageFormat, options: dict[str, Any] | None) -> dict[str, Any]:
@@ -181,7 +198,8 @@ class ImageConverter:
             if file.label is not None:
                 features["label"].int64_list.value.append(self.classes[file.label])
             features["key"].bytes_list.value.append(file.position.encode("utf-8"))
-            accepted.append((file.position, file.label or "", example.SerializeToString(deterministic=True)))
+            group = f"{file.split}/{file.label}" if file.split else file.label or ""  # FolderSplitPlan's groups
+            accepted.append((file.position, group, example.SerializeToString(deterministic=True)))
         return accepted, found
 
     def pixels(self, file: ImageFile) -> tuple[bytes | None, tuple[str, dict] | None]:

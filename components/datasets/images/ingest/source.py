@@ -151,6 +151,7 @@ class ImageFile:
     label: str | None  # None: an image to score (UNLABELLED)
     position: str
     root: str = ""  # The folder the file must be in (data.source.path, or the manifest's folder); "": anywhere.
+    split: str | None = None  # The source's own split (train, eval, test: its split folder's), else None
 
 
 class RefusedFile(Exception):
@@ -213,15 +214,20 @@ def _unlabelled(path: Path) -> list[ImageFile]:
     return files
 
 
-# Folder names of a dataset's own splits (Kaggle's and many papers' layout: train/<class>/*.jpg, test/<class>/*.jpg).
-SPLIT_FOLDERS = frozenset({"train", "training", "test", "testing", "val", "valid", "validation", "eval", "dev"})
+# A dataset's own split folders (Kaggle's and many papers' layout: train/<class>/*.jpg, test/<class>/*.jpg), by the
+# kflow split each is.
+SPLIT_FOLDERS = {
+    "train": "train", "training": "train", "val": "eval", "valid": "eval", "validation": "eval", "eval": "eval",
+    "dev": "eval", "test": "test", "testing": "test",
+}  # fmt: skip
 
 
 def _from_folders(root: Path) -> list[ImageFile]:
     classes = sorted(child for child in root.iterdir() if child.is_dir() and not child.name.startswith("."))
     if not classes:
         raise ValueError(f"data.source.path: {root} has no class folders (one sub-folder of images per class)")
-    _refuse_split_folders(root, classes)
+    if _split_folders(classes):
+        return _from_split_folders(root, classes)
     files = [
         ImageFile(str(file), folder.name, str(file.relative_to(root)), str(root))
         for folder in classes
@@ -232,22 +238,32 @@ def _from_folders(root: Path) -> list[ImageFile]:
     return files
 
 
-def _refuse_split_folders(root: Path, folders: list[Path]) -> None:
-    """One line for a root whose folders are a dataset's splits, each holding class folders: read as classes, they
-    would train a model to tell the train images from the test ones."""
-    if not all(folder.name.lower() in SPLIT_FOLDERS for folder in folders):
-        return
-    if not all(
+def _split_folders(folders: list[Path]) -> bool:
+    """Whether the folders are a dataset's splits, each holding class folders (a class named like a split holds
+    images, not folders)."""
+    names = [SPLIT_FOLDERS.get(folder.name.lower()) for folder in folders]
+    if None in names or len(set(names)) != len(names):
+        return False
+    return all(
         any(child.is_dir() and not child.name.startswith(".") for child in folder.iterdir()) for folder in folders
-    ):
-        return
-    names = ", ".join(folder.name for folder in folders)
-    train = next((folder for folder in folders if folder.name.lower() in ("train", "training")), folders[0])
-    raise ValueError(
-        f"data.source.path: the folders of {root} ({names}) are splits, each holding class folders, not classes: "
-        f"set it to {train} (kflow cuts eval and test from it, data.split), or list every image and its class in "
-        "a manifest"
     )
+
+
+def _from_split_folders(root: Path, folders: list[Path]) -> list[ImageFile]:
+    """The images of each split folder's class folders, each with its split; a train folder is required (the
+    splits the source lacks are cut from it)."""
+    if not any(SPLIT_FOLDERS[folder.name.lower()] == "train" for folder in folders):
+        names = ", ".join(folder.name for folder in folders)
+        raise ValueError(f"data.source.path: the split folders of {root} ({names}) have no train folder to train on")
+    files = [
+        ImageFile(str(file), label.name, str(file.relative_to(root)), str(root), SPLIT_FOLDERS[folder.name.lower()])
+        for folder in folders
+        for label in sorted(child for child in folder.iterdir() if child.is_dir() and not child.name.startswith("."))
+        for file in _files_under(label, root)
+    ]
+    if not files:
+        raise ValueError(f"data.source.path: the class folders of {root}'s splits hold no files")
+    return files
 
 
 def _files_under(folder: Path, root: Path) -> list[Path]:

@@ -2,6 +2,7 @@
 size and channels, every broken file rejected with its path and reason, stratified splits, the schema."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -140,20 +141,40 @@ def test_a_source_without_class_folders_is_refused(tmp_path):
         list_images(str(tmp_path / "nothing"))
 
 
-def test_a_root_of_split_folders_is_refused_naming_the_train_folder(tmp_path):
-    """Kaggle's layout (train/<class>/…, test/<class>/…): read as classes, the folders would make a model that
-    tells train images from test ones; a class that is named like a split but holds images is a class."""
-    for split in ("Train", "test"):
-        for label in ("cat", "dog"):
-            save(tmp_path / "data" / split / label / "0.png", np.zeros((2, 2)), "L")
-    with pytest.raises(
-        ValueError, match=r"\(Train, test\) are splits, each holding class folders, not classes: set it to "
-    ):
-        list_images(str(tmp_path / "data"))
-    assert len(list_images(str(tmp_path / "data" / "Train"))) == 2
+def test_a_root_of_split_folders_keeps_them_and_cuts_the_missing_eval_from_train(tmp_path):
+    """Kaggle's layout (Train/<class>/…, test/<class>/…), real digits: each split folder's images go to its split
+    (read as classes, they would make a model that tells train images from test ones); eval, which the source
+    lacks, is cut from train by data.split's shares, stratified by class; a class named like a split, holding
+    images, is a class."""
+    from tests.components.datasets.images.image_fixtures import write_digits
+
+    write_digits(tmp_path / "data" / "Train", limit=300)
+    write_digits(tmp_path / "all" / "test", limit=400)
+    test_root = tmp_path / "data" / "test"
+    for path in sorted((tmp_path / "all" / "test").rglob("*.png")):
+        if int(path.stem) >= 300:  # the last 100 digits: the test folder
+            (test_root / path.parent.name).mkdir(parents=True, exist_ok=True)
+            path.rename(test_root / path.parent.name / path.name)
+    summary, examples, _, _ = ingest(tmp_path / "out", source_path=str(tmp_path / "data"), image={"size": [8, 8]})
+
+    keys = {
+        split: [
+            tf.train.Example.FromString(record.numpy()).features.feature["key"].bytes_list.value[0].decode()
+            for record in tf.data.TFRecordDataset(examples.split_files(split), compression_type="GZIP")
+        ]
+        for split in ("train", "eval", "test")
+    }
+    assert sorted(int(Path(key).stem) for key in keys["test"]) == list(range(300, 400))
+    assert all(key.startswith("Train/") for key in keys["train"] + keys["eval"])
+    assert (summary["train"], summary["eval"], summary["test"]) == (len(keys["train"]), len(keys["eval"]), 100)
+    assert summary["train"] + summary["eval"] == 300 and 30 <= summary["eval"] <= 36  # 1 in 9, per class
+
     for label in ("train", "test"):  # classes named like splits, holding images
         save(tmp_path / "named" / label / "0.png", np.zeros((2, 2)), "L")
-    assert {file.label for file in list_images(str(tmp_path / "named"))} == {"train", "test"}
+    assert {(file.label, file.split) for file in list_images(str(tmp_path / "named"))} == {
+        ("train", None),
+        ("test", None),
+    }
 
 
 def test_both_image_models_take_any_size_and_channels():
