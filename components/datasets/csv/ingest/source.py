@@ -15,6 +15,7 @@ import io
 import json
 import re
 from array import array
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,8 +38,8 @@ DEFAULT_FORMAT = {
     "encoding": "utf-8",
     "decimal": ".",
 }
-# A number written with a decimal comma (14,23; -0,5; 1,5e3), as European spreadsheets save it with ';' between fields.
 _PUNCTUATION = re.compile(r"[^\w\s]{1,3}")  # `?`, `-`, `.`, `--`, `***`: a mark, not a word, a number or a date
+# A number written with a decimal comma (14,23; -0,5; 1,5e3), as European spreadsheets save it with ';' between fields.
 _DECIMAL_COMMA = re.compile(r"\s*[+-]?(\d+,\d*|,\d+)([eE][+-]?\d+)?\s*")
 # Said wherever a file's bytes do not decode: spreadsheets on Windows save CSV as cp1252 (Western Europe).
 ENCODING_HINT = "set data.csv.encoding to the file's (e.g. cp1252, latin-1)"
@@ -81,12 +82,20 @@ def _missing_tokens(scan: Scan, dialect: Dialect, declared: dict[str, str]) -> t
     for index, name in enumerate(scan.header):
         if name in declared:
             continue
-        values = [row[index].strip() for row in scan.sample if len(row) == len(scan.header)]
-        values = [value for value in values if value not in dialect.missing]
-        others = {value for value in values if not cols.parses(value, "float")}
-        numbers = sum(1 for value in values if cols.parses(value, "float"))
-        if others and numbers >= len(values) / 2 and all(_PUNCTUATION.fullmatch(token) for token in others):
-            for token in sorted(others):
+        numbers, marks = 0, Counter()
+        for row in scan.sample:
+            value = row[index].strip() if len(row) == len(scan.header) else ""
+            if value in dialect.missing:
+                continue
+            if cols.parses(value, "float"):
+                numbers += 1
+            elif _PUNCTUATION.fullmatch(value):
+                marks[value] += 1
+            else:  # a word, a date: a text column (one failed parse, not one a row)
+                marks.clear()
+                break
+        if marks and numbers >= marks.total():  # mostly numbers
+            for token in sorted(marks):
                 found.setdefault(token, []).append(name)
     return tuple(
         f"data.csv.missing_values: {_named(names)} numbers and {token!r}: to read it as a missing value, set "
