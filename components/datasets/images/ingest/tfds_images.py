@@ -79,10 +79,15 @@ class TfdsImages:
 
         from kflow.components.datasets.images.ingest.executor import GREY_MODES
 
-        for _, encoded, _ in self.records(self.options["splits"]["train"], 0, 1):
-            with Image.open(io.BytesIO(encoded)) as opened:
-                return 1 if opened.mode in GREY_MODES else 3
-        raise ValueError(f"data.tfds.splits.train: {self.options['splits']['train']} holds no images")
+        for _, encoded, _ in self.records(self.options["splits"]["train"], 0, 100):
+            try:
+                with Image.open(io.BytesIO(encoded)) as opened:
+                    return 1 if opened.mode in GREY_MODES else 3
+            except Exception:  # noqa: BLE001 - an unreadable image is the worker's to reject; look at the next.
+                continue
+        raise ValueError(
+            f"data.tfds.splits.train: none of the first 100 images of {self.options['splits']['train']} is readable"
+        )
 
     def common_size(self, train_size: int, fit: str) -> tuple[int, int]:
         """(height, width): the feature's when TFDS fixes it, else the most common among SIZE_SAMPLE train images."""
@@ -96,10 +101,15 @@ class TfdsImages:
         step, sizes = max(1, train_size // SIZE_SAMPLE), Counter()
         for index, encoded, _ in self.records(self.options["splits"]["train"], 0, train_size):
             if index % step == 0:
-                with Image.open(io.BytesIO(encoded)) as opened:  # The header: no pixels decoded.
-                    sizes[opened.size[::-1]] += 1
+                try:
+                    with Image.open(io.BytesIO(encoded)) as opened:  # The header: no pixels decoded.
+                        sizes[opened.size[::-1]] += 1
+                except Exception:  # noqa: BLE001 - an unreadable image is the worker's to reject (with its reason).
+                    continue
             if sum(sizes.values()) >= SIZE_SAMPLE:
                 break
+        if not sizes:
+            raise ValueError(f"data.tfds.name: none of the sampled train images of {self.source.name} is readable")
         (height, width), count = sizes.most_common(1)[0]
         others = {"resize": "resized to it", "pad": "scaled and padded to it", "exact": "rejected (fit: exact)"}[fit]
         log.info(
