@@ -129,12 +129,17 @@ def common_size(files: list[ImageFile], fit: str = "resize") -> tuple[int, int]:
             continue
     if not sizes:
         raise ValueError(f"data.source.path: none of the {len(sample)} sampled files is an image Pillow reads")
+    return most_common_size(sizes, f"{len(sample)} files sampled (of {len(files)})", fit)
+
+
+def most_common_size(sizes: Counter[tuple[int, int]], sampled: str, fit: str) -> tuple[int, int]:
+    """The most common of the sampled `sizes` (ties: the first seen), said in the log with how many had it."""
     (height, width), count = sizes.most_common(1)[0]
     others = {"resize": "resized to it", "pad": "scaled and padded to it", "exact": "rejected (fit: exact)"}[fit]
     log.info(
-        "images ingest: data.image.size not set: %d×%d (height×width), the most common size: %d of the %d files "
-        "sampled (of %d) have it; images of another size are %s",
-        height, width, count, len(sample), len(files), others,
+        "images ingest: data.image.size not set: %d×%d (height×width), the most common size: %d of the %s have "
+        "it; images of another size are %s",
+        height, width, count, sampled, others,
     )  # fmt: skip
     return height, width
 

@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from kflow.components.datasets.images.ingest.source import most_common_size
 from kflow.components.ingest.ingest_records import INVALID, make_reject
 from kflow.components.ingest.tfds_source import Chunk, Source, read_options, split_sizes, with_splits
 from kflow.components.util.example_proto import Example
@@ -110,14 +111,7 @@ class TfdsImages:
                 break
         if not sizes:
             raise ValueError(f"data.tfds.name: none of the sampled train images of {self.source.name} is readable")
-        (height, width), count = sizes.most_common(1)[0]
-        others = {"resize": "resized to it", "pad": "scaled and padded to it", "exact": "rejected (fit: exact)"}[fit]
-        log.info(
-            "images ingest: data.image.size not set: %d×%d (height×width), the most common size: %d of the %d "
-            "train images sampled have it; images of another size are %s",
-            height, width, count, sum(sizes.values()), others,
-        )  # fmt: skip
-        return height, width
+        return most_common_size(sizes, f"{sizes.total()} train images sampled", fit)
 
 
 def _one(names: list[str], supervised: str | None, kind: str, dataset: str, features: list[str]) -> str:
