@@ -12,19 +12,33 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 DEFAULT_SPLITS = {"train": "train", "eval": "validation", "test": "test"}
-# For a dataset without a validation split (mnist, cifar10, most image sets): eval is train's last tenth.
-NO_VALIDATION_SPLITS = {"train": "train[:90%]", "eval": "train[90%:]", "test": "test"}
 OPTIONS = ("name", "version", "splits", "download")
 
 
 def with_splits(options: dict[str, Any], builder: Any, given: dict[str, Any] | None) -> dict[str, Any]:
-    """`options` with NO_VALIDATION_SPLITS when the config names no splits and the dataset has no validation split."""
-    if "splits" in (given or {}) or "validation" in builder.info.splits:
+    """`options` with the splits the dataset has (default_splits) when the config names none; said in the log."""
+    if "splits" in (given or {}):
         return options
-    log.info(
-        "tfds: %s has no validation split: eval is the last tenth of train (%s)", builder.name, NO_VALIDATION_SPLITS
-    )
-    return {**options, "splits": dict(NO_VALIDATION_SPLITS)}
+    splits = default_splits(list(builder.info.splits))
+    if splits != DEFAULT_SPLITS:
+        log.info(
+            "tfds: %s's splits are %s; data.tfds.splits not set: %s",
+            builder.name, ", ".join(builder.info.splits), splits,
+        )  # fmt: skip
+    return {**options, "splits": splits}
+
+
+def default_splits(available: list[str]) -> dict[str, str]:
+    """kflow's train, eval and test from a dataset's own splits: train, validation and test where it has them; a
+    split it lacks is cut from train (iris has train alone: 80 %, 10 %, 10 %)."""
+    validation, test = "validation" in available, "test" in available
+    if validation and test:
+        return dict(DEFAULT_SPLITS)
+    if test:
+        return {"train": "train[:90%]", "eval": "train[90%:]", "test": "test"}
+    if validation:
+        return {"train": "train[:90%]", "eval": "validation", "test": "train[90%:]"}
+    return {"train": "train[:80%]", "eval": "train[80%:90%]", "test": "train[90%:]"}
 
 
 def split_sizes(builder: Any, options: dict[str, Any], max_records: int | None) -> dict[str, int]:

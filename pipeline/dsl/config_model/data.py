@@ -37,7 +37,8 @@ class TfdsSection(Section):
     """null: the newest prepared version."""
     splits: dict[str, str] | MISSING = MISSING
     """{train: 'train[:90%]', eval: 'train[90%:]', test: 'test'}: TFDS split specs, slices included. Default: train,
-    validation, test; for a dataset without a validation split, train[:90%], train[90%:], test."""
+    validation, test, a split the dataset lacks cut from train (no validation split: train[:90%], train[90%:],
+    test)."""
     download: bool | MISSING = MISSING
     """true: download and prepare first (needs internet and the builder's code); default false."""
 

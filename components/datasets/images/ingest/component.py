@@ -26,8 +26,8 @@ class ImagesIngest(Component):
                 dict,
                 optional=True,
                 description="With format tfds: {name, version (null: the newest prepared), splits: {train: "
-                "'train[:90%]', eval: ..., test: ...} (unset: train, validation, test; without a validation split, "
-                "train's last tenth), download: false}; the dataset's Image and ClassLabel features are read.",
+                "'train[:90%]', eval: ..., test: ...} (unset: train, validation, test; a split the dataset lacks cut "
+                "from train), download: false}; the dataset's Image and ClassLabel features are read.",
             ),
         },
         split=split_shares(SPLIT_WITH_TEST, "Shares of the images per split, per class."),

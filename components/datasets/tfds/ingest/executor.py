@@ -4,11 +4,14 @@ The dataset is read from `data.source.path` (a TFDS data_dir) with `tfds.builder
 so neither the builder's code nor the network is needed once the dataset is prepared; with
 `tfds.download: true` (and the builder importable) `download_and_prepare` fetches and prepares it
 first. `tfds.splits` maps kflow's splits to TFDS split specs, slices included
-({train: "train[:90%]", eval: "train[90%:]", test: "test"}; unset: train, validation and test, or, for a
-dataset without a validation split, its last tenth of train). Features map to tf.train.Example
+({train: "train[:90%]", eval: "train[90%:]", test: "test"}; unset: train, validation and test, a split the dataset
+lacks cut from train: tfds_source.default_splits). Features map to tf.train.Example
 features: integer and boolean scalars → int, floating scalars → float, strings and `Text` →
-string, `ClassLabel` → its class name (string), so reports show names, not ids. Other features
-(sequences, nested dicts) are refused by name: the tabular task reads scalars; an image dataset is read by the
+string, `ClassLabel` → its class name (string), so reports show names, not ids. As the datasets come (TFDS's
+iris holds its four measures in one `features` vector, titanic its columns in a nested `features` dict): a
+nested dict's features are columns of their own (named by their own name, or by their path `a/b` where two
+share one), and a vector of at most MAX_VECTOR values a column per value (`features_0`, `features_1`, ...).
+Other features (sequences, longer or unsized tensors) are refused by name; an image dataset is read by the
 images dataset (`data.source.format: tfds`, components/datasets/images/ingest/tfds_images.py). A record
 is read as `<tfds split spec>#<index>`; each kflow split is cut into chunks of CHUNK records.
 """
@@ -16,7 +19,8 @@ is read as `<tfds split spec>#<index>`; each kflow split is cut into chunks of C
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from kflow.components.datasets.tabular.examples import check_problem_type
@@ -28,6 +32,7 @@ from kflow.components.util.example_proto import Example
 log = logging.getLogger(__name__)
 
 CHUNK = 5000
+MAX_VECTOR = 64  # A fixed-length vector feature of at most this many values is a column per value.
 
 
 def run(**parameters: Any) -> dict[str, Any]:
@@ -48,7 +53,8 @@ class TfdsReader(TableReader):
         source = Source.of(job.source_path, options)
         builder = source.builder(download=options["download"])
         options = with_splits(options, builder, given=self.tfds)
-        kinds = feature_kinds(builder.info.features)
+        columns = feature_columns(builder.info.features)
+        kinds = {column.name: column.kind for column in columns}
         label = self.label
         if label is None and builder.info.supervised_keys:
             label = builder.info.supervised_keys[1]
@@ -63,27 +69,63 @@ class TfdsReader(TableReader):
         ]
         read = sum(sizes.values())
         log.info("tfds ingest: %s %s, %d records: %s", options["name"], builder.info.version, read, sizes)
-        processor = ChunkProcessor(source, kinds, _class_names(builder.info.features))
+        processor = ChunkProcessor(source, tuple(columns))
         name = f"{options['name']} {builder.info.version}"
         return Table([name], kinds, label, self.problem_type, read, chunks, processor, tuple(options["splits"]))
 
 
-def feature_kinds(features: Any) -> dict[str, str]:
-    """{feature: int | float | string} of a FeaturesDict of scalars; a ValueError names the others."""
+@dataclass(frozen=True)
+class Column:
+    """A column of the table: the feature at `path` in a record (nested dicts), its `index`-th value for a vector."""
+
+    name: str
+    path: tuple[str, ...]
+    kind: str  # int | float | string
+    index: int | None = None
+    classes: tuple[str, ...] | None = None  # a ClassLabel's names: its value is written as the name
+
+    def value(self, record: Any) -> Any:
+        for key in self.path:
+            record = record[key]
+        return record if self.index is None else record[self.index]
+
+
+def feature_columns(features: Any) -> list[Column]:
+    """The table's columns of a FeaturesDict: scalars, nested dicts' scalars, short vectors' values; a ValueError
+    names the features the tabular task cannot read."""
     import numpy as np
     import tensorflow_datasets as tfds
 
-    kinds, refused = {}, []
-    for name, feature in features.items():
-        if isinstance(feature, tfds.features.ClassLabel):
-            kinds[name] = "string"
-        elif isinstance(feature, tfds.features.Text) or (feature.shape == () and feature.np_dtype == np.object_):
-            kinds[name] = "string"
-        elif isinstance(feature, tfds.features.Tensor) and feature.shape == ():
-            dtype = np.dtype(feature.np_dtype)
-            kinds[name] = "float" if dtype.kind == "f" else "int" if dtype.kind in "iub" else "string"
+    columns: list[Column] = []
+    refused: list[str] = []
+
+    def kind_of(feature: Any) -> str:
+        dtype = np.dtype(feature.np_dtype)
+        return "float" if dtype.kind == "f" else "int" if dtype.kind in "iub" else "string"
+
+    def walk(path: tuple[str, ...], feature: Any) -> None:
+        name = "/".join(path)
+        shape = tuple(getattr(feature, "shape", ()) or ())
+        if isinstance(feature, tfds.features.FeaturesDict):
+            for key, child in feature.items():
+                walk((*path, key), child)
+        elif isinstance(feature, tfds.features.ClassLabel):
+            columns.append(Column(name, path, "string", classes=tuple(feature.names)))
+        elif isinstance(feature, tfds.features.Text) or (shape == () and feature.np_dtype == np.object_):
+            columns.append(Column(name, path, "string"))
+        elif isinstance(feature, tfds.features.Tensor) and shape == ():
+            columns.append(Column(name, path, kind_of(feature)))
+        elif (
+            isinstance(feature, tfds.features.Tensor)
+            and len(shape) == 1
+            and (shape[0] or 0) in range(1, MAX_VECTOR + 1)
+        ):
+            columns.extend(Column(f"{name}_{index}", path, kind_of(feature), index) for index in range(shape[0]))
         else:
-            refused.append(f"{name} ({type(feature).__name__} {getattr(feature, 'shape', '')})")
+            refused.append(f"{name} ({type(feature).__name__} {shape})")
+
+    for key, feature in features.items():
+        walk((key,), feature)
     if refused:
         images = [name for name, feature in features.items() if isinstance(feature, tfds.features.Image)]
         hint = (
@@ -92,20 +134,18 @@ def feature_kinds(features: Any) -> dict[str, str]:
             else ""
         )
         raise ValueError(f"tfds: the tabular task reads scalar features; these are not: {', '.join(refused)}{hint}")
-    return kinds
-
-
-def _class_names(features: Any) -> dict[str, list[str]]:
-    import tensorflow_datasets as tfds
-
-    return {name: list(f.names) for name, f in features.items() if isinstance(f, tfds.features.ClassLabel)}
+    # A nested feature is named by its own name where no other column has it (titanic's `age`), else by its path.
+    leaves = Counter(column.name.rsplit("/", 1)[-1] for column in columns)
+    return [
+        replace(column, name=leaf) if leaves[leaf := column.name.rsplit("/", 1)[-1]] == 1 else column
+        for column in columns
+    ]
 
 
 @dataclass(frozen=True)
 class ChunkProcessor:
     source: Source
-    kinds: dict[str, str]
-    class_names: dict[str, list[str]]
+    columns: tuple[Column, ...]
 
     def __call__(self, chunk: Chunk) -> tuple[list, list]:
         import tensorflow_datasets as tfds
@@ -118,13 +158,13 @@ class ChunkProcessor:
         for index, record in enumerate(tfds.as_numpy(dataset), start=chunk.start):
             example = Example()
             features = example.features.feature
-            for name, kind in self.kinds.items():
-                value = record[name]
-                if name in self.class_names:
-                    features[name].bytes_list.value.append(self.class_names[name][int(value)].encode())
-                elif kind == "string":
+            for column in self.columns:
+                value, name = column.value(record), column.name
+                if column.classes is not None:
+                    features[name].bytes_list.value.append(column.classes[int(value)].encode())
+                elif column.kind == "string":
                     features[name].bytes_list.value.append(value if isinstance(value, bytes) else str(value).encode())
-                elif kind == "float":
+                elif column.kind == "float":
                     features[name].float_list.value.append(float(value))
                 else:
                     features[name].int64_list.value.append(int(value))

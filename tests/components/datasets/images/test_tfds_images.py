@@ -115,7 +115,9 @@ def test_a_tfds_image_dataset_is_read_with_its_splits_classes_and_size_as_a_fold
         summary, examples, schema = ingest(
             tmp_path / "tfds", source_path=str(data_dir), source_format="tfds", tfds={"name": "kflow_digits_images"}
         )
-    assert "has no validation split: eval is the last tenth of train" in caplog.text
+    assert (
+        "kflow_digits_images's splits are train, test; data.tfds.splits not set: {'train': 'train[:90%]'" in caplog.text
+    )
     assert "data.image.size not set: 8×8, the size of every image of the dataset" in caplog.text
     assert {split: summary[split] for split in ("train", "eval", "test")} == {"train": 1350, "eval": 150, "test": 297}
     assert summary["rejected"] == 0

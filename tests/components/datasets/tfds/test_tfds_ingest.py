@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from kflow.components.datasets.tfds.ingest.executor import run
@@ -48,10 +49,17 @@ def data_dir(tmp_path_factory):
 
 
 def ingest(root, data_dir, **options):
+    """The ingest of `options` (data.tfds); splits None: left to the dataset's own (tfds_source.default_splits)."""
     examples, schema = Examples(root / "ex"), Schema(root / "schema")
-    splits = {"train": "train[:90%]", "eval": "train[90%:]", "test": "test"}
+    tfds_options = {
+        "name": "kflow_iris_local",
+        "splits": {"train": "train[:90%]", "eval": "train[90%:]", "test": "test"},
+    }
+    tfds_options.update(options)
+    if tfds_options["splits"] is None:
+        del tfds_options["splits"]
     summary = run(examples=examples, schema=schema, rejects=Rejects(root / "rej"), source_path=str(data_dir),
-                  tfds={"name": "kflow_iris_local", "splits": splits, **options})  # fmt: skip
+                  tfds=tfds_options)  # fmt: skip
     return summary, examples, schema
 
 
@@ -86,3 +94,89 @@ def test_a_prepared_dataset_is_ingested_offline_for_the_tabular_task(data_dir, t
 def test_bad_options_are_refused(data_dir, tmp_path, options, message):
     with pytest.raises(ValueError, match=message):
         ingest(tmp_path, data_dir, **options)
+
+
+class KflowIrisAsCatalogued(tfds.core.GeneratorBasedBuilder):
+    """Iris as TFDS's catalogue has it: the four measures in one `features` vector, a `label`, a train split alone."""
+
+    VERSION = tfds.core.Version("1.0.0")
+
+    def _info(self):
+        features = tfds.features.FeaturesDict(
+            {
+                "features": tfds.features.Tensor(shape=(4,), dtype=np.float32),
+                "label": tfds.features.ClassLabel(names=SPECIES),
+            }
+        )
+        return tfds.core.DatasetInfo(builder=self, features=features, supervised_keys=("features", "label"))
+
+    def _split_generators(self, dl_manager):
+        return {"train": self._generate_examples()}
+
+    def _generate_examples(self):
+        for index, row in enumerate(iris_rows()):
+            yield index, {"features": np.asarray(row[:4], np.float32), "label": row[4]}
+
+
+class KflowWineNested(tfds.core.GeneratorBasedBuilder):
+    """scikit-learn's wine as TFDS's titanic is laid out: the columns in a nested `features` dict (a ClassLabel and
+    a text among them), the label beside it; train and test."""
+
+    VERSION = tfds.core.Version("1.0.0")
+
+    def _info(self):
+        inner = {name: tfds.features.Scalar(np.float32) for name in ("alcohol", "malic_acid", "color_intensity", "hue")}
+        inner["strong"] = tfds.features.ClassLabel(names=["no", "yes"])
+        inner["note"] = tfds.features.Text()
+        features = {"features": tfds.features.FeaturesDict(inner), "cultivar": tfds.features.ClassLabel(num_classes=3)}
+        return tfds.core.DatasetInfo(
+            builder=self, features=tfds.features.FeaturesDict(features), supervised_keys=("features", "cultivar")
+        )
+
+    def _split_generators(self, dl_manager):
+        return {"train": self._generate_examples(0), "test": self._generate_examples(1)}
+
+    def _generate_examples(self, part):
+        from sklearn.datasets import load_wine
+
+        wine = load_wine()
+        for index in range(part, len(wine.target), 2):
+            values = dict(zip(wine.feature_names, wine.data[index], strict=True))
+            measures = {name: float(values[name]) for name in ("alcohol", "malic_acid", "color_intensity", "hue")}
+            note = f"a wine of {values['alcohol']:.1f} degrees"
+            inner = {**measures, "strong": int(values["alcohol"] > 13), "note": note}
+            yield index, {"features": inner, "cultivar": int(wine.target[index])}
+
+
+def test_datasets_as_catalogued_a_vector_and_a_nested_dict_become_columns(tmp_path):
+    """TFDS's iris (one `features` vector, train alone) and titanic's layout (a nested dict): each value a column,
+    named by its own name; the splits the dataset lacks cut from train; the values are the source's."""
+    data_dir = tmp_path / "tfds"
+    KflowIrisAsCatalogued(data_dir=str(data_dir)).download_and_prepare()
+    KflowWineNested(data_dir=str(data_dir)).download_and_prepare()
+
+    summary, examples, schema = ingest(tmp_path / "iris", data_dir, name="kflow_iris_as_catalogued", splits=None)
+    assert (summary["train"], summary["eval"], summary["test"]) == (120, 15, 15)  # 80 %, 10 %, 10 % of train
+    proto = load_schema(schema.file)
+    assert sorted(feature.name for feature in proto.feature) == [
+        "features_0",
+        "features_1",
+        "features_2",
+        "features_3",
+        "label",
+    ]
+    records = [
+        tf.train.Example.FromString(record.numpy()).features.feature
+        for split in examples.splits
+        for record in tf.data.TFRecordDataset(examples.split_files(split), compression_type="GZIP")
+    ]
+    sepal_lengths = sorted(round(record["features_0"].float_list.value[0], 4) for record in records)
+    assert sepal_lengths == sorted(round(float(row[0]), 4) for row in iris_rows())
+    assert {record["label"].bytes_list.value[0].decode() for record in records} == set(SPECIES)
+
+    summary, _, schema = ingest(tmp_path / "wine", data_dir, name="kflow_wine_nested", splits=None)
+    assert (summary["train"] + summary["eval"], summary["test"]) == (89, 89)  # eval cut from train; its test
+    proto = load_schema(schema.file)
+    names = {feature.name for feature in proto.feature}
+    assert names == {"alcohol", "malic_acid", "color_intensity", "hue", "strong", "note", "cultivar"}
+    assert annotation_tags(proto, "cultivar")["role"] == "label"
