@@ -116,3 +116,12 @@ class Chunk:
     spec: str  # the TFDS split spec it reads
     start: int
     stop: int
+
+
+def chunks(sizes: dict[str, int], options: dict[str, Any], records: int) -> list[Chunk]:
+    """Each kflow split's records `sizes` names, in chunks of `records` (a Beam element each)."""
+    return [
+        Chunk(split, options["splits"][split], start, min(start + records, size))
+        for split, size in sizes.items()
+        for start in range(0, size, records)
+    ]

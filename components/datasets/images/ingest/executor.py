@@ -44,6 +44,7 @@ from kflow.components.datasets.images.ingest.source import (
 from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import INVALID, make_reject
 from kflow.components.ingest.split_plan import FolderSplitPlan, StratifiedPlan
+from kflow.components.ingest.tfds_source import chunks as tfds_chunks
 from kflow.components.util.example_proto import Example
 
 log = logging.getLogger(__name__)
@@ -130,7 +131,7 @@ def _run_tfds(job: IngestJob, image_format: ImageFormat, options: dict[str, Any]
     job.schema.file.write_text(image_schema(shape, list(dataset.classes)))
     converter = ImageConverter(image_format, channels, {name: index for index, name in enumerate(dataset.classes)})
     return job.write(
-        chunks=tfds_images.chunks(sizes, dataset.options),
+        chunks=tfds_chunks(sizes, dataset.options, CHUNK_FILES),
         process_chunk=tfds_images.TfdsImageConverter(dataset, converter),
         splits=tuple(sizes),
         read=sum(sizes.values()),

@@ -17,15 +17,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from kflow.components.datasets.images.ingest.source import most_common_size
+from kflow.components.datasets.images.ingest.source import SIZE_SAMPLE, most_common_size
 from kflow.components.ingest.ingest_records import INVALID, make_reject
 from kflow.components.ingest.tfds_source import Chunk, Source, read_options, split_sizes, with_splits
 from kflow.components.util.example_proto import Example
 
 log = logging.getLogger(__name__)
-
-CHUNK = 1000  # Images a Beam element, as executor.CHUNK_FILES.
-SIZE_SAMPLE = 200  # Images whose size is read when neither the config nor TFDS gives one.
 
 
 @dataclass(frozen=True)
@@ -107,7 +104,7 @@ class TfdsImages:
                         sizes[opened.size[::-1]] += 1
                 except Exception:  # noqa: BLE001 - an unreadable image is the worker's to reject (with its reason).
                     continue
-            if sum(sizes.values()) >= SIZE_SAMPLE:
+            if sizes.total() >= SIZE_SAMPLE:
                 break
         if not sizes:
             raise ValueError(f"data.tfds.name: none of the sampled train images of {self.source.name} is readable")
@@ -125,14 +122,6 @@ def _one(names: list[str], supervised: str | None, kind: str, dataset: str, feat
         f"data.tfds.name: {dataset} is no image classification: it needs one {kind} feature, and has {found} "
         f"(features: {', '.join(features)})"
     )
-
-
-def chunks(sizes: dict[str, int], options: dict[str, Any]) -> list[Chunk]:
-    return [
-        Chunk(split, options["splits"][split], start, min(start + CHUNK, size))
-        for split, size in sizes.items()
-        for start in range(0, size, CHUNK)
-    ]
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from kflow.components.datasets.tabular.examples import check_problem_type
 from kflow.components.datasets.tabular.table_ingest import Table, TableReader, ingest_table
 from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.tfds_source import Chunk, Source, read_options, split_sizes, with_splits
+from kflow.components.ingest.tfds_source import chunks as tfds_chunks
 from kflow.components.util.example_proto import Example
 
 log = logging.getLogger(__name__)
@@ -62,11 +63,7 @@ class TfdsReader(TableReader):
         if self.problem_type == "regression" and kinds[label] == "string":
             raise ValueError(f"data.label: regression needs a numeric label; feature {label!r} is a string")
         sizes = split_sizes(builder, options, job.max_records)
-        chunks = [
-            Chunk(name, options["splits"][name], start, min(start + CHUNK, size))
-            for name, size in sizes.items()
-            for start in range(0, size, CHUNK)
-        ]
+        chunks = tfds_chunks(sizes, options, CHUNK)
         read = sum(sizes.values())
         log.info("tfds ingest: %s %s, %d records: %s", options["name"], builder.info.version, read, sizes)
         processor = ChunkProcessor(source, tuple(columns))
