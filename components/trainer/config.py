@@ -213,6 +213,16 @@ class TrainConfig:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def batch_for(self, train_examples: int | None, multiple: int) -> int:
+        """The global batch to train with: `batch_size`, or, where the train split holds fewer examples than that,
+        the whole split rounded down to a multiple of the replicas in sync, since the tasks train on whole batches
+        and a 60-row table would otherwise train on none. A split too small even for that keeps `batch_size`, and
+        the loop's check says why it cannot train."""
+        if train_examples is None or train_examples >= self.batch_size:
+            return self.batch_size
+        fitted = train_examples - train_examples % max(multiple, 1)
+        return fitted if fitted > 0 else self.batch_size
+
 
 @dataclass(frozen=True)
 class ClusterConfig:

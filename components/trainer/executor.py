@@ -10,6 +10,7 @@ Keras backend than this process's always trains in worker processes of its own.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 from pathlib import Path
@@ -89,6 +90,17 @@ def run(
     limit = get_dataset(dataset).backend_limits.get(cluster_strategy.backend)
     if limit:
         raise ValueError(f"strategy {strategy} trains on {cluster_strategy.backend}, where {dataset} cannot: {limit}")
+    train_examples = examples.recorded_counts.get("train")
+    devices = (cluster_config.devices or 1) if cluster_strategy.devices else 1
+    batch = config.batch_for(train_examples, replicas.get("worker", 1) * devices)
+    if batch != config.batch_size:
+        log.warning(
+            "train: the train split holds %d examples, fewer than trainer.batch_size %d: training on batches of %d",
+            train_examples,
+            config.batch_size,
+            batch,
+        )
+        config = dataclasses.replace(config, batch_size=batch)
     if choice.module and choice.module_source is None:
         raise ValueError(f"trainer.module: {choice.module} was not read when the pipeline was built")
     temporary = None

@@ -60,14 +60,6 @@ def dataset_factory(task: Task, examples: Examples, config: TrainConfig) -> Make
     return make_dataset
 
 
-def recorded_counts(examples: Examples) -> dict[str, int]:
-    """{split: size} as the ingest counted them writing them (stats.json); {} where no ingest did (Examples made
-    otherwise). A task's dataset yields one example per record (Task.dataset), so these are its sizes."""
-    if not (examples.path / "stats.json").is_file():
-        return {}
-    return examples.stats.get("accepted", {})
-
-
 def read_splits(task: Task, examples: Examples, config: TrainConfig) -> tuple[MakeDataset, int, int, int]:
     """(the task's datasets, the train and eval examples, the steps of an epoch): what every loop trains from."""
     make_dataset = dataset_factory(task, examples, config)
@@ -77,7 +69,8 @@ def read_splits(task: Task, examples: Examples, config: TrainConfig) -> tuple[Ma
 def split_sizes(make_dataset: MakeDataset, examples: Examples, config: TrainConfig) -> tuple[int, int, int]:
     """(train examples, eval examples, steps per epoch), read once per process so every worker runs as many steps:
     the ingest's counts, else counted by reading each split (seconds for MNIST)."""
-    recorded = recorded_counts(examples)
+    # A task's dataset yields one example per record (Task.dataset): the ingest's counts are its sizes.
+    recorded = examples.recorded_counts
 
     def split_size(split: str) -> int:
         if split in recorded:

@@ -85,6 +85,14 @@ class Examples(Artifact):
     def stats(self) -> dict:
         return self.read_json("stats.json")
 
+    @property
+    def recorded_counts(self) -> dict[str, int]:
+        """{split: records} as the ingest counted them writing them (stats.json); {} where no ingest did (Examples
+        made otherwise)."""
+        if not (self.path / "stats.json").is_file():
+            return {}
+        return self.stats.get("accepted", {})
+
 
 class Schema(Artifact):
     """A TensorFlow Metadata `Schema` proto in text format: `{uri}/schema.pbtxt`."""

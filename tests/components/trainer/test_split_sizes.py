@@ -39,3 +39,13 @@ def test_examples_no_ingest_counted_are_read_to_count_them(tmp_path):
 
     assert split_sizes(make_dataset, examples, TrainConfig(batch_size=16)) == (70, 30, 5)
     assert read == ["train", "eval"]
+
+
+def test_a_train_split_smaller_than_the_batch_trains_on_the_whole_split():
+    config = TrainConfig(batch_size=32)
+
+    assert config.batch_for(None, 1) == 32  # no counts recorded: as set
+    assert config.batch_for(500, 2) == 32
+    assert config.batch_for(25, 1) == 25  # a 32-row table's train split: one batch of all of it
+    assert config.batch_for(25, 2) == 24  # whole batches for 2 replicas in sync
+    assert config.batch_for(1, 2) == 32  # too small even for that: kept, and the loop says why it cannot train
