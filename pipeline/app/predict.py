@@ -203,10 +203,15 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
         return _image_scoring_ingest(config, task.image_shape, data)
     cls = get_dataset(dataset).ingest_component()
     spec = cls.spec.parameters
+    if getattr(cls, "reads_data_to_score", False):  # its own format, told apart by its header (quora's test.csv)
+        parameters = {name: value for name, value in ingest_parameters(config).items() if name in spec}
+        parameters.update(source_path=data, split={SPLIT: 1}, max_records=None)
+        if "source_format" in spec:
+            parameters["source_format"] = "csv"
+        return cls("score_ingest", parameters=parameters)
     if "label" not in spec or not spec["label"].optional:
-        raise ConfigError(
-            [f"--format: kflow predict reads tabular data (csv, parquet, tfrecord) and image files, not {dataset}"]
-        )
+        readable = "tabular data (csv, parquet, tfrecord), image files and Quora's questions"
+        raise ConfigError([f"--format: kflow predict reads {readable}, not {dataset}"])
     needed = list(getattr(task, "input_features", None) or [])
     trained = load_schema(model.training_schema_file)
     parameters = {name: value for name, value in ingest_parameters(config).items() if name in spec}

@@ -139,6 +139,12 @@ class QuoraTask(LearntByTransform, Task):
         batches = records.batch(batch_size, drop_remainder=training)
         return batches.map(to_batch, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
 
+    input_features = ["text"]  # what a question to score must hold (the Predictor checks it)
+
+    def inputs(self, serialized: tf.Tensor) -> tf.Tensor:
+        """The questions of Examples without a label ([batch] strings): what `dataset` gives as `x`."""
+        return tf.io.parse_example(serialized, {"text": tf.io.FixedLenFeature([], tf.string)})["text"]
+
     # --- Model --------------------------------------------------------------------------------------
 
     def build_model(self) -> keras.Model:

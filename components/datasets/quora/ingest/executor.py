@@ -58,22 +58,29 @@ _FEATURES = {"qid": schema_pb2.BYTES, "text": schema_pb2.BYTES, "label": schema_
 
 def run(*, max_chars: int = 1000, **parameters: Any) -> dict[str, Any]:
     """Ingests the Quora CSV (`parameters`: an IngestJob's); returns {"read": N, "<split>": n, ..., "rejected": r,
-    "invalid": i, "filtered": f}."""
+    "invalid": i, "filtered": f}. A CSV without the target column (the competition's test.csv: qid,question_text)
+    is data to score: its questions go whole to the one split `split` names, without a label, keyed by qid."""
     job = IngestJob(**parameters)
-    split = job.split_shares(SPLIT_WITH_TEST, ("train", "eval", "test"), "quora's CSV has no labelled test split")
     for name, value in (("max_chars", max_chars), ("max_records", job.max_records)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    ingest_records.copy_schema("quora", job.schema, _FEATURES)
-
     path = resolve(job.source_path, job.source_format)
+    labelled = labelled_header(path)
+    if labelled:
+        split = job.split_shares(SPLIT_WITH_TEST, ("train", "eval", "test"), "quora's CSV has no labelled test split")
+        ingest_records.copy_schema("quora", job.schema, _FEATURES)
+    else:
+        split = dict(job.split or {})
+        if len(split) != 1:
+            raise ValueError(unlabelled_training(path))
+        _write_scored_schema(job.schema)
     chunks, cut_rejects, read = scan(path, job.max_records)
     if read == 0:
         raise ValueError(f"quora: {path} holds no rows after its header")
-    log.info("quora ingest: %d rows from %s", read, path)
+    log.info("quora ingest: %d %s rows from %s", read, "labelled" if labelled else "unlabelled", path)
     return job.write(
         chunks=chunks,
-        process_chunk=ChunkProcessor(max_chars),
+        process_chunk=ChunkProcessor(max_chars, labelled),
         splits=tuple(split),
         read=read,
         plan=StratifiedPlan(dict(split)),
@@ -123,6 +130,45 @@ def _kaggle_download() -> Path:
         ) from error
 
 
+def labelled_header(path: Path) -> bool:
+    """Whether the CSV's header is the training file's (qid,question_text,target) rather than the test file's
+    (qid,question_text); any other header is refused."""
+    with path.open("rb") as file:
+        header_line = file.readline()
+    if not header_line:
+        raise ValueError(f"quora: {path} is empty")
+    header = header_line.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
+    found = next(csv.reader([header]), [])
+    if found not in (HEADER, HEADER[:2]):
+        raise ValueError(
+            f"quora: {path} must start with the header {','.join(HEADER)} (or {','.join(HEADER[:2])}: questions to "
+            f"score); found {header[:100]!r}"
+        )
+    return found == HEADER
+
+
+def unlabelled_training(path: Path) -> str:
+    return (
+        f"quora: {path} has no target column ({','.join(HEADER[:2])}): questions to score, with kflow predict; "
+        f"training needs the header {','.join(HEADER)}"
+    )
+
+
+def _write_scored_schema(schema: Any) -> None:
+    """The schema of questions to score: quora's without the label, the qid tagged role=key (what the Predictor
+    keys each prediction by)."""
+    from google.protobuf import text_format
+
+    proto = ingest_records.copy_schema("quora", schema, _FEATURES)
+    kept = [feature for feature in proto.feature if feature.name != "label"]
+    del proto.feature[:]
+    proto.feature.extend(kept)
+    for feature in proto.feature:
+        if feature.name == "qid":
+            feature.annotation.tag.append("role=key")
+    schema.file.write_text(text_format.MessageToString(proto))
+
+
 def cut(lines: Iterable[bytes], first_line: int, offset: int) -> Iterator[tuple[int, int, bytes, bool]]:
     """The rows in `lines` (which start at line `first_line`, byte `offset`): (line, byte offset, raw row,
     unterminated). Blank lines are no rows; a row with open quotes takes the following lines until they close,
@@ -152,7 +198,7 @@ def scan(path: Path, max_records: int | None = None) -> tuple[list[Chunk], list[
         if not header_line:
             raise ValueError(f"quora: {path} is empty")
         header = header_line.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
-        if next(csv.reader([header])) != HEADER:
+        if next(csv.reader([header]), []) not in (HEADER, HEADER[:2]):
             raise ValueError(f"quora: {path} must start with the header {','.join(HEADER)}; found {header[:100]!r}")
         first, count = None, 0  # The open chunk's first row (offset, line), and its rows so far.
         for block in row_blocks(file, 2, len(header_line)):
@@ -206,6 +252,7 @@ class ChunkProcessor:
     """Cuts a chunk's rows out of the CSV, parses and validates them and serialises the valid ones as Examples."""
 
     max_chars: int
+    labelled: bool = True  # False: questions to score (qid,question_text), written without a label
 
     def __call__(self, chunk: Chunk) -> tuple[list, list]:
         accepted, found = [], []
@@ -223,11 +270,14 @@ class ChunkProcessor:
                     found.append(make_reject(reason, kind, position, raw_text(raw.rstrip(b"\r\n")), **details))
                     continue
                 qid, text, label = record
-                accepted.append((qid, str(label), example_of([_LABELS[label], _QID(qid), _TEXT(text)])))
+                if label is None:
+                    accepted.append((qid, "", example_of([_QID(qid), _TEXT(text)])))
+                else:
+                    accepted.append((qid, str(label), example_of([_LABELS[label], _QID(qid), _TEXT(text)])))
         return accepted, found
 
-    def parse(self, raw: bytes, duplicate: bool) -> tuple[tuple[str, str, int] | None, tuple | None]:
-        """(qid, text, label) or the problem: (reason, kind, details)."""
+    def parse(self, raw: bytes, duplicate: bool) -> tuple[tuple[str, str, int | None] | None, tuple | None]:
+        """(qid, text, label: None for a question to score) or the problem: (reason, kind, details)."""
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as error:
@@ -240,17 +290,17 @@ class ChunkProcessor:
                 fields = list(csv.reader(io.StringIO(text)))
             except csv.Error as error:  # A bare carriage return in an unquoted field, for one.
                 return None, ("bad_csv", INVALID, {"error": str(error)})
-        if len(fields) != 1 or len(fields[0]) != len(HEADER):
+        if len(fields) != 1 or len(fields[0]) != len(HEADER) - (not self.labelled):
             return None, ("wrong_field_count", INVALID, {"fields": [len(row) for row in fields]})
-        qid, question, target = map(str.strip, fields[0])
+        qid, question, *target = map(str.strip, fields[0])
         if duplicate:
             return None, ("duplicate_qid", INVALID, {"qid": qid})
         if not qid:
             return None, ("empty_qid", INVALID, {})
-        if target not in ("0", "1"):
-            return None, ("bad_label", INVALID, {"label": target})
+        if target and target[0] not in ("0", "1"):
+            return None, ("bad_label", INVALID, {"label": target[0]})
         if not question:
             return None, ("empty_text", INVALID, {})
         if len(question) > self.max_chars:
             return None, ("too_long", FILTERED, {"chars": len(question), "max_chars": self.max_chars})
-        return (qid, question, int(target)), None
+        return (qid, question, int(target[0]) if target else None), None
