@@ -83,7 +83,9 @@ def test_the_beam_pass_learns_what_the_task_learnt_in_memory(fruit):
             for name, v in {"colour": "blue", "weight": float("nan"), "organic": 1.0, "notes": "crisp pear"}.items()
         }
     )
-    assert abs(float(out["weight"][0, 0])) < 1e-6  # missing: the training mean, normalised to 0
+    numbers = [spec["name"] for spec in learnt["features"] if spec["kind"] == "numeric"]  # one block, in order
+    assert out["numbers"].shape[-1] == len(numbers) and "weight" not in out
+    assert abs(float(out["numbers"][0, numbers.index("weight")])) < 1e-6  # missing: the training mean, normalised to 0
     vocabularies = {spec["name"]: spec.get("vocabulary") for spec in learnt["features"]}
     assert out["colour"].shape[-1] == len(vocabularies["colour"]) + 1  # an out-of-vocabulary slot
     assert out["notes"].shape[-1] == len(vocabularies["notes"]) + 1
