@@ -107,8 +107,10 @@ class StratifiedPlan:
         counts = {
             group: {split: math.floor(share) for split, share in shares.items()} for group, shares in ideal.items()
         }
-        wanted = _largest_remainders({split: sum(shares.get(split, 0) for shares in ideal.values()) for split in
-                                      sorted({split for shares in ideal.values() for split in shares})})  # fmt: skip
+        splits = sorted({split for shares in ideal.values() for split in shares})
+        wanted = _largest_remainders(
+            {split: sum(shares.get(split, 0) for shares in ideal.values()) for split in splits}
+        )
         need = {split: total - sum(got.get(split, 0) for got in counts.values()) for split, total in wanted.items()}
         left = {group: count - sum(counts[group].values()) for group, count in group_counts.items()}
         fractions = sorted(
