@@ -1,5 +1,6 @@
 """Shared test harness: paths, the real-data location, and a `kflow` subprocess helper."""
 
+import logging
 import os
 import subprocess
 import sys
@@ -12,6 +13,20 @@ SHARED_DATASETS = REPO.parent / "shared" / "datasets"
 
 # Keep TensorFlow's C++ start-up chatter out of test output.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+_LOGGERS = ("", "kflow")  # root, and kflow's own
+_LEVELS = {name: logging.getLogger(name).level for name in _LOGGERS}  # as the session started
+
+
+@pytest.fixture(autouse=True)
+def _log_levels():
+    """The root and `kflow` loggers' levels set back after each test to the session's: an in-process
+    `main(["-q", ...])` (in a test, or a module's fixture, which runs before this one) sets both to WARNING, which hid
+    the INFO lines a later test reads with caplog (the order of a pytest call decided whether it passed)."""
+    yield
+    for name, level in _LEVELS.items():
+        logging.getLogger(name).setLevel(level)
 
 
 def shared_dataset(name: str) -> Path:
