@@ -178,11 +178,11 @@ def run_analyzers(
                 batches = batches | f"Spread[{split}]" >> beam.Reshuffle()
             batches = batches | f"Parse[{split}]" >> parse
             moments = [analyzer for analyzer in wanted if analyzer.kind == "moments"]
-            if len(moments) > 1:  # the numbers of a table fold in one branch (ColumnsMomentsFn)
+            if moments:  # every number of a split folds in one branch (ColumnsMomentsFn)
                 outputs.append(_moments_branch(batches, moments, split))
-                wanted = [analyzer for analyzer in wanted if analyzer.kind != "moments"]
             for analyzer in wanted:
-                outputs.append(_branch(batches, analyzer, split))
+                if analyzer.kind != "moments":
+                    outputs.append(_branch(batches, analyzer, split))
         _ = (
             outputs
             | "All" >> beam.Flatten()
@@ -215,13 +215,7 @@ def _spread(options: PipelineOptions, pattern: str) -> bool:
 
 def _branch(batches: beam.PCollection, analyzer: Analyzer, split: str) -> beam.PCollection:
     name, column, options = f"{analyzer.id}[{split}]", analyzer.column, analyzer.options
-    if analyzer.kind == "moments":
-        folded = (
-            batches
-            | f"Values {name}" >> beam.Map(lambda b, c: b[c], column)
-            | name >> beam.CombineGlobally(MomentsFn())
-        )
-    elif analyzer.kind in ("vocabulary", "words", "tokens", "wordpiece_words", "counts"):
+    if analyzer.kind in ("vocabulary", "words", "tokens", "wordpiece_words", "counts"):
         folded = batches | name >> TopCounts(analyzer.kind, column, options)
     elif analyzer.kind == "quantiles":
         buckets = int(options["num_buckets"])
@@ -250,7 +244,7 @@ def _branch(batches: beam.PCollection, analyzer: Analyzer, split: str) -> beam.P
 
 
 def _moments_branch(batches: beam.PCollection, analyzers: Sequence[Analyzer], split: str) -> beam.PCollection:
-    """One branch for several `moments` analyzers: their columns folded together, each result tagged as `_branch`
+    """One branch for a split's `moments` analyzers: their columns folded together, each result tagged as `_branch`
     tags its analyzer's."""
     ids = {analyzer.id: analyzer.column for analyzer in analyzers}
     columns = sorted(set(ids.values()))

@@ -183,11 +183,7 @@ def analysis_beam_args(examples: Examples, beam_args: Sequence[str]) -> list[str
     """The analyzers' Beam options, chosen as an ingest's are (components/ingest/ingest_options.py): worker
     processes, one a core, only for a training split large enough to pay for their start (about 3 s), unless the
     options name a running mode or a worker count themselves."""
-    try:
-        records = int(examples.stats["accepted"]["train"])
-    except (OSError, KeyError, TypeError, ValueError):
-        records = 0
-    return data_beam_args(beam_args, records)
+    return data_beam_args(beam_args, int(examples.recorded_counts.get("train", 0)))
 
 
 def _split_patterns(examples: Examples) -> dict[str, str]:

@@ -45,6 +45,10 @@ class Artifact:
     def read_json(self, name: str) -> Any:
         return json.loads((self.path / name).read_text())
 
+    def split_uri(self, split: str) -> Path:
+        """A split's folder, as TFX lays out its per-split artifacts (Examples, statistics, anomalies, predictions)."""
+        return self.path / f"Split-{split}"
+
     METADATA_FILE = "metadata.json"
 
     @property
@@ -68,9 +72,6 @@ class Examples(Artifact):
     type_name = "Examples"
     kfp_schema_title = "system.Dataset"
 
-    def split_uri(self, split: str) -> Path:
-        return self.path / f"Split-{split}"
-
     @property
     def splits(self) -> list[str]:
         return sorted(p.name[len("Split-") :] for p in self.path.glob("Split-*") if p.is_dir())
@@ -87,11 +88,8 @@ class Examples(Artifact):
 
     @property
     def recorded_counts(self) -> dict[str, int]:
-        """{split: records} as the ingest counted them writing them (stats.json); {} where no ingest did (Examples
-        made otherwise)."""
-        if not (self.path / "stats.json").is_file():
-            return {}
-        return self.stats.get("accepted", {})
+        """{split: records} as the ingest counted them (stats.json); {} where no ingest did (made otherwise)."""
+        return self.stats.get("accepted", {}) if (self.path / "stats.json").is_file() else {}
 
 
 class Schema(Artifact):
@@ -135,7 +133,7 @@ class ExampleStatistics(Artifact):
     type_name = "ExampleStatistics"
 
     def split_file(self, split: str) -> Path:
-        return self.path / f"Split-{split}" / "FeatureStats.pb"
+        return self.split_uri(split) / "FeatureStats.pb"
 
     @property
     def splits(self) -> list[str]:
@@ -155,7 +153,7 @@ class ExampleAnomalies(Artifact):
     type_name = "ExampleAnomalies"
 
     def split_file(self, split: str) -> Path:
-        return self.path / f"Split-{split}" / "SchemaDiff.pb"
+        return self.split_uri(split) / "SchemaDiff.pb"
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -363,9 +361,6 @@ class InferenceResult(Artifact):
     kfp_schema_title = "system.Dataset"
     RECORD = "inference.json"
 
-    def split_uri(self, split: str) -> Path:
-        return self.path / f"Split-{split}"
-
     @property
     def record(self) -> dict[str, Any]:
         return self.read_json(self.RECORD)
@@ -387,22 +382,5 @@ class PushedModel(Artifact):
         return bool(self.record["pushed"])
 
 
-ARTIFACT_TYPES: dict[str, type[Artifact]] = {
-    cls.type_name: cls
-    for cls in (
-        Artifact,
-        Examples,
-        Schema,
-        Rejects,
-        ExampleStatistics,
-        ExampleAnomalies,
-        Model,
-        HyperParameters,
-        TransformGraph,
-        ModelRun,
-        ModelEvaluation,
-        ModelBlessing,
-        InferenceResult,
-        PushedModel,
-    )
-}
+# Every type above, by name (run records name their artifacts' types); defined last, so only this module's.
+ARTIFACT_TYPES: dict[str, type[Artifact]] = {cls.type_name: cls for cls in (Artifact, *Artifact.__subclasses__())}

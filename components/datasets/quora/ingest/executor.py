@@ -193,13 +193,9 @@ def scan(path: Path, max_records: int | None = None) -> tuple[list[Chunk], list[
     an unterminated quote (as rejects), and the rows that repeat an earlier qid (the first keeps it)."""
     chunks, found, read = [], [], 0
     qids = RepeatFinder()
+    labelled_header(path)  # refuses an empty file and any other header
     with path.open("rb") as file:
         header_line = file.readline()
-        if not header_line:
-            raise ValueError(f"quora: {path} is empty")
-        header = header_line.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
-        if next(csv.reader([header]), []) not in (HEADER, HEADER[:2]):
-            raise ValueError(f"quora: {path} must start with the header {','.join(HEADER)}; found {header[:100]!r}")
         first, count = None, 0  # The open chunk's first row (offset, line), and its rows so far.
         for block in row_blocks(file, 2, len(header_line)):
             rows = len(block.lines) if max_records is None else min(len(block.lines), max_records - read)
