@@ -28,6 +28,9 @@ class ImageSection(Section):
     rejected (wrong_size)."""
     convert: bool | MISSING = MISSING
     """true: converted to the channels' colour mode; false: another mode is rejected (wrong_mode)."""
+    background: Literal["white", "black"] | MISSING = MISSING
+    """What an image's transparent pixels become (an alpha channel, a palette's transparent colour); default white,
+    as a page or an image viewer shows them."""
 
 
 class TfdsSection(Section):

@@ -15,6 +15,10 @@ line), the first that applies:
              the image data), corrupt (other decoding errors), unsupported_depth (32-bit integer or float pixels
              outside 0..255, which no scaling makes 8-bit without a guess), wrong_mode (convert: false and another
              colour mode), wrong_size (fit: exact and another size)
+    filtered: not_an_image_name (a folder's file whose extension is no image format's, or that has none: a
+             README, an .svg, a Thumbs.db; left out unread, as Keras' image_dataset_from_directory leaves them)
+
+Transparent pixels are composited onto data.image.background (white unless told) before any conversion.
 
 16-bit grey images (PNG's 16-bit greyscale, Pillow's I;16 modes) are scaled to 8 bits by keeping the high byte
 (value >> 8: 0..65535 onto 0..255, every 8-bit level the same width), not clipped at 255.
@@ -28,10 +32,12 @@ import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, replace
+from pathlib import PurePath
 from typing import Any
 
 from kflow.components.datasets.bundle import SPLIT_WITH_TEST
 from kflow.components.datasets.images.ingest.source import (
+    BACKGROUNDS,
     UNLABELLED,
     ImageFile,
     ImageFormat,
@@ -42,7 +48,7 @@ from kflow.components.datasets.images.ingest.source import (
     open_source,
 )
 from kflow.components.ingest.ingest_job import IngestJob
-from kflow.components.ingest.ingest_records import INVALID, make_reject
+from kflow.components.ingest.ingest_records import FILTERED, INVALID, make_reject
 from kflow.components.ingest.split_plan import FolderSplitPlan, StratifiedPlan
 from kflow.components.ingest.tfds_source import chunks as tfds_chunks
 from kflow.components.util.example_proto import Example
@@ -50,6 +56,8 @@ from kflow.components.util.example_proto import Example
 log = logging.getLogger(__name__)
 
 CHUNK_FILES = 1000
+# The reason a folder's file whose name is no image's is left out (filtered, not invalid: it was never data).
+NOT_AN_IMAGE_NAME = "not_an_image_name"
 GREY_MODES = frozenset({"1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F"})
 SIXTEEN_BIT_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N"})
 # The most pixels an image may have (its header says how many before anything is decoded): 50 megapixels, a
@@ -71,15 +79,16 @@ def run(
     split = job.split_shares(SPLIT_WITH_TEST, ("train", "eval", "test") if labelled else ())
     image_format = ImageFormat.from_options(image)
     files = list_images(job.source_path, job.source_format)[: job.max_records]
-    classes = class_names(files)
+    images = _named_images(files, job.source_path)
+    classes = class_names(images)
     if labelled and len(classes) < 2:
         raise ValueError(f"data.source.path: {job.source_path} holds {len(classes)} class(es); a classifier needs two")
-    plan = _plan(files, split)
-    channels = image_format.channels or _first_channels(files)
-    image_format = image_format.with_size(files)  # data.image.size unset: the most common size, said in the log.
+    plan = _plan(images, split)
+    channels = image_format.channels or _first_channels(images)
+    image_format = image_format.with_size(images)  # data.image.size unset: the most common size, said in the log.
     shown = ", ".join(classes[:10]) + (", ..." if len(classes) > 10 else "")
     log.info(
-        "images ingest: %d files %s; made %s, %s", len(files),
+        "images ingest: %d files %s; made %s, %s", len(images),
         f"of {len(classes)} classes ({shown})" if labelled else "to score",
         "×".join(map(str, image_format.shape(channels))), image_format.fit,
     )  # fmt: skip
@@ -93,6 +102,23 @@ def run(
         read=len(files),
         plan=plan,
     )
+
+
+def _named_images(files: list[ImageFile], source_path: str | None) -> list[ImageFile]:
+    """The files named as images; the others (a folder's README, .svg, extensionless files) are said in one line,
+    and the workers keep them as filtered rejects (not_an_image_name), unread."""
+    images = [file for file in files if file.named]
+    others = Counter(PurePath(file.path).suffix.lower() or "no extension" for file in files if not file.named)
+    if others:
+        first = next(file.position for file in files if not file.named)
+        log.warning(
+            "images ingest: %d of %d files left out, not named as images (%s; the first: %s): see rejects.jsonl",
+            sum(others.values()), len(files), ", ".join(f"{kind} {count}" for kind, count in others.most_common()),
+            first,
+        )  # fmt: skip
+    if not images:
+        raise ValueError(f"data.source.path: {source_path} holds no files named as images (.png, .jpg, ...)")
+    return images
 
 
 def _plan(files: list[ImageFile], split: dict[str, int]) -> StratifiedPlan:
@@ -190,7 +216,8 @@ class ImageConverter:
             pixels, problem = self.pixels(file)
             if problem is not None:
                 reason, details = problem
-                found.append(make_reject(reason, INVALID, file.position, {"path": file.path, "label": file.label},
+                kind = FILTERED if reason == NOT_AN_IMAGE_NAME else INVALID
+                found.append(make_reject(reason, kind, file.position, {"path": file.path, "label": file.label},
                                          **details))  # fmt: skip
                 continue
             example = Example()
@@ -205,6 +232,8 @@ class ImageConverter:
 
     def pixels(self, file: ImageFile) -> tuple[bytes | None, tuple[str, dict] | None]:
         """The image's uint8 pixels in the declared format, or why not: (reason, details)."""
+        if not file.named:
+            return None, (NOT_AN_IMAGE_NAME, {"suffix": PurePath(file.path).suffix})
         if file.label is not None and file.label not in self.classes:  # None: an image to score
             return None, ("missing_label", {})
         if not file.path:
@@ -236,6 +265,7 @@ class ImageConverter:
                 image, depth = eight_bits(opened)
                 if depth is not None:
                     return None, ("unsupported_depth", {"mode": opened.mode, "error": depth})
+                image = flattened(image, BACKGROUNDS[self.image_format.background])
                 image = image if image.mode == wanted else image.convert(wanted)
                 image = self.fitted(image)
         except UnidentifiedImageError:
@@ -270,6 +300,21 @@ class ImageConverter:
 
     def _size(self) -> list[int]:
         return [self.image_format.height, self.image_format.width]
+
+
+ALPHA_MODES = frozenset({"RGBA", "RGBa", "LA", "La", "PA"})
+
+
+def flattened(image: Any, background: tuple[int, int, int, int]) -> Any:
+    """The image composited onto `background` where it is transparent (an alpha channel, or a palette's or colour
+    key's transparent entry). Converted to RGB or grey as it is, the transparency would be dropped and whatever
+    colour lies under it kept: an icon drawn in one colour with its shape in the alpha channel (617 of Adwaita's
+    994 48×48 icons) became a blank square."""
+    from PIL import Image
+
+    if image.mode not in ALPHA_MODES and "transparency" not in image.info:
+        return image
+    return Image.alpha_composite(Image.new("RGBA", image.size, background), image.convert("RGBA"))
 
 
 def eight_bits(image: Any) -> tuple[Any, str | None]:
