@@ -79,7 +79,7 @@ def test_a_parquet_copy_trains_as_its_csv(tmp_path, admitted):
 # Tables smaller than the gauntlet's rule admits (it starts at 100 rows), each a way small data broke a run.
 TINY = {
     ("datasets", "mtcars"): "32 rows: a train split of 25, fewer than table.yaml's batch of 32",
-    ("HSAUR", "BCG"): "13 rows, 12 classes of one or two: rounding each class alone left eval and test empty",
+    ("HSAUR", "BCG"): "13 rows of 12 years: a quantity (as 12 classes of one or two rows, eval and test were empty)",
 }
 
 

@@ -152,7 +152,9 @@ MAX_INFERRED_CLASSES = 20  # Whole-number labels with more distinct values than 
 def infer_problem_type(label: str, kind: str, values: Sequence[str]) -> tuple[str, str]:
     """data.problem_type when the config leaves it out, and the rule that chose it: strings and booleans are classes;
     whole numbers (`3`, or `3.0` as pandas writes an integer column with a missing value) are class ids up to
-    MAX_INFERRED_CLASSES distinct values and a quantity beyond; numbers with decimals are a quantity."""
+    MAX_INFERRED_CLASSES distinct values and a quantity beyond, or when more than two values average under 2 rows
+    each (a small table's years or counts: HSAUR's BCG, 13 rows of 12 years); numbers with decimals are a
+    quantity."""
     distinct = len(set(values))
     if kind in ("int", "float"):  # `1` and `1.0` are one value
         distinct = len({parse_value(value, kind) for value in values if parses(value, kind)})
@@ -165,6 +167,11 @@ def infer_problem_type(label: str, kind: str, values: Sequence[str]) -> tuple[st
             return "regression", (
                 f"{rule} whole numbers, more than {MAX_INFERRED_CLASSES} (set data.problem_type: classification if "
                 "they are class ids)"
+            )
+        if distinct > 2 and len(values) < 2 * distinct:
+            return "regression", (
+                f"{rule} whole numbers in {len(values)} rows, fewer than 2 a value: a quantity, as classes so thin "
+                "could not be learnt (set data.problem_type: classification if they are class ids)"
             )
         return "classification", (
             f"{rule} whole numbers, at most {MAX_INFERRED_CLASSES} (set data.problem_type: regression if they are "

@@ -76,12 +76,10 @@ class TableReader:
         for note in facts.notes:
             log.warning("%s ingest: %s", self.dataset, note)
         if facts.problem_type_reason:
-            log.info(
-                "%s ingest: data.problem_type not set: %s, as %s (set data.problem_type to choose)",
-                self.dataset,
-                facts.problem_type,
-                facts.problem_type_reason,
-            )
+            reason = facts.problem_type_reason
+            hint = "" if "data.problem_type" in reason else " (set data.problem_type to choose)"  # said once
+            log.info("%s ingest: data.problem_type not set: %s, as %s%s", self.dataset, facts.problem_type, reason,
+                     hint)  # fmt: skip
 
 
 def ingest_table(reader_class: type[TableReader], parameters: dict[str, Any]) -> dict[str, Any]:

@@ -88,3 +88,19 @@ def test_a_baseline_that_predicts_other_classes_is_no_baseline_with_the_reason(t
              baseline_model_uri=str(old.uri))  # fmt: skip
     assert "baseline" not in evaluation.metrics
     assert "predicts other classes (a, b) than this one" in blessing.read_json("blessing.json")["no_baseline"]
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([str(year) for year in (1948, 1949, 1950, 1950, *range(1960, 1969))], "regression"),  # HSAUR's BCG years
+        (["1", "2", "3", "1", "2"], "regression"),  # 3 values in 5 rows: under 2 rows a value
+        (["1", "2", "3", "1", "2", "3"], "classification"),  # 2 rows a value
+        (["0", "1", "0"], "classification"),  # two values are classes in any number of rows
+        ([str(index % 20) for index in range(40)], "classification"),
+    ],
+)
+def test_whole_numbers_are_classes_only_when_each_averages_two_rows(values, expected):
+    from kflow.components.datasets.tabular.columns import infer_problem_type
+
+    assert infer_problem_type("y", "int", values)[0] == expected
