@@ -25,3 +25,33 @@ def table_files(dataset: str, source_path: str | None, patterns: Sequence[str], 
     if not files:
         raise ValueError(f"data.source.path: {source_path} matches no {kind}")
     return files
+
+
+# Files people point a table's config at that are no CSV or Parquet, by their first bytes: (magic, what it is, what
+# to do). Without this, a Parquet file read as CSV failed as "the header is not utf-8: set data.csv.encoding".
+OTHER_FORMATS = (
+    (b"PAR1", "a Parquet file", "set data.dataset: parquet"),
+    (b"PK\x03\x04", "a ZIP archive (an Excel .xlsx workbook, or zipped files)", "save the sheet as CSV, or unzip it"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook (.xls)", "save the sheet as CSV"),
+    (b"SQLite format 3\x00", "an SQLite database", "export the table as CSV or Parquet"),
+    (b"ARROW1", "an Arrow IPC (Feather) file", "write it as Parquet (pyarrow.parquet.write_table)"),
+    (b"\x89HDF\r\n\x1a\n", "an HDF5 file", "write the table as CSV or Parquet"),
+    (b"\x1f\x8b", "gzip-compressed", "name it .csv.gz (a CSV) or decompress it"),
+    (b"\xfd7zXZ\x00", "xz-compressed", "decompress it, or gzip it as .csv.gz"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "decompress it, or gzip it as .csv.gz"),
+)
+
+
+def other_format(start: bytes, expected: str) -> str | None:
+    """`is <what>, not <expected>: <what to do>` when the bytes a file starts with are another known format's."""
+    if start[:3] == b"BZh" and start[4:10] == b"1AY&SY":
+        return f"is bzip2-compressed, not {expected}: decompress it, or gzip it as .csv.gz"
+    for magic, what, fix in OTHER_FORMATS:
+        if start.startswith(magic) and not (expected == "Parquet" and magic == b"PAR1"):
+            return f"is {what}, not {expected}: {fix}"
+    return None
+
+
+def file_start(path: str, size: int = 16) -> bytes:
+    with open(path, "rb") as file:
+        return file.read(size)

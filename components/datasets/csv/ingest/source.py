@@ -24,7 +24,7 @@ from typing import Any
 from kflow.components.datasets.csv.ingest.records import Record, cut
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import SourceFacts
-from kflow.components.datasets.tabular.table_files import table_files
+from kflow.components.datasets.tabular.table_files import other_format, table_files
 from kflow.components.ingest.compressed import is_gzip, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.repeats import RepeatFinder
@@ -328,6 +328,8 @@ def _header(path: str, records: Iterator[Record], dialect: Dialect) -> tuple[lis
     if first.unterminated:
         raise ValueError(f"csv: the header of {path} has an unterminated quote")
     raw = first.raw.removeprefix(b"\xef\xbb\xbf")
+    if other := other_format(raw[:16], "CSV"):
+        raise ValueError(f"data.source.path: {path} {other}")
     if not _decodes(raw, dialect):
         raise ValueError(f"csv: {path} line {first.line}: the header is not {dialect.encoding}: {ENCODING_HINT}")
     header = [name.strip() for name in (_row(raw, dialect) or [])]

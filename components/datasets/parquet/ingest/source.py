@@ -15,7 +15,7 @@ from typing import Any
 
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import SourceFacts
-from kflow.components.datasets.tabular.table_files import table_files
+from kflow.components.datasets.tabular.table_files import file_start, other_format, table_files
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,22 @@ def open_file(path: str) -> Any:
     try:
         return pq.ParquetFile(path)
     except Exception as error:  # pyarrow's errors (ArrowInvalid, OSError) say what is wrong with the bytes.
-        raise ValueError(f"parquet: {path} is not a readable Parquet file: {error}") from None
+        raise ValueError(f"parquet: {path} is not a readable Parquet file: {error}{_guess(path)}") from None
+
+
+def _guess(path: str) -> str:
+    """What the file seems to be instead: another known format, or text (a CSV, most often)."""
+    try:
+        start = file_start(path, 4096)
+    except OSError:
+        return ""
+    if other := other_format(start, "Parquet"):
+        return f" (it {other})"
+    try:
+        text = start.decode("utf-8")
+    except UnicodeDecodeError:
+        return ""
+    return " (it is text, a CSV?: set data.dataset: csv)" if "\x00" not in text else ""
 
 
 def kind_of(arrow_type: Any) -> str | None:

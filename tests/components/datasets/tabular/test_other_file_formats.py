@@ -1,0 +1,68 @@
+"""A table's config pointed at a file of another format, written by the libraries that write them (pyarrow,
+sqlite3, zipfile, bz2, lzma) from scikit-learn's real iris measurements: one line naming the path, what the file
+is and what to do, not an encoding error (a Parquet file read as CSV said "the header is not utf-8")."""
+
+import bz2
+import lzma
+import sqlite3
+import zipfile
+
+import pyarrow as pa
+import pyarrow.feather as feather
+import pyarrow.parquet as pq
+import pytest
+from sklearn.datasets import load_iris
+
+from kflow.components.datasets.csv.ingest import source as csv_source
+from kflow.components.datasets.parquet.ingest import source as parquet_source
+
+
+@pytest.fixture(scope="module")
+def iris():
+    return load_iris(as_frame=True).frame
+
+
+def write(kind, path, frame):
+    text = frame.to_csv(index=False)
+    if kind == "csv":
+        path.write_text(text)
+    elif kind == "parquet":
+        pq.write_table(pa.Table.from_pandas(frame), path)
+    elif kind == "feather":
+        feather.write_feather(frame, path)
+    elif kind == "zip":
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("iris.csv", text)
+    elif kind == "sqlite":
+        with sqlite3.connect(path) as connection:
+            frame.to_sql("iris", connection, index=False)
+    elif kind == "bz2":
+        path.write_bytes(bz2.compress(text.encode()))
+    elif kind == "xz":
+        path.write_bytes(lzma.compress(text.encode()))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("parquet", "is a Parquet file, not CSV: set data.dataset: parquet"),
+        ("feather", "is an Arrow IPC (Feather) file, not CSV"),
+        ("zip", "is a ZIP archive (an Excel .xlsx workbook, or zipped files), not CSV"),
+        ("sqlite", "is an SQLite database, not CSV"),
+        ("bz2", "is bzip2-compressed, not CSV"),
+        ("xz", "is xz-compressed, not CSV"),
+    ],
+)
+def test_a_csv_config_names_the_format_it_was_given(tmp_path, iris, kind, said):
+    path = write(kind, tmp_path / "iris.csv", iris)
+    with pytest.raises(ValueError) as refused:
+        csv_source.inspect_source(source_path=str(path), label="target")
+    assert str(refused.value).startswith(f"data.source.path: {path} {said}"), str(refused.value)
+
+
+def test_a_parquet_config_given_a_csv_or_an_archive_says_so(tmp_path, iris):
+    with pytest.raises(ValueError, match=r"\(it is text, a CSV\?: set data.dataset: csv\)$"):
+        parquet_source.inspect_source(source_path=str(write("csv", tmp_path / "iris.parquet", iris)), label="target")
+    with pytest.raises(ValueError, match=r"\(it is an SQLite database, not Parquet"):
+        parquet_source.inspect_source(source_path=str(write("sqlite", tmp_path / "db.parquet", iris)), label="target")
