@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets import DATASETS, get_dataset
-from kflow.components.datasets.tabular.examples import SOURCE_ROW
+from kflow.components.datasets.tabular.examples import ROW_NAME_COLUMNS, SOURCE_ROW
 from kflow.components.util.predictions import CSV, JSONL, TFRECORD
 from kflow.pipeline.app.latest_blessed import blessed_model, model_identity
 from kflow.pipeline.app.sections import absolute, ingest_parameters
@@ -82,7 +82,9 @@ def predict(
             beam_args=list(config.beam_args),
         )
         # Skew: the scored data's statistics against the training data's (serving_skew.py), into OUT/skew.json.
-        skew = serving_skew(config, chosen.model.uri, examples, SPLIT, staging / "statistics")
+        # Not the key, nor the row names: they name rows, and new rows have other names.
+        ignore = {predictions.record["key"], *ROW_NAME_COLUMNS}
+        skew = serving_skew(config, chosen.model.uri, examples, SPLIT, staging / "statistics", ignore)
         (staging / "skew.json").write_text(json.dumps(skew, indent=2) + "\n")
         record = {
             "model": chosen.model.uri,

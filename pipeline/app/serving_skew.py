@@ -52,9 +52,10 @@ def training_statistics(pipeline_dir: Path, model_uri: str) -> ExampleStatistics
 
 
 def serving_skew(
-    config: PipelineConfig, model_uri: str, examples: Examples, split: str, folder: Path
+    config: PipelineConfig, model_uri: str, examples: Examples, split: str, folder: Path, ignore: set[str] = frozenset()
 ) -> dict[str, Any]:
-    """The skew of the scored `examples` (their `split`) from the model's training data; statistics into `folder`."""
+    """The skew of the scored `examples` (their `split`) from the model's training data, but for the features in
+    `ignore` (the key); statistics into `folder`."""
     training = training_statistics(Path(config.pipeline_root).expanduser().resolve() / config.name, model_uri)
     if training is None:
         reason = "no statistics of the data the model was trained on in this pipeline's runs"
@@ -71,6 +72,7 @@ def serving_skew(
         l_infinity_threshold=thresholds.l_infinity,
         jensen_shannon_threshold=thresholds.jensen_shannon,
     )
+    found = [feature for feature in found if feature.feature not in ignore]
     skewed = [feature for feature in found if feature.drifted]
     message = "; ".join(f"{feature.feature}: {feature.describe()}" for feature in skewed)
     if skewed:

@@ -18,6 +18,19 @@ PROBLEM_TYPES = ("classification", "regression")
 KINDS = {"int64_list": "int", "float_list": "float", "bytes_list": "string"}
 # Data to score without a key column: each record's FILE:LINE (or FILE:ROW), the key its prediction is written with.
 SOURCE_ROW = "__source_row__"
+# The columns a writer's row names are read as: pandas' `to_csv` and R's `write.csv` write them first under an empty
+# name (the CSV reader names it ROW_NAMES); pandas' `to_parquet` stores an index other than 0..n-1 as
+# __index_level_0__. They name rows, they are no quality of them (a feature of row numbers learns the file's
+# order): the records' key when data.key names none, else tagged role=row_names; never a feature.
+ROW_NAMES = "row_names"
+ROW_NAME_COLUMNS = (ROW_NAMES, "__index_level_0__")
+
+
+def row_names(types: Mapping[str, str]) -> str | None:
+    """The column of `types` that holds the writer's row names, if one does."""
+    return next((name for name in ROW_NAME_COLUMNS if name in types), None)
+
+
 _PROTO_TYPES = {"int": schema_pb2.INT, "bool": schema_pb2.INT, "float": schema_pb2.FLOAT, "string": schema_pb2.BYTES}
 
 
@@ -27,10 +40,13 @@ def build_schema(
     """The TFMD schema of the Examples: one scalar feature per column; the label and key tagged by role.
 
     Tags (`annotation.tag`): `kflow_type=<type>` on every feature, `role=label` and `task=<task>` on the
-    label, `role=key` on the key column. Only the label (and the key) are required to be present. Data to score
+    label, `role=key` on the key column (the row names' when `key` is None: ROW_NAMES), `role=row_names` on the
+    row names beside another key. Only the label (and the key) are required to be present. Data to score
     has no label (None).
     """
     schema = schema_pb2.Schema()
+    names = row_names(types)
+    key = key if key is not None or names == label else names
     for name, kind in types.items():
         feature = schema.feature.add(name=name, type=_PROTO_TYPES[kind])
         feature.value_count.min = feature.value_count.max = 1
@@ -42,13 +58,15 @@ def build_schema(
             feature.annotation.tag.extend(["role=label", f"task={problem_type}"])
         elif name == key:
             feature.annotation.tag.append("role=key")
+        elif name == names:
+            feature.annotation.tag.append("role=row_names")
     return schema
 
 
 def scored_schema(types: Mapping[str, str], key: str | None) -> schema_pb2.Schema:
     """The schema of data to score (no label): its columns, and its key tagged role=key: the key column, else
     SOURCE_ROW, each record's place in its source (`FILE:LINE` of a CSV, `FILE#ROW` of a Parquet file)."""
-    if key is not None:
+    if key is not None or row_names(types):
         return build_schema(types, None, None, key)
     if SOURCE_ROW in types:
         raise ValueError(f"the column {SOURCE_ROW!r} is the name kflow gives each record's place in its source")

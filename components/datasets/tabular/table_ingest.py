@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from google.protobuf import text_format
 
 from kflow.components.datasets.bundle import SPLIT_WITH_TEST
-from kflow.components.datasets.tabular.examples import build_schema, scored_schema
+from kflow.components.datasets.tabular.examples import build_schema, row_names, scored_schema
 from kflow.components.ingest import ingest_staging
 from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.split_plan import StratifiedPlan
@@ -116,6 +116,12 @@ def ingest_table(reader_class: type[TableReader], parameters: dict[str, Any]) ->
 
 def write_schema(job: IngestJob, table: Table, key: str | None) -> None:
     """The Examples' schema: the label tagged with its task, or, for data to score, the key."""
+    names = row_names(table.types)
+    if names is not None and names != table.label:
+        log.info(
+            "ingest: %r holds the rows' names, as pandas or R write them beside the data: %s, not a feature", names,
+            "the records' key" if key is None else f"kept beside the key {key!r}",
+        )  # fmt: skip
     proto = (
         scored_schema(table.types, key)
         if table.label is None

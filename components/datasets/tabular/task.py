@@ -68,7 +68,7 @@ class TabularTask(LearntByTransform, Task):
             tags = annotation_tags(schema, feature.name)
             if tags.get("role") == "label":
                 self.label, self.kind = feature.name, tags.get("task", "classification")
-            elif tags.get("role") != "key":
+            elif tags.get("role") not in ("key", "row_names"):
                 self.types[feature.name] = tags.get("kflow_type") or _type_of(feature)
         if self.label is None:
             raise ValueError("a tabular task needs a schema whose label feature is tagged role=label (csv ingest)")

@@ -24,6 +24,7 @@ from typing import Any
 from kflow.components.datasets.csv.ingest.records import Record, cut
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import SourceFacts
+from kflow.components.datasets.tabular.examples import ROW_NAMES
 from kflow.components.datasets.tabular.table_files import other_format, table_files
 from kflow.components.ingest.compressed import is_gzip, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
@@ -333,6 +334,8 @@ def _header(path: str, records: Iterator[Record], dialect: Dialect) -> tuple[lis
     if not _decodes(raw, dialect):
         raise ValueError(f"csv: {path} line {first.line}: the header is not {dialect.encoding}: {ENCODING_HINT}")
     header = [name.strip() for name in (_row(raw, dialect) or [])]
+    if len(header) > 1 and not header[0] and ROW_NAMES not in header:  # pandas' to_csv, R's write.csv: row names
+        header[0] = ROW_NAMES
     if not header or any(not name for name in header):
         raise ValueError(f"csv: {path} line {first.line}: the header {header} has an empty column name")
     return header, first.end, first.next_line

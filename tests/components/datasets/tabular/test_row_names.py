@@ -1,0 +1,71 @@
+"""Tables saved with their row names, as pandas and R save them by default: `DataFrame.to_csv(path)` and R's
+`write.csv` write an unnamed first column (kflow refused the header: "has an empty column name"), and
+`DataFrame.to_parquet(path)` stores an index other than 0..n-1 as `__index_level_0__` (kflow trained on it as a
+number). The row names become the records' key, never a feature; scikit-learn's real wine measurements."""
+
+import logging
+
+import pandas as pd
+import pytest
+from sklearn.datasets import load_wine
+
+from kflow.components.datasets.csv.ingest import source as csv_source
+from kflow.components.datasets.csv.ingest.executor import run as ingest_csv
+from kflow.components.datasets.parquet.ingest.executor import run as ingest_parquet
+from kflow.components.datasets.tabular.task import TabularTask
+from kflow.components.util.schema import annotation_tags, load_schema
+from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+
+
+def wine(index=None) -> pd.DataFrame:
+    frame = load_wine(as_frame=True).frame
+    return frame if index is None else frame.set_axis(index(frame))
+
+
+CASES = {
+    "to_csv": ("csv", lambda frame, path: frame.to_csv(path), None, "row_names"),
+    "to_csv, names": ("csv", lambda frame, path: frame.to_csv(path), lambda f: [f"wine-{i}" for i in range(len(f))],
+                      "row_names"),
+    "to_parquet, a sample": ("parquet", lambda frame, path: frame.sample(frac=1.0, random_state=0).to_parquet(path),
+                             None, "__index_level_0__"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_row_names_are_the_key_and_no_feature(tmp_path, case, caplog):
+    caplog.set_level(logging.INFO)
+    fmt, write, index, column = CASES[case]
+    path = tmp_path / f"wine.{fmt}"
+    write(wine(index), path)
+    if fmt == "csv":  # kflow validate's reading of the header
+        assert csv_source.inspect_source(source_path=str(path), label="target").header[0] == "row_names"
+    examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
+    ingest = ingest_csv if fmt == "csv" else ingest_parquet
+    summary = ingest(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"), source_path=str(path),
+                     label="target")  # fmt: skip
+
+    assert summary["read"] == 178 and summary["invalid"] == 0
+    proto = load_schema(schema.file)
+    assert annotation_tags(proto, column)["role"] == "key"
+    task = TabularTask(proto)
+    assert column not in task.types and len(task.types) == 13  # the 13 measurements
+    assert f"{column!r} holds the rows' names" in caplog.text
+
+
+def test_row_names_beside_a_declared_key_are_no_feature_either(tmp_path):
+    frame = wine()
+    frame.insert(0, "wine_id", [f"w{i:03d}" for i in range(len(frame))])
+    frame.to_csv(tmp_path / "wine.csv")
+    examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
+    ingest_csv(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"),
+               source_path=str(tmp_path / "wine.csv"), label="target", key="wine_id")  # fmt: skip
+    proto = load_schema(schema.file)
+    assert annotation_tags(proto, "wine_id")["role"] == "key"
+    assert annotation_tags(proto, "row_names")["role"] == "row_names"
+    assert {"wine_id", "row_names"}.isdisjoint(TabularTask(proto).types)
+
+
+def test_an_empty_name_past_the_first_column_is_still_refused(tmp_path):
+    (tmp_path / "t.csv").write_text("a,,c\n1,2,3\n")
+    with pytest.raises(ValueError, match="has an empty column name"):
+        csv_source.inspect_source(source_path=str(tmp_path / "t.csv"), label="c")
