@@ -22,7 +22,7 @@ class ImageSection(Section):
     """[height, width] in pixels, or one number for a square. Unset: the most common size among a sample of the
     files (said in the log)."""
     channels: Literal[1, 3] | None | MISSING = MISSING
-    """1 (grey) or 3 (RGB); null: the first image's."""
+    """1 (grey) or 3 (RGB); null: 1 if every image of a sample over the files is grey, else 3."""
     fit: Literal["resize", "pad", "exact"] | MISSING = MISSING
     """resize: stretched to the size; pad: scaled to fit, keeping its shape, centred on black; exact: another size is
     rejected (wrong_size)."""
@@ -131,8 +131,8 @@ class DataSection(Section):
     infer_rows: int | None = Field(None, ge=1)
     """csv, parquet: records sampled to infer column types (null: 10000)."""
     image: ImageSection | None = None
-    """images: what every image becomes, e.g. {size: [28, 28]}; null: the most common size among the files and the
-    first image's channels."""
+    """images: what every image becomes, e.g. {size: [28, 28]}; null: the most common size among a sample of the
+    files, and grey only if every image of it is."""
     schema_: str | None = Field(None, alias="schema")
     """csv: a frozen schema.pbtxt to use instead of the one inferred from Split-train (copy
     runs/<pipeline>/<run>/schema/schema/schema.pbtxt, edit, and point here)."""

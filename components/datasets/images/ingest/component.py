@@ -19,7 +19,7 @@ class ImagesIngest(Component):
                 dict,
                 optional=True,
                 description="{size: [height, width] (unset: the most common size among a sample of the files), "
-                "channels: 1 | 3 (unset: the first image's), fit: resize | pad | exact, "
+                "channels: 1 | 3 (unset: 1 if every sampled image is grey, else 3), fit: resize | pad | exact, "
                 "convert: true (false: another colour mode is rejected)}",
             ),
             "tfds": Parameter(

@@ -1,11 +1,10 @@
 """The image ingest executor: a folder of class folders (or a manifest) in, uint8 image Examples split three ways.
 
-The driver lists the files and the classes (source.py) and hands the Beam workers chunks of CHUNK_FILES file
-names. A worker decodes each file with Pillow, converts it to the declared channels and size (`data.image`;
-unset, the first image's channels and the most common size among a sample of the files: source.common_size)
-and writes an Example as MNIST's: `image` (the raw uint8 pixels, row-major), `label` (the class index) and
-`key` (the file's path under the source). Reasons an image is refused (position: its path, or the manifest
-line), the first that applies:
+The driver lists the files and the classes (source.py) and hands the Beam workers chunks of CHUNK_FILES file names.
+A worker decodes each file with Pillow, converts it to the declared channels and size (`data.image`; unset: grey
+only if every image of a sample over the files is, and the sample's most common size) and writes an Example as
+MNIST's: `image` (the raw uint8 pixels, row-major), `label` (the class index) and `key` (the file's path under the
+source). Reasons an image is refused (position: its path, or the manifest line), the first that applies:
 
     invalid: missing_label (a manifest row without one), missing_file, outside_source (the file, once its links
              are followed, is outside the source folder: a link to elsewhere, a manifest path that is absolute or
@@ -46,6 +45,7 @@ from kflow.components.datasets.images.ingest.source import (
     class_names,
     list_images,
     open_source,
+    sampled_headers,
 )
 from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import FILTERED, INVALID, make_reject
@@ -84,7 +84,7 @@ def run(
     if labelled and len(classes) < 2:
         raise ValueError(f"data.source.path: {job.source_path} holds {len(classes)} class(es); a classifier needs two")
     plan = _plan(images, split)
-    channels = image_format.channels or _first_channels(images)
+    channels = image_format.channels or _inferred_channels(images)
     image_format = image_format.with_size(images)  # data.image.size unset: the most common size, said in the log.
     shown = ", ".join(classes[:10]) + (", ..." if len(classes) > 10 else "")
     log.info(
@@ -164,19 +164,18 @@ def _run_tfds(job: IngestJob, image_format: ImageFormat, options: dict[str, Any]
     )
 
 
-def _first_channels(files: list[ImageFile]) -> int:
-    """data.image.channels when not given: 1 if the first readable image is grey, else 3."""
-    from PIL import Image
-
-    for file in files[:100]:
-        try:
-            with open_source(file) as handle, Image.open(handle) as opened:
-                channels = 1 if opened.mode in GREY_MODES else 3
-        except Exception:  # noqa: BLE001 - an unreadable file is the worker's to reject; look at the next.
-            continue
-        log.info("images ingest: data.image.channels not set: %d, as %s is %s", channels, file.position, opened.mode)
-        return channels
-    raise ValueError("data.source.path: none of the first 100 files is an image Pillow reads")
+def _inferred_channels(files: list[ImageFile]) -> int:
+    """data.image.channels when not given: 1 when every image of a sample over the whole listing is grey, else 3
+    (a grey image made RGB keeps all it has; a colour one made grey does not). The first image alone decided
+    before: a folder of colour photos whose first file was grey became grey."""
+    modes = Counter(mode for _, mode in sampled_headers(files).values())
+    colour = {mode: count for mode, count in modes.items() if mode not in GREY_MODES}
+    channels = 3 if colour else 1
+    said = ", ".join(f"{mode} {count}" for mode, count in modes.most_common())
+    why = f"{sum(colour.values())} of the {modes.total()} files sampled are in colour" if colour else (
+        f"all {modes.total()} files sampled are grey")  # fmt: skip
+    log.info("images ingest: data.image.channels not set: %d, as %s (%s)", channels, why, said)
+    return channels
 
 
 def image_schema(shape: tuple[int, ...], classes: list[str] | None) -> str:

@@ -47,7 +47,7 @@ class ImageFormat:
 
     height: int | None  # None (with width): no size given; the driver infers one (common_size) before converting.
     width: int | None
-    channels: int | None = None  # None: the first image's (grey or RGB).
+    channels: int | None = None  # None: 1 if every image of a sample over the files is grey, else 3.
     fit: str = "resize"
     convert: bool = True
     background: str = "white"
@@ -125,20 +125,29 @@ SIZE_SAMPLE = 200
 def common_size(files: list[ImageFile], fit: str = "resize") -> tuple[int, int]:
     """(height, width): the most common size among up to SIZE_SAMPLE files taken evenly over `files` (ties: the
     first seen). Logs it, with how many sampled images had it. ValueError when none of them is an image."""
+    headers = sampled_headers(files)
+    sizes = Counter(size for size, _ in headers.values())
+    return most_common_size(sizes, f"{len(headers)} files sampled (of {len(files)})", fit)
+
+
+def sampled_headers(files: list[ImageFile]) -> dict[str, tuple[tuple[int, int], str]]:
+    """{position: ((height, width), colour mode)} of up to SIZE_SAMPLE files taken evenly over `files`, from their
+    headers (no pixels decoded); files Pillow cannot read are left to the worker to reject. ValueError when none of
+    them is an image."""
     from PIL import Image
 
     step = max(1, len(files) // SIZE_SAMPLE)
     sample = [file for file in files[::step][:SIZE_SAMPLE] if file.path]
-    sizes: Counter[tuple[int, int]] = Counter()
+    headers = {}
     for file in sample:
         try:
-            with open_source(file) as handle, Image.open(handle) as opened:  # The header: no pixels decoded.
-                sizes[opened.size[::-1]] += 1
+            with open_source(file) as handle, Image.open(handle) as opened:
+                headers[file.position] = (opened.size[::-1], opened.mode)
         except Exception:  # noqa: BLE001 - an unreadable file is the worker's to reject (with its reason); skip it.
             continue
-    if not sizes:
+    if not headers:
         raise ValueError(f"data.source.path: none of the {len(sample)} sampled files is an image Pillow reads")
-    return most_common_size(sizes, f"{len(sample)} files sampled (of {len(files)})", fit)
+    return headers
 
 
 def most_common_size(sizes: Counter[tuple[int, int]], sampled: str, fit: str) -> tuple[int, int]:

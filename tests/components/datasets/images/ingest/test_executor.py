@@ -68,10 +68,10 @@ def test_folders_become_images_of_the_declared_size_and_broken_files_are_rejecte
     }
     found = records(examples)
     assert found["circle/c3.png"][0] == 0 and found["square/s0.jpg"][0] == 1
-    assert all(pixels.size == 16 for _, pixels in found.values())  # 4×4 grey: the first image is grey.
+    assert all(pixels.size == 48 for _, pixels in found.values())  # 4×4 RGB: grey and colour images, so colour.
     assert set(found["circle/c3.png"][1]) == {30}  # A flat image stays flat through the resize.
     proto = load_schema(schema.file)
-    assert annotation_tags(proto, "image")["shape"] == "4,4"
+    assert annotation_tags(proto, "image")["shape"] == "4,4,3"
     assert int_domain(proto, "label") == (0, 1)
     assert json.loads(annotation_tags(proto, "label")["class_names"]) == ["circle", "square"]
 

@@ -1,7 +1,7 @@
 """Image folders as people keep them: other files beside the images (a README, Thumbs.db, vector drawings,
-extensionless files) and images with transparency. Files not named as images are left out unread and kept as
-filtered rejects, so they neither fail the ingest's invalid share nor become classes; transparent pixels are
-composited onto data.image.background instead of dropped, which had made one-colour icons blank squares.
+extensionless files), images with transparency, grey and colour images mixed. Files not named as images are left out
+unread and kept as filtered rejects, so they neither fail the ingest's invalid share nor become classes; transparent
+pixels are composited onto data.image.background instead of dropped, which had made one-colour icons blank squares.
 Real data: the Adwaita icon theme's PNGs and SVGs (/usr/share/icons/Adwaita), when the machine has it."""
 
 import warnings
@@ -83,6 +83,26 @@ def test_transparent_pixels_take_the_background_and_keep_the_drawing(tmp_path, b
         assert (found[key][0, 0] == value).all(), key  # transparent: the background
         assert found[key][3, 3, 0] == 46, key  # opaque: the drawing's own colour
     assert (found["b/opaque.png"] == 9).all()  # an image without transparency is untouched
+
+
+def test_channels_are_grey_only_when_every_sampled_image_is(tmp_path):
+    """A colour folder whose first file is grey: the first image alone made every image grey."""
+    root = tmp_path / "photos"
+    save(root / "a" / "0-scan.png", np.full((6, 6), 90), "L")
+    for index in range(1, 6):
+        save(root / "a" / f"{index}.jpg", np.full((6, 6, 3), (200, 30, 10)), "RGB")
+        save(root / "b" / f"{index}.png", np.full((6, 6, 3), (10, 30, 200)), "RGB")
+    _, examples, _ = ingest(tmp_path / "colour", root)
+    pixels = {key: value for key, (_, value) in records(examples).items()}
+    assert all(value.size == 6 * 6 * 3 for value in pixels.values())
+    assert set(pixels["a/0-scan.png"]) == {90} and pixels["b/1.png"][2] > 150  # grey kept, blue stays blue
+
+    grey = tmp_path / "grey"
+    for label in ("a", "b"):
+        for index in range(3):
+            save(grey / label / f"{index}.png", np.full((6, 6), 40 * index), "L")
+    _, examples, _ = ingest(tmp_path / "grey-out", grey)
+    assert all(value.size == 6 * 6 for _, value in records(examples).values())
 
 
 @pytest.mark.skipif(not (ADWAITA / "48x48").is_dir(), reason="no Adwaita icon theme on this machine")
