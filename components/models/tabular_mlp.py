@@ -2,7 +2,7 @@
 
 Each feature is an input of shape [batch, 1] holding its raw value: numbers (float32; NaN when
 missing) are filled with the training mean and normalised with the training mean and variance, all the number
-columns side by side by one pair of layers;
+columns side by side by one pair of layers, an integer column of codes also one-hot over them (`CodeOneHot`);
 categorical strings go through `StringLookup` to a one-hot vector (unknown and missing values
 share the out-of-vocabulary slot, or `oov_buckets` hashed slots for a feature with more values than
 its vocabulary); free text goes through `TextVectorization` to a multi-hot bag of words. The saved
@@ -48,6 +48,28 @@ class FillMissing(keras.layers.Layer):
         return {**super().get_config(), "value": self.value}
 
 
+@keras.saving.register_keras_serializable(package="kflow")
+class CodeOneHot(keras.layers.Layer):
+    """A [batch, 1] number as a one-hot of its integer `codes`, [batch, codes + 1]: the last slot for any other
+    value, a missing one (NaN) included. (IntegerLookup would need an integer input; the serving signature's is
+    the raw float32 value.)"""
+
+    def __init__(self, codes: Sequence[int], **kwargs: Any):
+        super().__init__(**kwargs)
+        self.codes = [int(code) for code in codes]
+
+    def call(self, inputs):
+        codes = keras.ops.convert_to_tensor([float(code) for code in self.codes], "float32")
+        hits = keras.ops.cast(keras.ops.equal(keras.ops.cast(inputs, "float32"), codes[None, :]), "float32")
+        return keras.ops.concatenate([hits, 1.0 - keras.ops.sum(hits, axis=-1, keepdims=True)], axis=-1)
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], len(self.codes) + 1)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "codes": self.codes}
+
+
 def encode_features(features: Sequence[dict[str, Any]], what: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """({feature: keras.Input}, {feature: its encoding}) for the planned features, in their order: a number filled
     and normalised, a category one-hot, free text multi-hot; the state comes from the plan (the layers' constructors,
@@ -61,6 +83,8 @@ def encode_features(features: Sequence[dict[str, Any]], what: str) -> tuple[dict
         if kind == "numeric":
             inputs[name] = keras.Input(shape=(1,), dtype="float32", name=safe)
             numbers.append(spec)
+            if spec.get("codes"):  # an integer column of codes (plan.integer_codes): which one, beside the value
+                outputs[name] = CodeOneHot(spec["codes"], name=f"codes_{safe}")(inputs[name])
         elif kind == "categorical":
             inputs[name] = keras.Input(shape=(1,), dtype="string", name=safe)
             lookup = keras.layers.StringLookup(

@@ -34,6 +34,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.transforms.stats import ApproximateQuantilesCombineFn
 
+from kflow.components.datasets.tabular.plan import merge_whole_values, whole_values
 from kflow.components.transform.counts import TopCounts
 from kflow.components.util.example_proto import Example
 from kflow.components.util.folding import FoldFn
@@ -81,22 +82,24 @@ def parse_columns(records: Sequence[bytes], columns: dict[str, str]) -> dict[str
 
 
 class MomentsFn(FoldFn):
-    """(count, mean, M2, min, max) of batches of numbers, merged with Chan et al.'s parallel update; `per_channel`:
-    of [n, channels] arrays (an image's pixels), a mean, variance, min and max each channel."""
+    """(count, mean, M2, min, max, whole values) of batches of numbers, merged with Chan et al.'s parallel update,
+    with the counts of their distinct whole values while there are few (plan.whole_values: an integer column's
+    codes); `per_channel`: of [n, channels] arrays (an image's pixels), a mean, variance, min and max each channel."""
 
     def __init__(self, per_channel: bool = False) -> None:
         self.per_channel = per_channel
 
     def create_accumulator(self):
-        return (0, 0.0, 0.0, math.inf, -math.inf)
+        return (0, 0.0, 0.0, math.inf, -math.inf, None if self.per_channel else {})
 
     def add_input(self, accumulator, values):
         values = np.asarray(values, np.float64)
         if not values.size:
             return accumulator
+        codes = None if self.per_channel or accumulator[5] is None else whole_values({}, values)
         values = values if self.per_channel else values.reshape(-1, 1)
         mean = values.mean(axis=0)
-        batch = (len(values), mean, ((values - mean) ** 2).sum(axis=0), values.min(axis=0), values.max(axis=0))
+        batch = (len(values), mean, ((values - mean) ** 2).sum(axis=0), values.min(axis=0), values.max(axis=0), codes)
         return self.merge(accumulator, batch)
 
     @staticmethod
@@ -109,15 +112,16 @@ class MomentsFn(FoldFn):
         delta = b[1] - a[1]
         mean = a[1] + delta * b[0] / count
         m2 = a[2] + b[2] + delta * delta * a[0] * b[0] / count
-        return (count, mean, m2, np.minimum(a[3], b[3]), np.maximum(a[4], b[4]))
+        return (count, mean, m2, np.minimum(a[3], b[3]), np.maximum(a[4], b[4]), merge_whole_values(a[5], b[5]))
 
     def extract_output(self, accumulator):
-        count, mean, m2, low, high = accumulator
+        count, mean, m2, low, high, codes = accumulator
         if not count:
-            return {"count": 0, "mean": 0.0, "variance": 0.0, "min": None, "max": None}
+            return {"count": 0, "mean": 0.0, "variance": 0.0, "min": None, "max": None, "codes": None}
         figures = {"mean": mean, "variance": m2 / count, "min": low, "max": high}
         each = (lambda array: [float(v) for v in array]) if self.per_channel else (lambda array: float(array[0]))
-        return {"count": count, **{name: each(value) for name, value in figures.items()}}
+        codes = None if codes is None else sorted([float(value), int(n)] for value, n in codes.items())
+        return {"count": count, **{name: each(value) for name, value in figures.items()}, "codes": codes}
 
 
 class ColumnsMomentsFn(FoldFn):

@@ -59,7 +59,8 @@ def tabular_plan(task: Any, results: dict[str, Any]) -> dict[str, Any]:
     for name, kind in task.types.items():
         if kind in NUMERIC:
             moments = results[f"moments.{name}"]
-            features.append(numeric_spec(name, moments["count"], moments["mean"], moments["variance"]))
+            codes = moments.get("codes") if kind == "int" else None
+            features.append(numeric_spec(name, moments["count"], moments["mean"], moments["variance"], codes))
         else:
             values, words = results[f"vocabulary.{name}"], results[f"words.{name}"]
             summary = StringSummary(

@@ -70,14 +70,51 @@ def summarize_strings(counts: Counter, options: dict[str, Any]) -> StringSummary
     )
 
 
-def numeric_spec(name: str, count: int, mean: float, variance: float) -> dict[str, Any]:
-    """A number's normalisation (its training mean and variance), or why it is left out."""
+def numeric_spec(name: str, count: int, mean: float, variance: float, codes: list | None = None) -> dict[str, Any]:
+    """A number's normalisation (its training mean and variance), or why it is left out; an integer column's
+    `codes` too (`integer_codes`: [(value, count)] of its training values, None past MAX_CODES)."""
     if not count:
         mean, variance = 0.0, 1.0
     if not abs(variance) < _FLOAT32_MAX:  # physical constants from 1e-36 to 1e38: no float32 scale holds them
         spread = f"its values' variance, {variance:.3g}, is past float32's range"
         return {"name": name, "kind": "left_out", "left_out": spread}
-    return {"name": name, "kind": "numeric", "mean": mean, "variance": variance if variance > 1e-12 else 1.0}
+    spec = {"name": name, "kind": "numeric", "mean": mean, "variance": variance if variance > 1e-12 else 1.0}
+    return spec | ({"codes": kept} if (kept := integer_codes(codes, count)) else {})
+
+
+MAX_CODES = 1000  # The most distinct whole values a number's summary counts (whole_values); past it, none.
+MIN_CODE_ROWS = 5  # The training rows each code must average to be learnt as one.
+
+
+def integer_codes(codes: list | None, count: int) -> list[int] | None:
+    """An integer column's values when they may be codes (a user, a district, a product id): from 3 to MAX_CODES
+    distinct whole values averaging MIN_CODE_ROWS training rows or more each. Normalised alone, such a column is one
+    slope, and an id is no quantity: dslabs' movielens (100,004 ratings) predicts a rating's time from its
+    `userId`'s 671 users, which gradient boosting split to R² 0.70 (0.47 without it) and the MLP did not (0.41).
+    A count (rooms, children) passes the rule too; it keeps its normalised value beside its one-hot codes."""
+    if codes is None or not 3 <= len(codes) <= MAX_CODES or count < MIN_CODE_ROWS * len(codes):
+        return None
+    return sorted(int(value) for value, _ in codes)
+
+
+def whole_values(counts: dict[float, int] | None, values: np.ndarray) -> dict[float, int] | None:
+    """`counts` of distinct whole values updated with `values` (finite floats); None once a value has decimals or
+    there are more than MAX_CODES of them (None stays None)."""
+    if counts is None or not len(values):
+        return counts
+    if not np.all(values == np.round(values)):
+        return None
+    found, times = np.unique(values, return_counts=True)
+    return merge_whole_values(counts, dict(zip(found.tolist(), times.tolist(), strict=True)))
+
+
+def merge_whole_values(a: dict[float, int] | None, b: dict[float, int] | None) -> dict[float, int] | None:
+    if a is None or b is None or len(b) > MAX_CODES:
+        return None
+    merged = dict(a)
+    for value, n in b.items():
+        merged[value] = merged.get(value, 0) + n
+    return merged if len(merged) <= MAX_CODES else None
 
 
 def string_spec(name: str, summary: StringSummary, options: dict[str, Any]) -> dict[str, Any]:

@@ -4,8 +4,9 @@ Built from the plan's state (components/datasets/tabular/plan.py: the Transform'
 pass) passed to each layer's constructor, never learnt by `adapt`: `FillMissing` and `Normalization(mean=,
 variance=)` for a number, `StringLookup(vocabulary=)` one-hot for a category, `TextVectorization(vocabulary=)`
 multi-hot for free text. Saved in the Keras format, it loads with `safe_mode=True` (no lambda: every layer is
-Keras' own or kflow's registered `FillMissing`), and a model built on it (`tabular_mlp.build_tabular_mlp_on`)
-embeds it, so the Trainer, the Evaluator and the serving SavedModel apply the same preprocessing.
+Keras' own or kflow's registered `FillMissing` and `CodeOneHot`), and a model built on it
+(`tabular_mlp.build_tabular_mlp_on`) embeds it, so the Trainer, the Evaluator and the serving SavedModel apply the
+same preprocessing.
 """
 
 from __future__ import annotations

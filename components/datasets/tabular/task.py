@@ -36,6 +36,7 @@ from kflow.components.datasets.tabular.plan import (
     regression_head,
     string_spec,
     summarize_strings,
+    whole_values,
 )
 from kflow.components.datasets.tabular.preprocessing import GRAPH_MODEL_FILE, load_preprocessing
 from kflow.components.datasets.task import LearntByTransform, Task
@@ -87,7 +88,8 @@ class TabularTask(LearntByTransform, Task):
         assets_dir.mkdir(parents=True, exist_ok=True)
         if self.transform_graph is not None:
             return self._take_graph(self.transform_graph, assets_dir)
-        numbers = {name: [0, 0.0, 0.0] for name, kind in self.types.items() if kind in _NUMERIC}
+        numbers = {name: [0, 0.0, 0.0, {} if kind == "int" else None] for name, kind in self.types.items()
+                   if kind in _NUMERIC}  # fmt: skip
         strings = {name: Counter() for name, kind in self.types.items() if kind == "string"}
         labels: list[np.ndarray] = []
         for features, label in self._read(examples, "train", 1024).as_numpy_iterator():
@@ -98,6 +100,7 @@ class TabularTask(LearntByTransform, Task):
                 moments[0] += len(values)
                 moments[1] += float(values.sum())
                 moments[2] += float((values**2).sum())
+                moments[3] = whole_values(moments[3], values)
             for name, counts in strings.items():
                 counts.update(value for value in features[name].ravel() if value)
         if not labels:
@@ -318,6 +321,7 @@ def _spec(kind: str) -> tf.io.FixedLenFeature:
     return tf.io.FixedLenFeature([1], _dtype(kind), default_value=[default])
 
 
-def _numeric(name: str, count: int, total: float, squares: float) -> dict[str, Any]:
+def _numeric(name: str, count: int, total: float, squares: float, codes: dict | None) -> dict[str, Any]:
     mean = total / count if count else 0.0
-    return numeric_spec(name, count, mean, squares / count - mean**2 if count else 1.0)
+    codes = None if codes is None else sorted(codes.items())
+    return numeric_spec(name, count, mean, squares / count - mean**2 if count else 1.0, codes)

@@ -1,0 +1,73 @@
+"""Integer columns of codes (a user id, a district): their distinct whole values are counted beside their moments,
+by the Transform's Beam combiner and the task's own pass alike, and a column of few enough, each seen often
+enough, is also one-hot over them in the model (CodeOneHot), which the serving model computes from the raw value."""
+
+import math
+
+import numpy as np
+import pytest
+
+from kflow.components.datasets.tabular.plan import (
+    MAX_CODES,
+    integer_codes,
+    merge_whole_values,
+    numeric_spec,
+    whole_values,
+)
+from kflow.components.datasets.tabular.preprocessing import build_preprocessing, load_preprocessing
+from kflow.components.transform.analyzers import ColumnsMomentsFn
+
+
+@pytest.mark.parametrize(
+    ("distinct", "rows", "kept"),
+    [
+        (60, 1934, True),  # mlmRev's Contraception: 60 districts
+        (671, 100_004, True),  # dslabs' movielens: 671 users
+        (2, 500, False),  # 0/1: the number already says it all
+        (100, 400, False),  # 4 rows a value: too thin to learn each
+        (MAX_CODES + 1, 10**6, False),
+    ],
+)
+def test_codes_are_kept_when_few_and_each_seen_often(distinct, rows, kept):
+    codes = [(float(value), rows // distinct) for value in range(distinct)] if distinct <= MAX_CODES else None
+    assert (integer_codes(codes, rows) is not None) == kept
+    spec = numeric_spec("c", rows, 1.0, 2.0, codes)
+    assert ("codes" in spec) == kept and spec["kind"] == "numeric"  # the normalised value stays either way
+
+
+def test_whole_values_are_counted_over_batches_and_given_up_past_the_limit_or_at_a_decimal():
+    counts = whole_values({}, np.array([3.0, 1.0, 3.0]))
+    assert merge_whole_values(counts, whole_values({}, np.array([1.0, 7.0]))) == {1.0: 2, 3.0: 2, 7.0: 1}
+    assert whole_values(counts, np.array([2.5])) is None and whole_values(None, np.array([1.0])) is None
+    assert whole_values({}, np.arange(MAX_CODES + 1, dtype=float)) is None
+
+
+def test_the_transform_combiner_counts_codes_per_column_and_none_for_fractions():
+    fold = ColumnsMomentsFn(["district", "age"])
+    rng = np.random.default_rng(0)
+    parts = []
+    for _ in range(3):  # three workers' accumulators, merged
+        accumulator = fold.create_accumulator()
+        batch = {"district": rng.integers(1, 61, 500).astype(float).tolist(), "age": rng.normal(30, 8, 500).tolist()}
+        parts.append((fold.add_input(accumulator, batch), batch))
+    merged = parts[0][0]
+    for accumulator, _ in parts[1:]:
+        merged = fold.merge(merged, accumulator)
+    out = fold.extract_output(merged)
+    districts = np.concatenate([batch["district"] for _, batch in parts])
+    values, counts = np.unique(districts, return_counts=True)
+    assert out["district"]["codes"] == [[float(v), int(n)] for v, n in zip(values, counts, strict=True)]
+    assert out["age"]["codes"] is None and math.isclose(out["district"]["mean"], districts.mean())
+
+
+def test_the_preprocessing_one_hots_codes_from_the_raw_value_and_saves_and_loads(tmp_path):
+    spec = numeric_spec("district", 40, 3.0, 4.0, [(1.0, 10), (2.0, 10), (5.0, 20)])
+    model = build_preprocessing([spec])
+    raw = {"district": np.array([[1.0], [5.0], [3.0], [np.nan]], np.float32)}
+    out = model.predict(raw, verbose=0)
+    codes = out["district"]
+    assert codes.tolist() == [[1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 1]]  # unseen and missing: other
+    np.testing.assert_allclose(out["numbers"][:2, 0], [(1 - 3) / 2, (5 - 3) / 2], rtol=1e-5)
+    model.save(tmp_path / "p.keras")
+    again = load_preprocessing(tmp_path / "p.keras").predict(raw, verbose=0)
+    np.testing.assert_array_equal(again["district"], codes)
