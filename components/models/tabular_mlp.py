@@ -14,6 +14,7 @@ by the training label's standard deviation and mean, so the network learns a sta
 
 from __future__ import annotations
 
+import itertools
 import keyword
 import warnings
 from collections.abc import Sequence
@@ -50,21 +51,30 @@ class FillMissing(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="kflow")
 class CodeOneHot(keras.layers.Layer):
-    """A [batch, 1] number as a one-hot of its integer `codes`, [batch, codes + 1]: the last slot for any other
-    value, a missing one (NaN) included. (IntegerLookup would need an integer input; the serving signature's is
-    the raw float32 value.)"""
+    """The integer columns of codes of a [batch, numbers] block, each one-hot over its `codes` with a last slot for
+    any other value, a missing one (NaN) included: [batch, sum of (codes + 1)], by one layer for every such column
+    (a layer each would make a genotype table of thousands of 0/1/2 columns a graph of thousands of layers, as
+    the numbers' normalisation once did). `codes`: [(column index in the block, [its codes])]. (IntegerLookup would
+    need integer inputs; the serving signature's are the raw float32 values.)"""
 
-    def __init__(self, codes: Sequence[int], **kwargs: Any):
+    def __init__(self, codes: Sequence[Sequence[Any]], **kwargs: Any):
         super().__init__(**kwargs)
-        self.codes = [int(code) for code in codes]
+        self.codes = [[int(column), [int(code) for code in values]] for column, values in codes]
+        self._columns = [column for column, values in self.codes for _ in values]
+        self._values = [float(code) for _, values in self.codes for code in values]
+        self._ends = list(itertools.accumulate(len(values) for _, values in self.codes))
 
     def call(self, inputs):
-        codes = keras.ops.convert_to_tensor([float(code) for code in self.codes], "float32")
-        hits = keras.ops.cast(keras.ops.equal(keras.ops.cast(inputs, "float32"), codes[None, :]), "float32")
-        return keras.ops.concatenate([hits, 1.0 - keras.ops.sum(hits, axis=-1, keepdims=True)], axis=-1)
+        values = keras.ops.take(keras.ops.cast(inputs, "float32"), self._columns, axis=1)
+        hits = keras.ops.cast(keras.ops.equal(values, keras.ops.convert_to_tensor(self._values)[None, :]), "float32")
+        # A column's hits are contiguous: their sum is the difference of the running sum at its ends.
+        running = keras.ops.pad(keras.ops.cumsum(hits, axis=1), [[0, 0], [1, 0]])
+        ends = keras.ops.take(running, self._ends, axis=1)
+        starts = keras.ops.take(running, [0, *self._ends[:-1]], axis=1)
+        return keras.ops.concatenate([hits, 1.0 - (ends - starts)], axis=-1)
 
     def compute_output_shape(self, input_shape):
-        return (input_shape[0], len(self.codes) + 1)
+        return (input_shape[0], len(self._values) + len(self.codes))
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "codes": self.codes}
@@ -83,8 +93,6 @@ def encode_features(features: Sequence[dict[str, Any]], what: str) -> tuple[dict
         if kind == "numeric":
             inputs[name] = keras.Input(shape=(1,), dtype="float32", name=safe)
             numbers.append(spec)
-            if spec.get("codes"):  # an integer column of codes (plan.integer_codes): which one, beside the value
-                outputs[name] = CodeOneHot(spec["codes"], name=f"codes_{safe}")(inputs[name])
         elif kind == "categorical":
             inputs[name] = keras.Input(shape=(1,), dtype="string", name=safe)
             lookup = keras.layers.StringLookup(
@@ -104,18 +112,23 @@ def encode_features(features: Sequence[dict[str, Any]], what: str) -> tuple[dict
         else:
             raise ValueError(f"feature {name!r}: unknown kind {kind!r} (numeric, categorical, text)")
     if numbers:
-        outputs[_free_key(NUMBERS, outputs)] = _normalised_numbers([inputs[spec["name"]] for spec in numbers], numbers)
+        columns = [inputs[spec["name"]] for spec in numbers]
+        block = columns[0] if len(columns) == 1 else keras.layers.Concatenate(name="number_columns")(columns)
+        outputs[_free_key(NUMBERS, outputs)] = _normalised_numbers(block, numbers)
+        codes = [(index, spec["codes"]) for index, spec in enumerate(numbers) if spec.get("codes")]
+        if codes:  # integer columns of codes (plan.integer_codes): which code, beside the value
+            outputs[_free_key(CODES, outputs)] = CodeOneHot(codes, name="integer_codes")(block)
     return inputs, outputs
 
 
 NUMBERS = "numbers"  # the output of every number column at once, [batch, numbers]
+CODES = "integer_codes"  # the one-hot codes of every integer column of codes at once
 
 
-def _normalised_numbers(columns: list[Any], specs: list[dict[str, Any]]) -> Any:
-    """The number columns side by side, each filled with its mean and normalised, by one FillMissing and one
-    Normalization over all of them: a layer pair a column made a wide table (6,830 numbers, ISLR's NCI60) a
+def _normalised_numbers(block: Any, specs: list[dict[str, Any]]) -> Any:
+    """The number columns side by side (`block`), each filled with its mean and normalised, by one FillMissing and
+    one Normalization over all of them: a layer pair a column made a wide table (6,830 numbers, ISLR's NCI60) a
     graph of 13,660 layers that Keras took minutes to build, save and load."""
-    block = columns[0] if len(columns) == 1 else keras.layers.Concatenate(name="number_columns")(columns)
     means = [float(spec["mean"]) for spec in specs]
     filled = FillMissing(means, name="fill_numbers")(block)
     variances = [float(spec["variance"]) for spec in specs]

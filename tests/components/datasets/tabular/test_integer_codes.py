@@ -61,13 +61,32 @@ def test_the_transform_combiner_counts_codes_per_column_and_none_for_fractions()
 
 
 def test_the_preprocessing_one_hots_codes_from_the_raw_value_and_saves_and_loads(tmp_path):
-    spec = numeric_spec("district", 40, 3.0, 4.0, [(1.0, 10), (2.0, 10), (5.0, 20)])
-    model = build_preprocessing([spec])
-    raw = {"district": np.array([[1.0], [5.0], [3.0], [np.nan]], np.float32)}
+    district = numeric_spec("district", 40, 3.0, 4.0, [(1.0, 10), (2.0, 10), (5.0, 20)])
+    age = numeric_spec("age", 40, 30.0, 4.0)
+    rooms = numeric_spec("rooms", 40, 2.0, 1.0, [(1.0, 10), (2.0, 10), (3.0, 20)])
+    model = build_preprocessing([district, age, rooms])
+    raw = {
+        "district": np.array([[1.0], [5.0], [3.0], [np.nan]], np.float32),
+        "age": np.array([[20.0], [30.0], [40.0], [50.0]], np.float32),
+        "rooms": np.array([[3.0], [np.nan], [1.0], [2.0]], np.float32),
+    }
     out = model.predict(raw, verbose=0)
-    codes = out["district"]
-    assert codes.tolist() == [[1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 1]]  # unseen and missing: other
+    # [district 1, 2, 5 | rooms 1, 2, 3 | district other | rooms other]: unseen and missing values are "other".
+    assert out["integer_codes"].tolist() == [
+        [1, 0, 0, 0, 0, 1, 0, 0],
+        [0, 0, 1, 0, 0, 0, 0, 1],
+        [0, 0, 0, 1, 0, 0, 1, 0],
+        [0, 0, 0, 0, 1, 0, 1, 0],
+    ]
     np.testing.assert_allclose(out["numbers"][:2, 0], [(1 - 3) / 2, (5 - 3) / 2], rtol=1e-5)
     model.save(tmp_path / "p.keras")
     again = load_preprocessing(tmp_path / "p.keras").predict(raw, verbose=0)
-    np.testing.assert_array_equal(again["district"], codes)
+    np.testing.assert_array_equal(again["integer_codes"], out["integer_codes"])
+
+
+def test_thousands_of_coded_columns_are_one_layer():
+    """A genotype-like table: 1,000 columns of 0/1/2 each, as a sequencing export holds them."""
+    specs = [numeric_spec(f"snp{i}", 600, 1.0, 0.5, [(0.0, 200), (1.0, 200), (2.0, 200)]) for i in range(1000)]
+    model = build_preprocessing(specs)
+    assert sum(layer.__class__.__name__ == "CodeOneHot" for layer in model.layers) == 1
+    assert model.output["integer_codes"].shape[-1] == 1000 * 4
