@@ -32,8 +32,8 @@ FITS = ("resize", "pad", "exact")
 UNLABELLED = "unlabelled"
 IMAGE_OPTIONS = ("size", "channels", "fit", "convert", "background")
 # What shows through an image's transparent pixels (executor.flattened), as RGBA: white, as a page or an image
-# viewer shows them (on Adwaita's 48×48 icons, 10 epochs, seeds 0-2: test accuracy 0.55-0.68 on white, 0.54-0.55 on
-# black; 0.55 with the transparency dropped, seed 0).
+# viewer shows them (on Adwaita's 48×48 icons, 10 epochs, seeds 42, 1, 2: test accuracy 0.55-0.68 on white, 0.54-0.55 on
+# black; 0.55 with the transparency dropped, seed 42).
 BACKGROUNDS = {"white": (255, 255, 255, 255), "black": (0, 0, 0, 255)}
 
 
