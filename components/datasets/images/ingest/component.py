@@ -36,7 +36,13 @@ class ImagesIngest(Component):
     )
 
     def check_parameters(self) -> list[str]:
-        from kflow.components.datasets.images.ingest.source import ImageFormat, list_images
+        from kflow.components.datasets.images.ingest.source import (
+            UNLABELLED,
+            ImageFormat,
+            checked_classes,
+            list_images,
+            named_images,
+        )
 
         source_format = self.parameters.get("source_format", "auto")
         try:
@@ -45,8 +51,11 @@ class ImagesIngest(Component):
                 from kflow.components.datasets.images.ingest.tfds_images import TfdsImages
 
                 TfdsImages.open(self.parameters.get("source_path"), self.parameters.get("tfds"))
-            else:
-                list_images(self.parameters.get("source_path"), source_format)
+            else:  # what the ingest's driver refuses before reading an image
+                source_path = self.parameters.get("source_path")
+                images = named_images(list_images(source_path, source_format), source_path, say=False)
+                if source_format != UNLABELLED:
+                    checked_classes(images, source_path)
         except (ValueError, OSError) as error:
             return [str(error)]
         return []

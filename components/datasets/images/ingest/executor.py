@@ -42,8 +42,9 @@ from kflow.components.datasets.images.ingest.source import (
     ImageFormat,
     RefusedFile,
     bounded,
-    class_names,
+    checked_classes,
     list_images,
+    named_images,
     open_source,
     sampled_headers,
 )
@@ -79,10 +80,8 @@ def run(
     split = job.split_shares(SPLIT_WITH_TEST, ("train", "eval", "test") if labelled else ())
     image_format = ImageFormat.from_options(image)
     files = list_images(job.source_path, job.source_format)[: job.max_records]
-    images = _named_images(files, job.source_path)
-    classes = class_names(images)
-    if labelled and len(classes) < 2:
-        raise ValueError(f"data.source.path: {job.source_path} holds {len(classes)} class(es); a classifier needs two")
+    images = named_images(files, job.source_path)
+    classes = checked_classes(images, job.source_path) if labelled else []
     plan = _plan(images, split)
     channels = image_format.channels or _inferred_channels(images)
     image_format = image_format.with_size(images)  # data.image.size unset: the most common size, said in the log.
@@ -102,23 +101,6 @@ def run(
         read=len(files),
         plan=plan,
     )
-
-
-def _named_images(files: list[ImageFile], source_path: str | None) -> list[ImageFile]:
-    """The files named as images; the others (a folder's README, .svg, extensionless files) are said in one line,
-    and the workers keep them as filtered rejects (not_an_image_name), unread."""
-    images = [file for file in files if file.named]
-    others = Counter(PurePath(file.path).suffix.lower() or "no extension" for file in files if not file.named)
-    if others:
-        first = next(file.position for file in files if not file.named)
-        log.warning(
-            "images ingest: %d of %d files left out, not named as images (%s; the first: %s): see rejects.jsonl",
-            sum(others.values()), len(files), ", ".join(f"{kind} {count}" for kind, count in others.most_common()),
-            first,
-        )  # fmt: skip
-    if not images:
-        raise ValueError(f"data.source.path: {source_path} holds no files named as images (.png, .jpg, ...)")
-    return images
 
 
 def _plan(files: list[ImageFile], split: dict[str, int]) -> StratifiedPlan:

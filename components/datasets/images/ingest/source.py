@@ -344,6 +344,32 @@ def _from_manifest(manifest: Path) -> list[ImageFile]:
     return files
 
 
+def named_images(files: list[ImageFile], source_path: str | None, say: bool = True) -> list[ImageFile]:
+    """The files named as images; the others (a folder's README, .svg, extensionless files) are said in one line
+    (`say`), and the ingest's workers keep them as filtered rejects (not_an_image_name), unread. A source without
+    any is refused (by `kflow validate` too)."""
+    images = [file for file in files if file.named]
+    others = Counter(Path(file.path).suffix.lower() or "no extension" for file in files if not file.named)
+    if others and say:
+        first = next(file.position for file in files if not file.named)
+        log.warning(
+            "images ingest: %d of %d files left out, not named as images (%s; the first: %s): see rejects.jsonl",
+            sum(others.values()), len(files), ", ".join(f"{kind} {count}" for kind, count in others.most_common()),
+            first,
+        )  # fmt: skip
+    if not images:
+        raise ValueError(f"data.source.path: {source_path} holds no files named as images (.png, .jpg, ...)")
+    return images
+
+
+def checked_classes(images: list[ImageFile], source_path: str | None) -> list[str]:
+    """The classes of labelled images (class_names); a ValueError when there are fewer than two."""
+    classes = class_names(images)
+    if len(classes) < 2:
+        raise ValueError(f"data.source.path: {source_path} holds {len(classes)} class(es); a classifier needs two")
+    return classes
+
+
 def class_names(files: list[ImageFile]) -> list[str]:
     """The classes in index order: by number when every name is a whole number, else by name."""
     names = {file.label for file in files if file.label}

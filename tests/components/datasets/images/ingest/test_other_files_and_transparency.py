@@ -125,3 +125,26 @@ def test_the_adwaita_icon_theme_ingests_with_its_drawings_and_without_its_vector
     assert len(images) == summary["read"] - summary["filtered"] - summary["invalid"] > 900
     blank = sum(pixels.std() < 2 for pixels in images)
     assert blank < 0.02 * len(images), f"{blank} of {len(images)} icons ingest as a blank square"
+
+
+@pytest.mark.parametrize(
+    ("files", "said"),
+    [
+        ({"a/README.md": b"notes", "b/logo.svg": b"<svg/>"}, "holds no files named as images (.png, .jpg, ...)"),
+        ({"a/x.png": None, "a/y.png": None}, "holds 1 class(es); a classifier needs two"),
+    ],
+)
+def test_validate_refuses_what_the_ingest_would(tmp_path, run_kflow, files, said):
+    root = tmp_path / "src"
+    for name, data in files.items():
+        if data is None:
+            save(root / name, np.full((4, 4), 7), "L")
+        else:
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_bytes(data)
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        f"name: c\npipeline_root: {tmp_path / 'runs'}\ndata:\n  dataset: images\n  source: {{path: {root}}}\n"
+    )
+    done = run_kflow("validate", config, timeout=120)
+    assert done.returncode == 2 and done.stderr.strip().endswith(f"data.source.path: {root} {said}"), done.stderr
