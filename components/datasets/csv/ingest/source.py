@@ -279,6 +279,9 @@ def scan_files(
             break
         source = (readable or {}).get(path, path)
         splittable = not is_gzip(source)
+        with open_source(source) as start:  # the first bytes, not the first line: a format's magic may hold a newline
+            if other := other_format(start.read(16), "CSV"):
+                raise ValueError(f"data.source.path: {path} {other}")
         with open_source(source) as stream:
             records = cut(stream, dialect.quote, delimiter=dialect.delimiter.encode())
             header, start, line = _header(path, records, dialect)
@@ -329,8 +332,6 @@ def _header(path: str, records: Iterator[Record], dialect: Dialect) -> tuple[lis
     if first.unterminated:
         raise ValueError(f"csv: the header of {path} has an unterminated quote")
     raw = first.raw.removeprefix(b"\xef\xbb\xbf")
-    if other := other_format(raw[:16], "CSV"):
-        raise ValueError(f"data.source.path: {path} {other}")
     if not _decodes(raw, dialect):
         raise ValueError(f"csv: {path} line {first.line}: the header is not {dialect.encoding}: {ENCODING_HINT}")
     header = [name.strip() for name in (_row(raw, dialect) or [])]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import Any
@@ -38,6 +39,7 @@ from kflow.components.datasets.bundle import SPLIT_WITH_TEST
 from kflow.components.datasets.images.ingest.source import (
     BACKGROUNDS,
     UNLABELLED,
+    Headers,
     ImageFile,
     ImageFormat,
     RefusedFile,
@@ -83,8 +85,10 @@ def run(
     images = named_images(files, job.source_path)
     classes = checked_classes(images, job.source_path) if labelled else []
     plan = _plan(images, split)
-    channels = image_format.channels or _inferred_channels(images)
-    image_format = image_format.with_size(images)  # data.image.size unset: the most common size, said in the log.
+    # The sampled files' headers, read once for what data.image leaves unset: the channels and the size.
+    headers = sampled_headers(images) if image_format.channels is None or image_format.height is None else None
+    channels = image_format.channels or _inferred_channels(headers)
+    image_format = image_format.with_size(images, headers)  # size unset: the most common size, said in the log.
     shown = ", ".join(classes[:10]) + (", ..." if len(classes) > 10 else "")
     log.info(
         "images ingest: %d files %s; made %s, %s", len(images),
@@ -146,18 +150,24 @@ def _run_tfds(job: IngestJob, image_format: ImageFormat, options: dict[str, Any]
     )
 
 
-def _inferred_channels(files: list[ImageFile]) -> int:
-    """data.image.channels when not given: 1 when every image of a sample over the whole listing is grey, else 3
-    (a grey image made RGB keeps all it has; a colour one made grey does not). The first image alone decided
-    before: a folder of colour photos whose first file was grey became grey."""
-    modes = Counter(mode for _, mode in sampled_headers(files).values())
+def _inferred_channels(headers: Headers) -> int:
+    """data.image.channels when not given: 1 when every image of a sample over the whole listing (its `headers`)
+    is grey, else 3 (`channels_of`). The first image alone decided before: a folder of colour photos whose first
+    file was grey became grey."""
+    modes = Counter(mode for _, mode in headers.values())
     colour = {mode: count for mode, count in modes.items() if mode not in GREY_MODES}
-    channels = 3 if colour else 1
+    channels = channels_of(modes)
     said = ", ".join(f"{mode} {count}" for mode, count in modes.most_common())
     why = f"{sum(colour.values())} of the {modes.total()} files sampled are in colour" if colour else (
         f"all {modes.total()} files sampled are grey")  # fmt: skip
     log.info("images ingest: data.image.channels not set: %d, as %s (%s)", channels, why, said)
     return channels
+
+
+def channels_of(modes: Iterable[str]) -> int:
+    """1 when every one of the images' colour `modes` is grey, else 3: a grey image made RGB keeps all it has, a
+    colour one made grey does not."""
+    return 1 if all(mode in GREY_MODES for mode in modes) else 3
 
 
 def image_schema(shape: tuple[int, ...], classes: list[str] | None) -> str:

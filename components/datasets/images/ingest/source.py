@@ -88,12 +88,12 @@ class ImageFormat:
             raise ValueError("data.image.size: not inferred yet (ImageFormat.with_size)")
         return (self.height, self.width) if channels == 1 else (self.height, self.width, channels)
 
-    def with_size(self, files: list[ImageFile]) -> ImageFormat:
+    def with_size(self, files: list[ImageFile], headers: Headers | None = None) -> ImageFormat:
         """This format, its size inferred from the files (common_size, within INFERRED_SIDE) when `data.image` gives
         none."""
         if self.height is not None:
             return self
-        height, width = bounded(*common_size(files, self.fit))
+        height, width = bounded(*common_size(files, self.fit, headers))
         return replace(self, height=height, width=width)
 
 
@@ -122,15 +122,19 @@ def bounded(height: int, width: int) -> tuple[int, int]:
 SIZE_SAMPLE = 200
 
 
-def common_size(files: list[ImageFile], fit: str = "resize") -> tuple[int, int]:
+def common_size(files: list[ImageFile], fit: str = "resize", headers: Headers | None = None) -> tuple[int, int]:
     """(height, width): the most common size among up to SIZE_SAMPLE files taken evenly over `files` (ties: the
-    first seen). Logs it, with how many sampled images had it. ValueError when none of them is an image."""
-    headers = sampled_headers(files)
+    first seen; `headers`: theirs, when read already). Logs it, with how many sampled images had it. ValueError
+    when none of them is an image."""
+    headers = headers or sampled_headers(files)
     sizes = Counter(size for size, _ in headers.values())
     return most_common_size(sizes, f"{len(headers)} files sampled (of {len(files)})", fit)
 
 
-def sampled_headers(files: list[ImageFile]) -> dict[str, tuple[tuple[int, int], str]]:
+Headers = dict[str, tuple[tuple[int, int], str]]  # {position: ((height, width), colour mode)}
+
+
+def sampled_headers(files: list[ImageFile]) -> Headers:
     """{position: ((height, width), colour mode)} of up to SIZE_SAMPLE files taken evenly over `files`, from their
     headers (no pixels decoded); files Pillow cannot read are left to the worker to reject. ValueError when none of
     them is an image."""

@@ -70,19 +70,23 @@ class TfdsImages:
             yield index, record[self.image], int(record[self.label])
 
     def channels(self) -> int:
-        """1 for grey, else 3 (RGBA and others are converted), from the feature's shape, else its first image."""
+        """1 for grey, else 3 (RGBA and others are converted), from the feature's shape, else as the folder's
+        images are (executor.channels_of): grey only if the first 100 train images all are."""
         if self.shape[-1] is not None:
             return 1 if self.shape[-1] == 1 else 3
         from PIL import Image
 
-        from kflow.components.datasets.images.ingest.executor import GREY_MODES
+        from kflow.components.datasets.images.ingest.executor import channels_of
 
+        modes = []
         for _, encoded, _ in self.records(self.options["splits"]["train"], 0, 100):
             try:
                 with Image.open(io.BytesIO(encoded)) as opened:
-                    return 1 if opened.mode in GREY_MODES else 3
+                    modes.append(opened.mode)
             except Exception:  # noqa: BLE001 - an unreadable image is the worker's to reject; look at the next.
                 continue
+        if modes:
+            return channels_of(modes)
         raise ValueError(
             f"data.tfds.splits.train: none of the first 100 images of {self.options['splits']['train']} is readable"
         )
