@@ -20,6 +20,7 @@ import keras
 
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.save_pacing import SavePacing
+from kflow.components.trainer.steps_per_call import fit_steps_per_call, whole_calls
 from kflow.components.trainer.training import (
     describe_training,
     export_model,
@@ -43,6 +44,8 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
     working_dir = Path(working_dir)
     global_batch = config.batch_size
     dataset, train_count, eval_count, steps_per_epoch = read_splits(task, examples, config)
+    per_call = fit_steps_per_call(config.steps_per_execution, steps_per_epoch, config.steps_per_epoch is not None)
+    steps_per_epoch = whole_calls(steps_per_epoch, per_call)
     # A pass over the split is exactly steps_per_epoch batches unless steps_per_epoch is set or rounded up to whole
     # calls of steps_per_execution.
     one_pass = config.steps_per_epoch is None and steps_per_epoch == math.ceil(train_count / global_batch)
@@ -58,16 +61,16 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
             optimizer=make_optimizer(config, steps_per_epoch * config.epochs),
             loss=loss,
             weighted_metrics=task.metrics(),
-            steps_per_execution=config.steps_per_call,
+            steps_per_execution=per_call,
         )
         # Keras' own functions of several steps a call fail under tf.distribute: the Trainer's count the steps.
         steps_counted = runtime.replicas > 1 and keras.backend.backend() == "tensorflow"
         if steps_counted:
             _build_from_batch_specs(keras_model, dataset("train", False, global_batch).element_spec)
-            if config.steps_per_call > 1:
+            if per_call > 1:
                 from kflow.components.trainer.fit_steps import run_steps_per_call
 
-                run_steps_per_call(keras_model, config.steps_per_call, validation_steps)
+                run_steps_per_call(keras_model, per_call, validation_steps)
     epoch_log = EpochLog(config.epochs, examples_per_epoch, steps_per_epoch, global_batch, config.log_every_steps)
     chief = runtime.process_index == 0
     # Each process of a multi-process strategy backs up its own state (they hold the same weights).
@@ -97,17 +100,18 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
         # Epoch scalars, as the custom loop writes; the graph Keras writes by default cost 0.15 s of the first epoch.
         callbacks.append(keras.callbacks.TensorBoard(log_dir=str(model_run.log_dir), write_graph=False))
     log.info(
-        "train: %s, strategy %s on %d replica(s)%s",
+        "train: %s, strategy %s on %d replica(s)%s%s",
         describe_training(task, config, steps_per_epoch),
         config.strategy,
         runtime.replicas,
         f" in {runtime.process_count} processes" if runtime.process_count > 1 else "",
+        f", {per_call} steps a call" if per_call > 1 else "",
     )
     started = time.perf_counter()
     # Keras starts a new validation iterator at each validation (and deletes the last: input_autotune.py says why that
     # could stall); given the steps, it reads one pass of the repeated split.
     validation = runtime.fit_batches(dataset, "eval", False, global_batch) if eval_count else None
-    if validation is not None and config.steps_per_call > 1 and not steps_counted:
+    if validation is not None and per_call > 1 and not steps_counted:
         # Keras' call of several steps stops early only at the end of a finite dataset; it would read on into the
         # split's start, twice-counted, and the pass would end mid-call. Keras starts a finite one at each validation.
         validation = validation.take(validation_steps)

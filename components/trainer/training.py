@@ -27,6 +27,7 @@ from kflow.components.datasets.user_module import MODULE_FILE, load_module
 from kflow.components.models import load_trained
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.serving_export import examples_parser, read_classes, write_classes, write_serving
+from kflow.components.trainer.steps_per_call import whole_calls
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import MakeDataset, Runtime
 from kflow.components.util.input_autotune import untuned
@@ -93,8 +94,7 @@ def split_sizes(make_dataset: MakeDataset, examples: Examples, config: TrainConf
     if config.steps_per_epoch is not None:
         return train_count, eval_count, config.steps_per_epoch
     # One pass, in whole calls of a set steps_per_execution: the batches repeat, so a last call goes on from the start.
-    calls = math.ceil(math.ceil(train_count / config.batch_size) / config.steps_per_call)
-    return train_count, eval_count, calls * config.steps_per_call
+    return train_count, eval_count, whole_calls(math.ceil(train_count / config.batch_size), config.steps_per_call)
 
 
 def watched_metric(task: Task, config: TrainConfig) -> tuple[str, str]:

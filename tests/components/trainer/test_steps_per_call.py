@@ -1,15 +1,20 @@
-"""The custom loop's steps per call: a set trainer.steps_per_execution, else chosen from timed single steps."""
+"""Steps per call: a set trainer.steps_per_execution, else the custom loop's chosen from timed single steps and
+model.fit's from the epoch's size."""
 
 from __future__ import annotations
 
 import pytest
 
 from kflow.components.trainer.steps_per_call import (
+    FIT_MAX_GROWTH,
+    FIT_MAX_STEPS,
     MAX_STEPS,
     TARGET_SECONDS,
     TIMED_CALLS,
     UNTIMED_CALLS,
     StepsPerCall,
+    fit_steps_per_call,
+    whole_calls,
 )
 
 SINGLE_CALLS = UNTIMED_CALLS + TIMED_CALLS
@@ -102,3 +107,20 @@ def test_an_epochs_end_restarts_the_timing_so_validation_is_not_timed():
     sizes = train(calls, clock, 100, end=end, step_seconds=STEP, start=UNTIMED_CALLS + 2)
     assert sizes[:TIMED_CALLS] == [1] * TIMED_CALLS
     assert runtime.proposed == [pytest.approx(STEP)] and calls.chosen == int(TARGET_SECONDS / STEP)
+
+
+@pytest.mark.parametrize(
+    ("epoch_steps", "expected"),
+    [(1, 1), (4, 1), (99, 1), (100, 2), (299, 2), (300, 4), (700, 8), (1_500, 16), (3_100, 32), (5_364, 32)],
+)
+def test_model_fit_takes_the_most_steps_a_call_that_grow_an_epoch_by_at_most_one_percent(epoch_steps, expected):
+    chosen = fit_steps_per_call(None, epoch_steps, steps_per_epoch_set=False)
+    assert chosen == expected
+    assert whole_calls(epoch_steps, chosen) - epoch_steps <= max(epoch_steps * FIT_MAX_GROWTH, 0)
+    assert chosen <= FIT_MAX_STEPS
+
+
+def test_model_fit_keeps_a_set_steps_per_execution_and_a_set_steps_per_epoch():
+    assert fit_steps_per_call(3, 5_000, steps_per_epoch_set=False) == 3
+    assert fit_steps_per_call(None, 5_000, steps_per_epoch_set=True) == 1
+    assert whole_calls(13, 3) == 15 and whole_calls(12, 3) == 12

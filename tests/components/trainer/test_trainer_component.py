@@ -47,7 +47,7 @@ def test_spec_wiring_and_defaults():
         "optimizer": "adam",
         "learning_rate": 0.001,
         "steps_per_epoch": None,
-        "steps_per_execution": None,  # the custom loop chooses (steps_per_call.py), model.fit runs one
+        "steps_per_execution": None,  # chosen (steps_per_call.py): the custom loop times, model.fit sizes
         "seed": 42,
         "shuffle_buffer": 10000,
         "early_stopping_patience": None,

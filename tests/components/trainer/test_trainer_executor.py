@@ -258,3 +258,16 @@ def test_an_early_stop_keeps_the_best_epochs_weights(tmp_path, trainer):
     weights, _ = trained("best", epochs=best)
     for kept, expected in zip(stopped, weights, strict=True):
         np.testing.assert_allclose(kept, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_model_fit_runs_several_steps_a_call_on_an_epoch_of_many_steps(inputs, tmp_path, caplog):
+    examples, schema = inputs
+    model_run = ModelRun(tmp_path / "model_run")
+    with caplog.at_level("INFO", logger="kflow.trainer"):
+        run(dataset="mnist", examples=examples, schema=schema, model=Model(tmp_path / "model"), model_run=model_run,
+            epochs=1, batch_size=1, seed=7)  # fmt: skip
+    # 400 examples a step each: 4 steps a call (at most 3 more a pass: under 1 %), 100 whole calls.
+    assert "4 steps a call" in caplog.text
+    history = model_run.history
+    assert history["steps_per_epoch"] == 400 and history["final_step"] == 400
+    assert history["examples_trained"] == 400
