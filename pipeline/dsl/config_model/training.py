@@ -89,11 +89,11 @@ class TrainerSection(Section):
     strategies (multi_worker_mirrored, parameter_server) time a few single steps, then run as many a call as take
     about 0.25 s (at most 64), never past an epoch's end or a checkpoint, so the steps and checkpoints are those of one
     a call; the model.fit strategies take the most, a power of two up to 32, that grow an epoch of one pass by at most
-    1 % (one under 100 steps an epoch or with a set steps_per_epoch). N: as Keras' compile(steps_per_execution=N) in the model.fit
-    strategies, N steps per tf.function call (per scheduled function on a parameter-server worker) in the custom
-    loop's; callbacks, progress, checkpoints and the heartbeat then see every Nth step, which takes the per-step
-    overhead off small, fast steps. N must divide steps_per_epoch; an epoch of one pass is rounded up to a multiple
-    of N (its last call completed from the split's start)"""
+    1 % (one under 100 steps an epoch or with a set steps_per_epoch). N: as Keras' compile(steps_per_execution=N) in
+    the model.fit strategies, N steps per tf.function call (per scheduled function on a parameter-server worker) in
+    the custom loop's; callbacks, progress, checkpoints and the heartbeat then see every Nth step, which takes the
+    per-step overhead off small, fast steps. N must divide steps_per_epoch; an epoch of one pass is rounded up to a
+    multiple of N (its last call completed from the split's start)"""
     optimizer: OptimizerSection = section(OptimizerSection)
     early_stopping_patience: int | None = Field(None, ge=1)
     """null: off; else stop after this many epochs without improvement of early_stopping_monitor, keeping the weights
