@@ -23,12 +23,18 @@ SOURCE_ROW = "__source_row__"
 # __index_level_0__. They name rows, they are no quality of them (a feature of row numbers learns the file's
 # order): the records' key when data.key names none, else tagged role=row_names; never a feature.
 ROW_NAMES = "row_names"
-ROW_NAME_COLUMNS = (ROW_NAMES, "__index_level_0__")
+# Read and written again, that first column comes back named: `Unnamed: 0` (pandas' read_csv), `...1` (readr's
+# read_csv), `rownames` (the CSVs of Rdatasets, R's datasets as most users download them). As the first column only.
+FIRST_ROW_NAME_COLUMNS = ("rownames", "Unnamed: 0", "...1")
+ROW_NAME_COLUMNS = (ROW_NAMES, "__index_level_0__", *FIRST_ROW_NAME_COLUMNS)
 
 
 def row_names(types: Mapping[str, str]) -> str | None:
-    """The column of `types` that holds the writer's row names, if one does."""
-    return next((name for name in ROW_NAME_COLUMNS if name in types), None)
+    """The column of `types` (in the source's column order) that holds the writer's row names, if one does."""
+    first = next(iter(types), None)
+    if first in FIRST_ROW_NAME_COLUMNS:
+        return first
+    return next((name for name in (ROW_NAMES, "__index_level_0__") if name in types), None)
 
 
 _PROTO_TYPES = {"int": schema_pb2.INT, "bool": schema_pb2.INT, "float": schema_pb2.FLOAT, "string": schema_pb2.BYTES}

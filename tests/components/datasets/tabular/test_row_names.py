@@ -69,3 +69,43 @@ def test_an_empty_name_past_the_first_column_is_still_refused(tmp_path):
     (tmp_path / "t.csv").write_text("a,,c\n1,2,3\n")
     with pytest.raises(ValueError, match="has an empty column name"):
         csv_source.inspect_source(source_path=str(tmp_path / "t.csv"), label="c")
+
+
+def read_back_by_pandas(frame, path):
+    frame.to_csv(path)  # the row names under an empty name ...
+    pd.read_csv(path).to_csv(path, index=False)  # ... read by pandas as `Unnamed: 0` and written again
+
+
+def rdatasets_export(frame, path):
+    frame.insert(0, "rownames", range(1, len(frame) + 1))  # Rdatasets' CSVs: R's row names, first, named
+    frame.to_csv(path, index=False)
+
+
+def readr_export(frame, path):
+    frame.insert(0, "...1", range(1, len(frame) + 1))  # readr's name for the unnamed first column
+    frame.to_csv(path, index=False)
+
+
+@pytest.mark.parametrize(
+    ("write", "column"),
+    [(read_back_by_pandas, "Unnamed: 0"), (rdatasets_export, "rownames"), (readr_export, "...1")],
+)
+def test_row_names_the_first_column_named_as_writers_name_it_are_the_key(tmp_path, write, column):
+    path = tmp_path / "wine.csv"
+    write(wine(), path)
+    examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
+    ingest_csv(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"), source_path=str(path),
+               label="target")  # fmt: skip
+    proto = load_schema(schema.file)
+    assert annotation_tags(proto, column)["role"] == "key"
+    assert column not in TabularTask(proto).types and len(TabularTask(proto).types) == 13
+
+
+def test_a_column_named_rownames_past_the_first_is_a_feature(tmp_path):
+    frame = wine()
+    frame["rownames"] = range(len(frame))  # a user's own column, not a writer's row names
+    frame.to_csv(tmp_path / "wine.csv", index=False)
+    examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
+    ingest_csv(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"),
+               source_path=str(tmp_path / "wine.csv"), label="target")  # fmt: skip
+    assert "rownames" in TabularTask(load_schema(schema.file)).types
