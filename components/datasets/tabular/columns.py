@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from kflow.components.datasets.tabular.dataset import INFER_ROWS
-from kflow.components.datasets.tabular.examples import check_problem_type
+from kflow.components.datasets.tabular.examples import check_problem_type, row_names
 from kflow.components.util.example_proto import example_of, feature_encoder, name_order, serialize_example
 
 TYPES = ("int", "float", "string", "bool")
@@ -265,9 +265,23 @@ def table_facts(
     if problem_type is None and isinstance(label, str) and label in header:
         problem_type, reason = infer_problem_type(label, types[label], values)
     check_columns(header, label, problem_type, key, declared)
+    check_features(header, label, key)
     if problem_type == "regression" and types[label] not in ("int", "float"):
         raise ValueError(f"data.label: regression needs a numeric label; column {label!r} is {types[label]}")
     return SourceFacts(list(header), types, problem_type, reason, sorted(set(values)), len(values))
+
+
+def check_features(header: Sequence[str], label: Any, key: Any) -> None:
+    """Refuses a labelled table with no column to learn from: the label alone, or beside the rows' key or names."""
+    if not isinstance(label, str) or label not in header:
+        return
+    names = row_names(dict.fromkeys(header))
+    if any(name not in (label, key, names) for name in header):
+        return
+    others = [name for name in dict.fromkeys((key, names)) if name]
+    beside = [f"the key {name!r}" if name == key else f"the rows' names {name!r}" for name in others]
+    said = f" (beside it only {' and '.join(beside)})" if beside else ""
+    raise ValueError(f"data.source.path: the table has no column to learn {label!r} from{said}")
 
 
 def content_hash(fields: list[str]) -> str:

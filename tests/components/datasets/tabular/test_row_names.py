@@ -109,3 +109,21 @@ def test_a_column_named_rownames_past_the_first_is_a_feature(tmp_path):
     ingest_csv(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"),
                source_path=str(tmp_path / "wine.csv"), label="target")  # fmt: skip
     assert "rownames" in TabularTask(load_schema(schema.file)).types
+
+
+@pytest.mark.parametrize(
+    ("columns", "key", "said"),
+    [
+        (["rownames", "target"], None, "(beside it only the rows' names 'rownames')"),
+        (["id", "target"], "id", "(beside it only the key 'id')"),
+        (["target"], None, "from"),
+    ],
+)
+def test_a_table_with_nothing_to_learn_from_beside_the_label_is_refused_before_it_is_read(tmp_path, columns, key, said):
+    frame = wine()
+    frame["id"] = [f"w{i}" for i in range(len(frame))]
+    frame.insert(0, "rownames", range(1, len(frame) + 1))
+    frame[columns].to_csv(tmp_path / "t.csv", index=False)
+    with pytest.raises(ValueError, match="data.source.path: the table has no column to learn 'target' from") as error:
+        csv_source.inspect_source(source_path=str(tmp_path / "t.csv"), label="target", key=key)
+    assert str(error.value).endswith(said)
