@@ -21,6 +21,7 @@ from kflow.components.datasets.tabular.plan import (
     numeric_spec,
     regression_head,
     string_spec,
+    within_code_budget,
 )
 from kflow.components.transform.analyzers import Analyzer
 
@@ -72,6 +73,7 @@ def tabular_plan(task: Any, results: dict[str, Any]) -> dict[str, Any]:
                 words=[tuple(pair) for pair in words["ranked"]],
             )
             features.append(string_spec(name, summary, task.options))
+    features = within_code_budget(features)
     left_out = {spec["name"]: spec["left_out"] for spec in features if spec["kind"] == "left_out"}
     for name, why in left_out.items():
         log.info("transform: the feature %r is left out: %s", name, why)

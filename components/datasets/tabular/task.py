@@ -28,6 +28,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from kflow.components.datasets.tabular.cached_rows import cached_rows, fits_in_memory
 from kflow.components.datasets.tabular.plan import (
     DATA_OPTIONS,
     classification_head,
@@ -37,6 +38,7 @@ from kflow.components.datasets.tabular.plan import (
     string_spec,
     summarize_strings,
     whole_values,
+    within_code_budget,
 )
 from kflow.components.datasets.tabular.preprocessing import GRAPH_MODEL_FILE, load_preprocessing
 from kflow.components.datasets.task import LearntByTransform, Task
@@ -111,6 +113,7 @@ class TabularTask(LearntByTransform, Task):
             string_spec(name, summarize_strings(counts, self.options), self.options) for name, counts in strings.items()
         ]
         features.sort(key=lambda spec: list(self.types).index(spec["name"]))
+        features = within_code_budget(features)
         left_out = {spec["name"]: spec["left_out"] for spec in features if spec["kind"] == "left_out"}
         for name, why in left_out.items():
             log.info("tabular: the feature %r is left out: %s", name, why)
@@ -202,11 +205,18 @@ class TabularTask(LearntByTransform, Task):
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         head = self._prepared()["head"]
         records = tf.data.TFRecordDataset(examples.split_files(split), compression_type="GZIP")
-        if training and shuffle_buffer > 0:
-            records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-        batches = records.batch(batch_size, drop_remainder=training).map(
-            self._parse, num_parallel_calls=tf.data.AUTOTUNE
-        )
+        if training and fits_in_memory(examples.recorded_counts.get(split), len(self.types) + 1):
+            # The train split is read every epoch: parsed once, kept as rows (cached_rows.py).
+            batches = cached_rows(
+                records, self._parse, batch_size=batch_size, shuffle_buffer=shuffle_buffer, seed=seed,
+                drop_remainder=True,
+            )  # fmt: skip
+        else:
+            if training and shuffle_buffer > 0:
+                records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+            batches = records.batch(batch_size, drop_remainder=training).map(
+                self._parse, num_parallel_calls=tf.data.AUTOTUNE
+            )
         if head["kind"] == "regression":
             return batches.map(lambda x, y: (x, tf.reshape(tf.cast(y, tf.float32), [-1, 1]))).prefetch(2)
         class_index = self._class_index(head["classes"])

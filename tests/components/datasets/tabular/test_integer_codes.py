@@ -90,3 +90,22 @@ def test_thousands_of_coded_columns_are_one_layer():
     model = build_preprocessing(specs)
     assert sum(layer.__class__.__name__ == "CodeOneHot" for layer in model.layers) == 1
     assert model.output["integer_codes"].shape[-1] == 1000 * 4
+
+
+def test_a_wide_table_of_small_integers_keeps_codes_only_within_the_budget_fewest_first():
+    from kflow.components.datasets.tabular.plan import MAX_CODE_SLOTS, within_code_budget
+
+    def coded(name, distinct):
+        return {"name": name, "kind": "numeric", "mean": 0.0, "variance": 1.0, "codes": list(range(distinct))}
+
+    # movielens' 671 users beside a year of 100 values: both kept (773 slots)
+    assert all("codes" in spec for spec in within_code_budget([coded("userId", 671), coded("year", 100)]))
+    # MNIST written as a CSV: 784 pixel columns of up to 256 values each would be 200,000 inputs
+    pixels = [coded(f"pixel{i}", 3 + i % 254) for i in range(784)]
+    kept = within_code_budget(pixels)
+    slots = sum(len(spec["codes"]) + 1 for spec in kept if "codes" in spec)
+    assert 0 < slots <= MAX_CODE_SLOTS and [spec["name"] for spec in kept] == [spec["name"] for spec in pixels]
+    most_kept = max(len(spec["codes"]) for spec in kept if "codes" in spec)
+    assert all(len(spec["codes"]) >= most_kept for spec in pixels if spec["name"] not in
+               {s["name"] for s in kept if "codes" in s})  # fmt: skip
+    assert all(spec["kind"] == "numeric" and "mean" in spec for spec in kept)  # the values stay, normalised
