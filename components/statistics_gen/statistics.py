@@ -9,25 +9,27 @@ as the split's value distribution).
 
 Quantiles come from a deterministic sample: the SAMPLE_SIZE values whose records have the
 smallest hashes, so they are exact up to that many values and the same on every run and
-runner. String counts are exact up to MAX_DISTINCT distinct values a feature; beyond that the
-least frequent are dropped (unique becomes a lower bound, marked in the feature's name of the
-rank histogram: "truncated").
+runner. Numbers are buffered as they come and folded by numpy every FOLD_EVERY values a feature
+(value by value in Python, MNIST's 784 pixel columns as a CSV took 123 s). String counts are
+exact up to MAX_DISTINCT distinct values a feature; beyond that the least frequent are dropped
+(unique becomes a lower bound, marked in the feature's name of the rank histogram: "truncated").
 """
 
 from __future__ import annotations
 
 import hashlib
-import heapq
 import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
 from kflow.components.util.example_proto import Example
 
 SAMPLE_SIZE = 10_000
+FOLD_EVERY = 4_096  # numbers buffered a feature before numpy folds them into the moments and the sample
 MAX_DISTINCT = 100_000
 TOP_VALUES = 20
 RANK_BUCKETS = 1_000
@@ -49,36 +51,59 @@ class FeatureAccumulator:
     zeros: int = 0
     low: float = math.inf
     high: float = -math.inf
-    sample: list[tuple[int, float]] = field(default_factory=list)  # (record hash, value), the smallest hashes
+    # The quantiles' sample: the SAMPLE_SIZE values of the smallest (record hash + index), ties by value.
+    sample_keys: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
+    sample_values: np.ndarray = field(default_factory=lambda: np.empty(0, np.float64))
+    pending: list = field(default_factory=list)  # numbers not folded yet, and their keys
+    pending_keys: list = field(default_factory=list)
     # Strings
     counts: Counter = field(default_factory=Counter)
     length: int = 0
     truncated: bool = False
 
     def add(self, values: list, record_hash: int) -> None:
+        count = len(values)
         self.present += 1
-        self.values += len(values)
-        self.min_values = min(self.min_values, len(values))
-        self.max_values = max(self.max_values, len(values))
+        self.values += count
+        if count < self.min_values:
+            self.min_values = count
+        if count > self.max_values:
+            self.max_values = count
         if self.kind == "bytes_list":
             self.counts.update(values)
             self.length += sum(len(value) for value in values)
             if len(self.counts) > 2 * MAX_DISTINCT:
                 self._prune()
             return
-        for index, value in enumerate(values):
-            value = float(value)
-            self.total += value
-            self.squares += value * value
-            self.zeros += value == 0
-            self.low, self.high = min(self.low, value), max(self.high, value)
-            self.sample.append((record_hash + index, value))
-        if len(self.sample) > 2 * SAMPLE_SIZE:
-            self.sample = heapq.nsmallest(SAMPLE_SIZE, self.sample)
+        self.pending.extend(values)
+        self.pending_keys.extend(_keys(record_hash, count))
+        if len(self.pending) >= FOLD_EVERY:
+            self.fold()
+
+    def fold(self) -> None:
+        """Folds the buffered numbers into the moments, the range and the sample."""
+        if not self.pending:
+            return
+        values = np.asarray(self.pending, dtype=np.float64)
+        self.total += float(values.sum())
+        self.squares += float(np.dot(values, values))
+        self.zeros += int(np.count_nonzero(values == 0))
+        self.low, self.high = min(self.low, float(values.min())), max(self.high, float(values.max()))
+        self._sample(np.asarray(self.pending_keys, dtype=np.uint64), values)
+        self.pending, self.pending_keys = [], []
+
+    def _sample(self, keys: np.ndarray, values: np.ndarray) -> None:
+        keys, values = np.concatenate([self.sample_keys, keys]), np.concatenate([self.sample_values, values])
+        if len(keys) > SAMPLE_SIZE:
+            kept = np.lexsort((values, keys))[:SAMPLE_SIZE]
+            keys, values = keys[kept], values[kept]
+        self.sample_keys, self.sample_values = keys, values
 
     def merge(self, other: FeatureAccumulator) -> None:
         if other.kind != self.kind:
             raise ValueError(f"a feature holds both {self.kind} and {other.kind} values")
+        self.fold()
+        other.fold()
         self.present += other.present
         self.values += other.values
         self.min_values = min(self.min_values, other.min_values)
@@ -87,7 +112,7 @@ class FeatureAccumulator:
         self.squares += other.squares
         self.zeros += other.zeros
         self.low, self.high = min(self.low, other.low), max(self.high, other.high)
-        self.sample = heapq.nsmallest(SAMPLE_SIZE, self.sample + other.sample)
+        self._sample(other.sample_keys, other.sample_values)
         self.counts.update(other.counts)
         self.length += other.length
         self.truncated |= other.truncated
@@ -112,10 +137,12 @@ class SplitAccumulator:
             kind = feature.WhichOneof("kind")
             if kind is None:
                 continue
-            accumulator = self.features.setdefault(name, FeatureAccumulator(kind))
-            if accumulator.kind != kind:
+            accumulator = self.features.get(name)
+            if accumulator is None:  # not setdefault: it would build an accumulator a value, wasted
+                accumulator = self.features[name] = FeatureAccumulator(kind)
+            elif accumulator.kind != kind:
                 raise ValueError(f"feature {name!r} holds {kind} in one record and {accumulator.kind} in another")
-            accumulator.add(list(getattr(feature, kind).value), record_hash)
+            accumulator.add(getattr(feature, kind).value, record_hash)
 
     def merge(self, other: SplitAccumulator) -> SplitAccumulator:
         self.examples += other.examples
@@ -127,6 +154,8 @@ class SplitAccumulator:
         return self
 
     def to_proto(self, name: str) -> statistics_pb2.DatasetFeatureStatistics:
+        for accumulator in self.features.values():
+            accumulator.fold()
         dataset = statistics_pb2.DatasetFeatureStatistics(name=name, num_examples=self.examples)
         for feature_name in sorted(self.features):
             _feature_proto(dataset.features.add(), feature_name, self.features[feature_name], self.examples)
@@ -165,7 +194,7 @@ def _feature_proto(out, name: str, acc: FeatureAccumulator, examples: int) -> No
     stats.std_dev = math.sqrt(max(acc.squares / acc.values - mean * mean, 0.0))
     stats.num_zeros = acc.zeros
     stats.min, stats.max = acc.low, acc.high
-    sample = sorted(value for _, value in acc.sample)
+    sample = np.sort(acc.sample_values).tolist()
     stats.median = _quantile(sample, 0.5)
     histogram = stats.histograms.add(type=statistics_pb2.Histogram.QUANTILES)
     for index in range(10):
@@ -174,6 +203,13 @@ def _feature_proto(out, name: str, acc: FeatureAccumulator, examples: int) -> No
             high_value=_quantile(sample, (index + 1) / 10),
             sample_count=acc.values / 10,
         )
+
+
+def _keys(record_hash: int, count: int) -> list[int]:
+    """The sample keys of a record's `count` values: its hash plus each value's index, within 64 bits."""
+    if count == 1:
+        return [record_hash]
+    return [(record_hash + index) & 0xFFFF_FFFF_FFFF_FFFF for index in range(count)]
 
 
 def _ranked(counts: Counter) -> list[tuple[Any, int]]:
