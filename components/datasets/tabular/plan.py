@@ -119,7 +119,7 @@ def within_code_budget(features: list[dict[str, Any]]) -> list[dict[str, Any]]:
             dropped += 1
     if dropped:
         log.info(
-            "tabular: %d of %d integer columns of codes are read as numbers alone: one-hot, all would pass %d inputs",
+            "tabular: %d of %d integer columns of codes are read as numbers alone (one-hot, all would pass %d inputs)",
             dropped, len(coded), MAX_CODE_SLOTS,
         )  # fmt: skip
     return kept
