@@ -8,24 +8,30 @@ by type first (the numbers, all float32 [batch, 1], in one [batch, numbers] tens
 strings]), cached and shuffled as rows, then unpacked into the model's inputs again after batching: the model and
 what it is served are unchanged.
 
-Used for the train split when it fits in `MAX_CACHED_BYTES` (its rows times its columns, 8 bytes a value, a string's
-counted as such); a larger split is read from its files every epoch, as before.
+Used for the train split when it surely fits in `MAX_CACHED_BYTES`: its rows times its columns at 8 bytes a value,
+and its files' compressed size times GZIP_BOUND (long strings: a text column of reviews is much more than 8 bytes a
+value); a larger split is read from its files every epoch, as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import tensorflow as tf
 
 MAX_CACHED_BYTES = 2 << 30  # 2 GiB of parsed rows at most; beyond, stream the files each epoch
 BYTES_A_VALUE = 8
+GZIP_BOUND = 20  # parsed rows take at most this many times their GZIP'd Examples (text compresses 3-10x)
 PARSE_BATCH = 1024  # rows parsed a call: parse_example's cost per call is shared by more rows
 
 
-def fits_in_memory(rows: int | None, columns: int) -> bool:
-    return rows is not None and rows * max(columns, 1) * BYTES_A_VALUE <= MAX_CACHED_BYTES
+def fits_in_memory(rows: int | None, columns: int, files: Sequence[str]) -> bool:
+    """Whether the parsed rows of a split of `rows` records of `columns` columns in `files` (GZIP'd) surely fit."""
+    if rows is None:
+        return False
+    stored = sum(tf.io.gfile.stat(path).length for path in files)
+    return max(rows * max(columns, 1) * BYTES_A_VALUE, stored * GZIP_BOUND) <= MAX_CACHED_BYTES
 
 
 def cached_rows(

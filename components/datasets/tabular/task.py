@@ -204,8 +204,9 @@ class TabularTask(LearntByTransform, Task):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         head = self._prepared()["head"]
-        records = tf.data.TFRecordDataset(examples.split_files(split), compression_type="GZIP")
-        if training and fits_in_memory(examples.recorded_counts.get(split), len(self.types) + 1):
+        files = examples.split_files(split)
+        records = tf.data.TFRecordDataset(files, compression_type="GZIP")
+        if training and fits_in_memory(examples.recorded_counts.get(split), len(self.types) + 1, files):
             # The train split is read every epoch: parsed once, kept as rows (cached_rows.py).
             batches = cached_rows(
                 records, self._parse, batch_size=batch_size, shuffle_buffer=shuffle_buffer, seed=seed,

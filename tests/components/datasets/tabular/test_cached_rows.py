@@ -4,6 +4,8 @@ the same rows as the split read from its files. scikit-learn's real wine measure
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_wine
@@ -50,7 +52,15 @@ def rows(task, examples, *, passes: int, training: bool) -> list[list[tuple]]:
 def test_each_pass_holds_the_splits_rows_once_shuffled_anew(wine, monkeypatch):
     examples, task = wine
     train = examples.recorded_counts["train"]
-    assert cached_rows.fits_in_memory(train, len(task.types) + 1)
+    files = examples.split_files("train")
+    assert cached_rows.fits_in_memory(train, len(task.types) + 1, files)
+    assert not cached_rows.fits_in_memory(train, (cached_rows.MAX_CACHED_BYTES // 8) // train + 1, files)
+    assert not cached_rows.fits_in_memory(None, 3, files)  # an uncounted split: streamed
+    stored = sum(os.path.getsize(path) for path in files)  # long strings: bounded by the files' size
+    assert train * (len(task.types) + 1) * cached_rows.BYTES_A_VALUE < stored * cached_rows.GZIP_BOUND - 1
+    monkeypatch.setattr(cached_rows, "MAX_CACHED_BYTES", stored * cached_rows.GZIP_BOUND - 1)
+    assert not cached_rows.fits_in_memory(train, len(task.types) + 1, files)
+    monkeypatch.undo()
     first, second = rows(task, examples, passes=2, training=True)
     (every,) = rows(task, examples, passes=1, training=False)
     assert len(every) == train and len(first) == len(second) == train - train % BATCH
