@@ -11,7 +11,7 @@ order and the checkpoints are those of one step a call.
 `model.fit` takes its steps a call once, before training (Keras' `compile(steps_per_execution=N)`), and runs whole
 calls, so an epoch of one pass is rounded up to a multiple of N (its last call completed from the split's start).
 Unset, it is chosen from the data's size (`fit_steps_per_call`): the most steps a call, up to 32, that grow an epoch by
-under 1 %. Stat2Data's AthleteGrad (171,644 training rows, 5,364 steps an epoch of a small MLP) trained at 18,192 ex/s
+at most 1 %. Stat2Data's AthleteGrad (171,644 training rows, 5,364 steps an epoch of a small MLP) trained at 18,192 ex/s
 one step a call and 60,838 at 32, to the same accuracy (bench/README.md); a 4-step epoch (iris) keeps one.
 """
 
@@ -27,8 +27,6 @@ log = logging.getLogger("kflow.trainer")
 TARGET_SECONDS = 0.25  # long enough to make a call's cost small, short enough for progress and the heartbeat
 MAX_STEPS = 64
 UNTIMED_CALLS = 4
-FIT_MAX_STEPS = 32  # a call of 32 steps of a small model took ~0.1 s here: the per-call cost is then a few per cent
-FIT_MAX_GROWTH = 0.01  # the share of an epoch that rounding it up to whole calls may add
 TIMED_CALLS = 4
 FIT_MAX_STEPS = 32  # a call of 32 steps of a small model took ~0.1 s here: the per-call cost is then a few per cent
 FIT_MAX_GROWTH = 0.01  # the share of an epoch that rounding it up to whole calls may add
