@@ -88,7 +88,9 @@ class FeatureAccumulator:
         self.total += float(values.sum())
         self.squares += float(np.dot(values, values))
         self.zeros += int(np.count_nonzero(values == 0))
-        self.low, self.high = min(self.low, float(values.min())), max(self.high, float(values.max()))
+        compared = values[~np.isnan(values)]  # a NaN (a TFRecord source's) is no bound of the range
+        if compared.size:
+            self.low, self.high = min(self.low, float(compared.min())), max(self.high, float(compared.max()))
         self._sample(np.asarray(self.pending_keys, dtype=np.uint64), values)
         self.pending, self.pending_keys = [], []
 
