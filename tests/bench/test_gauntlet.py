@@ -56,9 +56,10 @@ def test_the_rule_admits_hundreds_of_tables_with_a_target_each(admitted):
     assert set(FIVE) <= set(admitted)
 
 
-# The slowest of the five (27 s) in make test-all only: make test builds, exports and serves a model whose columns
-# are R's dotted names (tests/components/datasets/tabular/test_column_names.py); the other four train end to end.
-SLOW = {"dslabs__brca"}
+# In make test-all only: the slowest of the five (27 s; make test builds, exports and serves a model whose columns
+# are R's dotted names, tests/components/datasets/tabular/test_column_names.py) and Adler (an integer label read as a
+# quantity: test_labels_as_they_come.py infers it from whole numbers); the other three train end to end.
+SLOW = {"dslabs__brca", "carData__Adler"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in sorted(FIVE)])
@@ -83,7 +84,11 @@ TINY = {
 }
 
 
-@pytest.mark.parametrize(("package", "item"), sorted(TINY))
+# mtcars (20 s) in make test-all only: BCG's 11 training rows are fewer than a batch too.
+@pytest.mark.parametrize(
+    ("package", "item"),
+    [pytest.param(*key, marks=pytest.mark.slow) if key == ("datasets", "mtcars") else key for key in sorted(TINY)],
+)
 def test_tables_smaller_than_a_batch_train_end_to_end(tmp_path, package, item):
     try:
         table, frame = catalog.table(package, item)
