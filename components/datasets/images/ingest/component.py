@@ -36,9 +36,9 @@ class ImagesIngest(Component):
     )
 
     def check_parameters(self) -> list[str]:
+        from kflow.components.datasets.images.ingest.image_format import ImageFormat
         from kflow.components.datasets.images.ingest.source import (
             UNLABELLED,
-            ImageFormat,
             checked_classes,
             list_images,
             named_images,

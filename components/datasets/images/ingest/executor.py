@@ -36,19 +36,21 @@ from pathlib import PurePath
 from typing import Any
 
 from kflow.components.datasets.bundle import SPLIT_WITH_TEST
-from kflow.components.datasets.images.ingest.source import (
+from kflow.components.datasets.images.ingest.image_format import (
     BACKGROUNDS,
-    UNLABELLED,
     Headers,
-    ImageFile,
     ImageFormat,
-    RefusedFile,
     bounded,
+    sampled_headers,
+)
+from kflow.components.datasets.images.ingest.source import (
+    UNLABELLED,
+    ImageFile,
+    RefusedFile,
     checked_classes,
     list_images,
     named_images,
     open_source,
-    sampled_headers,
 )
 from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import FILTERED, INVALID, make_reject

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from kflow.components.datasets.images.ingest.source import SIZE_SAMPLE, most_common_size
+from kflow.components.datasets.images.ingest.image_format import SIZE_SAMPLE, most_common_size
 from kflow.components.ingest.ingest_records import INVALID, make_reject
 from kflow.components.ingest.tfds_source import Chunk, Source, read_options, split_sizes, with_splits
 from kflow.components.util.example_proto import Example

@@ -12,9 +12,10 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from kflow.components.datasets.images.ingest import source
+from kflow.components.datasets.images.ingest import image_format
 from kflow.components.datasets.images.ingest.executor import run
-from kflow.components.datasets.images.ingest.source import ImageFormat, common_size, list_images
+from kflow.components.datasets.images.ingest.image_format import ImageFormat, common_size
+from kflow.components.datasets.images.ingest.source import list_images
 from kflow.components.util.schema import annotation_tags, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 from tests.components.datasets.images.image_fixtures import write_two_size_digits
@@ -83,7 +84,7 @@ def test_the_sample_is_spread_over_every_class_folder(tmp_path, monkeypatch):
         for index in range(10):
             Image.fromarray(np.full((side, side), 20 * index, np.uint8), "L").save(tmp_path / label / f"{index}.png")
     (tmp_path / "c" / "notes.png").write_text("not an image: skipped by the sample, rejected by the worker\n")
-    monkeypatch.setattr(source, "SIZE_SAMPLE", 9)
+    monkeypatch.setattr(image_format, "SIZE_SAMPLE", 9)
 
     assert common_size(list_images(str(tmp_path))) == (12, 12)
 

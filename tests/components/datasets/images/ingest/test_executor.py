@@ -10,7 +10,8 @@ import tensorflow as tf
 from PIL import Image
 
 from kflow.components.datasets.images.ingest.executor import run
-from kflow.components.datasets.images.ingest.source import ImageFormat, list_images
+from kflow.components.datasets.images.ingest.image_format import ImageFormat
+from kflow.components.datasets.images.ingest.source import list_images
 from kflow.components.util.schema import annotation_tags, int_domain, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
 from tests.components.datasets.images.image_fixtures import truncate
