@@ -21,6 +21,7 @@ Usage: .venv/bin/python bench/gauntlet/run.py [--out DIR] [--sample N | --only N
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -174,6 +175,9 @@ def _kflow(arguments: list[str], folder: Path, timeout: float) -> dict:
         os.killpg(process.pid, signal.SIGKILL)
         stdout, stderr = process.communicate()
         code, stderr = "timeout", stderr + f"\ntimed out after {timeout}s"
+    except BaseException:  # Ctrl-C or SIGTERM of the gauntlet: its own session would outlive it, so it is stopped
+        _stop_group(process)
+        raise
     (folder / f"{arguments[0]}.log").write_text(f"$ kflow {' '.join(arguments)}\n{stdout}\n--- stderr\n{stderr}")
     lines = [line for line in stderr.splitlines() if line.strip()]
     return {
@@ -183,6 +187,17 @@ def _kflow(arguments: list[str], folder: Path, timeout: float) -> dict:
         "seconds": round(time.monotonic() - start, 1),
         "stdout": stdout,
     }
+
+
+def _stop_group(process: subprocess.Popen) -> None:
+    """SIGTERM to the run's process group (kflow cancels and cleans up), SIGKILL after 10 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def _outcome(step: dict) -> str:
@@ -323,4 +338,5 @@ def summary(results: dict[str, dict] | list[dict]) -> str:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # as Ctrl-C: the table's run is stopped on the way out
     sys.exit(main())
