@@ -83,7 +83,7 @@ def predict(
         )
         # Skew: the scored data's statistics against the training data's (serving_skew.py), into OUT/skew.json.
         # Not the key, nor the row names: they name rows, and new rows have other names.
-        ignore = {predictions.record["key"], *ROW_NAME_COLUMNS}
+        ignore = {predictions.record["key"], *ROW_NAME_COLUMNS, *_naming_columns(chosen.model)}
         skew = serving_skew(config, chosen.model.uri, examples, SPLIT, staging / "statistics", ignore)
         (staging / "skew.json").write_text(json.dumps(skew, indent=2) + "\n")
         record = {
@@ -183,6 +183,16 @@ def _model_of_run(run: Run) -> ChosenModel:
     return ChosenModel(Model(ref.uri), f"run {run.run_id}'s {execution.node_id}", str(run.run_dir))
 
 
+def _naming_columns(model: Model) -> set[str]:
+    """The columns that named the rows the model was trained on (schema role key or row_names), not features."""
+    from kflow.components.util.schema import load_schema
+
+    if not model.training_schema_file.is_file():
+        return set()
+    roles = {"role=key", "role=row_names"}
+    return {f.name for f in load_schema(model.training_schema_file).feature if roles & set(f.annotation.tag)}
+
+
 def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | None, data_format: str | None) -> Any:
     """The config's ingest (or `data_format`'s) set to read `data` without a label into one split, the columns the
     model reads typed as it was trained, after checking that the data has them and the key column (where the ingest
@@ -235,6 +245,8 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
             log.warning(
                 "predict: %s has no column %r (data.key): each row is keyed by FILE:LINE", data, config.data.key
             )
+    if key is None and not config.data.key:  # the rows' names or numbers the model was trained beside, where present
+        key = next((name for name in header if name in _naming_columns(model)), None)
     parameters["key"] = key
     missing = [name for name in needed if name not in header]
     if missing:

@@ -243,3 +243,38 @@ def test_parquet_and_tfrecord_data_score_as_the_csv_did(trained, tmp_path, data_
     assert set(by_key) == set(test_keys)
     for key, outputs in zip(test_keys, expected, strict=True):
         np.testing.assert_allclose([float(by_key[key][f"score_{name}"]) for name in CLASSES], outputs, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_kaggle_layout_row_numbers_are_no_feature_and_key_the_predictions(tmp_path):
+    """Kaggle's layout: train.csv numbered `Id` 1..n (sorted by class, as Kaggle's Iris.csv is), test.csv going on
+    from n + 1 without the label. A model that learnt `Id` would call every test row the last class; kflow keys the
+    predictions by `Id` and reads no skew into it."""
+    from sklearn.datasets import load_iris
+
+    frame = load_iris(as_frame=True).frame.rename(columns={"target": "species"})
+    test = frame.sample(n=30, random_state=0)
+    train = frame.drop(test.index).sort_values("species", kind="stable")
+    train.insert(0, "Id", range(1, len(train) + 1))
+    test.insert(0, "Id", range(len(train) + 1, len(frame) + 1))
+    train.to_csv(tmp_path / "train.csv", index=False)
+    test.drop(columns="species").to_csv(tmp_path / "test.csv", index=False)
+    config = {
+        "name": "kaggle-iris",
+        "pipeline_root": str(tmp_path / "runs"),
+        "data": {"dataset": "csv", "source": {"path": "train.csv"}, "label": "species"},
+        "trainer": {"model": "tabular_mlp", "epochs": 30, "batch_size": 16,
+                    "optimizer": {"name": "adam", "learning_rate": 0.01}},
+    }  # fmt: skip
+    (tmp_path / "iris.yaml").write_text(yaml.safe_dump(config))
+    assert main(["run", str(tmp_path / "iris.yaml"), "-q"]) == 0
+    done = _predict(tmp_path, "--data", tmp_path / "test.csv", "-o", tmp_path / "out")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "predictions (key: Id)" in done.stdout
+    skew = json.loads((tmp_path / "out" / "skew.json").read_text())  # 30 rows: the measurements may differ, not Id
+    assert {entry["feature"] for entry in skew["features"]} == set(test.columns) - {"Id", "species"}
+    with (tmp_path / "out" / "predictions" / "Split-score" / "predictions.csv").open() as table:
+        predicted = {int(row["key"]): int(row["predicted_class"]) for row in csv.DictReader(table)}
+    truth = dict(zip(test["Id"], test["species"], strict=True))
+    assert set(predicted) == set(truth)
+    assert np.mean([predicted[key] == truth[key] for key in truth]) >= 0.8

@@ -14,12 +14,18 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.dataset import INFER_ROWS
-from kflow.components.datasets.tabular.examples import check_problem_type, row_names
+from kflow.components.datasets.tabular.examples import (
+    ROW_NAME_COLUMNS,
+    check_problem_type,
+    numbers_rows,
+    row_names,
+)
 from kflow.components.util.example_proto import example_of, feature_encoder, name_order, serialize_example
 
 TYPES = ("int", "float", "string", "bool")
@@ -68,6 +74,21 @@ def _parse_float(text: str) -> float:
     return value
 
 
+def _written_float(commas: bool) -> Callable[[str], float]:
+    """The parser of a float column of numbers as reports write them (written_numbers.py)."""
+
+    def parse(text: str) -> float:
+        try:
+            return _parse_float(text)
+        except BadValue:
+            value = written_numbers.plain(text, commas)
+            if value is None or not math.isfinite(value):
+                raise
+            return value
+
+    return parse
+
+
 def _parse_bool(text: str) -> int:
     value = _BOOLS.get(text.lower())
     if value is None:
@@ -91,12 +112,24 @@ class RowEncoder:
     column refused first in the header's order.
     """
 
-    def __init__(self, header: Sequence[str], types: Mapping[str, str], missing: frozenset[str], wanted: Iterable[str]):
-        self._arguments = (tuple(header), dict(types), missing, tuple(wanted))
+    def __init__(
+        self,
+        header: Sequence[str],
+        types: Mapping[str, str],
+        missing: frozenset[str],
+        wanted: Iterable[str],
+        written: Mapping[str, bool] | None = None,
+    ):
+        """`written`: {float column: whether commas group thousands} of the columns of numbers as reports write them
+        (`$1,234.50`, `12%`: written_numbers.py)."""
+        written = dict(written or {})
+        self._arguments = (tuple(header), dict(types), missing, tuple(wanted), written)
         wanted = set(wanted)
+        parsers = {name: _PARSERS[kind] for name, kind in types.items()}
+        parsers |= {name: _written_float(commas) for name, commas in written.items()}
         self._columns = [
             # A string keeps its spaces, but for the label and key: ` yes` is the class `yes`, as ` 7` is the key `7`.
-            (index, name in wanted, name, types[name] == "string" and name not in wanted, _PARSERS[types[name]],
+            (index, name in wanted, name, types[name] == "string" and name not in wanted, parsers[name],
              feature_encoder(name, _FEATURE_KINDS[types[name]]))
             for name, index in ((name, header.index(name)) for name in name_order(header))
         ]  # fmt: skip
@@ -230,6 +263,9 @@ class SourceFacts:
     labels: list[str]  # The distinct label values of the sample.
     sampled: int
     notes: tuple[str, ...] = ()  # What the sample suggests setting: said by `kflow validate`, logged by the ingest.
+    numbered: str | None = None  # The first column, when its sampled values count the rows (examples.numbers_rows).
+    # {float column: the marks seen} of the columns of numbers as reports write them ($1,234.50, 12%): csv only.
+    written: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -257,25 +293,30 @@ def table_facts(
     key: Any,
     declared: Any,
     values: list[str],
+    first_values: Sequence[str] = (),
 ) -> SourceFacts:
-    """What csv and parquet make of a source's columns and their sampled label `values`: the problem type inferred
-    from them when not given (and why), the label, key and declared columns checked against the header, and a
-    regression's label numeric; a ValueError naming the field otherwise."""
+    """What csv and parquet make of a source's columns, their sampled label `values` and the first column's
+    (`first_values`, in the file's order, when it is of whole numbers): the problem type inferred from them when not
+    given (and why), the label, key and declared columns checked against the header, a regression's label numeric,
+    and whether the first column numbers the rows; a ValueError naming the field otherwise."""
     reason = None
     if problem_type is None and isinstance(label, str) and label in header:
         problem_type, reason = infer_problem_type(label, types[label], values)
+    numbered = None
+    if header and header[0] not in (label, *ROW_NAME_COLUMNS) and numbers_rows(first_values):  # else named so
+        numbered = header[0]
     check_columns(header, label, problem_type, key, declared)
-    check_features(header, label, key)
+    check_features(header, label, key, numbered)
     if problem_type == "regression" and types[label] not in ("int", "float"):
         raise ValueError(f"data.label: regression needs a numeric label; column {label!r} is {types[label]}")
-    return SourceFacts(list(header), types, problem_type, reason, sorted(set(values)), len(values))
+    return SourceFacts(list(header), types, problem_type, reason, sorted(set(values)), len(values), numbered=numbered)
 
 
-def check_features(header: Sequence[str], label: Any, key: Any) -> None:
+def check_features(header: Sequence[str], label: Any, key: Any, numbered: str | None = None) -> None:
     """Refuses a labelled table with no column to learn from: the label alone, or beside the rows' key or names."""
     if not isinstance(label, str) or label not in header:
         return
-    names = row_names(dict.fromkeys(header))
+    names = row_names(dict.fromkeys(header), numbered)
     if any(name not in (label, key, names) for name in header):
         return
     others = [name for name in dict.fromkeys((key, names)) if name]

@@ -7,7 +7,7 @@ tabular task, SchemaGen and the Evaluator find them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tensorflow_metadata.proto.v0 import schema_pb2
@@ -27,31 +27,46 @@ ROW_NAMES = "row_names"
 # read_csv), `rownames` (the CSVs of Rdatasets, R's datasets as most users download them). As the first column only.
 FIRST_ROW_NAME_COLUMNS = ("rownames", "Unnamed: 0", "...1")
 ROW_NAME_COLUMNS = (ROW_NAMES, "__index_level_0__", *FIRST_ROW_NAME_COLUMNS)
+# Under any other name, a first column of whole numbers that count the sampled rows in the file's order from 0 or 1
+# (Kaggle's `Id` and `PassengerId`, R's read.csv naming written row names `X`, an `index_label` of pandas) numbers
+# the rows as well (`numbers_rows`). Fewer sampled rows than this say nothing.
+ROW_NUMBERS_MIN_ROWS = 10
 
 
-def row_names(types: Mapping[str, str]) -> str | None:
-    """The column of `types` (in the source's column order) that holds the writer's row names, if one does."""
+def row_names(types: Mapping[str, str], numbered: str | None = None) -> str | None:
+    """The column of `types` (in the source's column order) that holds the writer's row names, if one does;
+    `numbered`: the first column when its values number the rows (`numbers_rows`)."""
     first = next(iter(types), None)
-    if first in FIRST_ROW_NAME_COLUMNS:
+    if first in FIRST_ROW_NAME_COLUMNS or (first is not None and first == numbered):
         return first
     return next((name for name in (ROW_NAMES, "__index_level_0__") if name in types), None)
+
+
+def numbers_rows(values: Sequence[str]) -> bool:
+    """Whether a column's sampled `values` (as written, in the file's order) count the rows: 0, 1, 2, … or 1, 2, …"""
+    if len(values) < ROW_NUMBERS_MIN_ROWS:
+        return False
+    start = values[0].strip()
+    if start not in ("0", "1"):
+        return False
+    return all(value.strip() == str(int(start) + at) for at, value in enumerate(values))
 
 
 _PROTO_TYPES = {"int": schema_pb2.INT, "bool": schema_pb2.INT, "float": schema_pb2.FLOAT, "string": schema_pb2.BYTES}
 
 
 def build_schema(
-    types: Mapping[str, str], label: str | None, problem_type: str | None, key: str | None
+    types: Mapping[str, str], label: str | None, problem_type: str | None, key: str | None, numbered: str | None = None
 ) -> schema_pb2.Schema:
     """The TFMD schema of the Examples: one scalar feature per column; the label and key tagged by role.
 
     Tags (`annotation.tag`): `kflow_type=<type>` on every feature, `role=label` and `task=<task>` on the
     label, `role=key` on the key column (the row names' when `key` is None: ROW_NAMES), `role=row_names` on the
-    row names beside another key. Only the label (and the key) are required to be present. Data to score
-    has no label (None).
+    row names beside another key (`numbered`: see `row_names`). Only the label (and the key) are required to be
+    present. Data to score has no label (None).
     """
     schema = schema_pb2.Schema()
-    names = row_names(types)
+    names = row_names(types, numbered)
     key = key if key is not None or names == label else names
     for name, kind in types.items():
         feature = schema.feature.add(name=name, type=_PROTO_TYPES[kind])
@@ -69,11 +84,11 @@ def build_schema(
     return schema
 
 
-def scored_schema(types: Mapping[str, str], key: str | None) -> schema_pb2.Schema:
+def scored_schema(types: Mapping[str, str], key: str | None, numbered: str | None = None) -> schema_pb2.Schema:
     """The schema of data to score (no label): its columns, and its key tagged role=key: the key column, else
     SOURCE_ROW, each record's place in its source (`FILE:LINE` of a CSV, `FILE#ROW` of a Parquet file)."""
-    if key is not None or row_names(types):
-        return build_schema(types, None, None, key)
+    if key is not None or row_names(types, numbered):
+        return build_schema(types, None, None, key, numbered)
     if SOURCE_ROW in types:
         raise ValueError(f"the column {SOURCE_ROW!r} is the name kflow gives each record's place in its source")
     return build_schema({**types, SOURCE_ROW: "string"}, None, None, SOURCE_ROW)

@@ -44,6 +44,7 @@ class Table:
     chunks: Sequence[Any]
     process_chunk: Any
     splits: dict[str, int] | tuple[str, ...]
+    numbered: str | None = None  # The first column when its values count the rows (SourceFacts.numbered).
 
 
 @dataclass(frozen=True)
@@ -116,16 +117,18 @@ def ingest_table(reader_class: type[TableReader], parameters: dict[str, Any]) ->
 
 def write_schema(job: IngestJob, table: Table, key: str | None) -> None:
     """The Examples' schema: the label tagged with its task, or, for data to score, the key."""
-    names = row_names(table.types)
+    names = row_names(table.types, table.numbered)
     if names is not None and names != table.label:
         log.info(
-            "ingest: %r holds the rows' names, as pandas or R write them beside the data: %s, not a feature", names,
+            "ingest: %r %s: %s, not a feature", names,
+            "numbers the rows (0 or 1, 2, 3, … in the file's order)" if names == table.numbered
+            else "holds the rows' names, as pandas or R write them beside the data",
             "the records' key" if key is None else f"kept beside the key {key!r}",
         )  # fmt: skip
     proto = (
-        scored_schema(table.types, key)
+        scored_schema(table.types, key, table.numbered)
         if table.label is None
-        else build_schema(table.types, table.label, table.problem_type, key)
+        else build_schema(table.types, table.label, table.problem_type, key, table.numbered)
     )
     job.schema.path.mkdir(parents=True, exist_ok=True)
     job.schema.file.write_text(text_format.MessageToString(proto))

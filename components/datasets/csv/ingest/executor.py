@@ -84,8 +84,15 @@ class CsvReader(TableReader):
             for name, kind in inferred.items()
             if kind == "int" and (name != self.label or problem_type == "regression")
         )
-        processor = ChunkProcessor(tuple(scan.header), types, dialect, self.label, problem_type, self.key, widenable)
-        return Table(files, types, self.label, problem_type, scan.read, scan.chunks, processor, split)
+        if facts.written:
+            log.info("csv ingest: %s", "; ".join(
+                f"{name!r} holds numbers written with {', '.join(map(repr, marks))}: read as the numbers"
+                for name, marks in facts.written.items()
+            ))  # fmt: skip
+        processor = ChunkProcessor(
+            tuple(scan.header), types, dialect, self.label, problem_type, self.key, widenable, tuple(facts.written)
+        )
+        return Table(files, types, self.label, problem_type, scan.read, scan.chunks, processor, split, facts.numbered)
 
     def again(self, table: Table, stats: dict[str, Any], job: IngestJob) -> Table | None:
         widened = decimals_in_int_columns(stats, job.rejects)
@@ -129,10 +136,12 @@ class ChunkProcessor:
     problem_type: str | None
     key: str | None
     widenable: frozenset[str] = frozenset()  # Inferred int columns: a decimal there is DECIMAL_IN_INT, not bad.
+    written: tuple[str, ...] = ()  # Float columns of numbers as reports write them ($1,234.50, 12%).
 
     @functools.cached_property
     def _encoder(self) -> cols.RowEncoder:
-        return cols.RowEncoder(self.header, self.types, self.dialect.missing, {self.label, self.key} - {None})
+        wanted, written = {self.label, self.key} - {None}, dict.fromkeys(self.written, self.dialect.thousands)
+        return cols.RowEncoder(self.header, self.types, self.dialect.missing, wanted, written)
 
     def __call__(self, chunk: Chunk) -> tuple[list, list]:
         accepted, found = [], []

@@ -23,6 +23,7 @@ from typing import Any
 
 from kflow.components.datasets.csv.ingest.records import Record, cut
 from kflow.components.datasets.tabular import columns as cols
+from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.columns import SourceFacts
 from kflow.components.datasets.tabular.examples import ROW_NAMES
 from kflow.components.datasets.tabular.table_files import other_format, table_files
@@ -55,12 +56,20 @@ def source_facts(
     _check_delimiter(scan.header, dialect, label)
     declared = columns or {}
     types = cols.infer_types(scan.header, scan.sample, declared, dialect.missing)
+    # Numbers as reports write them ($1,234.50, 12%) are read as numbers (written_numbers.py).
+    undeclared = {name: kind for name, kind in types.items() if declared.get(name, "float") == "float"}
+    marks = written_numbers.decorated(scan.header, scan.sample, undeclared, dialect.missing, dialect.thousands)
+    types |= dict.fromkeys(marks, "float")
     at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None
     values = [row[at].strip() for row in scan.sample if at is not None and len(row) == len(scan.header)]
     values = [value for value in values if value not in dialect.missing]
-    facts = cols.table_facts(scan.header, types, label, problem_type, key, declared, values)
+    if label in marks:  # the numbers they write, for the task's inference
+        numbers = (written_numbers.plain(value, dialect.thousands) for value in values)
+        values = [repr(number) for number in numbers if number is not None]
+    first = [row[0] for row in scan.sample if row] if types.get(scan.header[0]) == "int" else []
+    facts = cols.table_facts(scan.header, types, label, problem_type, key, declared, values, first)
     notes = (*_decimal_commas(scan, dialect, types), *_missing_tokens(scan, dialect, declared))
-    return replace(facts, sampled=len(scan.sample), notes=notes)
+    return replace(facts, sampled=len(scan.sample), notes=notes, written=marks)
 
 
 def _check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
@@ -196,6 +205,12 @@ class Dialect:
             raise ValueError(f"data.csv.decimal: '.' or ',' (then not the delimiter), got {decimal!r}")
         header = None if header is True else tuple(header)
         return cls(delimiter, quotechar, header, frozenset(missing), encoding, decimal)
+
+    @property
+    def thousands(self) -> bool:
+        """Whether a comma in a number may group thousands (`1,250` is 1250): not where it may be a decimal mark,
+        with decimal ',' or between `;`-separated fields (European spreadsheets: `1,250` is 1.25)."""
+        return self.decimal == "." and self.delimiter != ";"
 
     @property
     def quote(self) -> bytes | None:

@@ -55,7 +55,7 @@ class ParquetReader(TableReader):
         groups, read = row_groups(files, self.key, job.max_records)
         log.info("parquet ingest: %d records in %d row group(s) of %d file(s)", read, len(groups), len(files))
         processor = RowGroupProcessor(tuple(facts.header), facts.types, self.label, facts.problem_type, self.key)
-        return Table(files, facts.types, self.label, facts.problem_type, read, groups, processor, split)
+        return Table(files, facts.types, self.label, facts.problem_type, read, groups, processor, split, facts.numbered)
 
 
 def row_groups(files: list[str], key: str | None, max_records: int | None) -> tuple[list[RowGroup], int]:

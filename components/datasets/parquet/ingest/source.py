@@ -125,7 +125,8 @@ def inspect_source(*, source_path: str | None = None, **parameters: Any) -> Sour
     values: list[str] = []
     if isinstance(label, str) and label in header:
         values = sample_values(files[0], label, types[label], choice.infer_rows)
-    return cols.table_facts(header, types, label, problem_type, key, declared, values)
+    first = sample_values(files[0], header[0], "int", choice.infer_rows) if header and types[header[0]] == "int" else []
+    return cols.table_facts(header, types, label, problem_type, key, declared, values, first)
 
 
 def sample_values(path: str, column: str, kind: str, limit: int) -> list[str]:

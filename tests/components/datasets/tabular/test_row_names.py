@@ -5,13 +5,15 @@ number). The row names become the records' key, never a feature; scikit-learn's 
 
 import logging
 
+import numpy as np
 import pandas as pd
 import pytest
-from sklearn.datasets import load_wine
+from sklearn.datasets import load_iris, load_wine
 
 from kflow.components.datasets.csv.ingest import source as csv_source
 from kflow.components.datasets.csv.ingest.executor import run as ingest_csv
 from kflow.components.datasets.parquet.ingest.executor import run as ingest_parquet
+from kflow.components.datasets.tabular.examples import ROW_NUMBERS_MIN_ROWS, numbers_rows
 from kflow.components.datasets.tabular.task import TabularTask
 from kflow.components.util.schema import annotation_tags, load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
@@ -127,3 +129,75 @@ def test_a_table_with_nothing_to_learn_from_beside_the_label_is_refused_before_i
     with pytest.raises(ValueError, match="data.source.path: the table has no column to learn 'target' from") as error:
         csv_source.inspect_source(source_path=str(tmp_path / "t.csv"), label="target", key=key)
     assert str(error.value).endswith(said)
+
+
+# Row numbers under a name of their own: the first column counting the rows from 0 or 1 in the file's order. Kaggle's
+# Iris.csv is scikit-learn's iris with `Id` 1..150 first, sorted by species: a feature of it learns the file's order.
+def kaggle_iris(path):
+    frame = load_iris(as_frame=True).frame
+    frame.insert(0, "Id", range(1, len(frame) + 1))
+    frame.to_csv(path, index=False)
+
+
+def r_read_csv_export(path):
+    frame = load_iris(as_frame=True).frame
+    frame.index = frame.index + 1
+    frame.to_csv(path)  # R's write.csv ...
+    frame = pd.read_csv(path).rename(columns={"Unnamed: 0": "X"})  # ... read back by R's read.csv: `X`
+    frame.to_csv(path, index=False)
+
+
+def pandas_reset_index_to_parquet(path):
+    load_iris(as_frame=True).frame.sample(frac=1.0, random_state=0).reset_index(drop=True).reset_index().to_parquet(
+        path, index=False
+    )  # `index` 0..149 after a shuffle: the rows' new numbers
+
+
+@pytest.mark.parametrize(
+    ("write", "fmt", "column"),
+    [(kaggle_iris, "csv", "Id"), (r_read_csv_export, "csv", "X"), (pandas_reset_index_to_parquet, "parquet", "index")],
+)
+def test_a_first_column_that_numbers_the_rows_is_the_key(tmp_path, write, fmt, column, caplog):
+    caplog.set_level(logging.INFO)
+    path = tmp_path / f"iris.{fmt}"
+    write(path)
+    examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
+    ingest = ingest_csv if fmt == "csv" else ingest_parquet
+    summary = ingest(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"), source_path=str(path),
+                     label="target")  # fmt: skip
+    assert summary["read"] == 150 and summary["invalid"] == 0
+    proto = load_schema(schema.file)
+    assert annotation_tags(proto, column)["role"] == "key"
+    assert column not in TabularTask(proto).types and len(TabularTask(proto).types) == 4
+    assert f"{column!r} numbers the rows" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        lambda n: range(1973, 1973 + n),  # years: counted, from no row number
+        lambda n: np.random.default_rng(0).permutation(n) + 1,  # ids, shuffled
+        lambda n: [i + 1 if i != 7 else 99 for i in range(n)],  # all but one
+    ],
+    ids=["years", "shuffled", "a gap"],
+)
+def test_a_first_column_of_other_whole_numbers_is_a_feature(tmp_path, first):
+    frame = load_iris(as_frame=True).frame
+    frame.insert(0, "n", list(first(len(frame))))
+    frame.to_csv(tmp_path / "iris.csv", index=False)
+    facts = csv_source.inspect_source(source_path=str(tmp_path / "iris.csv"), label="target")
+    assert facts.numbered is None
+
+
+def test_a_table_of_its_row_numbers_and_the_label_is_refused(tmp_path):
+    frame = load_iris(as_frame=True).frame
+    frame.insert(0, "Id", range(1, len(frame) + 1))
+    frame[["Id", "target"]].to_csv(tmp_path / "t.csv", index=False)
+    with pytest.raises(ValueError, match="no column to learn 'target' from \\(beside it only the rows' names 'Id'\\)"):
+        csv_source.inspect_source(source_path=str(tmp_path / "t.csv"), label="target")
+
+
+def test_a_short_count_or_the_label_first_says_nothing():
+    assert not numbers_rows([str(i) for i in range(1, ROW_NUMBERS_MIN_ROWS)])
+    assert numbers_rows([str(i) for i in range(ROW_NUMBERS_MIN_ROWS)])
+    assert numbers_rows([f" {i}" for i in range(1, ROW_NUMBERS_MIN_ROWS + 1)])

@@ -243,7 +243,8 @@ def test_files_with_different_headers_are_refused(tmp_path):
 
 def test_without_data_task_the_rule_that_infers_it_is_said(tmp_path, caplog):
     """Decimals are a quantity; whole numbers are class ids up to 20 distinct values and a quantity beyond (a
-    count, an age); `1.0`/`0.0`, as pandas writes an integer column that held a missing value, are whole numbers."""
+    count, an age); `1.0`/`0.0`, as pandas writes an integer column that held a missing value, are whole numbers.
+    (The ids start at 100: from 0 or 1 they would number the rows, and leave nothing to learn from.)"""
 
     def task_of(name: str, rows: list[str], header: str, label: str) -> str:
         source = write(tmp_path / f"{name}.csv", rows, header=header)
@@ -251,12 +252,14 @@ def test_without_data_task_the_rule_that_infers_it_is_said(tmp_path, caplog):
             ingest(tmp_path / name, source_path=str(source), label=label, columns={})
         return annotation_tags(load_schema(Schema(tmp_path / name / "schema").file), label)["task"]
 
-    assert task_of("decimal", [f"{index},{index % 7}.5" for index in range(40)], "id,price", "price") == "regression"
+    assert (
+        task_of("decimal", [f"{index + 100},{index % 7}.5" for index in range(40)], "id,price", "price") == "regression"
+    )
     assert "regression, as the label 'price' holds 7 distinct numbers with decimals" in caplog.text
-    assert task_of("counts", [f"{index},{index}" for index in range(40)], "id,count", "count") == "regression"
+    assert task_of("counts", [f"{index + 100},{index}" for index in range(40)], "id,count", "count") == "regression"
     assert "the label 'count' holds 40 distinct whole numbers, more than 20" in caplog.text
-    assert task_of("few", [f"{index},{index % 3}" for index in range(40)], "id,kind", "kind") == "classification"
-    floats = [f"{index},{float(index % 2)}" for index in range(40)]
+    assert task_of("few", [f"{index + 100},{index % 3}" for index in range(40)], "id,kind", "kind") == "classification"
+    floats = [f"{index + 100},{float(index % 2)}" for index in range(40)]
     assert task_of("float_coded", floats, "id,vote", "vote") == "classification"
     assert "classification, as the label 'vote' holds 2 distinct whole numbers, at most 20" in caplog.text
 

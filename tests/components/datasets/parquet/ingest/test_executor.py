@@ -104,8 +104,8 @@ def test_a_repeated_key_is_rejected_across_row_groups(tmp_path):
 
 
 def test_max_records_stops_inside_a_row_group(tmp_path):
-    pq.write_table(pa.table({"x": list(range(100)), "label": [i % 2 for i in range(100)]}), tmp_path / "d.parquet",
-                   row_group_size=30)  # fmt: skip
+    table = pa.table({"x": [i * 3 for i in range(100)], "label": [i % 2 for i in range(100)]})
+    pq.write_table(table, tmp_path / "d.parquet", row_group_size=30)
     summary, examples, _, _ = ingest(tmp_path, source_path=str(tmp_path / "d.parquet"), label="label", max_records=45)
     assert summary["read"] == 45 and sum(len(rows) for rows in read_records(examples).values()) == 45
 

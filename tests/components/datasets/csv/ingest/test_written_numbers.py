@@ -1,0 +1,80 @@
+"""Numbers as reports and spreadsheets write them: scikit-learn's real diabetes table (442 patients) with its
+disease progression written as a price (`$151,000.00`), its body mass index as a percent of the mean (`103.4%`) and
+a sign written before the currency for half of its blood pressure deltas (`-$0.04`). They read as the numbers they
+write, the label as a regression's; where a comma may be a decimal mark (`;` between fields) `1,250` stays text."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_diabetes
+
+from kflow.components.datasets.csv.ingest import source as csv_source
+from kflow.components.datasets.tabular import columns as cols
+from kflow.components.datasets.tabular.written_numbers import plain
+from kflow.components.util.schema import annotation_tags, load_schema
+from kflow.pipeline.dsl.artifacts import Schema
+from tests.components.datasets.csv.ingest.test_executor import ingest, read_records
+
+
+@pytest.fixture(scope="module")
+def diabetes() -> pd.DataFrame:
+    frame = load_diabetes(as_frame=True, scaled=False).frame
+    return frame
+
+
+def as_reported(frame: pd.DataFrame) -> pd.DataFrame:
+    written = frame.copy()
+    written["target"] = [f"${value * 1000:,.2f}" for value in frame["target"]]
+    written["bmi"] = [f"{value / frame['bmi'].mean() * 100:.1f}%" for value in frame["bmi"]]
+    written["bp"] = [f"-${-value:.2f}" if value < 0 else f"${value:.2f}" for value in frame["bp"] - frame["bp"].mean()]
+    return written
+
+
+def test_numbers_written_with_currency_commas_and_percent_read_as_the_numbers(tmp_path, diabetes):
+    path = tmp_path / "diabetes.csv"
+    as_reported(diabetes).to_csv(path, index=False)
+    facts = csv_source.inspect_source(source_path=str(path), label="target")
+    assert facts.problem_type == "regression" and "214 distinct whole numbers" in facts.problem_type_reason
+    assert {name: facts.types[name] for name in ("target", "bmi", "bp")} == dict.fromkeys(("target", "bmi", "bp"),
+                                                                                          "float")  # fmt: skip
+    assert facts.written == {"target": "$,", "bmi": "%", "bp": "$"}
+
+    summary, examples, schema, _ = ingest(tmp_path, source_path=str(path), label="target", columns={})
+    assert (summary["read"], summary["rejected"], summary["invalid"]) == (442, 0, 0)
+    assert annotation_tags(load_schema(Schema(schema.path).file), "target")["task"] == "regression"
+    records = [record for split in read_records(examples).values() for record in split]
+    assert np.isclose(sum(record["target"] for record in records), diabetes["target"].sum() * 1000, rtol=1e-6)
+    bmi = diabetes["bmi"] / diabetes["bmi"].mean() * 100
+    assert np.isclose(sum(record["bmi"] for record in records), bmi.round(1).sum(), rtol=1e-6)
+    assert min(record["bp"] for record in records) < 0 < max(record["bp"] for record in records)
+
+
+def test_where_a_comma_may_be_a_decimal_mark_it_groups_no_thousands(tmp_path, diabetes):
+    frame = diabetes.copy()
+    frame["s1"] = [f"{value:,}" for value in frame["s1"] * 10]  # 1,570 ... : 1.57 in a European file
+    frame.to_csv(tmp_path / "semicolons.csv", index=False, sep=";")
+    facts = csv_source.inspect_source(source_path=str(tmp_path / "semicolons.csv"), label="target",
+                                      csv_format={"delimiter": ";"})  # fmt: skip
+    assert facts.types["s1"] == "string" and "s1" not in facts.written
+    frame.to_csv(tmp_path / "commas.csv", index=False)
+    facts = csv_source.inspect_source(source_path=str(tmp_path / "commas.csv"), label="target")
+    assert facts.types["s1"] == "float" and facts.written == {"s1": ","}
+
+
+@pytest.mark.parametrize(
+    ("text", "commas", "number"),
+    [("$1,234.50", True, 1234.5), ("-€5", True, -5.0), ("£0.99", True, 0.99), ("12.5%", True, 12.5),
+     ("1,000,000", True, 1e6), ("$-7", True, -7.0), ("1,25", True, None), ("01,250", True, None),
+     ("1,250", False, None), ("$", True, None), ("5%%", True, None), ("-$-5", True, None), ("1_000", True, None)],
+)  # fmt: skip
+def test_what_is_a_number_so_written(text, commas, number):
+    assert plain(text, commas) == number
+
+
+def test_a_row_encoder_reads_written_numbers_only_in_their_columns():
+    types = {"price": "float", "rate": "float"}
+    encode = cols.RowEncoder(["price", "rate"], types, frozenset(["", "NA"]), ["price", "rate"], {"price": True})
+    assert encode(["$1,234.50", "0.5"])[1] == {"price": 1234.5, "rate": 0.5}
+    with pytest.raises(cols.BadValue):
+        encode(["1", "5%"])
+    assert encode.first_bad(["1", "5%"]) == "rate"
