@@ -5,7 +5,8 @@ missing) are filled with the training mean and normalised with the training mean
 columns side by side by one pair of layers, an integer column of codes also one-hot over them (`CodeOneHot`);
 categorical strings go through `StringLookup` to a one-hot vector (unknown and missing values
 share the out-of-vocabulary slot, or `oov_buckets` hashed slots for a feature with more values than
-its vocabulary); free text goes through `TextVectorization` to a multi-hot bag of words. The saved
+its vocabulary); free text goes through `TextVectorization` to a multi-hot bag of words; many dates or times
+go through `DateParts` (date_parts.py) to their time, season, weekday and time of day. The saved
 model and its serving SavedModel therefore take raw feature values.
 
 Heads: classification ends in a softmax over the classes; regression ends in one unit rescaled
@@ -21,6 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import keras
+
+from kflow.components.models.date_parts import DateParts
 
 # The model's input keys are the features' names as written in the data; its Input layers carry safe names for
 # TensorFlow (`layer_name`). Keras warns about the difference on every build and load: it is deliberate.
@@ -109,8 +112,11 @@ def encode_features(features: Sequence[dict[str, Any]], what: str) -> tuple[dict
             )
             # A [batch, 1] string input gives [batch, 1, vocabulary]: flatten it beside the other features.
             outputs[name] = keras.layers.Flatten(name=f"flat_{safe}")(vectorize(inputs[name]))
+        elif kind == "date":
+            inputs[name] = keras.Input(shape=(1,), dtype="string", name=safe)
+            outputs[name] = DateParts(spec["order"], name=f"date_{safe}")(inputs[name])
         else:
-            raise ValueError(f"feature {name!r}: unknown kind {kind!r} (numeric, categorical, text)")
+            raise ValueError(f"feature {name!r}: unknown kind {kind!r} (numeric, categorical, text, date)")
     if numbers:
         columns = [inputs[spec["name"]] for spec in numbers]
         block = columns[0] if len(columns) == 1 else keras.layers.Concatenate(name="number_columns")(columns)

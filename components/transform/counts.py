@@ -20,6 +20,7 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
 from kflow.components.datasets.tabular.plan import WORD
+from kflow.components.models.date_parts import day_first
 from kflow.components.util.folding import FoldFn
 
 COUNT_SHARDS = 16  # the keys of the exact counts' sum: a worker sums the shards it is given
@@ -56,7 +57,7 @@ class TopCountsFn(FoldFn):
         self.descending = ties == "descending"
 
     def create_accumulator(self):
-        return {"ranked": [], "distinct": 0, "seen": 0, "chars": 0, "spaced": False}
+        return {"ranked": [], "distinct": 0, "seen": 0, "chars": 0, "spaced": False, "day_first": False}
 
     def add_input(self, accumulator, shard_counts):
         _, counts = shard_counts
@@ -65,6 +66,10 @@ class TopCountsFn(FoldFn):
         accumulator["seen"] += sum(counts.values())
         accumulator["chars"] += sum(len(value) * counts[value] for value in texts)
         accumulator["spaced"] = accumulator["spaced"] or any(b" " in value for value in texts)
+        # Whether a value is a date with its day first (31/1/2024), which the top values may not show (plan.py).
+        accumulator["day_first"] = accumulator["day_first"] or any(
+            value[:1].isdigit() and day_first(_text(value)) for value in texts
+        )
         kept = [(value, count) for value, count in counts.items() if count >= self.frequency_threshold]
         accumulator["ranked"] = self._best(accumulator["ranked"] + kept)
         return accumulator
@@ -78,13 +83,14 @@ class TopCountsFn(FoldFn):
         for key in ("distinct", "seen", "chars"):
             merged[key] += other[key]
         merged["spaced"] = merged["spaced"] or other["spaced"]
+        merged["day_first"] = merged["day_first"] or other["day_first"]
         merged["ranked"] = self._best(merged["ranked"] + other["ranked"])
         return merged
 
     def extract_output(self, accumulator):
         return {
             "ranked": [[_text(value), count] for value, count in accumulator["ranked"]],
-            **{key: accumulator[key] for key in ("distinct", "seen", "chars", "spaced")},
+            **{key: accumulator[key] for key in ("distinct", "seen", "chars", "spaced", "day_first")},
         }
 
 

@@ -71,6 +71,7 @@ def tabular_plan(task: Any, results: dict[str, Any]) -> dict[str, Any]:
                 spaced=values["spaced"],
                 ranked=[tuple(pair) for pair in values["ranked"]],
                 words=[tuple(pair) for pair in words["ranked"]],
+                day_first=values.get("day_first", False),
             )
             features.append(string_spec(name, summary, task.options))
     features = within_code_budget(features)

@@ -113,10 +113,10 @@ def test_free_text_dates_and_an_identifier_train_with_the_shipped_config(tmp_pat
 
     done, run_dir, metrics = trained(run_kflow, tmp_path, table_config(tmp_path, path, "diagnosis"))
     assert "the feature 'patient' is left out: an identifier" in done.stderr
-    assert "the feature 'visit' is left out: it holds dates or times" in done.stderr
+    assert "'visit' holds 407 distinct dates or times: read as the time, the season, the weekday" in done.stderr
     preprocessing = json.loads((run_dir / "train" / "model" / "assets" / "tabular.json").read_text())
     kinds = {spec["name"]: spec["kind"] for spec in preprocessing["features"]}
-    assert kinds["comment"] == "categorical" and "patient" not in kinds and "visit" not in kinds
+    assert kinds["comment"] == "categorical" and "patient" not in kinds and kinds["visit"] == "date"
     anomalies = json.loads((run_dir / "validate" / "anomalies" / "anomalies.json").read_text())
     assert anomalies["blocking"] == 0  # unseen comments, ids and dates in eval/test are data, not a broken source
     assert metrics["accuracy"] >= 0.85

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from kflow.components.models.date_parts import DAY_FIRST, day_first, day_number, slash_order
+
 # The task's data options (trainer.model_options): what the preprocessing makes of the data, so the Transform's too.
 DATA_OPTIONS: dict[str, Any] = {
     "class_weighting": "none",
@@ -48,6 +50,9 @@ class StringSummary:
     spaced: bool = False  # whether any value holds a space
     ranked: list[tuple[str, int]] = field(default_factory=list)
     words: list[tuple[str, int]] = field(default_factory=list)
+    # Whether any value is a date with its day first (31/1/2024: date_parts.day_first). The most frequent values
+    # of dates each seen once are the first in byte order (1/1/1969, 1/1/1970, …), which never show it.
+    day_first: bool = False
 
 
 def ranked_counts(counts: Counter, limit: int | None = None) -> list[tuple[Any, int]]:
@@ -70,6 +75,7 @@ def summarize_strings(counts: Counter, options: dict[str, Any]) -> StringSummary
         spaced=any(b" " in value for value in counts),
         ranked=[(value.decode("utf-8", "replace"), n) for value, n in ranked_counts(counts, keep)],
         words=ranked_counts(words, int(options["max_tokens"])),
+        day_first=any(day_first(value.decode("utf-8", "replace")) for value in counts),
     )
 
 
@@ -153,9 +159,10 @@ def string_spec(name: str, summary: StringSummary, options: dict[str, Any]) -> d
     text = mean_chars >= float(options["text_min_chars"])
     many = summary.distinct > limit
     # A few dates (two months, shifts at 08:00 and 18:00) are categories like any; past `limit` distinct ones,
-    # most of a new split's dates are unseen, and a category of each generalises to nothing.
+    # most of a new split's dates are unseen, and a category of each generalises to nothing: they are read as
+    # numbers (the time, the season, the weekday, the time of day: models/date_parts.py) where they read so.
     if many and dates(ranked):
-        return {"name": name, "kind": "left_out", "left_out": f"it holds dates or times ({summary.distinct} distinct)"}
+        return date_spec(name, ranked, summary.distinct, summary.day_first)
     # One code-like value a row (`P-00017`): an identifier. Short phrases all distinct are words to learn from.
     seen = summary.seen
     if seen >= MIN_IDENTIFIER_ROWS and summary.distinct == seen and not text and not summary.spaced:
@@ -165,6 +172,21 @@ def string_spec(name: str, summary: StringSummary, options: dict[str, Any]) -> d
     # Past `limit` values, the rest share hashed out-of-vocabulary buckets (as unseen values do) instead of one.
     buckets = min(OOV_BUCKETS, summary.distinct - limit) if many else 1
     return {"name": name, "kind": "categorical", "vocabulary": ranked[:limit] or ["[none]"], "oov_buckets": buckets}
+
+
+def date_spec(name: str, ranked: list[str], distinct: int, days_first: bool) -> dict[str, Any]:
+    """A column of many distinct dates or times: read as their parts (`DateParts`) when DATE_SAMPLE of its most
+    frequent values all but 5 % read as dates, the day first where any value shows it (`days_first`); else left
+    out."""
+    sample = ranked[:DATE_SAMPLE]
+    order = DAY_FIRST if days_first else slash_order(sample)
+    read = sum(day_number(value, order) is not None for value in sample)
+    if read < 0.95 * len(sample):
+        return {"name": name, "kind": "left_out", "left_out": f"it holds dates or times ({distinct} distinct) "
+                "not written as kflow reads them (2024-01-31, 1/31/2024, 2024-01-31 12:00, 12:00)"}  # fmt: skip
+    log.info("tabular: %r holds %d distinct dates or times: read as the time, the season, the weekday and the time "
+             "of day%s", name, distinct, ", the day first (31/1/2024)" if order == DAY_FIRST else "")  # fmt: skip
+    return {"name": name, "kind": "date", "order": order}
 
 
 def classification_head(classes: list[str], counts: Counter, class_weighting: str) -> dict[str, Any]:

@@ -6,8 +6,9 @@ its mean and variance over the present values; per string feature its kind and v
 (categorical: at most `max_categories` distinct values seen in training, else the most frequent
 `max_categories` ones with OOV_BUCKETS hashed buckets for the rest, unless the values average
 `text_min_chars` characters or more: then free text with a vocabulary of the `max_tokens` most
-frequent words; left out, said in the log, when it holds dates or times, or a distinct value in
-every row (an identifier): neither generalises to new rows as a category); the classes (the sorted label
+frequent words; many dates or times read as their parts (`date`: models/date_parts.py); left out, said in
+the log, when it holds dates written otherwise, or a distinct value in every row (an identifier): neither
+generalises to new rows as a category); the classes (the sorted label
 values of every split: knowing which classes exist is not learning from eval or test data) and
 their class weights; for regression the label's mean and standard deviation.
 
