@@ -77,6 +77,7 @@ from kflow.components.util.progress import RecordProgress
 from kflow.pipeline.dsl.artifacts import Examples, Rejects
 from kflow.pipeline.dsl.beam_options import named_runner
 from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
+from kflow.pipeline.dsl.config_model.data import MAX_SHARDS
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +108,9 @@ def run_ingest_pipeline(
     `extra_rejects` are rejects the driver found (e.g. CSV rows it could not cut out of the file).
     `staging`: the driver's own, when its chunks refer to files it staged; else one for this run.
     """
-    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 0:
-        raise ValueError(f"shards_per_split must be a positive integer or 0 (automatic), got {shards!r}")
+    if isinstance(shards, bool) or not isinstance(shards, int) or not 0 <= shards <= MAX_SHARDS:
+        raise ValueError(f"shards_per_split must be 1 to {MAX_SHARDS} or 0 (automatic), got {shards!r}")
+    shards = min(shards, max(1, read))  # more would be empty files
     if staging is None:
         with Staging(beam_args) as own:
             return run_ingest_pipeline(

@@ -362,6 +362,21 @@ def describe_error(error: jsonschema.ValidationError, section: str = "") -> list
                 f"(allowed: {', '.join(allowed)})"
                 for extra in extras
             ]
+        case "anyOf" if all(_option_text(option) for option in value):
+            message = f"must be {' or '.join(_option_text(option) for option in value)}{got}"
         case _:
             message = error.message
     return [f"{path or '(top level)'}: {message}"]
+
+
+def _option_text(schema: dict[str, Any]) -> str | None:
+    """One alternative of an `anyOf` in words (`auto`, `an integer from 1 to 10000`), or None past simple ones."""
+    if set(schema) == {"enum"}:
+        return " or ".join(map(str, schema["enum"]))
+    kind = schema.get("type")
+    if not isinstance(kind, str) or kind not in _TYPE_NAMES or set(schema) - {"type", "minimum", "maximum"}:
+        return None
+    low, high = schema.get("minimum"), schema.get("maximum")
+    bounds = f" from {low} to {high}" if low is not None and high is not None else ""
+    bounds = bounds or (f" ≥ {low}" if low is not None else f" ≤ {high}" if high is not None else "")
+    return _TYPE_NAMES[kind] + bounds

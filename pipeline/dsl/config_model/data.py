@@ -16,6 +16,9 @@ from kflow.pipeline.dsl.config_model.base import (
     section,
 )
 
+# A split's TFRecord files, at most (data.shards_per_split): a thousand of auto's 256 MB shards is 256 GB.
+MAX_SHARDS = 10_000
+
 
 class ImageSection(Section):
     size: PositiveInt | Annotated[list[PositiveInt], Field(min_length=2, max_length=2)] | MISSING = MISSING
@@ -171,5 +174,6 @@ class DataSection(Section):
     test shares, e.g. {train: 8, eval: 1, test: 1} (stratified by label). csv: the same as quora (stratified by label
     for classification). Unset: {train: 9, eval: 1} where the source has its own test split (mnist, wikitext2, tfds),
     else {train: 8, eval: 1, test: 1}."""
-    shards_per_split: PositiveInt | Literal["auto"] = "auto"
-    """TFRecord files per split, or auto: one per 256 MB of the split's serialised Examples (at least one)."""
+    shards_per_split: Annotated[int, Field(ge=1, le=MAX_SHARDS)] | Literal["auto"] = "auto"
+    """TFRecord files per split (at most 10,000, and no more than the records read), or auto: one per 256 MB of the
+    split's serialised Examples (at least one)."""

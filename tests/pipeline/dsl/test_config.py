@@ -60,6 +60,9 @@ def test_overrides_set_nested_fields_with_yaml_values(tmp_path):
         ("evaluator.thresholds.accuracy.at_least=0.9", "evaluator.thresholds.accuracy.at_least: unknown field"),
         ("name=Not A Name", "name: must match"),
         ("trainer.early_stopping_monitor=accuracy", "trainer.early_stopping_monitor: must match"),
+        # a fuzzed config's 32,834,305,451 shards once passed validate, and the ingest filled 12 GB writing them
+        ("data.shards_per_split=32834305451", "data.shards_per_split: must be an integer from 1 to 10000 or auto (got"),
+        ("data.shards_per_split=many", "data.shards_per_split: must be an integer from 1 to 10000 or auto (got"),
     ],
 )
 def test_errors_name_the_offending_field(tmp_path, override, message):

@@ -132,6 +132,14 @@ def test_empty_shards_are_written_as_valid_files(npz_folder, tmp_path):
         assert sum(len(shard_keys(path)) for path in files) == ingested.stats["accepted"][split]
 
 
+def test_no_more_shards_than_records_are_written(npz_folder, tmp_path):
+    ingested = ingest(tmp_path, source_path=str(npz_folder), max_records=2, shards_per_split=10_000)
+    assert ingested.stats["read"] == 4
+    assert {split: len(ingested.examples.split_files(split)) for split in ("train", "eval", "test")} == dict.fromkeys(
+        ("train", "eval", "test"), 4
+    )
+
+
 def test_labels_out_of_range_are_rejected_with_reason_and_position(arrays, tmp_path):
     y_train = arrays.y_train.copy()
     y_train[[3, 7]] = 10
