@@ -24,6 +24,15 @@ def wine(index=None) -> pd.DataFrame:
     return frame if index is None else frame.set_axis(index(frame))
 
 
+def ingested(tmp_path, path, fmt: str):
+    """(the ingest's summary, the schema it wrote) of the table at `path`, labelled by `target`."""
+    examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
+    ingest = ingest_csv if fmt == "csv" else ingest_parquet
+    summary = ingest(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"), source_path=str(path),
+                     label="target")  # fmt: skip
+    return summary, load_schema(schema.file)
+
+
 CASES = {
     "to_csv": ("csv", lambda frame, path: frame.to_csv(path), None, "row_names"),
     "to_csv, names": ("csv", lambda frame, path: frame.to_csv(path), lambda f: [f"wine-{i}" for i in range(len(f))],
@@ -41,13 +50,8 @@ def test_row_names_are_the_key_and_no_feature(tmp_path, case, caplog):
     write(wine(index), path)
     if fmt == "csv":  # kflow validate's reading of the header
         assert csv_source.inspect_source(source_path=str(path), label="target").header[0] == "row_names"
-    examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
-    ingest = ingest_csv if fmt == "csv" else ingest_parquet
-    summary = ingest(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"), source_path=str(path),
-                     label="target")  # fmt: skip
-
+    summary, proto = ingested(tmp_path, path, fmt)
     assert summary["read"] == 178 and summary["invalid"] == 0
-    proto = load_schema(schema.file)
     assert annotation_tags(proto, column)["role"] == "key"
     task = TabularTask(proto)
     assert column not in task.types and len(task.types) == 13  # the 13 measurements
@@ -161,12 +165,8 @@ def test_a_first_column_that_numbers_the_rows_is_the_key(tmp_path, write, fmt, c
     caplog.set_level(logging.INFO)
     path = tmp_path / f"iris.{fmt}"
     write(path)
-    examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
-    ingest = ingest_csv if fmt == "csv" else ingest_parquet
-    summary = ingest(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"), source_path=str(path),
-                     label="target")  # fmt: skip
+    summary, proto = ingested(tmp_path, path, fmt)
     assert summary["read"] == 150 and summary["invalid"] == 0
-    proto = load_schema(schema.file)
     assert annotation_tags(proto, column)["role"] == "key"
     assert column not in TabularTask(proto).types and len(TabularTask(proto).types) == 4
     assert f"{column!r} numbers the rows" in caplog.text
