@@ -49,7 +49,7 @@ def day_number(text: str, order: str = MONTH_FIRST) -> float | None:
     """Days since 1970-01-01 (fractional: the time of day) of a date or time written as above; a time alone is its
     fraction of a day; None for anything else or an impossible date."""
     text = text.strip()
-    fields = [int(field) for field in re.findall(r"\d+", text)]
+    fields = [int(field) for field in re.findall(r"\d+", re.sub(r"\.\d+", "", text))]  # as the layer: no fraction
     if re.fullmatch(ISO_PATTERN, text):
         year, month, day, clock = fields[0], fields[1], fields[2], fields[3:6]
     elif re.fullmatch(SLASHED_PATTERN, text):
@@ -101,9 +101,10 @@ class DateParts(keras.layers.Layer):
         iso = tf.strings.regex_full_match(text, ISO_PATTERN)
         slashed = tf.strings.regex_full_match(text, SLASHED_PATTERN)
         clock = tf.strings.regex_full_match(text, CLOCK_PATTERN)
-        numbers = tf.strings.split(tf.strings.strip(tf.strings.regex_replace(text, r"[^0-9]+", " ")))
+        # Only a date's or a time's fields, a second's fraction left out: each fits an int64 (no 30-digit number).
+        fielded = tf.where(iso | slashed | clock, tf.strings.regex_replace(text, r"\.\d+", ""), "")
+        numbers = tf.strings.split(tf.strings.strip(tf.strings.regex_replace(fielded, r"[^0-9]+", " ")))
         fields = tf.strings.to_number(numbers.to_tensor(default_value="0", shape=[None, 7]), tf.int64)
-        fields = tf.where((iso | slashed | clock)[:, None], fields, tf.zeros_like(fields))  # no date: no fields
         first, second, third = fields[:, 0], fields[:, 1], fields[:, 2]
         day_first = self.order == DAY_FIRST
         century = tf.where(third < 69, tf.constant(2000, tf.int64), tf.constant(1900, tf.int64))

@@ -75,7 +75,7 @@ def summarize_strings(counts: Counter, options: dict[str, Any]) -> StringSummary
         spaced=any(b" " in value for value in counts),
         ranked=[(value.decode("utf-8", "replace"), n) for value, n in ranked_counts(counts, keep)],
         words=ranked_counts(words, int(options["max_tokens"])),
-        day_first=any(day_first(value.decode("utf-8", "replace")) for value in counts),
+        day_first=any(value[:1].isdigit() and day_first(value.decode("utf-8", "replace")) for value in counts),
     )
 
 

@@ -64,12 +64,16 @@ def test_each_day_reads_as_its_calendar_day_and_weekday(days, written):
 
 
 def test_what_is_no_date_reads_as_missing_and_a_time_alone_as_its_time():
-    out = parts(["", "soon", "2024-13-01", "2/30/2024x", "12:00", "08:30:15"], MONTH_FIRST)
+    out = parts(["", "soon", "2024-13-01", "2/30/2024x", "12:00", "08:30:15.25"], MONTH_FIRST)
     np.testing.assert_array_equal(out[:4, 7], 1.0)
     assert not out[:4, :7].any()
     np.testing.assert_allclose(out[4:, 0], [0.5, (8 * 3600 + 30 * 60 + 15) / 86400], rtol=1e-6)
     assert not out[4:, 1:5].any() and not out[4:, 7].any()
     assert day_number("soon") is None and day_number("12:00") == 0.5
+    # a number past int64 in no date, a fraction of a second past it in one: no error where the model serves
+    far = parts(["nonsense 99999999999999999999999", "2024-01-31 12:00:00.123456789012345678901"], MONTH_FIRST)
+    assert far[0, 7] == 1.0 and far[1, 7] == 0.0
+    np.testing.assert_allclose(far[1, 0] * SCALE + CENTER, day_number("2024-01-31 12:00"), atol=2e-3)
 
 
 def test_the_plan_reads_many_dates_as_dates_in_the_order_they_show(days):
