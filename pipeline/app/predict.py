@@ -84,6 +84,7 @@ def predict(
         # Skew: the scored data's statistics against the training data's (serving_skew.py), into OUT/skew.json.
         # Not the key, nor the row names: they name rows, and new rows have other names.
         ignore = {predictions.record["key"], *ROW_NAME_COLUMNS, *_naming_columns(chosen.model)}
+        ignore |= _new_by_nature(chosen.model)
         skew = serving_skew(config, chosen.model.uri, examples, SPLIT, staging / "statistics", ignore)
         (staging / "skew.json").write_text(json.dumps(skew, indent=2) + "\n")
         record = {
@@ -191,6 +192,23 @@ def _naming_columns(model: Model) -> set[str]:
         return set()
     roles = {"role=key", "role=row_names"}
     return {f.name for f in load_schema(model.training_schema_file).feature if roles & set(f.annotation.tag)}
+
+
+def _new_by_nature(model: Model) -> set[str]:
+    """The trained schema's features whose new values say nothing of skew: those the model does not read (an
+    identifier, a constant) and dates (read as their parts: new rows come later by nature)."""
+    from kflow.components.datasets.task import task_for_model
+    from kflow.components.util.schema import load_schema
+
+    if not model.training_schema_file.is_file():
+        return set()
+    task = task_for_model(model, model.training_schema_file)
+    reads = set(getattr(task, "input_features", None) or ())
+    if not reads:
+        return set()
+    plan = getattr(task, "preprocessing", None) or {}
+    dates = {spec["name"] for spec in plan.get("features", []) if spec.get("kind") == "date"}
+    return {feature.name for feature in load_schema(model.training_schema_file).feature} - reads | dates
 
 
 def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | None, data_format: str | None) -> Any:

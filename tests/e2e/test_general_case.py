@@ -123,6 +123,19 @@ def test_free_text_dates_and_an_identifier_train_with_the_shipped_config(tmp_pat
     serving = json.loads((run_dir / "evaluate" / "evaluation" / "serving_check.json").read_text())
     assert serving["passed"], serving
 
+    # Next year's patients: new ids and later visits are new by nature, no skew; what the model reads is compared.
+    later = frame.drop(columns="diagnosis").tail(40).copy()
+    later["patient"] = [f"Q-{index:05d}" for index in range(len(later))]
+    later["visit"] = (pd.to_datetime(later["visit"]) + pd.DateOffset(years=1)).dt.strftime("%Y-%m-%d")
+    later.to_csv(tmp_path / "later.csv", index=False)
+    config = table_config(tmp_path, path, "diagnosis")
+    done = run_kflow("predict", config, "--data", tmp_path / "later.csv", "-o", tmp_path / "scored",
+                     "--pipeline-root", tmp_path / "runs")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "scored 40 row(s)" in done.stdout
+    compared = {entry["feature"] for entry in json.loads((tmp_path / "scored" / "skew.json").read_text())["features"]}
+    assert compared == set(later.columns) - {"patient", "visit"}
+
 
 def test_a_threshold_the_inferred_task_cannot_have_says_the_task_was_inferred_and_why(tmp_path, run_kflow):
     frame = breast_cancer().dropna()

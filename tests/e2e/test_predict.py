@@ -249,7 +249,7 @@ def test_parquet_and_tfrecord_data_score_as_the_csv_did(trained, tmp_path, data_
 def test_kaggle_layout_row_numbers_are_no_feature_and_key_the_predictions(tmp_path):
     """Kaggle's layout: train.csv numbered `Id` 1..n (sorted by class, as Kaggle's Iris.csv is), test.csv going on
     from n + 1 without the label. A model that learnt `Id` would call every test row the last class; kflow keys the
-    predictions by `Id` and reads no skew into it."""
+    predictions by `Id` and reads no skew into it, nor into new ticket numbers."""
     from sklearn.datasets import load_iris
 
     frame = load_iris(as_frame=True).frame.rename(columns={"target": "species"})
@@ -257,6 +257,8 @@ def test_kaggle_layout_row_numbers_are_no_feature_and_key_the_predictions(tmp_pa
     train = frame.drop(test.index).sort_values("species", kind="stable")
     train.insert(0, "Id", range(1, len(train) + 1))
     test.insert(0, "Id", range(len(train) + 1, len(frame) + 1))
+    for part, start in ((train, 0), (test, len(train))):  # a ticket number a row: left out, new rows' are new
+        part["ticket"] = [f"T-{start + i:05d}" for i in range(len(part))]
     train.to_csv(tmp_path / "train.csv", index=False)
     test.drop(columns="species").to_csv(tmp_path / "test.csv", index=False)
     config = {
@@ -272,7 +274,7 @@ def test_kaggle_layout_row_numbers_are_no_feature_and_key_the_predictions(tmp_pa
     assert done.returncode == 0, done.stderr[-3000:]
     assert "predictions (key: Id)" in done.stdout
     skew = json.loads((tmp_path / "out" / "skew.json").read_text())  # 30 rows: the measurements may differ, not Id
-    assert {entry["feature"] for entry in skew["features"]} == set(test.columns) - {"Id", "species"}
+    assert {entry["feature"] for entry in skew["features"]} == set(test.columns) - {"Id", "species", "ticket"}
     with (tmp_path / "out" / "predictions" / "Split-score" / "predictions.csv").open() as table:
         predicted = {int(row["key"]): int(row["predicted_class"]) for row in csv.DictReader(table)}
     truth = dict(zip(test["Id"], test["species"], strict=True))
