@@ -63,7 +63,7 @@ def plan_locally(config: PipelineConfig, *, until: str | None = None, enable_cac
 class Validated:
     nodes: list[str]
     inferred_problem_type: tuple[str, str] | None  # (problem type, why), when the config leaves it to the data
-    notes: tuple[str, ...] = ()  # what the data's sample suggests setting (SourceFacts.notes)
+    notes: tuple[str, ...] = ()  # what the data's sample suggests setting, and how it reads columns (SourceFacts)
 
 
 def validate_locally(config: PipelineConfig) -> Validated:
@@ -77,5 +77,5 @@ def validate_locally(config: PipelineConfig) -> Validated:
         facts = source_facts(config)  # the checks above read the same sample: it raises nothing new here
         if facts is not None and facts.problem_type_reason:
             inferred = (facts.problem_type, facts.problem_type_reason)
-        notes = facts.notes if facts is not None else ()
+        notes = (*facts.notes, *facts.readings) if facts is not None else ()
     return Validated([node.id for node in pipeline.components], inferred, notes)

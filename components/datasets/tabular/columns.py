@@ -267,6 +267,19 @@ class SourceFacts:
     # {float column: the marks seen} of the columns of numbers as reports write them ($1,234.50, 12%): csv only.
     written: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def written_readings(self) -> list[str]:
+        return [
+            f"{name!r} holds numbers written with {', '.join(map(repr, marks))}: read as the numbers"
+            for name, marks in self.written.items()
+        ]
+
+    @property
+    def readings(self) -> tuple[str, ...]:
+        """How the ingest will read columns the sample showed to be other than they look, said by `kflow validate`."""
+        numbered = [f"{self.numbered!r} numbers the rows (0 or 1, 2, 3, …): the records' key, not a feature"]
+        return tuple(f"data: {line}" for line in (numbered if self.numbered else []) + self.written_readings)
+
 
 @dataclass(frozen=True)
 class ColumnChoice:

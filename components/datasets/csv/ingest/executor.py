@@ -85,10 +85,7 @@ class CsvReader(TableReader):
             if kind == "int" and (name != self.label or problem_type == "regression")
         )
         if facts.written:
-            log.info("csv ingest: %s", "; ".join(
-                f"{name!r} holds numbers written with {', '.join(map(repr, marks))}: read as the numbers"
-                for name, marks in facts.written.items()
-            ))  # fmt: skip
+            log.info("csv ingest: %s", "; ".join(facts.written_readings))
         processor = ChunkProcessor(
             tuple(scan.header), types, dialect, self.label, problem_type, self.key, widenable, tuple(facts.written)
         )

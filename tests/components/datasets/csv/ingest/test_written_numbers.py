@@ -12,8 +12,10 @@ from kflow.components.datasets.csv.ingest import source as csv_source
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.written_numbers import plain
 from kflow.components.util.schema import annotation_tags, load_schema
+from kflow.pipeline.cli.main import main
 from kflow.pipeline.dsl.artifacts import Schema
 from tests.components.datasets.csv.ingest.test_executor import ingest, read_records
+from tests.conftest import REPO
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +80,19 @@ def test_a_row_encoder_reads_written_numbers_only_in_their_columns():
     with pytest.raises(cols.BadValue):
         encode(["1", "5%"])
     assert encode.first_bad(["1", "5%"]) == "rate"
+
+
+def test_kflow_validate_says_how_it_will_read_them(tmp_path, diabetes, capsys):
+    frame = as_reported(diabetes)
+    frame.insert(0, "Id", range(1, len(frame) + 1))
+    frame.to_csv(tmp_path / "diabetes.csv", index=False)
+    table = REPO / "pipeline" / "configs" / "table.yaml"
+    assert main(["validate", str(table), "--set", f"data.source.path={tmp_path / 'diabetes.csv'}",
+                 "--set", "data.label=target"]) == 0  # fmt: skip
+    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("data: ")]
+    assert said == [
+        "data: 'Id' numbers the rows (0 or 1, 2, 3, …): the records' key, not a feature",
+        "data: 'bmi' holds numbers written with '%': read as the numbers",
+        "data: 'bp' holds numbers written with '$': read as the numbers",
+        "data: 'target' holds numbers written with '$', ',': read as the numbers",
+    ]
