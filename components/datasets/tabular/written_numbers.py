@@ -1,5 +1,5 @@
-"""Numbers as reports and spreadsheets write them: a currency sign before, thousands grouped by commas, a percent
-sign after (`$1,234.50`, `-€5`, `£0.99`, `12.5%`, `1,000,000`).
+"""Numbers as reports and spreadsheets write them: a currency sign before or after, thousands grouped by commas, a
+percent sign after (`$1,234.50`, `-€5`, `12.50 €`, `£0.99`, `12.5%`, `1,000,000`).
 
 A text column of them (a price, an income, a rate) read as text is a category per value, and as the label a class
 per price. A CSV column whose sampled values are all numbers, some so written (`decorated`), is a float column
@@ -17,9 +17,16 @@ from collections.abc import Mapping, Sequence
 CURRENCY = "$€£¥₹"
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"
 _GROUPED = r"(?:[1-9]\d{0,2}(?:,\d{3})+(?:\.\d*)?)"
-_SIGNED = rf"[+-]?[{CURRENCY}]?\s?[+-]?"
-_WRITTEN = re.compile(rf"{_SIGNED}{_NUMBER}%?")
-_WRITTEN_GROUPED = re.compile(rf"{_SIGNED}(?:{_GROUPED}|{_NUMBER})%?")
+_BEFORE = rf"[+-]?[{CURRENCY}]\s?[+-]?"  # `$5`, `-$5`, `$-5`, `€ 5`
+_AFTER = rf"(?:\s?[{CURRENCY}]|%)?"  # `12.50 €`, as much of Europe writes a price; `12.5%`
+
+
+def _written(number: str) -> re.Pattern:
+    return re.compile(rf"{_BEFORE}{number}%?|[+-]?{number}{_AFTER}")
+
+
+_WRITTEN = _written(_NUMBER)
+_WRITTEN_GROUPED = _written(rf"(?:{_GROUPED}|{_NUMBER})")
 _MARKS = str.maketrans("", "", CURRENCY + ",% ")
 STRAY = 100  # As in type inference: one sampled value in this many may be something else (a typo, a note).
 

@@ -66,7 +66,8 @@ def test_where_a_comma_may_be_a_decimal_mark_it_groups_no_thousands(tmp_path, di
 @pytest.mark.parametrize(
     ("text", "commas", "number"),
     [("$1,234.50", True, 1234.5), ("-€5", True, -5.0), ("£0.99", True, 0.99), ("12.5%", True, 12.5),
-     ("1,000,000", True, 1e6), ("$-7", True, -7.0), ("1,25", True, None), ("01,250", True, None),
+     ("1,000,000", True, 1e6), ("$-7", True, -7.0), ("12.50 €", True, 12.5), ("-3€", False, -3.0),
+     ("$5 €", True, None), ("5 %", True, None), ("1,25", True, None), ("01,250", True, None),
      ("1,250", False, None), ("$", True, None), ("5%%", True, None), ("-$-5", True, None), ("1_000", True, None)],
 )  # fmt: skip
 def test_what_is_a_number_so_written(text, commas, number):
