@@ -74,14 +74,14 @@ def _parse_float(text: str) -> float:
     return value
 
 
-def _written_float(commas: bool) -> Callable[[str], float]:
+def _written_float(style: str) -> Callable[[str], float]:
     """The parser of a float column of numbers as reports write them (written_numbers.py)."""
 
     def parse(text: str) -> float:
         try:
             return _parse_float(text)
         except BadValue:
-            value = written_numbers.plain(text, commas)
+            value = written_numbers.plain(text, style)
             if value is None or not math.isfinite(value):
                 raise
             return value
@@ -118,15 +118,15 @@ class RowEncoder:
         types: Mapping[str, str],
         missing: frozenset[str],
         wanted: Iterable[str],
-        written: Mapping[str, bool] | None = None,
+        written: Mapping[str, str] | None = None,
     ):
-        """`written`: {float column: whether commas group thousands} of the columns of numbers as reports write them
+        """`written`: {float column: its written_numbers style} of the columns of numbers as reports write them
         (`$1,234.50`, `12%`: written_numbers.py)."""
         written = dict(written or {})
         self._arguments = (tuple(header), dict(types), missing, tuple(wanted), written)
         wanted = set(wanted)
         parsers = {name: _PARSERS[kind] for name, kind in types.items()}
-        parsers |= {name: _written_float(commas) for name, commas in written.items()}
+        parsers |= {name: _written_float(style) for name, style in written.items()}
         self._columns = [
             # A string keeps its spaces, but for the label and key: ` yes` is the class `yes`, as ` 7` is the key `7`.
             (index, name in wanted, name, types[name] == "string" and name not in wanted, parsers[name],

@@ -137,7 +137,7 @@ class ChunkProcessor:
 
     @functools.cached_property
     def _encoder(self) -> cols.RowEncoder:
-        wanted, written = {self.label, self.key} - {None}, dict.fromkeys(self.written, self.dialect.thousands)
+        wanted, written = {self.label, self.key} - {None}, dict.fromkeys(self.written, self.dialect.number_style)
         return cols.RowEncoder(self.header, self.types, self.dialect.missing, wanted, written)
 
     def __call__(self, chunk: Chunk) -> tuple[list, list]:

@@ -43,6 +43,8 @@ DEFAULT_FORMAT = {
 _PUNCTUATION = re.compile(r"[^\w\s]{1,3}")  # `?`, `-`, `.`, `--`, `***`: a mark, not a word, a number or a date
 # A number written with a decimal comma (14,23; -0,5; 1,5e3), as European spreadsheets save it with ';' between fields.
 _DECIMAL_COMMA = re.compile(r"\s*[+-]?(\d+,\d*|,\d+)([eE][+-]?\d+)?\s*")
+# With decimal ',': thousands grouped by points (1.234.567,5; 1.234), as the same spreadsheets write them.
+_POINT_GROUPED = re.compile(r"\s*[+-]?[1-9]\d{0,2}(\.\d{3})+(,\d*)?\s*")
 # Said wherever a file's bytes do not decode: spreadsheets on Windows save CSV as cp1252 (Western Europe).
 ENCODING_HINT = "set data.csv.encoding to the file's (e.g. cp1252, latin-1)"
 # The characters the records are cut at, byte by byte (records.py): an encoding must write each as ASCII does.
@@ -58,13 +60,13 @@ def source_facts(
     types = cols.infer_types(scan.header, scan.sample, declared, dialect.missing)
     # Numbers as reports write them ($1,234.50, 12%) are read as numbers (written_numbers.py).
     undeclared = {name: kind for name, kind in types.items() if declared.get(name, "float") == "float"}
-    marks = written_numbers.decorated(scan.header, scan.sample, undeclared, dialect.missing, dialect.thousands)
+    marks = written_numbers.decorated(scan.header, scan.sample, undeclared, dialect.missing, dialect.number_style)
     types |= dict.fromkeys(marks, "float")
     at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None
     values = [row[at].strip() for row in scan.sample if at is not None and len(row) == len(scan.header)]
     values = [value for value in values if value not in dialect.missing]
     if label in marks:  # the numbers they write, for the task's inference
-        numbers = (written_numbers.plain(value, dialect.thousands) for value in values)
+        numbers = (written_numbers.plain(value, dialect.number_style) for value in values)
         values = [repr(number) for number in numbers if number is not None]
     first = [row[0] for row in scan.sample if row] if types.get(scan.header[0]) == "int" else []
     facts = cols.table_facts(scan.header, types, label, problem_type, key, declared, values, first)
@@ -207,10 +209,13 @@ class Dialect:
         return cls(delimiter, quotechar, header, frozenset(missing), encoding, decimal)
 
     @property
-    def thousands(self) -> bool:
-        """Whether a comma in a number may group thousands (`1,250` is 1250): not where it may be a decimal mark,
-        with decimal ',' or between `;`-separated fields (European spreadsheets: `1,250` is 1.25)."""
-        return self.decimal == "." and self.delimiter != ";"
+    def number_style(self) -> str:
+        """How its numbers group thousands (written_numbers.STYLES): by points with decimal ',' (`1.234,5`); by
+        commas with decimal '.' (`1,234.5`), but between `;`-separated fields, where a comma may be a decimal mark
+        (European spreadsheets: `1,250` is 1.25), by none."""
+        if self.decimal == ",":
+            return written_numbers.GROUPED_BY_POINTS
+        return written_numbers.UNGROUPED if self.delimiter == ";" else written_numbers.GROUPED_BY_COMMAS
 
     @property
     def quote(self) -> bytes | None:
@@ -218,7 +223,7 @@ class Dialect:
 
     def split(self, text: str) -> list[list[str]]:
         """The CSV rows in `text` (one, for a well-formed record); with decimal ',' its numbers written so read
-        with a point (`1,5` → `1.5`)."""
+        with a point and their thousands' points left out (`1,5` → `1.5`, `1.234,5` → `1234.5`, `1.234` → `1234`)."""
         rows = self._split(text)
         if self.decimal == ",":
             rows = [[_with_point(value) for value in row] for row in rows]
@@ -236,7 +241,11 @@ class Dialect:
 
 
 def _with_point(value: str) -> str:
-    return value.replace(",", ".") if "," in value and _DECIMAL_COMMA.fullmatch(value) else value
+    if "," in value and _DECIMAL_COMMA.fullmatch(value):
+        return value.replace(",", ".")
+    if "." in value and _POINT_GROUPED.fullmatch(value):
+        return value.replace(".", "").replace(",", ".")
+    return value
 
 
 def _codec(encoding: Any) -> str:

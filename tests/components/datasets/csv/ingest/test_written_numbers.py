@@ -10,7 +10,7 @@ from sklearn.datasets import load_diabetes
 
 from kflow.components.datasets.csv.ingest import source as csv_source
 from kflow.components.datasets.tabular import columns as cols
-from kflow.components.datasets.tabular.written_numbers import plain
+from kflow.components.datasets.tabular.written_numbers import GROUPED_BY_COMMAS, GROUPED_BY_POINTS, UNGROUPED, plain
 from kflow.components.util.schema import annotation_tags, load_schema
 from kflow.pipeline.cli.main import main
 from kflow.pipeline.dsl.artifacts import Schema
@@ -63,24 +63,47 @@ def test_where_a_comma_may_be_a_decimal_mark_it_groups_no_thousands(tmp_path, di
     assert facts.types["s1"] == "float" and facts.written == {"s1": ","}
 
 
+US, NONE, EU = GROUPED_BY_COMMAS, UNGROUPED, GROUPED_BY_POINTS
+
+
 @pytest.mark.parametrize(
-    ("text", "commas", "number"),
-    [("$1,234.50", True, 1234.5), ("-€5", True, -5.0), ("£0.99", True, 0.99), ("12.5%", True, 12.5),
-     ("1,000,000", True, 1e6), ("$-7", True, -7.0), ("12.50 €", True, 12.5), ("-3€", False, -3.0),
-     ("$5 €", True, None), ("5 %", True, None), ("1,25", True, None), ("01,250", True, None),
-     ("1,250", False, None), ("$", True, None), ("5%%", True, None), ("-$-5", True, None), ("1_000", True, None)],
+    ("text", "style", "number"),
+    [("$1,234.50", US, 1234.5), ("-€5", US, -5.0), ("£0.99", US, 0.99), ("12.5%", US, 12.5), ("1,000,000", US, 1e6),
+     ("$-7", US, -7.0), ("12.50 €", US, 12.5), ("-3€", NONE, -3.0), ("1,25", US, None), ("01,250", US, None),
+     ("1,250", NONE, None), ("$", US, None), ("5%%", US, None), ("-$-5", US, None), ("1_000", US, None),
+     ("$5 €", US, None), ("1.234,50 €", EU, 1234.5), ("12,5 %", EU, 12.5), ("-1.234.567", EU, -1234567.0),
+     ("€ 0,99", EU, 0.99), ("1,234.50", EU, None), ("1.23,4", EU, None)],
 )  # fmt: skip
-def test_what_is_a_number_so_written(text, commas, number):
-    assert plain(text, commas) == number
+def test_what_is_a_number_so_written(text, style, number):
+    assert plain(text, style) == number
 
 
 def test_a_row_encoder_reads_written_numbers_only_in_their_columns():
     types = {"price": "float", "rate": "float"}
-    encode = cols.RowEncoder(["price", "rate"], types, frozenset(["", "NA"]), ["price", "rate"], {"price": True})
+    encode = cols.RowEncoder(["price", "rate"], types, frozenset(["", "NA"]), ["price", "rate"], {"price": US})
     assert encode(["$1,234.50", "0.5"])[1] == {"price": 1234.5, "rate": 0.5}
     with pytest.raises(cols.BadValue):
         encode(["1", "5%"])
     assert encode.first_bad(["1", "5%"]) == "rate"
+
+
+def test_a_european_export_reads_its_grouped_numbers_and_prices(tmp_path, diabetes):
+    """`;` between fields, decimal commas, thousands grouped by points, a price after its number (`1.234,50 €`)."""
+    frame = diabetes.copy()
+    frame["s1"] = [f"{value * 10:,.0f}".replace(",", ".") for value in frame["s1"]]  # 1.570: 1570
+    frame["target"] = [f"{value * 1000:,.2f} €".replace(",", "#").replace(".", ",").replace("#", ".")
+                       for value in frame["target"]]  # fmt: skip
+    frame.to_csv(tmp_path / "eu.csv", index=False, sep=";", decimal=",")
+    facts = csv_source.inspect_source(source_path=str(tmp_path / "eu.csv"), label="target",
+                                      csv_format={"delimiter": ";", "decimal": ","})  # fmt: skip
+    assert facts.types["s1"] == "int" and facts.types["target"] == "float" and facts.written == {"target": ".€"}
+    summary, examples, _, _ = ingest(tmp_path, source_path=str(tmp_path / "eu.csv"), label="target", columns={},
+                                     csv_format={"delimiter": ";", "decimal": ","})  # fmt: skip
+    assert (summary["read"], summary["rejected"], summary["invalid"]) == (442, 0, 0)
+    records = [record for split in read_records(examples).values() for record in split]
+    assert np.isclose(sum(record["target"] for record in records), diabetes["target"].sum() * 1000, rtol=1e-6)
+    assert sum(record["s1"] for record in records) == (diabetes["s1"] * 10).sum()
+    assert np.isclose(sum(record["bmi"] for record in records), diabetes["bmi"].sum(), rtol=1e-6)
 
 
 def test_kflow_validate_says_how_it_will_read_them(tmp_path, diabetes, capsys):
