@@ -19,8 +19,8 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
+from kflow.components.datasets.tabular.dates import day_first
 from kflow.components.datasets.tabular.plan import WORD
-from kflow.components.models.date_parts import day_first
 from kflow.components.util.folding import FoldFn
 
 COUNT_SHARDS = 16  # the keys of the exact counts' sum: a worker sums the shards it is given

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from kflow.components.models.date_parts import DAY_FIRST, day_first, day_number, slash_order
+from kflow.components.datasets.tabular.dates import DAY_FIRST, day_first, day_number, slash_order
 
 # The task's data options (trainer.model_options): what the preprocessing makes of the data, so the Transform's too.
 DATA_OPTIONS: dict[str, Any] = {

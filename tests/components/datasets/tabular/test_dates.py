@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kflow.components.datasets.tabular.dates import CENTER, DAY_FIRST, MONTH_FIRST, SCALE, day_first, day_number
 from kflow.components.datasets.tabular.plan import DATA_OPTIONS, DATE_SAMPLE, string_spec, summarize_strings
 from kflow.components.datasets.tabular.preprocessing import build_preprocessing, load_preprocessing
-from kflow.components.models.date_parts import CENTER, DAY_FIRST, MONTH_FIRST, SCALE, DateParts, day_first, day_number
+from kflow.components.models.date_parts import DateParts
 from kflow.components.transform.counts import TopCountsFn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "bench" / "gauntlet"))
