@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 
 # A real 2-replica MirroredStrategy on two logical CPUs (its own process: devices split only before TensorFlow
@@ -41,6 +43,7 @@ print(json.dumps({"delete_s": deleted, "first": first, "tuned": tuned, "wrapped_
 LIFE_S = 11
 
 
+@pytest.mark.slow  # 15 s of waiting for tf.data's first autotuning round
 def test_a_distributed_iterator_older_than_the_first_autotuning_round_is_deleted_at_once():
     result = subprocess.run(
         [sys.executable, "-c", CHILD, str(LIFE_S)], capture_output=True, text=True, timeout=120, cwd=REPO
