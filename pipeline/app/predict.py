@@ -264,7 +264,8 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
                 "predict: %s has no column %r (data.key): each row is keyed by FILE:LINE", data, config.data.key
             )
     if key is None and not config.data.key:  # the rows' names or numbers the model was trained beside, where present
-        key = next((name for name in header if name in _naming_columns(model)), None)
+        naming = _naming_columns(model)
+        key = next((name for name in header if name in naming), None)
     parameters["key"] = key
     missing = [name for name in needed if name not in header]
     if missing:
