@@ -19,7 +19,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
-from kflow.components.datasets.tabular.dates import day_first
+from kflow.components.datasets.tabular.dates import any_day_first
 from kflow.components.datasets.tabular.plan import WORD
 from kflow.components.util.folding import FoldFn
 
@@ -67,9 +67,7 @@ class TopCountsFn(FoldFn):
         accumulator["chars"] += sum(len(value) * counts[value] for value in texts)
         accumulator["spaced"] = accumulator["spaced"] or any(b" " in value for value in texts)
         # Whether a value is a date with its day first (31/1/2024), which the top values may not show (plan.py).
-        accumulator["day_first"] = accumulator["day_first"] or any(
-            value[:1].isdigit() and day_first(_text(value)) for value in texts
-        )
+        accumulator["day_first"] = accumulator["day_first"] or any_day_first(texts)
         kept = [(value, count) for value, count in counts.items() if count >= self.frequency_threshold]
         accumulator["ranked"] = self._best(accumulator["ranked"] + kept)
         return accumulator

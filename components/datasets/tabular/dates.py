@@ -7,6 +7,7 @@ import it without TensorFlow.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 CENTER, SCALE = 10957.0, 3652.425  # days from 1970-01-01 to 2000-01-01; days in ten years
 DAY_FIRST, MONTH_FIRST = "dmy", "mdy"
@@ -23,6 +24,12 @@ def day_first(value: str) -> bool:
     """Whether `value` is a slashed date whose first field, past 12, can only be its day (`31/1/2024`)."""
     value = value.strip()
     return value[:1].isdigit() and bool(re.fullmatch(SLASHED_PATTERN, value)) and int(value.split("/")[0]) > 12
+
+
+def any_day_first(values: Iterable[bytes]) -> bool:
+    """Whether any of `values` (UTF-8, as Examples hold text) is a date with its day first (`day_first`); those that
+    start with no digit are passed over undecoded (a text column's every distinct value comes here)."""
+    return any(value[:1].isdigit() and day_first(value.decode("utf-8", "replace")) for value in values)
 
 
 def slash_order(values: list[str]) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from kflow.components.datasets.tabular.dates import DAY_FIRST, day_first, day_number, slash_order
+from kflow.components.datasets.tabular.dates import DAY_FIRST, any_day_first, day_number, slash_order
 
 # The task's data options (trainer.model_options): what the preprocessing makes of the data, so the Transform's too.
 DATA_OPTIONS: dict[str, Any] = {
@@ -75,7 +75,7 @@ def summarize_strings(counts: Counter, options: dict[str, Any]) -> StringSummary
         spaced=any(b" " in value for value in counts),
         ranked=[(value.decode("utf-8", "replace"), n) for value, n in ranked_counts(counts, keep)],
         words=ranked_counts(words, int(options["max_tokens"])),
-        day_first=any(value[:1].isdigit() and day_first(value.decode("utf-8", "replace")) for value in counts),
+        day_first=any_day_first(counts),
     )
 
 

@@ -76,9 +76,9 @@ def decorated(
         if types.get(name) not in ("string", "float") or not signal.search("\n".join(column)):
             continue
         values = [value for value in map(str.strip, column) if value not in missing]
-        numbers = sum(map(_number, values))
-        written = [value for value in values if not _number(value) and plain(value, style) is not None]
-        if written and len(values) - numbers - len(written) <= len(values) // STRAY:
+        others = [value for value in values if not _number(value)]
+        written = [value for value in others if plain(value, style) is not None]
+        if written and len(others) - len(written) <= len(values) // STRAY:
             found[name] = "".join(
                 sorted({mark for value in written for mark in value if mark in CURRENCY + "%" + group})
             )
