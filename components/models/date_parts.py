@@ -6,11 +6,13 @@ angle), the day of the week (an angle), the time of day (an angle), and whether 
 decades from 2000-01-01 (1969 is -3.1, 2024 is 2.4): fixed, because the Transform's summary of a text column is its
 most frequent values, and of dates each seen once those are the earliest, no fair sample of the span.
 
-Written as `2024-01-31`, `2024/01/31`, `2024-01-31 12:00[:00[.5]]` (`T` or a space; a zone after is ignored),
-`1/31/2024` or `31/1/2024` (the order the training split's values show: a first field past 12 is a day; else the
-month first, as US exports write it), a two-digit year (`1/31/24`: 1969-2068), or a time alone (`12:00`,
-`08:30:15`). Anything else reads as missing. components/datasets/tabular/dates.py holds the patterns, and reads a
-value in Python as the layer does (`day_number`: the plan checks that a column's values read so).
+Written in any of the forms components/datasets/tabular/dates.py declares once (`FORMS`): ISO dates with or
+without a time (`2024-01-31`, `2024-01-31T12:00:00Z`), slashed ones in the order the training split's values show
+(`1/31/2024`, `31/1/24`: a first field past 12 is a day; else the month first, as US exports write it), dotted
+ones (`31.01.2024`), the month's English name (`Jan 5, 2024`, `Mon, 05 Jan 2024 14:30:00 +0000`, `05-JAN-24`), a
+month alone (`2024-01`, `Jan 2024`), a 12-hour clock (`2:30 PM`), or a time alone (`08:30:15`); a two-digit year is
+1969-2068. Anything else reads as missing. `dates.day_number` reads a value in Python as the layer does (the plan
+checks that a column's values read so).
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ from typing import Any
 import keras
 
 from kflow.components.datasets.tabular.dates import (
+    AM,
     CENTER,
-    CLOCK_PATTERN,
-    DAY_FIRST,
-    ISO_PATTERN,
+    FORMS,
+    FRACTION,
     MONTH_FIRST,
+    MONTH_WORDS,
+    OFFSET,
+    PM,
     SCALE,
-    SLASHED_PATTERN,
+    positions,
 )
 
 PARTS = 8  # time, season (sin, cos), weekday (sin, cos), time of day (sin, cos), missing
@@ -48,21 +53,42 @@ class DateParts(keras.layers.Layer):
         import tensorflow as tf
 
         text = tf.strings.strip(tf.reshape(inputs, [-1]))
-        iso = tf.strings.regex_full_match(text, ISO_PATTERN)
-        slashed = tf.strings.regex_full_match(text, SLASHED_PATTERN)
-        clock = tf.strings.regex_full_match(text, CLOCK_PATTERN)
-        # Only a date's or a time's fields, a second's fraction left out: each fits an int64 (no 30-digit number).
-        fielded = tf.where(iso | slashed | clock, tf.strings.regex_replace(text, r"\.\d+", ""), "")
+        taken = tf.zeros_like(text, tf.bool)
+        forms = []  # (form, mask): each value in the first form it is written in, as `form_of`
+        for form in FORMS:
+            mask = tf.strings.regex_full_match(text, "(?i)" + form.pattern) & ~taken
+            forms.append((form, mask))
+            taken |= mask
+        # Only a date's or a time's numbers, a month's name as its number, a second's fraction and a zone left out:
+        # each fits an int64 (no 30-digit number).
+        fielded = tf.where(taken, text, "")
+        for pattern in (FRACTION, OFFSET):
+            fielded = tf.strings.regex_replace(fielded, pattern, r"\1")
+        for number, word in enumerate(MONTH_WORDS, start=1):
+            fielded = tf.strings.regex_replace(fielded, word, f" {number} ")
         numbers = tf.strings.split(tf.strings.strip(tf.strings.regex_replace(fielded, r"[^0-9]+", " ")))
-        fields = tf.strings.to_number(numbers.to_tensor(default_value="0", shape=[None, 7]), tf.int64)
-        first, second, third = fields[:, 0], fields[:, 1], fields[:, 2]
-        day_first = self.order == DAY_FIRST
-        century = tf.where(third < 69, tf.constant(2000, tf.int64), tf.constant(1900, tf.int64))
-        year = tf.where(iso, first, tf.where(third >= 100, third, third + century))
-        month = tf.where(iso, second, second if day_first else first)
-        day = tf.where(iso, third, first if day_first else second)
-        hours, minutes, seconds = (tf.where(clock, fields[:, i], fields[:, 3 + i]) for i in range(3))
-        dated = (iso | slashed) & (month >= 1) & (month <= 12) & (day >= 1) & (day <= 31)
+        fields = tf.strings.to_number(numbers.to_tensor(default_value="0", shape=[None, 6]), tf.int64)
+
+        zero = tf.zeros_like(fields[:, 0])
+        year, month, day, hours, minutes, seconds = (zero,) * 6
+        short_year, clock = tf.zeros_like(taken), tf.zeros_like(taken)
+        for form, mask in forms:
+            at_year, at_month, at_day = positions(form, self.order)
+            if at_year is None:
+                clock |= mask
+            else:
+                year = tf.where(mask, fields[:, at_year], year)
+                month = tf.where(mask, fields[:, at_month], month)
+                day = tf.where(mask, zero + 1 if at_day is None else fields[:, at_day], day)
+                short_year |= mask & tf.constant(not form.full_year)
+            hours, minutes, seconds = (
+                tf.where(mask, fields[:, form.clock + i], part) for i, part in enumerate((hours, minutes, seconds))
+            )
+        century = tf.where(year < 69, tf.constant(2000, tf.int64), tf.constant(1900, tf.int64))
+        year = tf.where(short_year & (year < 100), year + century, year)  # 1/31/24: 1969-2068
+        pm, am = (tf.strings.regex_full_match(text, f"(?i).*{mark}") for mark in (PM, AM))
+        hours = tf.where(pm | am, tf.math.floormod(hours, 12) + tf.where(pm, zero + 12, zero), hours)
+        dated = taken & ~clock & (month >= 1) & (month <= 12) & (day >= 1) & (day <= 31)
         present = dated | clock
         days = tf.cast(tf.where(dated, _tf_days_from_civil(tf, year, month, day), 0), tf.float64)
         time_of_day = tf.cast(hours * 3600 + minutes * 60 + seconds, tf.float64) / 86400.0

