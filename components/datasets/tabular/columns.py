@@ -119,28 +119,28 @@ class RowEncoder:
         missing: frozenset[str],
         wanted: Iterable[str],
         written: Mapping[str, str] | None = None,
+        marks: Mapping[str, Iterable[str]] | None = None,
     ):
         """`written`: {float column: its written_numbers style} of the columns of numbers as reports write them
-        (`$1,234.50`, `12%`: written_numbers.py)."""
-        written = dict(written or {})
-        self._arguments = (tuple(header), dict(types), missing, tuple(wanted), written)
+        (`$1,234.50`, `12%`: written_numbers.py); `marks`: {column: the marks (`?`) also missing there}."""
+        written, marks = dict(written or {}), {name: frozenset(tokens) for name, tokens in (marks or {}).items()}
+        self._arguments = (tuple(header), dict(types), missing, tuple(wanted), written, marks)
         wanted = set(wanted)
         parsers = {name: _PARSERS[kind] for name, kind in types.items()}
         parsers |= {name: _written_float(style) for name, style in written.items()}
         self._columns = [
             # A string keeps its spaces, but for the label and key: ` yes` is the class `yes`, as ` 7` is the key `7`.
             (index, name in wanted, name, types[name] == "string" and name not in wanted, parsers[name],
-             feature_encoder(name, _FEATURE_KINDS[types[name]]))
+             feature_encoder(name, _FEATURE_KINDS[types[name]]), missing | marks[name] if name in marks else missing)
             for name, index in ((name, header.index(name)) for name in name_order(header))
         ]  # fmt: skip
-        self._missing = missing
 
     def __reduce__(self):  # its encoders are closures: sent to a worker as what builds them
         return RowEncoder, self._arguments
 
     def __call__(self, fields: Sequence[str]) -> tuple[bytes, dict[str, int | float | str]]:
-        entries, values, missing = [], {}, self._missing
-        for index, is_wanted, name, whole, parse, encode in self._columns:
+        entries, values = [], {}
+        for index, is_wanted, name, whole, parse, encode, missing in self._columns:
             text = fields[index]
             stripped = text.strip()
             if stripped in missing:
@@ -153,10 +153,10 @@ class RowEncoder:
 
     def first_bad(self, fields: Sequence[str]) -> str | None:
         """The first column, in the header's order, whose present field does not parse as its type; None if none."""
-        for index, _, name, whole, parse, _ in sorted(self._columns, key=lambda column: column[0]):
+        for index, _, name, whole, parse, _, missing in sorted(self._columns, key=lambda column: column[0]):
             text = fields[index]
             stripped = text.strip()
-            if stripped in self._missing:
+            if stripped in missing:
                 continue
             try:
                 parse(text if whole else stripped)
@@ -266,12 +266,19 @@ class SourceFacts:
     numbered: str | None = None  # The first column, when its sampled values count the rows (examples.numbers_rows).
     # {float column: the marks seen} of the columns of numbers as reports write them ($1,234.50, 12%): csv only.
     written: dict[str, str] = field(default_factory=dict)
+    # {number column: its marks} of the columns whose numbers stand beside a mark (`?`) read as missing there: csv.
+    missing_marks: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def written_readings(self) -> list[str]:
+        """How the ingest reads the columns whose values are not what their type's parser reads."""
         return [
             f"{name!r} holds numbers written with {', '.join(map(repr, marks))}: read as the numbers"
             for name, marks in self.written.items()
+        ] + [
+            f"{name!r} holds numbers and {' and '.join(map(repr, marks))}: read as a missing number "
+            f"(set data.columns.{name}: string to keep them as text)"
+            for name, marks in self.missing_marks.items()
         ]
 
     @property

@@ -84,11 +84,12 @@ class CsvReader(TableReader):
             for name, kind in inferred.items()
             if kind == "int" and (name != self.label or problem_type == "regression")
         )
-        if facts.written:
+        if facts.written_readings:
             log.info("csv ingest: %s", "; ".join(facts.written_readings))
         processor = ChunkProcessor(
-            tuple(scan.header), types, dialect, self.label, problem_type, self.key, widenable, tuple(facts.written)
-        )
+            tuple(scan.header), types, dialect, self.label, problem_type, self.key, widenable, tuple(facts.written),
+            tuple(facts.missing_marks.items()),
+        )  # fmt: skip
         return Table(files, types, self.label, problem_type, scan.read, scan.chunks, processor, split, facts.numbered)
 
     def again(self, table: Table, stats: dict[str, Any], job: IngestJob) -> Table | None:
@@ -134,11 +135,12 @@ class ChunkProcessor:
     key: str | None
     widenable: frozenset[str] = frozenset()  # Inferred int columns: a decimal there is DECIMAL_IN_INT, not bad.
     written: tuple[str, ...] = ()  # Float columns of numbers as reports write them ($1,234.50, 12%).
+    marks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (column, marks also missing there: `?`) (missing_marks)
 
     @functools.cached_property
     def _encoder(self) -> cols.RowEncoder:
         wanted, written = {self.label, self.key} - {None}, dict.fromkeys(self.written, self.dialect.number_style)
-        return cols.RowEncoder(self.header, self.types, self.dialect.missing, wanted, written)
+        return cols.RowEncoder(self.header, self.types, self.dialect.missing, wanted, written, dict(self.marks))
 
     def __call__(self, chunk: Chunk) -> tuple[list, list]:
         accepted, found = [], []

@@ -57,21 +57,25 @@ def source_facts(
     """The checks of the header, the declared columns and the task that the ingest and `kflow validate` share."""
     _check_delimiter(scan.header, dialect, label)
     declared = columns or {}
-    types = cols.infer_types(scan.header, scan.sample, declared, dialect.missing)
+    # A mark standing for a missing number (`?`) is missing there; for the inference, anywhere (it checks no text).
+    gaps = missing_marks(scan, dialect, declared)
+    missing = dialect.missing.union(*gaps.values())
+    types = cols.infer_types(scan.header, scan.sample, declared, missing)
     # Numbers as reports write them ($1,234.50, 12%) are read as numbers (written_numbers.py).
     undeclared = {name: kind for name, kind in types.items() if declared.get(name, "float") == "float"}
-    marks = written_numbers.decorated(scan.header, scan.sample, undeclared, dialect.missing, dialect.number_style)
+    marks = written_numbers.decorated(scan.header, scan.sample, undeclared, missing, dialect.number_style)
     types |= dict.fromkeys(marks, "float")
     at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None
     values = [row[at].strip() for row in scan.sample if at is not None and len(row) == len(scan.header)]
-    values = [value for value in values if value not in dialect.missing]
+    values = [value for value in values if value not in (missing if label in gaps else dialect.missing)]
     if label in marks:  # the numbers they write, for the task's inference
         numbers = (written_numbers.plain(value, dialect.number_style) for value in values)
         values = [repr(number) for number in numbers if number is not None]
     first = [row[0] for row in scan.sample if row] if types.get(scan.header[0]) == "int" else []
     facts = cols.table_facts(scan.header, types, label, problem_type, key, declared, values, first)
-    notes = (*_decimal_commas(scan, dialect, types), *_missing_tokens(scan, dialect, declared))
-    return replace(facts, sampled=len(scan.sample), notes=notes, written=marks)
+    gaps = {name: tokens for name, tokens in gaps.items() if types[name] in ("int", "float")}
+    notes = _decimal_commas(scan, dialect, types)
+    return replace(facts, sampled=len(scan.sample), notes=notes, written=marks, missing_marks=gaps)
 
 
 def _check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
@@ -86,13 +90,14 @@ def _check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
         )
 
 
-def _missing_tokens(scan: Scan, dialect: Dialect, declared: dict[str, str]) -> tuple[str, ...]:
-    """A note naming the punctuation marks (`?`, `-`, `.`) that stand among a column's numbers in the sample, as
-    exports from the UCI repository and statistics packages write a missing value: a column so written is read
-    as text, or, where they are under 1 %, they are rejected as bad values."""
-    found: dict[str, list[str]] = {}
+def missing_marks(scan: Scan, dialect: Dialect, declared: dict[str, str]) -> dict[str, tuple[str, ...]]:
+    """{column: its marks} of the numeric columns (undeclared, or declared int or float) whose sampled values are
+    numbers and punctuation marks (`?`, `-`, `.`), at least as many numbers: how the UCI repository and statistics
+    packages write a missing value. Read as text, such a column would be a category a value; read as numbers, each
+    record with a mark would be a bad value."""
+    found: dict[str, tuple[str, ...]] = {}
     for index, name in enumerate(scan.header):
-        if name in declared:
+        if declared.get(name, "float") not in ("int", "float"):
             continue
         numbers, marks = 0, Counter()
         for row in scan.sample:
@@ -107,13 +112,8 @@ def _missing_tokens(scan: Scan, dialect: Dialect, declared: dict[str, str]) -> t
                 marks.clear()
                 break
         if marks and numbers >= marks.total():  # mostly numbers
-            for token in sorted(marks):
-                found.setdefault(token, []).append(name)
-    return tuple(
-        f"data.csv.missing_values: {_named(names)} numbers and {token!r}: to read it as a missing value, set "
-        f"data.csv.missing_values: {[*sorted(dialect.missing), token]}"
-        for token, names in found.items()
-    )
+            found[name] = tuple(sorted(marks))
+    return found
 
 
 def _named(names: list[str]) -> str:

@@ -106,26 +106,34 @@ def test_an_encoding_or_decimal_mark_that_cannot_be_read_is_refused_naming_the_f
         inspect(path, **csv_format)
 
 
-def test_a_punctuation_mark_among_numbers_is_named_as_a_missing_value_to_declare(tmp_path, wine):
+def test_a_punctuation_mark_among_numbers_is_read_as_a_missing_number_there(tmp_path, wine):
     """UCI-style exports write a missing value as '?': in 1 of 178 values of a column (under the 1 % of stray
-    values the type inference allows) its record would be a bad value; in 9 of 178 the column would be text."""
+    values the type inference allows) its record was a bad value; in 9 of 178 the column was text. Now the mark is
+    a missing number in those columns, said in one line each; a text column keeps its own '?'."""
     frame = wine.astype({"magnesium": "Int64"}).astype(object)
     frame.loc[[5], "magnesium"] = "?"
     frame.loc[list(range(0, 178, 20)), "hue"] = "?"
+    frame["note"] = ["?" if row % 7 == 0 else f"lot {row % 5}" for row in range(len(frame))]  # text, with its '?'
     path = tmp_path / "uci.csv"
     frame.to_csv(path, index=False)
 
     facts = inspect(path)
-    assert (facts.types["magnesium"], facts.types["hue"]) == ("int", "string")
-    assert len(facts.notes) == 1
-    assert facts.notes[0].startswith("data.csv.missing_values: 'magnesium', 'hue' hold numbers and '?': to read it")
-    declared = [*csv_source.DEFAULT_FORMAT["missing_values"], "?"]
-    facts = inspect(path, missing_values=declared)
-    assert facts.notes == () and (facts.types["magnesium"], facts.types["hue"]) == ("int", "float")
-    summary, *_ = ingest(
-        tmp_path, source_path=str(path), label="cépage", columns={}, csv_format={"missing_values": declared}
+    assert (facts.types["magnesium"], facts.types["hue"], facts.types["note"]) == ("int", "float", "string")
+    assert facts.notes == () and facts.missing_marks == {"magnesium": ("?",), "hue": ("?",)}
+    assert facts.readings[-1] == (
+        "data: 'hue' holds numbers and '?': read as a missing number "
+        "(set data.columns.hue: string to keep them as text)"
     )
+    summary, examples, _, rejects = ingest(tmp_path, source_path=str(path), label="cépage", columns={})
     assert (summary["read"], summary["rejected"]) == (178, 0)
+    records = [record for split in read_records(examples).values() for record in split]
+    assert len(records) == 178
+    assert sum("magnesium" in record for record in records) == 177 and sum("hue" in record for record in records) == 169
+    assert sum(record["note"] == "?" for record in records) == sum(row % 7 == 0 for row in range(178))
+    # declared as text, the column keeps its marks; declared a number, they are missing there too
+    declared = {"hue": "string", "magnesium": "int"}
+    facts = csv_source.inspect_source(source_path=str(path), csv_format={}, label="cépage", columns=declared)
+    assert facts.missing_marks == {"magnesium": ("?",)} and facts.types["hue"] == "string"
 
 
 def test_a_tab_separated_file_is_named_with_the_delimiter_as_yaml_reads_it(tmp_path, wine):
