@@ -1,19 +1,95 @@
-"""Files that may be gzipped: told by their first bytes, not their names."""
+"""Files that may be compressed, as datasets are downloaded (Kaggle's `train.csv.zip`, `.csv.gz`, `.csv.bz2`,
+`.csv.xz`): told by their first bytes, not their names, and read decompressed. A ZIP archive is read when it holds
+one file (its folders and macOS' `__MACOSX/` copies aside); an Office document (an .xlsx workbook is a ZIP) or an
+archive of several files is refused in one line."""
 
 from __future__ import annotations
 
+import bz2
 import gzip
+import io
+import lzma
+import zipfile
+from pathlib import PurePosixPath
 from typing import BinaryIO
+
+# (magic, compression): zstd is not among them (no reader in the standard library before Python 3.14).
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"PK\x03\x04", "zip"))
+
+
+def compression(path: str) -> str | None:
+    """ "gzip", "bzip2", "xz" or "zip" when the file's first bytes say so, else None."""
+    with _open(path) as file:
+        start = file.read(10)
+    if start[:3] == b"BZh" and start[4:10] == b"1AY&SY":
+        return "bzip2"
+    return next((kind for magic, kind in _MAGIC if start.startswith(magic)), None)
 
 
 def is_gzip(path: str) -> bool:
-    with _open(path) as file:
-        return file.read(2) == b"\x1f\x8b"
+    return compression(path) == "gzip"
+
+
+def is_compressed(path: str) -> bool:
+    """Whether the file is read decompressed (`open_source`): its records cannot be cut by byte offsets."""
+    return compression(path) is not None
 
 
 def open_source(path: str) -> BinaryIO:
-    """The file's bytes, decompressed when it is gzipped."""
-    return gzip.open(_open(path), "rb") if is_gzip(path) else _open(path)
+    """The file's bytes, decompressed when it is compressed (`compression`); a ValueError naming the path for a ZIP
+    archive that is not one file."""
+    kind = compression(path)
+    if kind == "zip":
+        return _ZipMember(path)
+    opener = {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open}.get(kind)  # type: ignore[arg-type]
+    return opener(_open(path), "rb") if opener else _open(path)  # type: ignore[return-value]
+
+
+class _ZipMember(io.BufferedIOBase):
+    """The one file of a ZIP archive, read as a stream; closing it closes the archive."""
+
+    def __init__(self, path: str):
+        super().__init__()
+        self._archive = zipfile.ZipFile(_open(path))
+        try:
+            self._member = self._archive.open(_only_member(path, self._archive))
+        except BaseException:
+            self._archive.close()
+            raise
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        return self._member.read(-1 if size is None else size)
+
+    def read1(self, size: int = -1) -> bytes:
+        return self._member.read1(size)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._member.close()
+            self._archive.close()
+        super().close()
+
+
+def _only_member(path: str, archive: zipfile.ZipFile) -> zipfile.ZipInfo:
+    names = {info.filename for info in archive.infolist()}
+    if "[Content_Types].xml" in names:  # the Office Open XML package: .xlsx, .docx, .pptx
+        raise ValueError(f"data.source.path: {path} is an Excel workbook (.xlsx) or another Office file, not a "
+                         "table's file: save the sheet as CSV")  # fmt: skip
+    files = [
+        info
+        for info in archive.infolist()
+        if not info.is_dir()
+        and not info.filename.startswith("__MACOSX/")
+        and not PurePosixPath(info.filename).name.startswith(".")
+    ]
+    if len(files) != 1:
+        shown = ", ".join(info.filename for info in files[:3]) + (", …" if len(files) > 3 else "")
+        raise ValueError(f"data.source.path: {path} is a ZIP archive of {len(files)} files ({shown}): unzip it "
+                         "and set data.source.path to the file or the folder")  # fmt: skip
+    return files[0]
 
 
 def _open(path: str) -> BinaryIO:

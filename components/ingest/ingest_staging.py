@@ -48,8 +48,9 @@ class Staging:
         return FileSystems.join(self.root, name)
 
     def plain_copy(self, source: str, name: str) -> str:
-        """Decompresses the gzipped file `source` into the staging folder as `name`, streaming; returns the copy's
-        path. Its records can then be cut into chunks by offset, which a gzip stream does not allow."""
+        """Decompresses the compressed file `source` (compressed.open_source) into the staging folder as `name`,
+        streaming; returns the copy's path. Its records can then be cut into chunks by offset, which a compressed
+        stream does not allow."""
         copy = self.path(name)
         log.info("ingest: decompressing %s into the staging folder", source)
         with open_source(source) as stream, FileSystems.create(copy) as target:

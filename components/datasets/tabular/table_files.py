@@ -37,7 +37,7 @@ OTHER_FORMATS = (
     (b"ARROW1", "an Arrow IPC (Feather) file", "write it as Parquet (pyarrow.parquet.write_table)"),
     (b"\x89HDF\r\n\x1a\n", "an HDF5 file", "write the table as CSV or Parquet"),
     (b"\x1f\x8b", "gzip-compressed", "name it .csv.gz (a CSV) or decompress it"),
-    (b"\xfd7zXZ\x00", "xz-compressed", "decompress it, or gzip it as .csv.gz"),
+    (b"\xfd7zXZ\x00", "xz-compressed", "decompress it"),
     (b"\x28\xb5\x2f\xfd", "zstd-compressed", "decompress it, or gzip it as .csv.gz"),
 )
 
@@ -45,7 +45,7 @@ OTHER_FORMATS = (
 def other_format(start: bytes, expected: str) -> str | None:
     """`is <what>, not <expected>: <what to do>` when the bytes a file starts with are another known format's."""
     if start[:3] == b"BZh" and start[4:10] == b"1AY&SY":
-        return f"is bzip2-compressed, not {expected}: decompress it, or gzip it as .csv.gz"
+        return f"is bzip2-compressed, not {expected}: decompress it"
     for magic, what, fix in OTHER_FORMATS:
         if start.startswith(magic) and not (expected == "Parquet" and magic == b"PAR1"):
             return f"is {what}, not {expected}: {fix}"

@@ -27,7 +27,7 @@ from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.columns import SourceFacts
 from kflow.components.datasets.tabular.examples import ROW_NAMES
 from kflow.components.datasets.tabular.table_files import other_format, table_files
-from kflow.components.ingest.compressed import is_gzip, open_source
+from kflow.components.ingest.compressed import is_compressed, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.repeats import RepeatFinder
 
@@ -293,7 +293,7 @@ def scan_files(
     """One streaming pass over the files: header, record count, chunks, a sample of rows, repeated keys (found
     with 24 bytes a record: `components/ingest/repeats.py`).
 
-    `readable`: a file's decompressed copy, to read and cut instead of the gzipped file (which cannot be
+    `readable`: a file's decompressed copy, to read and cut instead of the compressed file (which cannot be
     cut: a chunk would have to decompress everything before it)."""
     scan = Scan()
     keys = RepeatFinder() if key is not None else None
@@ -302,7 +302,7 @@ def scan_files(
         if max_records is not None and scan.read >= max_records:
             break
         source = (readable or {}).get(path, path)
-        splittable = not is_gzip(source)
+        splittable = not is_compressed(source)
         with open_source(source) as start:  # the first bytes, not the first line: a format's magic may hold a newline
             if other := other_format(start.read(16), "CSV"):
                 raise ValueError(f"data.source.path: {path} {other}")

@@ -1,8 +1,10 @@
 """A table's config pointed at a file of another format, written by the libraries that write them (pyarrow,
 sqlite3, zipfile, h5py, bz2, lzma) from scikit-learn's real iris measurements: one line naming the path, what the file
-is and what to do, not an encoding error (a Parquet file read as CSV said "the header is not utf-8")."""
+is and what to do, not an encoding error (a Parquet file read as CSV said "the header is not utf-8"); and a CSV
+compressed as datasets are downloaded (zip, bzip2, xz, gzip), read whole."""
 
 import bz2
+import gzip
 import lzma
 import sqlite3
 import zipfile
@@ -16,6 +18,7 @@ from sklearn.datasets import load_iris
 
 from kflow.components.datasets.csv.ingest import source as csv_source
 from kflow.components.datasets.parquet.ingest import source as parquet_source
+from tests.components.datasets.csv.ingest.test_executor import ingest, read_records
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +34,21 @@ def write(kind, path, frame):
         pq.write_table(pa.Table.from_pandas(frame), path)
     elif kind == "feather":
         feather.write_feather(frame, path)
-    elif kind == "zip":
+    elif kind == "zip":  # as Kaggle serves a table, with a Mac's copies beside it
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("data/", "")
+            archive.writestr("data/iris.csv", text)
+            archive.writestr("__MACOSX/data/._iris.csv", b"\x00\x05\x16\x07")
+    elif kind == "zip of two":
         with zipfile.ZipFile(path, "w") as archive:
             archive.writestr("iris.csv", text)
+            archive.writestr("more/iris.csv", text)
+    elif kind == "xlsx":  # an Office Open XML package, as a spreadsheet saves one
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("[Content_Types].xml", "<Types/>")
+            archive.writestr("xl/workbook.xml", "<workbook/>")
+    elif kind == "zstd":  # the frame's magic and header: no reader for it here
+        path.write_bytes(b"\x28\xb5\x2f\xfd" + text.encode())
     elif kind == "sqlite":
         with sqlite3.connect(path) as connection:
             frame.to_sql("iris", connection, index=False)
@@ -44,7 +59,24 @@ def write(kind, path, frame):
         path.write_bytes(bz2.compress(text.encode()))
     elif kind == "xz":
         path.write_bytes(lzma.compress(text.encode()))
+    elif kind == "gz":
+        path.write_bytes(gzip.compress(text.encode()))
     return path
+
+
+@pytest.mark.parametrize("kind", ["zip", "bz2", "xz", "gz"])
+def test_a_compressed_csv_is_read_whole_as_downloaded(tmp_path, iris, kind):
+    """Kaggle serves `train.csv.zip`, archives `.csv.bz2` and `.csv.xz`: read decompressed (staged, then cut into
+    chunks like a plain file), every record, the same as the plain CSV's."""
+    path = write(kind, tmp_path / f"iris.csv.{kind}", iris)
+    facts = csv_source.inspect_source(source_path=str(path), label="target")
+    assert facts.header == list(iris) and facts.sampled == len(iris)
+    summary, examples, _, _ = ingest(tmp_path, source_path=str(path), label="target", columns={})
+    assert (summary["read"], summary["rejected"]) == (150, 0)
+    records = [record for split in read_records(examples).values() for record in split]
+    assert sorted(record["sepal length (cm)"] for record in records) == pytest.approx(
+        sorted(iris["sepal length (cm)"]), rel=1e-6
+    )
 
 
 @pytest.mark.parametrize(
@@ -52,11 +84,11 @@ def write(kind, path, frame):
     [
         ("parquet", "is a Parquet file, not CSV: set data.dataset: parquet"),
         ("feather", "is an Arrow IPC (Feather) file, not CSV"),
-        ("zip", "is a ZIP archive (an Excel .xlsx workbook, or zipped files), not CSV"),
+        ("xlsx", "is an Excel workbook (.xlsx) or another Office file, not a table's file: save the sheet as CSV"),
+        ("zip of two", "is a ZIP archive of 2 files (iris.csv, more/iris.csv): unzip it and set data.source.path"),
         ("sqlite", "is an SQLite database, not CSV"),
         ("hdf5", "is an HDF5 file, not CSV"),
-        ("bz2", "is bzip2-compressed, not CSV"),
-        ("xz", "is xz-compressed, not CSV"),
+        ("zstd", "is zstd-compressed, not CSV"),
     ],
 )
 def test_a_csv_config_names_the_format_it_was_given(tmp_path, iris, kind, said):
