@@ -1,5 +1,8 @@
 """Numbers as reports and spreadsheets write them: a currency sign before or after, thousands grouped, a percent
-sign after (`$1,234.50`, `-€5`, `£0.99`, `12.5%`, `1,000,000`; in Europe `1.234,50 €`, `12,5 %`).
+sign after (`$1,234.50`, `-€5`, `£0.99`, `12.5%`, `1,000,000`; in Europe `1.234,50 €`, `12,5 %`), a negative
+amount in parentheses as accountants write it (`(1,234.50)`, `($5.00)`), thousands, millions and billions by their
+letter (`19M`, `201k`, `$1.2B`, `3bn`, as app stores and finance pages write sizes and amounts) and a lower bound's
+plus (`10,000+` installs: 10,000).
 
 A text column of them (a price, an income, a rate) read as text is a category per value, and as the label a class
 per price. A CSV column whose sampled values are all numbers, some so written (`decorated`), is a float column
@@ -18,10 +21,16 @@ CURRENCY = "$€£¥₹"
 GROUPED_BY_COMMAS, UNGROUPED, GROUPED_BY_POINTS = "1,234.5", "1234.5", "1.234,5"
 _BEFORE = rf"[+-]?[{CURRENCY}]\s?[+-]?"  # `$5`, `-$5`, `$-5`, `€ 5`
 _AFTER = rf"(?:\s?[{CURRENCY}]|\s?%)?"  # `12.50 €`, as much of Europe writes a price; `12.5%`, `12,5 %`
+SCALES = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "bn": 1e9}  # `m` is left out: metres, minutes
+_SCALE = r"(?:[kKMB]|bn)?"
 
 
 def _written(number: str) -> re.Pattern:
-    return re.compile(rf"{_BEFORE}{number}%?|[+-]?{number}{_AFTER}")
+    scaled = rf"{number}{_SCALE}"
+    signed = rf"{_BEFORE}{scaled}%?|[+-]?{scaled}\+?{_AFTER}"  # `10,000+`: at least that many
+    # `(1,234.50)`, `$(5)`, `(12,50 €)`: negative
+    owed = rf"[{CURRENCY}]?\(\s?[{CURRENCY}]?\s?{scaled}(?:\s?[{CURRENCY}])?\s?\){_AFTER}"
+    return re.compile(rf"{signed}|{owed}")
 
 
 # {style: (how a number so written reads, its grouping mark, its decimal mark)}
@@ -30,7 +39,8 @@ STYLES = {
     UNGROUPED: (_written(r"(?:\d+(?:\.\d*)?|\.\d+)"), "", "."),
     GROUPED_BY_POINTS: (_written(r"(?:[1-9]\d{0,2}(?:\.\d{3})+(?:,\d*)?|\d+(?:,\d*)?|,\d+)"), ".", ","),
 }
-_MARKS = CURRENCY + ",.% "
+_DIGITS = "0123456789+-"
+_SCALE_LETTERS = re.compile(r"[^kKMBbn]")  # what is left of a number so written: its scale's letter(s), if any
 STRAY = 100  # As in type inference: one sampled value in this many may be something else (a typo, a note).
 
 
@@ -40,11 +50,13 @@ def plain(text: str, style: str = GROUPED_BY_COMMAS) -> float | None:
     pattern, group, decimal = STYLES[style]
     if not pattern.fullmatch(text):
         return None
-    kept = "".join(char for char in text if char not in _MARKS or char == decimal).replace(decimal, ".")
+    scale = SCALES.get(_SCALE_LETTERS.sub("", text), 1.0)
+    kept = "".join(char for char in text if char in _DIGITS or char == decimal).replace(decimal, ".")
     try:
-        return float(kept)
+        number = float(kept.removesuffix("+")) * scale
     except ValueError:  # two signs: `-$-5`
         return None
+    return -number if "(" in text else number
 
 
 def _number(text: str) -> bool:
@@ -66,9 +78,11 @@ def decorated(
     above in `style` or plain (all but one in STRAY), at least one with a mark; `style`: one of STYLES."""
     found = {}
     _, group, _ = STYLES[style]
+    marks = re.compile(rf"[{re.escape(CURRENCY + '%(' + group)}]|(?<=\d)(?:[kKMB]|bn)|\+$")
     # A mark that only a written number holds (with decimal ',', plain numbers come with points: Dialect.split):
     # a column without one is passed over at C speed (a wide table's 784 columns of 10,000 sampled rows).
-    signal = re.compile(f"[{re.escape(CURRENCY + '%' + (',' if style == GROUPED_BY_COMMAS else ''))}]")
+    comma = "," if style == GROUPED_BY_COMMAS else ""
+    signal = re.compile(rf"[{re.escape(CURRENCY + '%(+kKMBb' + comma)}]")  # one class: a fast scan (b: bn)
     if not signal.search("\n".join("\x1f".join(row) for row in rows)):
         return found
     columns = zip(*(row for row in rows if len(row) == len(header)), strict=False) if rows else ()
@@ -79,7 +93,5 @@ def decorated(
         others = [value for value in values if not _number(value)]
         written = [value for value in others if plain(value, style) is not None]
         if written and len(others) - len(written) <= len(values) // STRAY:
-            found[name] = "".join(
-                sorted({mark for value in written for mark in value if mark in CURRENCY + "%" + group})
-            )
+            found[name] = "".join(sorted({mark for value in written for mark in marks.findall(value)}))
     return found

@@ -51,6 +51,30 @@ def test_numbers_written_with_currency_commas_and_percent_read_as_the_numbers(tm
     assert min(record["bp"] for record in records) < 0 < max(record["bp"] for record in records)
 
 
+def test_accounting_negatives_scale_letters_and_lower_bounds_read_as_the_numbers(tmp_path, diabetes):
+    """As ledgers and app stores write them: a negative delta in parentheses (`($0.04)`), progression in thousands
+    (`151K`), a cholesterol count as a lower bound (`1,570+`); a column of sizes with a letter in a text (`5 ft`)
+    stays text."""
+    frame = diabetes.copy()
+    delta = frame["bp"] - frame["bp"].mean()
+    frame["bp"] = [f"(${-value:.2f})" if value < 0 else f"${value:.2f}" for value in delta]
+    frame["target"] = [f"{value:g}K" for value in frame["target"]]
+    frame["s1"] = [f"{value * 10:,.0f}+" for value in frame["s1"]]
+    frame["s2"] = [f"{value:.0f} ft" for value in frame["s2"]]
+    path = tmp_path / "ledger.csv"
+    frame.to_csv(path, index=False)
+    facts = csv_source.inspect_source(source_path=str(path), label="target")
+    assert facts.written == {"target": "K", "bp": "$(", "s1": "+,"} and facts.types["s2"] == "string"
+    assert facts.problem_type == "regression"
+    summary, examples, _, _ = ingest(tmp_path, source_path=str(path), label="target", columns={})
+    assert (summary["read"], summary["rejected"]) == (442, 0)
+    records = [record for split in read_records(examples).values() for record in split]
+    assert np.isclose(sum(record["target"] for record in records), diabetes["target"].sum() * 1000, rtol=1e-6)
+    assert np.isclose(sum(record["bp"] for record in records), delta.round(2).sum(), atol=0.05)
+    assert min(record["bp"] for record in records) < 0
+    assert sum(record["s1"] for record in records) == (diabetes["s1"] * 10).sum()
+
+
 def test_where_a_comma_may_be_a_decimal_mark_it_groups_no_thousands(tmp_path, diabetes):
     frame = diabetes.copy()
     frame["s1"] = [f"{value:,}" for value in frame["s1"] * 10]  # 1,570 ... : 1.57 in a European file
@@ -72,7 +96,11 @@ US, NONE, EU = GROUPED_BY_COMMAS, UNGROUPED, GROUPED_BY_POINTS
      ("$-7", US, -7.0), ("12.50 €", US, 12.5), ("-3€", NONE, -3.0), ("1,25", US, None), ("01,250", US, None),
      ("1,250", NONE, None), ("$", US, None), ("5%%", US, None), ("-$-5", US, None), ("1_000", US, None),
      ("$5 €", US, None), ("1.234,50 €", EU, 1234.5), ("12,5 %", EU, 12.5), ("-1.234.567", EU, -1234567.0),
-     ("€ 0,99", EU, 0.99), ("1,234.50", EU, None), ("1.23,4", EU, None)],
+     ("€ 0,99", EU, 0.99), ("1,234.50", EU, None), ("1.23,4", EU, None),
+     ("(1,234.50)", US, -1234.5), ("($5.00)", US, -5.0), ("$(5)", US, -5.0), ("(12,50 €)", EU, -12.5),
+     ("19M", US, 19e6), ("201k", US, 201e3), ("$1.2B", US, 1.2e9), ("3bn", US, 3e9), ("10,000+", US, 1e4),
+     ("10K+", US, 1e4), ("5m", US, None), ("5 M", US, None), ("5++", US, None), ("()", US, None), ("(5", US, None),
+     ("1.000+", EU, 1000.0)],
 )  # fmt: skip
 def test_what_is_a_number_so_written(text, style, number):
     assert plain(text, style) == number
