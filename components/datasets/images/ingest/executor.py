@@ -42,6 +42,7 @@ from kflow.components.datasets.images.ingest.image_format import (
     ImageFormat,
     bounded,
     sampled_headers,
+    upright,
 )
 from kflow.components.datasets.images.ingest.source import (
     UNLABELLED,
@@ -255,7 +256,7 @@ class ImageConverter:
                 opened.load()
                 if opened.mode != wanted and not self.image_format.convert:
                     return None, ("wrong_mode", {"mode": opened.mode, "expected_mode": wanted})
-                image, depth = eight_bits(opened)
+                image, depth = eight_bits(upright(opened))
                 if depth is not None:
                     return None, ("unsupported_depth", {"mode": opened.mode, "error": depth})
                 image = flattened(image, BACKGROUNDS[self.image_format.background])

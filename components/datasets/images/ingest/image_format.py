@@ -21,6 +21,34 @@ IMAGE_OPTIONS = ("size", "channels", "fit", "convert", "background")
 BACKGROUNDS = {"white": (255, 255, 255, 255), "black": (0, 0, 0, 255)}
 
 
+# EXIF's orientation tag: how a camera held sideways or upside down stored its pixels (1: as shown; 2-8: mirrored
+# and/or turned; 5-8 turned a quarter). Phones store a portrait photo's pixels sideways with this tag, and viewers
+# turn it upright; Keras' image loading and tf.io.decode_jpeg do not, so a folder of phone photos trained sideways.
+ORIENTATION = 0x0112
+
+
+def orientation(image: Any) -> int:
+    """The image's EXIF orientation (from its header: nothing decoded), 1 when it has none or it is unreadable."""
+    try:
+        value = int(image.getexif().get(ORIENTATION, 1))
+    except Exception:  # noqa: BLE001 - a broken EXIF block is no orientation; the pixels may still decode
+        return 1
+    return value if 1 <= value <= 8 else 1
+
+
+def shown_size(image: Any) -> tuple[int, int]:
+    """(height, width) of the image as viewers show it (`orientation`), from its header."""
+    width, height = image.size
+    return (width, height) if orientation(image) >= 5 else (height, width)
+
+
+def upright(image: Any) -> Any:
+    """The image as viewers show it: turned and mirrored as its EXIF orientation says, else itself (no copy)."""
+    from PIL import ImageOps
+
+    return ImageOps.exif_transpose(image) if orientation(image) > 1 else image
+
+
 @dataclass(frozen=True)
 class ImageFormat:
     """What every image becomes: `height`×`width` pixels of `channels` (1: grey, 3: RGB) uint8 values.
@@ -130,7 +158,7 @@ def sampled_headers(files: list[ImageFile]) -> Headers:
     for file in sample:
         try:
             with open_source(file) as handle, Image.open(handle) as opened:
-                headers[file.position] = (opened.size[::-1], opened.mode)
+                headers[file.position] = (shown_size(opened), opened.mode)
         except Exception:  # noqa: BLE001 - an unreadable file is the worker's to reject (with its reason); skip it.
             continue
     if not headers:

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from kflow.components.datasets.images.ingest.image_format import SIZE_SAMPLE, most_common_size
+from kflow.components.datasets.images.ingest.image_format import SIZE_SAMPLE, most_common_size, shown_size
 from kflow.components.ingest.ingest_records import INVALID, make_reject
 from kflow.components.ingest.tfds_source import Chunk, Source, read_options, split_sizes, with_splits
 from kflow.components.util.example_proto import Example
@@ -105,7 +105,7 @@ class TfdsImages:
             if index % step == 0:
                 try:
                     with Image.open(io.BytesIO(encoded)) as opened:  # The header: no pixels decoded.
-                        sizes[opened.size[::-1]] += 1
+                        sizes[shown_size(opened)] += 1
                 except Exception:  # noqa: BLE001 - an unreadable image is the worker's to reject (with its reason).
                     continue
             if sizes.total() >= SIZE_SAMPLE:
