@@ -1,11 +1,13 @@
 """Files that may be compressed, as datasets are downloaded (Kaggle's `train.csv.zip`, `.csv.gz`, `.csv.bz2`,
 `.csv.xz`): told by their first bytes, not their names, and read decompressed. A ZIP archive is read when it holds
 one file (its folders and macOS' `__MACOSX/` copies aside); an Office document (an .xlsx workbook is a ZIP) or an
-archive of several files is refused in one line."""
+archive of several files is refused in one line. Text in UTF-16 (Excel's "Unicode Text", told by its byte-order
+mark) is read as UTF-8."""
 
 from __future__ import annotations
 
 import bz2
+import codecs
 import gzip
 import io
 import lzma
@@ -30,14 +32,29 @@ def is_gzip(path: str) -> bool:
     return compression(path) == "gzip"
 
 
+def is_utf16(path: str) -> bool:
+    """Whether the (decompressed) file starts with UTF-16's byte-order mark: Excel's "Unicode Text" export."""
+    with _decompressed(path) as file:
+        return file.read(2) in (b"\xff\xfe", b"\xfe\xff")
+
+
 def is_compressed(path: str) -> bool:
-    """Whether the file is read decompressed (`open_source`): its records cannot be cut by byte offsets."""
-    return compression(path) is not None
+    """Whether the file is read through a decoder (`open_source`: decompressed, or UTF-16 text as UTF-8): its
+    records cannot be cut by byte offsets."""
+    return compression(path) is not None or is_utf16(path)
 
 
 def open_source(path: str) -> BinaryIO:
-    """The file's bytes, decompressed when it is compressed (`compression`); a ValueError naming the path for a ZIP
+    """The file's bytes, decompressed when it is compressed (`compression`), and UTF-16 text (with its byte-order
+    mark) as UTF-8, which the readers' byte-wise record cutting needs; a ValueError naming the path for a ZIP
     archive that is not one file."""
+    stream = _decompressed(path)
+    if is_utf16(path):
+        return codecs.EncodedFile(stream, "utf-8", "utf-16")  # type: ignore[return-value]
+    return stream
+
+
+def _decompressed(path: str) -> BinaryIO:
     kind = compression(path)
     if kind == "zip":
         return _ZipMember(path)

@@ -268,18 +268,38 @@ class SourceFacts:
     written: dict[str, str] = field(default_factory=dict)
     # {number column: its marks} of the columns whose numbers stand beside a mark (`?`) read as missing there: csv.
     missing_marks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # {name given: name written} of the columns the header names not, or names again (csv: header.column_names).
+    renamed: dict[str, str] = field(default_factory=dict)
+    empty: tuple[str, ...] = ()  # The columns (but label and key) with no value in the sampled rows (csv).
+    preambles: tuple[tuple[str, int], ...] = ()  # (file, records above its header) where a preamble was passed over
 
     @property
     def written_readings(self) -> list[str]:
-        """How the ingest reads the columns whose values are not what their type's parser reads."""
-        return [
+        """How the ingest reads the columns whose values or names are not what they look."""
+        written = [
             f"{name!r} holds numbers written with {', '.join(map(repr, marks))}: read as the numbers"
             for name, marks in self.written.items()
-        ] + [
+        ]
+        gaps = [
             f"{name!r} holds numbers and {' and '.join(map(repr, marks))}: read as a missing number "
             f"(set data.columns.{name}: string to keep them as text)"
             for name, marks in self.missing_marks.items()
         ]
+        renamed = [
+            f"the header names a column {given!r} again: read as {name!r}"
+            if given
+            else f"a column has no name in the header: read as {name!r}"
+            for name, given in self.renamed.items()
+        ]
+        empty = [
+            f"{name!r} has no value in the {self.sampled:,} sampled rows: no feature if the training split holds none"
+            for name in self.empty
+        ]
+        preambles = [
+            f"{file} holds {lines} line{'s' if lines > 1 else ''} above its header (a title, a date): passed over"
+            for file, lines in self.preambles
+        ]
+        return preambles + written + gaps + renamed + empty
 
     @property
     def readings(self) -> tuple[str, ...]:
@@ -298,6 +318,12 @@ class ColumnChoice:
     key: str | None = None
     columns: dict[str, str] | None = None
     infer_rows: int = INFER_ROWS
+
+    @property
+    def named(self) -> frozenset[str]:
+        """The columns the choice names: the label (a column's name), the key, the declared columns."""
+        label = {self.label} if isinstance(self.label, str) else set()
+        return frozenset(label | ({self.key} if self.key else set()) | set(self.columns or {}))
 
     @classmethod
     def of(cls, parameters: Mapping[str, Any]) -> ColumnChoice:

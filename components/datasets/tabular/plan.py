@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 MIN_IDENTIFIER_ROWS = 20  # A string feature with a distinct value in every one of at least this many rows: an id.
 OOV_BUCKETS = 16  # Hashed buckets a high-cardinality categorical feature's values past its vocabulary share.
 DATE_SAMPLE = 200  # The most frequent values `dates` looks at.
+NO_VALUE = "it has no value in the training split"  # why a column empty there is left out
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 WORD = re.compile(r"[a-z0-9']+")
 
@@ -76,10 +77,11 @@ def summarize_strings(counts: Counter, options: dict[str, Any]) -> StringSummary
 
 
 def numeric_spec(name: str, count: int, mean: float, variance: float, codes: list | None = None) -> dict[str, Any]:
-    """A number's normalisation (its training mean and variance), or why it is left out; an integer column's
-    `codes` too (`integer_codes`: [(value, count)] of its training values, None past MAX_CODES)."""
+    """A number's normalisation (its training mean and variance), or why it is left out (no value, or a variance
+    past float32's range); an integer column's `codes` too (`integer_codes`: [(value, count)] of its training
+    values, None past MAX_CODES)."""
     if not count:
-        mean, variance = 0.0, 1.0
+        return {"name": name, "kind": "left_out", "left_out": NO_VALUE}
     if not abs(variance) < _FLOAT32_MAX:  # physical constants from 1e-36 to 1e38: no float32 scale holds them
         spread = f"its values' variance, {variance:.3g}, is past float32's range"
         return {"name": name, "kind": "left_out", "left_out": spread}
@@ -149,6 +151,8 @@ def merge_whole_values(a: dict[float, int] | None, b: dict[float, int] | None) -
 
 def string_spec(name: str, summary: StringSummary, options: dict[str, Any]) -> dict[str, Any]:
     """A string feature's kind (categorical, text, or left out) and its vocabulary."""
+    if not summary.seen:
+        return {"name": name, "kind": "left_out", "left_out": NO_VALUE}
     ranked = [value for value, _ in summary.ranked]
     limit = int(options["max_categories"])
     mean_chars = summary.chars / summary.seen if summary.seen else 0

@@ -70,7 +70,8 @@ class CsvReader(TableReader):
             for index, path in enumerate(files)
             if is_compressed(path)
         }
-        sample = {"max_records": job.max_records, "sample": self.infer_rows, "readable": readable}
+        named = cols.ColumnChoice(self.label, key=self.key, columns=self.columns).named
+        sample = {"max_records": job.max_records, "sample": self.infer_rows, "readable": readable, "named": named}
         scan = scan_files(files, dialect, key=None, **sample)
         facts = source_facts(scan, dialect, self.label, self.problem_type, self.key, self.columns)
         self.log_inferred(facts)

@@ -16,16 +16,15 @@ import json
 import re
 from array import array
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kflow.components.datasets.csv.ingest.records import Record, cut
+from kflow.components.datasets.csv.ingest.header import ENCODING_HINT, decodes, read_header, split_row
+from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.columns import SourceFacts
-from kflow.components.datasets.tabular.examples import ROW_NAMES
 from kflow.components.datasets.tabular.table_files import other_format, table_files
 from kflow.components.ingest.compressed import is_compressed, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
@@ -45,8 +44,6 @@ _PUNCTUATION = re.compile(r"[^\w\s]{1,3}")  # `?`, `-`, `.`, `--`, `***`: a mark
 _DECIMAL_COMMA = re.compile(r"\s*[+-]?(\d+,\d*|,\d+)([eE][+-]?\d+)?\s*")
 # With decimal ',': thousands grouped by points (1.234.567,5; 1.234), as the same spreadsheets write them.
 _POINT_GROUPED = re.compile(r"\s*[+-]?[1-9]\d{0,2}(\.\d{3})+(,\d*)?\s*")
-# Said wherever a file's bytes do not decode: spreadsheets on Windows save CSV as cp1252 (Western Europe).
-ENCODING_HINT = "set data.csv.encoding to the file's (e.g. cp1252, latin-1)"
 # The characters the records are cut at, byte by byte (records.py): an encoding must write each as ASCII does.
 _CUT_AT = "\r\n\"',;|\t abcXYZ019"
 
@@ -75,7 +72,21 @@ def source_facts(
     facts = cols.table_facts(scan.header, types, label, problem_type, key, declared, values, first)
     gaps = {name: tokens for name, tokens in gaps.items() if types[name] in ("int", "float")}
     notes = _decimal_commas(scan, dialect, types)
-    return replace(facts, sampled=len(scan.sample), notes=notes, written=marks, missing_marks=gaps)
+    facts = replace(facts, sampled=len(scan.sample), notes=notes, written=marks, missing_marks=gaps)
+    facts = replace(facts, renamed=scan.renamed, empty=_empty(scan, missing, {label, key}))
+    return replace(facts, preambles=tuple(scan.preambles))
+
+
+def _empty(scan: Scan, missing: frozenset[str], named: set) -> tuple[str, ...]:
+    """The columns (but the label and key) with no value in the sample's rows."""
+    rows = [row for row in scan.sample if len(row) == len(scan.header)]
+    if not rows:
+        return ()
+    return tuple(
+        name
+        for at, name in enumerate(scan.header)
+        if name not in named and all(row[at].strip() in missing for row in rows)
+    )
 
 
 def _check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
@@ -146,7 +157,8 @@ def inspect_source(
     choice = cols.ColumnChoice.of(parameters)
     files = resolve(source_path)
     dialect = Dialect.from_options(csv_format)
-    scan = scan_files(files[:1], dialect, key=None, max_records=choice.infer_rows, sample=choice.infer_rows)
+    sample = choice.infer_rows
+    scan = scan_files(files[:1], dialect, key=None, max_records=sample, sample=sample, named=choice.named)
     allowed = parameters.get("max_invalid_fraction", 0.01)
     if scan.undecodable and scan.undecodable > allowed * scan.read:
         # The ingest would refuse these records as invalid; their share of the sample already passes its limit.
@@ -278,6 +290,8 @@ class Scan:
     chunks: list[Chunk] = field(default_factory=list)
     sample: list[list[str]] = field(default_factory=list)
     undecodable: int = 0  # records of the sample not in the dialect's encoding
+    renamed: dict[str, str] = field(default_factory=dict)  # {name given: name written} (header.column_names)
+    preambles: list[tuple[str, int]] = field(default_factory=list)  # (file, records above its header)
     first_undecodable: str | None = None  # FILE:LINE of the first
 
 
@@ -289,12 +303,14 @@ def scan_files(
     max_records: int | None,
     sample: int,
     readable: dict[str, str] | None = None,
+    named: frozenset[str] = frozenset(),
 ) -> Scan:
     """One streaming pass over the files: header, record count, chunks, a sample of rows, repeated keys (found
     with 24 bytes a record: `components/ingest/repeats.py`).
 
     `readable`: a file's decompressed copy, to read and cut instead of the compressed file (which cannot be
-    cut: a chunk would have to decompress everything before it)."""
+    cut: a chunk would have to decompress everything before it). `named`: the columns the config names, which
+    find a header below a preamble (header.read_header)."""
     scan = Scan()
     keys = RepeatFinder() if key is not None else None
     lines, chunk_starts = array("q"), []  # Each record's line in its file; each chunk's first record.
@@ -308,18 +324,21 @@ def scan_files(
                 raise ValueError(f"data.source.path: {path} {other}")
         with open_source(source) as stream:
             records = cut(stream, dialect.quote, delimiter=dialect.delimiter.encode())
-            header, start, line = _header(path, records, dialect)
+            found = read_header(path, records, dialect, named)
+            header, start, line, records = found.names, found.start, found.line, found.records
             if scan.header and header != scan.header:
                 raise ValueError(f"csv: {path} has the columns {header}; {files[0]} has {scan.header}")
-            scan.header = header
+            scan.header, scan.renamed = header, found.renamed
+            if found.skipped:
+                scan.preambles.append((Path(path).name, found.skipped))
             key_index = header.index(key) if key is not None else None
             count = 0
             for record in records:
                 if max_records is not None and scan.read >= max_records:
                     break
                 wanted = not record.unterminated and (key_index is not None or len(scan.sample) < sample)
-                row = _row(record.raw, dialect) if wanted else None
-                if wanted and row is None and not _decodes(record.raw, dialect):
+                row = split_row(record.raw, dialect) if wanted else None
+                if wanted and row is None and not decodes(record.raw, dialect):
                     scan.undecodable += 1
                     scan.first_undecodable = scan.first_undecodable or f"{Path(path).name}:{record.line}"
                 if row is not None and len(scan.sample) < sample:
@@ -344,39 +363,3 @@ def scan_files(
             for chunk, inside in zip(scan.chunks, keys.repeats_within(ranges), strict=True)
         ]
     return scan
-
-
-def _header(path: str, records: Iterator[Record], dialect: Dialect) -> tuple[list[str], int, int]:
-    """The file's columns, and where its records start: byte offset and line number."""
-    if dialect.header is not None:
-        return list(dialect.header), 0, 1
-    first = next(records, None)
-    if first is None:
-        raise ValueError(f"csv: {path} is empty (no header row)")
-    if first.unterminated:
-        raise ValueError(f"csv: the header of {path} has an unterminated quote")
-    raw = first.raw.removeprefix(b"\xef\xbb\xbf")
-    if not _decodes(raw, dialect):
-        raise ValueError(f"csv: {path} line {first.line}: the header is not {dialect.encoding}: {ENCODING_HINT}")
-    header = [name.strip() for name in (_row(raw, dialect) or [])]
-    if len(header) > 1 and not header[0] and ROW_NAMES not in header:  # pandas' to_csv, R's write.csv: row names
-        header[0] = ROW_NAMES
-    if not header or any(not name for name in header):
-        raise ValueError(f"csv: {path} line {first.line}: the header {header} has an empty column name")
-    return header, first.end, first.next_line
-
-
-def _row(raw: bytes, dialect: Dialect) -> list[str] | None:
-    try:
-        rows = dialect.split(raw.decode(dialect.encoding).rstrip("\r\n"))
-    except (UnicodeDecodeError, csv.Error):
-        return None
-    return rows[0] if len(rows) == 1 else None
-
-
-def _decodes(raw: bytes, dialect: Dialect) -> bool:
-    try:
-        raw.decode(dialect.encoding)
-    except UnicodeDecodeError:
-        return False
-    return True

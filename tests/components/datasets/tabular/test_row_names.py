@@ -71,10 +71,29 @@ def test_row_names_beside_a_declared_key_are_no_feature_either(tmp_path):
     assert {"wine_id", "row_names"}.isdisjoint(TabularTask(proto).types)
 
 
-def test_an_empty_name_past_the_first_column_is_still_refused(tmp_path):
-    (tmp_path / "t.csv").write_text("a,,c\n1,2,3\n")
-    with pytest.raises(ValueError, match="has an empty column name"):
-        csv_source.inspect_source(source_path=str(tmp_path / "t.csv"), label="c")
+def test_columns_without_a_name_or_named_again_get_a_name_of_their_own(tmp_path):
+    """A spreadsheet saves the empty columns its cells were formatted in, unnamed (`…,target,,`), and a sheet may
+    name two columns alike: kflow refused the header. Now such a column is named by its position, one named again
+    by its occurrence (`alcohol_2`), said in one line each; one empty in the sample is said to be no feature if
+    the training split has no value either (the plan leaves it out: test_empty_columns.py)."""
+    frame = wine()
+    frame.insert(3, "helper", frame["alcohol"] * 2)  # a helper column someone forgot to name
+    frame.insert(5, "again", frame["ash"])  # a second column under the first's name
+    frame["end1"], frame["end2"] = "", ""  # two formatted, empty columns at the end
+    written = {"helper": "", "again": "alcohol", "end1": "", "end2": " "}
+    frame.to_csv(tmp_path / "sheet.csv", index=False, header=[written.get(name, name) for name in frame])
+    facts = csv_source.inspect_source(source_path=str(tmp_path / "sheet.csv"), label="target")
+    assert facts.header[3] == "unnamed_4" and facts.header[5] == "alcohol_2"
+    assert facts.header[-2:] == ["unnamed_17", "unnamed_18"] and len(set(facts.header)) == len(facts.header)
+    assert facts.types["unnamed_4"] == facts.types["alcohol_2"] == "float"
+    assert facts.renamed == {"unnamed_4": "", "alcohol_2": "alcohol", "unnamed_17": "", "unnamed_18": ""}
+    assert facts.empty == ("unnamed_17", "unnamed_18")
+    said = "\n".join(facts.readings)
+    assert "data: the header names a column 'alcohol' again: read as 'alcohol_2'" in said
+    assert "data: a column has no name in the header: read as 'unnamed_17'" in said
+    assert "data: 'unnamed_18' has no value in the 178 sampled rows: no feature if the training split holds" in said
+    summary, schema = ingested(tmp_path, tmp_path / "sheet.csv", "csv")
+    assert (summary["read"], summary["rejected"]) == (178, 0)
 
 
 def read_back_by_pandas(frame, path):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from kflow.components.datasets.csv.ingest import source as csv_source
+from kflow.components.datasets.csv.ingest.header import PREAMBLE_LINES
 from tests.components.datasets.csv.ingest.test_executor import ingest, read_records
 
 CLASSES = ("Barolo", "Grignolino", "Barberà")  # the wine regions of Piedmont; the last one accented
@@ -134,6 +135,46 @@ def test_a_punctuation_mark_among_numbers_is_read_as_a_missing_number_there(tmp_
     declared = {"hue": "string", "magnesium": "int"}
     facts = csv_source.inspect_source(source_path=str(path), csv_format={}, label="cépage", columns=declared)
     assert facts.missing_marks == {"magnesium": ("?",)} and facts.types["hue"] == "string"
+
+
+@pytest.mark.parametrize(("encoding", "mark"), [("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff")])
+def test_excels_unicode_text_in_utf16_is_read_whole(tmp_path, wine, encoding, mark):
+    """Excel's "Unicode Text" export: UTF-16 with its byte-order mark, tab-separated. It was refused as "not
+    utf-8"; now it is read as UTF-8 (staged, then cut like any file), accents and all."""
+    path = tmp_path / "wine.txt"
+    text = wine.to_csv(index=False, sep="\t")
+    path.write_bytes(mark + text.encode(encoding))  # Excel writes little-endian, its mark first
+    facts = inspect(path, delimiter="\t")
+    assert facts.header == list(wine) and sorted(facts.labels) == sorted(CLASSES)
+    summary, examples, _, _ = ingest(
+        tmp_path, source_path=str(path), label="cépage", columns={}, csv_format={"delimiter": "\t"}
+    )
+    assert (summary["read"], summary["rejected"]) == (178, 0)
+    records = [record for split in read_records(examples).values() for record in split]
+    assert np.isclose(sum(record["intensité"] for record in records), wine["intensité"].sum())
+
+
+@pytest.mark.parametrize("padded", [True, False])
+def test_lines_above_the_header_are_passed_over_when_the_config_names_its_columns(tmp_path, wine, padded):
+    """Statistics offices' and instruments' exports put a title and a date above the header (as a sheet saves
+    them: `Title,,,,` — or alone on their lines). The header is the first line naming the label, said in one line;
+    every record below it is read. Without the label in the first PREAMBLE_LINES, the first line stays the header
+    and the label's absence is refused as before."""
+    commas = "," * (wine.shape[1] - 1) if padded else ""
+    preamble = f"Wine recognition data{commas}\nExported 2024-01-05{commas}\n\n"
+    (tmp_path / "export.csv").write_text(preamble + wine.to_csv(index=False))
+    facts = inspect(tmp_path / "export.csv")
+    assert facts.header == list(wine) and facts.preambles == (("export.csv", 3),)
+    assert "data: export.csv holds 3 lines above its header (a title, a date): passed over" in facts.readings
+    summary, examples, _, _ = ingest(tmp_path, source_path=str(tmp_path / "export.csv"), label="cépage", columns={})
+    assert (summary["read"], summary["rejected"]) == (178, 0)
+    records = [record for split in read_records(examples).values() for record in split]
+    assert np.isclose(sum(record["alcohol"] for record in records), wine["alcohol"].sum())
+
+    far = "\n".join(f"note {line}{commas}" for line in range(PREAMBLE_LINES + 1))
+    (tmp_path / "far.csv").write_text(far + "\n" + wine.to_csv(index=False))
+    with pytest.raises(ValueError, match=r"data.label: 'cépage' is not a column of the data \(columns: note 0"):
+        inspect(tmp_path / "far.csv")
 
 
 def test_a_tab_separated_file_is_named_with_the_delimiter_as_yaml_reads_it(tmp_path, wine):
