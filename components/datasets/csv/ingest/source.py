@@ -72,9 +72,10 @@ def source_facts(
     facts = cols.table_facts(scan.header, types, label, problem_type, key, declared, values, first)
     gaps = {name: tokens for name, tokens in gaps.items() if types[name] in ("int", "float")}
     notes = _decimal_commas(scan, dialect, types)
-    facts = replace(facts, sampled=len(scan.sample), notes=notes, written=marks, missing_marks=gaps)
-    facts = replace(facts, renamed=scan.renamed, empty=_empty(scan, missing, {label, key}))
-    return replace(facts, preambles=tuple(scan.preambles))
+    return replace(
+        facts, sampled=len(scan.sample), notes=notes, written=marks, missing_marks=gaps, renamed=scan.renamed,
+        empty=_empty(scan, missing, {label, key}), preambles=tuple(scan.preambles),
+    )  # fmt: skip
 
 
 def _empty(scan: Scan, missing: frozenset[str], named: set) -> tuple[str, ...]:
@@ -291,7 +292,7 @@ class Scan:
     sample: list[list[str]] = field(default_factory=list)
     undecodable: int = 0  # records of the sample not in the dialect's encoding
     renamed: dict[str, str] = field(default_factory=dict)  # {name given: name written} (header.column_names)
-    preambles: list[tuple[str, int]] = field(default_factory=list)  # (file, records above its header)
+    preambles: list[tuple[str, int]] = field(default_factory=list)  # (file, lines above its header)
     first_undecodable: str | None = None  # FILE:LINE of the first
 
 
