@@ -29,7 +29,11 @@ from kflow.components.datasets.tabular.examples import (
 from kflow.components.util.example_proto import example_of, feature_encoder, name_order, serialize_example
 
 TYPES = ("int", "float", "string", "bool")
-DEFAULT_MISSING = ("", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
+# What reads as a missing value unless data.csv.missing_values says otherwise: pandas' read_csv defaults (R's `NA`,
+# Excel's `#N/A`, SQL's `NULL`, Python's `None`), but its C runtime's `1.#IND` and `1.#QNAN`.
+DEFAULT_MISSING = (
+    "", "NA", "N/A", "n/a", "#N/A", "#N/A N/A", "#NA", "<NA>", "NaN", "nan", "-NaN", "-nan", "null", "NULL", "None",
+)  # fmt: skip
 _TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0"}
 
 

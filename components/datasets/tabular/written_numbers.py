@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 CURRENCY = "$€£¥₹"
+MINUS = "\u2212"  # −, the minus sign typeset pages and Wikipedia's tables write (not the hyphen-minus, -)
 GROUPED_BY_COMMAS, UNGROUPED, GROUPED_BY_POINTS = "1,234.5", "1234.5", "1.234,5"
 _BEFORE = rf"[+-]?[{CURRENCY}]\s?[+-]?"  # `$5`, `-$5`, `$-5`, `€ 5`
 _AFTER = rf"(?:\s?[{CURRENCY}]|\s?%)?"  # `12.50 €`, as much of Europe writes a price; `12.5%`, `12,5 %`
@@ -48,6 +49,7 @@ def plain(text: str, style: str = GROUPED_BY_COMMAS) -> float | None:
     """The number `text` writes in `style` with its currency sign, grouping marks or percent sign left out; None when
     it is no number so written."""
     pattern, group, decimal = STYLES[style]
+    text = text.replace(MINUS, "-")
     if not pattern.fullmatch(text):
         return None
     scale = SCALES.get(_SCALE_LETTERS.sub("", text), 1.0)
@@ -78,11 +80,11 @@ def decorated(
     above in `style` or plain (all but one in STRAY), at least one with a mark; `style`: one of STYLES."""
     found = {}
     _, group, _ = STYLES[style]
-    marks = re.compile(rf"[{re.escape(CURRENCY + '%(' + group)}]|(?<=\d)(?:[kKMB]|bn)|\+$")
+    marks = re.compile(rf"[{re.escape(CURRENCY + '%(' + MINUS + group)}]|(?<=\d)(?:[kKMB]|bn)|\+$")
     # A mark that only a written number holds (with decimal ',', plain numbers come with points: Dialect.split):
     # a column without one is passed over at C speed (a wide table's 784 columns of 10,000 sampled rows).
     comma = "," if style == GROUPED_BY_COMMAS else ""
-    signal = re.compile(rf"[{re.escape(CURRENCY + '%(+kKMBb' + comma)}]")  # one class: a fast scan (b: bn)
+    signal = re.compile(rf"[{re.escape(CURRENCY + '%(+kKMBb' + MINUS + comma)}]")  # one class: a fast scan (b: bn)
     if not signal.search("\n".join("\x1f".join(row) for row in rows)):
         return found
     columns = zip(*(row for row in rows if len(row) == len(header)), strict=False) if rows else ()

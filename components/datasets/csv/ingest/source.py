@@ -39,7 +39,8 @@ DEFAULT_FORMAT = {
     "encoding": "utf-8",
     "decimal": ".",
 }
-_PUNCTUATION = re.compile(r"[^\w\s]{1,3}")  # `?`, `-`, `.`, `--`, `***`: a mark, not a word, a number or a date
+# `?`, `-`, `.`, `--`, `***`, `—`: a mark, not a word, a number or a date; and the errors Excel writes into a cell.
+_PUNCTUATION = re.compile(r"[^\w\s]{1,3}|#(?:DIV/0!|VALUE!|REF!|NUM!|NAME\?|NULL!|SPILL!|CALC!)")
 # A number written with a decimal comma (14,23; -0,5; 1,5e3), as European spreadsheets save it with ';' between fields.
 _DECIMAL_COMMA = re.compile(r"\s*[+-]?(\d+,\d*|,\d+)([eE][+-]?\d+)?\s*")
 # With decimal ',': thousands grouped by points (1.234.567,5; 1.234), as the same spreadsheets write them.

@@ -137,6 +137,29 @@ def test_a_punctuation_mark_among_numbers_is_read_as_a_missing_number_there(tmp_
     assert facts.missing_marks == {"magnesium": ("?",)} and facts.types["hue"] == "string"
 
 
+def test_excels_cell_errors_and_pandas_missing_values_are_missing_numbers(tmp_path, wine):
+    """A sheet saved as CSV writes its formulas' errors (`#DIV/0!`, `#VALUE!`) and `#N/A`; other tools write
+    `n/a` or `<NA>` (pandas' nullable types): pandas reads the latter as missing by default, and so does kflow now;
+    an error among a column's numbers is a missing number there, like `?`."""
+    frame = wine.astype(object)
+    errors, not_available, lower = range(0, 178, 30), range(1, 178, 25), range(2, 178, 25)
+    frame.loc[list(errors), "hue"] = "#DIV/0!"
+    frame.loc[list(not_available), "ash"] = "#N/A"
+    frame.loc[list(lower), "ash"] = "n/a"
+    frame.loc[list(range(3, 178, 40)), "proline"] = "<NA>"
+    frame.to_csv(tmp_path / "sheet.csv", index=False)
+    facts = inspect(tmp_path / "sheet.csv")
+    assert {name: facts.types[name] for name in ("hue", "ash", "proline")} == {
+        "hue": "float", "ash": "float", "proline": "int"
+    }  # fmt: skip
+    assert facts.missing_marks == {"hue": ("#DIV/0!",)}
+    summary, examples, _, _ = ingest(tmp_path, source_path=str(tmp_path / "sheet.csv"), label="cépage", columns={})
+    assert (summary["read"], summary["rejected"]) == (178, 0)
+    records = [record for split in read_records(examples).values() for record in split]
+    assert sum("hue" in record for record in records) == 178 - len(errors)
+    assert sum("ash" in record for record in records) == 178 - len(not_available) - len(lower)
+
+
 @pytest.mark.parametrize(("encoding", "mark"), [("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff")])
 def test_excels_unicode_text_in_utf16_is_read_whole(tmp_path, wine, encoding, mark):
     """Excel's "Unicode Text" export: UTF-16 with its byte-order mark, tab-separated. It was refused as "not

@@ -100,7 +100,7 @@ US, NONE, EU = GROUPED_BY_COMMAS, UNGROUPED, GROUPED_BY_POINTS
      ("(1,234.50)", US, -1234.5), ("($5.00)", US, -5.0), ("$(5)", US, -5.0), ("(12,50 €)", EU, -12.5),
      ("19M", US, 19e6), ("201k", US, 201e3), ("$1.2B", US, 1.2e9), ("3bn", US, 3e9), ("10,000+", US, 1e4),
      ("10K+", US, 1e4), ("5m", US, None), ("5 M", US, None), ("5++", US, None), ("()", US, None), ("(5", US, None),
-     ("1.000+", EU, 1000.0)],
+     ("1.000+", EU, 1000.0), ("\u22125", US, -5.0), ("\u2212$1,234.50", US, -1234.5)],
 )  # fmt: skip
 def test_what_is_a_number_so_written(text, style, number):
     assert plain(text, style) == number
