@@ -1,8 +1,9 @@
 """Numbers as reports and spreadsheets write them: a currency sign before or after, thousands grouped, a percent
-sign after (`$1,234.50`, `-€5`, `£0.99`, `12.5%`, `1,000,000`; in Europe `1.234,50 €`, `12,5 %`), a negative
-amount in parentheses as accountants write it (`(1,234.50)`, `($5.00)`), thousands, millions and billions by their
-letter (`19M`, `201k`, `$1.2B`, `3bn`, as app stores and finance pages write sizes and amounts) and a lower bound's
-plus (`10,000+` installs: 10,000).
+sign after (`$1,234.50`, `-€5`, `£0.99`, `12.5%`, `1,000,000`; in Europe `1.234,50 €`, `12,5 %`; thousands by a
+space in French and SI typography, `1 234,50`, `1 234.5`), a typeset minus (`−5`), a negative amount in
+parentheses as accountants write it (`(1,234.50)`, `($5.00)`), thousands, millions and billions by their letter
+(`19M`, `201k`, `$1.2B`, `3bn`, as app stores and finance pages write sizes and amounts) and a lower bound's plus
+(`10,000+` installs: 10,000).
 
 A text column of them (a price, an income, a rate) read as text is a category per value, and as the label a class
 per price. A CSV column whose sampled values are all numbers, some so written (`decorated`), is a float column
@@ -34,11 +35,21 @@ def _written(number: str) -> re.Pattern:
     return re.compile(rf"{signed}|{owed}")
 
 
+SPACES = " \u00a0\u202f"  # thousands grouped by a space, as French and SI typography write them (`1 234,5`)
+_SPACED = rf"[1-9]\d{{0,2}}(?:[{SPACES}]\d{{3}})+"
 # {style: (how a number so written reads, its grouping mark, its decimal mark)}
 STYLES = {
-    GROUPED_BY_COMMAS: (_written(r"(?:[1-9]\d{0,2}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)"), ",", "."),
-    UNGROUPED: (_written(r"(?:\d+(?:\.\d*)?|\.\d+)"), "", "."),
-    GROUPED_BY_POINTS: (_written(r"(?:[1-9]\d{0,2}(?:\.\d{3})+(?:,\d*)?|\d+(?:,\d*)?|,\d+)"), ".", ","),
+    GROUPED_BY_COMMAS: (
+        _written(rf"(?:[1-9]\d{{0,2}}(?:,\d{{3}})+(?:\.\d*)?|{_SPACED}(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)"),
+        ",",
+        ".",
+    ),
+    UNGROUPED: (_written(rf"(?:{_SPACED}(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)"), "", "."),
+    GROUPED_BY_POINTS: (
+        _written(rf"(?:[1-9]\d{{0,2}}(?:\.\d{{3}})+(?:,\d*)?|{_SPACED}(?:,\d*)?|\d+(?:,\d*)?|,\d+)"),
+        ".",
+        ",",
+    ),
 }
 _DIGITS = "0123456789+-"
 _SCALE_LETTERS = re.compile(r"[^kKMBbn]")  # what is left of a number so written: its scale's letter(s), if any
@@ -80,11 +91,12 @@ def decorated(
     above in `style` or plain (all but one in STRAY), at least one with a mark; `style`: one of STYLES."""
     found = {}
     _, group, _ = STYLES[style]
-    marks = re.compile(rf"[{re.escape(CURRENCY + '%(' + MINUS + group)}]|(?<=\d)(?:[kKMB]|bn)|\+$")
+    marks = re.compile(rf"[{re.escape(CURRENCY + '%(' + MINUS + group)}]|(?<=\d)(?:[kKMB]|bn|[{SPACES}](?=\d))|\+$")
     # A mark that only a written number holds (with decimal ',', plain numbers come with points: Dialect.split):
     # a column without one is passed over at C speed (a wide table's 784 columns of 10,000 sampled rows).
     comma = "," if style == GROUPED_BY_COMMAS else ""
-    signal = re.compile(rf"[{re.escape(CURRENCY + '%(+kKMBb' + MINUS + comma)}]")  # one class: a fast scan (b: bn)
+    # One character class: a fast scan (`b`: of `bn`).
+    signal = re.compile(rf"[{re.escape(CURRENCY + '%(+kKMBb' + MINUS + SPACES + comma)}]")
     if not signal.search("\n".join("\x1f".join(row) for row in rows)):
         return found
     columns = zip(*(row for row in rows if len(row) == len(header)), strict=False) if rows else ()

@@ -100,7 +100,9 @@ US, NONE, EU = GROUPED_BY_COMMAS, UNGROUPED, GROUPED_BY_POINTS
      ("(1,234.50)", US, -1234.5), ("($5.00)", US, -5.0), ("$(5)", US, -5.0), ("(12,50 €)", EU, -12.5),
      ("19M", US, 19e6), ("201k", US, 201e3), ("$1.2B", US, 1.2e9), ("3bn", US, 3e9), ("10,000+", US, 1e4),
      ("10K+", US, 1e4), ("5m", US, None), ("5 M", US, None), ("5++", US, None), ("()", US, None), ("(5", US, None),
-     ("1.000+", EU, 1000.0), ("\u22125", US, -5.0), ("\u2212$1,234.50", US, -1234.5)],
+     ("1.000+", EU, 1000.0), ("\u22125", US, -5.0), ("\u2212$1,234.50", US, -1234.5),
+     ("1 234,56", EU, 1234.56), ("1\u00a0234\u00a0567 €", EU, 1234567.0), ("1\u202f234.5", US, 1234.5),
+     ("12 345", NONE, 12345.0), ("1 23", US, None), ("2024 001", US, None), ("1 234,5", US, None)],
 )  # fmt: skip
 def test_what_is_a_number_so_written(text, style, number):
     assert plain(text, style) == number
@@ -132,6 +134,26 @@ def test_a_european_export_reads_its_grouped_numbers_and_prices(tmp_path, diabet
     assert np.isclose(sum(record["target"] for record in records), diabetes["target"].sum() * 1000, rtol=1e-6)
     assert sum(record["s1"] for record in records) == (diabetes["s1"] * 10).sum()
     assert np.isclose(sum(record["bmi"] for record in records), diabetes["bmi"].sum(), rtol=1e-6)
+
+
+def test_a_french_export_reads_numbers_grouped_by_spaces(tmp_path, diabetes):
+    """French spreadsheets group thousands by a (non-breaking) space: `151 000,00 €`, `1 570`."""
+    frame = diabetes.copy()
+    frame["s1"] = [f"{value * 10:,.0f}".replace(",", "\u00a0") for value in frame["s1"]]
+    frame["target"] = [f"{value * 1000:,.2f} €".replace(",", "\u202f").replace(".", ",") for value in frame["target"]]
+    frame.to_csv(tmp_path / "fr.csv", index=False, sep=";", decimal=",")
+    fmt = {"delimiter": ";", "decimal": ","}
+    facts = csv_source.inspect_source(source_path=str(tmp_path / "fr.csv"), label="target", csv_format=fmt)
+    assert facts.types["s1"] == facts.types["target"] == "float" and facts.written == {
+        "s1": "\u00a0", "target": "\u202f€"
+    }  # fmt: skip
+    summary, examples, _, _ = ingest(
+        tmp_path, source_path=str(tmp_path / "fr.csv"), label="target", columns={}, csv_format=fmt
+    )
+    assert (summary["read"], summary["rejected"]) == (442, 0)
+    records = [record for split in read_records(examples).values() for record in split]
+    assert np.isclose(sum(record["target"] for record in records), diabetes["target"].sum() * 1000, rtol=1e-6)
+    assert sum(record["s1"] for record in records) == (diabetes["s1"] * 10).sum()
 
 
 def test_kflow_validate_says_how_it_will_read_them(tmp_path, diabetes, capsys):
