@@ -276,6 +276,7 @@ class SourceFacts:
     renamed: dict[str, str] = field(default_factory=dict)
     empty: tuple[str, ...] = ()  # The columns (but label and key) with no value in the sampled rows (csv).
     preambles: tuple[tuple[str, int], ...] = ()  # (file, records above its header) where a preamble was passed over
+    unread: dict[str, str] = field(default_factory=dict)  # {column: its type} of no scalar type, left out (parquet)
 
     @property
     def written_readings(self) -> list[str]:
@@ -303,7 +304,11 @@ class SourceFacts:
             f"{file} holds {lines} line{'s' if lines > 1 else ''} above its header (a title, a date): passed over"
             for file, lines in self.preambles
         ]
-        return preambles + written + gaps + renamed + empty
+        unread = [
+            f"{name!r} holds {kind}, no scalar: left out (declare data.columns.{name}: string to read each as its text)"
+            for name, kind in self.unread.items()
+        ]
+        return preambles + written + gaps + renamed + empty + unread
 
     @property
     def readings(self) -> tuple[str, ...]:

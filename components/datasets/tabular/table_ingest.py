@@ -72,10 +72,12 @@ class TableReader:
         return None
 
     def log_inferred(self, facts: Any) -> None:
-        """Says in the log what the problem type was inferred to be, and why, when the config left it out, and what
-        the sample suggests setting (SourceFacts.notes)."""
+        """Says in the log what the problem type was inferred to be, and why, when the config left it out, what the
+        sample suggests setting (SourceFacts.notes), and how columns that are not what they look are read."""
         for note in facts.notes:
             log.warning("%s ingest: %s", self.dataset, note)
+        for reading in facts.written_readings:  # how columns that are not what they look are read
+            log.info("%s ingest: %s", self.dataset, reading)
         if facts.problem_type_reason:
             reason = facts.problem_type_reason
             hint = "" if "data.problem_type" in reason else " (set data.problem_type to choose)"  # said once

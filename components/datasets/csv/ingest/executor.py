@@ -85,8 +85,6 @@ class CsvReader(TableReader):
             for name, kind in inferred.items()
             if kind == "int" and (name != self.label or problem_type == "regression")
         )
-        if facts.written_readings:
-            log.info("csv ingest: %s", "; ".join(facts.written_readings))
         processor = ChunkProcessor(
             tuple(scan.header), types, dialect, self.label, problem_type, self.key, widenable, tuple(facts.written),
             tuple(facts.missing_marks.items()),

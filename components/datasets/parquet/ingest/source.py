@@ -9,7 +9,7 @@ are refused naming the column, unless `data.columns` converts them to a scalar t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +88,9 @@ def kind_of(arrow_type: Any) -> str | None:
 
 
 def file_types(files: list[str], declared: dict[str, str]) -> tuple[list[str], dict[str, str], dict[str, str]]:
-    """(columns, kflow type of each, Parquet type of each) from the files' schemas, which must agree."""
+    """(the columns read, kflow type of each, {column: its Parquet type} of those left out) from the files'
+    schemas, which must agree. A column of no scalar type kflow holds (a list, a struct, a map, bytes) is left out
+    unless declared (then converted): one such column does not keep a table's others from a model."""
     header: list[str] = []
     arrow_types: dict[str, Any] = {}
     for path in files:
@@ -98,17 +100,9 @@ def file_types(files: list[str], declared: dict[str, str]) -> tuple[list[str], d
             raise ValueError(f"parquet: {path} has the columns {names}; {files[0]} has {header}")
         if not header:
             header, arrow_types = names, found
-    arrow = {name: str(kind) for name, kind in arrow_types.items()}
-    types = {}
-    for name in header:
-        kind = declared.get(name) or kind_of(arrow_types[name])
-        if kind is None:
-            raise ValueError(
-                f"data.columns.{name}: the Parquet type {arrow[name]} is not a scalar kflow can ingest; "
-                f"declare it as one of {', '.join(cols.TYPES)} to convert it"
-            )
-        types[name] = kind
-    return header, types, arrow
+    types = {name: declared.get(name) or kind_of(arrow_types[name]) for name in header}
+    unread = {name: str(arrow_types[name]) for name, kind in types.items() if kind is None}
+    return [name for name in header if name not in unread], {n: k for n, k in types.items() if k}, unread
 
 
 def inspect_source(*, source_path: str | None = None, **parameters: Any) -> SourceFacts:
@@ -121,12 +115,19 @@ def inspect_source(*, source_path: str | None = None, **parameters: Any) -> Sour
     declared = columns or {}
     if not isinstance(declared, dict):
         raise ValueError(f"data.columns: must map column names to types, got {declared!r}")
-    header, types, _ = file_types(files, {name: kind for name, kind in declared.items() if isinstance(kind, str)})
+    header, types, unread = file_types(files, {name: kind for name, kind in declared.items() if isinstance(kind, str)})
+    for name in (label, key):
+        if name in unread:
+            raise ValueError(
+                f"data.columns.{name}: the Parquet type {unread[name]} is not a scalar kflow can ingest; "
+                f"declare it as one of {', '.join(cols.TYPES)} to convert it"
+            )
     values: list[str] = []
     if isinstance(label, str) and label in header:
         values = sample_values(files[0], label, types[label], choice.infer_rows)
     first = sample_values(files[0], header[0], "int", choice.infer_rows) if header and types[header[0]] == "int" else []
-    return cols.table_facts(header, types, label, problem_type, key, declared, values, first)
+    facts = cols.table_facts(header, types, label, problem_type, key, declared, values, first)
+    return replace(facts, unread=unread)
 
 
 def sample_values(path: str, column: str, kind: str, limit: int) -> list[str]:

@@ -110,14 +110,22 @@ def test_max_records_stops_inside_a_row_group(tmp_path):
     assert summary["read"] == 45 and sum(len(rows) for rows in read_records(examples).values()) == 45
 
 
-def test_a_float_label_is_inferred_as_regression_and_a_list_column_is_refused(tmp_path):
+def test_a_float_label_is_inferred_as_regression_and_a_list_column_is_left_out(tmp_path):
     pq.write_table(pa.table({"x": [1, 2, 3], "y": [0.5, 1.5, 2.5]}), tmp_path / "reg.parquet")
     facts = parquet_source.inspect_source(source_path=str(tmp_path / "reg.parquet"), label="y")
     assert facts.problem_type == "regression" and "decimal" in facts.problem_type_reason
 
-    pq.write_table(pa.table({"tags": [[1], [2]], "y": [0, 1]}), tmp_path / "list.parquet")
+    # A list (or struct) column is left out, said; the table's other columns are read. As the label, refused.
+    table = pa.table({"tags": [[1], [2], [3, 4]], "x": [1.0, 2.0, 3.0], "y": [0, 1, 0]})
+    pq.write_table(table, tmp_path / "list.parquet")
+    facts = parquet_source.inspect_source(source_path=str(tmp_path / "list.parquet"), label="y")
+    assert facts.header == ["x", "y"] and facts.unread == {"tags": "list<element: int64>"}
+    assert "data: 'tags' holds list<element: int64>, no scalar: left out" in facts.readings[0]
+    summary, examples, _, _ = ingest(tmp_path / "out", source_path=str(tmp_path / "list.parquet"), label="y")
+    assert summary["read"] == 3 and summary["rejected"] == 0
+    assert all(set(row) == {"x", "y"} for rows in read_records(examples).values() for row in rows)
     with pytest.raises(ValueError, match=r"data\.columns\.tags: the Parquet type list<element: int64>"):
-        parquet_source.inspect_source(source_path=str(tmp_path / "list.parquet"), label="y")
+        parquet_source.inspect_source(source_path=str(tmp_path / "list.parquet"), label="tags")
     with pytest.raises(ValueError, match=r"data\.label: 'why' is not a column"):
         parquet_source.inspect_source(source_path=str(tmp_path / "reg.parquet"), label="why")
     (tmp_path / "fake.parquet").write_text("id,label\n1,2\n")
