@@ -117,8 +117,8 @@ def missing_marks(scan: Scan, dialect: Dialect, declared: dict[str, str]) -> dic
             value = row[index].strip() if len(row) == len(scan.header) else ""
             if value in dialect.missing:
                 continue
-            if cols.parses(value, "float"):
-                numbers += 1
+            if cols.parses(value, "float") or written_numbers.plain(value, dialect.number_style) is not None:
+                numbers += 1  # a number, or one as reports write them (`$1,234`: written_numbers.py)
             elif _PUNCTUATION.fullmatch(value):
                 marks[value] += 1
             else:  # a word, a date: a text column (one failed parse, not one a row)
