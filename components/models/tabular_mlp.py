@@ -53,6 +53,28 @@ class FillMissing(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="kflow")
+class MissingFlags(keras.layers.Layer):
+    """1.0 where a number of a [batch, numbers] block is missing (NaN), for its `columns` (those missing somewhere in
+    the training split): [batch, len(columns)]. Filled with the mean alone, a missing value is the average one,
+    and a model cannot tell it from one measured there; where its absence says something (a test not ordered, a
+    salary not disclosed), the flag carries it, as scikit-learn's `SimpleImputer(add_indicator=True)`."""
+
+    def __init__(self, columns: Sequence[int], **kwargs: Any):
+        super().__init__(**kwargs)
+        self.columns = [int(column) for column in columns]
+
+    def call(self, inputs):
+        picked = keras.ops.take(inputs, keras.ops.convert_to_tensor(self.columns, "int32"), axis=1)
+        return keras.ops.cast(keras.ops.isnan(picked), "float32")
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], len(self.columns))
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "columns": self.columns}
+
+
+@keras.saving.register_keras_serializable(package="kflow")
 class CodeOneHot(keras.layers.Layer):
     """The integer columns of codes of a [batch, numbers] block, each one-hot over its `codes` with a last slot for
     any other value, a missing one (NaN) included: [batch, sum of (codes + 1)], by one layer for every such column
@@ -124,11 +146,15 @@ def encode_features(features: Sequence[dict[str, Any]], what: str) -> tuple[dict
         codes = [(index, spec["codes"]) for index, spec in enumerate(numbers) if spec.get("codes")]
         if codes:  # integer columns of codes (plan.integer_codes): which code, beside the value
             outputs[_free_key(CODES, outputs)] = CodeOneHot(codes, name="integer_codes")(block)
+        gaps = [index for index, spec in enumerate(numbers) if spec.get("missing")]
+        if gaps:  # columns with missing values in training (plan.numeric_spec): whether each is, beside its mean
+            outputs[_free_key(MISSING, outputs)] = MissingFlags(gaps, name="missing_numbers")(block)
     return inputs, outputs
 
 
 NUMBERS = "numbers"  # the output of every number column at once, [batch, numbers]
 CODES = "integer_codes"  # the one-hot codes of every integer column of codes at once
+MISSING = "missing_numbers"  # whether each number column missing somewhere in training is missing, at once
 
 
 def _normalised_numbers(block: Any, specs: list[dict[str, Any]]) -> Any:

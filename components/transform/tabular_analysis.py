@@ -56,12 +56,12 @@ def label_analyzers(task: Any) -> tuple[list[Analyzer], dict[str, str]]:
 
 def tabular_plan(task: Any, results: dict[str, Any]) -> dict[str, Any]:
     """{"label", "features", "head", "left_out", "inputs"}: the task's preprocessing, from the analyzers' results."""
-    features = []
+    features, rows = [], training_rows(task, results)
     for name, kind in task.types.items():
         if kind in NUMERIC:
             moments = results[f"moments.{name}"]
             codes = moments.get("codes") if kind == "int" else None
-            features.append(numeric_spec(name, moments["count"], moments["mean"], moments["variance"], codes))
+            features.append(numeric_spec(name, moments["count"], moments["mean"], moments["variance"], codes, rows))
         else:
             values, words = results[f"vocabulary.{name}"], results[f"words.{name}"]
             summary = StringSummary(
@@ -84,6 +84,13 @@ def tabular_plan(task: Any, results: dict[str, Any]) -> dict[str, Any]:
     inputs = {spec["name"]: task.types[spec["name"]] for spec in features}
     head = label_head(task, results)
     return {"label": task.label, "features": features, "head": head, "left_out": left_out, "inputs": inputs}
+
+
+def training_rows(task: Any, results: dict[str, Any]) -> int:
+    """The training split's records: each has its label (the ingest filters the unlabelled)."""
+    if task.kind == "regression":
+        return int(results["label.moments"]["count"])
+    return sum(count for _, count in results["label.counts"]["ranked"])
 
 
 def label_head(task: Any, results: dict[str, Any]) -> dict[str, Any]:

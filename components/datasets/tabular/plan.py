@@ -76,16 +76,20 @@ def summarize_strings(counts: Counter, options: dict[str, Any]) -> StringSummary
     )
 
 
-def numeric_spec(name: str, count: int, mean: float, variance: float, codes: list | None = None) -> dict[str, Any]:
+def numeric_spec(
+    name: str, count: int, mean: float, variance: float, codes: list | None = None, rows: int | None = None
+) -> dict[str, Any]:
     """A number's normalisation (its training mean and variance), or why it is left out (no value, or a variance
     past float32's range); an integer column's `codes` too (`integer_codes`: [(value, count)] of its training
-    values, None past MAX_CODES)."""
+    values, None past MAX_CODES); `missing` when it has fewer values than the training split's `rows` (the model
+    flags a missing value: MissingFlags)."""
     if not count:
         return {"name": name, "kind": "left_out", "left_out": NO_VALUE}
     if not abs(variance) < _FLOAT32_MAX:  # physical constants from 1e-36 to 1e38: no float32 scale holds them
         spread = f"its values' variance, {variance:.3g}, is past float32's range"
         return {"name": name, "kind": "left_out", "left_out": spread}
     spec = {"name": name, "kind": "numeric", "mean": mean, "variance": variance if variance > 1e-12 else 1.0}
+    spec |= {"missing": True} if rows is not None and 0 < count < rows else {}
     return spec | ({"codes": kept} if (kept := integer_codes(codes, count)) else {})
 
 

@@ -109,7 +109,7 @@ class TabularTask(LearntByTransform, Task):
         if not labels:
             raise ValueError(f"the training split under {examples.uri} is empty")
         train_labels = np.concatenate(labels)
-        features = [_numeric(name, *moments) for name, moments in numbers.items()]
+        features = [_numeric(name, *moments, rows=len(train_labels)) for name, moments in numbers.items()]
         features += [
             string_spec(name, summarize_strings(counts, self.options), self.options) for name, counts in strings.items()
         ]
@@ -333,7 +333,7 @@ def _spec(kind: str) -> tf.io.FixedLenFeature:
     return tf.io.FixedLenFeature([1], _dtype(kind), default_value=[default])
 
 
-def _numeric(name: str, count: int, total: float, squares: float, codes: dict | None) -> dict[str, Any]:
+def _numeric(name: str, count: int, total: float, squares: float, codes: dict | None, rows: int) -> dict[str, Any]:
     mean = total / count if count else 0.0
     codes = None if codes is None else sorted(codes.items())
-    return numeric_spec(name, count, mean, squares / count - mean**2 if count else 1.0, codes)
+    return numeric_spec(name, count, mean, squares / count - mean**2 if count else 1.0, codes, rows)
