@@ -20,7 +20,7 @@ _MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"PK\x03\x04", "zip")
 
 
 def compression(path: str) -> str | None:
-    """ "gzip", "bzip2", "xz" or "zip" when the file's first bytes say so, else None."""
+    """The compression the file's first bytes say: gzip, bzip2, xz or zip; None when they say none."""
     with _open(path) as file:
         start = file.read(10)
     if start[:3] == b"BZh" and start[4:10] == b"1AY&SY":
@@ -38,7 +38,7 @@ def is_utf16(path: str) -> bool:
         return file.read(2) in (b"\xff\xfe", b"\xfe\xff")
 
 
-def is_compressed(path: str) -> bool:
+def needs_decoding(path: str) -> bool:
     """Whether the file is read through a decoder (`open_source`: decompressed, or UTF-16 text as UTF-8): its
     records cannot be cut by byte offsets."""
     return compression(path) is not None or is_utf16(path)

@@ -275,7 +275,7 @@ class SourceFacts:
     # {name given: name written} of the columns the header names not, or names again (csv: header.column_names).
     renamed: dict[str, str] = field(default_factory=dict)
     empty: tuple[str, ...] = ()  # The columns (but label and key) with no value in the sampled rows (csv).
-    preambles: tuple[tuple[str, int], ...] = ()  # (file, records above its header) where a preamble was passed over
+    preambles: tuple[tuple[str, int], ...] = ()  # (file, lines above its header) where a preamble was passed over
     unread: dict[str, str] = field(default_factory=dict)  # {column: its type} of no scalar type, left out (parquet)
 
     @property

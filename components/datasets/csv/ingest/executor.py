@@ -36,7 +36,7 @@ from kflow.components.datasets.tabular.dataset import INFER_ROWS
 from kflow.components.datasets.tabular.examples import SOURCE_ROW
 from kflow.components.datasets.tabular.table_ingest import Table, TableReader, ingest_table
 from kflow.components.ingest import ingest_staging
-from kflow.components.ingest.compressed import is_compressed, open_source
+from kflow.components.ingest.compressed import needs_decoding, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import INVALID, UNDECODABLE, kind_of, make_reject, raw_text
@@ -68,7 +68,7 @@ class CsvReader(TableReader):
         readable = {
             path: staging.plain_copy(path, f"source-{index:05d}.csv")
             for index, path in enumerate(files)
-            if is_compressed(path)
+            if needs_decoding(path)
         }
         named = cols.ColumnChoice(self.label, key=self.key, columns=self.columns).named
         sample = {"max_records": job.max_records, "sample": self.infer_rows, "readable": readable, "named": named}

@@ -26,7 +26,7 @@ from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.columns import SourceFacts
 from kflow.components.datasets.tabular.table_files import other_format, table_files
-from kflow.components.ingest.compressed import is_compressed, open_source
+from kflow.components.ingest.compressed import needs_decoding, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.repeats import RepeatFinder
 
@@ -320,7 +320,7 @@ def scan_files(
         if max_records is not None and scan.read >= max_records:
             break
         source = (readable or {}).get(path, path)
-        splittable = not is_compressed(source)
+        splittable = not needs_decoding(source)
         with open_source(source) as start:  # the first bytes, not the first line: a format's magic may hold a newline
             if other := other_format(start.read(16), "CSV"):
                 raise ValueError(f"data.source.path: {path} {other}")
