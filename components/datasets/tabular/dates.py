@@ -67,6 +67,7 @@ FORMS = (
     Form("time", _CLOCK, None),  # 12:00, 2:30 PM
 )
 _COMPILED = tuple((form, re.compile(form.pattern, re.IGNORECASE)) for form in FORMS)
+_SLASHED = next(pattern for form, pattern in _COMPILED if form.slashed)
 
 
 def form_of(text: str) -> Form | None:
@@ -89,7 +90,7 @@ def positions(form: Form, order: str) -> tuple[int | None, int, int | None]:
 def day_first(value: str) -> bool:
     """Whether `value` is a slashed date whose first field, past 12, can only be its day (`31/1/2024`)."""
     value = value.strip()
-    if not value[:1].isdigit() or not getattr(form_of(value), "slashed", False):
+    if not value[:1].isdigit() or not _SLASHED.fullmatch(value):  # one pattern: every text value may come here
         return False
     return int(re.match(r"\d+", value).group()) > 12  # type: ignore[union-attr]
 
