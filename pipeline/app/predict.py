@@ -250,7 +250,7 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
     parameters.update(
         {name: value for name, value in unset.items() if name in spec}, source_path=data, split={SPLIT: 1}
     )
-    header = _header(cls, parameters) if hasattr(cls, "inspect_source") else None
+    header = _header(cls, parameters, needed) if hasattr(cls, "inspect_source") else None
     if header is None:  # the ingest finds the features while it reads (tfrecord): it refuses an absent key itself
         parameters["key"] = key if key is not None else config.data.key
         return cls("score_ingest", parameters=parameters)
@@ -291,7 +291,16 @@ def _image_scoring_ingest(config: PipelineConfig, shape: tuple[int, ...], data: 
     return cls("score_ingest", parameters=parameters)
 
 
-def _header(cls: Any, parameters: dict[str, Any]) -> list[str]:
+def _header(cls: Any, parameters: dict[str, Any], needed: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """The data's columns. Named to the ingest, the columns the model reads find a header below lines above it (a
+    title, an export's date: csv/ingest/header.py), as the training run's label did; when one of them is not
+    there, the header as it stands, for the caller to name what is missing."""
+    if needed:
+        try:
+            probe = {**parameters, "columns": dict.fromkeys(needed, "string")}
+            return list(cls("score_ingest", parameters=probe).inspect_source().header)
+        except (ValueError, OSError):
+            pass
     try:
         return list(cls("score_ingest", parameters=parameters).inspect_source().header)
     except (ValueError, OSError) as error:

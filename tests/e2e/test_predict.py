@@ -150,6 +150,22 @@ def test_without_a_key_column_each_row_is_keyed_by_its_file_and_line(trained, tm
     assert keys == sorted(f"batch.csv:{line}" for line in range(2, 7))
 
 
+def test_lines_above_the_header_are_passed_over_as_in_training(trained, tmp_path):
+    """New rows exported as the training rows may be, under a title and a date: the columns the model reads find
+    the header, as the label found it in training (csv/ingest/header.py)."""
+    root, rows, _ = trained
+    with (tmp_path / "export.csv").open("w", newline="") as table:
+        table.write("Iris measurements, new flowers\nExported 2024-01-05\n\n")
+        writer = csv.writer(table)
+        writer.writerow(["id", "sepal_length", "sepal_width", "petal_length", "petal_width"])
+        writer.writerows([[row["id"], row["sepal_length"], row["sepal_width"], row["petal_length"], row["petal_width"]]
+                          for row in rows[:5]])  # fmt: skip
+    assert main(["predict", str(root / "iris.yaml"), "--data", str(tmp_path / "export.csv"),
+                 "-o", str(tmp_path / "out"), "-q"]) == 0  # fmt: skip
+    with (tmp_path / "out" / "predictions" / "Split-score" / "predictions.csv").open() as table:
+        assert sorted(row["key"] for row in csv.DictReader(table)) == [row["id"] for row in rows[:5]]
+
+
 def test_no_blessed_model_is_one_line(tmp_path, capsys):
     config = {"name": "nothing-yet", "pipeline_root": str(tmp_path / "runs"),
               "data": {"dataset": "csv", "source": {"path": str(IRIS)}, "label": "species"}}  # fmt: skip
