@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,10 +47,16 @@ def other_format(start: bytes, expected: str) -> str | None:
     """`is <what>, not <expected>: <what to do>` when the bytes a file starts with are another known format's."""
     if start[:3] == b"BZh" and start[4:10] == b"1AY&SY":
         return f"is bzip2-compressed, not {expected}: decompress it"
+    if _JSON.match(start.removeprefix(b"\xef\xbb\xbf")):  # an object, or an array of them or of values
+        return (f"is JSON, not {expected}: write it as Parquet or CSV (pandas: read_json(path, lines=True) for "
+                "JSON Lines, then to_parquet)")  # fmt: skip
     for magic, what, fix in OTHER_FORMATS:
         if start.startswith(magic) and not (expected == "Parquet" and magic == b"PAR1"):
             return f"is {what}, not {expected}: {fix}"
     return None
+
+
+_JSON = re.compile(rb'\s*(?:\{\s*(?:"|$)|\[\s*(?:[{\["\d-]|$))')
 
 
 def file_start(path: str, size: int = 16) -> bytes:

@@ -47,6 +47,10 @@ def write(kind, path, frame):
         with zipfile.ZipFile(path, "w") as archive:
             archive.writestr("[Content_Types].xml", "<Types/>")
             archive.writestr("xl/workbook.xml", "<workbook/>")
+    elif kind == "json lines":
+        frame.to_json(path, orient="records", lines=True)
+    elif kind == "json":
+        frame.to_json(path, orient="records", indent=1)
     elif kind == "zstd":  # the frame's magic and header: no reader for it here
         path.write_bytes(b"\x28\xb5\x2f\xfd" + text.encode())
     elif kind == "sqlite":
@@ -89,6 +93,8 @@ def test_a_compressed_csv_is_read_whole_as_downloaded(tmp_path, iris, kind):
         ("sqlite", "is an SQLite database, not CSV"),
         ("hdf5", "is an HDF5 file, not CSV"),
         ("zstd", "is zstd-compressed, not CSV"),
+        ("json lines", "is JSON, not CSV: write it as Parquet or CSV"),
+        ("json", "is JSON, not CSV"),
     ],
 )
 def test_a_csv_config_names_the_format_it_was_given(tmp_path, iris, kind, said):
