@@ -39,11 +39,11 @@ def column_names(written: list[str]) -> tuple[list[str], dict[str, str]]:
         elif name in seen:
             seen[name] += 1
             given = f"{name}_{seen[name]}"
-            while given in taken:
-                given += "_"
         else:
             seen[name] = 1
             continue
+        while given in taken:  # a name the header holds already (`unnamed_3` written, `Total_2`)
+            given += "_"
         header[at] = given
         taken.add(given)
         renamed[given] = name
