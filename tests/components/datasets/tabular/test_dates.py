@@ -6,6 +6,7 @@ model reads each day as numpy's calendar and Python's weekday do, the plan reads
 from __future__ import annotations
 
 import datetime
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -14,8 +15,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kflow.components.datasets.tabular.dates import CENTER, DAY_FIRST, MONTH_FIRST, SCALE, day_first, day_number
+from kflow.components.datasets.tabular.dates import (
+    CENTER,
+    DAY_FIRST,
+    MONTH_FIRST,
+    SCALE,
+    day_first,
+    day_number,
+    form_of,
+)
 from kflow.components.datasets.tabular.plan import DATA_OPTIONS, DATE_SAMPLE, string_spec, summarize_strings
 from kflow.components.datasets.tabular.preprocessing import build_preprocessing, load_preprocessing
 from kflow.components.models.date_parts import DateParts
@@ -136,3 +147,35 @@ def test_the_transforms_counts_see_the_day_first_that_the_top_values_hide(days):
     assert out["day_first"] and not any(day_first(value) for value, _ in out["ranked"])
     us = Counter(f"{day.month}/{day.day}/{day.year}".encode() for day in days)
     assert not fn.extract_output(fn.add_input(fn.create_accumulator(), ("shard", us)))["day_first"]
+
+
+_JUNK = st.text(alphabet="0123456789/-.:, APMapmTZ+JanFebMaySeptDecmonTue", max_size=28)
+
+
+@st.composite
+def written_dates(draw) -> str:
+    """A date as some export writes it (any form, any case, a time or not), or text much like one."""
+    if draw(st.booleans()):
+        return draw(_JUNK)
+    day = draw(st.dates(datetime.date(1900, 1, 1), datetime.date(2099, 12, 31)))
+    hour, minute = draw(st.integers(0, 23)), draw(st.integers(0, 59))
+    write, _, _ = WRITTEN[draw(st.sampled_from(sorted(WRITTEN)))]
+    text = write(day, hour)
+    text = text.upper() if draw(st.booleans()) else text
+    return text + draw(st.sampled_from(["", f" {hour % 12 or 12}:{minute:02d} {'pm' if hour >= 12 else 'am'}"]))
+
+
+@settings(max_examples=int(os.environ.get("KFLOW_FUZZ_EXAMPLES", "200")), deadline=None)
+@given(values=st.lists(written_dates(), min_size=1, max_size=20), order=st.sampled_from([MONTH_FIRST, DAY_FIRST]))
+def test_the_layer_reads_any_text_as_python_does(values, order):
+    """The model's layer (TensorFlow's string ops) and `day_number` (Python's re) read every value alike: the same
+    day and time, or both no date. Two readers of one table of forms (dates.FORMS) could drift apart."""
+    out = parts(values, order)
+    for value, row in zip(values, out, strict=True):
+        number = day_number(value, order)
+        assert (number is None) == (row[7] == 1.0), value
+        if number is not None and form_of(value.strip()).year is None:  # a time alone: its fraction of a day
+            assert row[0] == pytest.approx(number, abs=1e-6), value
+        elif number is not None:  # a date: its time in decades from 2000, as precise as a float32 of it
+            ulp = float(np.spacing(np.abs(row[0]))) * SCALE
+            assert float(row[0]) * SCALE + CENTER == pytest.approx(number, abs=1e-3 + 2 * ulp), value
