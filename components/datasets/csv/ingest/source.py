@@ -25,6 +25,7 @@ from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.columns import SourceFacts
+from kflow.components.datasets.tabular.examples import row_names
 from kflow.components.datasets.tabular.table_files import other_format, table_files
 from kflow.components.ingest.compressed import needs_decoding, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
@@ -169,7 +170,19 @@ def inspect_source(
             f"(the first at {scan.first_undecodable}), more than max_invalid_fraction={allowed:g} allows: "
             f"{ENCODING_HINT}"
         )
-    return source_facts(scan, dialect, choice.label, choice.problem_type, choice.key, choice.columns)
+    facts = source_facts(scan, dialect, choice.label, choice.problem_type, choice.key, choice.columns)
+    if scan.read < sample:  # the whole file was read: its empty columns are empty in every split
+        _check_values(facts, choice.label, choice.key)
+    return facts
+
+
+def _check_values(facts: SourceFacts, label: Any, key: str | None) -> None:
+    """Refuses what the Transform would: a table whose every column to learn from has no value."""
+    names = row_names(dict.fromkeys(facts.header), facts.numbered)
+    features = [name for name in facts.header if name not in (label, key, names)]
+    if isinstance(label, str) and features and set(features) <= set(facts.empty):
+        shown = ", ".join(map(repr, features[:4])) + (", …" if len(features) > 4 else "")
+        raise ValueError(f"data.source.path: no column to learn {label!r} from has a value ({shown}: all empty)")
 
 
 def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:

@@ -1,6 +1,8 @@
 """A column with no value in the training split is left out of the model: a constant, or a category of nothing."""
 
 from kflow.components.datasets.tabular.plan import DATA_OPTIONS, NO_VALUE, StringSummary, numeric_spec, string_spec
+from kflow.pipeline.cli.main import main
+from tests.conftest import REPO
 
 
 def test_a_column_with_no_training_value_is_left_out():
@@ -10,3 +12,15 @@ def test_a_column_with_no_training_value_is_left_out():
         "name": "first_date_us", "kind": "left_out", "left_out": NO_VALUE
     }  # fmt: skip
     assert string_spec("unnamed_16", StringSummary(), DATA_OPTIONS)["kind"] == "left_out"
+
+
+def test_validate_refuses_a_table_whose_every_column_to_learn_from_is_empty(tmp_path, capsys):
+    """What the Transform would refuse (`no feature is left to learn from`), when the sample is the whole file;
+    a file longer than the sample may hold values further on, and passes."""
+    table = REPO / "pipeline" / "configs" / "table.yaml"
+    rows = "".join(f"{index},,,{'xy'[index % 2]}\n" for index in range(30))
+    (tmp_path / "t.csv").write_text("id,a,b,label\n" + rows)  # `id` numbers the rows from 0: their key
+    args = ["validate", str(table), "--set", f"data.source.path={tmp_path / 't.csv'}", "--set", "data.label=label"]
+    assert main(args) == 2
+    assert "no column to learn 'label' from has a value ('a', 'b': all empty)" in capsys.readouterr().err
+    assert main([*args, "--set", "data.infer_rows=20"]) == 0  # 20 of 30 rows sampled: values may come later
