@@ -73,7 +73,7 @@ def test_five_real_tables_train_from_a_path_and_a_label(tmp_path, admitted, name
     assert result["kflow"] >= result["boosting"] - 0.2, result
 
 
-@pytest.mark.slow  # 13 s; make test keeps Parquet ingests (tests/components/datasets/parquet) and scoring (test_predict)
+@pytest.mark.slow  # 13 s; make test keeps Parquet ingests (components/datasets/parquet) and scoring (test_predict)
 def test_a_parquet_copy_trains_as_its_csv(tmp_path, admitted):
     result = check(tmp_path, admitted, "AER__Affairs", fmt="parquet")
     assert result["outcome"] == "completed", result
