@@ -29,7 +29,14 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from kflow.components.datasets.csv.ingest.records import cut
-from kflow.components.datasets.csv.ingest.source import ENCODING_HINT, Dialect, resolve, scan_files, source_facts
+from kflow.components.datasets.csv.ingest.source import (
+    ENCODING_HINT,
+    Dialect,
+    resolve,
+    scan_delimited,
+    scan_files,
+    source_facts,
+)
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash
 from kflow.components.datasets.tabular.dataset import INFER_ROWS
@@ -72,8 +79,9 @@ class CsvReader(TableReader):
         }
         named = cols.ColumnChoice(self.label, key=self.key, columns=self.columns).named
         sample = {"max_records": job.max_records, "sample": self.infer_rows, "readable": readable, "named": named}
-        scan = scan_files(files, dialect, key=None, **sample)
+        scan, dialect, mark = scan_delimited(files, dialect, self.label, **sample)
         facts = source_facts(scan, dialect, self.label, self.problem_type, self.key, self.columns)
+        facts = replace(facts, delimiter=mark)
         self.log_inferred(facts)
         if self.key is not None:  # A second pass only for the keys: most CSVs declare none.
             scan = scan_files(files, dialect, key=self.key, **sample)

@@ -15,7 +15,6 @@ import io
 import json
 import re
 from array import array
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.columns import SourceFacts
 from kflow.components.datasets.tabular.examples import row_names
+from kflow.components.datasets.tabular.missing_marks import marked_columns
 from kflow.components.datasets.tabular.table_files import other_format, table_files
 from kflow.components.ingest.compressed import needs_decoding, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
@@ -40,8 +40,6 @@ DEFAULT_FORMAT = {
     "encoding": "utf-8",
     "decimal": ".",
 }
-# `?`, `-`, `.`, `--`, `***`, `—`: a mark, not a word, a number or a date; and the errors Excel writes into a cell.
-_PUNCTUATION = re.compile(r"[^\w\s]{1,3}|#(?:DIV/0!|VALUE!|REF!|NUM!|NAME\?|NULL!|SPILL!|CALC!)")
 # A number written with a decimal comma (14,23; -0,5; 1,5e3), as European spreadsheets save it with ';' between fields.
 _DECIMAL_COMMA = re.compile(r"\s*[+-]?(\d+,\d*|,\d+)([eE][+-]?\d+)?\s*")
 # With decimal ',': thousands grouped by points (1.234.567,5; 1.234), as the same spreadsheets write them.
@@ -57,7 +55,7 @@ def source_facts(
     _check_delimiter(scan.header, dialect, label)
     declared = columns or {}
     # A mark standing for a missing number (`?`) is missing there; for the inference, anywhere (it checks no text).
-    gaps = missing_marks(scan, dialect, declared)
+    gaps = marked_columns(scan.header, scan.sample, declared, dialect.missing, dialect.number_style)
     missing = dialect.missing.union(*gaps.values())
     types = cols.infer_types(scan.header, scan.sample, declared, missing)
     # Numbers as reports write them ($1,234.50, 12%) are read as numbers (written_numbers.py).
@@ -92,6 +90,22 @@ def _empty(scan: Scan, missing: frozenset[str], named: set) -> tuple[str, ...]:
     )
 
 
+def scan_delimited(files: list[str], dialect: Dialect, label: Any, **sample: Any) -> tuple[Scan, Dialect, str | None]:
+    """`scan_files`, again with the delimiter that cuts a header read as one column into columns naming the label
+    when there is one (a tab-separated file, Excel's "Unicode Text", or a `;` file given ','): (the scan, the dialect
+    it was read with, that delimiter or None)."""
+    scan = scan_files(files, dialect, key=None, **sample)
+    header = scan.header
+    if len(header) != 1 or not isinstance(label, str) or label in header:
+        return scan, dialect, None
+    cuts = (mark for mark in ";\t|," if mark not in (dialect.delimiter, dialect.decimal))
+    mark = next((mark for mark in cuts if label in [name.strip() for name in header[0].split(mark)]), None)
+    if mark is None:
+        return scan, dialect, None
+    dialect = replace(dialect, delimiter=mark)
+    return scan_files(files, dialect, key=None, **sample), dialect, mark
+
+
 def _check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
     """Refuses a header read as one column that another delimiter would cut, when the label is not that column."""
     if len(header) != 1 or label is None or label in header:
@@ -102,32 +116,6 @@ def _check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
             f"data.csv.delimiter: the header reads as one column, {header[0][:60]!r}: its names look separated by "
             f"{other!r}: set data.csv.delimiter: {json.dumps(other)}"  # as YAML reads it: "\t" is a tab
         )
-
-
-def missing_marks(scan: Scan, dialect: Dialect, declared: dict[str, str]) -> dict[str, tuple[str, ...]]:
-    """{column: its marks} of the numeric columns (undeclared, or declared int or float) whose sampled values are
-    numbers and punctuation marks (`?`, `-`, `.`), at least as many numbers: how the UCI repository and statistics
-    packages write a missing value. Read as text, such a column would be a category a value; read as numbers, each
-    record with a mark would be a bad value."""
-    found: dict[str, tuple[str, ...]] = {}
-    for index, name in enumerate(scan.header):
-        if declared.get(name, "float") not in ("int", "float"):
-            continue
-        numbers, marks = 0, Counter()
-        for row in scan.sample:
-            value = row[index].strip() if len(row) == len(scan.header) else ""
-            if value in dialect.missing:
-                continue
-            if cols.parses(value, "float") or written_numbers.plain(value, dialect.number_style) is not None:
-                numbers += 1  # a number, or one as reports write them (`$1,234`: written_numbers.py)
-            elif _PUNCTUATION.fullmatch(value):
-                marks[value] += 1
-            else:  # a word, a date: a text column (one failed parse, not one a row)
-                marks.clear()
-                break
-        if marks and numbers >= marks.total():  # mostly numbers
-            found[name] = tuple(sorted(marks))
-    return found
 
 
 def _named(names: list[str]) -> str:
@@ -161,7 +149,9 @@ def inspect_source(
     files = resolve(source_path)
     dialect = Dialect.from_options(csv_format)
     sample = choice.infer_rows
-    scan = scan_files(files[:1], dialect, key=None, max_records=sample, sample=sample, named=choice.named)
+    scan, dialect, mark = scan_delimited(
+        files[:1], dialect, choice.label, max_records=sample, sample=sample, named=choice.named
+    )
     allowed = parameters.get("max_invalid_fraction", 0.01)
     if scan.undecodable and scan.undecodable > allowed * scan.read:
         # The ingest would refuse these records as invalid; their share of the sample already passes its limit.
@@ -170,7 +160,9 @@ def inspect_source(
             f"(the first at {scan.first_undecodable}), more than max_invalid_fraction={allowed:g} allows: "
             f"{ENCODING_HINT}"
         )
-    facts = source_facts(scan, dialect, choice.label, choice.problem_type, choice.key, choice.columns)
+    facts = replace(
+        source_facts(scan, dialect, choice.label, choice.problem_type, choice.key, choice.columns), delimiter=mark
+    )
     if scan.read < sample:  # the whole file was read: its empty columns are empty in every split
         _check_values(facts, choice.label, choice.key)
     return facts
@@ -293,7 +285,8 @@ def _codec(encoding: Any) -> str:
     if not ascii_compatible:
         raise ValueError(
             f"data.csv.encoding: {encoding} is not read here (newlines, quotes and delimiters must be one ASCII "
-            "byte each, as in UTF-8 and the 8-bit encodings): convert the file to UTF-8"
+            "byte each, as in UTF-8 and the 8-bit encodings): convert the file to UTF-8 (a UTF-16 file that "
+            "starts with its byte-order mark is read as it is: leave data.csv.encoding unset)"
         )
     return name
 

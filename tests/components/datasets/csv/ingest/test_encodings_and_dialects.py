@@ -68,10 +68,15 @@ def test_records_not_in_the_encoding_are_rejected_with_the_setting_that_reads_th
 def test_semicolons_and_decimal_commas_read_as_numbers_once_named(tmp_path, wine):
     path = tmp_path / "wine_eu.csv"
     wine.to_csv(path, index=False, sep=";", decimal=",", encoding="utf-8-sig")  # with a byte-order mark
+    # Given ',', the header reads as one column that ';' cuts into columns naming the label: read with ';', said.
+    found = inspect(path)
+    assert found.delimiter == ";" and found.header == list(wine)
+    said = "data: the header's names are separated by ';': read so (data.csv.delimiter says otherwise)"
+    assert found.readings[0] == said
     with pytest.raises(
         ValueError, match=r"data.csv.delimiter: the header reads as one column.*set data.csv.delimiter: \";\"$"
-    ):
-        inspect(path)
+    ):  # a label the header does not name: the delimiter the names look separated by is said
+        csv_source.inspect_source(source_path=str(path), label="grape")
 
     as_text = inspect(path, delimiter=";")
     assert as_text.types["alcohol"] == "string"
@@ -200,9 +205,18 @@ def test_lines_above_the_header_are_passed_over_when_the_config_names_its_column
         inspect(tmp_path / "far.csv")
 
 
-def test_a_tab_separated_file_is_named_with_the_delimiter_as_yaml_reads_it(tmp_path, wine):
+def test_a_tab_separated_file_is_read_with_tabs_and_said(tmp_path, wine):
+    """A `.tsv` under the default ',': its header reads as one column that tabs cut into columns naming the label,
+    so it is read with tabs, every record, said in one line; a label the header does not name gets the line that
+    says what to set, the tab written as YAML reads it."""
     path = tmp_path / "wine.tsv"
     wine.to_csv(path, index=False, sep="\t")
+    facts = inspect(path)
+    assert facts.delimiter == "\t" and facts.header == list(wine)
+    summary, examples, _, _ = ingest(tmp_path, source_path=str(path), label="cépage", columns={})
+    assert (summary["read"], summary["rejected"]) == (178, 0)
+    records = [record for split in read_records(examples).values() for record in split]
+    assert np.isclose(sum(record["alcohol"] for record in records), wine["alcohol"].sum(), rtol=1e-5)
     with pytest.raises(ValueError, match=r'its names look separated by .\\t.: set data.csv.delimiter: "\\t"$'):
-        inspect(path)
+        csv_source.inspect_source(source_path=str(path), label="grape")
     assert inspect(path, delimiter="\t").header == list(wine)
