@@ -166,6 +166,19 @@ def test_lines_above_the_header_are_passed_over_as_in_training(trained, tmp_path
         assert sorted(row["key"] for row in csv.DictReader(table)) == [row["id"] for row in rows[:5]]
 
 
+def test_tab_separated_rows_are_read_with_tabs_as_in_training(trained, tmp_path):
+    root, rows, _ = trained
+    with (tmp_path / "batch.tsv").open("w", newline="") as table:
+        writer = csv.writer(table, delimiter="\t")
+        writer.writerow(["id", "sepal_length", "sepal_width", "petal_length", "petal_width"])
+        writer.writerows([[row["id"], row["sepal_length"], row["sepal_width"], row["petal_length"], row["petal_width"]]
+                          for row in rows[:5]])  # fmt: skip
+    assert main(["predict", str(root / "iris.yaml"), "--data", str(tmp_path / "batch.tsv"),
+                 "-o", str(tmp_path / "out"), "-q"]) == 0  # fmt: skip
+    with (tmp_path / "out" / "predictions" / "Split-score" / "predictions.csv").open() as table:
+        assert sorted(row["key"] for row in csv.DictReader(table)) == [row["id"] for row in rows[:5]]
+
+
 def test_no_blessed_model_is_one_line(tmp_path, capsys):
     config = {"name": "nothing-yet", "pipeline_root": str(tmp_path / "runs"),
               "data": {"dataset": "csv", "source": {"path": str(IRIS)}, "label": "species"}}  # fmt: skip

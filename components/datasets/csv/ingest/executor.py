@@ -79,7 +79,7 @@ class CsvReader(TableReader):
         }
         named = cols.ColumnChoice(self.label, key=self.key, columns=self.columns).named
         sample = {"max_records": job.max_records, "sample": self.infer_rows, "readable": readable, "named": named}
-        scan, dialect, mark = scan_delimited(files, dialect, self.label, **sample)
+        scan, dialect, mark = scan_delimited(files, dialect, **sample)
         facts = source_facts(scan, dialect, self.label, self.problem_type, self.key, self.columns)
         facts = replace(facts, delimiter=mark)
         self.log_inferred(facts)

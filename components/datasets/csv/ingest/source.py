@@ -90,16 +90,17 @@ def _empty(scan: Scan, missing: frozenset[str], named: set) -> tuple[str, ...]:
     )
 
 
-def scan_delimited(files: list[str], dialect: Dialect, label: Any, **sample: Any) -> tuple[Scan, Dialect, str | None]:
-    """`scan_files`, again with the delimiter that cuts a header read as one column into columns naming the label
-    when there is one (a tab-separated file, Excel's "Unicode Text", or a `;` file given ','): (the scan, the dialect
-    it was read with, that delimiter or None)."""
+def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[Scan, Dialect, str | None]:
+    """`scan_files`, again with the delimiter that cuts a header read as one column into columns holding every
+    column the config names (`sample["named"]`: the label, the key, the declared ones; kflow predict's, the model's
+    inputs) when there is one: a tab-separated file, Excel's "Unicode Text", a `;` file given ','. (The scan, the
+    dialect it was read with, that delimiter or None.)"""
     scan = scan_files(files, dialect, key=None, **sample)
-    header = scan.header
-    if len(header) != 1 or not isinstance(label, str) or label in header:
+    named, header = sample.get("named") or frozenset(), scan.header
+    if len(header) != 1 or not named or named <= set(header):
         return scan, dialect, None
     cuts = (mark for mark in ";\t|," if mark not in (dialect.delimiter, dialect.decimal))
-    mark = next((mark for mark in cuts if label in [name.strip() for name in header[0].split(mark)]), None)
+    mark = next((mark for mark in cuts if named <= {name.strip() for name in header[0].split(mark)}), None)
     if mark is None:
         return scan, dialect, None
     dialect = replace(dialect, delimiter=mark)
@@ -149,9 +150,7 @@ def inspect_source(
     files = resolve(source_path)
     dialect = Dialect.from_options(csv_format)
     sample = choice.infer_rows
-    scan, dialect, mark = scan_delimited(
-        files[:1], dialect, choice.label, max_records=sample, sample=sample, named=choice.named
-    )
+    scan, dialect, mark = scan_delimited(files[:1], dialect, max_records=sample, sample=sample, named=choice.named)
     allowed = parameters.get("max_invalid_fraction", 0.01)
     if scan.undecodable and scan.undecodable > allowed * scan.read:
         # The ingest would refuse these records as invalid; their share of the sample already passes its limit.
