@@ -9,7 +9,8 @@ most frequent values, and of dates each seen once those are the earliest, no fai
 Written in any of the forms components/datasets/tabular/dates.py declares once (`FORMS`): ISO dates with or
 without a time (`2024-01-31`, `2024-01-31T12:00:00Z`), slashed ones in the order the training split's values show
 (`1/31/2024`, `31/1/24`: a first field past 12 is a day; else the month first, as US exports write it), dotted
-ones (`31.01.2024`), the month's English name (`Jan 5, 2024`, `Mon, 05 Jan 2024 14:30:00 +0000`, `05-JAN-24`), a
+ones (`31.01.2024`), the month's name (`Jan 5, 2024`, `Mon, 05 Jan 2024 14:30:00 +0000`, `05-JAN-24`, `5 févr.
+2024`, `5. Januar 2024`, `5 de enero de 2024`), a
 month alone (`2024-01`, `Jan 2024`), a 12-hour clock (`2:30 PM`), or a time alone (`08:30:15`); a two-digit year is
 1969-2068. Anything else reads as missing. `dates.day_number` reads a value in Python as the layer does (the plan
 checks that a column's values read so).

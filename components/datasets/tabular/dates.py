@@ -20,16 +20,29 @@ _YEAR = r"(?:\d{2}|\d{4})"
 _CLOCK = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?: ?[ap]\.?m\.?)?"  # 12:00, 08:30:15.25, 2:30 PM, 2:30p.m.
 _ZONE = r"(?: ?(?:Z|UTC|GMT|[+-]\d{2}:?\d{2}))?"
 _AT = rf"(?:(?:[ T]| +){_CLOCK}{_ZONE})?"  # a time after a date
-_WEEKDAY = r"(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,? +)?"  # Mon, / Monday / Tue.
-_ORDINAL = r"(?:st|nd|rd|th)?"
-# English month names and their usual abbreviations; `numbers` writes each as its number.
+_LETTER = "a-zäöüßéèêëàâîïôûùçñáíóúã"  # written out: RE2's \w is ASCII, Python's Unicode
+_WEEKDAY = rf"(?:[{_LETTER}]{{2,12}}\.?,? +)?"  # Mon, / Monday / lundi / Montag, (a word before the date)
+_ORDINAL = r"(?:st|nd|rd|th|\.)?"  # 5th; 5. Januar
+_OF = r"(?:de +)?"  # 5 de enero de 2024
+# Month names and their usual abbreviations, English, French, German, Spanish, Italian, Portuguese and Dutch, as
+# exports in those languages write them; `numbers` writes each as its number. The longer first: `déc` of `décembre`.
 MONTH_NAMES = (
-    r"jan(?:uary)?", r"feb(?:ruary)?", r"mar(?:ch)?", r"apr(?:il)?", r"may", r"june?",
-    r"july?", r"aug(?:ust)?", r"sep(?:t(?:ember)?)?", r"oct(?:ober)?", r"nov(?:ember)?", r"dec(?:ember)?",
-)  # fmt: skip
+    r"jan(?:uary|uari|uar|vier|eiro|v)?|jän(?:ner)?|enero|ene|gen(?:naio)?",
+    r"feb(?:ruary|ruari|ruar|rero|braio)?|fév(?:rier|r)?|fev(?:ereiro)?",
+    r"mar(?:ch|zo|ço|s|t)?|mär(?:z)?|maart|mrt",
+    r"apr(?:ile|il)?|avr(?:il)?|abr(?:il)?",
+    r"may(?:o)?|maio|maggio|mai|mei|mag",
+    r"jun(?:e|i|io|ho)?|juin|giu(?:gno)?",
+    r"jul(?:y|i|io|ho)?|juil(?:let)?|lug(?:lio)?",
+    r"aug(?:ustus|ust)?|août|aout|ago(?:sto)?",
+    r"sep(?:tember|tembre|tiembre|t)?|set(?:embro|tembre|t)?",
+    r"oct(?:ober|obre|ubre)?|okt(?:ober)?|out(?:ubro)?|ott(?:obre)?",
+    r"nov(?:ember|embre|iembre|embro)?",
+    r"dec(?:ember)?|déc(?:embre)?|dez(?:ember|embro)?|dic(?:iembre|embre)?",
+)
 _MONTH = rf"(?:{'|'.join(MONTH_NAMES)})\.?"
 # A month's name as a whole word, for `numbers`: case-insensitive, RE2 and Python alike.
-MONTH_WORDS = tuple(rf"(?i)\b{name}\b\.?" for name in MONTH_NAMES)
+MONTH_WORDS = tuple(rf"(?i)\b(?:{name})\b\.?" for name in MONTH_NAMES)
 # What `numbers` leaves out, `\1` kept: a second's fraction (the layer's numbers are int64), a zone's offset.
 FRACTION, OFFSET = r"(:\d{2})\.\d+", r"(:\d{2}) ?[+-]\d{2}:?\d{2}$"
 PM, AM = r"p\.?m\.?", r"a\.?m\.?"  # after a time: 12 AM is 0:00, 12 PM 12:00
@@ -61,9 +74,10 @@ FORMS = (
     # 1/31/2024, 31/1/24, 01-31-2024: the positions for the month first, swapped for a column of days first
     Form("slashed", rf"(?:\d{{1,2}}/\d{{1,2}}/{_YEAR}|\d{{1,2}}-\d{{1,2}}-\d{{4}}){_AT}", 2, 0, 1, slashed=True),
     Form("dotted", rf"\d{{1,2}}\.\d{{1,2}}\.{_YEAR}{_AT}", 2, 1, 0),  # 31.01.2024, 31.1.24 12:00 (the day first)
-    Form("named, day first", rf"{_WEEKDAY}\d{{1,2}}{_ORDINAL}[- ]{_MONTH}[- ,]+{_YEAR}{_AT}", 2, 1, 0),  # 5 Jan 2024
+    # 5 Jan 2024, 05-JAN-24, Montag, 5. Januar 2024, 5 de enero de 2024
+    Form("named, day first", rf"{_WEEKDAY}\d{{1,2}}{_ORDINAL}[- ]+{_OF}{_MONTH}[- ,]+{_OF}{_YEAR}{_AT}", 2, 1, 0),
     Form("named, month first", rf"{_WEEKDAY}{_MONTH} +\d{{1,2}}{_ORDINAL},? +\d{{4}}{_AT}", 2, 0, 1),  # Jan 5, 2024
-    Form("month and year", rf"{_MONTH}[- ,]+\d{{4}}", 1, 0, None),  # January 2024, Jan-2024
+    Form("month and year", rf"{_MONTH}[- ,]+{_OF}\d{{4}}", 1, 0, None),  # January 2024, Jan-2024, enero de 2024
     Form("time", _CLOCK, None),  # 12:00, 2:30 PM
 )
 _COMPILED = tuple((form, re.compile(form.pattern, re.IGNORECASE)) for form in FORMS)

@@ -50,8 +50,22 @@ def _twelve_hour(hour: int) -> str:
     return f"{hour % 12 or 12}:30 {'PM' if hour >= 12 else 'AM'}"
 
 
+FRENCH = ["janvier", "févr.", "mars", "avril", "mai", "juin", "juil.", "août", "sept.", "oct.", "nov.", "déc."]
+GERMAN = ["Januar", "Februar", "März", "April", "Mai", "Juni", "Juli", "August", "September", "Oktober", "November",
+          "Dezember"]  # fmt: skip
+SPANISH = ["enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto", "septiembre", "octubre",
+           "noviembre", "diciembre"]  # fmt: skip
+WEEKDAYS_DE = ["Montag", "Dienstag", "Mittwoch", "Donnerstag", "Freitag", "Samstag", "Sonntag"]
+
 # How exports write a day (and a time: the hour is the day of the month, at half past), and the column's order.
 WRITTEN = {
+    "french": (lambda d, h: f"{d.day} {FRENCH[d.month - 1]} {d.year}", MONTH_FIRST, False),
+    "german, named": (
+        lambda d, h: f"{WEEKDAYS_DE[d.weekday()]}, {d.day}. {GERMAN[d.month - 1]} {d.year}",
+        MONTH_FIRST,
+        False,
+    ),  # fmt: skip
+    "spanish": (lambda d, h: f"{d.day} de {SPANISH[d.month - 1]} de {d.year}", MONTH_FIRST, False),
     "iso": (lambda d, h: d.isoformat(), MONTH_FIRST, False),
     "us": (lambda d, h: f"{d.month}/{d.day}/{d.year}", MONTH_FIRST, False),
     "us, hyphens": (lambda d, h: d.strftime("%m-%d-%Y"), MONTH_FIRST, False),
@@ -149,7 +163,7 @@ def test_the_transforms_counts_see_the_day_first_that_the_top_values_hide(days):
     assert not fn.extract_output(fn.add_input(fn.create_accumulator(), ("shard", us)))["day_first"]
 
 
-_JUNK = st.text(alphabet="0123456789/-.:, APMapmTZ+JanFebMaySeptDecmonTue", max_size=28)
+_JUNK = st.text(alphabet="0123456789/-.:, APMapmTZ+JanFebMaySeptDecmonTuedéfvrüärzÉoû", max_size=28)
 
 
 @st.composite
