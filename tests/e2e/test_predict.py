@@ -150,30 +150,23 @@ def test_without_a_key_column_each_row_is_keyed_by_its_file_and_line(trained, tm
     assert keys == sorted(f"batch.csv:{line}" for line in range(2, 7))
 
 
-def test_lines_above_the_header_are_passed_over_as_in_training(trained, tmp_path):
-    """New rows exported as the training rows may be, under a title and a date: the columns the model reads find
-    the header, as the label found it in training (csv/ingest/header.py)."""
-    root, rows, _ = trained
-    with (tmp_path / "export.csv").open("w", newline="") as table:
-        table.write("Iris measurements, new flowers\nExported 2024-01-05\n\n")
-        writer = csv.writer(table)
-        writer.writerow(["id", "sepal_length", "sepal_width", "petal_length", "petal_width"])
-        writer.writerows([[row["id"], row["sepal_length"], row["sepal_width"], row["petal_length"], row["petal_width"]]
-                          for row in rows[:5]])  # fmt: skip
-    assert main(["predict", str(root / "iris.yaml"), "--data", str(tmp_path / "export.csv"),
-                 "-o", str(tmp_path / "out"), "-q"]) == 0  # fmt: skip
-    with (tmp_path / "out" / "predictions" / "Split-score" / "predictions.csv").open() as table:
-        assert sorted(row["key"] for row in csv.DictReader(table)) == [row["id"] for row in rows[:5]]
+FEATURES = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
 
 
-def test_tab_separated_rows_are_read_with_tabs_as_in_training(trained, tmp_path):
+@pytest.mark.parametrize(
+    ("name", "above", "delimiter"),
+    [("export.csv", "Iris measurements, new flowers\nExported 2024-01-05\n\n", ","), ("batch.tsv", "", "\t")],
+)
+def test_new_rows_as_exports_write_them_are_read_as_in_training(trained, tmp_path, name, above, delimiter):
+    """New rows exported as training rows may be: under a title and a date, or tab-separated. The columns the model
+    reads find the header and its delimiter (csv/ingest/header.py, source.scan_delimited), as the label did."""
     root, rows, _ = trained
-    with (tmp_path / "batch.tsv").open("w", newline="") as table:
-        writer = csv.writer(table, delimiter="\t")
-        writer.writerow(["id", "sepal_length", "sepal_width", "petal_length", "petal_width"])
-        writer.writerows([[row["id"], row["sepal_length"], row["sepal_width"], row["petal_length"], row["petal_width"]]
-                          for row in rows[:5]])  # fmt: skip
-    assert main(["predict", str(root / "iris.yaml"), "--data", str(tmp_path / "batch.tsv"),
+    with (tmp_path / name).open("w", newline="") as table:
+        table.write(above)
+        writer = csv.writer(table, delimiter=delimiter)
+        writer.writerow(["id", *FEATURES])
+        writer.writerows([[row["id"], *(row[feature] for feature in FEATURES)] for row in rows[:5]])
+    assert main(["predict", str(root / "iris.yaml"), "--data", str(tmp_path / name),
                  "-o", str(tmp_path / "out"), "-q"]) == 0  # fmt: skip
     with (tmp_path / "out" / "predictions" / "Split-score" / "predictions.csv").open() as table:
         assert sorted(row["key"] for row in csv.DictReader(table)) == [row["id"] for row in rows[:5]]
