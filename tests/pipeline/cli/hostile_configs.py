@@ -9,6 +9,7 @@ nesting, YAML tags, anchors and aliases, dates, control characters, unknown fiel
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
 import math
@@ -120,7 +121,7 @@ SHALLOW = 50
 def hostile_value(draw: Any) -> Any:
     kind = draw(st.sampled_from(["listed", "float", "integer", "text", "deep", "schema"]))
     if kind == "listed":
-        return draw(st.sampled_from(HOSTILE))
+        return copy.deepcopy(draw(st.sampled_from(HOSTILE)))
     if kind == "float":
         return draw(st.floats())  # NaN and infinities included
     if kind == "integer":
@@ -134,7 +135,10 @@ def hostile_value(draw: Any) -> Any:
 
 @st.composite
 def mutated(draw: Any, config: dict[str, Any]) -> dict[str, Any]:
-    """`config` with one mutation: a node replaced, a field added or removed, a node nested deep."""
+    """`config` with one mutation: a node replaced, a field added or removed, a node nested deep. On a copy: a
+    drawn value mutated in place (a HOSTILE entry, a schema example) would change what later draws give, which
+    hypothesis refuses as flaky data generation (FlakyStrategyDefinition, seen in CI)."""
+    config = copy.deepcopy(config)
     paths = _nodes(config)
     path = paths[draw(st.integers(0, len(paths) - 1))]
     node = _get(config, path)
