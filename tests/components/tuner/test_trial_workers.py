@@ -25,9 +25,11 @@ def stand_in_trainer(*, learning_rate: float, epochs: int, working_dir: Path, **
     from kflow.components.util.epoch_report import report
 
     print(f"worker pid {os.getpid()}", flush=True)
-    marker = Path(os.environ[CRASH_MARKER])
-    if not marker.exists():
-        marker.write_text("crashed once")
+    try:  # created atomically: two workers starting at once must not both find it absent (seen under CI's load)
+        os.close(os.open(os.environ[CRASH_MARKER], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        pass
+    else:
         os._exit(3)  # as a segfault or an OOM kill would: no result written
     for epoch in range(1, epochs + 1):
         report(epoch, {"loss": learning_rate, "val_loss": learning_rate})
