@@ -30,6 +30,7 @@ from kflow.components.trainer.training import (
     watched_metric,
     write_process_state,
 )
+from kflow.components.trainer.validation_batches import kept_in_memory
 from kflow.components.trainer.warm_start import warm_start
 from kflow.components.util import epoch_report
 from kflow.components.util.progress import EpochProgress
@@ -111,6 +112,8 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
     # Keras starts a new validation iterator at each validation (and deletes the last: input_autotune.py says why that
     # could stall); given the steps, it reads one pass of the repeated split.
     validation = runtime.fit_batches(dataset, "eval", False, global_batch) if eval_count else None
+    if validation is not None:  # a small split from memory: a new iterator over its files costs 20 ms an epoch
+        validation = kept_in_memory(validation, validation_steps)
     if validation is not None and per_call > 1 and not steps_counted:
         # Keras' call of several steps stops early only at the end of a finite dataset; it would read on into the
         # split's start, twice-counted, and the pass would end mid-call. Keras starts a finite one at each validation.
