@@ -29,6 +29,8 @@ class Dataset:
     `schema`: its TFMD schema under schemas/, None when the ingest writes one from the data.
     `settings`: "package.module:Class" of a pydantic model of its own settings (`data.settings` in a config), so that
     a dataset of another package brings its settings with it; None when it has none.
+    `training`: its own training recipe, {trainer field: value} (`trainer.epochs`), what a config that leaves such a
+    field out trains with instead of the field's general default (pipeline/app/dataset_training.py).
     """
 
     name: str
@@ -44,6 +46,7 @@ class Dataset:
     # True: the standard pipeline checks its Examples (statistics → inferred schema → validation) before training.
     validates_data: bool = False
     settings: str | None = None
+    training: dict[str, Any] = field(default_factory=dict)
 
     @property
     def default_split(self) -> dict[str, int]:

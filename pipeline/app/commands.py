@@ -8,19 +8,26 @@ import tempfile
 import time
 from pathlib import Path
 
+from kflow.pipeline.app.dataset_training import with_dataset_training
 from kflow.pipeline.app.pod_paths import node_path_warnings
 from kflow.pipeline.app.runtime_parameters import run_arguments, runtime_parameters
 from kflow.pipeline.app.standard_pipeline import build_pipeline, run_time_baselines
 from kflow.pipeline.compiler.pipeline_builder import compile_pipeline
-from kflow.pipeline.compiler.settings import load_compile_config
+from kflow.pipeline.compiler.settings import KubeflowSettings, load_compile_config
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
 from kflow.pipeline.dsl.secrets import credential_fields
 from kflow.pipeline.kubeflow.baselines import store_path
 
 
+def _compile_config(path: str, overrides: list[str], image: str | None) -> tuple[PipelineConfig, KubeflowSettings]:
+    """The config to compile, with its dataset's training recipe (dataset_training.py), and its `kubeflow` section."""
+    config, settings = load_compile_config(path, overrides, image)
+    return with_dataset_training(config), settings
+
+
 def compile_config(config_path: str, output: str | Path, overrides: list[str], image: str | None = None) -> Path:
     """Compiles a config file to KFP v2 IR YAML at `output`."""
-    config, settings = load_compile_config(config_path, overrides, image)
+    config, settings = _compile_config(config_path, overrides, image)
     secrets = credential_fields(config)
     if secrets:
         raise ConfigError(
@@ -86,7 +93,7 @@ def manifests_command(args: argparse.Namespace) -> int:
     """Writes what the cluster needs for the config (see pipeline/compiler/manifests.py)."""
     from kflow.pipeline.compiler.manifests import PER_RUN, render_manifests, write_manifests
 
-    config, settings = load_compile_config(args.config, args.overrides, args.image)
+    config, settings = _compile_config(args.config, args.overrides, args.image)
     pipeline = build_pipeline(config, local_data=False)  # The pods read the data, not this machine.
     files = render_manifests(pipeline, settings)
     written = write_manifests(files, args.output)

@@ -237,7 +237,9 @@ def _load(args: argparse.Namespace) -> PipelineConfig:
     overrides = list(args.overrides)
     if getattr(args, "pipeline_root", None):
         overrides.append(f"pipeline_root={args.pipeline_root}")
-    return load_config(args.config, overrides)
+    from kflow.pipeline.app.dataset_training import with_dataset_training
+
+    return with_dataset_training(load_config(args.config, overrides))
 
 
 def _validate(args: argparse.Namespace) -> int:

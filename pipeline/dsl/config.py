@@ -11,7 +11,7 @@ import difflib
 import json
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -80,12 +80,26 @@ class PipelineConfig:
     tuner: TunerSection | None = None  # a hyperparameter search before the Trainer (components/tuner)
     transform: TransformSection | None = None  # the Transform's settings (components/transform)
     source: str | None = None
+    # The dotted fields the config file and its overrides set (`trainer`, `trainer.epochs`, ...), before defaults.
+    given_fields: frozenset[str] = frozenset()
 
     @classmethod
-    def from_model(cls, model: KflowConfig, source: str | None = None) -> PipelineConfig:
+    def from_model(
+        cls, model: KflowConfig, source: str | None = None, given_fields: frozenset[str] = frozenset()
+    ) -> PipelineConfig:
         """The config's typed sections; the optional ones None when the config leaves them out."""
         sections = {name: given(getattr(model, name)) for name in KflowConfig.model_fields}
-        return cls(source=source, **sections)
+        return cls(source=source, given_fields=given_fields, **sections)
+
+    def with_defaults(self, defaults: dict[str, Any]) -> PipelineConfig:
+        """This config with `defaults` ({dotted field: value}) in the fields it leaves out, the fields it sets kept:
+        a dataset's own training recipe (pipeline/app/dataset_training.py)."""
+        sections: dict[str, Any] = {}
+        for dotted, value in defaults.items():
+            if dotted not in self.given_fields:
+                first, *rest = dotted.split(".")
+                sections[first] = _with_value(sections.get(first, getattr(self, first)), rest, value)
+        return replace(self, **sections) if sections else self
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-like data, every default filled in: what a run records (run.json, MLflow) and what
@@ -121,6 +135,21 @@ class PipelineConfig:
         """The `orchestration` section (the local DAG runner's own Beam pipeline) as Beam pipeline arguments: apart
         from `beam`, so a distributed runner for the data never ships the Trainer's node to it."""
         return section_beam_args(self.orchestration)
+
+
+def _with_value(section: Section, path: list[str], value: Any) -> Section:
+    name, *rest = path
+    return section.model_copy(update={name: _with_value(getattr(section, name), rest, value) if rest else value})
+
+
+def _dotted_fields(instance: dict[str, Any], prefix: str = "") -> set[str]:
+    """The dotted paths of every mapping key in `instance` (the list entries of a declared pipeline not included)."""
+    found = set()
+    for key, value in instance.items():
+        found.add(prefix + str(key))
+        if isinstance(value, dict):
+            found |= _dotted_fields(value, f"{prefix}{key}.")
+    return found
 
 
 def config_schema() -> dict[str, Any]:
@@ -257,6 +286,7 @@ def validate_config(raw: dict[str, Any], source: str | None = None) -> PipelineC
         raise ConfigError(problems, source)
     instance = copy.deepcopy(raw)
     rename_fields(instance, source)
+    given_fields = frozenset(_dotted_fields(instance))  # before the validator fills in the defaults
     validator = DefaultFillingValidator(config_schema())
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     problems = sorted({line for error in errors for line in describe_error(error)})
@@ -265,7 +295,7 @@ def validate_config(raw: dict[str, Any], source: str | None = None) -> PipelineC
         problems.append("data: is required (or declare the pipeline's components)")
     if problems:
         raise ConfigError(problems, source)
-    return PipelineConfig.from_model(typed(KflowConfig, instance, source), source)
+    return PipelineConfig.from_model(typed(KflowConfig, instance, source), source, given_fields)
 
 
 def typed(model: type[Section], instance: dict[str, Any], source: str | None = None, where: str = "") -> Any:

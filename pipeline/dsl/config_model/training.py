@@ -47,6 +47,7 @@ ModelOption = Annotated[_option_value(OPTION_DEPTH), WithJsonSchema(_option_sche
 class OptimizerSection(Section):
     name: Optimizer = "adam"
     learning_rate: float = Field(0.001, gt=0)
+    """left out: 0.001, or the dataset's own (trainer.epochs says which)"""
     weight_decay: float = Field(0.0, ge=0)
     """adamw only; 0 keeps Keras' default (0.004)"""
     schedule: Schedule = "constant"
@@ -80,8 +81,11 @@ class TrainerSection(Section):
     parameter_server, keras_data_parallel, keras_model_parallel, jax_data_parallel (see docs/training.md,
     'Strategies')."""
     epochs: int = Field(3, ge=1)
+    """left out: 3, or the dataset's own training recipe where it has one, as for batch_size,
+    early_stopping_patience and optimizer.learning_rate (csv, parquet, tfrecord, tfds: up to 200 epochs with early
+    stopping; docs/your-data.md, 'The tabular model'); a value the config sets is kept"""
     batch_size: int = Field(128, ge=1)
-    """the global batch size"""
+    """the global batch size (left out: 128, or the dataset's own, as for epochs)"""
     steps_per_epoch: int | None = Field(None, ge=1)
     """null: one pass over the train split"""
     steps_per_execution: int | None = Field(None, ge=1, le=1000)
@@ -97,7 +101,7 @@ class TrainerSection(Section):
     optimizer: OptimizerSection = section(OptimizerSection)
     early_stopping_patience: int | None = Field(None, ge=1)
     """null: off; else stop after this many epochs without improvement of early_stopping_monitor, keeping the weights
-    of the best epoch"""
+    of the best epoch (left out: null, or the dataset's own, as for epochs)"""
     early_stopping_monitor: str | None = Field(None, pattern=r"^val_[a-z0-9_]+$")
     """the validation metric early stopping watches: null, the task's own (val_loss; quora: val_pr_auc, wikitext2:
     val_masked_accuracy); else one of the task's, e.g. val_loss or val_accuracy: a loss must fall, another metric
