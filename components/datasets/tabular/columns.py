@@ -277,7 +277,7 @@ class SourceFacts:
     empty: tuple[str, ...] = ()  # The columns (but label and key) with no value in the sampled rows (csv).
     preambles: tuple[tuple[str, int], ...] = ()  # (file, lines above its header) where a preamble was passed over
     unread: dict[str, str] = field(default_factory=dict)  # {column: its type} of no scalar type, left out (parquet)
-    delimiter: str | None = None  # The delimiter the header showed, read with instead of the config's (csv)
+    dialect: tuple[str, ...] = ()  # What of the dialect the config leaves out was read from the file, and how (csv)
 
     @property
     def written_readings(self) -> list[str]:
@@ -301,8 +301,7 @@ class SourceFacts:
             f"{name!r} has no value in the {self.sampled:,} sampled rows: no feature if the training split holds none"
             for name in self.empty
         ]
-        cut = [f"the header's names are separated by {self.delimiter!r}: read so (data.csv.delimiter says otherwise)"]
-        preambles = (cut if self.delimiter else []) + [
+        preambles = list(self.dialect) + [
             f"{file} holds {lines} line{'s' if lines > 1 else ''} above its header (a title, a date): passed over"
             for file, lines in self.preambles
         ]

@@ -61,8 +61,10 @@ class CsvSection(Section):
     encoding: str = Field("utf-8", min_length=1)
     """The files' text encoding: any of Python's that writes ASCII as ASCII, e.g. cp1252 (what spreadsheets on Windows
     save) or latin-1; not UTF-16. A byte-order mark is skipped."""
-    decimal: Literal[".", ","] = "."
-    """',': numbers are written with a decimal comma (1,5), as European spreadsheets save them (with delimiter ';')."""
+    decimal: Literal[".", ","] | MISSING = MISSING
+    """',': numbers are written with a decimal comma (1,5), as European spreadsheets save them (with delimiter ';').
+    Left out: read from the data, ',' where the fields are not cut at commas and a column holds only numbers so
+    written, else '.'."""
 
 
 class SourceSection(Section):

@@ -13,12 +13,12 @@ import codecs
 import csv
 import io
 import json
-import re
 from array import array
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kflow.components.datasets.csv.ingest.decimal_mark import comma_columns, with_point
 from kflow.components.datasets.csv.ingest.header import ENCODING_HINT, decodes, read_header, split_row
 from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.tabular import columns as cols
@@ -38,12 +38,8 @@ DEFAULT_FORMAT = {
     "header": True,
     "missing_values": list(cols.DEFAULT_MISSING),
     "encoding": "utf-8",
-    "decimal": ".",
+    "decimal": None,  # read from the data (decimal_mark.py)
 }
-# A number written with a decimal comma (14,23; -0,5; 1,5e3), as European spreadsheets save it with ';' between fields.
-_DECIMAL_COMMA = re.compile(r"\s*[+-]?(\d+,\d*|,\d+)([eE][+-]?\d+)?\s*")
-# With decimal ',': thousands grouped by points (1.234.567,5; 1.234), as the same spreadsheets write them.
-_POINT_GROUPED = re.compile(r"\s*[+-]?[1-9]\d{0,2}(\.\d{3})+(,\d*)?\s*")
 # The characters the records are cut at, byte by byte (records.py): an encoding must write each as ASCII does.
 _CUT_AT = "\r\n\"',;|\t abcXYZ019"
 
@@ -90,21 +86,36 @@ def _empty(scan: Scan, missing: frozenset[str], named: set) -> tuple[str, ...]:
     )
 
 
-def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[Scan, Dialect, str | None]:
-    """`scan_files`, again with the delimiter that cuts a header read as one column into columns holding every
-    column the config names (`sample["named"]`: the label, the key, the declared ones; kflow predict's, the model's
-    inputs) when there is one: a tab-separated file, Excel's "Unicode Text", a `;` file given ','. (The scan, the
-    dialect it was read with, that delimiter or None.)"""
+def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[Scan, Dialect, tuple[str, ...]]:
+    """`scan_files`, with what the config leaves out of the dialect read from the files: the delimiter that cuts a
+    header read as one column into columns holding every column the config names (`sample["named"]`: the label,
+    the key, the declared ones; kflow predict's, the model's inputs), when there is one (a tab-separated file,
+    Excel's "Unicode Text", a `;` file given ','), and the decimal mark (decimal_mark.py). (The scan, the dialect
+    it was read with, what was read so, for the log.)"""
     scan = scan_files(files, dialect, key=None, **sample)
-    named, header = sample.get("named") or frozenset(), scan.header
+    readings = []
+    mark = _cutting_delimiter(scan.header, dialect, sample.get("named") or frozenset())
+    if mark is not None:
+        dialect = replace(dialect, delimiter=mark)
+        scan = scan_files(files, dialect, key=None, **sample)
+        readings.append(f"the header's names are separated by {mark!r}: read so (data.csv.delimiter says otherwise)")
+    if dialect.decimal is None:
+        commas = comma_columns(scan.header, scan.sample, dialect.missing) if dialect.delimiter != "," else []
+        dialect = replace(dialect, decimal="," if commas else ".")
+        if commas:
+            scan = replace(scan, sample=[[with_point(value) for value in row] for row in scan.sample])
+            readings.append(
+                f"{_named(commas)} numbers written with a decimal comma (14,23): the file's numbers read so "
+                "(data.csv.decimal: '.' reads them as text)"
+            )
+    return scan, dialect, tuple(readings)
+
+
+def _cutting_delimiter(header: list[str], dialect: Dialect, named: frozenset[str]) -> str | None:
     if len(header) != 1 or not named or named <= set(header):
-        return scan, dialect, None
+        return None
     cuts = (mark for mark in ";\t|," if mark not in (dialect.delimiter, dialect.decimal))
-    mark = next((mark for mark in cuts if named <= {name.strip() for name in header[0].split(mark)}), None)
-    if mark is None:
-        return scan, dialect, None
-    dialect = replace(dialect, delimiter=mark)
-    return scan_files(files, dialect, key=None, **sample), dialect, mark
+    return next((mark for mark in cuts if named <= {name.strip() for name in header[0].split(mark)}), None)
 
 
 def _check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
@@ -126,15 +137,11 @@ def _named(names: list[str]) -> str:
 
 
 def _decimal_commas(scan: Scan, dialect: Dialect, types: dict[str, str]) -> tuple[str, ...]:
-    """A note naming the string columns whose sampled values are all numbers with a decimal comma."""
+    """A note naming the text columns whose sampled values are all numbers with a decimal comma, when the config
+    says the decimal mark is a point."""
     if dialect.decimal == "," or dialect.delimiter == ",":
         return ()
-    commas = []
-    for index, name in enumerate(scan.header):
-        values = [row[index] for row in scan.sample if len(row) == len(scan.header)]
-        values = [value for value in values if value.strip() not in dialect.missing]
-        if types.get(name) == "string" and values and all(_DECIMAL_COMMA.fullmatch(value) for value in values):
-            commas.append(name)
+    commas = [name for name in comma_columns(scan.header, scan.sample, dialect.missing) if types.get(name) == "string"]
     if not commas:
         return ()
     return (f"data.csv.decimal: {_named(commas)} numbers with a decimal comma, read as text: set it to ','",)
@@ -150,7 +157,7 @@ def inspect_source(
     files = resolve(source_path)
     dialect = Dialect.from_options(csv_format)
     sample = choice.infer_rows
-    scan, dialect, mark = scan_delimited(files[:1], dialect, max_records=sample, sample=sample, named=choice.named)
+    scan, dialect, read = scan_delimited(files[:1], dialect, max_records=sample, sample=sample, named=choice.named)
     allowed = parameters.get("max_invalid_fraction", 0.01)
     if scan.undecodable and scan.undecodable > allowed * scan.read:
         # The ingest would refuse these records as invalid; their share of the sample already passes its limit.
@@ -160,7 +167,7 @@ def inspect_source(
             f"{ENCODING_HINT}"
         )
     facts = replace(
-        source_facts(scan, dialect, choice.label, choice.problem_type, choice.key, choice.columns), delimiter=mark
+        source_facts(scan, dialect, choice.label, choice.problem_type, choice.key, choice.columns), dialect=read
     )
     if scan.read < sample:  # the whole file was read: its empty columns are empty in every split
         _check_values(facts, choice.label, choice.key)
@@ -193,7 +200,7 @@ class Dialect:
     header: tuple[str, ...] | None = None  # None: each file's first record is its header
     missing: frozenset[str] = frozenset(cols.DEFAULT_MISSING)
     encoding: str = "utf-8"  # Python's codec name
-    decimal: str = "."  # "," : a field that is a number with a decimal comma is read with a point
+    decimal: str | None = "."  # ",": a number written with a decimal comma is read with a point; None: not read yet
 
     @classmethod
     def from_options(cls, options: dict[str, Any] | None) -> Dialect:
@@ -221,7 +228,7 @@ class Dialect:
             raise ValueError(f"data.csv.missing_values: must be a list of strings, got {missing!r}")
         encoding = _codec(options["encoding"])
         decimal = options["decimal"]
-        if decimal not in (".", ",") or decimal == delimiter:
+        if decimal not in (".", ",", None) or decimal == delimiter:
             raise ValueError(f"data.csv.decimal: '.' or ',' (then not the delimiter), got {decimal!r}")
         header = None if header is True else tuple(header)
         return cls(delimiter, quotechar, header, frozenset(missing), encoding, decimal)
@@ -244,7 +251,7 @@ class Dialect:
         with a point and their thousands' points left out (`1,5` → `1.5`, `1.234,5` → `1234.5`, `1.234` → `1234`)."""
         rows = self._split(text)
         if self.decimal == ",":
-            rows = [[_with_point(value) for value in row] for row in rows]
+            rows = [[with_point(value) for value in row] for row in rows]
         return rows
 
     def _split(self, text: str) -> list[list[str]]:
@@ -256,14 +263,6 @@ class Dialect:
                 io.StringIO(text), delimiter=self.delimiter, quotechar=self.quotechar, quoting=quoting, strict=True
             )
         )
-
-
-def _with_point(value: str) -> str:
-    if "," in value and _DECIMAL_COMMA.fullmatch(value):
-        return value.replace(",", ".")
-    if "." in value and _POINT_GROUPED.fullmatch(value):
-        return value.replace(".", "").replace(",", ".")
-    return value
 
 
 def _codec(encoding: Any) -> str:

@@ -65,31 +65,50 @@ def test_records_not_in_the_encoding_are_rejected_with_the_setting_that_reads_th
     assert all("Barber\\xe0" in entry["record"] and "set data.csv.encoding" in entry["error"] for entry in entries)
 
 
-def test_semicolons_and_decimal_commas_read_as_numbers_once_named(tmp_path, wine):
+def test_semicolons_and_decimal_commas_read_as_numbers_as_they_come(tmp_path, wine):
     path = tmp_path / "wine_eu.csv"
     wine.to_csv(path, index=False, sep=";", decimal=",", encoding="utf-8-sig")  # with a byte-order mark
-    # Given ',', the header reads as one column that ';' cuts into columns naming the label: read with ';', said.
+    # Given ',', the header reads as one column that ';' cuts into columns naming the label: read with ';', said;
+    # the decimal mark left out, the columns of numbers written with a comma read it: the numbers, said.
     found = inspect(path)
-    assert found.delimiter == ";" and found.header == list(wine)
+    assert found.header == list(wine) and found.notes == ()
     said = "data: the header's names are separated by ';': read so (data.csv.delimiter says otherwise)"
     assert found.readings[0] == said
+    assert found.readings[1].startswith("data: 'alcohol', 'malic_acid', 'ash', 'alcalinity_of_ash' and 9 more hold ")
+    assert "decimal comma" in found.readings[1]
+    assert {found.types[name] for name in wine if name != "cépage"} <= {"float", "int"}
     with pytest.raises(
         ValueError, match=r"data.csv.delimiter: the header reads as one column.*set data.csv.delimiter: \";\"$"
     ):  # a label the header does not name: the delimiter the names look separated by is said
         csv_source.inspect_source(source_path=str(path), label="grape")
 
-    as_text = inspect(path, delimiter=";")
+    # A decimal point the config sets is kept: the numbers are text, and what to set is said.
+    as_text = inspect(path, delimiter=";", decimal=".")
     assert as_text.types["alcohol"] == "string"
     assert len(as_text.notes) == 1 and as_text.notes[0].startswith("data.csv.decimal: 'alcohol', 'malic_acid'")
 
-    facts = inspect(path, delimiter=";", decimal=",")
-    assert facts.notes == () and facts.types["alcohol"] == facts.types["intensité"] == "float"
-    summary, examples, _, _ = ingest(
-        tmp_path, source_path=str(path), label="cépage", columns={}, csv_format={"delimiter": ";", "decimal": ","}
-    )
-    assert (summary["read"], summary["rejected"]) == (178, 0)
-    records = [record for split in read_records(examples).values() for record in split]
-    assert np.isclose(sum(record["alcohol"] for record in records), wine["alcohol"].sum(), rtol=1e-5)
+    for csv_format in ({}, {"delimiter": ";", "decimal": ","}):
+        summary, examples, _, _ = ingest(
+            tmp_path, source_path=str(path), label="cépage", columns={}, csv_format=csv_format
+        )
+        assert (summary["read"], summary["rejected"]) == (178, 0)
+        records = [record for split in read_records(examples).values() for record in split]
+        assert np.isclose(sum(record["alcohol"] for record in records), wine["alcohol"].sum(), rtol=1e-5)
+
+
+def test_a_comma_decimal_is_read_only_where_every_value_of_a_column_is_such_a_number(tmp_path):
+    """Whole numbers and thousands grouped by points beside the decimal commas are numbers of the column; a column
+    with a comma in text (a list, a name) is no evidence, and a file cut at commas has none."""
+    path = tmp_path / "mixed.csv"
+    path.write_text("price;count;tags;label\n12;3;a,b;x\n1.234,5;4;c;y\n7,25;5;d,e;x\n0;6;f;y\n")
+    facts = csv_source.inspect_source(source_path=str(path), label="label")
+    assert facts.types["price"] == "float" and facts.types["tags"] == "string"
+    summary, examples, _, _ = ingest(tmp_path, source_path=str(path), label="label", columns={})
+    prices = [record["price"] for split in read_records(examples).values() for record in split]
+    assert sorted(prices) == [0.0, 7.25, 12.0, 1234.5]
+    text = tmp_path / "text.csv"
+    text.write_text('name;label\n"Smith, J";x\nDoe;y\n')
+    assert csv_source.inspect_source(source_path=str(text), label="label").types["name"] == "string"
 
 
 @pytest.mark.parametrize(
@@ -212,7 +231,7 @@ def test_a_tab_separated_file_is_read_with_tabs_and_said(tmp_path, wine):
     path = tmp_path / "wine.tsv"
     wine.to_csv(path, index=False, sep="\t")
     facts = inspect(path)
-    assert facts.delimiter == "\t" and facts.header == list(wine)
+    assert facts.header == list(wine) and "separated by '\\t'" in facts.readings[0]
     summary, examples, _, _ = ingest(tmp_path, source_path=str(path), label="cépage", columns={})
     assert (summary["read"], summary["rejected"]) == (178, 0)
     records = [record for split in read_records(examples).values() for record in split]
