@@ -56,6 +56,15 @@ def test_the_fields_a_config_sets_are_kept_and_the_rest_come_from_the_recipe(tmp
     assert with_dataset_training(config) == config  # applied twice, the same
 
 
+def test_a_folder_of_images_trains_with_the_image_recipe(tmp_path):
+    from kflow.components.datasets.images import TRAINING as IMAGES
+
+    path = tmp_path / "photos.yaml"
+    path.write_text(yaml.safe_dump({"name": "photos", "data": {"dataset": "images", "source": {"path": "photos"}}}))
+    trainer = with_dataset_training(load_config(path)).to_dict()["trainer"]
+    assert {f"trainer.{name}": trainer[name] for name in ("epochs", "early_stopping_patience", "batch_size")} == IMAGES
+
+
 @pytest.mark.parametrize("config", ["mnist.yaml", "quora.yaml", "wikitext2.yaml"])
 def test_a_dataset_without_a_recipe_keeps_its_config(config):
     loaded = load_config(REPO / "pipeline" / "configs" / config)
