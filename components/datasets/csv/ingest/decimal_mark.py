@@ -4,8 +4,10 @@ Excel in Germany, France, Italy, Spain or the Netherlands saves a CSV with `;` b
 each decimal number (`5,1;3,5;setosa`), since the comma is the locale's decimal mark. Read with a point, such
 numbers are text: a category per value. A config that leaves `data.csv.decimal` out has it read from the sample:
 a comma where the fields are not cut at commas and a column holds nothing but numbers so written (whole numbers, and
-thousands grouped by points, `1.234,5`, beside them), one at least with a decimal comma; else a point. A config that
-sets it keeps it.
+thousands grouped by points, `1.234,5`, beside them), one at least with a decimal comma; else a point. Between tabs
+(or `|`), a US export groups thousands by commas (`1,234`), so there the column must hold a number a comma cannot
+group (`14,23`, `0,5`, `1234,5`); between `;`, the European spreadsheets' own mark, `1,234` is 1.234 as they write
+it. A config that sets it keeps it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ DECIMAL_COMMA = re.compile(r"\s*[+-]?(\d+,\d*|,\d+)([eE][+-]?\d+)?\s*")
 # With decimal ',': thousands grouped by points (1.234.567,5; 1.234), as the same spreadsheets write them.
 POINT_GROUPED = re.compile(r"\s*[+-]?[1-9]\d{0,2}(\.\d{3})+(,\d*)?\s*")
 _WHOLE = re.compile(r"\s*[+-]?\d+\s*")
+# What thousands grouped by commas look like (1,234; 12,345): a comma that may not be a decimal mark.
+_COMMA_GROUPED = re.compile(r"\s*[+-]?[1-9]\d{0,2},\d{3}\s*")
 
 
 def with_point(value: str) -> str:
@@ -30,13 +34,17 @@ def with_point(value: str) -> str:
     return value
 
 
-def comma_columns(header: Sequence[str], rows: Sequence[Sequence[str]], missing: Collection[str]) -> list[str]:
+def comma_columns(
+    header: Sequence[str], rows: Sequence[Sequence[str]], missing: Collection[str], delimiter: str
+) -> list[str]:
     """The columns whose sampled values (`rows`, the missing ones aside) are all numbers as a decimal comma writes
-    them, one at least with the comma."""
+    them, one at least with the comma (between other delimiters than `;`, one that no thousands' comma writes)."""
     found = []
     for index, name in enumerate(header):
         values = [row[index] for row in rows if len(row) == len(header) and row[index].strip() not in missing]
         commas = [value for value in values if "," in value]
+        if delimiter != ";":
+            commas = [value for value in commas if not _COMMA_GROUPED.fullmatch(value)]
         if commas and all(_decimal_comma(value) for value in values):
             found.append(name)
     return found

@@ -100,7 +100,11 @@ def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[S
         scan = scan_files(files, dialect, key=None, **sample)
         readings.append(f"the header's names are separated by {mark!r}: read so (data.csv.delimiter says otherwise)")
     if dialect.decimal is None:
-        commas = comma_columns(scan.header, scan.sample, dialect.missing) if dialect.delimiter != "," else []
+        commas = (
+            comma_columns(scan.header, scan.sample, dialect.missing, dialect.delimiter)
+            if dialect.delimiter != ","
+            else []
+        )
         dialect = replace(dialect, decimal="," if commas else ".")
         if commas:
             scan = replace(scan, sample=[[with_point(value) for value in row] for row in scan.sample])
@@ -141,7 +145,9 @@ def _decimal_commas(scan: Scan, dialect: Dialect, types: dict[str, str]) -> tupl
     says the decimal mark is a point."""
     if dialect.decimal == "," or dialect.delimiter == ",":
         return ()
-    commas = [name for name in comma_columns(scan.header, scan.sample, dialect.missing) if types.get(name) == "string"]
+    commas = [
+        name for name in comma_columns(scan.header, scan.sample, dialect.missing, ";") if types.get(name) == "string"
+    ]
     if not commas:
         return ()
     return (f"data.csv.decimal: {_named(commas)} numbers with a decimal comma, read as text: set it to ','",)

@@ -109,6 +109,15 @@ def test_a_comma_decimal_is_read_only_where_every_value_of_a_column_is_such_a_nu
     text = tmp_path / "text.csv"
     text.write_text('name;label\n"Smith, J";x\nDoe;y\n')
     assert csv_source.inspect_source(source_path=str(text), label="label").types["name"] == "string"
+    # Between tabs, a US export's thousands (1,234) stay thousands; a number no thousands' comma writes is a decimal.
+    us = tmp_path / "us.tsv"
+    us.write_text("amount\tlabel\n1,234\tx\n12,500\ty\n7\tx\n")
+    facts = csv_source.inspect_source(source_path=str(us), label="label", csv_format={"delimiter": "\t"})
+    assert facts.types["amount"] == "float" and not any("decimal comma" in line for line in facts.readings)
+    eu = tmp_path / "eu.tsv"
+    eu.write_text("amount\tlabel\n1,234\tx\n12,5\ty\n7\tx\n")
+    facts = csv_source.inspect_source(source_path=str(eu), label="label", csv_format={"delimiter": "\t"})
+    assert any("decimal comma" in line for line in facts.readings)
 
 
 @pytest.mark.parametrize(
