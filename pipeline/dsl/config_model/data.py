@@ -58,9 +58,10 @@ class CsvSection(Section):
     missing_values: list[str] | MISSING = MISSING
     """Values meaning 'missing' (the feature is left out of the Example). Default: '', NA, N/A, NaN, nan, null, NULL,
     None."""
-    encoding: str = Field("utf-8", min_length=1)
+    encoding: str | MISSING = Field(MISSING, min_length=1)
     """The files' text encoding: any of Python's that writes ASCII as ASCII, e.g. cp1252 (what spreadsheets on Windows
-    save) or latin-1; not UTF-16. A byte-order mark is skipped."""
+    save) or latin-1; not UTF-16. A byte-order mark is skipped. Left out: UTF-8, or cp1252 where the header or the
+    sampled records are not UTF-8 and are all cp1252 (said in the log)."""
     decimal: Literal[".", ","] | MISSING = MISSING
     """',': numbers are written with a decimal comma (1,5), as European spreadsheets save them (with delimiter ';').
     Left out: read from the data, ',' where the fields are not cut at commas and a column holds only numbers so

@@ -28,15 +28,10 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+from kflow.components.datasets.csv.ingest.dialect import Dialect
+from kflow.components.datasets.csv.ingest.header import ENCODING_HINT
 from kflow.components.datasets.csv.ingest.records import cut
-from kflow.components.datasets.csv.ingest.source import (
-    ENCODING_HINT,
-    Dialect,
-    resolve,
-    scan_delimited,
-    scan_files,
-    source_facts,
-)
+from kflow.components.datasets.csv.ingest.source import resolve, scan_delimited, scan_files, source_facts
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash
 from kflow.components.datasets.tabular.dataset import INFER_ROWS

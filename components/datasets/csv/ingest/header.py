@@ -23,6 +23,10 @@ UNNAMED = "unnamed_{}"  # A column past the first the header names not, by its p
 ENCODING_HINT = "set data.csv.encoding to the file's (e.g. cp1252, latin-1)"
 
 
+class HeaderNotDecoded(ValueError):
+    """A header whose bytes are not in the dialect's encoding."""
+
+
 def column_names(written: list[str]) -> tuple[list[str], dict[str, str]]:
     """(the columns' names, {name given: the name written} of those renamed): names stripped; an empty first one
     ROW_NAMES (the writer's row names); another empty one UNNAMED by its position; a name written again suffixed
@@ -87,7 +91,7 @@ def read_header(path: str, records: Iterator[Record], dialect: Any, wanted: froz
         raise ValueError(f"csv: the header of {path} has an unterminated quote")
     raw = chosen.raw.removeprefix(b"\xef\xbb\xbf")
     if not decodes(raw, dialect):
-        raise ValueError(f"csv: {path} line {chosen.line}: the header is not {dialect.encoding}: {ENCODING_HINT}")
+        raise HeaderNotDecoded(f"csv: {path} line {chosen.line}: the header is not {dialect.encoding}: {ENCODING_HINT}")
     header, renamed = column_names(split_row(raw, dialect) or [])
     if not header or any(not name for name in header):
         raise ValueError(f"csv: {path} line {chosen.line}: the header {header} has an empty column name")

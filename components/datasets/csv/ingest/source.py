@@ -9,9 +9,6 @@ when a key column is declared, and cuts the files into chunks of CHUNK_ROWS reco
 
 from __future__ import annotations
 
-import codecs
-import csv
-import io
 import json
 from array import array
 from dataclasses import dataclass, field, replace
@@ -19,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets.csv.ingest.decimal_mark import comma_columns, with_point
-from kflow.components.datasets.csv.ingest.header import ENCODING_HINT, decodes, read_header, split_row
+from kflow.components.datasets.csv.ingest.dialect import Dialect
+from kflow.components.datasets.csv.ingest.header import (
+    ENCODING_HINT,
+    HeaderNotDecoded,
+    decodes,
+    read_header,
+    split_row,
+)
 from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular import written_numbers
@@ -32,16 +36,6 @@ from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.repeats import RepeatFinder
 
 CHUNK_ROWS = 20_000  # Rows a chunk: each leaves a part file per shard to merge; fewer, larger ones merge faster.
-DEFAULT_FORMAT = {
-    "delimiter": ",",
-    "quotechar": '"',
-    "header": True,
-    "missing_values": list(cols.DEFAULT_MISSING),
-    "encoding": "utf-8",
-    "decimal": None,  # read from the data (decimal_mark.py)
-}
-# The characters the records are cut at, byte by byte (records.py): an encoding must write each as ASCII does.
-_CUT_AT = "\r\n\"',;|\t abcXYZ019"
 
 
 def source_facts(
@@ -92,8 +86,7 @@ def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[S
     the key, the declared ones; kflow predict's, the model's inputs), when there is one (a tab-separated file,
     Excel's "Unicode Text", a `;` file given ','), and the decimal mark (decimal_mark.py). (The scan, the dialect
     it was read with, what was read so, for the log.)"""
-    scan = scan_files(files, dialect, key=None, **sample)
-    readings = []
+    scan, dialect, readings = _scan_encoded(files, dialect, sample)
     mark = _cutting_delimiter(scan.header, dialect, sample.get("named") or frozenset())
     if mark is not None:
         dialect = replace(dialect, delimiter=mark)
@@ -113,6 +106,37 @@ def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[S
                 "(data.csv.decimal: '.' reads them as text)"
             )
     return scan, dialect, tuple(readings)
+
+
+# What Excel saves a CSV in on Windows in Western Europe and the Americas: read where a file is not UTF-8.
+WINDOWS_ENCODING = "cp1252"
+
+
+def _scan_encoded(files: list[str], dialect: Dialect, sample: dict[str, Any]) -> tuple[Scan, Dialect, list[str]]:
+    """`scan_files` in the config's encoding, or, left out, in UTF-8, unless the header or sampled records are not
+    UTF-8 and all of them are cp1252 (a header in UTF-8 with other letters than ASCII's says UTF-8 whatever rows
+    follow: a file of two encodings is refused or its rows rejected, as before)."""
+    if dialect.encoding is not None:
+        return scan_files(files, dialect, key=None, **sample), dialect, []
+    utf8, windows = replace(dialect, encoding="utf-8"), replace(dialect, encoding=WINDOWS_ENCODING)
+    failure = None
+    try:
+        scan = scan_files(files, utf8, key=None, **sample)
+        if not scan.undecodable or not all(name.isascii() for name in scan.header):
+            return scan, utf8, []
+    except HeaderNotDecoded as error:
+        scan, failure = None, error
+    try:
+        other = scan_files(files, windows, key=None, **sample)
+    except HeaderNotDecoded:
+        other = None
+    if other is not None and not other.undecodable:
+        said = f"the file is not UTF-8 but {WINDOWS_ENCODING} (Windows' Western European): read so"
+        said += " (data.csv.encoding says otherwise)"
+        return other, windows, [said]
+    if failure is not None:  # neither reads the header: UTF-8's one line
+        raise failure
+    return scan, utf8, []
 
 
 def _cutting_delimiter(header: list[str], dialect: Dialect, named: frozenset[str]) -> str | None:
@@ -197,102 +221,6 @@ def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:
 def resolve(source_path: str | None) -> list[str]:
     """The CSV files: a file, a folder (its *.csv and *.csv.gz files) or a glob pattern, sorted by name."""
     return table_files("csv", source_path, ("*.csv", "*.csv.gz"), "CSV file")
-
-
-@dataclass(frozen=True)
-class Dialect:
-    delimiter: str = ","
-    quotechar: str | None = '"'
-    header: tuple[str, ...] | None = None  # None: each file's first record is its header
-    missing: frozenset[str] = frozenset(cols.DEFAULT_MISSING)
-    encoding: str = "utf-8"  # Python's codec name
-    decimal: str | None = "."  # ",": a number written with a decimal comma is read with a point; None: not read yet
-
-    @classmethod
-    def from_options(cls, options: dict[str, Any] | None) -> Dialect:
-        options = {**DEFAULT_FORMAT, **(options or {})}
-        unknown = sorted(set(options) - set(DEFAULT_FORMAT))
-        if unknown:
-            raise ValueError(f"data.csv: unknown options {unknown} (allowed: {', '.join(DEFAULT_FORMAT)})")
-        delimiter, quotechar, header = options["delimiter"], options["quotechar"], options["header"]
-        if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in "\r\n":
-            raise ValueError(f"data.csv.delimiter: must be one character, got {delimiter!r}")
-        if quotechar is not None and (not isinstance(quotechar, str) or len(quotechar) != 1 or quotechar == delimiter):
-            raise ValueError(
-                f"data.csv.quotechar: must be one character other than the delimiter or null, got {quotechar!r}"
-            )
-        if header is not True and not (isinstance(header, list) and header and all(isinstance(n, str) for n in header)):
-            raise ValueError(
-                f"data.csv.header: true (the files start with one) or the list of column names, got {header!r}"
-            )
-        if isinstance(header, list):  # the names a file's header would give: as the ingest checks a file's own
-            names = [name.strip() for name in header]
-            if not all(names) or len(set(names)) != len(names):
-                raise ValueError(f"data.csv.header: column names must be non-empty and distinct, got {header!r}")
-        missing = options["missing_values"]
-        if not isinstance(missing, list) or not all(isinstance(token, str) for token in missing):
-            raise ValueError(f"data.csv.missing_values: must be a list of strings, got {missing!r}")
-        encoding = _codec(options["encoding"])
-        decimal = options["decimal"]
-        if decimal not in (".", ",", None) or decimal == delimiter:
-            raise ValueError(f"data.csv.decimal: '.' or ',' (then not the delimiter), got {decimal!r}")
-        header = None if header is True else tuple(header)
-        return cls(delimiter, quotechar, header, frozenset(missing), encoding, decimal)
-
-    @property
-    def number_style(self) -> str:
-        """How its numbers group thousands (written_numbers.STYLES): by points with decimal ',' (`1.234,5`); by
-        commas with decimal '.' (`1,234.5`), but between `;`-separated fields, where a comma may be a decimal mark
-        (European spreadsheets: `1,250` is 1.25), by none."""
-        if self.decimal == ",":
-            return written_numbers.GROUPED_BY_POINTS
-        return written_numbers.UNGROUPED if self.delimiter == ";" else written_numbers.GROUPED_BY_COMMAS
-
-    @property
-    def quote(self) -> bytes | None:
-        return None if self.quotechar is None else self.quotechar.encode()
-
-    def split(self, text: str) -> list[list[str]]:
-        """The CSV rows in `text` (one, for a well-formed record); with decimal ',' its numbers written so read
-        with a point and their thousands' points left out (`1,5` → `1.5`, `1.234,5` → `1234.5`, `1.234` → `1234`)."""
-        rows = self._split(text)
-        if self.decimal == ",":
-            rows = [[with_point(value) for value in row] for row in rows]
-        return rows
-
-    def _split(self, text: str) -> list[list[str]]:
-        if text and (self.quotechar is None or self.quotechar not in text) and "\r" not in text and "\n" not in text:
-            return [text.split(self.delimiter)]  # What csv.reader returns for such a line, at a third of the cost.
-        quoting = csv.QUOTE_NONE if self.quotechar is None else csv.QUOTE_MINIMAL
-        return list(
-            csv.reader(
-                io.StringIO(text), delimiter=self.delimiter, quotechar=self.quotechar, quoting=quoting, strict=True
-            )
-        )
-
-
-def _codec(encoding: Any) -> str:
-    """The codec's canonical name; refuses one Python lacks and one that does not write ASCII as ASCII (UTF-16,
-    UTF-32): the records are cut at the bytes of newlines, quotes and delimiters."""
-    if not isinstance(encoding, str):
-        raise ValueError(f"data.csv.encoding: must be an encoding's name (e.g. utf-8, cp1252), got {encoding!r}")
-    try:
-        name = codecs.lookup(encoding).name
-    except LookupError:
-        raise ValueError(f"data.csv.encoding: Python knows no encoding {encoding!r} (e.g. utf-8, cp1252)") from None
-    if name == "utf-8-sig":  # A byte-order mark is skipped whatever the encoding.
-        return "utf-8"
-    try:
-        ascii_compatible = _CUT_AT.encode(name) == _CUT_AT.encode("ascii")
-    except (UnicodeError, LookupError):  # a codec that is no text encoding (e.g. rot13 or base64)
-        ascii_compatible = False
-    if not ascii_compatible:
-        raise ValueError(
-            f"data.csv.encoding: {encoding} is not read here (newlines, quotes and delimiters must be one ASCII "
-            "byte each, as in UTF-8 and the 8-bit encodings): convert the file to UTF-8 (a UTF-16 file that "
-            "starts with its byte-order mark is read as it is: leave data.csv.encoding unset)"
-        )
-    return name
 
 
 @dataclass

@@ -30,21 +30,32 @@ def inspect(path, **csv_format):
     return csv_source.inspect_source(source_path=str(path), csv_format=csv_format, label="cépage")
 
 
-def test_a_cp1252_file_is_refused_as_utf8_naming_the_encoding_and_read_whole_with_it(tmp_path, wine):
+def test_a_cp1252_file_is_read_as_it_comes_and_refused_as_utf8_when_the_config_says_utf8(tmp_path, wine):
     path = tmp_path / "wine.csv"
     wine.to_csv(path, index=False, encoding="cp1252")
-    with pytest.raises(ValueError, match=r"^csv: .*wine.csv line 1: the header is not utf-8: set data.csv.encoding"):
-        inspect(path)
-
-    facts = inspect(path, encoding="cp1252")
+    facts = inspect(path)  # the encoding left out: not UTF-8, all cp1252, read so and said
     assert sorted(facts.labels) == sorted(CLASSES) and "intensité" in facts.header
-    summary, examples, _, rejects = ingest(
-        tmp_path, source_path=str(path), label="cépage", columns={}, csv_format={"encoding": "cp1252"}
-    )
-    assert (summary["read"], summary["rejected"]) == (178, 0)
-    records = [record for split in read_records(examples).values() for record in split]
-    assert sorted({record["cépage"] for record in records}) == sorted(CLASSES)
-    assert np.isclose(sum(record["intensité"] for record in records), wine["intensité"].sum(), rtol=1e-5)
+    assert facts.readings[0].startswith("data: the file is not UTF-8 but cp1252")
+    with pytest.raises(ValueError, match=r"^csv: .*wine.csv line 1: the header is not utf-8: set data.csv.encoding"):
+        inspect(path, encoding="utf-8")
+
+    for csv_format in ({}, {"encoding": "cp1252"}):
+        folder = tmp_path / str(len(csv_format))
+        folder.mkdir()
+        summary, examples, _, _ = ingest(
+            folder, source_path=str(path), label="cépage", columns={}, csv_format=csv_format
+        )
+        assert (summary["read"], summary["rejected"]) == (178, 0)
+        records = [record for split in read_records(examples).values() for record in split]
+        assert sorted({record["cépage"] for record in records}) == sorted(CLASSES)
+        assert np.isclose(sum(record["intensité"] for record in records), wine["intensité"].sum(), rtol=1e-5)
+
+
+def test_an_ascii_header_over_cp1252_rows_is_read_as_cp1252(tmp_path, wine):
+    path = tmp_path / "plain_names.csv"
+    wine.rename(columns={"intensité": "intensity", "cépage": "grape"}).to_csv(path, index=False, encoding="cp1252")
+    facts = csv_source.inspect_source(source_path=str(path), label="grape")
+    assert sorted(facts.labels) == sorted(CLASSES)  # Barberà whole, not a rejected record
 
 
 def test_records_not_in_the_encoding_are_rejected_with_the_setting_that_reads_them(tmp_path, wine):
