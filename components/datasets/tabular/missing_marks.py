@@ -44,3 +44,18 @@ def marked_columns(
         if marks and numbers >= marks.total():  # mostly numbers
             found[name] = tuple(sorted(marks))
     return found
+
+
+def numbers_marked(
+    header: Sequence[str], rows: Sequence[Sequence[str]], types: Mapping[str, str], marks: frozenset[str]
+) -> dict[str, tuple[str, ...]]:
+    """{column: the `marks` its sampled rows hold} of the number columns (`types`) holding any: the types were
+    inferred with every column's marks as missing, so a column of numbers and more marks than numbers (a follow-up
+    measure, blank in most rows) is numbers too, and must read its marks as missing numbers."""
+    found: dict[str, tuple[str, ...]] = {}
+    for index, name in enumerate(header):
+        if marks and types.get(name) in ("int", "float"):
+            seen = {row[index].strip() for row in rows if len(row) == len(header)} & marks
+            if seen:
+                found[name] = tuple(sorted(seen))
+    return found

@@ -29,7 +29,7 @@ from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.columns import SourceFacts
 from kflow.components.datasets.tabular.examples import row_names
-from kflow.components.datasets.tabular.missing_marks import marked_columns
+from kflow.components.datasets.tabular.missing_marks import marked_columns, numbers_marked
 from kflow.components.datasets.tabular.table_files import other_format, table_files
 from kflow.components.ingest.compressed import needs_decoding, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
@@ -60,7 +60,7 @@ def source_facts(
         values = [repr(number) for number in numbers if number is not None]
     first = [row[0] for row in scan.sample if row] if types.get(scan.header[0]) == "int" else []
     facts = cols.table_facts(scan.header, types, label, problem_type, key, declared, values, first)
-    gaps = {name: tokens for name, tokens in gaps.items() if types[name] in ("int", "float")}
+    gaps = numbers_marked(scan.header, scan.sample, types, missing - dialect.missing)
     notes = _decimal_commas(scan, dialect, types)
     return replace(
         facts, sampled=len(scan.sample), notes=notes, written=marks, missing_marks=gaps, renamed=scan.renamed,

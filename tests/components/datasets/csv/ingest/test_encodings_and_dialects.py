@@ -181,6 +181,24 @@ def test_a_punctuation_mark_among_numbers_is_read_as_a_missing_number_there(tmp_
     assert facts.missing_marks == {"magnesium": ("?",)} and facts.types["hue"] == "string"
 
 
+def test_a_column_of_numbers_and_more_marks_reads_its_marks_as_missing_too(tmp_path, wine):
+    """survival's `bladder1`: two follow-up measures written `.` where there was no recurrence, in 162 of 294 rows.
+    Types are inferred with every column's marks as missing, so the column with more marks than numbers is numbers
+    too: it reads its `.` as a missing number, as the other does (its records were bad values, the ingest failed)."""
+    frame = wine.astype({"magnesium": "Int64", "proline": "Int64"}).astype(object)
+    frame.loc[list(range(0, 178, 3)), "magnesium"] = "."  # 60 marks, fewer than its numbers
+    frame.loc[list(range(0, 120)), "proline"] = "."  # 120 marks, more than its 58 numbers
+    path = tmp_path / "followup.csv"
+    frame.to_csv(path, index=False)
+    facts = inspect(path)
+    assert (facts.types["magnesium"], facts.types["proline"]) == ("int", "int")
+    assert facts.missing_marks == {"magnesium": (".",), "proline": (".",)}
+    summary, examples, _, _ = ingest(tmp_path, source_path=str(path), label="cépage", columns={})
+    assert (summary["read"], summary["rejected"]) == (178, 0)
+    records = [record for split in read_records(examples).values() for record in split]
+    assert sum("proline" in record for record in records) == 58
+
+
 def test_excels_cell_errors_and_pandas_missing_values_are_missing_numbers(tmp_path, wine):
     """A sheet saved as CSV writes its formulas' errors (`#DIV/0!`, `#VALUE!`) and `#N/A`; other tools write
     `n/a` or `<NA>` (pandas' nullable types): pandas reads the latter as missing by default, and so does kflow now;
