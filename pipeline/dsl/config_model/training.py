@@ -83,7 +83,8 @@ class TrainerSection(Section):
     epochs: int = Field(3, ge=1)
     """left out: 3, or the dataset's own training recipe where it has one, as for batch_size,
     early_stopping_patience and optimizer.learning_rate (csv, parquet, tfrecord, tfds: up to 200 epochs with early
-    stopping; images: up to 100; docs/your-data.md); a value the config sets is kept"""
+    stopping; images: up to 100; docs/your-data.md); a value the config sets is kept, and epochs set train that
+    many, stopped early only if early_stopping_patience is set too"""
     batch_size: int = Field(128, ge=1)
     """the global batch size (left out: 128, or the dataset's own, as for epochs)"""
     steps_per_epoch: int | None = Field(None, ge=1)

@@ -48,10 +48,15 @@ def test_the_fields_a_config_sets_are_kept_and_the_rest_come_from_the_recipe(tmp
     path = _config(tmp_path, trainer={"epochs": 5, "optimizer": {"name": "sgd"}})
     config = with_dataset_training(load_config(path, ["trainer.batch_size=128"]))
     fields = _trainer_fields(config)
-    assert fields["trainer.epochs"] == 5  # set in the file, even to a value
+    assert fields["trainer.epochs"] == 5  # set in the file
     assert fields["trainer.batch_size"] == 128  # set by --set, even to the general default
-    assert fields["trainer.early_stopping_patience"] == TRAINING["trainer.early_stopping_patience"]
+    assert fields["trainer.early_stopping_patience"] is None  # 5 epochs, as set: the recipe's stop goes with its 200
     assert fields["trainer.optimizer.learning_rate"] == TRAINING["trainer.optimizer.learning_rate"]
+    patient = with_dataset_training(load_config(path, ["trainer.epochs=5", "trainer.early_stopping_patience=2"]))
+    assert _trainer_fields(patient)["trainer.early_stopping_patience"] == 2
+    only_patience = _config(tmp_path, trainer={"early_stopping_patience": 4})
+    fields = _trainer_fields(with_dataset_training(load_config(only_patience)))
+    assert (fields["trainer.epochs"], fields["trainer.early_stopping_patience"]) == (TRAINING["trainer.epochs"], 4)
     assert config.trainer.optimizer.name == "sgd"
     assert with_dataset_training(config) == config  # applied twice, the same
 
