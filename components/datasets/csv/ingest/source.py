@@ -81,11 +81,11 @@ def _empty(scan: Scan, missing: frozenset[str], named: set) -> tuple[str, ...]:
 
 
 def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[Scan, Dialect, tuple[str, ...]]:
-    """`scan_files`, with what the config leaves out of the dialect read from the files: the delimiter that cuts a
-    header read as one column into columns holding every column the config names (`sample["named"]`: the label,
-    the key, the declared ones; kflow predict's, the model's inputs), when there is one (a tab-separated file,
-    Excel's "Unicode Text", a `;` file given ','), and the decimal mark (decimal_mark.py). (The scan, the dialect
-    it was read with, what was read so, for the log.)"""
+    """`scan_files`, with what the config leaves out of the dialect read from the files: the encoding (UTF-8, else
+    cp1252: `_scan_encoded`), the delimiter that cuts a header read as one column into columns holding every column
+    the config names (`sample["named"]`: the label, the key, the declared ones; kflow predict's, the model's
+    inputs), when there is one (a tab-separated file, Excel's "Unicode Text", a `;` file given ','), and the decimal
+    mark (decimal_mark.py). (The scan, the dialect it was read with, what was read so, for the log.)"""
     scan, dialect, readings = _scan_encoded(files, dialect, sample)
     mark = _cutting_delimiter(scan.header, dialect, sample.get("named") or frozenset())
     if mark is not None:
