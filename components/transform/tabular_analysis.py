@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 from kflow.components.datasets.tabular.plan import (
+    CODED_KINDS,
     DATE_SAMPLE,
     StringSummary,
     classification_head,
@@ -60,7 +61,7 @@ def tabular_plan(task: Any, results: dict[str, Any]) -> dict[str, Any]:
     for name, kind in task.types.items():
         if kind in NUMERIC:
             moments = results[f"moments.{name}"]
-            codes = moments.get("codes") if kind == "int" else None
+            codes = moments.get("codes") if kind in CODED_KINDS else None
             features.append(numeric_spec(name, moments["count"], moments["mean"], moments["variance"], codes, rows))
         else:
             values, words = results[f"vocabulary.{name}"], results[f"words.{name}"]

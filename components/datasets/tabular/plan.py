@@ -95,6 +95,10 @@ def numeric_spec(
 
 MAX_CODES = 1000  # The most distinct whole values a number's summary counts (whole_values); past it, none.
 MIN_CODE_ROWS = 5  # The training rows each code must average to be learnt as one.
+# The columns whose whole values may be codes: an int column, or a float one holding only whole values (pandas writes
+# an integer column with a missing value as float64, in Parquet as in CSV: `3.0`; whole_values drops a column at its
+# first decimal), so a table trains the same whichever way it was saved.
+CODED_KINDS = ("int", "float")
 
 
 def integer_codes(codes: list | None, count: int) -> list[int] | None:

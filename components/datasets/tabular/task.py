@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from kflow.components.datasets.tabular.cached_rows import cached_rows, fits_in_memory
 from kflow.components.datasets.tabular.plan import (
+    CODED_KINDS,
     DATA_OPTIONS,
     classification_head,
     label_text,
@@ -91,7 +92,7 @@ class TabularTask(LearntByTransform, Task):
         assets_dir.mkdir(parents=True, exist_ok=True)
         if self.transform_graph is not None:
             return self._take_graph(self.transform_graph, assets_dir)
-        numbers = {name: [0, 0.0, 0.0, {} if kind == "int" else None] for name, kind in self.types.items()
+        numbers = {name: [0, 0.0, 0.0, {} if kind in CODED_KINDS else None] for name, kind in self.types.items()
                    if kind in _NUMERIC}  # fmt: skip
         strings = {name: Counter() for name, kind in self.types.items() if kind == "string"}
         labels: list[np.ndarray] = []
