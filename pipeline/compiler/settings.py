@@ -15,16 +15,15 @@ from pydantic import Field
 
 from kflow.pipeline.dsl.config import (
     ConfigError,
-    DefaultFillingValidator,
     PipelineConfig,
     as_data,
     config_schema,
-    describe_error,
     read_config_file,
     typed,
     validate_config,
 )
 from kflow.pipeline.dsl.config_model import KubeflowSection, Resources
+from kflow.pipeline.dsl.config_validation import DefaultFillingValidator, describe_error
 
 # What a task that only launches a cluster job and waits for it needs (it copies the artifacts to and from the volume).
 LAUNCHER_RESOURCES = Resources(cpu="100m", memory="256Mi", memory_limit="1Gi")

@@ -7,15 +7,12 @@ Errors are `ConfigError`s whose lines name the offending field by its dotted pat
 from __future__ import annotations
 
 import copy
-import difflib
-import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pydantic
 import yaml
 
@@ -38,16 +35,11 @@ from kflow.pipeline.dsl.config_model import (
 )
 from kflow.pipeline.dsl.config_model.tuning import search_space_problems
 from kflow.pipeline.dsl.config_schema import generated_schema
+from kflow.pipeline.dsl.config_validation import DefaultFillingValidator, describe_error, did_you_mean
 from kflow.pipeline.dsl.config_yaml import read_yaml
 from kflow.pipeline.dsl.printable import printable
 
 log = logging.getLogger(__name__)
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """ "; did you mean X?" when a choice is close to `word`, else ""."""
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f"; did you mean {close[0]}?" if close else ""
 
 
 class ConfigError(ValueError):
@@ -314,99 +306,3 @@ def as_data(section: Section | None) -> dict[str, Any]:
     """A section as the JSON-like mapping a config file writes (field names as written: `schema`, `from`), its
     defaults filled in; {} for a section the config leaves out."""
     return {} if section is None else section.model_dump(mode="json", by_alias=True)
-
-
-def _fill_defaults(validator_class: type) -> type:
-    validate_properties = validator_class.VALIDATORS["properties"]
-
-    def properties_with_defaults(validator, properties, instance, schema):
-        if validator.is_type(instance, "object"):
-            for name, subschema in properties.items():
-                if "default" in subschema and name not in instance:
-                    instance[name] = copy.deepcopy(subschema["default"])
-        yield from validate_properties(validator, properties, instance, schema)
-
-    return jsonschema.validators.extend(
-        validator_class, {"properties": properties_with_defaults}, type_checker=_STRICT_TYPES
-    )
-
-
-# JSON Schema counts 2.0 as an integer; the components' parameters do not (`--set trainer.epochs=2.0` would pass
-# validation and end in a TypeError where the Trainer is built), so an integer is an int here.
-_STRICT_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-    "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
-)
-
-# A JSON Schema validator that also fills in each missing property's `default`, in place, and whose integers are ints.
-DefaultFillingValidator = _fill_defaults(jsonschema.Draft202012Validator)
-
-_TYPE_NAMES = {
-    "integer": "an integer",
-    "number": "a number",
-    "string": "a string",
-    "object": "a mapping",
-    "array": "a list",
-    "boolean": "true or false",
-    "null": "null",
-}
-
-
-def _shown(value: Any, limit: int = 80) -> str:
-    """A value as JSON (control characters escaped), cut to `limit` characters: the line stays one short line."""
-    text = json.dumps(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def describe_error(error: jsonschema.ValidationError, section: str = "") -> list[str]:
-    """One line per problem, naming the field (under `section` when the schema validated only that section)."""
-    path = field_path([*filter(None, [section]), *error.absolute_path])
-    value = error.validator_value
-    got = f" (got {_shown(error.instance)})" if not isinstance(error.instance, (dict, list)) else ""
-    match error.validator:
-        case "type":
-            names = [_TYPE_NAMES.get(t, t) for t in ([value] if isinstance(value, str) else value)]
-            message = f"must be {' or '.join(names)}{got}"
-        case "minimum":
-            message = f"must be ≥ {value}{got}"
-        case "maximum":
-            message = f"must be ≤ {value}{got}"
-        case "exclusiveMinimum":
-            message = f"must be > {value}{got}"
-        case "enum":
-            message = f"must be one of {', '.join(map(str, value))}{got}"
-        case "pattern":
-            message = f"must match {value}{got}"
-        case "minLength":
-            message = "must not be empty"
-        case "minProperties":
-            message = "must not be empty"
-        case "required":
-            missing = [name for name in value if name not in error.instance]
-            path = field_path([*filter(None, [path]), *missing[:1]])
-            message = "is required"
-        case "additionalProperties" if isinstance(error.instance, dict):
-            allowed = sorted(error.schema.get("properties", {}))
-            extras = sorted(set(error.instance) - set(allowed))
-            return [
-                f"{field_path([*filter(None, [path]), extra])}: unknown field{did_you_mean(extra, allowed)} "
-                f"(allowed: {', '.join(allowed)})"
-                for extra in extras
-            ]
-        case "anyOf" if all(_option_text(option) for option in value):
-            message = f"must be {' or '.join(_option_text(option) for option in value)}{got}"
-        case _:
-            message = error.message
-    return [f"{path or '(top level)'}: {message}"]
-
-
-def _option_text(schema: dict[str, Any]) -> str | None:
-    """One alternative of an `anyOf` in words (`auto`, `an integer from 1 to 10000`), or None past simple ones."""
-    if set(schema) == {"enum"}:
-        return " or ".join(map(str, schema["enum"]))
-    kind = schema.get("type")
-    if not isinstance(kind, str) or kind not in _TYPE_NAMES or set(schema) - {"type", "minimum", "maximum"}:
-        return None
-    low, high = schema.get("minimum"), schema.get("maximum")
-    bounds = f" from {low} to {high}" if low is not None and high is not None else ""
-    bounds = bounds or (f" ≥ {low}" if low is not None else f" ≤ {high}" if high is not None else "")
-    return _TYPE_NAMES[kind] + bounds
