@@ -37,15 +37,23 @@ def run(*, examples: Examples, statistics: ExampleStatistics, beam_args: Sequenc
     if not splits:
         raise ValueError(f"the Examples under {examples.uri} have no splits")
     statistics.path.mkdir(parents=True, exist_ok=True)
+    for split in splits:
+        statistics.split_file(split).unlink(missing_ok=True)  # an empty split's is written after the pipeline
     with beam_pipeline(PipelineOptions(named_runner(beam_args))) as pipeline:
         for split in splits:
             pattern = str(examples.split_uri(split) / "*.gz")
             _ = (
                 pipeline
                 | f"Read[{split}]" >> beam.io.ReadFromTFRecord(pattern, compression_type=CompressionTypes.GZIP)
-                | f"Statistics[{split}]" >> beam.CombineGlobally(_StatisticsFn())
+                # Without defaults: the default (an empty split's accumulator) is a side input, whose size Beam's
+                # state cache measures object by object: 6.4 s of a 784-column table's 15 s. An empty split's
+                # statistics are written below.
+                | f"Statistics[{split}]" >> beam.CombineGlobally(_StatisticsFn()).without_defaults()
                 | f"Write[{split}]" >> beam.Map(_write, statistics, split)
             )
+    for split in splits:
+        if not statistics.split_file(split).exists():  # no record to combine
+            _write(SplitAccumulator(), statistics, split)
     protos = {split: read_split(statistics, split) for split in splits}
     (statistics.path / "statistics.html").write_text(statistics_page(protos))
     summary: dict[str, Any] = {f"{split}_examples": proto.num_examples for split, proto in protos.items()}
@@ -64,6 +72,11 @@ class _StatisticsFn(FoldFn):
 
     def merge(self, accumulator: SplitAccumulator, other: SplitAccumulator) -> SplitAccumulator:
         accumulator.merge(other)
+        return accumulator
+
+    def compact(self, accumulator: SplitAccumulator) -> SplitAccumulator:
+        """Folds the buffered numbers before the accumulator is pickled: arrays, not a Python float a value."""
+        accumulator.fold()
         return accumulator
 
     def extract_output(self, accumulator: SplitAccumulator) -> SplitAccumulator:

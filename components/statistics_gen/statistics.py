@@ -155,9 +155,13 @@ class SplitAccumulator:
                 self.features[name] = accumulator
         return self
 
-    def to_proto(self, name: str) -> statistics_pb2.DatasetFeatureStatistics:
+    def fold(self) -> None:
+        """Folds every feature's buffered numbers (FeatureAccumulator.fold)."""
         for accumulator in self.features.values():
             accumulator.fold()
+
+    def to_proto(self, name: str) -> statistics_pb2.DatasetFeatureStatistics:
+        self.fold()
         dataset = statistics_pb2.DatasetFeatureStatistics(name=name, num_examples=self.examples)
         for feature_name in sorted(self.features):
             _feature_proto(dataset.features.add(), feature_name, self.features[feature_name], self.examples)

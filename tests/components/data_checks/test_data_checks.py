@@ -90,6 +90,16 @@ def test_statistics_match_numpy_and_merge_like_one_pass(tmp_path):
     assert rounded(first.merge(second).to_proto("train")) == rounded(whole.to_proto("train"))
 
 
+def test_an_empty_split_has_statistics_of_no_example(tmp_path):
+    statistics, _, _, summary = checked(tmp_path, {"train": rows(50), "eval": []})
+    assert read_split(statistics, "eval").num_examples == 0 and not feature_stats(read_split(statistics, "eval"))
+    assert read_split(statistics, "train").num_examples == 50
+    # A second pass into the same folder, the eval split no longer empty: no statistics kept from the first.
+    examples = write_examples(tmp_path / "again", {"train": rows(50), "eval": rows(5)})
+    compute(examples=examples, statistics=statistics)
+    assert read_split(statistics, "eval").num_examples == 5
+
+
 def rounded(proto) -> str:
     return re.sub(r"-?\d+\.\d+(e-?\d+)?", lambda m: f"{float(m[0]):.9g}", text_format.MessageToString(proto))
 
