@@ -23,7 +23,7 @@ MAX_SHARDS = 10_000
 class ImageSection(Section):
     size: PositiveInt | Annotated[list[PositiveInt], Field(min_length=2, max_length=2)] | MISSING = MISSING
     """[height, width] in pixels, or one number for a square. Unset: the most common size among a sample of the
-    files (said in the log)."""
+    files, or their median height and width where no size is half of them (said in the log)."""
     channels: Literal[1, 3] | None | MISSING = MISSING
     """1 (grey) or 3 (RGB); null: 1 if every image of a sample over the files is grey, else 3."""
     fit: Literal["resize", "pad", "exact"] | MISSING = MISSING
@@ -138,7 +138,7 @@ class DataSection(Section):
     """csv, parquet: records sampled to infer column types (null: 10000)."""
     image: ImageSection | None = None
     """images: what every image becomes, e.g. {size: [28, 28]}; null: the most common size among a sample of the
-    files, and grey only if every image of it is."""
+    files (their median height and width where sizes vary), and grey only if every image of it is."""
     schema_: str | None = Field(None, alias="schema")
     """csv: a frozen schema.pbtxt to use instead of the one inferred from Split-train (copy
     runs/<pipeline>/<run>/schema/schema/schema.pbtxt, edit, and point here)."""

@@ -18,7 +18,8 @@ class ImagesIngest(Component):
             "image": Parameter(
                 dict,
                 optional=True,
-                description="{size: [height, width] (unset: the most common size among a sample of the files), "
+                description="{size: [height, width] (unset: the most common size among a sample of the files, or their "
+                "median height and width where sizes vary), "
                 "channels: 1 | 3 (unset: 1 if every sampled image is grey, else 3), fit: resize | pad | exact, "
                 "convert: true (false: another colour mode is rejected)}",
             ),

@@ -1,10 +1,12 @@
 """What every image of an images dataset becomes (`data.image`: `ImageFormat`), and, without a declared size, the
-size inferred from a sample of the files' headers (`common_size`, bounded by INFERRED_SIDE). The files themselves
+size inferred from a sample of the files' headers (`common_size`: the most common size, or the median height and
+width where sizes vary; bounded by INFERRED_SIDE). The files themselves
 are listed and opened by source.py; a worker decodes and converts (executor.py)."""
 
 from __future__ import annotations
 
 import logging
+import statistics
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
@@ -135,12 +137,12 @@ SIZE_SAMPLE = 200
 
 
 def common_size(files: list[ImageFile], fit: str = "resize", headers: Headers | None = None) -> tuple[int, int]:
-    """(height, width): the most common size among up to SIZE_SAMPLE files taken evenly over `files` (ties: the
-    first seen; `headers`: theirs, when read already). Logs it, with how many sampled images had it. ValueError
-    when none of them is an image."""
+    """(height, width): the size shared by up to SIZE_SAMPLE files taken evenly over `files` (shared_size: the
+    most common one, or the median height and width where no size is half of them; `headers`: theirs, when read
+    already). Logs it. ValueError when none of them is an image."""
     headers = headers or sampled_headers(files)
     sizes = Counter(size for size, _ in headers.values())
-    return most_common_size(sizes, f"{len(headers)} files sampled (of {len(files)})", fit)
+    return shared_size(sizes, f"{len(headers)} files sampled (of {len(files)})", fit)
 
 
 Headers = dict[str, tuple[tuple[int, int], str]]  # {position: ((height, width), colour mode)}
@@ -166,16 +168,28 @@ def sampled_headers(files: list[ImageFile]) -> Headers:
     return headers
 
 
-def most_common_size(sizes: Counter[tuple[int, int]], sampled: str, fit: str) -> tuple[int, int]:
-    """The most common of the sampled `sizes` (ties: the first seen), said in the log with how many had it."""
+def shared_size(sizes: Counter[tuple[int, int]], sampled: str, fit: str) -> tuple[int, int]:
+    """The size the sampled `sizes` share: the most common one where at least half of them have it (a dataset of
+    one size, with a few strays; ties: the first seen), else their median height and width (photos of every size,
+    where the most common size was a few images' or the first one's: one panorama made a folder 500×120), said in the
+    log with how many had it."""
     (height, width), count = sizes.most_common(1)[0]
     others = {"resize": "resized to it", "pad": "scaled and padded to it", "exact": "rejected (fit: exact)"}[fit]
+    if 2 * count >= sizes.total():
+        log.info(
+            "images ingest: data.image.size not set: %d×%d (height×width), the most common size: %d of the %s have "
+            "it; images of another size are %s",
+            height, width, count, sampled, others,
+        )  # fmt: skip
+        return height, width
+    each = [size for size, times in sizes.items() for _ in range(times)]
+    median = round(statistics.median(h for h, _ in each)), round(statistics.median(w for _, w in each))
     log.info(
-        "images ingest: data.image.size not set: %d×%d (height×width), the most common size: %d of the %s have "
-        "it; images of another size are %s",
-        height, width, count, sampled, others,
+        "images ingest: data.image.size not set: %d×%d (height×width), the median height and width of the %s: "
+        "their sizes vary (%d sizes; the most common, %d×%d, only %d of them); images of another size are %s",
+        *median, sampled, len(sizes), height, width, count, others,
     )  # fmt: skip
-    return height, width
+    return median
 
 
 def _positive(value: Any) -> bool:

@@ -6,7 +6,8 @@ split from the TFDS split spec `data.tfds.splits` names (the dataset's own split
 images are read as TFDS stored them, encoded (PNG or JPEG), and each is decoded and made the declared size and
 channels as an image file is (executor.ImageConverter.decoded), so a folder and a TFDS copy of the same images give
 the same Examples; refused ones are kept with their reason at `<split spec>#<index>`. Without `data.image.size`,
-the feature's own size when TFDS fixes one, else the most common size among a sample of the train split's images.
+the feature's own size when TFDS fixes one, else the size a sample of the train split's images share (the most common,
+or their median height and width).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from kflow.components.datasets.images.ingest.image_format import SIZE_SAMPLE, most_common_size, shown_size
+from kflow.components.datasets.images.ingest.image_format import SIZE_SAMPLE, shared_size, shown_size
 from kflow.components.ingest.ingest_records import INVALID, make_reject
 from kflow.components.ingest.tfds_source import Chunk, Source, read_options, split_sizes, with_splits
 from kflow.components.util.example_proto import Example
@@ -92,7 +93,7 @@ class TfdsImages:
         )
 
     def common_size(self, train_size: int, fit: str) -> tuple[int, int]:
-        """(height, width): the feature's when TFDS fixes it, else the most common among SIZE_SAMPLE train images."""
+        """(height, width): the feature's when TFDS fixes it, else the size SIZE_SAMPLE train images share."""
         if self.shape[0] is not None and self.shape[1] is not None:
             log.info(
                 "images ingest: data.image.size not set: %d×%d, the size of every image of the dataset", *self.shape[:2]
@@ -112,7 +113,7 @@ class TfdsImages:
                 break
         if not sizes:
             raise ValueError(f"data.tfds.name: none of the sampled train images of {self.source.name} is readable")
-        return most_common_size(sizes, f"{sizes.total()} train images sampled", fit)
+        return shared_size(sizes, f"{sizes.total()} train images sampled", fit)
 
 
 def _one(names: list[str], supervised: str | None, kind: str, dataset: str, features: list[str]) -> str:

@@ -110,6 +110,27 @@ def test_an_inferred_size_past_256_pixels_a_side_is_scaled_down_keeping_its_shap
     assert annotation_tags(load_schema(schema.file), "image")["shape"] == "400,600,3"
 
 
+def test_photos_of_every_size_take_their_median_height_and_width_not_the_first_ones(tmp_path, caplog):
+    """Crops of scikit-learn's two sample photographs, each of its own size (as a scraped folder or Caltech-101's
+    are), the first one a 40×230 strip: no size is common, so the first seen would have made every photo a strip;
+    the median height and width keep their typical shape."""
+    from PIL import Image
+    from sklearn.datasets import load_sample_images
+
+    rng = np.random.default_rng(7)
+    sizes = [(40, 230)] + [(int(rng.integers(60, 200)), int(rng.integers(80, 240))) for _ in range(23)]
+    heights, widths = zip(*sizes, strict=True)
+    for index, (photo, (height, width)) in enumerate(zip(load_sample_images().images * 12, sizes, strict=True)):
+        folder = tmp_path / "photos" / f"class {index % 2}"
+        folder.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(photo[:height, :width]).save(folder / f"{index:02d}.jpg")
+    with caplog.at_level(logging.INFO, logger="kflow"):
+        size = common_size(list_images(str(tmp_path / "photos")))
+    assert size == (round(float(np.median(heights))), round(float(np.median(widths))))
+    assert f"{size[0]}×{size[1]} (height×width), the median height and width of the 24 files sampled" in caplog.text
+    assert "their sizes vary (24 sizes; the most common, " in caplog.text
+
+
 def test_no_readable_image_in_the_sample_is_one_line(tmp_path):
     for label in ("a", "b"):
         (tmp_path / label).mkdir()
