@@ -56,8 +56,8 @@ def check_invalid_fraction(stats: dict[str, Any], max_invalid_fraction: float, r
         reasons = ", ".join(f"{reason}: {count}" for reason, count in stats["invalid"].items())
         raise ValueError(
             f"ingest: {invalid} of {read} records are invalid ({invalid / read:.2%}), more than "
-            f"max_invalid_fraction={max_invalid_fraction:g} allows ({reasons}){_first_invalid(rejects)}; "
-            f"see {rejects.file}"
+            f"data.filters.max_invalid_fraction={max_invalid_fraction:g} allows ({reasons}){_first_invalid(rejects)}; "
+            f"see {rejects.file} (raise data.filters.max_invalid_fraction to train without them)"
         )
 
 

@@ -193,7 +193,7 @@ def inspect_source(
         # The ingest would refuse these records as invalid; their share of the sample already passes its limit.
         raise ValueError(
             f"data.csv.encoding: {scan.undecodable} of the first {scan.read} records are not {dialect.encoding} "
-            f"(the first at {scan.first_undecodable}), more than max_invalid_fraction={allowed:g} allows: "
+            f"(the first at {scan.first_undecodable}), more than data.filters.max_invalid_fraction={allowed:g} allows: "
             f"{ENCODING_HINT}"
         )
     facts = replace(

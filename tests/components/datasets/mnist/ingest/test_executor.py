@@ -228,7 +228,7 @@ def test_too_many_invalid_records_fail_with_count_fraction_and_rejects_file(arra
 
     message = str(failure.value)
     assert f"7 of {READ} records are invalid (2.00%)" in message
-    assert "max_invalid_fraction=0.01" in message
+    assert "data.filters.max_invalid_fraction=0.01" in message
     assert "label_out_of_range: 7" in message
     assert str(tmp_path / "out" / "rejects" / "rejects.jsonl") in message
     assert len((tmp_path / "out" / "rejects" / "rejects.jsonl").read_text().splitlines()) == 7
