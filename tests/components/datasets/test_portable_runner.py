@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -47,6 +48,13 @@ def worker_pool():
         except subprocess.TimeoutExpired:
             os.killpg(pool.pid, signal.SIGKILL)
             pool.wait()
+
+
+@pytest.fixture(autouse=True)
+def beams_own_temp(tmp_path, monkeypatch):
+    """The embedded job service rebuilds the submitted pipeline as a Pipeline it never runs, whose temp folder Beam
+    then never removes: made under the test's folder, not left in /tmp."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
 
 def portable_args(pool: str, temp: object) -> list[str]:

@@ -1,4 +1,6 @@
-"""kflow's Beam pipelines leave no `beam-pipeline-temp*` folder behind, whether they run or their building fails."""
+"""kflow's Beam pipelines leave no `beam-pipeline-temp*` folder behind, whether they run or their building fails.
+The DirectRunner named as a config names it: kflow's pipelines run it as `named_runner` says (Beam's own would try
+Prism first and leave a /tmp/beam-temp* folder of its own)."""
 
 from __future__ import annotations
 
@@ -8,12 +10,13 @@ import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from kflow.pipeline.dsl.beam_options import named_runner
 from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
 
 
 def test_a_pipeline_whose_building_fails_leaves_no_temporary_folder():
     with pytest.raises(ValueError, match="refused while building"):
-        with beam_pipeline(PipelineOptions(["--runner=DirectRunner"])) as pipeline:
+        with beam_pipeline(PipelineOptions(named_runner(["--runner=DirectRunner"]))) as pipeline:
             folder = pipeline.local_tempdir
             assert os.path.isdir(folder)
             raise ValueError("refused while building")
@@ -22,7 +25,7 @@ def test_a_pipeline_whose_building_fails_leaves_no_temporary_folder():
 
 def test_a_pipeline_runs_when_its_block_ends_and_leaves_no_temporary_folder(tmp_path):
     out = tmp_path / "out.txt"
-    with beam_pipeline(PipelineOptions(["--runner=DirectRunner"])) as pipeline:
+    with beam_pipeline(PipelineOptions(named_runner(["--runner=DirectRunner"]))) as pipeline:
         folder = pipeline.local_tempdir
         _ = pipeline | beam.Create([3]) | beam.Map(lambda value: out.write_text(str(value * 2)))
         assert not out.exists()  # Nothing runs before the block ends.
@@ -34,11 +37,12 @@ _STILL_RUNNING = """
 import threading, time
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
+from kflow.pipeline.dsl.beam_options import named_runner
 from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
 from kflow.pipeline.dsl.process_exit import exit_now
 
 def run():
-    with beam_pipeline(PipelineOptions(["--runner=DirectRunner"])) as pipeline:
+    with beam_pipeline(PipelineOptions(named_runner(["--runner=DirectRunner"]))) as pipeline:
         print(pipeline.local_tempdir, flush=True)
         _ = pipeline | beam.Create([1]) | beam.Map(lambda value: time.sleep(600))
 
