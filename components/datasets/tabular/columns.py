@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.dataset import INFER_ROWS
 from kflow.components.datasets.tabular.examples import (
     ROW_NAME_COLUMNS,
@@ -26,7 +25,7 @@ from kflow.components.datasets.tabular.examples import (
     numbers_rows,
     row_names,
 )
-from kflow.components.util.example_proto import example_of, feature_encoder, name_order, serialize_example
+from kflow.components.util.example_proto import serialize_example
 
 TYPES = ("int", "float", "string", "bool")
 # What reads as a missing value unless data.csv.missing_values says otherwise: pandas' read_csv defaults (R's `NA`,
@@ -49,7 +48,7 @@ def int64(value: int) -> int:
 
 
 def parse_value(text: str, kind: str) -> int | float | str:
-    return _PARSERS[kind](text)
+    return PARSERS[kind](text)
 
 
 def _parse_int(text: str) -> int:
@@ -68,7 +67,7 @@ def _whole(text: str) -> int:
     return int(whole)
 
 
-def _parse_float(text: str) -> float:
+def parse_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -76,21 +75,6 @@ def _parse_float(text: str) -> float:
     if not math.isfinite(value):
         raise BadValue(text)
     return value
-
-
-def _written_float(style: str) -> Callable[[str], float]:
-    """The parser of a float column of numbers as reports write them (written_numbers.py)."""
-
-    def parse(text: str) -> float:
-        try:
-            return _parse_float(text)
-        except BadValue:
-            value = written_numbers.plain(text, style)
-            if value is None or not math.isfinite(value):
-                raise
-            return value
-
-    return parse
 
 
 def _parse_bool(text: str) -> int:
@@ -101,72 +85,7 @@ def _parse_bool(text: str) -> int:
 
 
 _BOOLS = dict.fromkeys(_TRUE, 1) | dict.fromkeys(_FALSE, 0)
-_PARSERS = {"string": str, "int": _parse_int, "float": _parse_float, "bool": _parse_bool}
-_FEATURE_KINDS = {"string": "bytes", "int": "int64", "float": "float", "bool": "int64"}
-
-
-class RowEncoder:
-    """A record's fields parsed by their columns' types and serialised as an Example in one pass: what
-    `parse_value` on each present field and `serialized_example` give, with each column's parser and encoder
-    chosen once and its entries made in the Example's order (the CSV ingest's parse and serialise: 26 → 19 µs a
-    record of bench/ingest_scale.py's table).
-
-    Calling it with a record's fields (as many as the header) returns the Example and the parsed values of the
-    `wanted` columns that are present; a field that does not parse raises BadValue, and `first_bad` tells which
-    column refused first in the header's order.
-    """
-
-    def __init__(
-        self,
-        header: Sequence[str],
-        types: Mapping[str, str],
-        missing: frozenset[str],
-        wanted: Iterable[str],
-        written: Mapping[str, str] | None = None,
-        marks: Mapping[str, Iterable[str]] | None = None,
-    ):
-        """`written`: {float column: its written_numbers style} of the columns of numbers as reports write them
-        (`$1,234.50`, `12%`: written_numbers.py); `marks`: {column: the marks (`?`) also missing there}."""
-        written, marks = dict(written or {}), {name: frozenset(tokens) for name, tokens in (marks or {}).items()}
-        self._arguments = (tuple(header), dict(types), missing, tuple(wanted), written, marks)
-        wanted = set(wanted)
-        parsers = {name: _PARSERS[kind] for name, kind in types.items()}
-        parsers |= {name: _written_float(style) for name, style in written.items()}
-        self._columns = [
-            # A string keeps its spaces, but for the label and key: ` yes` is the class `yes`, as ` 7` is the key `7`.
-            (index, name in wanted, name, types[name] == "string" and name not in wanted, parsers[name],
-             feature_encoder(name, _FEATURE_KINDS[types[name]]), missing | marks[name] if name in marks else missing)
-            for name, index in ((name, header.index(name)) for name in name_order(header))
-        ]  # fmt: skip
-
-    def __reduce__(self):  # its encoders are closures: sent to a worker as what builds them
-        return RowEncoder, self._arguments
-
-    def __call__(self, fields: Sequence[str]) -> tuple[bytes, dict[str, int | float | str]]:
-        entries, values = [], {}
-        for index, is_wanted, name, whole, parse, encode, missing in self._columns:
-            text = fields[index]
-            stripped = text.strip()
-            if stripped in missing:
-                continue
-            value = parse(text if whole else stripped)  # a string keeps its spaces
-            entries.append(encode(value))
-            if is_wanted:
-                values[name] = value
-        return example_of(entries), values
-
-    def first_bad(self, fields: Sequence[str]) -> str | None:
-        """The first column, in the header's order, whose present field does not parse as its type; None if none."""
-        for index, _, name, whole, parse, _, missing in sorted(self._columns, key=lambda column: column[0]):
-            text = fields[index]
-            stripped = text.strip()
-            if stripped in missing:
-                continue
-            try:
-                parse(text if whole else stripped)
-            except BadValue:
-                return name
-        return None
+PARSERS = {"string": str, "int": _parse_int, "float": parse_float, "bool": _parse_bool}
 
 
 def infer_types(
@@ -363,9 +282,24 @@ def table_facts(
         numbered = header[0]
     check_columns(header, label, problem_type, key, declared)
     check_features(header, label, key, numbered)
+    if problem_type == "classification" and isinstance(label, str):
+        check_classes(label, types[label], values)
     if problem_type == "regression" and types[label] not in ("int", "float"):
         raise ValueError(f"data.label: regression needs a numeric label; column {label!r} is {types[label]}")
     return SourceFacts(list(header), types, problem_type, reason, sorted(set(values)), len(values), numbered=numbered)
+
+
+def check_classes(label: str, kind: str, values: Sequence[str]) -> None:
+    """Refuses a classification whose sampled label values average under 2 rows a class (more than two of them): a
+    name or an identifier (MASS's Cars93 by its `Model`: 93 values in 93 rows), whose test rows hold classes the
+    training rows never show, so that every prediction is wrong (the run was BLESSED at accuracy 0)."""
+    distinct = len({parse_value(value, kind) if parses(value, kind) else value for value in values})
+    if distinct > 2 and len(values) < 2 * distinct:
+        raise ValueError(
+            f"data.label: {label!r} holds {distinct} distinct values in {len(values)} sampled rows, fewer than 2 a "
+            "class: a name or an identifier, whose test rows would be classes no training row shows (choose "
+            "another label, or data.problem_type: regression for a quantity)"
+        )
 
 
 def check_features(header: Sequence[str], label: Any, key: Any, numbered: str | None = None) -> None:

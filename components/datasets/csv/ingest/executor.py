@@ -36,6 +36,7 @@ from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash
 from kflow.components.datasets.tabular.dataset import INFER_ROWS
 from kflow.components.datasets.tabular.examples import SOURCE_ROW
+from kflow.components.datasets.tabular.row_encoder import RowEncoder
 from kflow.components.datasets.tabular.table_ingest import Table, TableReader, ingest_table
 from kflow.components.ingest import ingest_staging
 from kflow.components.ingest.compressed import needs_decoding, open_source
@@ -140,9 +141,9 @@ class ChunkProcessor:
     marks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (column, marks also missing there: `?`) (missing_marks)
 
     @functools.cached_property
-    def _encoder(self) -> cols.RowEncoder:
+    def _encoder(self) -> RowEncoder:
         wanted, written = {self.label, self.key} - {None}, dict.fromkeys(self.written, self.dialect.number_style)
-        return cols.RowEncoder(self.header, self.types, self.dialect.missing, wanted, written, dict(self.marks))
+        return RowEncoder(self.header, self.types, self.dialect.missing, wanted, written, dict(self.marks))
 
     def __call__(self, chunk: Chunk) -> tuple[list, list]:
         accepted, found = [], []

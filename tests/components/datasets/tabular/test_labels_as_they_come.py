@@ -104,3 +104,26 @@ def test_whole_numbers_are_classes_only_when_each_averages_two_rows(values, expe
     from kflow.components.datasets.tabular.columns import infer_problem_type
 
     assert infer_problem_type("y", "int", values)[0] == expected
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_label_of_a_name_a_row_is_refused_by_validate_and_the_ingest_alike(tmp_path, fmt):
+    """scikit-learn's wines labelled by a name each (as MASS's Cars93 by its `Model`: 93 values in 93 rows): every
+    test row would be a class no training row shows, and the run was BLESSED at accuracy 0. Refused in one line by
+    the inspection `kflow validate` runs and by the ingest; three cultivars in the same rows still train."""
+    frame = wine([f"wine {index}" for index in range(178)])
+    for folder in ("named", "cultivars"):
+        (tmp_path / folder).mkdir()
+    with pytest.raises(ValueError, match=r"^data.label: 'label' holds 178 distinct values in 178 sampled rows, fewer"):
+        classes_and_indices(tmp_path / "named", frame, fmt)
+
+    from kflow.components.datasets.tabular.columns import table_facts
+
+    header, types = ["x", "label"], {"x": "float", "label": "int"}
+    refused = [str(index % 61) for index in range(120)]  # 61 codes in 120 rows: under 2 rows a class
+    with pytest.raises(ValueError, match="fewer than 2 a class"):
+        table_facts(header, types, "label", "classification", None, {}, refused)
+    kept = [str(index % 60) for index in range(120)]  # 2 rows a class
+    assert table_facts(header, types, "label", "classification", None, {}, kept).problem_type == "classification"
+    classes, _ = classes_and_indices(tmp_path / "cultivars", wine(["a", "b", "c"]), fmt)
+    assert classes == ["a", "b", "c"]

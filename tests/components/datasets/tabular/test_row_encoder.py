@@ -9,6 +9,7 @@ import pytest
 from tensorflow.core.example import example_pb2
 
 from kflow.components.datasets.tabular import columns as cols
+from kflow.components.datasets.tabular.row_encoder import RowEncoder
 
 HEADER = ("score", "count", "name", "ok", "Zone", "é")
 TYPES = {"score": "float", "count": "int", "name": "string", "ok": "bool", "Zone": "string", "é": "int"}
@@ -37,7 +38,7 @@ def _expected(fields: list[str], wanted: tuple[str, ...]) -> tuple[bytes, dict]:
 
 
 def test_it_gives_the_example_that_parsing_each_field_and_serialising_gives():
-    encode = cols.RowEncoder(HEADER, TYPES, MISSING, wanted=["count", "name"])
+    encode = RowEncoder(HEADER, TYPES, MISSING, wanted=["count", "name"])
     chosen = random.Random(7)
     for _ in range(500):
         fields = [_field(chosen, TYPES[name]) for name in HEADER]
@@ -50,7 +51,7 @@ def test_it_gives_the_example_that_parsing_each_field_and_serialising_gives():
 
 
 def test_a_field_that_does_not_parse_is_refused_and_the_encoder_travels_pickled():
-    encode = pickle.loads(pickle.dumps(cols.RowEncoder(HEADER, TYPES, MISSING, wanted=["score"])))
+    encode = pickle.loads(pickle.dumps(RowEncoder(HEADER, TYPES, MISSING, wanted=["score"])))
     good = ["2.5", "3", "n", "yes", "z", "1"]
     assert encode(good)[1] == {"score": 2.5}
     for column, text in ((0, "inf"), (1, "3.5"), (3, "maybe"), (1, str(2**63))):

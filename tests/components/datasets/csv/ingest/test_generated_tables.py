@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from kflow.components.datasets.csv.ingest import source as csv_source
 from kflow.components.datasets.csv.ingest.header import column_names, split_row
 from kflow.components.datasets.tabular import columns as cols
+from kflow.components.datasets.tabular.row_encoder import RowEncoder
 
 EXAMPLES = int(os.environ.get("KFLOW_FUZZ_EXAMPLES", "60"))
 CELLS = [
@@ -57,7 +58,7 @@ def test_a_table_is_refused_in_one_line_or_every_record_is_read_or_refused_by_co
         return
     event("read")
     dialect = csv_source.Dialect()  # UTF-8, a decimal point: as inspect_source reads these tables
-    encode = cols.RowEncoder(
+    encode = RowEncoder(
         facts.header, facts.types, dialect.missing, [label],
         dict.fromkeys(facts.written, dialect.number_style), facts.missing_marks,
     )  # fmt: skip

@@ -10,6 +10,7 @@ from sklearn.datasets import load_diabetes
 
 from kflow.components.datasets.csv.ingest import source as csv_source
 from kflow.components.datasets.tabular import columns as cols
+from kflow.components.datasets.tabular.row_encoder import RowEncoder
 from kflow.components.datasets.tabular.written_numbers import GROUPED_BY_COMMAS, GROUPED_BY_POINTS, UNGROUPED, plain
 from kflow.components.util.schema import annotation_tags, load_schema
 from kflow.pipeline.cli.main import main
@@ -110,7 +111,7 @@ def test_what_is_a_number_so_written(text, style, number):
 
 def test_a_row_encoder_reads_written_numbers_only_in_their_columns():
     types = {"price": "float", "rate": "float"}
-    encode = cols.RowEncoder(["price", "rate"], types, frozenset(["", "NA"]), ["price", "rate"], {"price": US})
+    encode = RowEncoder(["price", "rate"], types, frozenset(["", "NA"]), ["price", "rate"], {"price": US})
     assert encode(["$1,234.50", "0.5"])[1] == {"price": 1234.5, "rate": 0.5}
     with pytest.raises(cols.BadValue):
         encode(["1", "5%"])
