@@ -1,8 +1,8 @@
 """Files that may be compressed, as datasets are downloaded (Kaggle's `train.csv.zip`, `.csv.gz`, `.csv.bz2`,
-`.csv.xz`): told by their first bytes, not their names, and read decompressed. A ZIP archive is read when it holds
-one file (its folders and macOS' `__MACOSX/` copies aside); an Office document (an .xlsx workbook is a ZIP) or an
-archive of several files is refused in one line. Text in UTF-16 (Excel's "Unicode Text", told by its byte-order
-mark) is read as UTF-8."""
+`.csv.xz`, `.csv.zst` as pandas and DuckDB write it): told by their first bytes, not their names, and read
+decompressed. A ZIP archive is read when it holds one file (its folders and macOS' `__MACOSX/` copies aside); an
+Office document (an .xlsx workbook is a ZIP) or an archive of several files is refused in one line. Text in UTF-16
+(Excel's "Unicode Text", told by its byte-order mark) is read as UTF-8."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ import zipfile
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
-# (magic, compression): zstd is not among them (no reader in the standard library before Python 3.14).
-_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"PK\x03\x04", "zip"))
+# (magic, compression); zstd is read by `zstandard` (Apache Beam's own dependency: none in the standard library before
+# Python 3.14).
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"PK\x03\x04", "zip"), (b"\x28\xb5\x2f\xfd", "zstd"))
 
 
 def compression(path: str) -> str | None:
-    """The compression the file's first bytes say: gzip, bzip2, xz or zip; None when they say none."""
+    """The compression the file's first bytes say: gzip, bzip2, xz, zip or zstd; None when they say none."""
     with _open(path) as file:
         start = file.read(10)
     if start[:3] == b"BZh" and start[4:10] == b"1AY&SY":
@@ -58,8 +59,17 @@ def _decompressed(path: str) -> BinaryIO:
     kind = compression(path)
     if kind == "zip":
         return _ZipMember(path)
-    opener = {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open}.get(kind)  # type: ignore[arg-type]
+    opener = {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open, "zstd": _zstd_open}.get(kind)  # type: ignore
     return opener(_open(path), "rb") if opener else _open(path)  # type: ignore[return-value]
+
+
+def _zstd_open(file: BinaryIO, mode: str) -> BinaryIO:
+    """A zstd file's bytes as a buffered stream (its frames one after another, as `zstd` and pandas write them; the
+    reader alone is not iterable by lines)."""
+    import zstandard
+
+    reader = zstandard.ZstdDecompressor().stream_reader(file, read_across_frames=True, closefd=True)
+    return io.BufferedReader(reader)  # type: ignore[arg-type]
 
 
 class _ZipMember(io.BufferedIOBase):

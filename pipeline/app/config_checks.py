@@ -203,7 +203,7 @@ def _source(config: PipelineConfig) -> list[str]:
         if facts is None:
             return []
     except ValueError as error:  # its message names the field
-        return [str(error)]
+        return [str(error) or f"data.source.path: cannot be read ({type(error).__name__})"]
     except OSError as error:  # the OS's message names a file, not the field (a name too long, a folder unreadable)
         return [f"data.source.path: cannot be read ({error.strerror or error})"]
     metrics = dataset.metrics_class()

@@ -39,7 +39,7 @@ OTHER_FORMATS = (
     (b"\x89HDF\r\n\x1a\n", "an HDF5 file", "write the table as CSV or Parquet"),
     (b"\x1f\x8b", "gzip-compressed", "name it .csv.gz (a CSV) or decompress it"),
     (b"\xfd7zXZ\x00", "xz-compressed", "decompress it"),
-    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "decompress it, or gzip it as .csv.gz"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "set data.dataset: csv for a compressed CSV, or decompress it"),
 )
 
 

@@ -51,8 +51,13 @@ def write(kind, path, frame):
         frame.to_json(path, orient="records", lines=True)
     elif kind == "json":
         frame.to_json(path, orient="records", indent=1)
-    elif kind == "zstd":  # the frame's magic and header: no reader for it here
-        path.write_bytes(b"\x28\xb5\x2f\xfd" + text.encode())
+    elif kind == "zst":  # two frames, as `zstd` writes a file appended to and pandas' to_csv(compression="zstd")
+        import zstandard
+
+        half = len(text) // 2
+        path.write_bytes(
+            b"".join(zstandard.ZstdCompressor().compress(part.encode()) for part in (text[:half], text[half:]))
+        )
     elif kind == "sqlite":
         with sqlite3.connect(path) as connection:
             frame.to_sql("iris", connection, index=False)
@@ -68,10 +73,10 @@ def write(kind, path, frame):
     return path
 
 
-@pytest.mark.parametrize("kind", ["zip", "bz2", "xz", "gz"])
+@pytest.mark.parametrize("kind", ["zip", "bz2", "xz", "gz", "zst"])
 def test_a_compressed_csv_is_read_whole_as_downloaded(tmp_path, iris, kind):
-    """Kaggle serves `train.csv.zip`, archives `.csv.bz2` and `.csv.xz`: read decompressed (staged, then cut into
-    chunks like a plain file), every record, the same as the plain CSV's."""
+    """Kaggle serves `train.csv.zip`, archives `.csv.bz2` and `.csv.xz`, pandas and DuckDB write `.csv.zst`: read
+    decompressed (staged, then cut into chunks like a plain file), every record, the same as the plain CSV's."""
     path = write(kind, tmp_path / f"iris.csv.{kind}", iris)
     facts = csv_source.inspect_source(source_path=str(path), label="target")
     assert facts.header == list(iris) and facts.sampled == len(iris)
@@ -92,7 +97,6 @@ def test_a_compressed_csv_is_read_whole_as_downloaded(tmp_path, iris, kind):
         ("zip of two", "is a ZIP archive of 2 files (iris.csv, more/iris.csv): unzip it and set data.source.path"),
         ("sqlite", "is an SQLite database, not CSV"),
         ("hdf5", "is an HDF5 file, not CSV"),
-        ("zstd", "is zstd-compressed, not CSV"),
         ("json lines", "is JSON, not CSV: write it as Parquet or CSV"),
         ("json", "is JSON, not CSV"),
     ],
