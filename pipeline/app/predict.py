@@ -269,9 +269,11 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
     parameters["key"] = key
     missing = [name for name in needed if name not in header]
     if missing:
+        others = [name for name in header if name not in needed]  # a column renamed since training, or recased
         raise ConfigError(
-            [f"{data}: no column {', '.join(map(repr, missing))}, which the model reads (it reads {', '.join(needed)})"]
-        )
+            [f"{data}: no column {', '.join(map(repr, missing))}, which the model reads (it reads {', '.join(needed)})"
+             f"{did_you_mean(missing[0], others)}"]
+        )  # fmt: skip
     # Read as the model was trained: a column of whole numbers here may have held decimals in training.
     parameters["columns"] = {name: annotation_tags(trained, name).get("kflow_type", "string") for name in needed}
     return cls("score_ingest", parameters=parameters)

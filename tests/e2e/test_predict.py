@@ -197,6 +197,17 @@ def test_a_column_the_model_reads_missing_is_one_line(trained, tmp_path, capsys)
     assert "no column 'petal_width', which the model reads" in err
     assert not (tmp_path / "o").exists()
 
+    # The column renamed since training (as a spreadsheet's export capitalises it): the line names the likely one.
+    with (tmp_path / "renamed.csv").open("w", newline="") as table:
+        writer = csv.writer(table)
+        writer.writerow(["id", "sepal_length", "sepal_width", "petal_length", "Petal Width"])
+        writer.writerow([rows[0][name] for name in ("id", "sepal_length", "sepal_width", "petal_length")] + [0.2])
+    code = main(
+        ["predict", str(root / "iris.yaml"), "--data", str(tmp_path / "renamed.csv"), "-o", str(tmp_path / "o")]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.rstrip().endswith("; did you mean Petal Width?"), err
+
 
 def test_an_absent_key_column_is_one_line(trained, tmp_path, capsys):
     root, _, _ = trained
