@@ -2,17 +2,41 @@
 
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+from kflow.pipeline.dsl.scratch import scratch_dir
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
 
 # Keep TensorFlow's C++ start-up chatter out of test output.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_temp_folder(tmp_path_factory):
+    """Every temporary file the tests and the processes they start make lands in one folder, removed when the
+    session ends: a process a test kills on purpose (a cancelled run, a crashed worker) cannot remove its own (Beam's
+    `beam-pipeline-temp*`, TensorFlow's `__autograph_generated_file*.py`): a session left dozens in /tmp."""
+    tmp_path_factory.getbasetemp()  # pytest's own folders stay where they are (/tmp/pytest-of-<user>), kept for a look
+    folder = scratch_dir("tests")  # named as kflow's scratch: `kflow gc` removes it if the session is killed
+    saved = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"] = tempfile.tempdir = folder
+    try:
+        yield folder
+    finally:
+        if saved[0] is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved[0]
+        tempfile.tempdir = saved[1]
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 _LOGGERS = ("", "kflow")  # root, and kflow's own
