@@ -263,7 +263,7 @@ class ImageConverter:
                 image = image if image.mode == wanted else image.convert(wanted)
                 image = self.fitted(image)
         except UnidentifiedImageError:
-            return None, ("not_an_image", {"error": "Pillow does not recognise the file as an image"})
+            return None, ("not_an_image", {"error": _unrecognised(handle)})
         except Image.DecompressionBombError as error:
             return None, ("too_large", {"error": str(error)})
         except (OSError, SyntaxError, ValueError) as error:  # What Pillow raises for broken image data.
@@ -329,3 +329,13 @@ def eight_bits(image: Any) -> tuple[Any, str | None]:
             return None, f"{image.mode} pixels from {low:g} to {high:g}: not 8-bit values, and their depth is unknown"
         return Image.fromarray(values.astype(np.uint8), "L"), None
     return image, None
+
+
+def _unrecognised(handle: Any) -> str:
+    """Why Pillow read no image from `handle`: an empty file (a copy or a download cut short, a placeholder), or
+    bytes of no image format it knows."""
+    try:
+        empty = handle.seek(0, 2) == 0
+    except (AttributeError, OSError, ValueError):
+        empty = False
+    return "the file is empty (0 bytes)" if empty else "Pillow does not recognise the file as an image"

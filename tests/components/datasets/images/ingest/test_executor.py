@@ -51,6 +51,7 @@ def shapes(tmp_path):
         save(root / "square" / f"s{index}.jpg", np.full((5, 5, 3), (200, 100, 0)), "RGB")
     truncate(save(root / "circle" / "broken.png", np.random.default_rng(0).integers(0, 255, (64, 64)), "L"))
     (root / "square" / "notes.png").write_text("not an image at all\n")
+    (root / "square" / "empty.jpg").touch()  # a copy cut short
     (root / ".cache").mkdir()
     (root / ".cache" / "x.png").write_text("ignored: hidden")
     return root
@@ -59,13 +60,18 @@ def shapes(tmp_path):
 def test_folders_become_images_of_the_declared_size_and_broken_files_are_rejected(shapes, tmp_path):
     summary, examples, schema, rejects = ingest(tmp_path / "out", source_path=str(shapes), image={"size": [4, 4]})
 
-    assert summary["read"] == 14 and summary["rejected"] == 2
+    assert summary["read"] == 15 and summary["rejected"] == 3
     assert summary["train"] + summary["eval"] + summary["test"] == 12
     reasons = {entry["position"]: entry["reason"] for entry in rejects.read()}
-    assert reasons == {"circle/broken.png": "truncated", "square/notes.png": "not_an_image"}
+    assert reasons == {"circle/broken.png": "truncated", "square/notes.png": "not_an_image",
+                       "square/empty.jpg": "not_an_image"}  # fmt: skip
+    errors = {entry["position"]: entry["error"] for entry in rejects.read()}
+    assert errors["square/empty.jpg"] == "the file is empty (0 bytes)"
+    assert errors["square/notes.png"] == "Pillow does not recognise the file as an image"
     assert {entry["record"]["path"] for entry in rejects.read()} == {
         str(shapes / "circle" / "broken.png"),
         str(shapes / "square" / "notes.png"),
+        str(shapes / "square" / "empty.jpg"),
     }
     found = records(examples)
     assert found["circle/c3.png"][0] == 0 and found["square/s0.jpg"][0] == 1
