@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kflow.components.datasets.tabular.table_spec import label_parameters, table_ingest_spec
+from kflow.components.datasets.tabular.table_spec import INFERRED_PROBLEM_TYPE, label_parameters, table_ingest_spec
 from kflow.pipeline.dsl.component import Component, Parameter
 
 
@@ -13,7 +13,7 @@ class TfRecordIngest(Component):
         reading=label_parameters(
             thing="feature",
             position="FILE#INDEX",
-            problem_type="classification",
+            problem_type=INFERRED_PROBLEM_TYPE,
             split_files=Parameter(
                 dict,
                 optional=True,

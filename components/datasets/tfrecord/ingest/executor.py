@@ -34,6 +34,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from google.protobuf import text_format
 
+from kflow.components.datasets.tabular.columns import check_classes, infer_problem_type
 from kflow.components.datasets.tabular.examples import (
     KINDS,
     SOURCE_ROW,
@@ -66,7 +67,7 @@ def run(**parameters: Any) -> dict[str, Any]:
 class TfRecordReader(TableReader):
     dataset: ClassVar[str] = "tfrecord"
     formats: ClassVar[tuple[str, ...]] = ("tfrecord",)
-    problem_type: str | None = "classification"
+    problem_type: str | None = None  # None: inferred from the sampled labels, as a CSV's
     split_files: dict[str, str] | None = None
     infer_records: int = 1000
 
@@ -79,13 +80,18 @@ class TfRecordReader(TableReader):
             for index, path in enumerate(files)
             if is_gzip(path)
         }
-        found = scan(files, self.infer_records, job.max_records, self.key, readable)
-        types = found.types
         label, key = self.label, self.key
+        found = scan(files, self.infer_records, job.max_records, key, readable, label)
+        types = found.types
         problem_type = None if label is None else self.problem_type  # data to score: no label, no task
+        if label in types and problem_type is None:  # as a CSV's: a float label was 400 "classes" of 442 rows
+            problem_type, reason = infer_problem_type(label, types[label], found.labels)
+            log.info("tfrecord ingest: data.problem_type not set: %s, as %s", problem_type, reason)
         check_problem_type(label, problem_type, key, list(types))
         if problem_type == "regression" and types[label] not in ("int", "float"):
             raise ValueError(f"data.label: regression needs a numeric label; feature {label!r} is {types[label]}")
+        if problem_type == "classification":
+            check_classes(label, types[label], found.labels)
         log.info("tfrecord ingest: %d records in %d file(s); feature types %s", found.read, len(files), types)
         chunks = [replace(chunk, split=assignment[chunk.source] if assignment else None) for chunk in found.chunks]
         processor = RecordProcessor(types, label, problem_type, key)
@@ -150,14 +156,20 @@ class Scan:
     read: int = 0
     types: dict[str, str] = field(default_factory=dict)
     chunks: list[FileChunk] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)  # the label's value in each sampled record that holds one
 
 
 def scan(
-    files: list[str], infer_records: int, max_records: int | None, key: str | None, readable: dict[str, str]
+    files: list[str],
+    infer_records: int,
+    max_records: int | None,
+    key: str | None,
+    readable: dict[str, str],
+    label: str | None = None,
 ) -> Scan:
     """One pass over the files: the records (a broken record counts once and ends its file) cut into chunks,
-    the feature types, and the records whose key an earlier record has (parsed only when a key is declared;
-    found with 16 bytes a record: `components/ingest/repeats.py`)."""
+    the feature types, the `label`'s values in the sampled records, and the records whose key an earlier record
+    has (parsed only when a key is declared; found with 16 bytes a record: `components/ingest/repeats.py`)."""
     found, sampled, keys = Scan(), 0, RepeatFinder()
     firsts = []  # Each chunk's first record, counted over all files.
     for path in files:
@@ -181,6 +193,8 @@ def scan(
                         kind = KINDS.get(feature.WhichOneof("kind") or "")
                         if kind is not None:
                             found.types.setdefault(name, kind)
+                    if label is not None and _holds(example, label):
+                        found.labels.append(_value(example, label))
                 if example is not None and key is not None and example.features.feature[key].WhichOneof("kind"):
                     keys.add(_value(example, key).encode(), found.read - 1)
             if chunk["count"] == CHUNK_RECORDS:
@@ -238,6 +252,13 @@ class RecordProcessor:
                 record += example_of([feature_encoder(SOURCE_ROW, "bytes")(position)])
             accepted.append((key, group, record))
         return accepted, found
+
+
+def _holds(example: Any, name: str) -> bool:
+    """Whether the example holds a value of the feature `name`."""
+    feature = example.features.feature.get(name)
+    kind = feature.WhichOneof("kind") if feature is not None else None
+    return kind is not None and len(getattr(feature, kind).value) > 0
 
 
 def _value(example: Any, name: str) -> str:

@@ -139,3 +139,38 @@ def test_gzip_is_told_by_its_bytes(tmp_path):
     source.write_bytes(gzip.compress(plain.read_bytes()))
     summary, _, _, _ = ingest(tmp_path, source, split={"train": 1, "eval": 1, "test": 1})
     assert summary["read"] == 30 and summary["rejected"] == 0
+
+
+def test_the_task_is_inferred_from_the_sampled_labels_as_a_tables(tmp_path):
+    """scikit-learn's diabetes (a float target: 214 distinct values in 442 rows) as TFRecords: regression, as its CSV
+    is (the task was classification unless set: 214 classes); iris with its classes coded 0.0, 1.0, 2.0:
+    classification; a label naming each record: refused in one line; a task set is kept."""
+    from sklearn.datasets import load_diabetes
+
+    diabetes = load_diabetes(as_frame=True).frame
+    records = []
+    for _, row in diabetes.iterrows():
+        example = tf.train.Example()
+        for name, value in row.items():
+            example.features.feature[name].float_list.value.append(float(value))
+        records.append(example.SerializeToString())
+    source = write(tmp_path / "diabetes.tfrecord", records)
+    _, _, schema, _ = ingest(tmp_path / "diabetes", source, label="target")
+    assert annotation_tags(load_schema(schema.file), "target")["task"] == "regression"
+    _, _, schema, _ = ingest(tmp_path / "set", source, label="target", problem_type="classification")
+    assert annotation_tags(load_schema(schema.file), "target")["task"] == "classification"
+
+    rows = iris_rows()
+    codes = {name: float(index) for index, name in enumerate(sorted({row[-1] for row in rows}))}
+    coded_records = []
+    for row in rows:
+        example = tf.train.Example.FromString(iris_example(row, species=None))
+        example.features.feature["species"].float_list.value.append(codes[row[-1]])
+        coded_records.append(example.SerializeToString())
+    coded = write(tmp_path / "coded.tfrecord", coded_records)
+    _, _, schema, _ = ingest(tmp_path / "coded", coded)
+    assert annotation_tags(load_schema(schema.file), "species")["task"] == "classification"
+
+    named = write(tmp_path / "named.tfrecord", [iris_example(row, species=f"flower {i}") for i, row in enumerate(rows)])
+    with pytest.raises(ValueError, match=r"^data.label: 'species' holds 150 distinct values in 150 sampled rows"):
+        ingest(tmp_path / "named", named)
