@@ -81,7 +81,7 @@ def _problem_type(problem_type: str) -> Parameter:
             str,
             optional=True,
             description="classification | regression; unset: inferred from the label (decimals: regression; "
-            "strings, booleans, up to 20 whole numbers: classification; more: refused, asking).",
+            "strings, booleans, up to 20 whole numbers: classification; more: regression).",
         )
     return Parameter(str, default=problem_type, description="classification | regression.")
 

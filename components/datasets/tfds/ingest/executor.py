@@ -45,7 +45,7 @@ def run(**parameters: Any) -> dict[str, Any]:
 @dataclass(frozen=True)
 class TfdsReader(TableReader):
     dataset: ClassVar[str] = "tfds"
-    problem_type: str | None = "classification"
+    problem_type: str | None = None  # None: a float label is a regression, any other a classification
     tfds: dict[str, Any] | None = None
 
     def scan(self, job: IngestJob, staging: Any) -> Table:
@@ -59,8 +59,13 @@ class TfdsReader(TableReader):
         label = self.label
         if label is None and builder.info.supervised_keys:
             label = builder.info.supervised_keys[1]
-        check_problem_type(label, self.problem_type, None, list(kinds))
-        if self.problem_type == "regression" and kinds[label] == "string":
+        problem_type = self.problem_type
+        if problem_type is None and label in kinds:  # a float label was classification unless set: a class a price
+            problem_type = "regression" if kinds[label] == "float" else "classification"
+            log.info("tfds ingest: data.problem_type not set: %s, as the label %r is %s", problem_type, label,
+                     "a float" if kinds[label] == "float" else f"{kinds[label]} (a class label)")  # fmt: skip
+        check_problem_type(label, problem_type, None, list(kinds))
+        if problem_type == "regression" and kinds[label] == "string":
             raise ValueError(f"data.label: regression needs a numeric label; feature {label!r} is a string")
         sizes = split_sizes(builder, options, job.max_records)
         chunks = tfds_chunks(sizes, options, CHUNK)
@@ -68,7 +73,7 @@ class TfdsReader(TableReader):
         log.info("tfds ingest: %s %s, %d records: %s", options["name"], builder.info.version, read, sizes)
         processor = ChunkProcessor(source, tuple(columns))
         name = f"{options['name']} {builder.info.version}"
-        return Table([name], kinds, label, self.problem_type, read, chunks, processor, tuple(options["splits"]))
+        return Table([name], kinds, label, problem_type, read, chunks, processor, tuple(options["splits"]))
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,24 @@ def test_a_prepared_dataset_is_ingested_offline_for_the_tabular_task(data_dir, t
     assert floats == ["petal_length", "petal_width", "sepal_length", "sepal_width"]
 
 
+def test_a_float_label_is_a_regression_unless_the_task_is_set(data_dir, tmp_path):
+    """A float label (iris's petal length) was classification unless data.problem_type said otherwise: a class a
+    length. Now it is a regression, and the class label a classification, as a CSV's would be."""
+    splits = {"train": "train[:90%]", "eval": "train[90%:]", "test": "test"}
+    tfds_options = {"name": "kflow_iris_local", "splits": splits}
+
+    def task(root, **parameters):
+        schema = Schema(root / "schema")
+        run(examples=Examples(root / "ex"), schema=schema, rejects=Rejects(root / "rej"), source_path=str(data_dir),
+            tfds=tfds_options, **parameters)  # fmt: skip
+        label = parameters.get("label", "species")
+        return annotation_tags(load_schema(schema.file), label)["task"]
+
+    assert task(tmp_path / "length", label="petal_length") == "regression"
+    assert task(tmp_path / "species") == "classification"  # the builder's supervised ClassLabel
+    assert task(tmp_path / "set", label="petal_length", problem_type="classification") == "classification"
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
