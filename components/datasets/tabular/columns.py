@@ -111,9 +111,7 @@ def infer_problem_type(label: str, kind: str, values: Sequence[str]) -> tuple[st
     MAX_INFERRED_CLASSES distinct values and a quantity beyond, or when more than two values average under 2 rows
     each (a small table's years or counts: HSAUR's BCG, 13 rows of 12 years); numbers with decimals are a
     quantity."""
-    distinct = len(set(values))
-    if kind in ("int", "float"):  # `1` and `1.0` are one value
-        distinct = len({parse_value(value, kind) for value in values if parses(value, kind)})
+    distinct = _distinct(values, kind)
     rule = f"the label {label!r} holds {distinct} distinct"
     if kind in ("int", "float"):
         whole = kind == "int" or all(parses(value, "int") for value in values)
@@ -124,7 +122,7 @@ def infer_problem_type(label: str, kind: str, values: Sequence[str]) -> tuple[st
                 f"{rule} whole numbers, more than {MAX_INFERRED_CLASSES} (set data.problem_type: classification if "
                 "they are class ids)"
             )
-        if distinct > 2 and len(values) < 2 * distinct:
+        if _thin(distinct, len(values)):
             return "regression", (
                 f"{rule} whole numbers in {len(values)} rows, fewer than 2 a value: a quantity, as classes so thin "
                 "could not be learnt (set data.problem_type: classification if they are class ids)"
@@ -134,6 +132,19 @@ def infer_problem_type(label: str, kind: str, values: Sequence[str]) -> tuple[st
             "a quantity)"
         )
     return "classification", f"{rule} {kind} values"
+
+
+def _distinct(values: Sequence[str], kind: str) -> int:
+    """How many distinct label values: of numbers, as numbers (`1` and `1.0` are one; a stray text, which the ingest
+    rejects as a bad value, none)."""
+    if kind in ("int", "float"):
+        return len({parse_value(value, kind) for value in values if parses(value, kind)})
+    return len(set(values))
+
+
+def _thin(distinct: int, rows: int) -> bool:
+    """Whether more than two label values average under 2 rows each: classes too thin to learn."""
+    return distinct > 2 and rows < 2 * distinct
 
 
 def _narrowest(values: list[str]) -> str:
@@ -293,8 +304,8 @@ def check_classes(label: str, kind: str, values: Sequence[str]) -> None:
     """Refuses a classification whose sampled label values average under 2 rows a class (more than two of them): a
     name or an identifier (MASS's Cars93 by its `Model`: 93 values in 93 rows), whose test rows hold classes the
     training rows never show, so that every prediction is wrong (the run was BLESSED at accuracy 0)."""
-    distinct = len({parse_value(value, kind) if parses(value, kind) else value for value in values})
-    if distinct > 2 and len(values) < 2 * distinct:
+    distinct = _distinct(values, kind)
+    if _thin(distinct, len(values)):
         raise ValueError(
             f"data.label: {label!r} holds {distinct} distinct values in {len(values)} sampled rows, fewer than 2 a "
             "class: a name or an identifier, whose test rows would be classes no training row shows (choose "
