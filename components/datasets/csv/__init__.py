@@ -1,4 +1,5 @@
-"""Any CSV: a tabular classification or regression task on the columns, the label named in the config."""
+"""Any CSV or JSON Lines file: a tabular classification or regression task on the columns, the label named in the
+config."""
 
 from kflow.components.datasets.tabular.dataset import tabular_dataset
 

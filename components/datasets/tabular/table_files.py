@@ -47,16 +47,23 @@ def other_format(start: bytes, expected: str) -> str | None:
     """`is <what>, not <expected>: <what to do>` when the bytes a file starts with are another known format's."""
     if start[:3] == b"BZh" and start[4:10] == b"1AY&SY":
         return f"is bzip2-compressed, not {expected}: decompress it"
-    if _JSON.match(start.removeprefix(b"\xef\xbb\xbf")):  # an object, or an array of them or of values
-        return (f"is JSON, not {expected}: write it as Parquet or CSV (pandas: read_json(path, lines=True) for "
-                "JSON Lines, then to_parquet)")  # fmt: skip
+    text = start.removeprefix(b"\xef\xbb\xbf")
+    if _JSON_ARRAY.match(text):
+        return (f"is a JSON array, not {expected}: write it as JSON Lines, an object a line, which the csv dataset "
+                "reads (pandas: read_json(path).to_json(new_path, orient='records', lines=True))")  # fmt: skip
+    if _JSON_OBJECT.match(text) and expected != "JSON Lines":
+        fix = (
+            "set data.source.format: jsonl (or auto)" if expected == "CSV" else "set data.dataset: csv (it reads them)"
+        )
+        return f"is JSON Lines (a JSON object a line), not {expected}: {fix}"
     for magic, what, fix in OTHER_FORMATS:
         if start.startswith(magic) and not (expected == "Parquet" and magic == b"PAR1"):
             return f"is {what}, not {expected}: {fix}"
     return None
 
 
-_JSON = re.compile(rb'\s*(?:\{\s*(?:"|$)|\[\s*(?:[{\["\d-]|$))')
+_JSON_OBJECT = re.compile(rb'\s*\{\s*(?:"|$)')
+_JSON_ARRAY = re.compile(rb'\s*\[\s*(?:[{\["\d-]|$)')
 
 
 def file_start(path: str, size: int = 16) -> bytes:

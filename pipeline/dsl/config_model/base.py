@@ -23,8 +23,8 @@ Schedule = Literal["constant", "cosine", "polynomial"]
 ProblemType = Literal["classification", "regression"]
 ColumnType = Literal["int", "float", "string", "bool"]
 SourceFormat = Literal[
-    "auto", "npz", "idx", "sklearn_digits", "tfds", "download", "csv", "kaggle", "tfrecord", "parquet", "folders",
-    "manifest",
+    "auto", "npz", "idx", "sklearn_digits", "tfds", "download", "csv", "jsonl", "kaggle", "tfrecord", "parquet",
+    "folders", "manifest",
 ]  # fmt: skip
 # The registered models (kflow.components.models registers exactly these; a test keeps the two equal).
 ModelName = Literal["mnist_convnet", "bert_mlm", "text_classifier", "tabular_mlp", "image_convnet"]

@@ -1,7 +1,8 @@
 """The CSV ingest component (CsvExampleGen-like): CSV files in, typed TFRecord Examples, a Schema and rejects out.
 
 Any CSV, streamed: one file, a folder of `*.csv`/`*.csv.gz` files or a glob pattern (sorted by
-name, every file with the same header); column types declared or inferred from a sample; one
+name, every file with the same header), or JSON Lines (json_lines.py: an object a line, its keys the
+columns); column types declared or inferred from a sample; one
 column is the label of a `classification` or `regression` task. The schema it writes tags the
 label (`role=label`, `task=...`), so the Trainer and the Evaluator need nothing else.
 """
@@ -15,8 +16,9 @@ from kflow.pipeline.dsl.component import Parameter
 class CsvIngest(InspectedTableIngest):
     spec = table_ingest_spec(
         "csv",
-        source="A CSV file (plain or gzipped), a folder of them, or a glob pattern.",
-        formats="auto | csv (the same: files are CSV).",
+        source="A CSV or JSON Lines file (plain or compressed), a folder of them, or a glob pattern.",
+        formats="auto | csv | jsonl (JSON Lines: an object a line, its keys the columns; auto: files that open a "
+        "JSON object are JSON Lines, others CSV).",
         reading=column_parameters(
             "FILE:LINE",
             "content",

@@ -34,6 +34,8 @@ class Dialect:
     missing: frozenset[str] = frozenset(cols.DEFAULT_MISSING)
     encoding: str | None = "utf-8"  # Python's codec name; None: not read yet
     decimal: str | None = "."  # ",": a number written with a decimal comma is read with a point; None: not read yet
+    delimited = True  # its fields are cut at the delimiter (JSON Lines': json_lines.JsonLines)
+    name = "CSV"
 
     @classmethod
     def from_options(cls, options: dict[str, Any] | None) -> Dialect:

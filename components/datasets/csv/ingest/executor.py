@@ -9,7 +9,8 @@ pipeline (components/ingest/beam_ingest.py) then parses each chunk in a worker. 
 is refused, the first that applies:
 
     filtered: missing_label (a record without a label: left out and counted, whatever their share)
-    invalid: unterminated_quote, undecodable (not in data.csv.encoding, UTF-8 unless set), bad_csv, wrong_field_count,
+    invalid: unterminated_quote, undecodable (not in data.csv.encoding, UTF-8 unless set), bad_csv (JSON Lines:
+             bad_json, a line that is no JSON object), wrong_field_count,
              bad_value (a value that does not parse as its column's type; the column is named),
              bad_label (regression: not a number), empty_key, duplicate_key
 
@@ -30,6 +31,7 @@ from typing import Any, ClassVar
 
 from kflow.components.datasets.csv.ingest.dialect import Dialect
 from kflow.components.datasets.csv.ingest.header import ENCODING_HINT
+from kflow.components.datasets.csv.ingest.json_lines import FORMAT, dialect_of
 from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.csv.ingest.source import resolve, scan_delimited, scan_files, source_facts
 from kflow.components.datasets.tabular import columns as cols
@@ -58,7 +60,7 @@ def run(**parameters: Any) -> dict[str, Any]:
 @dataclass(frozen=True)
 class CsvReader(TableReader):
     dataset: ClassVar[str] = "csv"
-    formats: ClassVar[tuple[str, ...]] = ("csv",)
+    formats: ClassVar[tuple[str, ...]] = ("csv", FORMAT)
     empty: ClassVar[str] = " after their header"
     columns: dict[str, str] | None = None
     csv_format: dict[str, Any] | None = None
@@ -66,13 +68,13 @@ class CsvReader(TableReader):
 
     def scan(self, job: IngestJob, staging: ingest_staging.Staging) -> Table:
         split = self.shares(job)
-        dialect = Dialect.from_options(self.csv_format)
         files = resolve(job.source_path)
         readable = {
             path: staging.plain_copy(path, f"source-{index:05d}.csv")
             for index, path in enumerate(files)
             if needs_decoding(path)
         }
+        dialect = dialect_of(files, job.source_format, self.csv_format, readable, job.max_records)
         named = cols.ColumnChoice(self.label, key=self.key, columns=self.columns).named
         sample = {"max_records": job.max_records, "sample": self.infer_rows, "readable": readable, "named": named}
         scan, dialect, read = scan_delimited(files, dialect, **sample)
@@ -83,7 +85,9 @@ class CsvReader(TableReader):
             scan = scan_files(files, dialect, key=self.key, **sample)
         types, problem_type = facts.types, facts.problem_type
         inferred = {name: kind for name, kind in types.items() if name not in (self.columns or {})}
-        log.info("csv ingest: %d records in %d file(s); inferred types %s", scan.read, len(files), inferred)
+        log.info(
+            "csv ingest: %d records in %d %s file(s); inferred types %s", scan.read, len(files), dialect.name, inferred
+        )
         widenable = frozenset(
             name
             for name, kind in inferred.items()
@@ -199,8 +203,8 @@ class ChunkProcessor:
             return b"", {}, [], (UNDECODABLE, {"error": f"{error}: {ENCODING_HINT}"})
         try:
             rows = self.dialect.split(text)
-        except csv.Error as error:
-            return b"", {}, [], ("bad_csv", {"error": str(error)})
+        except csv.Error as error:  # JSON Lines' BadJson says its own reason
+            return b"", {}, [], (getattr(error, "reason", "bad_csv"), {"error": str(error)})
         if len(rows) != 1 or len(rows[0]) != len(self.header):
             problem = ("wrong_field_count", {"expected": len(self.header), "found": [len(row) for row in rows]})
             return b"", {}, [], problem

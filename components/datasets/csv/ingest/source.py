@@ -24,6 +24,7 @@ from kflow.components.datasets.csv.ingest.header import (
     read_header,
     split_row,
 )
+from kflow.components.datasets.csv.ingest.json_lines import PATTERNS, dialect_of
 from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular import written_numbers
@@ -140,7 +141,7 @@ def _scan_encoded(files: list[str], dialect: Dialect, sample: dict[str, Any]) ->
 
 
 def _cutting_delimiter(header: list[str], dialect: Dialect, named: frozenset[str]) -> str | None:
-    if len(header) != 1 or not named or named <= set(header):
+    if len(header) != 1 or not named or named <= set(header) or not dialect.delimited:
         return None
     cuts = (mark for mark in ";\t|," if mark not in (dialect.delimiter, dialect.decimal))
     return next((mark for mark in cuts if named <= {name.strip() for name in header[0].split(mark)}), None)
@@ -148,7 +149,7 @@ def _cutting_delimiter(header: list[str], dialect: Dialect, named: frozenset[str
 
 def _check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
     """Refuses a header read as one column that another delimiter would cut, when the label is not that column."""
-    if len(header) != 1 or label is None or label in header:
+    if len(header) != 1 or label is None or label in header or not dialect.delimited:
         return
     other = next((mark for mark in ";\t|," if mark != dialect.delimiter and mark in header[0]), None)
     if other is not None:
@@ -185,8 +186,11 @@ def inspect_source(
     the field."""
     choice = cols.ColumnChoice.of(parameters)
     files = resolve(source_path)
-    dialect = Dialect.from_options(csv_format)
     sample = choice.infer_rows
+    source_format = parameters.get("source_format", "auto")
+    dialect = dialect_of(files, source_format, csv_format, {}, sample)
+    if not dialect.delimited and not choice.named <= set(dialect.header or ()):  # named by a line past the sample?
+        dialect = dialect_of(files, source_format, csv_format, {}, None)
     scan, dialect, read = scan_delimited(files[:1], dialect, max_records=sample, sample=sample, named=choice.named)
     allowed = parameters.get("max_invalid_fraction", 0.01)
     if scan.undecodable and scan.undecodable > allowed * scan.read:
@@ -219,8 +223,9 @@ def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:
 
 
 def resolve(source_path: str | None) -> list[str]:
-    """The CSV files: a file, a folder (its *.csv and *.csv.gz files) or a glob pattern, sorted by name."""
-    return table_files("csv", source_path, ("*.csv", "*.csv.gz"), "CSV file")
+    """The CSV (or JSON Lines) files: a file, a folder (its *.csv and *.csv.gz files, and JSON Lines': PATTERNS) or a
+    glob pattern, sorted by name."""
+    return table_files("csv", source_path, ("*.csv", "*.csv.gz", *PATTERNS), "CSV or JSON Lines file")
 
 
 @dataclass
@@ -260,7 +265,7 @@ def scan_files(
         source = (readable or {}).get(path, path)
         splittable = not needs_decoding(source)
         with open_source(source) as start:  # the first bytes, not the first line: a format's magic may hold a newline
-            if other := other_format(start.read(16), "CSV"):
+            if other := other_format(start.read(16), dialect.name):
                 raise ValueError(f"data.source.path: {path} {other}")
         with open_source(source) as stream:
             records = cut(stream, dialect.quote, delimiter=dialect.delimiter.encode())

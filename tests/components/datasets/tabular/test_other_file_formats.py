@@ -97,8 +97,7 @@ def test_a_compressed_csv_is_read_whole_as_downloaded(tmp_path, iris, kind):
         ("zip of two", "is a ZIP archive of 2 files (iris.csv, more/iris.csv): unzip it and set data.source.path"),
         ("sqlite", "is an SQLite database, not CSV"),
         ("hdf5", "is an HDF5 file, not CSV"),
-        ("json lines", "is JSON, not CSV: write it as Parquet or CSV"),
-        ("json", "is JSON, not CSV"),
+        ("json", "is a JSON array, not CSV: write it as JSON Lines, an object a line, which the csv dataset reads"),
     ],
 )
 def test_a_csv_config_names_the_format_it_was_given(tmp_path, iris, kind, said):
@@ -109,6 +108,12 @@ def test_a_csv_config_names_the_format_it_was_given(tmp_path, iris, kind, said):
 
 
 def test_a_parquet_config_given_a_csv_or_an_archive_says_so(tmp_path, iris):
+    with pytest.raises(
+        ValueError, match=r"\(it is JSON Lines \(a JSON object a line\), not Parquet: set data.dataset: csv"
+    ):
+        parquet_source.inspect_source(
+            source_path=str(write("json lines", tmp_path / "x.parquet", iris)), label="target"
+        )
     with pytest.raises(ValueError, match=r"\(it is text, a CSV\?: set data.dataset: csv\)$"):
         parquet_source.inspect_source(source_path=str(write("csv", tmp_path / "iris.parquet", iris)), label="target")
     with pytest.raises(ValueError, match=r"\(it is an SQLite database, not Parquet"):

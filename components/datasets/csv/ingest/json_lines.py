@@ -1,0 +1,134 @@
+"""JSON Lines read as a table: one JSON object a line, as pandas' `to_json(orient="records", lines=True)`, Hugging
+Face datasets' `to_json` and BigQuery's exports write them.
+
+The CSV ingest reads them with a dialect of their own (`JsonLines`), so everything it does for a CSV (types inferred
+from a sample, dates, numbers as reports write them, missing marks, keys, chunks, rejects) holds for them. The
+columns are the keys of every line's object, in the order they first appear: the driver reads each line once for
+them (`json_keys`), so a key that first shows up far down the file is a column, not a value lost. Each value is read
+as the text a CSV would hold for it (`as_text`): null or an absent key is missing, true and false are booleans,
+numbers are as written, strings as they are, and a list or an object is its JSON text (a string column). A line that
+is no JSON object is rejected (`bad_json`) with its FILE:LINE and text, as a CSV's broken record is.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kflow.components.datasets.csv.ingest.dialect import Dialect
+from kflow.components.ingest.compressed import open_source
+
+FORMAT = "jsonl"
+PATTERNS = ("*.jsonl", "*.jsonl.gz", "*.ndjson", "*.ndjson.gz")  # A folder's JSON Lines files (beside its CSVs).
+
+
+class BadJson(csv.Error):
+    """A line that is no JSON object: the ingest rejects it as `reason` (a csv.Error, as a broken CSV record is)."""
+
+    reason = "bad_json"
+
+
+@dataclass(frozen=True)
+class JsonLines(Dialect):
+    """The dialect of JSON Lines: `header` holds the keys (the columns), each line is one record (no quote spans
+    lines: JSON writes a newline in a string as `\\n`), UTF-8 (JSON's encoding; a UTF-16 file with its byte-order
+    mark is read as UTF-8 by `open_source`)."""
+
+    quotechar: str | None = None
+    delimited = False  # its fields are not cut at a delimiter: no delimiter to guess or to fix
+    name = "JSON Lines"
+
+    def split(self, text: str) -> list[list[str]]:
+        try:
+            value = json.loads(text.removeprefix("\ufeff"))
+        except (ValueError, RecursionError) as error:
+            raise BadJson(f"not JSON: {error}") from None
+        if not isinstance(value, dict):
+            raise BadJson(f"a JSON {_kind(value)}, not an object")
+        header = self.header or ()
+        return [[as_text(value.get(name)) for name in header]]
+
+
+def as_text(value: Any) -> str:
+    """A JSON value as the field of a CSV would hold it."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return repr(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _kind(value: Any) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+
+
+def is_json_lines(path: str) -> bool:
+    """Whether the (decompressed) file's first character that is not blank opens a JSON object."""
+    with open_source(path) as stream:
+        start = stream.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
+    return start.startswith(b"{")
+
+
+def json_keys(files: list[str], readable: dict[str, str], max_records: int | None) -> tuple[str, ...]:
+    """The keys of the files' objects in the order they first appear (lines that are no JSON object are passed
+    over: the ingest rejects them); a ValueError naming data.source.path when no line holds an object, or a key
+    is empty."""
+    keys: dict[str, None] = {}
+    read = 0
+    for path in files:
+        with open_source(readable.get(path, path)) as stream:
+            for number, line in enumerate(stream, 1):
+                if max_records is not None and read >= max_records:
+                    break
+                if not line.strip():
+                    continue
+                read += 1
+                try:
+                    value = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(value, dict) and not value.keys() <= keys.keys():
+                    if "" in value:
+                        raise ValueError(f"data.source.path: {Path(path).name}:{number} has a key that is empty")
+                    keys.update(dict.fromkeys(value))
+    if not keys:
+        shown = ", ".join(Path(path).name for path in files[:3])
+        raise ValueError(f"data.source.path: {shown}: no line holds a JSON object (JSON Lines: an object a line)")
+    return tuple(keys)
+
+
+def dialect_of(
+    files: list[str],
+    source_format: str,
+    options: dict[str, Any] | None,
+    readable: dict[str, str],
+    max_records: int | None,
+) -> Dialect:
+    """The files' dialect: JSON Lines for source_format jsonl, or auto and files that open a JSON object (every one of
+    them), else the CSV dialect `options` (data.csv) give."""
+    if source_format not in (FORMAT, "auto"):
+        return Dialect.from_options(options)
+    kinds = {path: is_json_lines(readable.get(path, path)) for path in files}
+    if source_format == "auto" and not any(kinds.values()):
+        return Dialect.from_options(options)
+    if source_format == "auto" and not all(kinds.values()):
+        first_json = next(Path(path).name for path, json_lines in kinds.items() if json_lines)
+        first_csv = next(Path(path).name for path, json_lines in kinds.items() if not json_lines)
+        raise ValueError(
+            f"data.source.path: {first_json} is JSON Lines and {first_csv} is not: point it at files of one format"
+        )
+    given = Dialect.from_options(options)
+    unused = sorted(set(options or {}) - {"missing_values"})
+    if unused:
+        raise ValueError(
+            f"data.csv.{unused[0]}: the files are JSON Lines, whose keys name the columns and whose values are typed: "
+            "only data.csv.missing_values applies to them"
+        )
+    return JsonLines(header=json_keys(files, readable, max_records), missing=given.missing)
