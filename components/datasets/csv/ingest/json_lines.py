@@ -34,8 +34,8 @@ class BadJson(csv.Error):
 @dataclass(frozen=True)
 class JsonLines(Dialect):
     """The dialect of JSON Lines: `header` holds the keys (the columns), each line is one record (no quote spans
-    lines: JSON writes a newline in a string as `\\n`), UTF-8 (JSON's encoding; a UTF-16 file with its byte-order
-    mark is read as UTF-8 by `open_source`)."""
+    lines: JSON writes a newline in a string as `\\n`); UTF-8 (JSON's encoding) unless data.csv.encoding or the
+    data says otherwise, as for a CSV (a UTF-16 file with its byte-order mark is read as UTF-8 by `open_source`)."""
 
     quotechar: str | None = None
     delimited = False  # its fields are not cut at a delimiter: no delimiter to guess or to fix
@@ -76,10 +76,10 @@ def is_json_lines(path: str) -> bool:
     return start.startswith(b"{")
 
 
-def json_keys(files: list[str], readable: dict[str, str], max_records: int | None) -> tuple[str, ...]:
+def json_keys(files: list[str], readable: dict[str, str], max_records: int | None, encoding: str) -> tuple[str, ...]:
     """The keys of the files' objects in the order they first appear (lines that are no JSON object are passed
-    over: the ingest rejects them); a ValueError naming data.source.path when no line holds an object, or a key
-    is empty."""
+    over: the ingest rejects them; a byte not in `encoding` costs its value, not the line's keys); a ValueError
+    naming data.source.path when no line holds an object, or a key is empty."""
     keys: dict[str, None] = {}
     read = 0
     for path in files:
@@ -91,7 +91,7 @@ def json_keys(files: list[str], readable: dict[str, str], max_records: int | Non
                     continue
                 read += 1
                 try:
-                    value = json.loads(line)
+                    value = json.loads(line.decode(encoding, errors="replace").removeprefix("\ufeff"))
                 except (ValueError, RecursionError):
                     continue
                 if isinstance(value, dict) and not value.keys() <= keys.keys():
@@ -125,10 +125,12 @@ def dialect_of(
             f"data.source.path: {first_json} is JSON Lines and {first_csv} is not: point it at files of one format"
         )
     given = Dialect.from_options(options)
-    unused = sorted(set(options or {}) - {"missing_values"})
+    unused = sorted(set(options or {}) - {"missing_values", "encoding"})
     if unused:
         raise ValueError(
             f"data.csv.{unused[0]}: the files are JSON Lines, whose keys name the columns and whose values are typed: "
-            "only data.csv.missing_values applies to them"
+            "only data.csv.missing_values and encoding apply to them"
         )
-    return JsonLines(header=json_keys(files, readable, max_records), missing=given.missing)
+    keys = json_keys(files, readable, max_records, given.encoding or "utf-8")
+    # The encoding left out is read from the data, as a CSV's (UTF-8, else cp1252: source._scan_encoded).
+    return JsonLines(header=keys, missing=given.missing, encoding=given.encoding)

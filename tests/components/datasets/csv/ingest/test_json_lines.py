@@ -144,3 +144,18 @@ def test_a_csv_given_as_csv_and_json_lines_given_as_csv_say_which_they_are(tmp_p
 )
 def test_a_json_value_is_the_text_a_csv_holds_for_it(value, text):
     assert as_text(value) == text
+
+
+def test_json_lines_saved_on_windows_are_read_as_a_csv_saved_so(tmp_path, iris):
+    """Not UTF-8 but cp1252 (a Windows tool's export, `force_ascii=False`): read so, as a CSV is, every accent kept;
+    data.csv.encoding says it outright."""
+    frame = iris.assign(origin=["Gaspé", "Québec"] * 75)
+    text = frame.to_json(orient="records", lines=True, force_ascii=False)
+    path = tmp_path / "iris.jsonl"
+    path.write_bytes(text.encode("cp1252"))
+    summary, examples, _, _ = ingest(tmp_path / "auto", source_path=str(path), label="target", columns={})
+    assert (summary["read"], summary["rejected"]) == (150, 0)
+    origins = {record["origin"] for split in read_records(examples).values() for record in split}
+    assert origins == {"Gaspé", "Québec"}
+    facts = csv_source.inspect_source(source_path=str(path), label="target", csv_format={"encoding": "cp1252"})
+    assert facts.header == list(frame)
