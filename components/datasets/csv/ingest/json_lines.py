@@ -115,15 +115,16 @@ def dialect_of(
     them), else the CSV dialect `options` (data.csv) give."""
     if source_format not in (FORMAT, "auto"):
         return Dialect.from_options(options)
-    kinds = {path: is_json_lines(readable.get(path, path)) for path in files}
-    if source_format == "auto" and not any(kinds.values()):
-        return Dialect.from_options(options)
-    if source_format == "auto" and not all(kinds.values()):
-        first_json = next(Path(path).name for path, json_lines in kinds.items() if json_lines)
-        first_csv = next(Path(path).name for path, json_lines in kinds.items() if not json_lines)
-        raise ValueError(
-            f"data.source.path: {first_json} is JSON Lines and {first_csv} is not: point it at files of one format"
-        )
+    if source_format == "auto":
+        kinds = {Path(path).name: is_json_lines(readable.get(path, path)) for path in files}
+        if not any(kinds.values()):
+            return Dialect.from_options(options)
+        if not all(kinds.values()):
+            first_json = next(name for name, json_lines in kinds.items() if json_lines)
+            first_csv = next(name for name, json_lines in kinds.items() if not json_lines)
+            raise ValueError(
+                f"data.source.path: {first_json} is JSON Lines and {first_csv} is not: point it at files of one format"
+            )
     given = Dialect.from_options(options)
     unused = sorted(set(options or {}) - {"missing_values", "encoding"})
     if unused:
