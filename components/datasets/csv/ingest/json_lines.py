@@ -6,8 +6,10 @@ from a sample, dates, numbers as reports write them, missing marks, keys, chunks
 columns are the keys of every line's object, in the order they first appear: the driver reads each line once for
 them (`json_keys`), so a key that first shows up far down the file is a column, not a value lost. Each value is read
 as the text a CSV would hold for it (`as_text`): null or an absent key is missing, true and false are booleans,
-numbers are as written, strings as they are, and a list or an object is its JSON text (a string column). A line that
-is no JSON object is rejected (`bad_json`) with its FILE:LINE and text, as a CSV's broken record is.
+numbers are as written, strings as they are, and a list is its JSON text (a string column). An object's fields are
+columns of their own, named `parent.child` as pandas' `json_normalize` names them (`flat`): BigQuery exports a
+record's STRUCT so, and a nested number stays a number. A line that is no JSON object is rejected (`bad_json`) with
+its FILE:LINE and text, as a CSV's broken record is.
 """
 
 from __future__ import annotations
@@ -48,8 +50,22 @@ class JsonLines(Dialect):
             raise BadJson(f"not JSON: {error}") from None
         if not isinstance(value, dict):
             raise BadJson(f"a JSON {_kind(value)}, not an object")
+        value = flat(value)
         header = self.header or ()
         return [[as_text(value.get(name)) for name in header]]
+
+
+def flat(record: dict[str, Any]) -> dict[str, Any]:
+    """`record` with each object's fields as fields of their own, `parent.child` (an empty object: no field)."""
+    if not any(isinstance(value, dict) for value in record.values()):
+        return record  # most records: nothing to do
+    fields: dict[str, Any] = {}
+    for name, value in record.items():
+        if isinstance(value, dict):
+            fields.update({f"{name}.{inner}": item for inner, item in flat(value).items()})
+        else:
+            fields[name] = value
+    return fields
 
 
 def as_text(value: Any) -> str:
@@ -94,7 +110,7 @@ def json_keys(files: list[str], readable: dict[str, str], max_records: int | Non
                     value = json.loads(line.decode(encoding, errors="replace").removeprefix("\ufeff"))
                 except (ValueError, RecursionError):
                     continue
-                if isinstance(value, dict) and not value.keys() <= keys.keys():
+                if isinstance(value, dict) and not (value := flat(value)).keys() <= keys.keys():
                     if "" in value:
                         raise ValueError(f"data.source.path: {Path(path).name}:{number} has a key that is empty")
                     keys.update(dict.fromkeys(value))

@@ -47,8 +47,9 @@ def test_a_json_lines_copy_of_a_table_is_read_as_its_csv_is(tmp_path, iris, suff
 
 def test_keys_that_show_up_late_nested_values_nulls_and_booleans_are_columns(tmp_path):
     """The diabetes measurements (442 real patients) as JSON Lines, with what exports add further down: a key no
-    earlier line has (a column, not dropped), a list and an object (their JSON text), nulls and absent keys
-    (missing), booleans (a bool column)."""
+    earlier line has (a column, not dropped), an object (its fields columns, `clinic.site`, as pandas' json_normalize
+    names them: a number in it stays a number), a list (its JSON text), nulls and absent keys (missing), booleans (a
+    bool column)."""
     frame = load_diabetes(as_frame=True, scaled=False).frame
     rows = frame.to_dict(orient="records")
     for index, row in enumerate(rows):
@@ -58,28 +59,26 @@ def test_keys_that_show_up_late_nested_values_nulls_and_booleans_are_columns(tmp
         if index % 11 == 5:
             del row["bp"]
         if index >= 300:
-            row["clinic"] = {"site": "north" if index % 2 else "south"}
+            row["clinic"] = {"site": "north" if index % 2 else "south", "staff": {"nurses": index % 5}}
             row["drugs"] = ["metformin"] if index % 4 else []
     path = tmp_path / "diabetes.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
     facts = csv_source.inspect_source(source_path=str(path), label="target", infer_rows=100)
     assert facts.problem_type == "regression" and facts.types["smoker"] == "bool"
-    assert "clinic" not in facts.header  # `kflow validate` reads the sample's keys, and every line's for a column named
+    assert "clinic.site" not in facts.header  # validate reads the sampled keys; all for a named column
     declared = csv_source.inspect_source(
         source_path=str(path), label="target", infer_rows=100, columns={"drugs": "string"}
     )
-    assert declared.header[-3:] == ["smoker", "clinic", "drugs"]
+    assert declared.header[-4:] == ["smoker", "clinic.site", "clinic.staff.nurses", "drugs"]
     summary, examples, _, _ = ingest(tmp_path, source_path=str(path), label="target", columns={})
     assert (summary["read"], summary["rejected"]) == (442, 0)
     records = [record for split in read_records(examples).values() for record in split]
     assert len(records) == 442
     assert sum("bmi" not in record for record in records) == len(rows[::7])  # null: missing
     assert sum("bp" not in record for record in records) == len(rows[5::11])  # an absent key: missing
-    assert {record["clinic"] for record in records if "clinic" in record} == {
-        '{"site": "north"}',
-        '{"site": "south"}',
-    }
+    assert {record["clinic.site"] for record in records if "clinic.site" in record} == {"north", "south"}
+    assert sum(record.get("clinic.staff.nurses", 0) for record in records) == sum(i % 5 for i in range(300, 442))
     assert {record.get("drugs") for record in records} == {None, "[]", '["metformin"]'}
     assert sum(record["smoker"] for record in records) == len(rows[::3])
     assert sorted(record["target"] for record in records) == sorted(frame["target"])
