@@ -95,13 +95,15 @@ def is_json_lines(path: str) -> bool:
 def json_keys(files: list[str], readable: dict[str, str], max_records: int | None, encoding: str) -> tuple[str, ...]:
     """The keys of the files' objects in the order they first appear (lines that are no JSON object are passed
     over: the ingest rejects them; a byte not in `encoding` costs its value, not the line's keys); a ValueError
-    naming data.source.path when no line holds an object, or a key is empty."""
+    naming data.source.path when no line holds an object, a key is empty, or the files hold one JSON document
+    rather than records (`_one_document`)."""
     keys: dict[str, None] = {}
-    read = 0
+    read, objects, first, whole = 0, 0, None, True
     for path in files:
         with open_source(readable.get(path, path)) as stream:
             for number, line in enumerate(stream, 1):
                 if max_records is not None and read >= max_records:
+                    whole = False
                     break
                 if not line.strip():
                     continue
@@ -109,15 +111,36 @@ def json_keys(files: list[str], readable: dict[str, str], max_records: int | Non
                 try:
                     value = json.loads(line.decode(encoding, errors="replace").removeprefix("\ufeff"))
                 except (ValueError, RecursionError):
+                    first = first or line.strip()
                     continue
+                if isinstance(value, dict):
+                    objects += 1
+                    first = first or value
                 if isinstance(value, dict) and not (value := flat(value)).keys() <= keys.keys():
                     if "" in value:
                         raise ValueError(f"data.source.path: {Path(path).name}:{number} has a key that is empty")
                     keys.update(dict.fromkeys(value))
+    shown = ", ".join(Path(path).name for path in files[:3])
+    if document := _one_document(first, objects if whole else None):
+        raise ValueError(
+            f"data.source.path: {shown} {document}, not JSON Lines (an object a line): write the table with "
+            "pandas' to_json(path, orient='records', lines=True)"
+        )
     if not keys:
-        shown = ", ".join(Path(path).name for path in files[:3])
         raise ValueError(f"data.source.path: {shown}: no line holds a JSON object (JSON Lines: an object a line)")
     return tuple(keys)
+
+
+def _one_document(first: Any, objects: int | None) -> str | None:
+    """What the files hold when they are one JSON document, not records: one indented over lines (`{` alone on the
+    first), or a single object of objects or lists on one line (pandas' to_json without lines=True writes a table
+    so: {column: {row: value}}, or its split and table layouts); `objects`: the objects read, None when the files
+    were not read to their end."""
+    if first in (b"{", b"["):
+        return "holds one JSON document written over several lines"
+    if objects == 1 and isinstance(first, dict) and any(isinstance(value, dict | list) for value in first.values()):
+        return "holds one JSON object of nested values (as pandas' to_json writes a whole table by default)"
+    return None
 
 
 def dialect_of(

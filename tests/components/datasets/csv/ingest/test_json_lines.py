@@ -119,7 +119,7 @@ def test_what_cannot_be_read_as_json_lines_is_one_line_naming_the_field(tmp_path
     with pytest.raises(ValueError, match=r"is a JSON array, not CSV: write it as JSON Lines, an object a line"):
         csv_source.inspect_source(source_path=str(array), label="target")
     numbers = tmp_path / "numbers.jsonl"
-    numbers.write_text("{\n[1, 2]\n")
+    numbers.write_text('{"a": 1,\n[1, 2]\n')  # a line cut short, an array
     with pytest.raises(ValueError, match=r"^data.source.path: numbers.jsonl: no line holds a JSON object"):
         csv_source.inspect_source(source_path=str(numbers), label="target")
     with pytest.raises(ValueError, match=r"^data.label: 'targt' is not a column of the data; did you mean target\?"):
@@ -158,3 +158,17 @@ def test_json_lines_saved_on_windows_are_read_as_a_csv_saved_so(tmp_path, iris):
     assert origins == {"Gaspé", "Québec"}
     facts = csv_source.inspect_source(source_path=str(path), label="target", csv_format={"encoding": "cp1252"})
     assert facts.header == list(frame)
+
+
+@pytest.mark.parametrize("orient", ["columns", "index", "split", "table", "indented"])
+def test_a_table_written_as_one_json_document_says_how_to_write_json_lines(tmp_path, iris, orient):
+    """pandas' to_json without lines=True writes the whole table as one object (its default, orient="columns": a
+    column a key) or, indented, over many lines: one line naming what it is and the call that writes JSON Lines,
+    not a table of one record of 750 columns."""
+    path = tmp_path / "iris.jsonl"
+    if orient == "indented":
+        iris.to_json(path, orient="index", indent=1)
+    else:
+        iris.to_json(path, orient=orient)
+    with pytest.raises(ValueError, match=r"not JSON Lines \(an object a line\): write the table with pandas' to_json"):
+        csv_source.inspect_source(source_path=str(path), label="target")
