@@ -199,7 +199,7 @@ class SourceFacts:
     notes: tuple[str, ...] = ()  # What the sample suggests setting: said by `kflow validate`, logged by the ingest.
     numbered: str | None = None  # The first column, when its sampled values count the rows (examples.numbers_rows).
     # {float column: the marks seen} of the columns of numbers as reports write them ($1,234.50, 12%): csv only.
-    written: dict[str, str] = field(default_factory=dict)
+    written: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # {number column: its marks} of the columns whose numbers stand beside a mark (`?`) read as missing there: csv.
     missing_marks: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # {name given: name written} of the columns the header names not, or names again (csv: header.column_names).

@@ -40,7 +40,7 @@ def test_numbers_written_with_currency_commas_and_percent_read_as_the_numbers(tm
     assert facts.problem_type == "regression" and "214 distinct whole numbers" in facts.problem_type_reason
     assert {name: facts.types[name] for name in ("target", "bmi", "bp")} == dict.fromkeys(("target", "bmi", "bp"),
                                                                                           "float")  # fmt: skip
-    assert facts.written == {"target": "$,", "bmi": "%", "bp": "$"}
+    assert facts.written == {"target": ("$", ","), "bmi": ("%",), "bp": ("$",)}
 
     summary, examples, schema, _ = ingest(tmp_path, source_path=str(path), label="target", columns={})
     assert (summary["read"], summary["rejected"], summary["invalid"]) == (442, 0, 0)
@@ -65,7 +65,7 @@ def test_accounting_negatives_scale_letters_and_lower_bounds_read_as_the_numbers
     path = tmp_path / "ledger.csv"
     frame.to_csv(path, index=False)
     facts = csv_source.inspect_source(source_path=str(path), label="target")
-    assert facts.written == {"target": "K", "bp": "$(", "s1": "+,"} and facts.types["s2"] == "string"
+    assert facts.written == {"target": ("K",), "bp": ("$", "("), "s1": ("+", ",")} and facts.types["s2"] == "string"
     assert facts.problem_type == "regression"
     summary, examples, _, _ = ingest(tmp_path, source_path=str(path), label="target", columns={})
     assert (summary["read"], summary["rejected"]) == (442, 0)
@@ -85,7 +85,7 @@ def test_where_a_comma_may_be_a_decimal_mark_it_groups_no_thousands(tmp_path, di
     assert facts.types["s1"] == "string" and "s1" not in facts.written
     frame.to_csv(tmp_path / "commas.csv", index=False)
     facts = csv_source.inspect_source(source_path=str(tmp_path / "commas.csv"), label="target")
-    assert facts.types["s1"] == "float" and facts.written == {"s1": ","}
+    assert facts.types["s1"] == "float" and facts.written == {"s1": (",",)}
 
 
 US, NONE, EU = GROUPED_BY_COMMAS, UNGROUPED, GROUPED_BY_POINTS
@@ -103,10 +103,33 @@ US, NONE, EU = GROUPED_BY_COMMAS, UNGROUPED, GROUPED_BY_POINTS
      ("10K+", US, 1e4), ("5m", US, None), ("5 M", US, None), ("5++", US, None), ("()", US, None), ("(5", US, None),
      ("1.000+", EU, 1000.0), ("\u22125", US, -5.0), ("\u2212$1,234.50", US, -1234.5),
      ("1 234,56", EU, 1234.56), ("1\u00a0234\u00a0567 €", EU, 1234567.0), ("1\u202f234.5", US, 1234.5),
-     ("12 345", NONE, 12345.0), ("1 23", US, None), ("2024 001", US, None), ("1 234,5", US, None)],
+     ("12 345", NONE, 12345.0), ("1 23", US, None), ("2024 001", US, None), ("1 234,5", US, None),
+     ("USD 1,200", US, 1200.0), ("1.234,50 EUR", EU, 1234.5), ("US$5", US, 5.0), ("R$ 1.234,50", EU, 1234.5),
+     ("GBP 5", US, 5.0), ("GBP 5M", US, 5e6), ("-CHF 12.50", US, -12.5), ("(USD 5)", US, -5.0), ("5USD", US, 5.0),
+     ("USD", US, None), ("ABC 5", US, None), ("EUR 5 USD", US, None), ("usd 5", US, None)],
 )  # fmt: skip
 def test_what_is_a_number_so_written(text, style, number):
     assert plain(text, style) == number
+
+
+def test_amounts_written_with_a_currency_code_read_as_the_numbers(tmp_path, diabetes):
+    """An invoice export: the progression as an amount in US dollars (`USD 151,000.00`), blood pressure in Swiss
+    francs after the number (`93.00 CHF`); a column holding only the currency's code stays a category, and the
+    validate line names the codes."""
+    frame = diabetes.copy()
+    frame["target"] = [f"USD {value * 1000:,.2f}" for value in diabetes["target"]]
+    frame["bp"] = [f"{value:.2f} CHF" for value in diabetes["bp"]]
+    frame["currency"] = ["USD", "EUR"] * (len(frame) // 2) + ["USD"] * (len(frame) % 2)
+    path = tmp_path / "invoices.csv"
+    frame.to_csv(path, index=False)
+    facts = csv_source.inspect_source(source_path=str(path), label="target")
+    assert facts.written == {"target": (",", "USD"), "bp": ("CHF",)} and facts.types["currency"] == "string"
+    assert "'target' holds numbers written with ',', 'USD': read as the numbers" in facts.written_readings
+    summary, examples, _, _ = ingest(tmp_path, source_path=str(path), label="target", columns={})
+    assert (summary["read"], summary["rejected"]) == (442, 0)
+    records = [record for split in read_records(examples).values() for record in split]
+    assert np.isclose(sum(record["target"] for record in records), diabetes["target"].sum() * 1000, rtol=1e-6)
+    assert np.isclose(sum(record["bp"] for record in records), diabetes["bp"].round(2).sum(), rtol=1e-6)
 
 
 def test_a_row_encoder_reads_written_numbers_only_in_their_columns():
@@ -127,7 +150,7 @@ def test_a_european_export_reads_its_grouped_numbers_and_prices(tmp_path, diabet
     frame.to_csv(tmp_path / "eu.csv", index=False, sep=";", decimal=",")
     facts = csv_source.inspect_source(source_path=str(tmp_path / "eu.csv"), label="target",
                                       csv_format={"delimiter": ";", "decimal": ","})  # fmt: skip
-    assert facts.types["s1"] == "int" and facts.types["target"] == "float" and facts.written == {"target": ".€"}
+    assert facts.types["s1"] == "int" and facts.types["target"] == "float" and facts.written == {"target": (".", "€")}
     summary, examples, _, _ = ingest(tmp_path, source_path=str(tmp_path / "eu.csv"), label="target", columns={},
                                      csv_format={"delimiter": ";", "decimal": ","})  # fmt: skip
     assert (summary["read"], summary["rejected"], summary["invalid"]) == (442, 0, 0)
@@ -146,7 +169,7 @@ def test_a_french_export_reads_numbers_grouped_by_spaces(tmp_path, diabetes):
     fmt = {"delimiter": ";", "decimal": ","}
     facts = csv_source.inspect_source(source_path=str(tmp_path / "fr.csv"), label="target", csv_format=fmt)
     assert facts.types["s1"] == facts.types["target"] == "float" and facts.written == {
-        "s1": "\u00a0", "target": "\u202f€"
+        "s1": ("\u00a0",), "target": ("\u202f", "€")
     }  # fmt: skip
     summary, examples, _, _ = ingest(
         tmp_path, source_path=str(tmp_path / "fr.csv"), label="target", columns={}, csv_format=fmt
