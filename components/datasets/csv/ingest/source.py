@@ -88,6 +88,8 @@ def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[S
     inputs), when there is one (a tab-separated file, Excel's "Unicode Text", a `;` file given ','), and the decimal
     mark (decimal_mark.py). (The scan, the dialect it was read with, what was read so, for the log.)"""
     scan, dialect, readings = _scan_encoded(files, dialect, sample)
+    if not dialect.delimited:
+        readings.insert(0, f"{dialect.name}, an object a line: its {len(scan.header)} keys are the columns")
     mark = _cutting_delimiter(scan.header, dialect, sample.get("named") or frozenset())
     if mark is not None:
         dialect = replace(dialect, delimiter=mark)

@@ -38,6 +38,7 @@ def test_a_json_lines_copy_of_a_table_is_read_as_its_csv_is(tmp_path, iris, suff
 
     facts = csv_source.inspect_source(source_path=str(lines), label="target")
     assert facts.header == list(iris) and facts.sampled == len(iris) and facts.problem_type == "classification"
+    assert facts.dialect[0] == "JSON Lines, an object a line: its 5 keys are the columns"  # kflow validate says it
     assert facts.types == dict.fromkeys(iris.columns[:4], "float") | {"target": "string"}
     summary, examples, _, rejects = ingest(tmp_path / "json", source_path=str(lines), label="target", columns={})
     assert (summary["read"], summary["rejected"]) == (150, 0) and not rejects.file.read_text()
