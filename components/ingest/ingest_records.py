@@ -16,13 +16,17 @@ FILTERED = "filtered"
 # A record without a label cannot be trained or scored on: left out and counted (filtered), not an error of the
 # data, so a table with unlabelled rows ingests whatever their share (max_invalid_fraction counts only invalid ones).
 UNLABELLED = "missing_label"
+# A CSV record that repeats the header's names: files joined together (`cat a.csv b.csv`, an export of pages) hold
+# one header a file. No data: left out and counted, whatever their share.
+REPEATED_HEADER = "repeated_header"
 # A record whose bytes are not in the source's encoding (UTF-8, or a CSV's data.csv.encoding): invalid.
 UNDECODABLE = "undecodable"
 
 
 def kind_of(reason: str) -> str:
-    """The reject kind of a tabular ingest's reason: FILTERED for an unlabelled record, else INVALID."""
-    return FILTERED if reason == UNLABELLED else INVALID
+    """The reject kind of a tabular ingest's reason: FILTERED for an unlabelled record or a repeated header, else
+    INVALID."""
+    return FILTERED if reason in (UNLABELLED, REPEATED_HEADER) else INVALID
 
 
 # (key, group, tf.train.Example serialised with deterministic=True: the order of its feature map otherwise

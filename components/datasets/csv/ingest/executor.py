@@ -8,7 +8,8 @@ decompressed, streaming, into the staging folder, so that it is cut like the oth
 pipeline (components/ingest/beam_ingest.py) then parses each chunk in a worker. Reasons a record
 is refused, the first that applies:
 
-    filtered: missing_label (a record without a label: left out and counted, whatever their share)
+    filtered: missing_label (a record without a label: left out and counted, whatever their share), repeated_header
+              (a record holding the header's names: files joined together, each with its header)
     invalid: unterminated_quote, undecodable (not in data.csv.encoding, UTF-8 unless set), bad_csv (JSON Lines:
              bad_json, a line that is no JSON object), wrong_field_count,
              bad_value (a value that does not parse as its column's type; the column is named),
@@ -30,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from kflow.components.datasets.csv.ingest.dialect import Dialect
-from kflow.components.datasets.csv.ingest.header import ENCODING_HINT
+from kflow.components.datasets.csv.ingest.header import ENCODING_HINT, repeats_header
 from kflow.components.datasets.csv.ingest.json_lines import FORMAT, dialect_of
 from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.csv.ingest.source import resolve, scan_delimited, scan_files, source_facts
@@ -44,7 +45,14 @@ from kflow.components.ingest import ingest_staging
 from kflow.components.ingest.compressed import needs_decoding, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.ingest_job import IngestJob
-from kflow.components.ingest.ingest_records import INVALID, UNDECODABLE, kind_of, make_reject, raw_text
+from kflow.components.ingest.ingest_records import (
+    INVALID,
+    REPEATED_HEADER,
+    UNDECODABLE,
+    kind_of,
+    make_reject,
+    raw_text,
+)
 from kflow.components.util.example_proto import example_of, feature_encoder
 from kflow.pipeline.dsl.artifacts import Rejects
 
@@ -95,7 +103,7 @@ class CsvReader(TableReader):
         )
         processor = ChunkProcessor(
             tuple(scan.header), types, dialect, self.label, problem_type, self.key, widenable, tuple(facts.written),
-            tuple(facts.missing_marks.items()),
+            tuple(facts.missing_marks.items()), scan.written_header,
         )  # fmt: skip
         return Table(files, types, self.label, problem_type, scan.read, scan.chunks, processor, split, facts.numbered)
 
@@ -143,6 +151,7 @@ class ChunkProcessor:
     widenable: frozenset[str] = frozenset()  # Inferred int columns: a decimal there is DECIMAL_IN_INT, not bad.
     written: tuple[str, ...] = ()  # Float columns of numbers as reports write them ($1,234.50, 12%).
     marks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (column, marks also missing there: `?`) (missing_marks)
+    written_header: tuple[str, ...] = ()  # the header's fields as written: a record holding them is REPEATED_HEADER
 
     @functools.cached_property
     def _encoder(self) -> RowEncoder:
@@ -209,6 +218,8 @@ class ChunkProcessor:
             problem = ("wrong_field_count", {"expected": len(self.header), "found": [len(row) for row in rows]})
             return b"", {}, [], problem
         fields = rows[0]
+        if repeats_header(fields, self.written_header):
+            return b"", {}, fields, (REPEATED_HEADER, {})
         try:
             example, values = self._encoder(fields)
         except cols.BadValue:

@@ -60,7 +60,9 @@ PREAMBLE_LINES = 20  # The most records a file's header may follow (a title, an 
 @dataclass
 class Header:
     """A file's columns (`column_names`), those renamed, where its records start (byte offset and line), the
-    lines above it (a preamble: `skipped`), and the file's records from there on (`records`)."""
+    lines above it (a preamble: `skipped`), the file's records from there on (`records`), and the header's fields as
+    written, stripped (`written`: what a record repeating the header holds; none for JSON Lines, whose names are
+    keys)."""
 
     names: list[str]
     renamed: dict[str, str]
@@ -68,6 +70,7 @@ class Header:
     line: int
     skipped: int
     records: Iterator[Record]
+    written: tuple[str, ...] = ()
 
 
 def read_header(path: str, records: Iterator[Record], dialect: Any, wanted: frozenset[str] = frozenset()) -> Header:
@@ -75,7 +78,8 @@ def read_header(path: str, records: Iterator[Record], dialect: Any, wanted: froz
     columns (the label, the key, the declared columns), the first of the next PREAMBLE_LINES records that names them
     all: exports from statistics offices, instruments and sheets put a title and a date above the header."""
     if dialect.header is not None:
-        return Header(list(dialect.header), {}, 0, 1, 0, records)
+        written = tuple(name.strip() for name in dialect.header) if dialect.delimited else ()
+        return Header(list(dialect.header), {}, 0, 1, 0, records, written)
     first = next(records, None)
     if first is None:
         raise ValueError(f"csv: {path} is empty (no header row)")
@@ -92,10 +96,17 @@ def read_header(path: str, records: Iterator[Record], dialect: Any, wanted: froz
     raw = chosen.raw.removeprefix(b"\xef\xbb\xbf")
     if not decodes(raw, dialect):
         raise HeaderNotDecoded(f"csv: {path} line {chosen.line}: the header is not {dialect.encoding}: {ENCODING_HINT}")
-    header, renamed = column_names(split_row(raw, dialect) or [])
+    fields = split_row(raw, dialect) or []
+    header, renamed = column_names(fields)
     if not header or any(not name for name in header):
         raise ValueError(f"csv: {path} line {chosen.line}: the header {header} has an empty column name")
-    return Header(header, renamed, chosen.end, chosen.next_line, chosen.line - first.line, records)
+    written = tuple(field.strip() for field in fields)
+    return Header(header, renamed, chosen.end, chosen.next_line, chosen.line - first.line, records, written)
+
+
+def repeats_header(fields: list[str], written: tuple[str, ...]) -> bool:
+    """Whether a record's `fields` are the header's names as `written` (stripped): a header of a file joined on."""
+    return bool(written) and len(fields) == len(written) and [field.strip() for field in fields] == list(written)
 
 
 def _names(record: Record, dialect: Any) -> list[str]:

@@ -22,6 +22,7 @@ from kflow.components.datasets.csv.ingest.header import (
     HeaderNotDecoded,
     decodes,
     read_header,
+    repeats_header,
     split_row,
 )
 from kflow.components.datasets.csv.ingest.json_lines import PATTERNS, dialect_of
@@ -90,6 +91,11 @@ def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[S
     scan, dialect, readings = _scan_encoded(files, dialect, sample)
     if not dialect.delimited:
         readings.insert(0, f"{dialect.name}, an object a line: its {len(scan.header)} keys are the columns")
+    if scan.repeated:
+        readings.append(
+            f"{scan.repeated} sampled record(s) repeat the header (files joined together): left out and counted "
+            "(repeated_header), not read as data"
+        )
     mark = _cutting_delimiter(scan.header, dialect, sample.get("named") or frozenset())
     if mark is not None:
         dialect = replace(dialect, delimiter=mark)
@@ -240,6 +246,8 @@ class Scan:
     renamed: dict[str, str] = field(default_factory=dict)  # {name given: name written} (header.column_names)
     preambles: list[tuple[str, int]] = field(default_factory=list)  # (file, lines above its header)
     first_undecodable: str | None = None  # FILE:LINE of the first
+    written_header: tuple[str, ...] = ()  # the header's fields as written, stripped (header.Header.written)
+    repeated: int = 0  # records read for the sample that repeat the header (files joined together): left out of it
 
 
 def scan_files(
@@ -275,7 +283,7 @@ def scan_files(
             header, start, line, records = found.names, found.start, found.line, found.records
             if scan.header and header != scan.header:
                 raise ValueError(f"csv: {path} has the columns {header}; {files[0]} has {scan.header}")
-            scan.header, scan.renamed = header, found.renamed
+            scan.header, scan.renamed, scan.written_header = header, found.renamed, found.written
             if found.skipped:
                 scan.preambles.append((Path(path).name, found.skipped))
             key_index = header.index(key) if key is not None else None
@@ -285,7 +293,9 @@ def scan_files(
                     break
                 wanted = not record.unterminated and (key_index is not None or len(scan.sample) < sample)
                 row = split_row(record.raw, dialect) if wanted else None
-                if wanted and row is None and not decodes(record.raw, dialect):
+                if row is not None and repeats_header(row, found.written):
+                    scan.repeated, row = scan.repeated + 1, None
+                elif wanted and row is None and not decodes(record.raw, dialect):
                     scan.undecodable += 1
                     scan.first_undecodable = scan.first_undecodable or f"{Path(path).name}:{record.line}"
                 if row is not None and len(scan.sample) < sample:
