@@ -9,7 +9,8 @@ from dataclasses import dataclass
 class FileChunk:
     """`count` records of `path` from byte `start`, where line `first_line` begins, to `end` (None: the file's end);
     `duplicate_lines`: the lines whose key an earlier record has; `name`: the file's name in reject positions when
-    `path` is a copy of it (a gzipped source decompressed into the staging folder), else `path`'s own."""
+    `path` is a copy of it (a gzipped source decompressed into the staging folder), else `path`'s own;
+    `footnote_lines`: the lines below a table's last record that are notes (csv: source.footnotes)."""
 
     path: str
     start: int
@@ -18,6 +19,7 @@ class FileChunk:
     count: int
     duplicate_lines: frozenset[int] = frozenset()
     name: str = ""
+    footnote_lines: frozenset[int] = frozenset()
 
     @property
     def display_name(self) -> str:

@@ -19,14 +19,17 @@ UNLABELLED = "missing_label"
 # A CSV record that repeats the header's names: files joined together (`cat a.csv b.csv`, an export of pages) hold
 # one header a file. No data: left out and counted, whatever their share.
 REPEATED_HEADER = "repeated_header"
+# Lines below a CSV's last record holding fewer fields than the header (a source, a note, a copyright line), as
+# statistics offices' exports end: no data, left out and counted.
+FOOTNOTE = "footnote"
 # A record whose bytes are not in the source's encoding (UTF-8, or a CSV's data.csv.encoding): invalid.
 UNDECODABLE = "undecodable"
 
 
 def kind_of(reason: str) -> str:
-    """The reject kind of a tabular ingest's reason: FILTERED for an unlabelled record or a repeated header, else
-    INVALID."""
-    return FILTERED if reason in (UNLABELLED, REPEATED_HEADER) else INVALID
+    """The reject kind of a tabular ingest's reason: FILTERED for an unlabelled record, a repeated header or a
+    footnote, else INVALID."""
+    return FILTERED if reason in (UNLABELLED, REPEATED_HEADER, FOOTNOTE) else INVALID
 
 
 # (key, group, tf.train.Example serialised with deterministic=True: the order of its feature map otherwise

@@ -9,7 +9,8 @@ pipeline (components/ingest/beam_ingest.py) then parses each chunk in a worker. 
 is refused, the first that applies:
 
     filtered: missing_label (a record without a label: left out and counted, whatever their share), repeated_header
-              (a record holding the header's names: files joined together, each with its header)
+              (a record holding the header's names: files joined together, each with its header), footnote (a line
+              below the last record with fewer fields than the header: a source, a note)
     invalid: unterminated_quote, undecodable (not in data.csv.encoding, UTF-8 unless set), bad_csv (JSON Lines:
              bad_json, a line that is no JSON object), wrong_field_count,
              bad_value (a value that does not parse as its column's type; the column is named),
@@ -46,6 +47,7 @@ from kflow.components.ingest.compressed import needs_decoding, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import (
+    FOOTNOTE,
     INVALID,
     REPEATED_HEADER,
     UNDECODABLE,
@@ -172,6 +174,10 @@ class ChunkProcessor:
             )
             for record in itertools.islice(records, chunk.count):
                 position = f"{name}:{record.line}"
+                if record.line in chunk.footnote_lines:
+                    text = raw_text(record.raw.rstrip(b"\r\n"), self.dialect.encoding)
+                    found.append(make_reject(FOOTNOTE, kind_of(FOOTNOTE), position, text))
+                    continue
                 if record.unterminated:
                     found.append(
                         make_reject(

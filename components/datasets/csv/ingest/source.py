@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 from array import array
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,7 @@ from kflow.components.datasets.csv.ingest.header import (
     split_row,
 )
 from kflow.components.datasets.csv.ingest.json_lines import PATTERNS, dialect_of
-from kflow.components.datasets.csv.ingest.records import cut
+from kflow.components.datasets.csv.ingest.records import Record, cut
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.columns import SourceFacts
@@ -91,6 +93,8 @@ def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[S
     scan, dialect, readings = _scan_encoded(files, dialect, sample)
     if not dialect.delimited:
         readings.insert(0, f"{dialect.name}, an object a line: its {len(scan.header)} keys are the columns")
+    for file, lines in scan.footnotes:
+        readings.append(f"{file} ends in {lines} line(s) of notes below the table (a source, a note): left out")
     if scan.repeated:
         readings.append(
             f"{scan.repeated} sampled record(s) repeat the header (files joined together): left out and counted "
@@ -236,6 +240,25 @@ def resolve(source_path: str | None) -> list[str]:
     return table_files("csv", source_path, ("*.csv", "*.csv.gz", *PATTERNS), "CSV or JSON Lines file")
 
 
+FOOTNOTE_LINES = 20  # The most lines of notes below a table's last record (a source, notes, a copyright line).
+
+
+def footnotes(last: Iterable[Record], dialect: Dialect, width: int) -> frozenset[int]:
+    """The lines of a file's `last` records (its end) that are notes below the table: each record from the end with
+    fewer fields than the header's `width`, up to the last one with as many. None when a record among them does not
+    parse (an unterminated quote, bytes not in the encoding: rejected as such) or every last record is short (they
+    are not a table's: the ingest rejects them)."""
+    lines: list[int] = []
+    for record in reversed(list(last)):
+        fields = None if record.unterminated else split_row(record.raw, dialect)
+        if fields is None:
+            return frozenset()
+        if len(fields) >= width:
+            return frozenset(lines)
+        lines.append(record.line)
+    return frozenset()
+
+
 @dataclass
 class Scan:
     header: list[str] = field(default_factory=list)
@@ -247,6 +270,7 @@ class Scan:
     preambles: list[tuple[str, int]] = field(default_factory=list)  # (file, lines above its header)
     first_undecodable: str | None = None  # FILE:LINE of the first
     written_header: tuple[str, ...] = ()  # the header's fields as written, stripped (header.Header.written)
+    footnotes: list[tuple[str, int]] = field(default_factory=list)  # (file, its lines of notes below the table)
     repeated: int = 0  # records read for the sample that repeat the header (files joined together): left out of it
 
 
@@ -287,7 +311,7 @@ def scan_files(
             if found.skipped:
                 scan.preambles.append((Path(path).name, found.skipped))
             key_index = header.index(key) if key is not None else None
-            count = 0
+            count, first_chunk, last = 0, len(scan.chunks), deque(maxlen=FOOTNOTE_LINES)
             for record in records:
                 if max_records is not None and scan.read >= max_records:
                     break
@@ -306,6 +330,7 @@ def scan_files(
                     lines.append(record.line)
                 if count == 0:
                     chunk_starts.append(scan.read)
+                last.append(record)
                 scan.read += 1
                 count += 1
                 if count == CHUNK_ROWS and splittable:
@@ -313,6 +338,12 @@ def scan_files(
                     start, line, count = record.end, record.next_line, 0
             if count:
                 scan.chunks.append(Chunk(source, start, None, line, count, name=Path(path).name))
+            read_whole = max_records is None or scan.read < max_records
+            notes = footnotes(last, dialect, len(header)) if read_whole and dialect.delimited else frozenset()
+            if notes:
+                scan.footnotes.append((Path(path).name, len(notes)))
+                ends = scan.chunks[first_chunk:]  # this file's chunks: its lines are its own
+                scan.chunks[first_chunk:] = [replace(chunk, footnote_lines=notes) for chunk in ends]
     if keys is not None:
         ranges = [(first, first + chunk.count) for chunk, first in zip(scan.chunks, chunk_starts, strict=True)]
         scan.chunks = [
