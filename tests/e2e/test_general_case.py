@@ -93,11 +93,18 @@ def test_float_coded_classes_with_unlabelled_rows_train(tmp_path, run_kflow, fmt
     answer = signature(**rows)
     assert answer["classes"].numpy().tolist() == [[b"0", b"1"]] and answer["scores"].shape == (1, 2)
 
-    # The same with the task given (and, in the CSV, the label declared int): the same classes.
+
+@pytest.mark.slow  # 9 s; make test trains the inferred task above, and the declared int label's parsing is unit-tested
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_float_coded_classes_with_the_task_given_train_the_same_classes(tmp_path, run_kflow, fmt):
+    """The task given (and, in the CSV, the label declared int): the same classes as inferred."""
+    frame = breast_cancer()
+    path = tmp_path / f"cancer.{fmt}"
+    frame.to_csv(path, index=False) if fmt == "csv" else frame.to_parquet(path, index=False)
     declared = {
-        **dataset,
+        "dataset": fmt,
         "problem_type": "classification",
-        **({"columns": {"diagnosis": "int"}} if fmt != "parquet" else {}),
+        **({"columns": {"diagnosis": "int"}} if fmt == "csv" else {}),
     }
     _, _, again = trained(run_kflow, tmp_path, table_config(tmp_path, path, "diagnosis", **declared))
     assert again["confusion_matrix"]["categories"] == ["0", "1"] and again["accuracy"] >= 0.85

@@ -245,15 +245,16 @@ FOOTNOTE_LINES = 20  # The most lines of notes below a table's last record (a so
 
 def footnotes(last: Iterable[Record], dialect: Dialect, width: int) -> frozenset[int]:
     """The lines of a file's `last` records (its end) that are notes below the table: each record from the end with
-    fewer fields than the header's `width`, up to the last one with as many. None when a record among them does not
-    parse (an unterminated quote, bytes not in the encoding: rejected as such) or every last record is short (they
-    are not a table's: the ingest rejects them)."""
+    fewer fields than the header's `width` and a first field that is no number (`Source: …`, not `6.1,2.8`: a
+    record cut short stays one, wrong_field_count), up to the last record that is not. None when a record among
+    them does not parse (an unterminated quote, bytes not in the encoding: rejected as such) or every last record
+    is short (they are not a table's: the ingest rejects them)."""
     lines: list[int] = []
     for record in reversed(list(last)):
         fields = None if record.unterminated else split_row(record.raw, dialect)
         if fields is None:
             return frozenset()
-        if len(fields) >= width:
+        if len(fields) >= width or cols.parses(fields[0].strip(), "float"):
             return frozenset(lines)
         lines.append(record.line)
     return frozenset()

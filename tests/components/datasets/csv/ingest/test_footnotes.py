@@ -60,3 +60,15 @@ def test_a_short_record_inside_the_table_is_still_invalid(tmp_path, diabetes):
     summary, _, _, rejects = ingest(tmp_path, source_path=str(path), label="target", columns={})
     assert (summary["invalid"], summary["filtered"]) == (1, 0)
     assert json.loads(rejects.file.read_text())["reason"] == "wrong_field_count"
+
+
+def test_a_record_cut_short_at_the_end_is_no_note(tmp_path, diabetes):
+    """A last record that starts as the others do (a number) and lacks fields is a record cut short (a download
+    stopped): wrong_field_count, whatever notes follow it."""
+    text = diabetes.to_csv(index=False) + "59,2,32.1\nSource: Efron et al. (2004)\n"
+    path = tmp_path / "cut.csv"
+    path.write_text(text)
+    summary, _, _, rejects = ingest(tmp_path, source_path=str(path), label="target", columns={})
+    assert (summary["invalid"], summary["filtered"]) == (1, 1)
+    reasons = [json.loads(line)["reason"] for line in rejects.file.read_text().splitlines()]
+    assert reasons == ["wrong_field_count", "footnote"]
