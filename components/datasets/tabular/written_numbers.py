@@ -21,14 +21,17 @@ from collections.abc import Mapping, Sequence
 CURRENCY = "$€£¥₹"
 # The ISO 4217 codes of the most traded currencies, as exports and invoices write amounts (`USD 1,200`, `12,50 EUR`),
 # and the dollars named by country (`US$5`, `A$`, `C$`, `NZ$`, `HK$`, `S$`, Brazil's `R$`). A code is a sign only
-# beside a number: a column of `USD`, `EUR` stays a category.
+# beside a number and apart from it (`USD 5`, not `EUR101`, a product's code): a column of `USD`, `EUR` stays a
+# category.
 CODES = ("USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "NZD", "CNY", "HKD", "SGD", "INR", "KRW", "SEK", "NOK", "DKK",
          "PLN", "CZK", "HUF", "BRL", "MXN", "ZAR", "TRY", "RUB")  # fmt: skip
-_SIGN = rf"(?:[{CURRENCY}]|(?:US|A|C|NZ|HK|S|R)\$|{'|'.join(CODES)})"
+_CODES = "|".join(CODES)
+_MARK = rf"(?:[{CURRENCY}]|(?:US|A|C|NZ|HK|S|R)\$)"  # a sign written against the number: `$5`, `HK$5`
+_SIGN = rf"(?:{_MARK}|{_CODES})"
 MINUS = "\u2212"  # −, the minus sign typeset pages and Wikipedia's tables write (not the hyphen-minus, -)
 GROUPED_BY_COMMAS, UNGROUPED, GROUPED_BY_POINTS = "1,234.5", "1234.5", "1.234,5"
-_BEFORE = rf"[+-]?{_SIGN}\s?[+-]?"  # `$5`, `-$5`, `$-5`, `€ 5`, `USD 5`
-_AFTER = rf"(?:\s?{_SIGN}|\s?%)?"  # `12.50 €`, as much of Europe writes a price; `12.5%`, `12,5 %`; `5 EUR`
+_BEFORE = rf"[+-]?(?:{_MARK}\s?|(?:{_CODES})\s)[+-]?"  # `$5`, `-$5`, `$-5`, `€ 5`, `USD 5`
+_AFTER = rf"(?:\s?{_MARK}|\s(?:{_CODES})|\s?%)?"  # `12.50 €`, as much of Europe writes a price; `12,5 %`; `5 EUR`
 SCALES = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "bn": 1e9}  # `m` is left out: metres, minutes
 _SCALE = r"(?:[kKMB]|bn)?"
 
@@ -58,7 +61,8 @@ STYLES = {
     ),
 }
 _DIGITS = "0123456789+-"
-_CODE = re.compile("|".join(CODES))
+_CODE = re.compile(_CODES)
+_SIGNS = re.compile(_SIGN)
 _SCALE_LETTERS = re.compile(r"[^kKMBbn]")  # what is left of a number so written: its scale's letter(s), if any
 STRAY = 100  # As in type inference: one sampled value in this many may be something else (a typo, a note).
 
@@ -70,7 +74,7 @@ def plain(text: str, style: str = GROUPED_BY_COMMAS) -> float | None:
     text = text.replace(MINUS, "-")
     if not pattern.fullmatch(text):
         return None
-    scale = SCALES.get(_SCALE_LETTERS.sub("", _CODE.sub("", text)), 1.0)  # GBP's B is no billion
+    scale = SCALES.get(_SCALE_LETTERS.sub("", _SIGNS.sub("", text)), 1.0)  # GBP's B, HK$'s K: no scale
     kept = "".join(char for char in text if char in _DIGITS or char == decimal).replace(decimal, ".")
     try:
         number = float(kept.removesuffix("+")) * scale

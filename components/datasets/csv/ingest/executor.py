@@ -78,7 +78,7 @@ class CsvReader(TableReader):
 
     def scan(self, job: IngestJob, staging: ingest_staging.Staging) -> Table:
         split = self.shares(job)
-        files = resolve(job.source_path)
+        files = resolve(job.source_path, job.source_format)
         readable = {
             path: staging.plain_copy(path, f"source-{index:05d}.csv")
             for index, path in enumerate(files)

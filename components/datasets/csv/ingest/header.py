@@ -106,7 +106,9 @@ def read_header(path: str, records: Iterator[Record], dialect: Any, wanted: froz
 
 def repeats_header(fields: list[str], written: tuple[str, ...]) -> bool:
     """Whether a record's `fields` are the header's names as `written` (stripped): a header of a file joined on."""
-    return bool(written) and len(fields) == len(written) and [field.strip() for field in fields] == list(written)
+    if not written or len(fields) != len(written) or fields[0].removeprefix("\ufeff").strip() != written[0]:
+        return False  # most records: their first field is no column's name (a joined file's header: its BOM too)
+    return [field.strip() for field in fields[1:]] == list(written[1:])
 
 
 def _names(record: Record, dialect: Any) -> list[str]:

@@ -52,7 +52,19 @@ class JsonLines(Dialect):
             raise BadJson(f"a JSON {_kind(value)}, not an object")
         value = flat(value)
         header = self.header or ()
-        return [[as_text(value.get(name)) for name in header]]
+        fields = [as_text(value.get(name)) for name in header]
+        if "\\u" in text and not _encodable(fields):
+            raise BadJson("a string holds half of a character (an unpaired \\ud800-\\udfff escape), no text")
+        return [fields]
+
+
+def _encodable(fields: list[str]) -> bool:
+    """Whether the fields are text UTF-8 can write: a JSON escape may name half a character (an emoji cut short)."""
+    try:
+        "".join(fields).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def flat(record: dict[str, Any]) -> dict[str, Any]:
@@ -133,14 +145,19 @@ def json_keys(files: list[str], readable: dict[str, str], max_records: int | Non
 
 def _one_document(first: Any, objects: int | None) -> str | None:
     """What the files hold when they are one JSON document, not records: one indented over lines (`{` alone on the
-    first), or a single object of objects or lists on one line (pandas' to_json without lines=True writes a table
-    so: {column: {row: value}}, or its split and table layouts); `objects`: the objects read, None when the files
-    were not read to their end."""
+    first), or a single object laid out as pandas' to_json without lines=True writes a table ({column: {row:
+    value}} and {row: {column: value}}: every value an object; its split and table layouts); `objects`: the objects
+    read, None when the files were not read to their end. A record of one line is a record, whatever it holds."""
     if first in (b"{", b"["):
         return "holds one JSON document written over several lines"
-    if objects == 1 and isinstance(first, dict) and any(isinstance(value, dict | list) for value in first.values()):
-        return "holds one JSON object of nested values (as pandas' to_json writes a whole table by default)"
+    if objects != 1 or not isinstance(first, dict) or not first:
+        return None
+    if all(isinstance(value, dict) for value in first.values()) or set(first) in PANDAS_LAYOUTS:
+        return "holds one JSON object laid out as pandas' to_json writes a whole table by default"
     return None
+
+
+PANDAS_LAYOUTS = ({"columns", "index", "data"}, {"columns", "data"}, {"schema", "data"})  # orient split, table
 
 
 def dialect_of(

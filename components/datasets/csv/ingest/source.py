@@ -27,7 +27,7 @@ from kflow.components.datasets.csv.ingest.header import (
     repeats_header,
     split_row,
 )
-from kflow.components.datasets.csv.ingest.json_lines import PATTERNS, dialect_of
+from kflow.components.datasets.csv.ingest.json_lines import FORMAT, PATTERNS, dialect_of
 from kflow.components.datasets.csv.ingest.records import Record, cut
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular import written_numbers
@@ -62,7 +62,9 @@ def source_facts(
     if label in marks:  # the numbers they write, for the task's inference
         numbers = (written_numbers.plain(value, dialect.number_style) for value in values)
         values = [repr(number) for number in numbers if number is not None]
-    first = [row[0] for row in scan.sample if row] if types.get(scan.header[0]) == "int" else []
+    # A short row whose first field is no number is a note below the table (`footnotes`), not a row to count.
+    rows = [row for row in scan.sample if row and (len(row) == len(scan.header) or cols.parses(row[0].strip(), "int"))]
+    first = [row[0] for row in rows] if types.get(scan.header[0]) == "int" else []
     facts = cols.table_facts(scan.header, types, label, problem_type, key, declared, values, first)
     gaps = numbers_marked(scan.header, scan.sample, types, missing - dialect.missing)
     notes = _decimal_commas(scan, dialect, types)
@@ -197,9 +199,9 @@ def inspect_source(
     other `parameters` are the ingest's, read as a ColumnChoice): raises the ValueError the ingest would, naming
     the field."""
     choice = cols.ColumnChoice.of(parameters)
-    files = resolve(source_path)
-    sample = choice.infer_rows
     source_format = parameters.get("source_format", "auto")
+    files = resolve(source_path, source_format)
+    sample = choice.infer_rows
     dialect = dialect_of(files, source_format, csv_format, {}, sample)
     if not dialect.delimited and not choice.named <= set(dialect.header or ()):  # named by a line past the sample?
         dialect = dialect_of(files, source_format, csv_format, {}, None)
@@ -229,15 +231,24 @@ def _check_values(facts: SourceFacts, label: Any, key: str | None) -> None:
         raise ValueError(f"data.source.path: no column to learn {label!r} from has a value ({shown}: all empty)")
 
 
-def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:
+def source_files(*, source_path: str | None = None, source_format: str = "auto", **_: Any) -> list[Path]:
     """The files the ingest reads, for the data fingerprint in its cache key."""
-    return [Path(path) for path in resolve(source_path)]
+    return [Path(path) for path in resolve(source_path, source_format)]
 
 
-def resolve(source_path: str | None) -> list[str]:
-    """The CSV (or JSON Lines) files: a file, a folder (its *.csv and *.csv.gz files, and JSON Lines': PATTERNS) or a
-    glob pattern, sorted by name."""
-    return table_files("csv", source_path, ("*.csv", "*.csv.gz", *PATTERNS), "CSV or JSON Lines file")
+CSV_PATTERNS = ("*.csv", "*.csv.gz")
+
+
+def resolve(source_path: str | None, source_format: str = "auto") -> list[str]:
+    """The CSV (or JSON Lines) files: a file, a glob pattern, or a folder's CSV files (CSV_PATTERNS), or its JSON Lines
+    files (PATTERNS) for source_format jsonl, or auto and no CSV there (a `metadata.jsonl` beside CSVs is not
+    data), sorted by name."""
+    patterns = PATTERNS if source_format == FORMAT else CSV_PATTERNS
+    folder = Path(source_path).expanduser() if source_path else None
+    if source_format == "auto" and folder is not None and folder.is_dir():
+        if not any(name for pattern in CSV_PATTERNS for name in folder.glob(pattern)):
+            patterns = PATTERNS
+    return table_files("csv", source_path, patterns, "CSV or JSON Lines file")
 
 
 FOOTNOTE_LINES = 20  # The most lines of notes below a table's last record (a source, notes, a copyright line).

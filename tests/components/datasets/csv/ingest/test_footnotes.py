@@ -51,6 +51,16 @@ def test_notes_below_a_table_are_left_out_and_counted(tmp_path, diabetes, compre
     assert entries[2]["record"] == "Data retrieved 2024-01-05"
 
 
+def test_notes_below_do_not_hide_a_column_counting_the_rows(tmp_path, diabetes):
+    """`Id` 1, 2, 3, … (a row number, not a feature) is still told so with a source below the table."""
+    path = tmp_path / "numbered.csv"
+    numbered = diabetes.copy()
+    numbered.insert(0, "Id", range(1, len(diabetes) + 1))
+    path.write_text(numbered.to_csv(index=False) + NOTES)
+    facts = csv_source.inspect_source(source_path=str(path), label="target")
+    assert facts.numbered == "Id"
+
+
 def test_a_short_record_inside_the_table_is_still_invalid(tmp_path, diabetes):
     """Only the end of a file is notes: a record cut short among the others is wrong_field_count, as before."""
     lines = diabetes.to_csv(index=False).splitlines()

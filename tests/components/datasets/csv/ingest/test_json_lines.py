@@ -111,8 +111,14 @@ def test_what_cannot_be_read_as_json_lines_is_one_line_naming_the_field(tmp_path
     folder.mkdir()
     iris.to_json(folder / "a.jsonl", orient="records", lines=True)
     iris.to_csv(folder / "b.csv", index=False)
+    # A folder's CSVs are its data, a .jsonl beside them (a dataset's metadata) is not; a pattern naming both is mixed.
+    assert csv_source.inspect_source(source_path=str(folder), label="target").header == list(iris)
     with pytest.raises(ValueError, match=r"^data.source.path: a.jsonl is JSON Lines and b.csv is not: point it at"):
-        csv_source.inspect_source(source_path=str(folder), label="target")
+        csv_source.inspect_source(source_path=str(folder / "*"), label="target")
+    lines_only = tmp_path / "lines"
+    lines_only.mkdir()
+    (lines_only / "a.jsonl").write_bytes((folder / "a.jsonl").read_bytes())
+    assert csv_source.inspect_source(source_path=str(lines_only), label="target").sampled == len(iris)
     with pytest.raises(ValueError, match=r"^data.csv.delimiter: the files are JSON Lines, whose keys name the columns"):
         csv_source.inspect_source(source_path=str(folder / "a.jsonl"), label="target", csv_format={"delimiter": ";"})
     array = tmp_path / "iris.json"
@@ -125,6 +131,26 @@ def test_what_cannot_be_read_as_json_lines_is_one_line_naming_the_field(tmp_path
         csv_source.inspect_source(source_path=str(numbers), label="target")
     with pytest.raises(ValueError, match=r"^data.label: 'targt' is not a column of the data; did you mean target\?"):
         csv_source.inspect_source(source_path=str(folder / "a.jsonl"), label="targt")
+
+
+def test_one_record_is_a_record_whatever_it_holds(tmp_path, iris):
+    """A file of one line (new data to score) with a list or an object in it is read, not taken for a document."""
+    path = tmp_path / "one.jsonl"
+    path.write_text('{"sepal length (cm)": 5.1, "tags": ["a"], "site": {"name": "kew"}, "target": "setosa"}\n')
+    facts = csv_source.inspect_source(source_path=str(path), label="target")
+    assert facts.header == ["sepal length (cm)", "tags", "site.name", "target"]
+
+
+def test_half_a_character_is_a_bad_line_not_a_crash(tmp_path, iris):
+    """An emoji cut in half by a scraper (`\\ud83d` alone) is no text UTF-8 can write: the line is rejected."""
+    path = tmp_path / "iris.jsonl"
+    iris.to_json(path, orient="records", lines=True)
+    with open(path, "a") as file:
+        file.write('{"sepal length (cm)": 5.0, "target": "setosa \\ud83d"}\n')
+    summary, _, _, rejects = ingest(tmp_path, source_path=str(path), label="target", columns={})
+    assert (summary["read"], summary["invalid"]) == (151, 1)
+    entry = json.loads(rejects.file.read_text())
+    assert entry["reason"] == "bad_json" and "half of a character" in entry["error"]
 
 
 def test_a_csv_given_as_csv_and_json_lines_given_as_csv_say_which_they_are(tmp_path, iris):

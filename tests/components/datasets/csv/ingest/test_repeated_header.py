@@ -24,15 +24,17 @@ def cancer():
     return frame
 
 
-def joined(tmp_path, frame, **to_csv) -> tuple:
+def joined(tmp_path, frame, bom: bool = False) -> tuple:
     pages = np.array_split(np.arange(len(frame)), PAGES)
     path = tmp_path / "all.csv"
-    path.write_text("".join(frame.iloc[rows].to_csv(index=False, **to_csv) for rows in pages))
+    mark = "\ufeff" if bom else ""  # Excel's "CSV UTF-8" starts each page with a byte-order mark
+    path.write_text("".join(mark + frame.iloc[rows].to_csv(index=False) for rows in pages), encoding="utf-8")
     return path, pages
 
 
-def test_pages_joined_together_read_as_one_table(tmp_path, cancer):
-    path, pages = joined(tmp_path, cancer)
+@pytest.mark.parametrize("bom", [False, True])
+def test_pages_joined_together_read_as_one_table(tmp_path, cancer, bom):
+    path, pages = joined(tmp_path, cancer, bom)
     facts = csv_source.inspect_source(source_path=str(path), label="target")
     assert set(facts.types.values()) == {"float", "string"} and facts.types["mean radius"] == "float"
     assert any("repeat the header (files joined together)" in line for line in facts.dialect)

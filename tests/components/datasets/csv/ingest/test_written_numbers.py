@@ -105,7 +105,8 @@ US, NONE, EU = GROUPED_BY_COMMAS, UNGROUPED, GROUPED_BY_POINTS
      ("1 234,56", EU, 1234.56), ("1\u00a0234\u00a0567 €", EU, 1234567.0), ("1\u202f234.5", US, 1234.5),
      ("12 345", NONE, 12345.0), ("1 23", US, None), ("2024 001", US, None), ("1 234,5", US, None),
      ("USD 1,200", US, 1200.0), ("1.234,50 EUR", EU, 1234.5), ("US$5", US, 5.0), ("R$ 1.234,50", EU, 1234.5),
-     ("GBP 5", US, 5.0), ("GBP 5M", US, 5e6), ("-CHF 12.50", US, -12.5), ("(USD 5)", US, -5.0), ("5USD", US, 5.0),
+     ("GBP 5", US, 5.0), ("GBP 5M", US, 5e6), ("-CHF 12.50", US, -12.5), ("(USD 5)", US, -5.0), ("5 USD", US, 5.0),
+     ("5USD", US, None), ("EUR101", US, None), ("USD5", US, None), ("HK$5", US, 5.0), ("HK$1.2M", US, 1.2e6),
      ("USD", US, None), ("ABC 5", US, None), ("EUR 5 USD", US, None), ("usd 5", US, None)],
 )  # fmt: skip
 def test_what_is_a_number_so_written(text, style, number):
