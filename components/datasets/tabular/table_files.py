@@ -51,7 +51,7 @@ def other_format(start: bytes, expected: str) -> str | None:
     if _JSON_ARRAY.match(text):
         return (f"is a JSON array, not {expected}: write it as JSON Lines, an object a line, which the csv dataset "
                 "reads (pandas: read_json(path).to_json(new_path, orient='records', lines=True))")  # fmt: skip
-    if _JSON_OBJECT.match(text) and expected != "JSON Lines":
+    if opens_json_object(text) and expected != "JSON Lines":
         fix = (
             "set data.source.format: jsonl (or auto)" if expected == "CSV" else "set data.dataset: csv (it reads them)"
         )
@@ -62,7 +62,14 @@ def other_format(start: bytes, expected: str) -> str | None:
     return None
 
 
-_JSON_OBJECT = re.compile(rb'\s*\{\s*(?:"|$)')
+_JSON_OBJECT = re.compile(rb'\s*\{\s*(?:["}]|$)')  # `{"key": …`, `{}`, or `{` alone: an indented document
+
+
+def opens_json_object(start: bytes) -> bool:
+    """Whether a file's first bytes (after a byte-order mark) open a JSON object: JSON Lines, or one JSON document."""
+    return bool(_JSON_OBJECT.match(start.removeprefix(b"\xef\xbb\xbf")))
+
+
 _JSON_ARRAY = re.compile(rb'\s*\[\s*(?:[{\["\d-]|$)')
 
 

@@ -61,7 +61,6 @@ STYLES = {
     ),
 }
 _DIGITS = "0123456789+-"
-_CODE = re.compile(_CODES)
 _SIGNS = re.compile(_SIGN)
 _SCALE_LETTERS = re.compile(r"[^kKMBbn]")  # what is left of a number so written: its scale's letter(s), if any
 STRAY = 100  # As in type inference: one sampled value in this many may be something else (a typo, a note).
@@ -103,7 +102,7 @@ def decorated(
     found = {}
     _, group, _ = STYLES[style]
     marks = re.compile(
-        rf"[{re.escape(CURRENCY + '%(' + MINUS + group)}]|(?<=\d)(?:[kKMB]|bn|[{SPACES}](?=\d))|\+$|{_CODE.pattern}"
+        rf"[{re.escape(CURRENCY + '%(' + MINUS + group)}]|(?<=\d)(?:[kKMB]|bn|[{SPACES}](?=\d))|\+$|{_CODES}"
     )
     # A mark that only a written number holds (with decimal ',', plain numbers come with points: Dialect.split):
     # a column without one is passed over at C speed (a wide table's 784 columns of 10,000 sampled rows).

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets.csv.ingest.dialect import Dialect
+from kflow.components.datasets.tabular.table_files import opens_json_object
 from kflow.components.ingest.compressed import open_source
 
 FORMAT = "jsonl"
@@ -98,10 +99,9 @@ def _kind(value: Any) -> str:
 
 
 def is_json_lines(path: str) -> bool:
-    """Whether the (decompressed) file's first character that is not blank opens a JSON object."""
+    """Whether the (decompressed) file opens a JSON object (table_files.opens_json_object, as `other_format` tells)."""
     with open_source(path) as stream:
-        start = stream.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
-    return start.startswith(b"{")
+        return opens_json_object(stream.read(4096))
 
 
 def json_keys(files: list[str], readable: dict[str, str], max_records: int | None, encoding: str) -> tuple[str, ...]:
@@ -172,12 +172,12 @@ def dialect_of(
     if source_format not in (FORMAT, "auto"):
         return Dialect.from_options(options)
     if source_format == "auto":
-        kinds = {Path(path).name: is_json_lines(readable.get(path, path)) for path in files}
+        kinds = {path: is_json_lines(readable.get(path, path)) for path in files}  # by path: a glob's names may repeat
         if not any(kinds.values()):
             return Dialect.from_options(options)
         if not all(kinds.values()):
-            first_json = next(name for name, json_lines in kinds.items() if json_lines)
-            first_csv = next(name for name, json_lines in kinds.items() if not json_lines)
+            first_json = next(Path(path).name for path, json_lines in kinds.items() if json_lines)
+            first_csv = next(Path(path).name for path, json_lines in kinds.items() if not json_lines)
             raise ValueError(
                 f"data.source.path: {first_json} is JSON Lines and {first_csv} is not: point it at files of one format"
             )

@@ -62,9 +62,10 @@ def source_facts(
     if label in marks:  # the numbers they write, for the task's inference
         numbers = (written_numbers.plain(value, dialect.number_style) for value in values)
         values = [repr(number) for number in numbers if number is not None]
-    # A short row whose first field is no number is a note below the table (`footnotes`), not a row to count.
-    rows = [row for row in scan.sample if row and (len(row) == len(scan.header) or cols.parses(row[0].strip(), "int"))]
-    first = [row[0] for row in rows] if types.get(scan.header[0]) == "int" else []
+    first = []
+    if types.get(scan.header[0]) == "int":  # a short row whose first field is no number is a note (`footnotes`)
+        full = len(scan.header)
+        first = [row[0] for row in scan.sample if row and (len(row) == full or cols.parses(row[0].strip(), "int"))]
     facts = cols.table_facts(scan.header, types, label, problem_type, key, declared, values, first)
     gaps = numbers_marked(scan.header, scan.sample, types, missing - dialect.missing)
     notes = _decimal_commas(scan, dialect, types)
