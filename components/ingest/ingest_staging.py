@@ -7,8 +7,8 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, BinaryIO
 
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
@@ -47,13 +47,13 @@ class Staging:
     def path(self, name: str) -> str:
         return FileSystems.join(self.root, name)
 
-    def plain_copy(self, source: str, name: str) -> str:
-        """Decompresses the compressed file `source` (compressed.open_source) into the staging folder as `name`,
-        streaming; returns the copy's path. Its records can then be cut into chunks by offset, which a compressed
-        stream does not allow."""
+    def plain_copy(self, source: str, name: str, opener: Callable[[str], BinaryIO] = open_source) -> str:
+        """Decompresses the compressed file `source` (compressed.open_source, or what `opener` reads it as) into the
+        staging folder as `name`, streaming; returns the copy's path. Its records can then be cut into chunks by
+        offset, which a compressed stream does not allow."""
         copy = self.path(name)
-        log.info("ingest: decompressing %s into the staging folder", source)
-        with open_source(source) as stream, FileSystems.create(copy) as target:
+        log.info("ingest: writing %s out into the staging folder", source)
+        with opener(source) as stream, FileSystems.create(copy) as target:
             shutil.copyfileobj(stream, target, 1 << 20)
         return copy
 

@@ -48,9 +48,12 @@ def other_format(start: bytes, expected: str) -> str | None:
     if start[:3] == b"BZh" and start[4:10] == b"1AY&SY":
         return f"is bzip2-compressed, not {expected}: decompress it"
     text = start.removeprefix(b"\xef\xbb\xbf")
+    if opens_json_array(text):  # of objects: the csv dataset reads it as JSON Lines (csv/ingest/json_array.py)
+        fix = "set data.source.format: jsonl (or auto)" if expected == "CSV" else "set data.dataset: csv (it reads it)"
+        return None if expected == "JSON Lines" else f"is a JSON array of objects, not {expected}: {fix}"
     if _JSON_ARRAY.match(text):
-        return (f"is a JSON array, not {expected}: write it as JSON Lines, an object a line, which the csv dataset "
-                "reads (pandas: read_json(path).to_json(new_path, orient='records', lines=True))")  # fmt: skip
+        return (f"is a JSON array of rows that are no objects, not {expected}: write each row as an object "
+                "(pandas: to_json(path, orient='records'))")  # fmt: skip
     if opens_json_object(text) and expected != "JSON Lines":
         fix = (
             "set data.source.format: jsonl (or auto)" if expected == "CSV" else "set data.dataset: csv (it reads them)"
@@ -71,6 +74,13 @@ def opens_json_object(start: bytes) -> bool:
 
 
 _JSON_ARRAY = re.compile(rb'\s*\[\s*(?:[{\["\d-]|$)')
+_JSON_ARRAY_OF_OBJECTS = re.compile(rb"\s*\[\s*(?:[{\]]|$)")  # `[{…`, `[]`, or `[` alone on its line (indented)
+
+
+def opens_json_array(start: bytes) -> bool:
+    """Whether a file's first bytes (after a byte-order mark) open a JSON array of objects (or an empty one): the
+    records of pandas' to_json(orient="records") and most exports (csv/ingest/json_array.py)."""
+    return bool(_JSON_ARRAY_OF_OBJECTS.match(start.removeprefix(b"\xef\xbb\xbf")))
 
 
 def file_start(path: str, size: int = 16) -> bytes:

@@ -73,9 +73,9 @@ class SourceSection(Section):
     """A local file or folder with the dataset (csv: also a glob pattern such as data/*.csv.gz)."""
     format: SourceFormat = "auto"
     """mnist: auto | npz | idx | sklearn_digits | tfds | download; wikitext2: auto | download; quora: auto | csv |
-    kaggle; csv: auto | csv | jsonl (JSON Lines; auto: files that open a JSON object are); parquet: auto | parquet;
-    images: auto | folders | manifest | tfds. auto looks at data.source.path, then $KFLOW_DATA_DIR, then
-    ~/.keras/datasets and the tensorflow-datasets data dir, and never downloads."""
+    kaggle; csv: auto | csv | jsonl (JSON Lines, or a JSON array of objects; auto: files that open either are);
+    parquet: auto | parquet; images: auto | folders | manifest | tfds. auto looks at data.source.path, then
+    $KFLOW_DATA_DIR, then ~/.keras/datasets and the tensorflow-datasets data dir, and never downloads."""
     max_records: int | None = Field(None, ge=1)
     """Read at most this many records of each source split."""
 
@@ -120,9 +120,9 @@ class DriftSection(Section):
 
 class DataSection(Section):
     dataset: str = Field(min_length=1)
-    """A registered dataset (kflow.components.datasets): mnist, wikitext2, quora; csv (any CSV, or JSON Lines),
-    parquet (any Parquet file), tfrecord (tf.train.Example files) or tfds (a TensorFlow Datasets dataset): set
-    data.label and data.problem_type; images (a folder per class, or a manifest of path,label)."""
+    """A registered dataset (kflow.components.datasets): mnist, wikitext2, quora; csv (any CSV, JSON Lines or JSON
+    array of records), parquet (any Parquet file), tfrecord (tf.train.Example files) or tfds (a TensorFlow Datasets
+    dataset): set data.label and data.problem_type; images (a folder per class, or a manifest of path,label)."""
     label: str | None = None
     """csv, parquet, tfrecord, tfds: the column (feature) to predict; tfds: default the builder's supervised label."""
     problem_type: ProblemType | None = None

@@ -16,9 +16,9 @@ from kflow.pipeline.dsl.component import Parameter
 class CsvIngest(InspectedTableIngest):
     spec = table_ingest_spec(
         "csv",
-        source="A CSV or JSON Lines file (plain or compressed), a folder of them, or a glob pattern.",
-        formats="auto | csv | jsonl (JSON Lines: an object a line, its keys the columns; auto: files that open a "
-        "JSON object are JSON Lines, others CSV).",
+        source="A CSV, JSON Lines or JSON array file (plain or compressed), a folder of them, or a glob pattern.",
+        formats="auto | csv | jsonl (JSON records: an object a line, or an array of objects, their keys the columns; "
+        "auto: files that open a JSON object or an array of them are JSON, others CSV).",
         reading=column_parameters(
             "FILE:LINE",
             "content",

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 from kflow.components.datasets.csv.ingest.dialect import Dialect
 from kflow.components.datasets.csv.ingest.header import ENCODING_HINT, repeats_header
+from kflow.components.datasets.csv.ingest.json_array import needs_copy, open_records
 from kflow.components.datasets.csv.ingest.json_lines import FORMAT, dialect_of
 from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.csv.ingest.source import resolve, scan_delimited, scan_files, source_facts
@@ -43,7 +44,7 @@ from kflow.components.datasets.tabular.examples import SOURCE_ROW
 from kflow.components.datasets.tabular.row_encoder import RowEncoder
 from kflow.components.datasets.tabular.table_ingest import Table, TableReader, ingest_table
 from kflow.components.ingest import ingest_staging
-from kflow.components.ingest.compressed import needs_decoding, open_source
+from kflow.components.ingest.compressed import open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import (
@@ -80,9 +81,9 @@ class CsvReader(TableReader):
         split = self.shares(job)
         files = resolve(job.source_path, job.source_format)
         readable = {
-            path: staging.plain_copy(path, f"source-{index:05d}.csv")
+            path: staging.plain_copy(path, f"source-{index:05d}.csv", open_records)
             for index, path in enumerate(files)
-            if needs_decoding(path)
+            if needs_copy(path)
         }
         dialect = dialect_of(files, job.source_format, self.csv_format, readable, job.max_records)
         named = cols.ColumnChoice(self.label, key=self.key, columns=self.columns).named

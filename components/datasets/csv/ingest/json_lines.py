@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets.csv.ingest.dialect import Dialect
+from kflow.components.datasets.csv.ingest.json_array import open_records
 from kflow.components.datasets.tabular.table_files import opens_json_object
-from kflow.components.ingest.compressed import open_source
 
 FORMAT = "jsonl"
 PATTERNS = ("*.jsonl", "*.jsonl.gz", "*.ndjson", "*.ndjson.gz")  # A folder's JSON Lines files (beside its CSVs).
+JSON_PATTERNS = ("*.json", "*.json.gz")  # A folder's JSON files, where it holds neither: arrays of records
 
 
 class BadJson(csv.Error):
@@ -100,7 +101,7 @@ def _kind(value: Any) -> str:
 
 def is_json_lines(path: str) -> bool:
     """Whether the (decompressed) file opens a JSON object (table_files.opens_json_object, as `other_format` tells)."""
-    with open_source(path) as stream:
+    with open_records(path) as stream:
         return opens_json_object(stream.read(4096))
 
 
@@ -112,7 +113,7 @@ def json_keys(files: list[str], readable: dict[str, str], max_records: int | Non
     keys: dict[str, None] = {}
     read, objects, first, whole = 0, 0, None, True
     for path in files:
-        with open_source(readable.get(path, path)) as stream:
+        with open_records(readable.get(path, path)) as stream:
             for number, line in enumerate(stream, 1):
                 if max_records is not None and read >= max_records:
                     whole = False

@@ -27,7 +27,8 @@ from kflow.components.datasets.csv.ingest.header import (
     repeats_header,
     split_row,
 )
-from kflow.components.datasets.csv.ingest.json_lines import FORMAT, PATTERNS, dialect_of
+from kflow.components.datasets.csv.ingest.json_array import is_json_array, needs_copy, open_records
+from kflow.components.datasets.csv.ingest.json_lines import FORMAT, JSON_PATTERNS, PATTERNS, dialect_of
 from kflow.components.datasets.csv.ingest.records import Record, cut
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular import written_numbers
@@ -35,7 +36,7 @@ from kflow.components.datasets.tabular.columns import SourceFacts
 from kflow.components.datasets.tabular.examples import row_names
 from kflow.components.datasets.tabular.missing_marks import marked_columns, numbers_marked
 from kflow.components.datasets.tabular.table_files import other_format, table_files
-from kflow.components.ingest.compressed import needs_decoding, open_source
+from kflow.components.ingest.compressed import open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.repeats import RepeatFinder
 
@@ -95,7 +96,9 @@ def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[S
     mark (decimal_mark.py). (The scan, the dialect it was read with, what was read so, for the log.)"""
     scan, dialect, readings = _scan_encoded(files, dialect, sample)
     if not dialect.delimited:
-        readings.insert(0, f"{dialect.name}, an object a line: its {len(scan.header)} keys are the columns")
+        layout = "a JSON array of objects, an element a record" if any(map(is_json_array, files)) else None
+        layout = layout or f"{dialect.name}, an object a line"
+        readings.insert(0, f"{layout}: its {len(scan.header)} keys are the columns")
     for file, lines in scan.footnotes:
         readings.append(f"{file} ends in {lines} line(s) of notes below the table (a source, a note): left out")
     if scan.repeated:
@@ -241,15 +244,19 @@ CSV_PATTERNS = ("*.csv", "*.csv.gz")
 
 
 def resolve(source_path: str | None, source_format: str = "auto") -> list[str]:
-    """The CSV (or JSON Lines) files: a file, a glob pattern, or a folder's CSV files (CSV_PATTERNS), or its JSON Lines
-    files (PATTERNS) for source_format jsonl, or auto and no CSV there (a `metadata.jsonl` beside CSVs is not
-    data), sorted by name."""
-    patterns = PATTERNS if source_format == FORMAT else CSV_PATTERNS
+    """The CSV (or JSON) files: a file, a glob pattern, or a folder's CSV files (CSV_PATTERNS), else its JSON Lines
+    files (PATTERNS), else its JSON files (JSON_PATTERNS: arrays of records), the CSVs left out for source_format
+    jsonl (a `metadata.jsonl` beside CSVs is not data), sorted by name."""
     folder = Path(source_path).expanduser() if source_path else None
-    if source_format == "auto" and folder is not None and folder.is_dir():
-        if not any(name for pattern in CSV_PATTERNS for name in folder.glob(pattern)):
-            patterns = PATTERNS
-    return table_files("csv", source_path, patterns, "CSV or JSON Lines file")
+    patterns = PATTERNS if source_format == FORMAT else CSV_PATTERNS
+    if source_format != "csv" and folder is not None and folder.is_dir():
+        kinds = (CSV_PATTERNS, PATTERNS, JSON_PATTERNS) if source_format == "auto" else (PATTERNS, JSON_PATTERNS)
+        patterns = next((kind for kind in kinds if _holds(folder, kind)), patterns)
+    return table_files("csv", source_path, patterns, "CSV, JSON Lines or JSON file")
+
+
+def _holds(folder: Path, patterns: tuple[str, ...]) -> bool:
+    return any(name for pattern in patterns for name in folder.glob(pattern))
 
 
 FOOTNOTE_LINES = 20  # The most lines of notes below a table's last record (a source, notes, a copyright line).
@@ -310,11 +317,11 @@ def scan_files(
         if max_records is not None and scan.read >= max_records:
             break
         source = (readable or {}).get(path, path)
-        splittable = not needs_decoding(source)
-        with open_source(source) as start:  # the first bytes, not the first line: a format's magic may hold a newline
+        splittable = not needs_copy(source)
+        with open_source(path) as start:  # the first bytes, not the first line: a format's magic may hold a newline
             if other := other_format(start.read(16), dialect.name):
                 raise ValueError(f"data.source.path: {path} {other}")
-        with open_source(source) as stream:
+        with open_records(source) as stream:
             records = cut(stream, dialect.quote, delimiter=dialect.delimiter.encode())
             found = read_header(path, records, dialect, named)
             header, start, line, records = found.names, found.start, found.line, found.records

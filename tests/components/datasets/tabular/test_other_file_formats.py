@@ -50,7 +50,7 @@ def write(kind, path, frame):
     elif kind == "json lines":
         frame.to_json(path, orient="records", lines=True)
     elif kind == "json":
-        frame.to_json(path, orient="records", indent=1)
+        frame.to_json(path, orient="values", indent=1)  # rows as lists: no column names
     elif kind == "zst":  # two frames, as `zstd` writes a file appended to and pandas' to_csv(compression="zstd")
         import zstandard
 
@@ -97,7 +97,7 @@ def test_a_compressed_csv_is_read_whole_as_downloaded(tmp_path, iris, kind):
         ("zip of two", "is a ZIP archive of 2 files (iris.csv, more/iris.csv): unzip it and set data.source.path"),
         ("sqlite", "is an SQLite database, not CSV"),
         ("hdf5", "is an HDF5 file, not CSV"),
-        ("json", "is a JSON array, not CSV: write it as JSON Lines, an object a line, which the csv dataset reads"),
+        ("json", "is a JSON array of rows that are no objects, not CSV: write each row as an object (pandas"),
     ],
 )
 def test_a_csv_config_names_the_format_it_was_given(tmp_path, iris, kind, said):
