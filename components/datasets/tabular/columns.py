@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -64,7 +65,10 @@ def _whole(text: str) -> int:
     whole, dot, fraction = text.partition(".")
     if not dot or fraction.strip("0") or not whole.lstrip("+-").isdigit():
         raise BadValue(text)
-    return int(whole)
+    try:
+        return int(whole)
+    except ValueError:  # `+-1.`, `².0`: signs or digits int() does not read
+        raise BadValue(text) from None
 
 
 def parse_float(text: str) -> float:
@@ -92,14 +96,21 @@ def infer_types(
     header: Sequence[str], rows: Iterable[Sequence[str]], declared: Mapping[str, str], missing: frozenset[str]
 ) -> dict[str, str]:
     """Each column's type: the declared one, else the narrowest type all sampled values parse as."""
-    values: dict[str, list[str]] = {name: [] for name in header if name not in declared}
-    for row in rows:
-        if len(row) != len(header):
-            continue
-        for name, value in zip(header, row, strict=True):
-            if name in values and value.strip() not in missing:
-                values[name].append(value.strip())
-    return {name: declared.get(name) or _narrowest(values[name]) for name in header}
+    types = {}
+    for name, cells in zip(header, sampled_columns(header, rows), strict=True):
+        if name in declared:
+            types[name] = declared[name]
+        else:
+            kind = plain_number_type(cells, missing)
+            types[name] = kind or _narrowest([cell.strip() for cell in cells if cell.strip() not in missing])
+    return types
+
+
+def sampled_columns(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[Sequence[str]]:
+    """The cells of each column of the `rows` as wide as the header, a tuple a column (rows cut short or too long
+    are left out, as the ingest rejects them)."""
+    full = [row for row in rows if len(row) == len(header)]
+    return list(zip(*full, strict=True)) if full else [() for _ in header]
 
 
 MAX_INFERRED_CLASSES = 20  # Whole-number labels with more distinct values than this are a quantity.
@@ -147,7 +158,44 @@ def _thin(distinct: int, rows: int) -> bool:
     return distinct > 2 and rows < 2 * distinct
 
 
+# Plain numbers, one a line, matched over a column's joined cells at once (`plain_number_type`): what int() and
+# float() surely read, within int64 and float64's range (at most 18 digits a whole number; an exponent of 2 digits
+# after at most 200), ASCII digits only, no space. Anything else (` 5`, `1_000`, `١٢`, `1e400`, 19 digits, a mark)
+# goes value by value. A wide table's sample is millions of cells: MNIST written as a CSV, 785 columns of 10,000
+# sampled rows, took 7.5 s of `kflow validate` (and as long again in the ingest) read value by value.
+_NUMBER = r"[+-]?(?:[0-9]{1,200}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,2})?"
+_NUMBERS = re.compile(rf"(?:{_NUMBER})?(?:\n(?:{_NUMBER})?)*")  # empty lines: missing cells, where "" is missing
+_INTS = re.compile(r"(?:[+-]?[0-9]{1,18})?(?:\n(?:[+-]?[0-9]{1,18})?)*")
+_WHOLE = re.compile(r"^[+-]?[0-9]{1,18}(?:\.0*)?$", re.MULTILINE)  # `7`, `7.0`, `7.`: _parse_int reads them
+_LONG = re.compile(r"[0-9]{19}")
+
+
+def plain_number_type(cells: Sequence[str], missing: frozenset[str]) -> str | None:
+    """`_narrowest` of a column's raw `cells` when every one is a plain number or empty (where "" is missing), read
+    over their joined text at once: whole numbers are int (bool needs a word, or more than 0 and 1); numbers whose
+    share that is no whole number is within the stray allowance are int; others float; every cell empty, string.
+    None when a cell may be anything else (a space, a mark, a word, past 18 digits): read them value by value."""
+    joined, empty = "\n".join(cells), cells.count("")
+    if joined.count("\n") != len(cells) - 1 or (empty and "" not in missing):  # a cell of several lines
+        return None
+    count = len(cells) - empty
+    if not count:
+        return "string"
+    if not joined.translate(_DIGITS_AND_LINES) and max(map(len, cells)) <= 18:  # unsigned whole numbers: at C speed
+        return "int"
+    if not _NUMBERS.fullmatch(joined) or _LONG.search(joined):
+        return None
+    if _INTS.fullmatch(joined):
+        return "int"
+    wholes = len(_WHOLE.findall(joined))
+    return "int" if wholes and count - wholes <= count // 100 else "float"
+
+
+_DIGITS_AND_LINES = dict.fromkeys(map(ord, "0123456789\n"))
+
+
 def _narrowest(values: list[str]) -> str:
+    """The narrowest type all (stripped, non-missing) `values` parse as, value by value, 1 % of them allowed not to."""
     if not values:
         return "string"
     stray = len(values) // 100  # Values allowed not to parse (1 %).

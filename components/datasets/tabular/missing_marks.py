@@ -26,12 +26,11 @@ def marked_columns(
     """{column: its marks} of the numeric columns (undeclared, or declared int or float) whose sampled `rows` hold
     numbers (plain, or as reports write them in `style`: written_numbers.py) and marks, at least as many numbers."""
     found: dict[str, tuple[str, ...]] = {}
-    for index, name in enumerate(header):
-        if declared.get(name, "float") not in ("int", "float"):
-            continue
+    for name, cells in zip(header, cols.sampled_columns(header, rows), strict=True):
+        if declared.get(name, "float") not in ("int", "float") or cols.plain_number_type(cells, missing):
+            continue  # not numbers, or plain numbers only (read at once: a wide table's columns mostly are)
         numbers, marks = 0, Counter()
-        for row in rows:
-            value = row[index].strip() if len(row) == len(header) else ""
+        for value in (cell.strip() for cell in cells):
             if value in missing:
                 continue
             if cols.parses(value, "float") or written_numbers.plain(value, style) is not None:
