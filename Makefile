@@ -30,7 +30,7 @@ test: bytecode
 	$(BIN)/python -m pytest -m "not slow and not containers" -q --durations=15
 
 test-all: bytecode
-	$(BIN)/python -m pytest -q
+	KFLOW_FUZZ_EXAMPLES=500 $(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,11 +1,12 @@
-"""Benchmark: the csv dataset's ingest of a table as JSON Lines against the same table as CSV.
+"""Benchmark: the csv dataset's ingest of a table as JSON Lines, and as a JSON array, against the same table as CSV.
 
 The table is bench/scale_data.py's generated tabular CSV (--rows records: 4 floats, one with 2 % missing values,
 2 ints, 2 categories, a boolean, a short free text, a 3-class label), and its JSON Lines copy as pandas writes it
-(`to_json(orient="records", lines=True)`: the missing values null, the booleans true/false), both made outside the
-repository. Each round runs the ingest executor (default Beam options: DirectRunner in memory, one worker) on each
-file in this process, the order alternating between rounds; it prints the medians and their ratio, JSON Lines over
-CSV, and checks that both wrote the same number of records to each split.
+(`to_json(orient="records", lines=True)`: the missing values null, the booleans true/false) and its JSON array copy
+(`to_json(orient="records")`, one line), all made outside the repository. Each round runs the ingest executor
+(default Beam options: DirectRunner in memory, one worker) on each file in this process, the order turning between
+rounds; it prints the medians and their ratios to the CSV's, and checks that all wrote the same number of records to
+each split.
 
 Usage: .venv/bin/python bench/json_lines.py [--rows 200000] [--rounds 3] [--folder DIR]
 """
@@ -31,12 +32,18 @@ from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema  # noqa: E402
 
 
 def make(rows: int, folder: Path) -> dict[str, Path]:
-    paths = {"csv": folder / f"tabular-{rows}.csv", "jsonl": folder / f"tabular-{rows}.jsonl"}
+    paths = {kind: folder / f"tabular-{rows}.{kind}" for kind in KINDS}
     if not paths["csv"].is_file():
         scale_data.tabular(rows, paths["csv"])
     if not paths["jsonl"].is_file():
         pd.read_csv(paths["csv"]).to_json(paths["jsonl"], orient="records", lines=True)
+    if not paths["json"].is_file():
+        pd.read_csv(paths["csv"]).to_json(paths["json"], orient="records")
     return paths
+
+
+KINDS = ("csv", "jsonl", "json")
+NAMES = {"csv": "CSV", "jsonl": "JSON Lines", "json": "JSON array"}
 
 
 def ingest(path: Path) -> tuple[float, dict]:
@@ -61,22 +68,22 @@ def main() -> int:
     args = parser.parse_args()
     args.folder.mkdir(parents=True, exist_ok=True)
     paths = make(args.rows, args.folder)
-    seconds: dict[str, list[float]] = {"csv": [], "jsonl": []}
+    seconds: dict[str, list[float]] = {kind: [] for kind in KINDS}
     splits: dict[str, dict] = {}
     for index in range(args.rounds):
-        for kind in ("csv", "jsonl") if index % 2 == 0 else ("jsonl", "csv"):
+        for kind in KINDS[index % 3 :] + KINDS[: index % 3]:
             took, summary = ingest(paths[kind])
             seconds[kind].append(took)
             splits[kind] = {name: summary[name] for name in ("train", "eval", "test", "rejected")}
             print(f"round {index + 1} {kind}: {took:.1f} s {splits[kind]}", flush=True)
-    if splits["csv"] != splits["jsonl"]:
-        print(f"the two ingests differ: {splits}")
+    if len({str(split) for split in splits.values()}) != 1:
+        print(f"the ingests differ: {splits}")
         return 1
-    csv_s, jsonl_s = statistics.median(seconds["csv"]), statistics.median(seconds["jsonl"])
-    print(
-        f"{args.rows:,} records: CSV {csv_s:.1f} s ({args.rows / csv_s:,.0f} records/s), JSON Lines {jsonl_s:.1f} s "
-        f"({args.rows / jsonl_s:,.0f} records/s): {jsonl_s / csv_s:.2f}x the CSV's time (medians of {args.rounds})"
-    )
+    medians = {kind: statistics.median(seconds[kind]) for kind in KINDS}
+    print(f"{args.rows:,} records, medians of {args.rounds}:")
+    for kind, took in medians.items():
+        ratio = f": {took / medians['csv']:.2f}x the CSV's time" if kind != "csv" else ""
+        print(f"  {NAMES[kind]} {took:.1f} s ({args.rows / took:,.0f} records/s){ratio}")
     return 0
 
 

@@ -92,6 +92,9 @@ def check_recovered(name, code, history, seconds, restarts, capfd):
     assert history["examples_trained"] == (2 * STEPS - history["start_step"]) * BATCH
 
 
+# make test-all only (23 s): CI's container tests kill a worker replica's container mid-training and see the group
+# resume from its checkpoint (tests/pipeline/rehearsal/test_replicas_in_containers.py), the same recovery.
+@pytest.mark.slow
 def test_a_killed_worker_host_restarts_the_group_from_its_checkpoint(tmp_path, mnist_ingested, cluster_on_hosts, capfd):
     result = run_with_fault(tmp_path, mnist_ingested, cluster_on_hosts, MWMS, "worker-1", kill)
     check_recovered("MWMS, worker-1 killed", *result, capfd)
