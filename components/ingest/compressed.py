@@ -1,7 +1,8 @@
 """Files that may be compressed, as datasets are downloaded (Kaggle's `train.csv.zip`, `.csv.gz`, `.csv.bz2`,
 `.csv.xz`, `.csv.zst` as pandas and DuckDB write it): told by their first bytes, not their names, and read
 decompressed. A ZIP archive is read when it holds one file (its folders and macOS' `__MACOSX/` copies aside); an
-Office document (an .xlsx workbook is a ZIP) or an archive of several files is refused in one line. Text in UTF-16
+Office document (an .xlsx workbook is a ZIP: the csv dataset reads one, csv/ingest/workbook.py) or an archive of
+several files is refused in one line. Text in UTF-16
 (Excel's "Unicode Text", told by its byte-order mark) is read as UTF-8."""
 
 from __future__ import annotations
@@ -77,7 +78,12 @@ class _ZipMember(io.BufferedIOBase):
 
     def __init__(self, path: str):
         super().__init__()
-        self._archive = zipfile.ZipFile(_open(path))
+        try:
+            self._archive = zipfile.ZipFile(_open(path))
+        except zipfile.BadZipFile as error:  # a download cut short: its directory, at the end, is missing
+            raise ValueError(
+                f"data.source.path: {path} is a ZIP archive that cannot be read (cut short?): {error}"
+            ) from None
         try:
             self._member = self._archive.open(_only_member(path, self._archive))
         except BaseException:
@@ -104,7 +110,7 @@ def _only_member(path: str, archive: zipfile.ZipFile) -> zipfile.ZipInfo:
     names = {info.filename for info in archive.infolist()}
     if "[Content_Types].xml" in names:  # the Office Open XML package: .xlsx, .docx, .pptx
         raise ValueError(f"data.source.path: {path} is an Excel workbook (.xlsx) or another Office file, not a "
-                         "table's file: save the sheet as CSV")  # fmt: skip
+                         "table's file: data.dataset: csv reads a workbook's first sheet")  # fmt: skip
     files = [
         info
         for info in archive.infolist()

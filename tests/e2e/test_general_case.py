@@ -54,10 +54,10 @@ def trained(run_kflow, tmp_path, config, *settings):
     return done, run_dir, json.loads((run_dir / "evaluate" / "evaluation" / "metrics.json").read_text())
 
 
-# The Parquet and JSON runs in make test-all only (17 s each): make test's gauntlet runs a Parquet copy of a real
+# The Parquet, JSON and Excel runs in make test-all only (17 s each): make test's gauntlet runs a Parquet copy of a real
 # table end to end, and its predict below scores a JSON array (read as JSON Lines are).
 @pytest.mark.parametrize(
-    "fmt", ["csv", *(pytest.param(fmt, marks=pytest.mark.slow) for fmt in ("parquet", "jsonl", "json"))]
+    "fmt", ["csv", *(pytest.param(fmt, marks=pytest.mark.slow) for fmt in ("parquet", "jsonl", "json", "xlsx"))]
 )
 def test_float_coded_classes_with_unlabelled_rows_train(tmp_path, run_kflow, fmt):
     frame = breast_cancer()
@@ -68,6 +68,8 @@ def test_float_coded_classes_with_unlabelled_rows_train(tmp_path, run_kflow, fmt
     elif fmt in ("jsonl", "json"):  # pandas writes the missing classes as null
         frame.to_json(path, orient="records", lines=fmt == "jsonl", indent=None if fmt == "jsonl" else 2)
         assert '"diagnosis":null' in path.read_text().replace(" ", "")
+    elif fmt == "xlsx":  # a spreadsheet: the missing classes are empty cells
+        frame.to_excel(path, index=False)
     else:
         frame.to_parquet(path, index=False)
     dataset = {"dataset": "parquet" if fmt == "parquet" else "csv"}

@@ -32,7 +32,11 @@ def table_files(dataset: str, source_path: str | None, patterns: Sequence[str], 
 # to do). Without this, a Parquet file read as CSV failed as "the header is not utf-8: set data.csv.encoding".
 OTHER_FORMATS = (
     (b"PAR1", "a Parquet file", "set data.dataset: parquet"),
-    (b"PK\x03\x04", "a ZIP archive (an Excel .xlsx workbook, or zipped files)", "save the sheet as CSV, or unzip it"),
+    (
+        b"PK\x03\x04",
+        "a ZIP archive (an Excel .xlsx workbook, or zipped files)",
+        "set data.dataset: csv for a workbook (it reads its first sheet), or unzip it",
+    ),  # fmt: skip
     (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook (.xls)", "save the sheet as CSV"),
     (b"SQLite format 3\x00", "an SQLite database", "export the table as CSV or Parquet"),
     (b"ARROW1", "an Arrow IPC (Feather) file", "write it as Parquet (pyarrow.parquet.write_table)"),

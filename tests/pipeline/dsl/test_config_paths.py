@@ -50,7 +50,7 @@ def test_a_config_reads_its_inputs_beside_it_from_any_directory(tmp_path):
     done = kflow("validate", project / "iris.yaml", "--set", "data.source.path=copy.csv", cwd=project)
     assert (
         done.returncode == 2
-        and f"data.source.path: {project / 'copy.csv'} matches no CSV, JSON Lines or JSON file" in done.stderr
+        and f"data.source.path: {project / 'copy.csv'} matches no CSV, JSON Lines, JSON or Excel file" in done.stderr
     )
     # An importable module name is not a path.
     assert load_config(project / "iris.yaml", ["trainer.module=tests.pipeline.user.iris_model"]).trainer.module == (

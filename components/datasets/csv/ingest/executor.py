@@ -33,8 +33,8 @@ from typing import Any, ClassVar
 
 from kflow.components.datasets.csv.ingest.dialect import Dialect
 from kflow.components.datasets.csv.ingest.header import ENCODING_HINT, repeats_header
-from kflow.components.datasets.csv.ingest.json_array import needs_copy, open_records
 from kflow.components.datasets.csv.ingest.json_lines import FORMAT, dialect_of
+from kflow.components.datasets.csv.ingest.readable import needs_copy, open_records
 from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.csv.ingest.source import resolve, scan_delimited, scan_files, source_facts
 from kflow.components.datasets.tabular import columns as cols

@@ -1,7 +1,7 @@
 """A JSON array of objects read as JSON Lines: what pandas' `to_json(orient="records")` (without lines=True),
 `json.dump` of a list of dicts, `mongoexport --jsonArray` and most REST exports write, on one line or indented.
 
-`open_records` streams such a file as JSON Lines, each element of the array its own line (its text as written, the
+`open_array` streams such a file as JSON Lines, each element of the array its own line (its text as written, the
 newlines of an indented element made spaces), so the csv ingest reads it with its JSON Lines dialect, samples,
 chunks and rejects included: a record's place is FILE:N, the Nth element of the array. It decodes one element at a
 time (memory: one element and a read's buffer, whatever the file's size). Several arrays one after another (a
@@ -20,8 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from kflow.components.datasets.csv.ingest.streams import ChunkStream
 from kflow.components.datasets.tabular.table_files import opens_json_array
-from kflow.components.ingest.compressed import needs_decoding, open_source
+from kflow.components.ingest.compressed import open_source
 
 _BLANK = re.compile(r"[ \t\n\r]*")
 READ = 1 << 20  # bytes decoded a read
@@ -34,17 +35,9 @@ def is_json_array(path: str) -> bool:
         return opens_json_array(stream.read(4096))
 
 
-def needs_copy(path: str) -> bool:
-    """Whether the ingest reads the file from a copy (its records cannot be cut by byte offsets): compressed, UTF-16,
-    or a JSON array (its elements are lines only once written out)."""
-    return needs_decoding(path) or is_json_array(path)
-
-
-def open_records(path: str) -> BinaryIO:
-    """The file's bytes as `open_source` gives them, and a JSON array's as JSON Lines, an element a line."""
-    if not is_json_array(path):
-        return open_source(path)
-    return io.BufferedReader(_Lines(elements_as_lines(open_source(path), Path(path).name)), 1 << 16)
+def open_array(path: str) -> BinaryIO:
+    """The JSON array file's elements as JSON Lines, an element a line (readable.open_records: when to)."""
+    return io.BufferedReader(ChunkStream(elements_as_lines(open_source(path), Path(path).name)), 1 << 16)
 
 
 class BrokenArray(ValueError):
@@ -140,32 +133,3 @@ class _Reader:
             f"data.source.path: {self.name} is a JSON array that breaks at its element {self.count + 1} (line "
             f"{line}): {why}; nothing after it can be read"
         )
-
-
-class _Lines(io.RawIOBase):
-    """A raw stream of the lines `chunks` yields."""
-
-    def __init__(self, chunks: Iterator[bytes]):
-        super().__init__()
-        self._chunks, self._pending = chunks, b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        while not self._pending:
-            self._pending = next(self._chunks, None)
-            if self._pending is None:
-                self._pending = b""
-                return 0
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
-        return size
-
-    def close(self) -> None:
-        if not self.closed:
-            close = getattr(self._chunks, "close", None)
-            if close is not None:
-                close()  # the generator's `with stream` closes the file
-        super().close()

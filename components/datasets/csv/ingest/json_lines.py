@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets.csv.ingest.dialect import Dialect
-from kflow.components.datasets.csv.ingest.json_array import open_records
+from kflow.components.datasets.csv.ingest.readable import open_records
+from kflow.components.datasets.csv.ingest.workbook import is_workbook
 from kflow.components.datasets.tabular.table_files import opens_json_object
 
 FORMAT = "jsonl"
@@ -168,8 +169,10 @@ def dialect_of(
     readable: dict[str, str],
     max_records: int | None,
 ) -> Dialect:
-    """The files' dialect: JSON Lines for source_format jsonl, or auto and files that open a JSON object (every one of
-    them), else the CSV dialect `options` (data.csv) give."""
+    """The files' dialect: the CSV a workbook's sheet is written as (workbook.py), JSON Lines for source_format jsonl,
+    or auto and files that open a JSON object (every one of them), else the CSV dialect `options` (data.csv) give."""
+    if books := [path for path in files if is_workbook(path)]:
+        return _workbook_dialect(files, books, options)
     if source_format not in (FORMAT, "auto"):
         return Dialect.from_options(options)
     if source_format == "auto":
@@ -192,3 +195,21 @@ def dialect_of(
     keys = json_keys(files, readable, max_records, given.encoding or "utf-8")
     # The encoding left out is read from the data, as a CSV's (UTF-8, else cp1252: source._scan_encoded).
     return JsonLines(header=keys, missing=given.missing, encoding=given.encoding)
+
+
+def _workbook_dialect(files: list[str], books: list[str], options: dict[str, Any] | None) -> Dialect:
+    """The dialect workbook.open_sheet writes: commas, double quotes, UTF-8, a decimal point; of data.csv, only
+    missing_values and header apply (a cell is typed, not text to cut)."""
+    if len(books) != len(files):
+        other = next(Path(path).name for path in files if path not in books)
+        raise ValueError(
+            f"data.source.path: {Path(books[0]).name} is an Excel workbook and {other} is not: point it at files of "
+            "one format"
+        )
+    unused = sorted(set(options or {}) - {"missing_values", "header"})
+    if unused:
+        raise ValueError(
+            f"data.csv.{unused[0]}: the files are Excel workbooks, whose cells are typed: only data.csv.missing_values "
+            "and header apply to them"
+        )
+    return replace(Dialect.from_options(options), encoding="utf-8", decimal=".")

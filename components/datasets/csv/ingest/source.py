@@ -27,9 +27,12 @@ from kflow.components.datasets.csv.ingest.header import (
     repeats_header,
     split_row,
 )
-from kflow.components.datasets.csv.ingest.json_array import is_json_array, needs_copy, open_records
+from kflow.components.datasets.csv.ingest.json_array import is_json_array
 from kflow.components.datasets.csv.ingest.json_lines import FORMAT, JSON_PATTERNS, PATTERNS, dialect_of
+from kflow.components.datasets.csv.ingest.readable import needs_copy, open_records
 from kflow.components.datasets.csv.ingest.records import Record, cut
+from kflow.components.datasets.csv.ingest.workbook import PATTERNS as WORKBOOK_PATTERNS
+from kflow.components.datasets.csv.ingest.workbook import is_workbook, sheets
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.columns import SourceFacts
@@ -95,6 +98,10 @@ def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[S
     inputs), when there is one (a tab-separated file, Excel's "Unicode Text", a `;` file given ','), and the decimal
     mark (decimal_mark.py). (The scan, the dialect it was read with, what was read so, for the log.)"""
     scan, dialect, readings = _scan_encoded(files, dialect, sample)
+    if books := [path for path in files if is_workbook(path)]:
+        names = sheets(books[0])
+        others = f" ({len(names)} sheets: the others are not read)" if len(names) > 1 else ""
+        readings.insert(0, f"an Excel workbook: its first sheet, {names[0]!r}{others}, a row a record")
     if not dialect.delimited:
         layout = "a JSON array of objects, an element a record" if any(map(is_json_array, files)) else None
         layout = layout or f"{dialect.name}, an object a line"
@@ -244,15 +251,16 @@ CSV_PATTERNS = ("*.csv", "*.csv.gz")
 
 
 def resolve(source_path: str | None, source_format: str = "auto") -> list[str]:
-    """The CSV (or JSON) files: a file, a glob pattern, or a folder's CSV files (CSV_PATTERNS), else its JSON Lines
-    files (PATTERNS), else its JSON files (JSON_PATTERNS: arrays of records), the CSVs left out for source_format
-    jsonl (a `metadata.jsonl` beside CSVs is not data), sorted by name."""
+    """The files to read: a file, a glob pattern, or a folder's CSV files (CSV_PATTERNS), else its JSON Lines files
+    (PATTERNS), else its JSON files (JSON_PATTERNS: arrays of records), else its Excel workbooks (WORKBOOK_PATTERNS);
+    for source_format jsonl, its JSON files alone (a `metadata.jsonl` beside CSVs is not data), sorted by name."""
     folder = Path(source_path).expanduser() if source_path else None
     patterns = PATTERNS if source_format == FORMAT else CSV_PATTERNS
     if source_format != "csv" and folder is not None and folder.is_dir():
-        kinds = (CSV_PATTERNS, PATTERNS, JSON_PATTERNS) if source_format == "auto" else (PATTERNS, JSON_PATTERNS)
+        kinds = (PATTERNS, JSON_PATTERNS)
+        kinds = (CSV_PATTERNS, *kinds, WORKBOOK_PATTERNS) if source_format == "auto" else kinds
         patterns = next((kind for kind in kinds if _holds(folder, kind)), patterns)
-    return table_files("csv", source_path, patterns, "CSV, JSON Lines or JSON file")
+    return table_files("csv", source_path, patterns, "CSV, JSON Lines, JSON or Excel file")
 
 
 def _holds(folder: Path, patterns: tuple[str, ...]) -> bool:
@@ -318,9 +326,10 @@ def scan_files(
             break
         source = (readable or {}).get(path, path)
         splittable = not needs_copy(source)
-        with open_source(path) as start:  # the first bytes, not the first line: a format's magic may hold a newline
-            if other := other_format(start.read(16), dialect.name):
-                raise ValueError(f"data.source.path: {path} {other}")
+        if not is_workbook(path):  # a workbook is a ZIP, which open_source refuses: read as its sheet's CSV
+            with open_source(path) as start:  # the first bytes, not the first line: a format's magic may hold one
+                if other := other_format(start.read(16), dialect.name):
+                    raise ValueError(f"data.source.path: {path} {other}")
         with open_records(source) as stream:
             records = cut(stream, dialect.quote, delimiter=dialect.delimiter.encode())
             found = read_header(path, records, dialect, named)

@@ -43,10 +43,10 @@ def write(kind, path, frame):
         with zipfile.ZipFile(path, "w") as archive:
             archive.writestr("iris.csv", text)
             archive.writestr("more/iris.csv", text)
-    elif kind == "xlsx":  # an Office Open XML package, as a spreadsheet saves one
+    elif kind == "docx":  # an Office Open XML package, as a word processor saves one (a workbook: test_workbooks.py)
         with zipfile.ZipFile(path, "w") as archive:
             archive.writestr("[Content_Types].xml", "<Types/>")
-            archive.writestr("xl/workbook.xml", "<workbook/>")
+            archive.writestr("word/document.xml", "<document/>")
     elif kind == "json lines":
         frame.to_json(path, orient="records", lines=True)
     elif kind == "json":
@@ -93,7 +93,7 @@ def test_a_compressed_csv_is_read_whole_as_downloaded(tmp_path, iris, kind):
     [
         ("parquet", "is a Parquet file, not CSV: set data.dataset: parquet"),
         ("feather", "is an Arrow IPC (Feather) file, not CSV"),
-        ("xlsx", "is an Excel workbook (.xlsx) or another Office file, not a table's file: save the sheet as CSV"),
+        ("docx", "is an Excel workbook (.xlsx) or another Office file, not a table's file: data.dataset: csv reads"),
         ("zip of two", "is a ZIP archive of 2 files (iris.csv, more/iris.csv): unzip it and set data.source.path"),
         ("sqlite", "is an SQLite database, not CSV"),
         ("hdf5", "is an HDF5 file, not CSV"),

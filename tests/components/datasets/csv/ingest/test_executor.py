@@ -225,7 +225,7 @@ def test_a_file_without_header_another_delimiter_and_max_records(tmp_path):
         ({"csv_format": {"delimiter": ";;"}}, "data.csv.delimiter"),
         ({"csv_format": {"sep": ";"}}, r"data.csv: unknown options \['sep'\]"),
         ({"split": {"train": 1, "eval": 1}}, r"missing \['test'\]"),
-        ({"source_path": "nowhere/*.csv"}, "matches no CSV, JSON Lines or JSON file"),
+        ({"source_path": "nowhere/*.csv"}, "matches no CSV, JSON Lines, JSON or Excel file"),
     ],
 )
 def test_bad_settings_are_refused_naming_the_field(tmp_path, parameters, message):

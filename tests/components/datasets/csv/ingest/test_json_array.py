@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from sklearn.datasets import load_iris, load_wine
 
 from kflow.components.datasets.csv.ingest import source as csv_source
-from kflow.components.datasets.csv.ingest.json_array import BrokenArray, open_records
+from kflow.components.datasets.csv.ingest.json_array import BrokenArray
+from kflow.components.datasets.csv.ingest.readable import open_records
 from kflow.components.datasets.parquet.ingest import source as parquet_source
 from tests.components.datasets.csv.ingest.test_executor import ingest, read_records
 from tests.components.datasets.csv.ingest.test_json_lines import records_by_split

@@ -1,0 +1,154 @@
+"""Excel workbooks read as tables by the csv dataset: real tables as pandas writes them (`to_excel`, openpyxl's
+writer: scikit-learn's bundled iris and wine), then what spreadsheets people make hold beside them (a title above the
+header, blank rows, Excel's errors, formulas, dates, booleans, more than one sheet, a cell past the table), each
+kept, rejected with its reason and row, or refused in one line."""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+import openpyxl
+import pytest
+from sklearn.datasets import load_iris, load_wine
+
+from kflow.components.datasets.csv.ingest import source as csv_source
+from kflow.components.datasets.csv.ingest.readable import open_records
+from kflow.components.datasets.csv.ingest.workbook import cell_text
+from kflow.components.datasets.parquet.ingest import source as parquet_source
+from tests.components.datasets.csv.ingest.test_executor import ingest, read_records
+from tests.components.datasets.csv.ingest.test_json_lines import records_by_split
+
+
+@pytest.fixture(scope="module")
+def iris():
+    frame = load_iris(as_frame=True).frame
+    frame["target"] = frame["target"].map(dict(enumerate(load_iris().target_names)))
+    return frame
+
+
+def test_a_workbook_of_a_table_is_read_as_its_csv_copy_is(tmp_path, iris):
+    """Every record and the same types as the CSV copy's: a table saved from a spreadsheet trains on the rows of its
+    CSV export; validate says which sheet it read. (Not each in the same split: a whole number in a float column is
+    `5` in a sheet and `5.0` in pandas' CSV, and the split hashes a record's text.)"""
+    book = tmp_path / "iris.xlsx"
+    iris.to_excel(book, sheet_name="measurements", index=False)
+    csv_copy = tmp_path / "csv" / "iris.csv"
+    csv_copy.parent.mkdir()
+    iris.to_csv(csv_copy, index=False)
+
+    facts = csv_source.inspect_source(source_path=str(book), label="target")
+    assert facts.header == list(iris) and facts.sampled == len(iris) and facts.problem_type == "classification"
+    assert facts.dialect[0] == "an Excel workbook: its first sheet, 'measurements', a row a record"
+    assert facts.types == dict.fromkeys(iris.columns[:4], "float") | {"target": "string"}
+    summary, examples, _, rejects = ingest(tmp_path / "book", source_path=str(book), label="target", columns={})
+    assert (summary["read"], summary["rejected"]) == (150, 0) and not rejects.file.read_text()
+    _, from_csv, _, _ = ingest(tmp_path / "from-csv", source_path=str(csv_copy), label="target", columns={})
+    assert every_record(examples) == every_record(from_csv)
+
+
+def every_record(examples) -> list[tuple]:
+    return sorted(record for rows in records_by_split(examples).values() for record in rows)
+
+
+def test_a_spreadsheet_as_people_keep_one_is_read_with_each_row_accounted_for(tmp_path):
+    """The wine measurements (178 real samples) on the second row of sheets below a title and a blank row, with a
+    date, a boolean, a formula, Excel's #DIV/0!, a blank row in the middle, an unlabelled row and a value past the
+    table's columns; a second sheet of notes. Every row a record or a counted reject at its row number."""
+    frame = load_wine(as_frame=True).frame
+    columns = ["alcohol", "malic_acid", "proline", "target"]
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "wine"
+    sheet.append(["Wine recognition data (UCI), three cultivars"])  # row 1: a title
+    sheet.append([])  # row 2: blank
+    sheet.append([*columns, "tasted", "organic", "alcohol x 10", "check"])  # row 3: the header
+    for index, row in enumerate(frame[columns].itertuples(index=False)):
+        line = sheet.max_row + 1
+        tenfold = "#DIV/0!" if index == 7 else row[0] * 10  # a computed column as Excel saves it: values, an error
+        when, organic = datetime.date(2024, 1, 1 + index % 28), index % 2 == 0
+        sheet.append([*row[:3], f"class_{int(row[3])}", when, organic, tenfold, f"=A{line}*10"])  # never computed
+        if index == 99:
+            sheet.append([])  # a blank row in the data
+    sheet.append([13.0, 2.0, 900, None, datetime.date(2024, 2, 1), True])  # unlabelled
+    sheet.append([13.1, 2.1, 910, "class_1", datetime.date(2024, 2, 2), False, 131, None, "a note past the table"])
+    book.create_sheet("notes").append(["collected by Forina et al."])
+    path = tmp_path / "wine.xlsx"
+    book.save(path)
+
+    facts = csv_source.inspect_source(source_path=str(path), label="target")
+    assert (
+        facts.dialect[0]
+        == "an Excel workbook: its first sheet, 'wine' (2 sheets: the others are not read), a row a record"
+    )
+    assert facts.header == [*columns, "tasted", "organic", "alcohol x 10", "check"]
+    assert facts.types["tasted"] == "string" and facts.types["organic"] == "bool"
+    assert facts.types["alcohol x 10"] == "float" and facts.missing_marks == {"alcohol x 10": ("#DIV/0!",)}
+    assert "check" in facts.empty  # formulas no spreadsheet computed: no value
+    summary, examples, _, rejects = ingest(tmp_path, source_path=str(path), label="target", columns={})
+    assert (summary["read"], summary["invalid"], summary["filtered"]) == (180, 1, 1)
+    records = [record for split in read_records(examples).values() for record in split]
+    assert len(records) == 178 and sorted(record["proline"] for record in records) == sorted(frame["proline"])
+    assert {record["tasted"] for record in records} >= {"2024-01-01", "2024-01-28"}
+    assert sum("alcohol x 10" in record for record in records) == 177  # #DIV/0!: a missing number
+    assert not any("check" in record for record in records)
+    entries = [json.loads(line) for line in rejects.file.read_text().splitlines()]
+    blank_at = 3 + 100 + 1  # the header's row, 100 rows of wine, then the blank row: rows keep their numbers
+    assert sorted((entry["reason"], entry["position"]) for entry in entries) == [
+        ("missing_label", f"wine.xlsx:{blank_at + 79}"),
+        ("wrong_field_count", f"wine.xlsx:{blank_at + 80}"),
+    ]
+
+
+def test_what_a_workbook_cannot_be_read_as_is_one_line_naming_the_field(tmp_path, iris):
+    book = tmp_path / "iris.xlsx"
+    iris.to_excel(book, index=False)
+    with pytest.raises(ValueError, match=r"^data.csv.delimiter: the files are Excel workbooks, whose cells are typed"):
+        csv_source.inspect_source(source_path=str(book), label="target", csv_format={"delimiter": ";"})
+    named = csv_source.inspect_source(source_path=str(book), label="target", csv_format={"missing_values": ["?"]})
+    assert named.sampled == len(iris)
+    iris.to_csv(tmp_path / "iris.csv", index=False)
+    with pytest.raises(ValueError, match=r"^data.source.path: iris.xlsx is an Excel workbook and iris.csv is not"):
+        csv_source.inspect_source(source_path=str(tmp_path / "iris.*"), label="target")
+    with pytest.raises(ValueError, match=r"is a ZIP archive \(an Excel .xlsx workbook.*set data.dataset: csv"):
+        parquet_source.inspect_source(source_path=str(book), label="target")
+    broken = tmp_path / "broken" / "cut.xlsx"
+    broken.parent.mkdir()
+    broken.write_bytes(book.read_bytes()[:-200])
+    with pytest.raises(
+        ValueError, match=r"^data.source.path: \S*cut.xlsx is a ZIP archive that cannot be read \(cut short"
+    ):
+        csv_source.inspect_source(source_path=str(broken), label="target")
+    folder = tmp_path / "books"
+    folder.mkdir()
+    for part, start in enumerate((0, 75)):
+        iris[start : start + 75].to_excel(folder / f"part-{part}.xlsx", index=False)
+    summary, _, _, _ = ingest(tmp_path / "parts", source_path=str(folder), label="target", columns={})
+    assert (summary["read"], summary["rejected"]) == (150, 0)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (None, ""),
+        (True, "true"),
+        (7, "7"),
+        (0.1, "0.1"),
+        (1e16, "1e+16"),
+        (datetime.datetime(2024, 3, 1), "2024-03-01"),
+        (datetime.datetime(2024, 3, 1, 13, 5), "2024-03-01 13:05:00"),
+        (datetime.time(8, 30), "08:30:00"),
+        ("#N/A", "#N/A"),
+    ],
+)
+def test_a_cell_is_written_as_a_csv_holds_its_value(value, text):
+    assert cell_text(value) == text
+
+
+def test_the_sheet_streams_as_csv_lines_a_row_each(tmp_path):
+    book = openpyxl.Workbook()
+    for row in (["a", "b"], [1, "x,y"], [], [2, 'say "hi"\nthere']):
+        book.active.append(row)
+    book.save(tmp_path / "t.xlsx")
+    with open_records(str(tmp_path / "t.xlsx")) as stream:
+        assert stream.read().decode() == 'a,b\n1,"x,y"\n\n2,"say ""hi""\nthere"\n'
