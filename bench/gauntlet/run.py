@@ -45,7 +45,8 @@ KFLOW = str(Path(sys.executable).with_name("kflow"))
 CONFIG = REPO / "pipeline" / "configs" / "table.yaml"
 COPY_EVERY = 10
 FORMATS = ("csv", "parquet", "jsonl", "json", "xlsx")
-COPIES = {"parquet": 0, "jsonl": 5, "json": 3, "xlsx": 7}  # each format's copies: the tables at this index modulo COPY_EVERY
+# Each format's copies: the tables at this index modulo COPY_EVERY.
+COPIES = {"parquet": 0, "jsonl": 5, "json": 3, "xlsx": 7}
 METRIC = {"classification": "accuracy", "regression": "r2"}
 OTHER = {"classification": "regression", "regression": "classification"}
 
