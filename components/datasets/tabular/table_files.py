@@ -37,7 +37,7 @@ OTHER_FORMATS = (
         "a ZIP archive (an Excel .xlsx workbook, or zipped files)",
         "set data.dataset: csv for a workbook (it reads its first sheet), or unzip it",
     ),  # fmt: skip
-    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook (.xls)", "save the sheet as CSV"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook (.xls)", "save it as .xlsx (read) or CSV"),
     (b"SQLite format 3\x00", "an SQLite database", "export the table as CSV or Parquet"),
     (b"ARROW1", "an Arrow IPC (Feather) file", "write it as Parquet (pyarrow.parquet.write_table)"),
     (b"\x89HDF\r\n\x1a\n", "an HDF5 file", "write the table as CSV or Parquet"),

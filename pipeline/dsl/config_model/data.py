@@ -66,6 +66,8 @@ class CsvSection(Section):
     """',': numbers are written with a decimal comma (1,5), as European spreadsheets save them (with delimiter ';').
     Left out: read from the data, ',' where the fields are not cut at commas and a column holds only numbers so
     written, else '.'."""
+    sheet: str | int | MISSING = MISSING
+    """An Excel workbook's sheet to read: its name, or its place from 0. Left out: the first."""
 
 
 class SourceSection(Section):
@@ -120,9 +122,10 @@ class DriftSection(Section):
 
 class DataSection(Section):
     dataset: str = Field(min_length=1)
-    """A registered dataset (kflow.components.datasets): mnist, wikitext2, quora; csv (any CSV, JSON Lines or JSON
-    array of records), parquet (any Parquet file), tfrecord (tf.train.Example files) or tfds (a TensorFlow Datasets
-    dataset): set data.label and data.problem_type; images (a folder per class, or a manifest of path,label)."""
+    """A registered dataset (kflow.components.datasets): mnist, wikitext2, quora; csv (any CSV, JSON Lines, JSON
+    array of records or Excel workbook), parquet (any Parquet file), tfrecord (tf.train.Example files) or tfds (a
+    TensorFlow Datasets dataset): set data.label and data.problem_type; images (a folder per class, or a manifest of
+    path,label)."""
     label: str | None = None
     """csv, parquet, tfrecord, tfds: the column (feature) to predict; tfds: default the builder's supervised label."""
     problem_type: ProblemType | None = None

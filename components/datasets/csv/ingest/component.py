@@ -2,7 +2,8 @@
 
 Any CSV, streamed: one file, a folder of `*.csv`/`*.csv.gz` files or a glob pattern (sorted by
 name, every file with the same header), or JSON Lines (json_lines.py: an object a line, its keys the
-columns); column types declared or inferred from a sample; one
+columns), a JSON array of objects (json_array.py) or an Excel workbook's first sheet (workbook.py);
+column types declared or inferred from a sample; one
 column is the label of a `classification` or `regression` task. The schema it writes tags the
 label (`role=label`, `task=...`), so the Trainer and the Evaluator need nothing else.
 """
@@ -16,7 +17,8 @@ from kflow.pipeline.dsl.component import Parameter
 class CsvIngest(InspectedTableIngest):
     spec = table_ingest_spec(
         "csv",
-        source="A CSV, JSON Lines or JSON array file (plain or compressed), a folder of them, or a glob pattern.",
+        source="A CSV, JSON Lines, JSON array or Excel workbook (plain or compressed), a folder of them, or a glob "
+        "pattern.",
         formats="auto | csv | jsonl (JSON records: an object a line, or an array of objects, their keys the columns; "
         "auto: files that open a JSON object or an array of them are JSON, others CSV).",
         reading=column_parameters(

@@ -21,6 +21,7 @@ DEFAULT_FORMAT = {
     "missing_values": list(cols.DEFAULT_MISSING),
     "encoding": None,  # read from the data: UTF-8, else Windows' cp1252 (source.scan_delimited)
     "decimal": None,  # read from the data (decimal_mark.py)
+    "sheet": None,  # an Excel workbook's sheet (workbook.py): its name, or its place from 0; None: the first
 }
 # The characters the records are cut at, byte by byte (records.py): an encoding must write each as ASCII does.
 _CUT_AT = "\r\n\"',;|\t abcXYZ019"
@@ -34,6 +35,7 @@ class Dialect:
     missing: frozenset[str] = frozenset(cols.DEFAULT_MISSING)
     encoding: str | None = "utf-8"  # Python's codec name; None: not read yet
     decimal: str | None = "."  # ",": a number written with a decimal comma is read with a point; None: not read yet
+    sheet: str | int | None = None  # the workbook's sheet to read (workbook.open_sheet); None: the first
     delimited = True  # its fields are cut at the delimiter (JSON Lines': json_lines.JsonLines)
     name = "CSV"
 
@@ -65,8 +67,11 @@ class Dialect:
         decimal = options["decimal"]
         if decimal not in (".", ",", None) or decimal == delimiter:
             raise ValueError(f"data.csv.decimal: '.' or ',' (then not the delimiter), got {decimal!r}")
+        sheet = options["sheet"]
+        if sheet is not None and not (isinstance(sheet, str) and sheet) and not (type(sheet) is int and sheet >= 0):
+            raise ValueError(f"data.csv.sheet: a sheet's name, or its place from 0, got {sheet!r}")
         header = None if header is True else tuple(header)
-        return cls(delimiter, quotechar, header, frozenset(missing), encoding, decimal)
+        return cls(delimiter, quotechar, header, frozenset(missing), encoding, decimal, sheet)
 
     @property
     def number_style(self) -> str:

@@ -37,6 +37,7 @@ from kflow.components.datasets.csv.ingest.json_lines import FORMAT, dialect_of
 from kflow.components.datasets.csv.ingest.readable import needs_copy, open_records
 from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.csv.ingest.source import resolve, scan_delimited, scan_files, source_facts
+from kflow.components.datasets.csv.ingest.workbook import is_workbook
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash
 from kflow.components.datasets.tabular.dataset import INFER_ROWS
@@ -80,12 +81,16 @@ class CsvReader(TableReader):
     def scan(self, job: IngestJob, staging: ingest_staging.Staging) -> Table:
         split = self.shares(job)
         files = resolve(job.source_path, job.source_format)
-        readable = {
+        copied = {index: path for index, path in enumerate(files) if needs_copy(path)}
+        books = {index: path for index, path in copied.items() if is_workbook(path)}
+        readable = {  # the workbooks' once their dialect names the sheet
             path: staging.plain_copy(path, f"source-{index:05d}.csv", open_records)
-            for index, path in enumerate(files)
-            if needs_copy(path)
+            for index, path in copied.items()
+            if index not in books
         }
         dialect = dialect_of(files, job.source_format, self.csv_format, readable, job.max_records)
+        sheet = functools.partial(open_records, sheet=dialect.sheet)
+        readable |= {path: staging.plain_copy(path, f"source-{index:05d}.csv", sheet) for index, path in books.items()}
         named = cols.ColumnChoice(self.label, key=self.key, columns=self.columns).named
         sample = {"max_records": job.max_records, "sample": self.infer_rows, "readable": readable, "named": named}
         scan, dialect, read = scan_delimited(files, dialect, **sample)

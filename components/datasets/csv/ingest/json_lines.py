@@ -22,7 +22,7 @@ from typing import Any
 
 from kflow.components.datasets.csv.ingest.dialect import Dialect
 from kflow.components.datasets.csv.ingest.readable import open_records
-from kflow.components.datasets.csv.ingest.workbook import is_workbook
+from kflow.components.datasets.csv.ingest.workbook import is_workbook, sheet_index, sheets
 from kflow.components.datasets.tabular.table_files import opens_json_object
 
 FORMAT = "jsonl"
@@ -173,6 +173,8 @@ def dialect_of(
     or auto and files that open a JSON object (every one of them), else the CSV dialect `options` (data.csv) give."""
     if books := [path for path in files if is_workbook(path)]:
         return _workbook_dialect(files, books, options)
+    if (options or {}).get("sheet") is not None:
+        raise ValueError(f"data.csv.sheet: {Path(files[0]).name} is no Excel workbook: a sheet is a workbook's")
     if source_format not in (FORMAT, "auto"):
         return Dialect.from_options(options)
     if source_format == "auto":
@@ -199,17 +201,20 @@ def dialect_of(
 
 def _workbook_dialect(files: list[str], books: list[str], options: dict[str, Any] | None) -> Dialect:
     """The dialect workbook.open_sheet writes: commas, double quotes, UTF-8, a decimal point; of data.csv, only
-    missing_values and header apply (a cell is typed, not text to cut)."""
+    missing_values, header and sheet (in every workbook) apply (a cell is typed, not text to cut)."""
     if len(books) != len(files):
         other = next(Path(path).name for path in files if path not in books)
         raise ValueError(
             f"data.source.path: {Path(books[0]).name} is an Excel workbook and {other} is not: point it at files of "
             "one format"
         )
-    unused = sorted(set(options or {}) - {"missing_values", "header"})
+    unused = sorted(set(options or {}) - {"missing_values", "header", "sheet"})
     if unused:
         raise ValueError(
-            f"data.csv.{unused[0]}: the files are Excel workbooks, whose cells are typed: only data.csv.missing_values "
-            "and header apply to them"
+            f"data.csv.{unused[0]}: the files are Excel workbooks, whose cells are typed: only "
+            "data.csv.missing_values, header and sheet apply to them"
         )
-    return replace(Dialect.from_options(options), encoding="utf-8", decimal=".")
+    dialect = Dialect.from_options(options)
+    for path in books:  # the sheet named is in every workbook
+        sheet_index(path, sheets(path), dialect.sheet)
+    return replace(dialect, encoding="utf-8", decimal=".")

@@ -1,5 +1,5 @@
 """How the csv ingest reads a file: its bytes as compressed.open_source gives them (decompressed, UTF-16 as UTF-8), a
-JSON array of objects as JSON Lines (json_array.py), an Excel workbook's first sheet as CSV (workbook.py)."""
+JSON array of objects as JSON Lines (json_array.py), an Excel workbook's sheet as CSV (workbook.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from kflow.components.datasets.csv.ingest.workbook import is_workbook, open_shee
 from kflow.components.ingest.compressed import needs_decoding, open_source
 
 
-def open_records(path: str) -> BinaryIO:
-    """The file's records as lines of bytes: a workbook's first sheet as CSV, a JSON array as JSON Lines, any other
-    file as open_source reads it."""
+def open_records(path: str, sheet: str | int | None = None) -> BinaryIO:
+    """The file's records as lines of bytes: a workbook's `sheet` (None: the first) as CSV, a JSON array as JSON
+    Lines, any other file as open_source reads it."""
     if is_workbook(path):
-        return open_sheet(path)
+        return open_sheet(path, sheet)
     if is_json_array(path):
         return open_array(path)
     return open_source(path)

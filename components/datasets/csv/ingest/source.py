@@ -32,7 +32,7 @@ from kflow.components.datasets.csv.ingest.json_lines import FORMAT, JSON_PATTERN
 from kflow.components.datasets.csv.ingest.readable import needs_copy, open_records
 from kflow.components.datasets.csv.ingest.records import Record, cut
 from kflow.components.datasets.csv.ingest.workbook import PATTERNS as WORKBOOK_PATTERNS
-from kflow.components.datasets.csv.ingest.workbook import is_workbook, sheets
+from kflow.components.datasets.csv.ingest.workbook import is_workbook, sheet_index, sheets
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.columns import SourceFacts
@@ -100,8 +100,9 @@ def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[S
     scan, dialect, readings = _scan_encoded(files, dialect, sample)
     if books := [path for path in files if is_workbook(path)]:
         names = sheets(books[0])
-        others = f" ({len(names)} sheets: the others are not read)" if len(names) > 1 else ""
-        readings.insert(0, f"an Excel workbook: its first sheet, {names[0]!r}{others}, a row a record")
+        read = names[sheet_index(books[0], names, dialect.sheet)]
+        which = f"its sheet {read!r} of {len(names)} ({', '.join(names)})" if len(names) > 1 else f"its sheet {read!r}"
+        readings.insert(0, f"an Excel workbook: {which}, a row a record")
     if not dialect.delimited:
         layout = "a JSON array of objects, an element a record" if any(map(is_json_array, files)) else None
         layout = layout or f"{dialect.name}, an object a line"
@@ -330,7 +331,7 @@ def scan_files(
             with open_source(path) as start:  # the first bytes, not the first line: a format's magic may hold one
                 if other := other_format(start.read(16), dialect.name):
                     raise ValueError(f"data.source.path: {path} {other}")
-        with open_records(source) as stream:
+        with open_records(source, dialect.sheet) as stream:
             records = cut(stream, dialect.quote, delimiter=dialect.delimiter.encode())
             found = read_header(path, records, dialect, named)
             header, start, line, records = found.names, found.start, found.line, found.records

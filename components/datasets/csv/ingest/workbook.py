@@ -1,4 +1,5 @@
-"""An Excel workbook (.xlsx, .xlsm) read as a CSV: its first sheet, as pandas' `read_excel` reads one by default.
+"""An Excel workbook (.xlsx, .xlsm) read as a CSV: the sheet data.csv.sheet names, else the first, as pandas'
+`read_excel` reads one by default.
 
 `open_sheet` streams the sheet's rows as CSV lines (openpyxl's read-only reader: a row at a time, whatever the
 sheet's size), so the csv ingest reads it as any CSV: header, preamble rows above it, types inferred from a sample,
@@ -37,23 +38,40 @@ def is_workbook(path: str) -> bool:
         return False
 
 
-def open_sheet(path: str) -> BinaryIO:
-    """The workbook's first sheet as the bytes of a UTF-8 CSV, streamed; a ValueError naming data.source.path for a
-    workbook openpyxl cannot read."""
+def open_sheet(path: str, sheet: str | int | None = None) -> BinaryIO:
+    """The workbook's `sheet` (its name, or its place from 0; None: the first) as the bytes of a UTF-8 CSV,
+    streamed; a ValueError naming data.source.path for a workbook openpyxl cannot read, data.csv.sheet for a sheet
+    it does not have."""
     import openpyxl  # only where a workbook is read: 0.2 s to import
 
     try:
         book = openpyxl.load_workbook(path, read_only=True, data_only=True)
     except Exception as error:  # openpyxl raises many kinds for a broken or encrypted file
         raise ValueError(f"data.source.path: {Path(path).name} is a workbook openpyxl cannot read: {error}") from None
-    if not book.worksheets:
+    try:
+        chosen = book.worksheets[sheet_index(path, book.sheetnames, sheet)]
+    except ValueError:
         book.close()
+        raise
+    return io.BufferedReader(ChunkStream(_csv_lines(chosen), book.close), 1 << 16)
+
+
+def sheet_index(path: str, names: list[str], sheet: str | int | None) -> int:
+    """The place of `sheet` (a name, a place from 0, None: the first) among the workbook's sheets `names`."""
+    if not names:
         raise ValueError(f"data.source.path: {Path(path).name} is a workbook without a sheet")
-    return io.BufferedReader(ChunkStream(_csv_lines(book), book.close), 1 << 16)
+    if sheet is None:
+        return 0
+    if isinstance(sheet, int) and sheet < len(names):
+        return sheet
+    if isinstance(sheet, str) and sheet in names:
+        return names.index(sheet)
+    shown = ", ".join(repr(name) for name in names)
+    raise ValueError(f"data.csv.sheet: {Path(path).name} has no sheet {sheet!r} (its sheets, from 0: {shown})")
 
 
 def sheets(path: str) -> list[str]:
-    """The workbook's sheets' names, in their order (the first is read)."""
+    """The workbook's sheets' names, in their order."""
     import openpyxl
 
     book = openpyxl.load_workbook(path, read_only=True)
@@ -63,8 +81,8 @@ def sheets(path: str) -> list[str]:
         book.close()
 
 
-def _csv_lines(book: Any) -> Iterator[bytes]:
-    rows = book.worksheets[0].iter_rows(values_only=True)
+def _csv_lines(sheet: Any) -> Iterator[bytes]:
+    rows = sheet.iter_rows(values_only=True)
     first = [_trimmed(row) for _, row in zip(range(WIDTH_ROWS), rows, strict=False)]
     width = max(map(len, first), default=0)
     text = io.StringIO()

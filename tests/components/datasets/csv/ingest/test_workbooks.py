@@ -9,6 +9,7 @@ import datetime
 import json
 
 import openpyxl
+import pandas as pd
 import pytest
 from sklearn.datasets import load_iris, load_wine
 
@@ -39,7 +40,7 @@ def test_a_workbook_of_a_table_is_read_as_its_csv_copy_is(tmp_path, iris):
 
     facts = csv_source.inspect_source(source_path=str(book), label="target")
     assert facts.header == list(iris) and facts.sampled == len(iris) and facts.problem_type == "classification"
-    assert facts.dialect[0] == "an Excel workbook: its first sheet, 'measurements', a row a record"
+    assert facts.dialect[0] == "an Excel workbook: its sheet 'measurements', a row a record"
     assert facts.types == dict.fromkeys(iris.columns[:4], "float") | {"target": "string"}
     summary, examples, _, rejects = ingest(tmp_path / "book", source_path=str(book), label="target", columns={})
     assert (summary["read"], summary["rejected"]) == (150, 0) and not rejects.file.read_text()
@@ -77,10 +78,7 @@ def test_a_spreadsheet_as_people_keep_one_is_read_with_each_row_accounted_for(tm
     book.save(path)
 
     facts = csv_source.inspect_source(source_path=str(path), label="target")
-    assert (
-        facts.dialect[0]
-        == "an Excel workbook: its first sheet, 'wine' (2 sheets: the others are not read), a row a record"
-    )
+    assert facts.dialect[0] == "an Excel workbook: its sheet 'wine' of 2 (wine, notes), a row a record"
     assert facts.header == [*columns, "tasted", "organic", "alcohol x 10", "check"]
     assert facts.types["tasted"] == "string" and facts.types["organic"] == "bool"
     assert facts.types["alcohol x 10"] == "float" and facts.missing_marks == {"alcohol x 10": ("#DIV/0!",)}
@@ -105,9 +103,17 @@ def test_what_a_workbook_cannot_be_read_as_is_one_line_naming_the_field(tmp_path
     iris.to_excel(book, index=False)
     with pytest.raises(ValueError, match=r"^data.csv.delimiter: the files are Excel workbooks, whose cells are typed"):
         csv_source.inspect_source(source_path=str(book), label="target", csv_format={"delimiter": ";"})
+    with pytest.raises(ValueError, match=r"^data.csv.sheet: iris.xlsx has no sheet 'Sheet2' \(its sheets, from 0: "):
+        csv_source.inspect_source(source_path=str(book), label="target", csv_format={"sheet": "Sheet2"})
+    with pytest.raises(ValueError, match=r"^data.csv.sheet: iris.xlsx has no sheet 1 "):
+        csv_source.inspect_source(source_path=str(book), label="target", csv_format={"sheet": 1})
+    with pytest.raises(ValueError, match=r"^data.csv.sheet: a sheet's name, or its place from 0, got -1"):
+        csv_source.inspect_source(source_path=str(book), label="target", csv_format={"sheet": -1})
     named = csv_source.inspect_source(source_path=str(book), label="target", csv_format={"missing_values": ["?"]})
     assert named.sampled == len(iris)
     iris.to_csv(tmp_path / "iris.csv", index=False)
+    with pytest.raises(ValueError, match=r"^data.csv.sheet: iris.csv is no Excel workbook: a sheet is a workbook's"):
+        csv_source.inspect_source(source_path=str(tmp_path / "iris.csv"), label="target", csv_format={"sheet": 0})
     with pytest.raises(ValueError, match=r"^data.source.path: iris.xlsx is an Excel workbook and iris.csv is not"):
         csv_source.inspect_source(source_path=str(tmp_path / "iris.*"), label="target")
     with pytest.raises(ValueError, match=r"is a ZIP archive \(an Excel .xlsx workbook.*set data.dataset: csv"):
@@ -152,3 +158,20 @@ def test_the_sheet_streams_as_csv_lines_a_row_each(tmp_path):
     book.save(tmp_path / "t.xlsx")
     with open_records(str(tmp_path / "t.xlsx")) as stream:
         assert stream.read().decode() == 'a,b\n1,"x,y"\n\n2,"say ""hi""\nthere"\n'
+
+
+def test_the_sheet_named_is_the_one_read_by_name_or_place(tmp_path, iris):
+    """A workbook of a notes sheet first and the table second, as reports are saved: data.csv.sheet reads the table
+    by its name or its place, in validate and in the ingest."""
+    path = tmp_path / "report.xlsx"
+    with pd.ExcelWriter(path) as writer:
+        pd.DataFrame({"about": ["iris, from scikit-learn", "measured in cm"]}).to_excel(writer, sheet_name="notes")
+        iris.to_excel(writer, sheet_name="iris", index=False)
+    for sheet in ("iris", 1):
+        facts = csv_source.inspect_source(source_path=str(path), label="target", csv_format={"sheet": sheet})
+        assert facts.dialect[0] == "an Excel workbook: its sheet 'iris' of 2 (notes, iris), a row a record"
+        out = tmp_path / f"out-{sheet}"
+        summary, _, _, _ = ingest(out, source_path=str(path), label="target", columns={}, csv_format={"sheet": sheet})
+        assert (summary["read"], summary["rejected"]) == (150, 0)
+    with pytest.raises(ValueError, match=r"^data.label: 'target' is not a column of the data"):
+        csv_source.inspect_source(source_path=str(path), label="target")  # the first sheet: the notes
