@@ -2,7 +2,8 @@
 
 Each analyzer (`Analyzer`: an id, a kind, the column it reads, its options) becomes one branch of a single Beam
 pipeline (a split's `moments` analyzers share one, `ColumnsMomentsFn`): the records are read once
-(`ReadFromTFRecord`), parsed in batches into columns without TensorFlow (`example_proto.Example`), and each branch
+(`ReadFromTFRecord`), parsed in batches into columns without TensorFlow (`example_proto.Example`; a wide batch by
+TensorFlow's parse_example: wide_parse.py), and each branch
 folds its column with a combiner whose accumulator does not grow with the data, so partial results merge across
 Beam workers:
 
@@ -36,6 +37,7 @@ from apache_beam.transforms.stats import ApproximateQuantilesCombineFn
 
 from kflow.components.datasets.tabular.plan import merge_whole_values, whole_values
 from kflow.components.transform.counts import TopCounts
+from kflow.components.transform.wide_parse import INT_MISSING, is_wide, parse_wide
 from kflow.components.util.example_proto import Example
 from kflow.components.util.folding import FoldFn
 from kflow.pipeline.dsl.beam_options import LOCAL_RUNNER, named_runner
@@ -44,7 +46,7 @@ from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
 SPREAD_BYTES = 32 * 2**20  # the most compressed bytes of a split whose batches the local runner redistributes
 QUANTILE_EPSILON = 0.001  # a boundary's rank is within 0.1 % of the row count of the exact quantile's
 KINDS = ("moments", "pixels", "vocabulary", "words", "tokens", "wordpiece_words", "quantiles", "classes", "counts")
-_INT_MISSING = -(2**63)  # what a tabular ingest never writes for a present int; parsed as missing, as the task does
+_INT_MISSING = INT_MISSING  # what a tabular ingest never writes for a present int; parsed as missing, as the task does
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,16 @@ class Analyzer:
 def parse_columns(records: Sequence[bytes], columns: dict[str, str]) -> dict[str, list]:
     """{column: its present values in `records`} for columns {name: "number" | "string" | "image" | "label"}: numbers
     as floats (non-finite and int64's minimum are missing), strings and images (raw uint8 bytes) as bytes (empty is
-    missing), labels as they are."""
+    missing), labels as they are. A wide batch's numbers and strings are parsed by TensorFlow (wide_parse.py)."""
+    typed = {name: kind for name, kind in columns.items() if kind in ("number", "string")}
+    if is_wide(records, typed) and (parsed := parse_wide(records, typed)) is not None:
+        rest = {name: kind for name, kind in columns.items() if name not in typed}
+        parsed |= _parse_in_python(records, rest) if rest else {}
+        return {name: parsed[name] for name in columns}
+    return _parse_in_python(records, columns)
+
+
+def _parse_in_python(records: Sequence[bytes], columns: dict[str, str]) -> dict[str, list]:
     values: dict[str, list] = {name: [] for name in columns}
     for record in records:
         features = Example.FromString(record).features.feature
