@@ -26,11 +26,14 @@ from typing import Any
 import numpy as np
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
+from kflow.components.statistics_gen.wide_batch import fold_batch
 from kflow.components.util.example_proto import Example
 
 SAMPLE_SIZE = 10_000
 FOLD_EVERY = 4_096  # numbers buffered a feature before numpy folds them into the moments and the sample
 MAX_DISTINCT = 100_000
+BATCH_RECORDS = 1_024  # records folded together (a wide batch column by column: wide_batch.py)
+FIRST_RECORDS = 64  # records folded one by one first, which tell the split's features
 TOP_VALUES = 20
 RANK_BUCKETS = 1_000
 _TYPES = {"int64_list": statistics_pb2.FeatureNameStatistics.INT,
@@ -80,19 +83,40 @@ class FeatureAccumulator:
         if len(self.pending) >= FOLD_EVERY:
             self.fold()
 
+    def add_column(self, values: np.ndarray, rows: np.ndarray, places: np.ndarray, keys: np.ndarray) -> None:
+        """A batch's values of this feature at once (wide_batch.py): `rows` the record of each value (in record
+        order), `places` its place in that record's list, `keys` the batch's record hashes."""
+        counts = np.bincount(rows)
+        counts = counts[counts > 0]
+        self.present += len(counts)
+        self.values += len(values)
+        self.min_values = min(self.min_values, int(counts.min()))
+        self.max_values = max(self.max_values, int(counts.max()))
+        if self.kind == "bytes_list":
+            strings = values.tolist()
+            self.counts.update(strings)
+            self.length += sum(map(len, strings))
+            if len(self.counts) > 2 * MAX_DISTINCT:
+                self._prune()
+            return
+        self.fold()
+        self._fold(values.astype(np.float64), keys[rows] + places.astype(np.uint64))  # wraps as _keys does
+
     def fold(self) -> None:
         """Folds the buffered numbers into the moments, the range and the sample."""
         if not self.pending:
             return
-        values = np.asarray(self.pending, dtype=np.float64)
+        self._fold(np.asarray(self.pending, dtype=np.float64), np.asarray(self.pending_keys, dtype=np.uint64))
+        self.pending, self.pending_keys = [], []
+
+    def _fold(self, values: np.ndarray, keys: np.ndarray) -> None:
         self.total += float(values.sum())
         self.squares += float(np.dot(values, values))
         self.zeros += int(np.count_nonzero(values == 0))
         compared = values[~np.isnan(values)]  # a NaN (a TFRecord source's) is no bound of the range
         if compared.size:
             self.low, self.high = min(self.low, float(compared.min())), max(self.high, float(compared.max()))
-        self._sample(np.asarray(self.pending_keys, dtype=np.uint64), values)
-        self.pending, self.pending_keys = [], []
+        self._sample(keys, values)
 
     def _sample(self, keys: np.ndarray, values: np.ndarray) -> None:
         keys, values = np.concatenate([self.sample_keys, keys]), np.concatenate([self.sample_values, values])
@@ -130,10 +154,26 @@ class FeatureAccumulator:
 class SplitAccumulator:
     examples: int = 0
     features: dict[str, FeatureAccumulator] = field(default_factory=dict)
+    batch: list = field(default_factory=list)  # records not folded yet: BATCH_RECORDS at a time (wide_batch.py)
 
     def add(self, serialized: bytes) -> None:
+        self.batch.append(serialized)
+        if len(self.batch) >= (BATCH_RECORDS if self.features else FIRST_RECORDS):
+            self._fold_batch()
+
+    def _fold_batch(self) -> None:
+        """Folds the batched records: column by column where they are wide and hold the known features only
+        (wide_batch.fold_batch), else record by record."""
+        batch, self.batch = self.batch, []
+        hashes = [int.from_bytes(hashlib.blake2b(record, digest_size=8).digest(), "big") for record in batch]
+        if fold_batch(self.features, batch, hashes):
+            self.examples += len(batch)
+            return
+        for record, record_hash in zip(batch, hashes, strict=True):
+            self._add_one(record, record_hash)
+
+    def _add_one(self, serialized: bytes, record_hash: int) -> None:
         example = Example.FromString(serialized)
-        record_hash = int.from_bytes(hashlib.blake2b(serialized, digest_size=8).digest(), "big")
         self.examples += 1
         for name, feature in example.features.feature.items():
             kind = feature.WhichOneof("kind")
@@ -147,6 +187,8 @@ class SplitAccumulator:
             accumulator.add(getattr(feature, kind).value, record_hash)
 
     def merge(self, other: SplitAccumulator) -> SplitAccumulator:
+        self._fold_batch()
+        other._fold_batch()
         self.examples += other.examples
         for name, accumulator in other.features.items():
             if name in self.features:
@@ -156,7 +198,8 @@ class SplitAccumulator:
         return self
 
     def fold(self) -> None:
-        """Folds every feature's buffered numbers (FeatureAccumulator.fold)."""
+        """Folds the batched records, then every feature's buffered numbers (FeatureAccumulator.fold)."""
+        self._fold_batch()
         for accumulator in self.features.values():
             accumulator.fold()
 
