@@ -109,8 +109,8 @@ class _ZipMember(io.BufferedIOBase):
 def _only_member(path: str, archive: zipfile.ZipFile) -> zipfile.ZipInfo:
     names = {info.filename for info in archive.infolist()}
     if "[Content_Types].xml" in names:  # the Office Open XML package: .xlsx, .docx, .pptx
-        raise ValueError(f"data.source.path: {path} is an Excel workbook (.xlsx) or another Office file, not a "
-                         "table's file: data.dataset: csv reads a workbook's first sheet")  # fmt: skip
+        raise ValueError(f"data.source.path: {path} is an Office document (.xlsx, .xlsb, .docx, …), not a table's "
+                         "file here: the csv dataset reads an .xlsx workbook; save others as CSV")  # fmt: skip
     files = [
         info
         for info in archive.infolist()

@@ -12,6 +12,7 @@ a column that is always missing there is a string.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -178,6 +179,8 @@ def plain_number_type(cells: Sequence[str], missing: frozenset[str]) -> str | No
     joined, empty = "\n".join(cells), cells.count("")
     if joined.count("\n") != len(cells) - 1 or (empty and "" not in missing):  # a cell of several lines
         return None
+    if _numbers_missing(missing):  # `-999` missing: which cells are numbers is a question value by value
+        return None
     count = len(cells) - empty
     if not count:
         return "string"
@@ -192,6 +195,12 @@ def plain_number_type(cells: Sequence[str], missing: frozenset[str]) -> str | No
 
 
 _DIGITS_AND_LINES = dict.fromkeys(map(ord, "0123456789\n"))
+
+
+@functools.lru_cache(maxsize=64)
+def _numbers_missing(missing: frozenset[str]) -> bool:
+    """Whether a missing-value mark is itself a plain number (data.csv.missing_values: ['-999'])."""
+    return any(token and _NUMBERS.fullmatch(token) for token in missing)
 
 
 def _narrowest(values: list[str]) -> str:

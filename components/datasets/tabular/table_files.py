@@ -35,9 +35,13 @@ OTHER_FORMATS = (
     (
         b"PK\x03\x04",
         "a ZIP archive (an Excel .xlsx workbook, or zipped files)",
-        "set data.dataset: csv for a workbook (it reads its first sheet), or unzip it",
-    ),  # fmt: skip
-    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook (.xls)", "save it as .xlsx (read) or CSV"),
+        "set data.dataset: csv for a workbook (it reads its sheets), or unzip it",
+    ),
+    (
+        b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1",
+        "an Excel 97-2003 workbook (.xls) or an encrypted workbook",
+        "save it unencrypted as .xlsx (read) or as CSV",
+    ),
     (b"SQLite format 3\x00", "an SQLite database", "export the table as CSV or Parquet"),
     (b"ARROW1", "an Arrow IPC (Feather) file", "write it as Parquet (pyarrow.parquet.write_table)"),
     (b"\x89HDF\r\n\x1a\n", "an HDF5 file", "write the table as CSV or Parquet"),
@@ -65,6 +69,8 @@ def other_format(start: bytes, expected: str) -> str | None:
         return f"is JSON Lines (a JSON object a line), not {expected}: {fix}"
     for magic, what, fix in OTHER_FORMATS:
         if start.startswith(magic) and not (expected == "Parquet" and magic == b"PAR1"):
+            if magic == b"PK\x03\x04" and expected == "CSV":  # a workbook or an archive inside another file
+                what, fix = "a ZIP archive inside a compressed file", "decompress it (a workbook is read as it is)"
             return f"is {what}, not {expected}: {fix}"
     return None
 

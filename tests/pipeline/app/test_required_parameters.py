@@ -26,7 +26,10 @@ def test_an_absent_or_null_required_parameter_is_missing_not_a_wrong_type(parame
     ("data", "line"),
     [
         ({"dataset": "tfds"}, "data.tfds: required by the tfds dataset: {name, version"),
-        ({"dataset": "csv", "label": "y"}, "data.source.path: required by the csv dataset: A CSV or JSON Lines file"),
+        (
+            {"dataset": "csv", "label": "y"},
+            "data.source.path: required by the csv dataset: A CSV, JSON Lines",
+        ),
         ({"dataset": "parquet", "label": "y"}, "data.source.path: required by the parquet dataset"),
         ({"dataset": "tfrecord", "label": "y"}, "data.source.path: required by the tfrecord dataset"),
         ({"dataset": "images", "source": {"path": None}}, "data.source.path: required by the images dataset"),

@@ -2,11 +2,12 @@
 `json.dump` of a list of dicts, `mongoexport --jsonArray` and most REST exports write, on one line or indented.
 
 `open_array` streams such a file as JSON Lines, each element of the array its own line (its text as written, the
-newlines of an indented element made spaces), so the csv ingest reads it with its JSON Lines dialect, samples,
-chunks and rejects included: a record's place is FILE:N, the Nth element of the array. It decodes one element at a
-time (memory: one element and a read's buffer, whatever the file's size). Several arrays one after another (a
-streaming writer's pages) are read as one. An element that is no object becomes a line the ingest rejects
-(`bad_json`, with its text); an array that breaks (a missing comma, text after its end, a file cut short) is
+newlines of an indented element made spaces, as is a raw line break inside a string, which JSON does not allow),
+so the csv ingest reads it with its JSON Lines dialect, samples, chunks and rejects included: a record's place is
+FILE:N, the Nth element of the array. It decodes one element at a time (memory: an element, a 1 MB read and 64 KB
+of lines, whatever the file's size). Several arrays one after another (a streaming writer's pages) are read as
+one. An element that is no object becomes a line the ingest rejects (`bad_json`, with its text); an array that
+breaks (a missing comma, text after its end, a file cut short, an element nested past Python's recursion limit) is
 refused in one line with the element and line it broke at: no element after it can be found.
 """
 
@@ -27,7 +28,7 @@ from kflow.components.ingest.compressed import open_source
 _BLANK = re.compile(r"[ \t\n\r]*")
 READ = 1 << 20  # bytes decoded a read
 MAX_ELEMENT = 64 << 20  # characters of one element past which a broken array is refused rather than read to its end
-LINES_A_WRITE = 256  # elements handed to the reader at once
+WRITE_BYTES = 1 << 16  # lines handed to the reader at once (one element may be more)
 
 
 def is_json_array(path: str) -> bool:
@@ -37,24 +38,27 @@ def is_json_array(path: str) -> bool:
 
 def open_array(path: str) -> BinaryIO:
     """The JSON array file's elements as JSON Lines, an element a line (readable.open_records: when to)."""
-    return io.BufferedReader(ChunkStream(elements_as_lines(open_source(path), Path(path).name)), 1 << 16)
+    return io.BufferedReader(ChunkStream(elements_as_lines(path)), 1 << 16)
 
 
 class BrokenArray(ValueError):
     """A JSON array that stops being JSON: no element after the break can be told apart."""
 
 
-def elements_as_lines(stream: BinaryIO, name: str) -> Iterator[bytes]:
-    """The elements of the JSON array(s) in `stream`, each its own line of bytes as written (undecodable bytes kept as
-    they are: the ingest says which records hold them), a few at a time; closes `stream` at the end."""
-    with stream:
-        reader = _Reader(stream, name)
-        lines: list[bytes] = []
+def elements_as_lines(path: str) -> Iterator[bytes]:
+    """The elements of the JSON array(s) in the file, each its own line of bytes as written (undecodable bytes kept
+    as they are: the ingest says which records hold them), up to WRITE_BYTES at a time; the file is opened on the
+    first read and closed at the end (or when the reader is closed)."""
+    with open_source(path) as stream:
+        reader = _Reader(stream, Path(path).name)
+        lines, size = [], 0
         for element in reader.elements():
-            lines.append(element.replace("\r", " ").replace("\n", " ").encode("utf-8", "surrogateescape") + b"\n")
-            if len(lines) == LINES_A_WRITE:
+            line = element.replace("\r", " ").replace("\n", " ").encode("utf-8", "surrogateescape") + b"\n"
+            lines.append(line)
+            size += len(line)
+            if size >= WRITE_BYTES:
                 yield b"".join(lines)
-                lines = []
+                lines, size = [], 0
         if lines:
             yield b"".join(lines)
 
@@ -71,9 +75,12 @@ class _Reader:
         self.decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")  # any bytes, back as they were
         self.text, self.at, self.done = "", 0, False
         self.lines_before, self.count = 0, 0  # newlines in the text read and let go; elements found
+        self.started = False  # whether any text was read
 
     def elements(self) -> Iterator[str]:
-        decoder, state = json.JSONDecoder(), _OUTSIDE
+        # Numbers kept as text (no int of 5,000 digits to convert); control characters in strings passed on, for
+        # the JSON Lines reader to reject that record alone.
+        decoder, state = json.JSONDecoder(parse_int=str, parse_float=str, parse_constant=str, strict=False), _OUTSIDE
         while True:
             self.at = _BLANK.match(self.text, self.at).end()
             if self.at == len(self.text):
@@ -100,6 +107,8 @@ class _Reader:
                         self._read()  # the element may run past what is read
                         continue
                     raise self._broken(error.msg, error.pos) from None
+                except RecursionError:
+                    raise self._broken("an element nested too deep to read") from None
                 if self._maybe_cut(end) and not self.done and len(self.text) - self.at < MAX_ELEMENT:
                     self._read()  # `12` or `0` may be the start of `123` or `0.5`: read on
                     continue
@@ -122,8 +131,8 @@ class _Reader:
         data = self.stream.read(READ)
         self.done = not data
         text = self.decoder.decode(data, final=self.done)
-        if self.lines_before == 0 and not self.text:
-            text = text.removeprefix("\ufeff")
+        if not self.started:  # a byte-order mark opens the file only
+            text, self.started = text.removeprefix("\ufeff"), bool(text)
         self.text += text
 
     def _broken(self, why: str, at: int | None = None) -> BrokenArray:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets.csv.ingest.dialect import Dialect
+from kflow.components.datasets.csv.ingest.json_array import is_json_array
 from kflow.components.datasets.csv.ingest.readable import open_records
 from kflow.components.datasets.csv.ingest.workbook import is_workbook, sheet_index, sheets
 from kflow.components.datasets.tabular.table_files import opens_json_object
@@ -172,13 +173,16 @@ def dialect_of(
     """The files' dialect: the CSV a workbook's sheet is written as (workbook.py), JSON Lines for source_format jsonl,
     or auto and files that open a JSON object (every one of them), else the CSV dialect `options` (data.csv) give."""
     if books := [path for path in files if is_workbook(path)]:
+        if source_format == FORMAT:
+            raise ValueError(f"data.source.format: jsonl, but {Path(books[0]).name} is an Excel workbook: set auto")
         return _workbook_dialect(files, books, options)
     if (options or {}).get("sheet") is not None:
         raise ValueError(f"data.csv.sheet: {Path(files[0]).name} is no Excel workbook: a sheet is a workbook's")
     if source_format not in (FORMAT, "auto"):
         return Dialect.from_options(options)
     if source_format == "auto":
-        kinds = {path: is_json_lines(readable.get(path, path)) for path in files}  # by path: a glob's names may repeat
+        # By path: a glob's names may repeat. An empty JSON array (a paged export's last page) opens no object.
+        kinds = {path: is_json_lines(readable.get(path, path)) or is_json_array(path) for path in files}
         if not any(kinds.values()):
             return Dialect.from_options(options)
         if not all(kinds.values()):

@@ -253,13 +253,13 @@ CSV_PATTERNS = ("*.csv", "*.csv.gz")
 
 def resolve(source_path: str | None, source_format: str = "auto") -> list[str]:
     """The files to read: a file, a glob pattern, or a folder's CSV files (CSV_PATTERNS), else its JSON Lines files
-    (PATTERNS), else its JSON files (JSON_PATTERNS: arrays of records), else its Excel workbooks (WORKBOOK_PATTERNS);
+    (PATTERNS), else its Excel workbooks (WORKBOOK_PATTERNS), else its JSON files (JSON_PATTERNS: arrays of records);
     for source_format jsonl, its JSON files alone (a `metadata.jsonl` beside CSVs is not data), sorted by name."""
     folder = Path(source_path).expanduser() if source_path else None
     patterns = PATTERNS if source_format == FORMAT else CSV_PATTERNS
     if source_format != "csv" and folder is not None and folder.is_dir():
-        kinds = (PATTERNS, JSON_PATTERNS)
-        kinds = (CSV_PATTERNS, *kinds, WORKBOOK_PATTERNS) if source_format == "auto" else kinds
+        kinds = (CSV_PATTERNS, PATTERNS, WORKBOOK_PATTERNS, JSON_PATTERNS)  # a .json beside workbooks: metadata
+        kinds = kinds if source_format == "auto" else (PATTERNS, JSON_PATTERNS)
         patterns = next((kind for kind in kinds if _holds(folder, kind)), patterns)
     return table_files("csv", source_path, patterns, "CSV, JSON Lines, JSON or Excel file")
 

@@ -13,20 +13,21 @@ class ChunkStream(io.RawIOBase):
 
     def __init__(self, chunks: Iterator[bytes], on_close: Callable[[], object] | None = None):
         super().__init__()
-        self._chunks, self._pending, self._on_close = chunks, b"", on_close
+        self._chunks, self._on_close = chunks, on_close
+        self._pending, self._at = memoryview(b""), 0  # the chunk being read, and how far (no copy a read)
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:
-        while not self._pending:
+        while self._at == len(self._pending):
             chunk = next(self._chunks, None)
             if chunk is None:
                 return 0
-            self._pending = chunk
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
+            self._pending, self._at = memoryview(chunk), 0
+        size = min(len(buffer), len(self._pending) - self._at)
+        buffer[:size] = self._pending[self._at : self._at + size]
+        self._at += size
         return size
 
     def close(self) -> None:

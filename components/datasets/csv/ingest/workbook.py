@@ -1,13 +1,15 @@
-"""An Excel workbook (.xlsx, .xlsm) read as a CSV: the sheet data.csv.sheet names, else the first, as pandas'
-`read_excel` reads one by default.
+"""An Excel workbook (.xlsx, .xlsm) read as a CSV: the worksheet data.csv.sheet names, else the first, as pandas'
+`read_excel` reads one by default (chart sheets hold no table and are not counted).
 
 `open_sheet` streams the sheet's rows as CSV lines (openpyxl's read-only reader: a row at a time, whatever the
 sheet's size), so the csv ingest reads it as any CSV: header, preamble rows above it, types inferred from a sample,
 dates, missing marks and Excel's errors (`#DIV/0!`), chunks, rejects. A row's line is its row number in the sheet
 (a blank row is a blank line, which the ingest passes over), so a record's place, FILE:N, is the row a spreadsheet
-shows. Each cell is written as the text a CSV would hold for it (`cell_text`): numbers as Python writes them, dates
-as ISO text, booleans true/false, an empty cell nothing; a formula's value as Excel last computed it (a formula
-never computed, as a workbook written by a script may hold, is empty). The rows are as wide as the widest of the
+shows (a line break typed in a cell is read as a space, so that each row stays one line). Each cell is written as
+the text a CSV would hold for it (`cell_text`): numbers as Python writes them, dates as ISO text, booleans
+true/false, an empty cell nothing; a formula's value as Excel last computed it (a formula never computed, as a
+workbook written by a script may hold, is empty). Every row and cell there is is read, whatever size the file
+declares (pandas resets it too: some writers declare a wrong one). The rows are as wide as the widest of the
 first WIDTH_ROWS (a title above the header is narrower); a later row with a value past that width keeps it, and the
 ingest rejects the row (`wrong_field_count`) with its text, rather than the value being dropped.
 """
@@ -25,7 +27,7 @@ from typing import Any, BinaryIO
 from kflow.components.datasets.csv.ingest.streams import ChunkStream
 
 WIDTH_ROWS = 50  # rows read before the sheet's width is set
-LINES_A_WRITE = 256
+WRITE_BYTES = 1 << 16  # CSV text handed to the reader at once
 PATTERNS = ("*.xlsx", "*.xlsm")  # A folder's workbooks, where it holds no CSV or JSON
 
 
@@ -39,17 +41,12 @@ def is_workbook(path: str) -> bool:
 
 
 def open_sheet(path: str, sheet: str | int | None = None) -> BinaryIO:
-    """The workbook's `sheet` (its name, or its place from 0; None: the first) as the bytes of a UTF-8 CSV,
-    streamed; a ValueError naming data.source.path for a workbook openpyxl cannot read, data.csv.sheet for a sheet
-    it does not have."""
-    import openpyxl  # only where a workbook is read: 0.2 s to import
-
+    """The workbook's `sheet` (`sheet_index`) as the bytes of a UTF-8 CSV, streamed; a ValueError naming
+    data.source.path for a workbook openpyxl cannot read, data.csv.sheet for a sheet it does not have."""
+    book = _load(path)
     try:
-        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
-    except Exception as error:  # openpyxl raises many kinds for a broken or encrypted file
-        raise ValueError(f"data.source.path: {Path(path).name} is a workbook openpyxl cannot read: {error}") from None
-    try:
-        chosen = book.worksheets[sheet_index(path, book.sheetnames, sheet)]
+        chosen = book.worksheets[sheet_index(path, [each.title for each in book.worksheets], sheet)]
+        chosen.reset_dimensions()  # the size a writer declared may be wrong: read every row and cell there is
     except ValueError:
         book.close()
         raise
@@ -57,28 +54,37 @@ def open_sheet(path: str, sheet: str | int | None = None) -> BinaryIO:
 
 
 def sheet_index(path: str, names: list[str], sheet: str | int | None) -> int:
-    """The place of `sheet` (a name, a place from 0, None: the first) among the workbook's sheets `names`."""
+    """The place of `sheet` among the workbook's worksheets `names` (its chart sheets hold no table): None, the
+    first; a name; a number, the sheet of that name if there is one (`2020`, as YAML reads it), else its place
+    from 0."""
     if not names:
-        raise ValueError(f"data.source.path: {Path(path).name} is a workbook without a sheet")
+        raise ValueError(f"data.source.path: {Path(path).name} is a workbook without a worksheet")
     if sheet is None:
         return 0
+    if str(sheet) in names:
+        return names.index(str(sheet))
     if isinstance(sheet, int) and sheet < len(names):
         return sheet
-    if isinstance(sheet, str) and sheet in names:
-        return names.index(sheet)
     shown = ", ".join(repr(name) for name in names)
     raise ValueError(f"data.csv.sheet: {Path(path).name} has no sheet {sheet!r} (its sheets, from 0: {shown})")
 
 
 def sheets(path: str) -> list[str]:
-    """The workbook's sheets' names, in their order."""
-    import openpyxl
-
-    book = openpyxl.load_workbook(path, read_only=True)
+    """The workbook's worksheets' names, in their order (chart sheets left out)."""
+    book = _load(path)
     try:
-        return list(book.sheetnames)
+        return [each.title for each in book.worksheets]
     finally:
         book.close()
+
+
+def _load(path: str) -> Any:
+    import openpyxl  # only where a workbook is read: 0.2 s to import
+
+    try:
+        return openpyxl.load_workbook(path, read_only=True, data_only=True)
+    except Exception as error:  # openpyxl raises many kinds (KeyError, XML errors, OSError) for a broken file
+        raise ValueError(f"data.source.path: {Path(path).name} is a workbook openpyxl cannot read: {error}") from None
 
 
 def _csv_lines(sheet: Any) -> Iterator[bytes]:
@@ -87,12 +93,12 @@ def _csv_lines(sheet: Any) -> Iterator[bytes]:
     width = max(map(len, first), default=0)
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
-    for count, row in enumerate(_chained(first, (_trimmed(row) for row in rows)), 1):
+    for row in _chained(first, (_trimmed(row) for row in rows)):
         if row:
             writer.writerow([cell_text(value) for value in row] + [""] * (width - len(row)))
         else:
             text.write("\n")  # a blank row: a blank line, so the lines below keep their row numbers
-        if count % LINES_A_WRITE == 0:
+        if text.tell() >= WRITE_BYTES:
             yield text.getvalue().encode("utf-8")
             text.seek(0)
             text.truncate()
@@ -127,4 +133,6 @@ def cell_text(value: Any) -> str:
         return value.isoformat(sep=" ")
     if isinstance(value, datetime.date | datetime.time):
         return value.isoformat()
+    if isinstance(value, str) and ("\n" in value or "\r" in value):  # a line break typed in a cell (Alt+Enter)
+        return " ".join(value.splitlines())  # one row, one line: FILE:ROW stays the sheet's row
     return str(value)

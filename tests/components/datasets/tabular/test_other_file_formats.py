@@ -93,7 +93,7 @@ def test_a_compressed_csv_is_read_whole_as_downloaded(tmp_path, iris, kind):
     [
         ("parquet", "is a Parquet file, not CSV: set data.dataset: parquet"),
         ("feather", "is an Arrow IPC (Feather) file, not CSV"),
-        ("docx", "is an Excel workbook (.xlsx) or another Office file, not a table's file: data.dataset: csv reads"),
+        ("docx", "is an Office document (.xlsx, .xlsb, .docx, …), not a table's file here: the csv dataset reads"),
         ("zip of two", "is a ZIP archive of 2 files (iris.csv, more/iris.csv): unzip it and set data.source.path"),
         ("sqlite", "is an SQLite database, not CSV"),
         ("hdf5", "is an HDF5 file, not CSV"),

@@ -1,6 +1,7 @@
 """A column's type read over its joined cells at once (columns.plain_number_type) is the type the value-by-value
 rules give, on generated columns of numbers as people write them (signs, zero fractions, exponents, 0 and 1, strays,
-past int64, other digits), and on real wide data: MNIST's pixels and scikit-learn's digits as CSV cells."""
+past int64, other digits, a number declared a missing mark), and on real wide data: MNIST's pixels and
+scikit-learn's digits as CSV cells."""
 
 from __future__ import annotations
 
@@ -35,14 +36,16 @@ def by_value(cells, missing=MISSING) -> str:
 
 @settings(max_examples=400, deadline=None)
 @given(
-    cells=st.lists(_numbers | st.sampled_from(["", " 7", "NA"]), min_size=1, max_size=300),
+    cells=st.lists(_numbers | st.sampled_from(["", " 7", "NA", "-999"]), min_size=1, max_size=300),
     ints=st.booleans(),
     empty_is_missing=st.booleans(),
+    number_missing=st.booleans(),
 )
-def test_the_joined_reading_gives_the_type_of_the_value_by_value_reading(cells, ints, empty_is_missing):
+def test_the_joined_reading_gives_the_type_of_the_value_by_value_reading(cells, ints, empty_is_missing, number_missing):
     if ints:  # most generated columns mix kinds: half of them whole numbers, a stray or two among them
         cells = [cell if index % 60 == 0 else str(index - 100) for index, cell in enumerate(cells)]
     missing = MISSING if empty_is_missing else MISSING - {""}
+    missing = missing | {"-999"} if number_missing else missing  # data.csv.missing_values: a number as a mark
     assert cols.infer_types(["x"], [[cell] for cell in cells], {}, missing) == {"x": by_value(cells, missing)}
 
 

@@ -147,3 +147,31 @@ def test_each_element_is_one_line_that_json_reads_back_to_it(tmp_path_factory, f
         with open_records(str(path)) as stream:
             lines = stream.read().splitlines()
     assert [json.loads(line) for line in lines] == elements
+
+
+def test_elements_json_reads_only_with_trouble_are_one_record_each_not_the_whole_file(tmp_path, iris):
+    """A number of 5,000 digits (valid JSON past Python's int conversion limit) and a raw tab inside a string (which
+    JSON does not allow) are each one record, rejected as a line of JSON Lines is; an element nested past Python's
+    recursion limit stops the array in one line; an empty last page is a page."""
+    rows = iris.to_dict(orient="records")
+    text = json.dumps(rows[:2])[:-1] + ', {"target": "setosa", "sepal length (cm)": ' + "7" * 5000 + "}"
+    text += ', {"target": "set\tosa", "sepal length (cm)": 5.0}, ' + json.dumps(rows[2:])[1:]
+    path = tmp_path / "odd.json"
+    path.write_text(text)
+    summary, _, _, rejects = ingest(tmp_path / "odd", source_path=str(path), label="target", columns={})
+    entries = [json.loads(line) for line in rejects.file.read_text().splitlines()]
+    assert (summary["read"], summary["rejected"]) == (152, 2)
+    assert [(entry["reason"], entry["position"]) for entry in entries] == [
+        ("bad_json", "odd.json:3"),
+        ("bad_json", "odd.json:4"),
+    ]
+    deep = tmp_path / "deep.json"
+    deep.write_text('[{"a": 1}, ' + "[" * 100_000 + "]" * 100_000 + "]")
+    with pytest.raises(BrokenArray, match=r"breaks at its element 2 \(line 1\): an element nested too deep"):
+        csv_source.inspect_source(source_path=str(deep), label="a", infer_rows=10)
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    iris.to_json(pages / "page-1.json", orient="records")
+    (pages / "page-2.json").write_text("[]\n")  # the last page of a paged export
+    summary, _, _, _ = ingest(tmp_path / "paged", source_path=str(pages), label="target", columns={})
+    assert (summary["read"], summary["rejected"]) == (150, 0)

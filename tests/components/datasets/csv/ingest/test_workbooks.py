@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
+import zipfile
 
 import openpyxl
 import pandas as pd
 import pytest
+from openpyxl.chart import BarChart, Reference
 from sklearn.datasets import load_iris, load_wine
 
 from kflow.components.datasets.csv.ingest import source as csv_source
@@ -157,7 +160,7 @@ def test_the_sheet_streams_as_csv_lines_a_row_each(tmp_path):
         book.active.append(row)
     book.save(tmp_path / "t.xlsx")
     with open_records(str(tmp_path / "t.xlsx")) as stream:
-        assert stream.read().decode() == 'a,b\n1,"x,y"\n\n2,"say ""hi""\nthere"\n'
+        assert stream.read().decode() == 'a,b\n1,"x,y"\n\n2,"say ""hi"" there"\n'  # a line break in a cell: a space
 
 
 def test_the_sheet_named_is_the_one_read_by_name_or_place(tmp_path, iris):
@@ -175,3 +178,45 @@ def test_the_sheet_named_is_the_one_read_by_name_or_place(tmp_path, iris):
         assert (summary["read"], summary["rejected"]) == (150, 0)
     with pytest.raises(ValueError, match=r"^data.label: 'target' is not a column of the data"):
         csv_source.inspect_source(source_path=str(path), label="target")  # the first sheet: the notes
+
+
+def test_what_spreadsheet_programs_write_beside_a_table_is_read_as_its_rows(tmp_path, iris):
+    """A chart sheet before the data (not a worksheet: not counted), a sheet named by its year (YAML reads `2020` as
+    a number), a line break typed in a cell (its row keeps its number), and a size declared wrong in the sheet's XML
+    (some writers do: every row is read all the same)."""
+    book = openpyxl.Workbook()
+    data = book.active
+    data.title = "2020"
+    data.append(list(iris.columns))
+    for at, row in enumerate(iris.itertuples(index=False)):
+        data.append([*row[:4], f"{row[4]}\nchecked" if at == 10 else row[4]])
+    chart = BarChart()
+    chart.add_data(Reference(data, min_col=1, min_row=1, max_row=20), titles_from_data=True)
+    book.create_chartsheet("chart", 0).add_chart(chart)
+    path = tmp_path / "chart.xlsx"
+    book.save(path)
+    for sheet in (None, 2020, "2020", 0):
+        facts = csv_source.inspect_source(source_path=str(path), label="target", csv_format={"sheet": sheet})
+        assert facts.dialect[0] == "an Excel workbook: its sheet '2020', a row a record", sheet
+    with open_records(str(path)) as stream:
+        lines = stream.read().decode().splitlines()
+    assert len(lines) == 151 and lines[11].endswith(",setosa checked")  # row 12 of the sheet, on line 12
+
+    declared_wrong = tmp_path / "wrong.xlsx"
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(declared_wrong, "w") as target:
+        for item in source.infolist():
+            content = source.read(item.filename)
+            if item.filename.startswith("xl/worksheets/sheet"):
+                content = re.sub(rb'<dimension ref="[^"]*"', b'<dimension ref="A1"', content)
+            target.writestr(item, content)
+    summary, _, _, _ = ingest(tmp_path / "wrong", source_path=str(declared_wrong), label="target", columns={})
+    assert (summary["read"], summary["rejected"]) == (150, 0)
+
+
+def test_a_workbook_whose_parts_do_not_parse_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "garbage.xlsx"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("xl/workbook.xml", "garbage")
+    with pytest.raises(ValueError, match=r"^data.source.path: garbage.xlsx is a workbook openpyxl cannot read: "):
+        csv_source.inspect_source(source_path=str(path), label="target")
