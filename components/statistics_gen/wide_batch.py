@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from kflow.components.util.example_columns import sparse_columns
 from kflow.components.util.example_proto import Example
 
 WIDE_VALUES = 100_000  # records × known features of a batch folded column by column
@@ -28,19 +29,13 @@ def fold_batch(features: dict[str, Any], records: Sequence[bytes], hashes: Seque
     FeatureAccumulator} when they are wide and hold only the known features (True), else leaves them (False)."""
     if len(records) * len(features) < WIDE_VALUES:
         return False
-    import tensorflow as tf  # here only: a worker that never folds a wide batch does not load it
-
-    dtypes = {"int64_list": tf.int64, "float_list": tf.float32, "bytes_list": tf.string}
-    spec = {name: tf.io.VarLenFeature(dtypes[accumulator.kind]) for name, accumulator in features.items()}
-    try:
-        parsed = tf.io.parse_example(tf.constant(list(records)), spec)
-    except tf.errors.InvalidArgumentError:  # a feature stored as another kind of list
+    columns = sparse_columns(records, {name: accumulator.kind for name, accumulator in features.items()})
+    if columns is None:  # a feature stored as another kind of list
         return False
-    columns, found = {}, 0
-    for name, sparse in parsed.items():
-        rows, places = sparse.indices.numpy().T if sparse.indices.shape[0] else (np.empty(0, int), np.empty(0, int))
-        columns[name] = (sparse.values.numpy(), rows, places)
-        found += len(rows) if not len(places) or places.max() == 0 else len(np.unique(rows))
+    found = sum(
+        len(rows) if not len(places) or places.max() == 0 else len(np.unique(rows))
+        for _, rows, places in columns.values()
+    )  # the (record, feature) pairs holding values
     if found != sum(len(Example.FromString(record).features.feature) for record in records):
         return False  # a feature not known yet, or one present without a value: record by record
     keys = np.asarray(hashes, np.uint64)

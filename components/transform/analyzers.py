@@ -46,7 +46,6 @@ from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
 SPREAD_BYTES = 32 * 2**20  # the most compressed bytes of a split whose batches the local runner redistributes
 QUANTILE_EPSILON = 0.001  # a boundary's rank is within 0.1 % of the row count of the exact quantile's
 KINDS = ("moments", "pixels", "vocabulary", "words", "tokens", "wordpiece_words", "quantiles", "classes", "counts")
-_INT_MISSING = INT_MISSING  # what a tabular ingest never writes for a present int; parsed as missing, as the task does
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,7 @@ def _parse_in_python(records: Sequence[bytes], columns: dict[str, str]) -> dict[
                 continue
             found = list(getattr(feature, which).value)
             if kind == "number":
-                found = [float(v) for v in found if v != _INT_MISSING and math.isfinite(float(v))]
+                found = [float(v) for v in found if v != INT_MISSING and math.isfinite(float(v))]
             elif kind in ("string", "image"):
                 found = [v for v in found if v]
             values[name].extend(found)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from kflow.components.util.example_columns import sparse_columns
 from kflow.components.util.example_proto import Example
 
 WIDE_VALUES = 100_000  # records × columns of a batch parsed by TensorFlow
@@ -28,20 +29,15 @@ def parse_wide(records: Sequence[bytes], columns: dict[str, str]) -> dict[str, l
     stored = _stored_kinds(records, columns)
     if stored is None:
         return None
-    import tensorflow as tf  # here only: a worker that never parses a wide batch does not load it
-
-    dtypes = {"int64_list": tf.int64, "float_list": tf.float32, "bytes_list": tf.string}
-    spec = {name: tf.io.VarLenFeature(dtypes[kind]) for name, kind in stored.items()}
-    try:
-        parsed = tf.io.parse_example(tf.constant(list(records)), spec) if spec else {}
-    except tf.errors.InvalidArgumentError:  # a record stores another kind of list for a column
+    parsed = sparse_columns(records, stored)
+    if parsed is None:  # a record stores another kind of list for a column
         return None
     values: dict[str, list] = {}
     for name, kind in columns.items():
         if name not in parsed:
             values[name] = []
             continue
-        found = parsed[name].values.numpy()
+        found = parsed[name].values
         if kind == "number":
             found = found[found != INT_MISSING] if found.dtype == np.int64 else found
             found = found.astype(np.float64)

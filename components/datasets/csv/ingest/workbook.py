@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import datetime
 import io
+import itertools
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,7 +94,7 @@ def _csv_lines(sheet: Any) -> Iterator[bytes]:
     width = max(map(len, first), default=0)
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
-    for row in _chained(first, (_trimmed(row) for row in rows)):
+    for row in itertools.chain(first, (_trimmed(row) for row in rows)):
         if row:
             writer.writerow([cell_text(value) for value in row] + [""] * (width - len(row)))
         else:
@@ -104,11 +105,6 @@ def _csv_lines(sheet: Any) -> Iterator[bytes]:
             text.truncate()
     if text.tell():
         yield text.getvalue().encode("utf-8")
-
-
-def _chained(first: list, rest: Iterator) -> Iterator:
-    yield from first
-    yield from rest
 
 
 def _trimmed(row: tuple) -> tuple:
