@@ -7,15 +7,18 @@ the data in the same way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 import keras
+import numpy as np
 import tensorflow as tf
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from kflow.components.datasets import get_dataset
 from kflow.components.datasets.user_module import load_module, with_user_module
+from kflow.components.util.predictions import ClassTable, prediction_entry
 from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Model, TransformGraph
 
@@ -75,6 +78,19 @@ class Task:
         """The model's inputs for a batch of serialized Examples that may have no label (data to score): what
         `dataset` gives as `x` for the same records."""
         raise ValueError(f"the {self.name} task cannot score data without a label yet (tabular data can)")
+
+    def prediction_entries(
+        self, keys: list[str], serialized: tf.Tensor, predict: Callable[[Any], Any], classes: list[str]
+    ) -> list[dict[str, Any]]:
+        """A prediction entry for each record of a batch of serialized Examples to score, `predict` taking the
+        model's inputs (`inputs`) to its outputs: the class and a probability per class, or the value
+        (components/util/predictions.py); a task whose model gives something else writes its own."""
+        outputs = np.asarray(predict(self.inputs(serialized)), np.float64).reshape(len(keys), -1)
+        return [prediction_entry(key, output, classes) for key, output in zip(keys, outputs, strict=True)]
+
+    def prediction_table(self, classes: list[str]) -> Any:
+        """How `prediction_entries`' entries are written as CSV rows and TFRecord Examples."""
+        return ClassTable(classes)
 
     def build_model(self) -> keras.Model:
         """The uncompiled Keras model (built inside the strategy scope by the caller)."""

@@ -135,6 +135,22 @@ def copy_schema(dataset: str, schema_artifact: Any, features: dict[str, int]) ->
     return proto
 
 
+def copy_scoring_schema(dataset: str, schema_artifact: Any, features: dict[str, int], key: str) -> Any:
+    """`copy_schema` for data to score (`kflow predict`): the dataset's schema without its label, the `key` feature
+    tagged role=key (what the Predictor keys each prediction by). Returns the parsed schema."""
+    from google.protobuf import text_format
+
+    proto = copy_schema(dataset, schema_artifact, features)
+    kept = [feature for feature in proto.feature if feature.name != "label"]
+    del proto.feature[:]
+    proto.feature.extend(kept)
+    for feature in proto.feature:
+        if feature.name == key:
+            feature.annotation.tag.append("role=key")
+    schema_artifact.file.write_text(text_format.MessageToString(proto))
+    return proto
+
+
 def text_min_chars(proto: Any, name: str) -> int:
     """The `min_chars=n` annotation tag of a text feature (0 when absent)."""
     from kflow.components.util.schema import annotation_tags

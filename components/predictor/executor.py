@@ -37,10 +37,6 @@ from kflow.components.util.predictions import (
     JSONL,
     TFRECORD,
     class_names,
-    csv_header,
-    csv_row,
-    prediction_entry,
-    prediction_example,
     serving_input_names,
 )
 from kflow.components.util.schema import annotation_tags, load_schema
@@ -82,7 +78,8 @@ def run(
         key_type = tags[key_feature].get("kflow_type", "string") if key_feature else key_type
     folder = predictions.split_uri(split)
     folder.mkdir(parents=True)
-    header = _csv_text(csv_header(classes, labelled=False))
+    table = task.prediction_table(classes)  # how an entry is written: a CSV row, an Example
+    header = _csv_text(table.header())
     score = _Score(str(model.uri), key_feature, key_type, classes)
     with beam_pipeline(PipelineOptions(named_runner(list(beam_args)))) as pipeline:
         entries = (
@@ -100,12 +97,12 @@ def run(
         )
         _ = (
             entries
-            | "Row" >> beam.Map(_csv_line, classes)
+            | "Row" >> beam.Map(_csv_line, table)
             | "WriteCsv" >> beam.io.WriteToText(str(folder / CSV), header=header, **single)
         )
         _ = (
             entries
-            | "Example" >> beam.Map(_serialized_example)
+            | "Example" >> beam.Map(_serialized_example, table)
             | "WriteTFRecord"
             >> beam.io.WriteToTFRecord(str(folder / TFRECORD), compression_type=CompressionTypes.GZIP, **single)
         )
@@ -193,10 +190,8 @@ class _Score(beam.DoFn):
 
     def process(self, batch: list[tuple[str, bytes]]) -> Iterator[dict[str, Any]]:
         serialized = tf.constant([record for _, record in batch])
-        outputs = np.asarray(self.predict(self.task.inputs(serialized)), np.float64)
         keys = [key for key, _ in batch] if self.key_feature is None else self._keys(serialized)
-        for key, output in zip(keys, outputs.reshape(len(batch), -1), strict=True):
-            yield prediction_entry(key, output, self.classes)
+        yield from self.task.prediction_entries(keys, serialized, self.predict, self.classes)
 
     def _keys(self, serialized: tf.Tensor) -> list[str]:
         dtype = {"int": tf.int64, "bool": tf.int64, "float": tf.float32}.get(self.key_type, tf.string)
@@ -226,9 +221,9 @@ def _csv_text(row: list[Any]) -> str:
     return text.getvalue()
 
 
-def _csv_line(entry: dict[str, Any], classes: list[str]) -> str:
-    return _csv_text(csv_row(entry, classes))
+def _csv_line(entry: dict[str, Any], table: Any) -> str:
+    return _csv_text(table.row(entry))
 
 
-def _serialized_example(entry: dict[str, Any]) -> bytes:
-    return prediction_example(entry).SerializeToString()
+def _serialized_example(entry: dict[str, Any], table: Any) -> bytes:
+    return table.example(entry).SerializeToString()

@@ -57,8 +57,9 @@ def write_classes(assets: Path, classes: list[str] | None) -> None:
 
 
 def examples_parser(task: Any) -> Callable[[tf.Tensor], Any] | None:
-    """The task's parsing of serialized Examples without a label, when it has one (`Task.inputs`), else None."""
-    return task.inputs if type(task).inputs is not Task.inputs else None
+    """The task's parsing of serialized Examples without a label, when it has one (`Task.inputs`) and it needs no op
+    library beyond TensorFlow's (a server loading the SavedModel has none: WikiText-2's WordPiece ops), else None."""
+    return task.inputs if type(task).inputs is not Task.inputs and not task.op_libraries else None
 
 
 def read_classes(assets: Path) -> list[str] | None:

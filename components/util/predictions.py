@@ -82,3 +82,20 @@ def csv_row(entry: dict[str, Any], classes: list[str]) -> list[Any]:
     if classes:
         return [*row, entry["predicted_class"], *(entry["scores"][name] for name in classes)]
     return [*row, entry["prediction"]]
+
+
+class ClassTable:
+    """How a classifier's or a regression's entries are written: a CSV row (`header`, `row`) and a TFRecord Example
+    (`example`), the class names in the order of the model's scores."""
+
+    def __init__(self, classes: list[str]):
+        self.classes = list(classes)
+
+    def header(self) -> list[str]:
+        return csv_header(self.classes, labelled=False)
+
+    def row(self, entry: dict[str, Any]) -> list[Any]:
+        return csv_row(entry, self.classes)
+
+    def example(self, entry: dict[str, Any]) -> tf.train.Example:
+        return prediction_example(entry)

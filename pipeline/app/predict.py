@@ -93,7 +93,7 @@ def predict(
             "model_run": chosen.run_dir,
             "data": node.parameters["source_path"],
             "key": "the place in the source, FILE:LINE or FILE#ROW"
-            if predictions.record["key"] == SOURCE_ROW
+            if predictions.record["key"] == SOURCE_ROW or getattr(node, "keys_by_place", False)
             else predictions.record["key"],
             "scored": scored["count"],
             "rejected": ingested.get("rejected", 0),
@@ -233,14 +233,13 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
         return _image_scoring_ingest(config, task.image_shape, data)
     cls = get_dataset(dataset).ingest_component()
     spec = cls.spec.parameters
-    if getattr(cls, "reads_data_to_score", False):  # its own format, told apart by its header (quora's test.csv)
+    score_format = getattr(cls, "score_format", None)
+    if score_format is not None:  # its own format for data to score (quora's test.csv, wikitext2's text files)
         parameters = {name: value for name, value in ingest_parameters(config).items() if name in spec}
-        parameters.update(source_path=data, split={SPLIT: 1}, max_records=None)
-        if "source_format" in spec:
-            parameters["source_format"] = "csv"
+        parameters.update(source_path=data, split={SPLIT: 1}, max_records=None, source_format=score_format)
         return cls("score_ingest", parameters=parameters)
     if "label" not in spec or not spec["label"].optional:
-        readable = "tabular data (csv, parquet, tfrecord), image files and Quora's questions"
+        readable = "tabular data (csv, parquet, tfrecord), image files, Quora's questions and text (wikitext2)"
         raise ConfigError([f"--format: kflow predict reads {readable}, not {dataset}"])
     needed = list(getattr(task, "input_features", None) or [])
     trained = load_schema(model.training_schema_file)

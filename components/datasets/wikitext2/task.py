@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from kflow.components.datasets.task import LearntByTransform, Task
+from kflow.components.datasets.wikitext2 import fill_mask
 from kflow.components.datasets.wikitext2.wordpiece import learn_vocabulary
 from kflow.components.models import build_model
 from kflow.pipeline.dsl.artifacts import Examples, TransformGraph
@@ -76,6 +77,7 @@ class WikiText2Task(LearntByTransform, Task):
         self.vocabulary: list[str] | None = None
         self.baseline: dict[str, Any] | None = None
         self._tokenizer: keras_hub.models.BertTokenizer | None = None
+        self._scoring_tokenizer: keras_hub.models.BertTokenizer | None = None
 
     # --- Assets -------------------------------------------------------------------------------------
 
@@ -136,12 +138,26 @@ class WikiText2Task(LearntByTransform, Task):
         self._tokenizer = keras_hub.models.BertTokenizer(
             vocabulary=self.vocabulary, lowercase=bool(self.options["lowercase"])
         )
+        self._scoring_tokenizer = None
 
     @property
     def tokenizer(self) -> keras_hub.models.BertTokenizer:
         if self._tokenizer is None:
             raise ValueError("the wikitext2 task has no vocabulary yet: call prepare() or load_assets() first")
         return self._tokenizer
+
+    @property
+    def scoring_tokenizer(self) -> keras_hub.models.BertTokenizer:
+        """The tokenizer of text to score: the training one's vocabulary and case, `[MASK]` read as the mask token."""
+        if self._scoring_tokenizer is None:
+            self._scoring_tokenizer = keras_hub.models.BertTokenizer(
+                vocabulary=self.tokenizer.vocabulary,
+                lowercase=bool(self.options["lowercase"]),
+                special_tokens_in_strings=True,
+            )
+        return self._scoring_tokenizer
+
+    special_tokens = RESERVED_TOKENS
 
     def _special_ids(self) -> list[int]:
         return [self.vocabulary.index(token) for token in RESERVED_TOKENS]
@@ -218,6 +234,19 @@ class WikiText2Task(LearntByTransform, Task):
             return x, mask_ids, tf.cast(weights, tf.float32)
 
         return mask
+
+    # --- Scoring new text (kflow predict: fill_mask.py) -----------------------------------------------
+
+    def inputs(self, serialized: tf.Tensor) -> dict[str, tf.Tensor]:
+        """The model's inputs for lines to score: each `[MASK]` in a line is a position to fill."""
+        text = tf.io.parse_example(serialized, {"text": tf.io.FixedLenFeature([], tf.string)})["text"]
+        return fill_mask.mask_inputs(self, text)
+
+    def prediction_entries(self, keys, serialized, predict, classes) -> list[dict[str, Any]]:
+        return fill_mask.fill_entries(self, keys, serialized, predict)
+
+    def prediction_table(self, classes: list[str]) -> fill_mask.FilledMaskTable:
+        return fill_mask.FilledMaskTable()
 
     # --- Model --------------------------------------------------------------------------------------
 

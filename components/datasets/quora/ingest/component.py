@@ -16,7 +16,8 @@ from kflow.pipeline.dsl.component import Component, Parameter
 
 
 class QuoraIngest(Component):
-    reads_data_to_score = True  # a CSV without the target column (the competition's test.csv): kflow predict
+    # kflow predict reads data to score with this source_format: a CSV without the target column (test.csv).
+    score_format = "csv"
     spec = ingest_component_spec(
         "quora",
         source="The competition's train CSV, or a folder holding train.csv.",

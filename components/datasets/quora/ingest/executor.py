@@ -73,7 +73,7 @@ def run(*, max_chars: int = 1000, **parameters: Any) -> dict[str, Any]:
         split = dict(job.split or {})
         if len(split) != 1:
             raise ValueError(unlabelled_training(path))
-        _write_scored_schema(job.schema)
+        ingest_records.copy_scoring_schema("quora", job.schema, _FEATURES, key="qid")
     chunks, cut_rejects, read = scan(path, job.max_records)
     if read == 0:
         raise ValueError(f"quora: {path} holds no rows after its header")
@@ -152,21 +152,6 @@ def unlabelled_training(path: Path) -> str:
         f"quora: {path} has no target column ({','.join(HEADER[:2])}): questions to score, with kflow predict; "
         f"training needs the header {','.join(HEADER)}"
     )
-
-
-def _write_scored_schema(schema: Any) -> None:
-    """The schema of questions to score: quora's without the label, the qid tagged role=key (what the Predictor
-    keys each prediction by)."""
-    from google.protobuf import text_format
-
-    proto = ingest_records.copy_schema("quora", schema, _FEATURES)
-    kept = [feature for feature in proto.feature if feature.name != "label"]
-    del proto.feature[:]
-    proto.feature.extend(kept)
-    for feature in proto.feature:
-        if feature.name == "qid":
-            feature.annotation.tag.append("role=key")
-    schema.file.write_text(text_format.MessageToString(proto))
 
 
 def cut(lines: Iterable[bytes], first_line: int, offset: int) -> Iterator[tuple[int, int, bytes, bool]]:

@@ -5,6 +5,7 @@ Reads `train.txt/valid.txt/test.txt`, the official `wiki.{train,valid,test}.toke
 as the Keras MLM guide: longer than 100 characters; no headings, no blank lines) and
 writes them with a `text` feature to the splits train/eval/test (the source's
 train/valid/test). Every other line goes to `rejects`: "filtered" (policy) or "invalid".
+Given the one split `score` (kflow predict), it reads text files of any layout, a record a non-blank line.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from kflow.pipeline.dsl.component import Component, Parameter
 
 
 class WikiText2Ingest(Component):
+    # kflow predict reads text to score (every line of a text file, a folder's or a glob's) with this source_format.
+    score_format = "auto"
+    keys_by_place = True  # each line scored is keyed FILE:LINE
     spec = ingest_component_spec(
         "wikitext2",
         source="A folder with train.txt/valid.txt/test.txt or wiki.{train,valid,test}.tokens|.raw "

@@ -11,6 +11,10 @@ worker. Filters, in order, the first that applies being the line's reason:
 Lengths are counted in characters on the line as read, without its newline (the Keras
 MLM guide keeps `len > 100`, hence min_chars=101); the text written is stripped.
 Splits: the source's train/valid/test lines go to train/eval/test.
+
+Text to score (`kflow predict`: `split` is the one split `score`): every line of a text file, of a folder's text files
+(.txt, .text, .tokens, .raw) or of a glob pattern's files is one record, keyed `FILE:LINE`, whatever its length or
+form (the training filters are a policy for what to learn from); only blank lines are left out, as `blank` rejects.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +52,7 @@ DOWNLOAD_URL = "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-
 CHUNK_LINES = 4000
 _HEADING = re.compile(r"^\s*(=\s)+.*?(\s=)+\s*$")
 _FEATURES = {"text": schema_pb2.BYTES, "key": schema_pb2.BYTES}
+SCORE_PATTERNS = ("*.txt", "*.text", "*.tokens", "*.raw")
 
 
 def run(
@@ -61,6 +67,8 @@ def run(
     """Ingests WikiText-2 (`parameters`: an IngestJob's); returns {"read": N, "train": n, "eval": n, "test": n,
     "rejected": r, "filtered": f}."""
     job = IngestJob(**parameters)
+    if job.split is not None and len(job.split) == 1 and not set(job.split) & {"train", "eval"}:
+        return _ingest_text_to_score(job, deduplicate)
     _check_split(job.split)
     for name, value in (("min_chars", min_chars), ("max_chars", max_chars), ("max_records", job.max_records)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
@@ -76,11 +84,31 @@ def run(
     )
 
     files = resolve(job.source_path, job.source_format)
-    chunks, read = plan_chunks(files, job.max_records, deduplicate)
+    chunks, read = plan_chunks(files.items(), job.max_records, deduplicate)
     if read == 0:
         raise ValueError(f"the WikiText-2 files {sorted(map(str, files.values()))} hold no lines")
     log.info("wikitext2 ingest: %d lines in %d chunks from %s", read, len(chunks), files["train"].parent)
     return job.write(chunks=chunks, process_chunk=ChunkProcessor(filters), splits=tuple(SPLITS.values()), read=read)
+
+
+def _ingest_text_to_score(job: IngestJob, deduplicate: bool) -> dict[str, Any]:
+    """Every non-blank line of the text files at `source_path` into the one split `job.split` names, keyed FILE:LINE
+    (FILE: its path under the folder given, or its name), without the training filters."""
+    from kflow.components.datasets.tabular.table_files import table_files
+
+    (split,) = job.split
+    ingest_records.copy_scoring_schema("wikitext2", job.schema, _FEATURES, key="key")
+    paths = [Path(name) for name in table_files("wikitext2", job.source_path, SCORE_PATTERNS, "text file")]
+    root = Path(job.source_path).expanduser()
+    names = [str(path.relative_to(root)) if root.is_dir() else path.name for path in paths]
+    if len(set(names)) < len(names):  # a glob pattern's files of one name in several folders
+        names = [str(path) for path in paths]
+    chunks, read = plan_chunks([(split, path) for path in paths], job.max_records, deduplicate, names)
+    if read == 0:
+        raise ValueError(f"data: {job.source_path} holds no lines of text to score")
+    log.info("wikitext2: %d lines to score from %d file(s)", read, len(paths))
+    scoring = ChunkProcessor(Filters(min_chars=1, drop_headings=False), splits={split: split}, keyed_by_place=True)
+    return job.write(chunks=chunks, process_chunk=scoring, splits=(split,), read=read)
 
 
 def _check_split(split: dict[str, int] | None) -> None:
@@ -143,12 +171,17 @@ class Chunk:
     stop: int
     first_line: int  # 1-based number of the chunk's first line.
     duplicates: frozenset[int] = frozenset()  # Line numbers that repeat an earlier line.
+    name: str = ""  # The file as rejects and keys name it (its name when empty).
 
 
-def plan_chunks(files: dict[str, Path], max_records: int | None, deduplicate: bool) -> tuple[list[Chunk], int]:
-    """Cuts each file into chunks of CHUNK_LINES lines, streaming; returns them and the number of lines read."""
+def plan_chunks(
+    files: Iterable[tuple[str, Path]], max_records: int | None, deduplicate: bool, names: Sequence[str] = ()
+) -> tuple[list[Chunk], int]:
+    """Cuts each (source split, file) into chunks of CHUNK_LINES lines, streaming; returns them and the number of
+    lines read. `names`: how each file is named in rejects and keys (default: its file name)."""
     planned, read, repeats = [], 0, RepeatFinder()
-    for source_split, path in files.items():
+    for index, (source_split, path) in enumerate(files):
+        name = names[index] if index < len(names) else path.name
         base, offset, first, block_start, count = read, 0, 1, 0, 0
         with path.open("rb") as file:
             for line in file:  # Each line with its newline; the file's last line may have none.
@@ -159,10 +192,10 @@ def plan_chunks(files: dict[str, Path], max_records: int | None, deduplicate: bo
                     repeats.add(line.removesuffix(b"\n"), base + count)
                 offset += len(line)
                 if count % CHUNK_LINES == 0:
-                    planned.append((Chunk(str(path), source_split, block_start, offset, first), base))
+                    planned.append((Chunk(str(path), source_split, block_start, offset, first, name=name), base))
                     first, block_start = count + 1, offset
         if count >= first:
-            planned.append((Chunk(str(path), source_split, block_start, offset, first), base))
+            planned.append((Chunk(str(path), source_split, block_start, offset, first, name=name), base))
         read += count
     # Repeats are numbered across the files (base + line), so a line repeating another file's counts too.
     ranges = [(base + chunk.first_line, base + chunk.first_line + CHUNK_LINES) for chunk, base in planned]
@@ -195,18 +228,19 @@ class Filters:
 
 
 class ChunkProcessor:
-    """Reads a chunk's lines, filters them and serialises the kept ones as Examples."""
+    """Reads a chunk's lines, filters them and serialises the kept ones as Examples: into the split `splits` maps
+    the chunk's source split to, keyed `<source split>-<line>` (or `FILE:LINE`, `keyed_by_place`)."""
 
-    def __init__(self, filters: Filters):
-        self.filters = filters
+    def __init__(self, filters: Filters, splits: dict[str, str] = SPLITS, keyed_by_place: bool = False):
+        self.filters, self.splits, self.keyed_by_place = filters, dict(splits), keyed_by_place
 
     def __call__(self, chunk: Chunk) -> tuple[list, list]:
         with open(chunk.path, "rb") as file:
             file.seek(chunk.start)
             data = file.read(chunk.stop - chunk.start)
         lines = data.split(b"\n")[: data.count(b"\n")] if data.endswith(b"\n") else data.split(b"\n")
-        name = Path(chunk.path).name
-        group = SPLITS[chunk.source_split]
+        name = chunk.name or Path(chunk.path).name
+        group = self.splits[chunk.source_split]
         reason_of, duplicates = self.filters.reason, chunk.duplicates
         accepted, found = [], []
         for number, raw in enumerate(lines, chunk.first_line):
@@ -222,6 +256,6 @@ class ChunkProcessor:
             if reason is not None:
                 found.append(make_reject(reason, FILTERED, f"{name}:{number}", line, chars=len(line)))
                 continue
-            key = f"{chunk.source_split}-{number:07d}"
+            key = f"{name}:{number}" if self.keyed_by_place else f"{chunk.source_split}-{number:07d}"
             accepted.append((key, group, serialize_example({"text": line.strip(), "key": key})))
         return accepted, found

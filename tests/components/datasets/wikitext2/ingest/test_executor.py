@@ -128,3 +128,36 @@ def test_component_spec():
     assert parameters["min_chars"].default == 101
     assert parameters["deduplicate"].default is False
     assert set(WikiText2Ingest.spec.outputs) == {"examples", "schema", "rejects"}
+
+
+def test_text_to_score_is_every_non_blank_line_keyed_by_its_place(tmp_path):
+    """kflow predict's reading (the one split `score`): a folder's text files whatever their layout, no training
+    filter but blank lines (kept as rejects), each line keyed FILE:LINE, the schema without a label."""
+    from kflow.components.util.schema import annotation_tags, load_schema
+
+    folder = tmp_path / "new"
+    folder.mkdir()
+    (folder / "a.txt").write_text("The [MASK] river .\n\n = Heading = \nshort\n")
+    (folder / "b.tokens").write_bytes(b"caf\xc3\xa9 [MASK]\n\xff bad\n")
+    (folder / "notes.md").write_text("not read: no text file suffix\n")
+    summary, examples, rejects, schema = ingest(
+        tmp_path / "out", source_path=str(folder), split={"score": 1}, max_invalid_fraction=0.5
+    )
+    records = {r["key"].decode(): r["text"].decode() for r in read_split(examples, schema, "score")}
+    assert records == {"a.txt:1": "The [MASK] river .", "a.txt:3": "= Heading =", "a.txt:4": "short",
+                       "b.tokens:1": "café [MASK]"}  # fmt: skip
+    assert summary["read"] == 6 == summary["score"] + summary["rejected"]
+    reasons = sorted((r["position"], r["reason"]) for r in rejects.read())
+    assert reasons == [("a.txt:2", "blank"), ("b.tokens:2", "undecodable")]
+    proto = load_schema(schema.file)
+    assert [f.name for f in proto.feature] == ["text", "key"] and annotation_tags(proto, "key")["role"] == "key"
+
+    # A glob's files of one name in two folders are told apart by their paths.
+    for name in ("x", "y"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "new.txt").write_text("a [MASK] .\n")
+    _, examples, _, schema = ingest(tmp_path / "glob", source_path=str(tmp_path / "*" / "new.txt"), split={"s": 1})
+    keys = sorted(r["key"].decode() for r in read_split(examples, schema, "s"))
+    assert keys == [f"{tmp_path / name / 'new.txt'}:1" for name in ("x", "y")]
+    with pytest.raises(ValueError, match="matches no text file"):
+        ingest(tmp_path / "none", source_path=str(tmp_path / "x" / "*.csv"), split={"score": 1})
