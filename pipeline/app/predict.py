@@ -68,9 +68,15 @@ def predict(
     staging.mkdir(parents=True)
     try:
         examples, schema = Examples(staging / "examples"), Schema(staging / "schema")
-        ingested = load_executor(node.spec.executor)(
-            examples=examples, schema=schema, rejects=Rejects(staging / "rejects"), **node.parameters
-        )
+        ingested = _ingest(node, staging)
+        if node.parameters.get("key") and (unkeyed := _rows_without_their_own_key(staging / "rejects")):
+            # A key column that repeats a value, or leaves one empty, names no row: every row is scored, keyed by
+            # its place, rather than refusing those rows (as the data's key is absent: FILE:LINE).
+            log.warning("predict: the key column %r %s: each row is keyed by FILE:LINE", node.parameters["key"], unkeyed)
+            for folder in ("examples", "schema", "rejects"):
+                shutil.rmtree(staging / folder, ignore_errors=True)
+            node.parameters["key"] = None
+            ingested = _ingest(node, staging)
         predictions = InferenceResult(staging / "predictions")
         scored = load_executor("kflow.components.predictor.executor:run")(
             model=chosen.model,
@@ -115,6 +121,34 @@ def predict(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return record
+
+
+def _ingest(node: Any, staging: Path) -> dict[str, Any]:
+    """The scoring ingest into `staging`'s examples, schema and rejects; a refusal for too many rows without their
+    own key (repeated or empty) is left to the caller, which keys the rows by their place instead."""
+    executor = load_executor(node.spec.executor)
+    artifacts = {"examples": Examples(staging / "examples"), "schema": Schema(staging / "schema")}
+    try:
+        return executor(**artifacts, rejects=Rejects(staging / "rejects"), **node.parameters)
+    except ValueError:
+        if node.parameters.get("key") and _rows_without_their_own_key(staging / "rejects"):
+            return {}
+        raise
+
+
+def _rows_without_their_own_key(rejects: Path) -> str | None:
+    """What the key column does, where first, when the ingest rejected a row for its key: repeated or empty."""
+    path = rejects / "rejects.jsonl"
+    if not path.is_file():
+        return None
+    with path.open() as lines:
+        for line in lines:
+            reject = json.loads(line)
+            if reject.get("reason") == "duplicate_key":
+                return f"repeats values ({reject.get('key')!r} again at {reject.get('position')})"
+            if reject.get("reason") == "empty_key":
+                return f"leaves values empty (at {reject.get('position')})"
+    return None
 
 
 def choose_model(config: PipelineConfig, spec: str | None) -> ChosenModel:

@@ -150,6 +150,37 @@ def test_without_a_key_column_each_row_is_keyed_by_its_file_and_line(trained, tm
     assert keys == sorted(f"batch.csv:{line}" for line in range(2, 7))
 
 
+@pytest.mark.parametrize("data_format", ["csv", "parquet"])
+def test_a_key_column_that_repeats_or_leaves_out_values_keys_every_row_by_its_place(
+    trained, tmp_path, caplog, data_format
+):
+    """New rows whose `id` repeats (a customer's several orders) or is empty: every row is scored, none rejected,
+    keyed by its place rather than by values that name no one row, and the log says why."""
+    import pandas as pd
+
+    root, rows, _ = trained
+    features = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
+    table = pd.DataFrame([{"id": ["a", "b", "a", "", "c", "b"][n], **{f: float(rows[n][f]) for f in features}}
+                          for n in range(6)])  # fmt: skip
+    path = tmp_path / f"orders.{data_format}"
+    table.to_csv(path, index=False) if data_format == "csv" else table.to_parquet(path)
+    out = tmp_path / "out"
+    with caplog.at_level("WARNING", logger="kflow.predict"):
+        assert main(["predict", str(root / "iris.yaml"), "--data", str(path), "--format", data_format, "--key", "id",
+                     "-o", str(out)]) == 0  # fmt: skip
+    assert "the key column 'id' repeats values ('a' again at orders." in caplog.text
+    record = json.loads((out / "predict.json").read_text())
+    assert (record["scored"], record["rejected"]) == (6, 0)
+    with (out / "predictions" / "Split-score" / "predictions.csv").open() as predictions:
+        keys = sorted(row["key"] for row in csv.DictReader(predictions))
+    places = (
+        [f"orders.csv:{line}" for line in range(2, 8)]
+        if data_format == "csv"
+        else [f"orders.parquet#{n}" for n in range(6)]
+    )
+    assert keys == sorted(places)
+
+
 FEATURES = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
 
 
