@@ -27,7 +27,8 @@ class WikiText2Ingest(Component):
         split=Parameter(
             dict,
             optional=True,
-            description="Only {train, eval} keys are accepted (the source's own splits are used).",
+            description="Only {train, eval} keys are accepted (the source's own splits are used); one other "
+            "split alone (e.g. {score: 1}) reads text to score, every line of source_path's text files.",
         ),
         records="lines of each file",
         filters={

@@ -67,7 +67,7 @@ def run(
     """Ingests WikiText-2 (`parameters`: an IngestJob's); returns {"read": N, "train": n, "eval": n, "test": n,
     "rejected": r, "filtered": f}."""
     job = IngestJob(**parameters)
-    if job.split is not None and len(job.split) == 1 and not set(job.split) & {"train", "eval"}:
+    if scores_text(job.split):
         return _ingest_text_to_score(job, deduplicate)
     _check_split(job.split)
     for name, value in (("min_chars", min_chars), ("max_chars", max_chars), ("max_records", job.max_records)):
@@ -122,8 +122,19 @@ def _check_split(split: dict[str, int] | None) -> None:
         )
 
 
-def source_files(*, source_path: str | None = None, source_format: str = "auto", **_: Any) -> list[Path]:
-    """The corpus files the ingest reads, for the data fingerprint in its cache key."""
+def scores_text(split: dict[str, int] | None) -> bool:
+    """Whether `split` asks for text to score: one split, neither train nor eval (kflow predict's `score`)."""
+    return split is not None and len(split) == 1 and not set(split) & {"train", "eval"}
+
+
+def source_files(
+    *, source_path: str | None = None, source_format: str = "auto", split: dict | None = None, **_: Any
+) -> list[Path]:
+    """The files the ingest reads, for the data fingerprint in its cache key."""
+    if scores_text(split):
+        from kflow.components.datasets.tabular.table_files import table_files
+
+        return [Path(name) for name in table_files("wikitext2", source_path, SCORE_PATTERNS, "text file")]
     return sorted(resolve(source_path, source_format).values())
 
 

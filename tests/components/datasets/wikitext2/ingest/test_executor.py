@@ -5,7 +5,7 @@ import json
 import pytest
 
 from kflow.components.datasets.wikitext2.ingest.component import WikiText2Ingest
-from kflow.components.datasets.wikitext2.ingest.executor import Filters
+from kflow.components.datasets.wikitext2.ingest.executor import Filters, source_files
 from tests.components.datasets.wikitext2.ingest.conftest import LONG, ingest, read_split, write_corpus
 
 TRAIN = [
@@ -161,3 +161,6 @@ def test_text_to_score_is_every_non_blank_line_keyed_by_its_place(tmp_path):
     assert keys == [f"{tmp_path / name / 'new.txt'}:1" for name in ("x", "y")]
     with pytest.raises(ValueError, match="matches no text file"):
         ingest(tmp_path / "none", source_path=str(tmp_path / "x" / "*.csv"), split={"score": 1})
+    # The files a declared scoring node's cache key fingerprints: those it reads.
+    found = source_files(source_path=str(folder), split={"score": 1})
+    assert found == [folder / "a.txt", folder / "b.tokens"]
