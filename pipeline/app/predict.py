@@ -72,7 +72,8 @@ def predict(
         if node.parameters.get("key") and (unkeyed := _rows_without_their_own_key(staging / "rejects")):
             # A key column that repeats a value, or leaves one empty, names no row: every row is scored, keyed by
             # its place, rather than refusing those rows (as the data's key is absent: FILE:LINE).
-            log.warning("predict: the key column %r %s: each row is keyed by FILE:LINE", node.parameters["key"], unkeyed)
+            key = node.parameters["key"]
+            log.warning("predict: the key column %r %s: each row is keyed by FILE:LINE", key, unkeyed)
             for folder in ("examples", "schema", "rejects"):
                 shutil.rmtree(staging / folder, ignore_errors=True)
             node.parameters["key"] = None
