@@ -18,6 +18,6 @@ DATASET = Dataset(
     task="kflow.components.datasets.images.task:ImagesTask",
     metrics="kflow.components.datasets.mnist.metrics:MnistMetrics",
     source_test_split=False,
-    data_fields={"image": "image", "tfds": "tfds"},
+    data_fields={"image": "image", "tfds": "tfds", "label": "label"},
     training=TRAINING,
 )

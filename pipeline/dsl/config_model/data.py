@@ -76,8 +76,9 @@ class SourceSection(Section):
     format: SourceFormat = "auto"
     """mnist: auto | npz | idx | sklearn_digits | tfds | download; wikitext2: auto | download; quora: auto | csv |
     kaggle; csv: auto | csv | jsonl (JSON Lines, or a JSON array of objects; auto: files that open either are);
-    parquet: auto | parquet; images: auto | folders | manifest | tfds. auto looks at data.source.path, then
-    $KFLOW_DATA_DIR, then ~/.keras/datasets and the tensorflow-datasets data dir, and never downloads."""
+    parquet: auto | parquet; images: auto | folders | manifest | tfrecord | parquet | tfds. auto looks at
+    data.source.path, then $KFLOW_DATA_DIR, then ~/.keras/datasets and the tensorflow-datasets data dir, and never
+    downloads."""
     max_records: int | None = Field(None, ge=1)
     """Read at most this many records of each source split."""
 
@@ -127,7 +128,8 @@ class DataSection(Section):
     TensorFlow Datasets dataset): set data.label and data.problem_type; images (a folder per class, or a manifest of
     path,label)."""
     label: str | None = None
-    """csv, parquet, tfrecord, tfds: the column (feature) to predict; tfds: default the builder's supervised label."""
+    """csv, parquet, tfrecord, tfds: the column (feature) to predict; tfds: default the builder's supervised label;
+    images kept in a TFRecord or Parquet table: their label column (default: the one named as labels are)."""
     problem_type: ProblemType | None = None
     """csv, parquet: classification (binary or multi-class; string, integer or boolean labels) or regression (a
     numeric label). null: classification."""

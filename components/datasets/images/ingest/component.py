@@ -11,10 +11,18 @@ class ImagesIngest(Component):
     spec = ingest_component_spec(
         "images",
         source="A folder with one sub-folder of images per class, or a manifest: a .csv with path "
-        "and label columns or a .jsonl of {path, label} (paths relative to the manifest's folder); or, with format "
+        "and label columns or a .jsonl of {path, label} (paths relative to the manifest's folder); TFRecord or "
+        "Parquet files holding encoded images and their labels (a file, a folder or a glob pattern); or, with format "
         "tfds, a TFDS data_dir (default: TFDS's).",
-        formats="auto | folders | manifest | tfds (a prepared TensorFlow Datasets dataset: data.tfds).",
+        formats="auto | folders | manifest | tfrecord | parquet | tfds (a prepared TensorFlow Datasets dataset: "
+        "data.tfds). auto: class folders, a manifest, or TFRecord or Parquet files told by their first bytes.",
         reading={
+            "label": Parameter(
+                str,
+                optional=True,
+                description="The label column of images kept in a TFRecord or Parquet table (unset: the column named "
+                "as labels are, label or image/class/label, or the one other whole-number column).",
+            ),
             "image": Parameter(
                 dict,
                 optional=True,
@@ -44,6 +52,7 @@ class ImagesIngest(Component):
             list_images,
             named_images,
         )
+        from kflow.components.datasets.images.ingest.table_images import LABEL_OF_A_TABLE, TableImages, table_kind
 
         source_format = self.parameters.get("source_format", "auto")
         try:
@@ -52,8 +61,12 @@ class ImagesIngest(Component):
                 from kflow.components.datasets.images.ingest.tfds_images import TfdsImages
 
                 TfdsImages.open(self.parameters.get("source_path"), self.parameters.get("tfds"))
+            elif kind := table_kind(self.parameters.get("source_path"), source_format):
+                TableImages.check(self.parameters.get("source_path"), kind, self.parameters.get("label"))
             else:  # what the ingest's driver refuses before reading an image
                 source_path = self.parameters.get("source_path")
+                if self.parameters.get("label") is not None:
+                    return [LABEL_OF_A_TABLE]
                 images = named_images(list_images(source_path, source_format), source_path, say=False)
                 if source_format != UNLABELLED:
                     checked_classes(images, source_path)

@@ -42,6 +42,7 @@ from kflow.components.datasets.images.ingest.image_format import (
     ImageFormat,
     bounded,
     sampled_headers,
+    shared_size,
     upright,
 )
 from kflow.components.datasets.images.ingest.source import (
@@ -52,6 +53,12 @@ from kflow.components.datasets.images.ingest.source import (
     list_images,
     named_images,
     open_source,
+)
+from kflow.components.datasets.images.ingest.table_images import (
+    LABEL_OF_A_TABLE,
+    TableImageConverter,
+    TableImages,
+    table_kind,
 )
 from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import FILTERED, INVALID, make_reject
@@ -74,7 +81,11 @@ MAX_IMAGE_PIXELS = 50_000_000
 
 
 def run(
-    *, image: dict[str, Any] | None = None, tfds: dict[str, Any] | None = None, **parameters: Any
+    *,
+    image: dict[str, Any] | None = None,
+    tfds: dict[str, Any] | None = None,
+    label: str | None = None,
+    **parameters: Any,
 ) -> dict[str, Any]:
     """Ingests the images (`parameters`: an IngestJob's); returns {"read": N, "<split>": n, ..., "rejected": r,
     "invalid": i, "filtered": 0}."""
@@ -82,6 +93,10 @@ def run(
     if job.source_format == "tfds":
         return _run_tfds(job, ImageFormat.from_options(image), tfds)
     labelled = job.source_format != UNLABELLED  # else images to score (kflow predict): no classes, one split
+    if kind := table_kind(job.source_path, job.source_format):
+        return _run_table(job, ImageFormat.from_options(image), kind, label, labelled)
+    if label is not None:
+        raise ValueError(LABEL_OF_A_TABLE)
     split = job.split_shares(SPLIT_WITH_TEST, ("train", "eval", "test") if labelled else ())
     image_format = ImageFormat.from_options(image)
     files = list_images(job.source_path, job.source_format)[: job.max_records]
@@ -150,6 +165,34 @@ def _run_tfds(job: IngestJob, image_format: ImageFormat, options: dict[str, Any]
         process_chunk=tfds_images.TfdsImageConverter(dataset, converter),
         splits=tuple(sizes),
         read=sum(sizes.values()),
+    )
+
+
+def _run_table(job: IngestJob, image_format: ImageFormat, kind: str, label: str | None, labelled: bool) -> dict:
+    """The images of a TFRecord or Parquet table (table_images.py), split by data.split's shares per class."""
+    table = TableImages.open(job.source_path, kind, label, labelled)
+    split = job.split_shares(SPLIT_WITH_TEST, ("train", "eval", "test") if labelled else ())
+    channels = image_format.channels or channels_of(table.modes.elements())
+    if image_format.height is None:
+        sampled = f"{table.sizes.total()} images sampled (of {sum(table.counts)})"
+        height, width = bounded(*shared_size(table.sizes, sampled, image_format.fit))
+        image_format = replace(image_format, height=height, width=width)
+    shape = image_format.shape(channels)
+    log.info(
+        "images ingest: %s %s (%s: image%s), %d records; made %s, %s", kind, job.source_path, table.image,
+        f", {table.label}: {len(table.classes)} classes" if labelled else "", sum(table.counts),
+        "×".join(map(str, shape)), image_format.fit,
+    )  # fmt: skip
+    job.schema.path.mkdir(parents=True, exist_ok=True)
+    job.schema.file.write_text(image_schema(shape, list(table.classes) if labelled else None))
+    chunks = table.chunks(job.max_records)
+    converter = ImageConverter(image_format, channels, {name: index for index, name in enumerate(table.classes)})
+    return job.write(
+        chunks=chunks,
+        process_chunk=TableImageConverter(table, converter),
+        splits=tuple(split),
+        read=sum(stop - start for _, start, stop in chunks),
+        plan=StratifiedPlan(dict(split)),
     )
 
 

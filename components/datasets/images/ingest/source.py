@@ -82,7 +82,8 @@ def list_images(source_path: str | None, source_format: str = "auto") -> list[Im
         raise ValueError("data.source.path: the images dataset needs a folder of class folders or a manifest file")
     path = Path(source_path).expanduser()
     if source_format not in ("auto", "folders", "manifest", UNLABELLED):
-        raise ValueError(f"data.source.format: images reads auto | folders | manifest | tfds, got {source_format!r}")
+        formats = "auto | folders | manifest | tfrecord | parquet | tfds"
+        raise ValueError(f"data.source.format: images reads {formats}, got {source_format!r}")
     if not path.exists():
         raise ValueError(f"data.source.path: {source_path} does not exist")
     if source_format == UNLABELLED:
@@ -251,6 +252,10 @@ def source_files(
         from kflow.components.ingest.tfds_source import source_files as tfds_files
 
         return tfds_files(source_path=source_path, tfds=tfds)
+    from kflow.components.datasets.images.ingest.table_images import table_files_of, table_kind
+
+    if kind := table_kind(source_path, source_format):
+        return [Path(name) for name in table_files_of(source_path, kind)]
     # Only what the ingest would read: a file outside the source folder or a FIFO is neither read nor hashed.
     listed = []
     for file in list_images(source_path, source_format):

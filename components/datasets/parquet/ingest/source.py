@@ -116,6 +116,7 @@ def inspect_source(*, source_path: str | None = None, **parameters: Any) -> Sour
     if not isinstance(declared, dict):
         raise ValueError(f"data.columns: must map column names to types, got {declared!r}")
     header, types, unread = file_types(files, {name: kind for name, kind in declared.items() if isinstance(kind, str)})
+    check_no_images(files[0], unread, label)
     for name in (label, key):
         if name in unread:
             raise ValueError(
@@ -128,6 +129,26 @@ def inspect_source(*, source_path: str | None = None, **parameters: Any) -> Sour
     first = sample_values(files[0], header[0], "int", choice.infer_rows) if header and types[header[0]] == "int" else []
     facts = cols.table_facts(header, types, label, problem_type, key, declared, values, first)
     return replace(facts, unread=unread)
+
+
+def check_no_images(path: str, unread: dict[str, str], label: Any) -> None:
+    """Refuses a table whose column left out (bytes, or a struct holding them) holds encoded images: without it the
+    model would learn from the other columns alone; the images dataset decodes them."""
+    from kflow.components.util.encoded_images import image_kind
+
+    candidates = [name for name, kind in unread.items() if "binary" in kind]
+    if not candidates:
+        return
+    parquet = open_file(path)
+    if parquet.num_row_groups == 0:
+        return
+    first = parquet.read_row_group(0, columns=candidates).slice(0, 1).to_pylist()
+    for name, value in (first[0] if first else {}).items():
+        if image := image_kind(value):
+            raise ValueError(
+                f"data.source.path: the column {name!r} holds encoded images ({image}): read them with data.dataset: "
+                f"images (data.label: {label or 'the label column'}), which decodes them and trains an image model"
+            )
 
 
 def sample_values(path: str, column: str, kind: str, limit: int) -> list[str]:

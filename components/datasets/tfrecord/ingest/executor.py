@@ -50,6 +50,7 @@ from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import INVALID, kind_of, make_reject
 from kflow.components.ingest.repeats import RepeatFinder
 from kflow.components.ingest.tfrecord_file import read_records
+from kflow.components.util.encoded_images import image_kind
 from kflow.components.util.example_proto import Example, example_of, feature_encoder
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,12 @@ class TfRecordReader(TableReader):
         label, key = self.label, self.key
         found = scan(files, self.infer_records, job.max_records, key, readable, label)
         types = found.types
+        if found.images:  # read as strings they would be a category a record, and the model would learn nothing
+            name, image = next(iter(found.images.items()))
+            raise ValueError(
+                f"data.source.path: the feature {name!r} holds encoded images ({image}): read them with data.dataset: "
+                f"images (data.label: {label or 'the label feature'}), which decodes them and trains an image model"
+            )
         problem_type = None if label is None else self.problem_type  # data to score: no label, no task
         if label in types and problem_type is None:  # as a CSV's: a float label was 400 "classes" of 442 rows
             problem_type, reason = infer_problem_type(label, types[label], found.labels)
@@ -157,6 +164,7 @@ class Scan:
     types: dict[str, str] = field(default_factory=dict)
     chunks: list[FileChunk] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)  # the label's value in each sampled record that holds one
+    images: dict[str, str] = field(default_factory=dict)  # {feature: image format} of bytes features of encoded images
 
 
 def scan(
@@ -191,6 +199,9 @@ def scan(
                     sampled += 1
                     for name, feature in example.features.feature.items():
                         kind = KINDS.get(feature.WhichOneof("kind") or "")
+                        if kind == "string" and name not in found.types and feature.bytes_list.value:
+                            if image := image_kind(feature.bytes_list.value[0]):
+                                found.images[name] = image
                         if kind is not None:
                             found.types.setdefault(name, kind)
                     if label is not None and _holds(example, label):

@@ -1,0 +1,336 @@
+"""Images kept in a table (`data.source.format: tfrecord | parquet`, or auto by the files' first bytes): TFRecord
+files of tf.train.Examples with an encoded image feature (`image/encoded`, as TensorFlow's image pipelines and
+TFX write them), or Parquet files with an encoded image column (binary, or a struct holding its `bytes`, as Hugging
+Face datasets export images), beside a label.
+
+The image column is the one whose values are encoded images (PNG, JPEG, GIF, BMP, TIFF, WebP: their first bytes);
+the label is `data.label`, else the one column named as labels are (`label`, `image/class/label`, `class`, ...),
+else the one other whole-number column; a number label's class names are its values (a Hugging Face export's
+`ClassLabel` names where its metadata has them). The driver reads the labels (not the images) for the classes, and a
+sample of the images' headers for what `data.image` leaves unset; the workers decode and convert each image as an
+image file is (executor.ImageConverter.decoded). A record's place is `FILE#INDEX` (from 0).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kflow.components.datasets.images.ingest.source import UNLABELLED
+from kflow.components.ingest.ingest_records import INVALID, make_reject
+from kflow.components.util.encoded_images import encoded_bytes, image_kind
+from kflow.components.util.example_proto import Example
+
+log = logging.getLogger(__name__)
+
+TABLE_FORMATS = ("tfrecord", "parquet")
+LABEL_OF_A_TABLE = (
+    "data.label: names the label column of images kept in a TFRecord or Parquet table; a folder's classes are its "
+    "sub-folders' names, a manifest's its label column"
+)
+LABEL_NAMES = ("label", "labels", "image/class/label", "class", "target", "y", "category", "image/label")
+CHUNK_RECORDS = 1000
+HEADER_SAMPLE = 200  # images whose headers are read for the size and channels data.image leaves unset
+
+
+def table_kind(source_path: str | None, source_format: str) -> str | None:
+    """tfrecord or parquet where the images are kept in a table: named by data.source.format, or, with auto (or
+    images to score), a file, a glob or a folder without sub-folders whose first table file's bytes say so."""
+    if source_format in TABLE_FORMATS:
+        return source_format
+    if source_format not in ("auto", UNLABELLED) or not source_path:
+        return None
+    path = Path(source_path).expanduser()
+    if path.is_dir() and any(child.is_dir() for child in path.iterdir()):
+        return None  # class folders (or a folder of images to score)
+    return table_format(source_path)
+
+
+def table_files_of(source_path: str | None, kind: str) -> list[str]:
+    """The source's files: the file, a folder's files of the kind's names, or a glob pattern's."""
+    from kflow.components.datasets.tabular.table_files import table_files
+
+    if kind == "parquet":
+        return table_files("images", source_path, ("*.parquet",), "Parquet file")
+    return table_files("images", source_path, ("*.tfrecord*", "*.tfrec*"), "TFRecord file")
+
+
+def table_format(path: str) -> str | None:
+    """tfrecord or parquet by the first file's first bytes (a TFRecord's frame: its length and its masked CRC)."""
+    from kflow.components.datasets.tabular.table_files import table_files
+    from kflow.components.ingest.compressed import open_source
+    from kflow.components.ingest.tfrecord_file import read_records
+
+    try:
+        first = table_files("images", path, ("*.tfrecord*", "*.tfrec*", "*.parquet"), "table file")[0]
+        with open(first, "rb") as raw:
+            if raw.read(4) == b"PAR1":
+                return "parquet"
+        with open_source(first) as stream:
+            _, record = next(read_records(stream), (0, None))
+        return "tfrecord" if record is not None else None
+    except (ValueError, OSError):
+        return None
+
+
+@dataclass(frozen=True)
+class TableImages:
+    """A table's image column, its label column, its classes and its files' record counts."""
+
+    kind: str  # tfrecord | parquet
+    files: tuple[str, ...]
+    names: tuple[str, ...]  # each file as positions name it
+    image: str
+    label: str | None  # None: images to score
+    classes: tuple[str, ...]
+    counts: tuple[int, ...]  # records a file
+    sizes: Counter  # {(height, width): images} of a sample of the headers
+    modes: Counter  # {colour mode: images} of the same sample
+
+    @classmethod
+    def open(cls, source_path: str | None, kind: str, label: str | None, labelled: bool = True) -> TableImages:
+        """Reads the labels and a sample of the headers; a ValueError naming the field when it is no image table."""
+        files = table_files_of(source_path, kind)
+        names = [Path(file).name for file in files]
+        names = [str(file) for file in files] if len(set(names)) < len(names) else names
+        first = next(_rows(kind, files[0], 0, 20), None)
+        if first is None:
+            raise ValueError(f"data.source.path: {files[0]} holds no records")
+        image = _image_column(first[1], files[0])
+        label = _label_column(first[1], image, label, files[0]) if labelled else None
+        labels, counts, sizes, modes = Counter(), [], Counter(), Counter()
+        sampler = _Sampler(HEADER_SAMPLE)
+        for file in files:
+            count = 0
+            for _, row in _rows(kind, file, 0, None, (image, label)):
+                count += 1
+                if label is not None and (value := _scalar(row.get(label))) is not None:
+                    labels[value] += 1
+                if sampler.takes():
+                    _header(row.get(image), sizes, modes)
+            counts.append(count)
+        classes = _class_names(labels, kind, files[0], label) if labelled else ()
+        if labelled and len(classes) < 2:
+            raise ValueError(f"data.label: {label!r} holds {len(classes)} class in {source_path}: a classifier needs 2")
+        if not sizes:
+            raise ValueError(f"data.source.path: none of the sampled {image!r} values of {source_path} is an image")
+        return cls(kind, tuple(files), tuple(names), image, label, classes, tuple(counts), sizes, modes)
+
+    @staticmethod
+    def check(source_path: str | None, kind: str, label: str | None) -> None:
+        """What `open` refuses from the first file's first record alone (kflow validate): no image column, no label."""
+        first_file = table_files_of(source_path, kind)[0]
+        first = next(_rows(kind, first_file, 0, 1), None)
+        if first is None:
+            raise ValueError(f"data.source.path: {first_file} holds no records")
+        _label_column(first[1], _image_column(first[1], first_file), label, first_file, say=False)
+
+    def chunks(self, max_records: int | None) -> list[tuple[int, int, int]]:
+        """(file index, first record, stop) of CHUNK_RECORDS records each, at most `max_records` in all."""
+        chunks, left = [], max_records
+        for index, count in enumerate(self.counts):
+            taken = count if left is None else min(count, left)
+            chunks += [(index, start, min(start + CHUNK_RECORDS, taken)) for start in range(0, taken, CHUNK_RECORDS)]
+            left = None if left is None else left - taken
+        return chunks
+
+    def class_name(self, value: Any) -> str | None:
+        text = _scalar(value)
+        if text is None or not self.hf_names:
+            return text
+        return self.classes[int(text)] if text.lstrip("-").isdigit() and 0 <= int(text) < len(self.classes) else text
+
+    @property
+    def hf_names(self) -> bool:
+        return bool(self.classes) and not all(name.lstrip("-").isdigit() for name in self.classes)
+
+
+@dataclass(frozen=True)
+class TableImageConverter:
+    """A chunk's records decoded and converted as image files are (executor.ImageConverter), keyed FILE#INDEX."""
+
+    table: TableImages
+    converter: Any  # executor.ImageConverter
+
+    def __call__(self, chunk: tuple[int, int, int]) -> tuple[list, list]:
+        index, start, stop = chunk
+        table, accepted, found = self.table, [], []
+        for number, row in _rows(table.kind, table.files[index], start, stop, (table.image, table.label)):
+            position = f"{table.names[index]}#{number}"
+            label = table.class_name(row.get(table.label)) if table.label else None
+            encoded = encoded_bytes(row.get(table.image))
+            if table.label and label not in self.converter.classes:
+                found.append(make_reject("missing_label", INVALID, position, {"label": label}))
+                continue
+            if encoded is None:
+                found.append(make_reject("missing_image", INVALID, position, {"label": label}))
+                continue
+            pixels, problem = self.converter.decoded(io.BytesIO(encoded))
+            if problem is not None:
+                reason, details = problem
+                found.append(make_reject(reason, INVALID, position, {"label": label}, **details))
+                continue
+            example = Example()
+            features = example.features.feature
+            features["image"].bytes_list.value.append(pixels)
+            if label is not None:
+                features["label"].int64_list.value.append(self.converter.classes[label])
+            features["key"].bytes_list.value.append(position.encode("utf-8"))
+            accepted.append((position, label or "", example.SerializeToString(deterministic=True)))
+        return accepted, found
+
+
+class _Sampler:
+    """Takes about `size` items spread over a stream of unknown length: every one, then every 2nd, 4th, ..."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.seen, self.step, self.taken = size, 0, 1, 0
+
+    def takes(self) -> bool:
+        self.seen += 1
+        if (self.seen - 1) % self.step:
+            return False
+        self.taken += 1
+        if self.taken >= 2 * self.size:
+            self.step, self.taken = self.step * 2, self.size
+        return True
+
+
+def _rows(kind: str, path: str, start: int, stop: int | None, columns: tuple = ()) -> Iterator[tuple[int, dict]]:
+    """(record number, {column: value}) of records start..stop of a file: a value is bytes, an int, a float or a
+    string, a list where the record holds several; `columns` (Parquet: read only those)."""
+    if kind == "parquet":
+        yield from _parquet_rows(path, start, stop, [name for name in columns if name])
+        return
+    from kflow.components.ingest.compressed import open_source
+    from kflow.components.ingest.tfrecord_file import read_records
+
+    with open_source(path) as stream:
+        for number, (offset, record) in enumerate(read_records(stream)):
+            if stop is not None and number >= stop:
+                return
+            if record is None:
+                raise ValueError(f"data.source.path: {path} is a broken TFRecord file at byte {offset}")
+            if number >= start:
+                yield number, _example_row(record, columns)
+
+
+def _example_row(record: bytes, columns: tuple) -> dict[str, Any]:
+    example = Example.FromString(record)
+    row = {}
+    for name, feature in sorted(example.features.feature.items()):  # a map's order is protobuf's: by name
+        if columns and name not in columns:
+            continue
+        kind = feature.WhichOneof("kind")
+        values = list(getattr(feature, kind).value) if kind else []
+        row[name] = values[0] if len(values) == 1 else values
+    return row
+
+
+def _parquet_rows(path: str, start: int, stop: int | None, columns: list[str]) -> Iterator[tuple[int, dict]]:
+    import pyarrow.parquet as pq
+
+    parquet, first = pq.ParquetFile(path), 0
+    for group in range(parquet.num_row_groups):
+        count = parquet.metadata.row_group(group).num_rows
+        if first + count > start and (stop is None or first < stop):
+            table = parquet.read_row_group(group, columns=columns or None)
+            for offset, row in enumerate(table.to_pylist()):
+                number = first + offset
+                if number >= start and (stop is None or number < stop):
+                    yield number, row
+        first += count
+        if stop is not None and first >= stop:
+            return
+
+
+def _image_column(row: dict[str, Any], path: str) -> str:
+    found = [name for name, value in row.items() if image_kind(value)]
+    if not found:
+        shown = ", ".join(row) or "none"
+        raise ValueError(
+            f"data.source.path: no column of {path} holds encoded images (PNG, JPEG, GIF, BMP, TIFF, WebP) in its "
+            f"first record (columns: {shown})"
+        )
+    preferred = [name for name in found if name in ("image/encoded", "image", "img", "image_raw")]
+    return (preferred or found)[0]
+
+
+def _label_column(row: dict[str, Any], image: str, label: str | None, path: str, say: bool = True) -> str:
+    others = [name for name, value in row.items() if name != image and _scalar(value) is not None]
+    if label is not None:
+        if label not in row:
+            raise ValueError(f"data.label: {path} has no column {label!r} (columns: {', '.join(row)})")
+        return label
+    named = [name for name in others if name.lower() in LABEL_NAMES]
+    whole = [name for name in others if isinstance(row[name], int) and not _is_metadata(name)]
+    candidates = named or whole
+    if len(candidates) == 1:
+        if say:
+            log.info("images ingest: the label is %r (set data.label to name another)", candidates[0])
+        return candidates[0]
+    raise ValueError(
+        f"data.label: name the label column of {path} (its columns beside the image {image!r}: {', '.join(others)})"
+    )
+
+
+def _is_metadata(name: str) -> bool:
+    return any(word in name.lower() for word in ("height", "width", "depth", "channel", "id", "index", "size"))
+
+
+def _scalar(value: Any) -> str | None:
+    """A label value as text: a string, a whole number (a float that is one too), or None (missing, a list)."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or value is None or isinstance(value, list | dict) or value == "":
+        return None
+    return str(value)
+
+
+def _class_names(labels: Counter, kind: str, path: str, label: str | None) -> tuple[str, ...]:
+    """The classes: a Hugging Face export's ClassLabel names, else the values (numbers in number order)."""
+    if kind == "parquet":
+        names = _hugging_face_names(path, label)
+        if names and all(value.isdigit() and int(value) < len(names) for value in labels):
+            return tuple(names)
+    values = list(labels)
+    if all(value.lstrip("-").isdigit() for value in values):
+        return tuple(sorted(values, key=int))
+    return tuple(sorted(values))
+
+
+def _hugging_face_names(path: str, label: str | None) -> list[str] | None:
+    import pyarrow.parquet as pq
+
+    metadata = pq.ParquetFile(path).schema_arrow.metadata or {}
+    try:
+        features = json.loads(metadata[b"huggingface"])["info"]["features"]
+        names = features[label].get("names")
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return None
+    return [str(name) for name in names] if isinstance(names, list) else None
+
+
+def _header(value: Any, sizes: Counter, modes: Counter) -> None:
+    """Counts the size and mode of an encoded image from its header (no pixels decoded); skips what is none."""
+    from PIL import Image
+
+    from kflow.components.datasets.images.ingest.image_format import shown_size
+
+    encoded = encoded_bytes(value)
+    if encoded is None:
+        return
+    try:
+        with Image.open(io.BytesIO(encoded)) as opened:
+            sizes[shown_size(opened)] += 1
+            modes[opened.mode] += 1
+    except Exception:  # noqa: BLE001 - an unreadable image is the worker's to reject (with its reason).
+        return

@@ -1,0 +1,28 @@
+"""Encoded images told by their first bytes (PNG, JPEG, GIF, BMP, TIFF, WebP), where a table keeps them: a bytes
+value, or a struct's `bytes` (Hugging Face's `{bytes, path}`). The images ingest reads such tables; the tabular
+ingests refuse them, pointing there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# First bytes of the encoded images Pillow reads (a WebP is RIFF....WEBP).
+MAGIC = {b"\x89PNG": "PNG", b"\xff\xd8\xff": "JPEG", b"GIF8": "GIF", b"BM": "BMP", b"II*\x00": "TIFF",
+         b"MM\x00*": "TIFF", b"RIFF": "WebP"}  # fmt: skip
+
+
+def encoded_bytes(value: Any) -> bytes | None:
+    """The encoded image of a table's cell: bytes, or a struct's `bytes`; None when it holds none."""
+    if isinstance(value, dict):
+        value = value.get("bytes")
+    return bytes(value) if isinstance(value, bytes | bytearray) and value else None
+
+
+def image_kind(value: Any) -> str | None:
+    """The encoded image format a cell's bytes start with, else None."""
+    data = encoded_bytes(value)
+    if data is None:
+        return None
+    head = data[:12]
+    kind = next((name for magic, name in MAGIC.items() if head.startswith(magic)), None)
+    return None if kind == "WebP" and head[8:12] != b"WEBP" else kind
