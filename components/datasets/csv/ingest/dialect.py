@@ -23,6 +23,15 @@ DEFAULT_FORMAT = {
     "decimal": None,  # read from the data (decimal_mark.py)
     "sheet": None,  # an Excel workbook's sheet (workbook.py): its name, or its place from 0; None: the first
 }
+
+
+def changed_options(options: dict[str, Any] | None) -> set[str]:
+    """The data.csv options given other values than the defaults: a config passes every field of data.csv, its
+    defaults (delimiter ',', quotechar '"', header true) too, so a file that takes only some of them (a workbook,
+    JSON Lines) refuses only those changed."""
+    return {name for name, value in (options or {}).items() if value != DEFAULT_FORMAT.get(name, object())}
+
+
 # The characters the records are cut at, byte by byte (records.py): an encoding must write each as ASCII does.
 _CUT_AT = "\r\n\"',;|\t abcXYZ019"
 

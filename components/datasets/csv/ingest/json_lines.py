@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kflow.components.datasets.csv.ingest.dialect import Dialect
+from kflow.components.datasets.csv.ingest.dialect import Dialect, changed_options
 from kflow.components.datasets.csv.ingest.json_array import is_json_array
 from kflow.components.datasets.csv.ingest.readable import open_records
 from kflow.components.datasets.csv.ingest.workbook import is_workbook, sheet_index, sheets
@@ -192,7 +192,7 @@ def dialect_of(
                 f"data.source.path: {first_json} is JSON Lines and {first_csv} is not: point it at files of one format"
             )
     given = Dialect.from_options(options)
-    unused = sorted(set(options or {}) - {"missing_values", "encoding"})
+    unused = sorted(changed_options(options) - {"missing_values", "encoding"})
     if unused:
         raise ValueError(
             f"data.csv.{unused[0]}: the files are JSON Lines, whose keys name the columns and whose values are typed: "
@@ -212,7 +212,7 @@ def _workbook_dialect(files: list[str], books: list[str], options: dict[str, Any
             f"data.source.path: {Path(books[0]).name} is an Excel workbook and {other} is not: point it at files of "
             "one format"
         )
-    unused = sorted(set(options or {}) - {"missing_values", "header", "sheet"})
+    unused = sorted(changed_options(options) - {"missing_values", "header", "sheet"})
     if unused:
         raise ValueError(
             f"data.csv.{unused[0]}: the files are Excel workbooks, whose cells are typed: only "

@@ -220,3 +220,28 @@ def test_a_workbook_whose_parts_do_not_parse_is_refused_in_one_line(tmp_path):
         archive.writestr("xl/workbook.xml", "garbage")
     with pytest.raises(ValueError, match=r"^data.source.path: garbage.xlsx is a workbook openpyxl cannot read: "):
         csv_source.inspect_source(source_path=str(path), label="target")
+
+
+def test_a_config_sets_the_sheet_and_a_json_lines_files_missing_values(tmp_path, iris, capsys):
+    """Through a config, which passes every data.csv field with its defaults (delimiter ',', quotechar '"'): the
+    sheet of a workbook and the missing values of JSON Lines are taken, a delimiter that is no default refused."""
+    import yaml
+
+    from kflow.pipeline.cli.main import main
+
+    with pd.ExcelWriter(tmp_path / "book.xlsx") as book:
+        pd.DataFrame({"about": ["iris"]}).to_excel(book, sheet_name="About", index=False)
+        iris.to_excel(book, sheet_name="Data", index=False)
+    iris.replace({"setosa": "-"}).to_json(tmp_path / "iris.jsonl", orient="records", lines=True)
+
+    def validate(path, csv, **data):
+        config = {"name": "c", "data": {"dataset": "csv", "source": {"path": str(path)}, "label": "target",
+                                        "csv": csv, **data}}  # fmt: skip
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+        return main(["validate", str(tmp_path / "c.yaml")])
+
+    assert validate(tmp_path / "book.xlsx", {"sheet": "Data"}) == 0
+    assert validate(tmp_path / "book.xlsx", {"sheet": "Data", "missing_values": ["?"]}) == 0
+    assert validate(tmp_path / "iris.jsonl", {"missing_values": ["-"], "encoding": "utf-8"}) == 0
+    assert validate(tmp_path / "book.xlsx", {"sheet": "Data", "delimiter": ";"}) == 2
+    assert "data.csv.delimiter: the files are Excel workbooks" in capsys.readouterr().err
