@@ -47,6 +47,10 @@ class Dataset:
     validates_data: bool = False
     settings: str | None = None
     training: dict[str, Any] = field(default_factory=dict)
+    # The registered models that train on its task (trainer.model; () where any may) and the trainer.model_options
+    # its task and models take (None where they are not listed): `kflow validate` refuses others before training.
+    models: tuple[str, ...] = ()
+    model_options: tuple[str, ...] | None = None
 
     @property
     def default_split(self) -> dict[str, int]:

@@ -133,6 +133,27 @@ def _strategy(config: PipelineConfig) -> list[str]:
     return [f"trainer.strategy: unknown strategy {name!r}{did_you_mean(name, STRATEGIES)} (registered: {choices})"]
 
 
+def _model(config: PipelineConfig) -> list[str]:
+    """A registered model that does not train on the dataset's task, or model options neither takes (the Trainer
+    refused them after the ingest: a TypeError from the model's builder, or the task's unknown options)."""
+    dataset = get_dataset(config.data.dataset)
+    if config.trainer.module:  # the user's build_model decides what it takes
+        return []
+    model, problems = config.trainer.model, []
+    if model and dataset.models and model not in dataset.models:
+        problems.append(f"trainer.model: {model} does not train on {dataset.name} (its models: "
+                        f"{', '.join(dataset.models)})")  # fmt: skip
+    if dataset.model_options is not None:
+        taken = dataset.model_options
+        problems += [
+            f"trainer.model_options.{name}: {dataset.name} takes no such option{did_you_mean(name, taken)} "
+            f"(it takes: {', '.join(taken)})"
+            for name in config.trainer.model_options
+            if name not in taken
+        ]
+    return problems
+
+
 def _trainer_settings(config: PipelineConfig) -> list[str]:
     """What the Trainer itself refuses when it parses its parameters (e.g. a layout map naming no mesh axis)."""
     from kflow.components.datasets.user_module import module_problems
@@ -164,7 +185,22 @@ def _evaluator(config: PipelineConfig) -> list[str]:
         for index, spec in enumerate(config.evaluator.slices)
         if spec.by not in metrics.SLICES and not metrics.SLICES_BY_FEATURE
     ]
+    splits = _output_splits(config)
+    if splits and config.evaluator.split not in splits:
+        split = config.evaluator.split
+        problems.append(f"evaluator.split: the ingest writes no split {split!r}{did_you_mean(split, splits)} "
+                        f"(splits: {', '.join(sorted(splits))})")  # fmt: skip
     return problems
+
+
+def _output_splits(config: PipelineConfig) -> set[str] | None:
+    """The splits the ingest writes, where the config says (data.split, and the source's own test split); None where
+    the source's files or a TFDS dataset's split specs decide."""
+    if config.data.split_files or config.data.tfds is not None or config.data.source.format == "tfds":
+        return None
+    dataset = get_dataset(config.data.dataset)
+    split = given(config.data.split) or dataset.default_split
+    return set(split) | ({"test"} if dataset.source_test_split else set())
 
 
 def source_facts(config: PipelineConfig) -> Any | None:
@@ -233,7 +269,8 @@ def _spans(config: PipelineConfig) -> list[str]:
 
 # Checks after the first need a registered dataset.
 CHECKS: tuple[Check, ...] = (
-    _splits, _filters, _data_fields, settings_problems, _ingest_parameters, _strategy, _evaluator, _spans, _source
+    _splits, _filters, _data_fields, settings_problems, _ingest_parameters, _strategy, _model, _evaluator, _spans,
+    _source,
 )  # fmt: skip
 
 

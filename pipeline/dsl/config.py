@@ -297,7 +297,8 @@ def typed(model: type[Section], instance: dict[str, Any], source: str | None = N
         return model.model_validate(instance)
     except pydantic.ValidationError as error:
         problems = [
-            f"{field_path([*filter(None, [where]), *problem['loc']])}: {problem['msg']}" for problem in error.errors()
+            f"{field_path([*filter(None, [where]), *problem['loc']])}: {problem['msg'].removeprefix('Value error, ')}"
+            for problem in error.errors()
         ]
         raise ConfigError(problems, source) from None
 

@@ -20,4 +20,5 @@ DATASET = Dataset(
     source_test_split=False,
     data_fields={"image": "image", "tfds": "tfds", "label": "label"},
     training=TRAINING,
+    models=("mnist_convnet", "image_convnet"),
 )

@@ -8,4 +8,5 @@ DATASET = Dataset(
     schema="mnist/schema.pbtxt",
     task="kflow.components.datasets.mnist.task:MnistTask",
     metrics="kflow.components.datasets.mnist.metrics:MnistMetrics",
+    models=("mnist_convnet", "image_convnet"),
 )

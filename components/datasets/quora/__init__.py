@@ -14,4 +14,6 @@ DATASET = Dataset(
         "jax": "its model takes raw question strings (TextVectorization inside the model, so the served model "
         "reads text), and JAX arrays hold no strings; train it under a TensorFlow strategy"
     },
+    models=("text_classifier",),
+    model_options=("max_tokens", "class_weighting", "max_length", "ngrams", "embedding_dim", "hidden_dim", "dropout"),
 )

@@ -23,6 +23,8 @@ TRAINING = {
     "trainer.batch_size": 32,
     "trainer.optimizer.learning_rate": 0.003,
 }
+# trainer.model_options of the tabular task: its data options (plan.DATA_OPTIONS) and the MLP's (task.MODEL_OPTIONS).
+MODEL_OPTIONS = ("class_weighting", "max_categories", "text_min_chars", "max_tokens", "hidden_units", "dropout")
 BACKEND_LIMITS = {
     "jax": "its model takes raw feature values, strings included (the lookups are inside the model, so the "
     "served model reads raw values), and JAX arrays hold no strings; train it under a TensorFlow strategy"
@@ -47,4 +49,6 @@ def tabular_dataset(
         data_fields={"label": "label", "problem_type": "problem_type", **data_fields},
         backend_limits=BACKEND_LIMITS,
         training=TRAINING,
+        models=("tabular_mlp",),
+        model_options=MODEL_OPTIONS,
     )

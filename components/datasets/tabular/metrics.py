@@ -54,7 +54,10 @@ class TabularMetrics(TaskMetrics):
 
     @classmethod
     def threshold_problem(cls, metric: str, kind: str, classes: list[str]) -> str | None:
-        """Why a threshold on `metric` cannot hold for this task (`classes`: the label values seen), or None."""
+        """Why a threshold on `metric` cannot hold for this task (`classes`: the label values seen), or None (also
+        where the task is unknown: no label, said by another check)."""
+        if kind not in cls.BY_KIND:
+            return None
         if metric in cls.SCALARS and metric not in cls.BY_KIND[kind]:
             return f"a {kind} task has no {metric} (its metrics: {', '.join(cls.BY_KIND[kind])})"
         if kind == "classification" and metric in cls.TWO_CLASSES and len(classes) > 2:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import MISSING, ConfigDict, Field, WithJsonSchema
+from pydantic import MISSING, ConfigDict, Field, WithJsonSchema, model_validator
 
 from kflow.pipeline.dsl.config_model.base import (
     ModelName,
@@ -166,10 +166,24 @@ class ThresholdSection(Section):
     min_gain: float | MISSING = Field(MISSING, ge=0)
     min_reduction: float | MISSING = Field(MISSING, ge=0)
 
+    @model_validator(mode="after")
+    def _bounds_leave_room(self) -> ThresholdSection:
+        lower, upper = getattr(self, "lower_bound", MISSING), getattr(self, "upper_bound", MISSING)
+        if lower is not MISSING and upper is not MISSING and lower > upper:
+            raise ValueError(f"lower_bound {lower:g} is above upper_bound {upper:g}: no model could pass")
+        return self
+
 
 class SliceSection(Section):
     by: str = Field(min_length=1)
     boundaries: list[float] | MISSING = Field(MISSING, min_length=1)
+
+    @model_validator(mode="after")
+    def _boundaries_ascend(self) -> SliceSection:
+        boundaries = getattr(self, "boundaries", MISSING)
+        if boundaries is not MISSING and list(boundaries) != sorted(set(boundaries)):
+            raise ValueError(f"boundaries must ascend, each once, got {list(boundaries)}")
+        return self
 
 
 class EvaluatorSection(Section):

@@ -1,0 +1,59 @@
+"""`kflow validate` refuses, in one line naming the field, configs that `kflow run` refused only at its evaluation or
+training (a helper's trial on scikit-learn tables found each): thresholds with no label to measure, a model that
+does not train on the dataset, a model option nobody takes, a split the ingest never writes, slice boundaries out of
+order, bounds no model can pass."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from kflow.components.datasets import get_dataset
+from kflow.pipeline.cli.main import main
+
+
+@pytest.fixture
+def diabetes(tmp_path):
+    from sklearn.datasets import load_diabetes
+
+    load_diabetes(as_frame=True).frame.to_csv(tmp_path / "diabetes.csv", index=False)
+    return tmp_path
+
+
+def _validate(folder, capsys, data=None, **sections):
+    config = {"name": "v", "data": {"dataset": "csv", "source": {"path": "diabetes.csv"}, "label": "target",
+                                    **(data or {})}, **sections}  # fmt: skip
+    (folder / "v.yaml").write_text(yaml.safe_dump(config))
+    code = main(["validate", str(folder / "v.yaml")])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"data": {"label": None}, "evaluator": {"thresholds": {"accuracy": {"lower_bound": 0.8}}}},
+         "data.label: csv needs the column to predict"),
+        ({"trainer": {"model": "image_convnet"}}, "trainer.model: image_convnet does not train on csv"),
+        ({"trainer": {"model_options": {"hiden_units": [8]}}},
+         "trainer.model_options.hiden_units: csv takes no such option; did you mean hidden_units?"),
+        ({"evaluator": {"split": "validation"}}, "evaluator.split: the ingest writes no split 'validation'"),
+        ({"evaluator": {"slices": [{"by": "bmi", "boundaries": [0.05, 0.0]}]}},
+         "evaluator.slices.0: boundaries must ascend"),
+        ({"evaluator": {"thresholds": {"r2": {"lower_bound": 0.5, "upper_bound": 0.4}}}},
+         "evaluator.thresholds.r2: lower_bound 0.5 is above upper_bound 0.4"),
+    ],
+)  # fmt: skip
+def test_what_run_refuses_after_ingesting_validate_refuses_first(diabetes, capsys, change, said):
+    code, err = _validate(diabetes, capsys, **change)
+    assert code == 2 and said in err and "Traceback" not in err, err
+
+
+def test_the_options_a_dataset_lists_are_those_its_task_takes():
+    from kflow.components.datasets.quora import task as quora
+    from kflow.components.datasets.tabular import plan
+    from kflow.components.datasets.tabular import task as tabular
+    from kflow.components.datasets.wikitext2 import task as wikitext2
+
+    assert set(get_dataset("csv").model_options) == {*plan.DATA_OPTIONS, *tabular.MODEL_OPTIONS}
+    assert set(get_dataset("quora").model_options) == {*quora.DATA_OPTIONS, *quora.MODEL_OPTIONS}
+    assert set(get_dataset("wikitext2").model_options) == {*wikitext2.DATA_OPTIONS, *wikitext2.MODEL_OPTIONS}
