@@ -331,12 +331,14 @@ def _header(cls: Any, parameters: dict[str, Any], needed: tuple[str, ...] | list
     """The data's columns. Named to the ingest, the columns the model reads find a header below lines above it (a
     title, an export's date: csv/ingest/header.py), as the training run's label did; when one of them is not
     there, the header as it stands, for the caller to name what is missing."""
-    if needed:
+    # All of them, else all but one (the one missing: named as such, where the header needs them to be found, a
+    # one-column header cut at its delimiter, rather than every column of the uncut header).
+    for named in (list(needed), *([name for name in needed if name != left] for left in needed)) if needed else ():
         try:
-            probe = {**parameters, "columns": dict.fromkeys(needed, "string")}
+            probe = {**parameters, "columns": dict.fromkeys(named, "string")}
             return list(cls("score_ingest", parameters=probe).inspect_source().header)
         except (ValueError, OSError):
-            pass
+            continue
     try:
         return list(cls("score_ingest", parameters=parameters).inspect_source().header)
     except (ValueError, OSError) as error:

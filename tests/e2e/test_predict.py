@@ -344,3 +344,36 @@ def test_kaggle_layout_row_numbers_are_no_feature_and_key_the_predictions(tmp_pa
     truth = dict(zip(test["Id"], test["species"], strict=True))
     assert set(predicted) == set(truth)
     assert np.mean([predicted[key] == truth[key] for key in truth]) >= 0.8
+
+
+def test_new_rows_in_the_training_files_own_layout_are_read_as_it_was(tmp_path, capsys):
+    """A model trained on `DataFrame.to_csv(path, sep=";")` (row names, semicolons) scores new rows saved the same
+    way, and tab-separated, keyed by their row names; new rows lacking one column the model reads are refused naming
+    that one; numbers written with thousands separators (1,375) in a column trained on plain whole numbers are read
+    as those numbers."""
+    from sklearn.datasets import load_wine
+
+    wine = load_wine(as_frame=True).frame.rename(columns={"target": "class label"})
+    wine.to_csv(tmp_path / "wine.csv", sep=";")
+    config = {"name": "wine", "pipeline_root": str(tmp_path / "runs"), "trainer": {"epochs": 5},
+              "data": {"dataset": "csv", "source": {"path": "wine.csv"}, "label": "class label"}}  # fmt: skip
+    (tmp_path / "wine.yaml").write_text(yaml.safe_dump(config))
+    assert main(["-q", "run", str(tmp_path / "wine.yaml")]) == 0
+    new = wine.drop(columns="class label").sample(12, random_state=1)
+    new.to_csv(tmp_path / "new.csv", sep=";")
+    new.to_csv(tmp_path / "new.tsv", sep="\t")
+    new.assign(proline=new["proline"].map(lambda value: f"{value:,.0f}")).to_csv(tmp_path / "grouped.csv")
+    scored = {}
+    for name in ("new.csv", "new.tsv", "grouped.csv"):
+        out = tmp_path / f"out-{name}"
+        assert main(["-q", "predict", str(tmp_path / "wine.yaml"), "--data", str(tmp_path / name), "-o", str(out)]) == 0
+        with (out / "predictions" / "Split-score" / "predictions.csv").open() as predictions:
+            scored[name] = {row["key"]: row for row in csv.DictReader(predictions)}
+        assert set(scored[name]) == {str(index) for index in new.index}, name  # keyed by the row names
+    assert scored["new.tsv"] == scored["new.csv"] == scored["grouped.csv"]
+    assert (new["proline"] >= 1000).sum() >= 2  # some written with a thousands separator, quoted: "1,035"
+    new.drop(columns="hue").to_csv(tmp_path / "lacking.csv", sep=";", index=False)
+    code = main(["-q", "predict", str(tmp_path / "wine.yaml"), "--data", str(tmp_path / "lacking.csv"),
+                 "-o", str(tmp_path / "out-lacking")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "no column 'hue', which the model reads" in err and "'proline'" not in err.split("reads")[0]

@@ -28,6 +28,22 @@ def _written_float(style: str) -> Callable[[str], float]:
     return parse
 
 
+def _written_int(style: str) -> Callable[[str], int]:
+    """The parser of an int column (declared) of whole numbers as reports write them (`1,375`)."""
+    as_float = _written_float(style)
+
+    def parse(text: str) -> int:
+        try:
+            return PARSERS["int"](text)
+        except BadValue:
+            value = as_float(text)
+            if not float(value).is_integer():
+                raise
+            return int(value)
+
+    return parse
+
+
 class RowEncoder:
     """A record's fields parsed by their columns' types and serialised as an Example in one pass: what
     `parse_value` on each present field and `serialized_example` give, with each column's parser and encoder
@@ -54,7 +70,9 @@ class RowEncoder:
         self._arguments = (tuple(header), dict(types), missing, tuple(wanted), written, marks)
         wanted = set(wanted)
         parsers = {name: PARSERS[kind] for name, kind in types.items()}
-        parsers |= {name: _written_float(style) for name, style in written.items()}
+        parsers |= {
+            name: (_written_int if types[name] == "int" else _written_float)(style) for name, style in written.items()
+        }
         self._columns = [
             # A string keeps its spaces, but for the label and key: ` yes` is the class `yes`, as ` 7` is the key `7`.
             (index, name in wanted, name, types[name] == "string" and name not in wanted, parsers[name],

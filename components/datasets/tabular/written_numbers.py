@@ -113,7 +113,7 @@ def decorated(
         return found
     columns = zip(*(row for row in rows if len(row) == len(header)), strict=False) if rows else ()
     for name, column in zip(header, columns, strict=False):
-        if types.get(name) not in ("string", "float") or not signal.search("\n".join(column)):
+        if types.get(name) not in ("string", "float", "int") or not signal.search("\n".join(column)):
             continue
         values = [value for value in map(str.strip, column) if value not in missing]
         others = [value for value in values if not _number(value)]

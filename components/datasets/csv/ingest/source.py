@@ -36,7 +36,7 @@ from kflow.components.datasets.csv.ingest.workbook import is_workbook, sheet_ind
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.columns import SourceFacts
-from kflow.components.datasets.tabular.examples import row_names
+from kflow.components.datasets.tabular.examples import ROW_NAMES, row_names
 from kflow.components.datasets.tabular.missing_marks import marked_columns, numbers_marked
 from kflow.components.datasets.tabular.table_files import other_format, table_files
 from kflow.components.ingest.compressed import open_source
@@ -57,9 +57,10 @@ def source_facts(
     missing = dialect.missing.union(*gaps.values())
     types = cols.infer_types(scan.header, scan.sample, declared, missing)
     # Numbers as reports write them ($1,234.50, 12%) are read as numbers (written_numbers.py).
-    undeclared = {name: kind for name, kind in types.items() if declared.get(name, "float") == "float"}
+    # A column declared int (kflow predict's, typed as in training) reads them too where they are whole (1,375).
+    undeclared = {name: kind for name, kind in types.items() if declared.get(name, "float") in ("float", "int")}
     marks = written_numbers.decorated(scan.header, scan.sample, undeclared, missing, dialect.number_style)
-    types |= dict.fromkeys(marks, "float")
+    types |= {name: "float" for name in marks if declared.get(name) != "int"}
     at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None
     values = [row[at].strip() for row in scan.sample if at is not None and len(row) == len(scan.header)]
     values = [value for value in values if value not in (missing if label in gaps else dialect.missing)]
@@ -169,8 +170,19 @@ def _scan_encoded(files: list[str], dialect: Dialect, sample: dict[str, Any]) ->
 def _cutting_delimiter(header: list[str], dialect: Dialect, named: frozenset[str]) -> str | None:
     if len(header) != 1 or not named or named <= set(header) or not dialect.delimited:
         return None
-    cuts = (mark for mark in ";\t|," if mark not in (dialect.delimiter, dialect.decimal))
-    return next((mark for mark in cuts if named <= {name.strip() for name in header[0].split(mark)}), None)
+    # The mark that cuts it into the most of the columns named, if into most of them: new data to score may lack one
+    # the model reads, which is then named as missing rather than every column.
+    found = {mark: len(named & _names_cut(header[0], mark)) for mark in ";\t|," if mark not in (dialect.delimiter,
+             dialect.decimal)}  # fmt: skip
+    mark = max(found, key=found.get, default=None)
+    return mark if mark is not None and found[mark] and 2 * found[mark] >= len(named) else None
+
+
+def _names_cut(header: str, mark: str) -> set[str]:
+    """The names a one-column header cut at `mark` gives, an unnamed first one (pandas' and R's row names) by the
+    name the ingest gives it (ROW_NAMES: what `kflow predict` keys such rows by)."""
+    names = [name.strip() for name in header.split(mark)]
+    return {*names, ROW_NAMES} if names[0] == "" else set(names)
 
 
 def _check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
