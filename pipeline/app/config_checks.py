@@ -257,7 +257,25 @@ def _source(config: PipelineConfig) -> list[str]:
         for index, by in enumerate(slices)
         if by not in facts.header and by != "label"
     ]
-    return problems
+    return problems + _validation_metrics(config, facts.problem_type)
+
+
+def _validation_metrics(config: PipelineConfig, problem_type: str | None) -> list[str]:
+    """A tuner objective or an early-stopping monitor that a table's training does not report (the search failed
+    after every trial; the Trainer after the ingest)."""
+    from kflow.components.datasets.tabular.dataset import TRAINING_METRICS
+
+    if problem_type not in TRAINING_METRICS:
+        return []
+    known = ["val_loss", *(f"val_{name}" for name in TRAINING_METRICS[problem_type])]
+    watched = {"trainer.early_stopping_monitor": config.trainer.early_stopping_monitor}
+    if config.tuner is not None:
+        watched["tuner.objective.metric"] = config.tuner.objective.metric
+    return [
+        f"{field}: a {problem_type} trains with {', '.join(known)}, not {metric}{did_you_mean(metric, known)}"
+        for field, metric in watched.items()
+        if metric is not None and metric not in known
+    ]
 
 
 def _spans(config: PipelineConfig) -> list[str]:

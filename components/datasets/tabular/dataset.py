@@ -23,6 +23,8 @@ TRAINING = {
     "trainer.batch_size": 32,
     "trainer.optimizer.learning_rate": 0.003,
 }
+# The metrics the tabular task's training reports (TabularTask.metrics), each also as val_<name>, beside the loss.
+TRAINING_METRICS = {"classification": ("accuracy",), "regression": ("mae", "rmse")}
 # trainer.model_options of the tabular task: its data options (plan.DATA_OPTIONS) and the MLP's (task.MODEL_OPTIONS).
 MODEL_OPTIONS = ("class_weighting", "max_categories", "text_min_chars", "max_tokens", "hidden_units", "dropout")
 BACKEND_LIMITS = {

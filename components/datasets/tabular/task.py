@@ -30,6 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from kflow.components.datasets.tabular.cached_rows import cached_rows, fits_in_memory
+from kflow.components.datasets.tabular.dataset import TRAINING_METRICS
 from kflow.components.datasets.tabular.plan import (
     CODED_KINDS,
     DATA_OPTIONS,
@@ -302,9 +303,9 @@ class TabularTask(LearntByTransform, Task):
         return keras.losses.SparseCategoricalCrossentropy(reduction=None)
 
     def metrics(self) -> list[keras.metrics.Metric]:
-        if self.kind == "regression":
-            return [keras.metrics.MeanAbsoluteError(name="mae"), keras.metrics.RootMeanSquaredError(name="rmse")]
-        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        kinds = {"accuracy": keras.metrics.SparseCategoricalAccuracy, "mae": keras.metrics.MeanAbsoluteError,
+                 "rmse": keras.metrics.RootMeanSquaredError}  # fmt: skip
+        return [kinds[name](name=name) for name in TRAINING_METRICS[self.kind]]  # kflow validate checks by these
 
     def model_context(self) -> dict[str, Any]:
         prepared = self._prepared()

@@ -8,7 +8,7 @@ loaded, a key that names no trainer field, with the nearest one.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import MISSING, ConfigDict, Field
 
@@ -107,4 +107,28 @@ def search_space_problems(raw: dict[str, Any]) -> list[str]:
                 problems.append(f"tuner.search_space.{key}.{kind}: low must be below high (got {values})")
             elif kind.startswith("log_") and low <= 0:
                 problems.append(f"tuner.search_space.{key}.{kind}: a log scale needs low > 0 (got {low})")
+    return problems + _values_the_fields_refuse(space)
+
+
+def _values_the_fields_refuse(space: dict[str, Any]) -> list[str]:
+    """A choice, low or high that the trainer field itself refuses (trainer.epochs: {choice: [0]}: every trial
+    failed on it): checked against the field's own type and bounds."""
+    from pydantic import TypeAdapter, ValidationError
+
+    problems = []
+    for key, domain in space.items():
+        parts = key.split(".")
+        model = OptimizerSection if parts[1:2] == ["optimizer"] else TrainerSection
+        info = model.model_fields.get(parts[-1]) if len(parts) == (3 if model is OptimizerSection else 2) else None
+        if info is None or not isinstance(domain, dict):
+            continue
+        field_type = TypeAdapter(Annotated[info.annotation, *info.metadata])
+        for kind, values in domain.items():
+            for value in values if isinstance(values, list) else ():
+                try:
+                    field_type.validate_python(value)
+                except ValidationError as error:
+                    why = error.errors()[0]["msg"].lower()
+                    problems.append(f"tuner.search_space.{key}.{kind}: {value!r} is no value of {key} ({why})")
+                    break
     return problems

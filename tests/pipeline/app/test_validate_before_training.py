@@ -41,6 +41,12 @@ def _validate(folder, capsys, data=None, **sections):
          "evaluator.slices.0: boundaries must ascend"),
         ({"evaluator": {"thresholds": {"r2": {"lower_bound": 0.5, "upper_bound": 0.4}}}},
          "evaluator.thresholds.r2: lower_bound 0.5 is above upper_bound 0.4"),
+        ({"trainer": {"early_stopping_patience": 3, "early_stopping_monitor": "val_accuracy"}},
+         "trainer.early_stopping_monitor: a regression trains with val_loss, val_mae, val_rmse, not val_accuracy"),
+        ({"tuner": {"search_space": {"trainer.batch_size": {"choice": [32]}}, "objective": {"metric": "val_r2"}}},
+         "tuner.objective.metric: a regression trains with val_loss, val_mae, val_rmse, not val_r2"),
+        ({"tuner": {"search_space": {"trainer.epochs": {"choice": [0]}, "trainer.batch_size": {"int": [-3, 8]}}}},
+         "tuner.search_space.trainer.epochs.choice: 0 is no value of trainer.epochs"),
     ],
 )  # fmt: skip
 def test_what_run_refuses_after_ingesting_validate_refuses_first(diabetes, capsys, change, said):
