@@ -257,6 +257,13 @@ def _source(config: PipelineConfig) -> list[str]:
         for index, by in enumerate(slices)
         if by not in facts.header and by != "label"
     ]
+    from kflow.components.datasets.tabular.dataset import INFER_ROWS
+
+    infer_rows = config.data.infer_rows or INFER_ROWS
+    if facts.problem_type == "classification" and len(facts.labels) == 1 and 0 < facts.sampled < infer_rows:
+        # The sample is the whole table (fewer rows than it takes): the Transform refused one class after the ingest.
+        problems.append(f"data.label: {config.data.label!r} holds one value in every row, {facts.labels[0]!r}: a "
+                        "classifier needs at least two classes")  # fmt: skip
     return problems + _validation_metrics(config, facts.problem_type)
 
 

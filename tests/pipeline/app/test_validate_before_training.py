@@ -63,3 +63,29 @@ def test_the_options_a_dataset_lists_are_those_its_task_takes():
     assert set(get_dataset("csv").model_options) == {*plan.DATA_OPTIONS, *tabular.MODEL_OPTIONS}
     assert set(get_dataset("quora").model_options) == {*quora.DATA_OPTIONS, *quora.MODEL_OPTIONS}
     assert set(get_dataset("wikitext2").model_options) == {*wikitext2.DATA_OPTIONS, *wikitext2.MODEL_OPTIONS}
+
+
+def test_what_the_ingest_would_reject_row_by_row_validate_names_from_the_sample(tmp_path, capsys):
+    """scikit-learn's linnerud saved with semicolons and no header, named by data.csv.header without the delimiter
+    (every record a wrong_field_count reject); a text column declared int (every record a bad_value); a label of
+    one value in the whole table (the Transform refused it)."""
+    import pandas as pd
+    from sklearn.datasets import load_breast_cancer, load_linnerud
+
+    linnerud = load_linnerud(as_frame=True)
+    table = pd.concat([linnerud.data, linnerud.target], axis=1)
+    table.to_csv(tmp_path / "linnerud.csv", sep=";", index=False, header=False)
+    cells = load_breast_cancer(as_frame=True).frame
+    cells.assign(clinic=[f"clinic {n % 6}" for n in range(len(cells))], site="one").to_csv(tmp_path / "cells.csv")
+    cases = [
+        ({"source": {"path": "linnerud.csv"}, "label": "Weight", "csv": {"header": list(table.columns)}},
+         'data.csv.delimiter: none of the 20 sampled records has the header\'s 6 fields (most have 1): set '
+         'data.csv.delimiter: ";"'),
+        ({"source": {"path": "cells.csv"}, "label": "target", "columns": {"clinic": "int"}},
+         "data.columns.clinic: declared int, but 569 of its 569 sampled values do not read as int ('clinic 0'"),
+        ({"source": {"path": "cells.csv"}, "label": "site"},
+         "data.label: 'site' holds one value in every row, 'one': a classifier needs at least two classes"),
+    ]  # fmt: skip
+    for data, said in cases:
+        code, err = _validate(tmp_path, capsys, data={"dataset": "csv", **data})
+        assert code == 2 and said in err, err

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from array import array
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -51,6 +51,7 @@ def source_facts(
 ) -> SourceFacts:
     """The checks of the header, the declared columns and the task that the ingest and `kflow validate` share."""
     _check_delimiter(scan.header, dialect, label)
+    _check_fields(scan, dialect)
     declared = columns or {}
     # A mark standing for a missing number (`?`) is missing there; for the inference, anywhere (it checks no text).
     gaps = marked_columns(scan.header, scan.sample, declared, dialect.missing, dialect.number_style)
@@ -61,6 +62,7 @@ def source_facts(
     undeclared = {name: kind for name, kind in types.items() if declared.get(name, "float") in ("float", "int")}
     marks = written_numbers.decorated(scan.header, scan.sample, undeclared, missing, dialect.number_style)
     types |= {name: "float" for name in marks if declared.get(name) != "int"}
+    _check_declared(scan, declared, missing, marks)
     at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None
     values = [row[at].strip() for row in scan.sample if at is not None and len(row) == len(scan.header)]
     values = [value for value in values if value not in (missing if label in gaps else dialect.missing)]
@@ -165,6 +167,40 @@ def _scan_encoded(files: list[str], dialect: Dialect, sample: dict[str, Any]) ->
     if failure is not None:  # neither reads the header: UTF-8's one line
         raise failure
     return scan, utf8, []
+
+
+def _check_fields(scan: Scan, dialect: Dialect) -> None:
+    """Refuses a sample none of whose records has the header's fields (the ingest would reject every record as
+    wrong_field_count): a header given without the files' delimiter, most often."""
+    rows = scan.sample
+    if len(rows) < 2 or any(len(row) == len(scan.header) for row in rows):
+        return
+    fields = Counter(len(row) for row in rows).most_common(1)[0][0]
+    cuts = [mark for mark in ";\t|," if mark != dialect.delimiter]
+    other = next((mark for mark in cuts if fields == 1 and len(rows[0][0].split(mark)) == len(scan.header)), None)
+    hint = f": set data.csv.delimiter: {json.dumps(other)}" if other else ""
+    raise ValueError(
+        f"data.csv{'.delimiter' if other else ''}: none of the {len(rows)} sampled records has the header's "
+        f"{len(scan.header)} fields (most have {fields}){hint}"
+    )
+
+
+def _check_declared(scan: Scan, declared: dict[str, str], missing: frozenset[str], marks: dict) -> None:
+    """Refuses a column declared as a number (data.columns) most of whose sampled values are none: the ingest would
+    reject their records as bad_value."""
+    width = len(scan.header)
+    for name, kind in declared.items():
+        if kind not in ("int", "float", "bool") or name not in scan.header or name in marks:
+            continue
+        at = scan.header.index(name)
+        values = [row[at].strip() for row in scan.sample if len(row) == width and row[at].strip() not in missing]
+        bad = [value for value in values if not cols.parses(value, kind)]
+        if values and 2 * len(bad) > len(values):
+            shown = ", ".join(repr(value) for value in dict.fromkeys(bad[:50]).keys() if value)[:80]
+            raise ValueError(
+                f"data.columns.{name}: declared {kind}, but {len(bad)} of its {len(values)} sampled values do not "
+                f"read as {kind} ({shown})"
+            )
 
 
 def _cutting_delimiter(header: list[str], dialect: Dialect, named: frozenset[str]) -> str | None:
