@@ -105,7 +105,8 @@ def plot_objective(output: HyperParameters, trials: list[dict[str, Any]], metric
     axis.set_xlabel("trial")
     axis.set_ylabel(f"{metric} (a pruned trial: its last epoch's)")
     axis.set_title(f"Objective by trial ({direction} {metric})")
-    axis.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))
+    if axis.get_legend_handles_labels()[0]:  # no trial with a value: nothing to name (matplotlib warned)
+        axis.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))
     path = output.path / "objective.png"
     fig.savefig(path, bbox_inches="tight", dpi=100)
     plt.close(fig)

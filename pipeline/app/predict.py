@@ -99,7 +99,7 @@ def predict(
             "model_origin": chosen.origin,
             "model_run": chosen.run_dir,
             "data": node.parameters["source_path"],
-            "key": "the place in the source, FILE:LINE or FILE#ROW"
+            "key": "each row's place in its source: FILE:LINE, FILE#ROW, an image's path"
             if predictions.record["key"] == SOURCE_ROW or getattr(node, "keys_by_place", False)
             else predictions.record["key"],
             "scored": scored["count"],
@@ -118,7 +118,8 @@ def predict(
             raise
         kept = output.with_name(f"{output.name}.rejects.jsonl")
         shutil.move(rejects, kept)
-        raise ValueError(str(error).replace(str(rejects), str(kept))) from None
+        said = str(error).replace(str(rejects), str(kept))
+        raise ValueError(said.replace("to train without them", "to score the others")) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return record
@@ -342,7 +343,15 @@ def _header(cls: Any, parameters: dict[str, Any], needed: tuple[str, ...] | list
     try:
         return list(cls("score_ingest", parameters=parameters).inspect_source().header)
     except (ValueError, OSError) as error:
-        raise ConfigError([f"--data: {error}"]) from None
+        raise ConfigError([f"--data: {as_scoring(str(error)).removeprefix('--data: ')}"]) from None
+
+
+def as_scoring(message: str) -> str:
+    """An ingest's message in the words of scoring: the data is --data's, another format is --format's."""
+    import re
+
+    message = message.replace("data.source.path: ", "--data: ")
+    return re.sub(r"set data\.dataset: (\w+)", r"give --format \1", message)
 
 
 def predict_command(args: Any) -> int:
@@ -361,7 +370,7 @@ def predict_command(args: Any) -> int:
     except ConfigError:
         raise
     except (ValueError, OSError) as error:  # the data or the model refused while scoring: the cause, in one line
-        print(f"kflow: error: predict: {printable(str(error))}", file=sys.stderr)
+        print(f"kflow: error: predict: {printable(as_scoring(str(error)))}", file=sys.stderr)
         return 1
     rejects = Path(args.output) / "rejects" / "rejects.jsonl"
     rejected = f"; {record['rejected']} row(s) rejected: {rejects}" if record["rejected"] else ""

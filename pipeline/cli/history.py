@@ -147,7 +147,8 @@ def format_diff(diff: dict[str, Any]) -> str:
     lines += ["", "components:"]
     for node, entry in diff["components"].items():
         why = "; ".join(entry["changed"]) if not entry["same_fingerprint"] else "same fingerprint"
-        lines.append(f"  {node}: {entry['a']} → {entry['b']} ({why})")
+        before, after = (entry[side] or "not in the run" for side in ("a", "b"))  # a node only one run has
+        lines.append(f"  {node}: {before} → {after} ({why})")
     lines += ["", *format_test_data(diff.get("test_data"))]
     lines += ["", "metrics:"]
     lines += [

@@ -8,6 +8,7 @@ from kflow.pipeline.dsl.component import Component, Parameter
 
 
 class ImagesIngest(Component):
+    keys_by_place = True  # each image scored is keyed by its path under the folder (or FILE#INDEX in a table)
     spec = ingest_component_spec(
         "images",
         source="A folder with one sub-folder of images per class, or a manifest: a .csv with path "
