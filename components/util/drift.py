@@ -157,7 +157,7 @@ def jensen_shannon_noise(reference: list[Bucket], size: int, rng: Any) -> float:
     import numpy as np
 
     buckets = [(low, high, count) for low, high, count in reference if count > 0]
-    if size < 1 or not buckets:
+    if size < 1 or not buckets or not all(math.isfinite(edge) for low, high, _ in buckets for edge in (low, high)):
         return 0.0
     size = min(size, NOISE_MAX_SIZE)
     lows, highs = np.array([b[0] for b in buckets]), np.array([b[1] for b in buckets])

@@ -19,10 +19,21 @@ def encoded_bytes(value: Any) -> bytes | None:
 
 
 def image_kind(value: Any) -> str | None:
-    """The encoded image format a cell's bytes start with, else None."""
+    """The encoded image format a cell's bytes start with, where Pillow reads its header so (`BM` alone starts
+    "BMW 320i" as it starts a BMP), else None."""
     data = encoded_bytes(value)
     if data is None:
         return None
     head = data[:12]
     kind = next((name for magic, name in MAGIC.items() if head.startswith(magic)), None)
-    return None if kind == "WebP" and head[8:12] != b"WEBP" else kind
+    if kind is None or (kind == "WebP" and head[8:12] != b"WEBP"):
+        return None
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)):  # the header only: no pixels decoded
+            return kind
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
+        return None

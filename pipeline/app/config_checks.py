@@ -260,11 +260,23 @@ def _source(config: PipelineConfig) -> list[str]:
     from kflow.components.datasets.tabular.dataset import INFER_ROWS
 
     infer_rows = config.data.infer_rows or INFER_ROWS
-    if facts.problem_type == "classification" and len(facts.labels) == 1 and 0 < facts.sampled < infer_rows:
+    whole = 0 < facts.sampled < infer_rows and _one_file(config)  # the sample is the whole table
+    if facts.problem_type == "classification" and len(facts.labels) == 1 and whole:
         # The sample is the whole table (fewer rows than it takes): the Transform refused one class after the ingest.
         problems.append(f"data.label: {config.data.label!r} holds one value in every row, {facts.labels[0]!r}: a "
                         "classifier needs at least two classes")  # fmt: skip
     return problems + _validation_metrics(config, facts.problem_type)
+
+
+def _one_file(config: PipelineConfig) -> bool:
+    """Whether the data is one file (not a folder, a glob's files or spans): what the sample of its first file saw."""
+    from pathlib import Path
+
+    from kflow.components.ingest.spans import has_spans
+    from kflow.pipeline.app.sections import ingest_parameters
+
+    path = ingest_parameters(config).get("source_path")
+    return bool(path) and not has_spans(path) and Path(path).is_file()
 
 
 def _validation_metrics(config: PipelineConfig, problem_type: str | None) -> list[str]:
@@ -272,7 +284,7 @@ def _validation_metrics(config: PipelineConfig, problem_type: str | None) -> lis
     after every trial; the Trainer after the ingest)."""
     from kflow.components.datasets.tabular.dataset import TRAINING_METRICS
 
-    if problem_type not in TRAINING_METRICS:
+    if problem_type not in TRAINING_METRICS or config.trainer.module:  # a module's metrics() names its own
         return []
     known = ["val_loss", *(f"val_{name}" for name in TRAINING_METRICS[problem_type])]
     watched = {"trainer.early_stopping_monitor": config.trainer.early_stopping_monitor}

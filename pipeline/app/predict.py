@@ -12,6 +12,7 @@ renamed when complete, so it never holds half a result.
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import os
@@ -38,6 +39,7 @@ SPLIT = "score"
 IMAGES = "images"  # the dataset whose ingest reads image files: any image model's data to score
 LATEST = ("latest", "latest_blessed")
 FILES = (CSV, JSONL, TFRECORD)
+LEAVE_ONE_OUT = 40
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,9 @@ def predict(
             # A key column that repeats a value, or leaves one empty, names no row: every row is scored, keyed by
             # its place, rather than refusing those rows (as the data's key is absent: FILE:LINE).
             key = node.parameters["key"]
-            log.warning("predict: the key column %r %s: each row is keyed by FILE:LINE", key, unkeyed)
+            log.warning(
+                "predict: the key column %r %s: each row is keyed by its place (FILE:LINE, FILE#ROW)", key, unkeyed
+            )
             for folder in ("examples", "schema", "rejects"):
                 shutil.rmtree(staging / folder, ignore_errors=True)
             node.parameters["key"] = None
@@ -323,7 +327,7 @@ def _image_scoring_ingest(config: PipelineConfig, shape: tuple[int, ...], data: 
     options = (ingest_parameters(config).get("image") or {}) if config.data.dataset == IMAGES else {}
     image = {**options, "size": list(shape[:2]), "channels": 1 if len(shape) == 2 else shape[2]}
     parameters = {"source_path": data, "source_format": UNLABELLED, "image": image, "split": {SPLIT: 1}}
-    if not Path(data).exists():
+    if not Path(data).exists() and not glob.glob(data):  # a glob pattern of TFRecord or Parquet files of images
         raise ConfigError([f"--data: {data} does not exist"])
     return cls("score_ingest", parameters=parameters)
 
@@ -334,7 +338,9 @@ def _header(cls: Any, parameters: dict[str, Any], needed: tuple[str, ...] | list
     there, the header as it stands, for the caller to name what is missing."""
     # All of them, else all but one (the one missing: named as such, where the header needs them to be found, a
     # one-column header cut at its delimiter, rather than every column of the uncut header).
-    for named in (list(needed), *([name for name in needed if name != left] for left in needed)) if needed else ():
+    # (At most LEAVE_ONE_OUT columns: each probe reads the sample again.)
+    singles = [[name for name in needed if name != left] for left in needed] if len(needed) <= LEAVE_ONE_OUT else []
+    for named in (list(needed), *singles) if needed else ():
         try:
             probe = {**parameters, "columns": dict.fromkeys(named, "string")}
             return list(cls("score_ingest", parameters=probe).inspect_source().header)

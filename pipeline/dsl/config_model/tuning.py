@@ -122,7 +122,7 @@ def _values_the_fields_refuse(space: dict[str, Any]) -> list[str]:
         info = model.model_fields.get(parts[-1]) if len(parts) == (3 if model is OptimizerSection else 2) else None
         if info is None or not isinstance(domain, dict):
             continue
-        field_type = TypeAdapter(Annotated[info.annotation, *info.metadata])
+        field_type = TypeAdapter(Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation)
         for kind, values in domain.items():
             for value in values if isinstance(values, list) else ():
                 try:

@@ -89,3 +89,28 @@ def test_what_the_ingest_would_reject_row_by_row_validate_names_from_the_sample(
     for data, said in cases:
         code, err = _validate(tmp_path, capsys, data={"dataset": "csv", **data})
         assert code == 2 and said in err, err
+
+
+def test_what_the_run_accepts_validate_accepts(tmp_path, capsys):
+    """No false refusal: a search over a field without bounds (the optimizer's name), one class in each of a
+    folder's two files, a column declared int beside max_invalid_fraction 0.9; an inferred int column with one
+    written number (1,200) stays int (its record rejected, as before)."""
+    import pandas as pd
+
+    from kflow.components.datasets.csv.ingest.source import inspect_source
+
+    frame = pd.DataFrame({"x": range(60), "y": [n % 7 for n in range(60)], "label": [n // 30 for n in range(60)]})
+    (tmp_path / "parts").mkdir()
+    frame[frame.label == 0].to_csv(tmp_path / "parts" / "negatives.csv", index=False)
+    frame[frame.label == 1].to_csv(tmp_path / "parts" / "positives.csv", index=False)
+    frame.assign(y=frame.y.astype(str).where(frame.x % 4 > 0, "n/a")).to_csv(tmp_path / "mixed.csv", index=False)
+    search = {"search_space": {"trainer.optimizer.name": {"choice": ["adam", "sgd"]}}}
+    for data, sections in [
+        ({"source": {"path": "parts"}, "label": "label"}, {"tuner": search}),
+        ({"source": {"path": "mixed.csv"}, "label": "label", "columns": {"y": "int"},
+          "filters": {"max_invalid_fraction": 0.9}}, {}),
+    ]:  # fmt: skip
+        code, err = _validate(tmp_path, capsys, data={"dataset": "csv", **data}, **sections)
+        assert code == 0, err
+    (tmp_path / "grouped.csv").write_text("n,label\n" + "".join(f"{n},{n % 2}\n" for n in range(150)) + '"1,200",1\n')
+    assert inspect_source(source_path=str(tmp_path / "grouped.csv"), label="label").types["n"] == "int"

@@ -94,7 +94,9 @@ class CsvReader(TableReader):
         named = cols.ColumnChoice(self.label, key=self.key, columns=self.columns).named
         sample = {"max_records": job.max_records, "sample": self.infer_rows, "readable": readable, "named": named}
         scan, dialect, read = scan_delimited(files, dialect, **sample)
-        facts = source_facts(scan, dialect, self.label, self.problem_type, self.key, self.columns)
+        facts = source_facts(
+            scan, dialect, self.label, self.problem_type, self.key, self.columns, job.max_invalid_fraction
+        )
         facts = replace(facts, dialect=read)
         self.log_inferred(facts)
         if self.key is not None:  # A second pass only for the keys: most CSVs declare none.

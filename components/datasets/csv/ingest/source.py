@@ -47,11 +47,21 @@ CHUNK_ROWS = 20_000  # Rows a chunk: each leaves a part file per shard to merge;
 
 
 def source_facts(
-    scan: Scan, dialect: Dialect, label: Any, problem_type: str | None, key: str | None, columns: dict[str, str] | None
+    scan: Scan,
+    dialect: Dialect,
+    label: Any,
+    problem_type: str | None,
+    key: str | None,
+    columns: dict[str, str] | None,
+    max_invalid_fraction: float = 0.01,
 ) -> SourceFacts:
-    """The checks of the header, the declared columns and the task that the ingest and `kflow validate` share."""
+    """The checks of the header, the declared columns and the task that the ingest and `kflow validate` share; those
+    of the sampled records (most of them of another field count, or not of a declared type) where
+    `max_invalid_fraction` does not allow most records to be invalid."""
     _check_delimiter(scan.header, dialect, label)
-    _check_fields(scan, dialect)
+    strict = max_invalid_fraction < 0.5
+    if strict:
+        _check_fields(scan, dialect)
     declared = columns or {}
     # A mark standing for a missing number (`?`) is missing there; for the inference, anywhere (it checks no text).
     gaps = marked_columns(scan.header, scan.sample, declared, dialect.missing, dialect.number_style)
@@ -59,10 +69,15 @@ def source_facts(
     types = cols.infer_types(scan.header, scan.sample, declared, missing)
     # Numbers as reports write them ($1,234.50, 12%) are read as numbers (written_numbers.py).
     # A column declared int (kflow predict's, typed as in training) reads them too where they are whole (1,375).
-    undeclared = {name: kind for name, kind in types.items() if declared.get(name, "float") in ("float", "int")}
+    undeclared = {
+        name: kind
+        for name, kind in types.items()
+        if declared.get(name) == "int" or (declared.get(name, "float") == "float" and kind != "int")
+    }
     marks = written_numbers.decorated(scan.header, scan.sample, undeclared, missing, dialect.number_style)
     types |= {name: "float" for name in marks if declared.get(name) != "int"}
-    _check_declared(scan, declared, missing, marks)
+    if strict:
+        _check_declared(scan, declared, missing, marks)
     at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None
     values = [row[at].strip() for row in scan.sample if at is not None and len(row) == len(scan.header)]
     values = [value for value in values if value not in (missing if label in gaps else dialect.missing)]
@@ -275,7 +290,8 @@ def inspect_source(
             f"{ENCODING_HINT}"
         )
     facts = replace(
-        source_facts(scan, dialect, choice.label, choice.problem_type, choice.key, choice.columns), dialect=read
+        source_facts(scan, dialect, choice.label, choice.problem_type, choice.key, choice.columns, allowed),
+        dialect=read,
     )
     if scan.read < sample:  # the whole file was read: its empty columns are empty in every split
         _check_values(facts, choice.label, choice.key)

@@ -174,13 +174,13 @@ def _run_table(job: IngestJob, image_format: ImageFormat, kind: str, label: str 
     split = job.split_shares(SPLIT_WITH_TEST, ("train", "eval", "test") if labelled else ())
     channels = image_format.channels or channels_of(table.modes.elements())
     if image_format.height is None:
-        sampled = f"{table.sizes.total()} images sampled (of {sum(table.counts)})"
+        sampled = f"{table.sizes.total()} images sampled (of {table.records})"
         height, width = bounded(*shared_size(table.sizes, sampled, image_format.fit))
         image_format = replace(image_format, height=height, width=width)
     shape = image_format.shape(channels)
     log.info(
         "images ingest: %s %s (%s: image%s), %d records; made %s, %s", kind, job.source_path, table.image,
-        f", {table.label}: {len(table.classes)} classes" if labelled else "", sum(table.counts),
+        f", {table.label}: {len(table.classes)} classes" if labelled else "", table.records,
         "×".join(map(str, shape)), image_format.fit,
     )  # fmt: skip
     job.schema.path.mkdir(parents=True, exist_ok=True)
@@ -191,7 +191,7 @@ def _run_table(job: IngestJob, image_format: ImageFormat, kind: str, label: str 
         chunks=chunks,
         process_chunk=TableImageConverter(table, converter),
         splits=tuple(split),
-        read=sum(stop - start for _, start, stop in chunks),
+        read=sum(stop - start for _, start, stop, _ in chunks),
         plan=StratifiedPlan(dict(split)),
     )
 

@@ -18,7 +18,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +81,7 @@ def table_format(path: str) -> str | None:
 
 @dataclass(frozen=True)
 class TableImages:
-    """A table's image column, its label column, its classes and its files' record counts."""
+    """A table's image column, its label column, its classes and the chunks its records are read in."""
 
     kind: str  # tfrecord | parquet
     files: tuple[str, ...]
@@ -89,56 +89,84 @@ class TableImages:
     image: str
     label: str | None  # None: images to score
     classes: tuple[str, ...]
-    counts: tuple[int, ...]  # records a file
+    # (file index, first record, stop, where it starts: a TFRecord's byte offset in its uncompressed stream (0 for
+    # a compressed file: one chunk), a Parquet row group's index)
+    plan: tuple[tuple[int, int, int, int], ...]
     sizes: Counter  # {(height, width): images} of a sample of the headers
     modes: Counter  # {colour mode: images} of the same sample
 
     @classmethod
     def open(cls, source_path: str | None, kind: str, label: str | None, labelled: bool = True) -> TableImages:
-        """Reads the labels and a sample of the headers; a ValueError naming the field when it is no image table."""
+        """Reads the labels (a Parquet file's label column alone), a sample of the images' headers and where each
+        chunk starts; a ValueError naming the field when it is no image table."""
         files = table_files_of(source_path, kind)
         names = [Path(file).name for file in files]
         names = [str(file) for file in files] if len(set(names)) < len(names) else names
-        first = next(_rows(kind, files[0], 0, 20), None)
+        first = next(_first_rows(kind, files[0], 20), None)
         if first is None:
             raise ValueError(f"data.source.path: {files[0]} holds no records")
-        image = _image_column(first[1], files[0])
-        label = _label_column(first[1], image, label, files[0]) if labelled else None
-        labels, counts, sizes, modes = Counter(), [], Counter(), Counter()
-        sampler = _Sampler(HEADER_SAMPLE)
-        for file in files:
-            count = 0
-            for _, row in _rows(kind, file, 0, None, (image, label)):
-                count += 1
-                if label is not None and (value := _scalar(row.get(label))) is not None:
-                    labels[value] += 1
-                if sampler.takes():
-                    _header(row.get(image), sizes, modes)
-            counts.append(count)
-        classes = _class_names(labels, kind, files[0], label) if labelled else ()
+        image = _image_column(first, files[0])
+        label = _label_column(first, image, label, files[0]) if labelled else None
+        scan = _Scan(image, label)
+        for index, file in enumerate(files):
+            (_scan_parquet if kind == "parquet" else _scan_tfrecord)(scan, index, file)
+        classes = _class_names(scan.labels, kind, files[0], label) if labelled else ()
         if labelled and len(classes) < 2:
             raise ValueError(f"data.label: {label!r} holds {len(classes)} class in {source_path}: a classifier needs 2")
-        if not sizes:
+        if not scan.sizes:
             raise ValueError(f"data.source.path: none of the sampled {image!r} values of {source_path} is an image")
-        return cls(kind, tuple(files), tuple(names), image, label, classes, tuple(counts), sizes, modes)
+        plan = tuple(scan.plan)
+        return cls(kind, tuple(files), tuple(names), image, label, classes, plan, scan.sizes, scan.modes)
 
     @staticmethod
     def check(source_path: str | None, kind: str, label: str | None) -> None:
         """What `open` refuses from the first file's first record alone (kflow validate): no image column, no label."""
         first_file = table_files_of(source_path, kind)[0]
-        first = next(_rows(kind, first_file, 0, 1), None)
+        first = next(_first_rows(kind, first_file, 1), None)
         if first is None:
             raise ValueError(f"data.source.path: {first_file} holds no records")
-        _label_column(first[1], _image_column(first[1], first_file), label, first_file, say=False)
+        _label_column(first, _image_column(first, first_file), label, first_file, say=False)
 
-    def chunks(self, max_records: int | None) -> list[tuple[int, int, int]]:
-        """(file index, first record, stop) of CHUNK_RECORDS records each, at most `max_records` in all."""
+    @property
+    def records(self) -> int:
+        return sum(stop - start for _, start, stop, _ in self.plan)
+
+    def chunks(self, max_records: int | None) -> list[tuple[int, int, int, int]]:
+        """The plan's chunks, cut to at most `max_records` records in all."""
         chunks, left = [], max_records
-        for index, count in enumerate(self.counts):
-            taken = count if left is None else min(count, left)
-            chunks += [(index, start, min(start + CHUNK_RECORDS, taken)) for start in range(0, taken, CHUNK_RECORDS)]
+        for file, start, stop, where in self.plan:
+            taken = stop - start if left is None else min(stop - start, left)
+            if taken > 0:
+                chunks.append((file, start, start + taken, where))
             left = None if left is None else left - taken
         return chunks
+
+    def rows(self, chunk: tuple[int, int, int, int]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(record number, {column: value}) of a chunk's records: the image and label columns only."""
+        file, start, stop, where = chunk
+        columns = [name for name in (self.image, self.label) if name]
+        if self.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            number = start
+            for batch in pq.ParquetFile(self.files[file]).iter_batches(256, row_groups=[where], columns=columns):
+                for row in batch.to_pylist():
+                    if number >= stop:
+                        return
+                    yield number, row
+                    number += 1
+            return
+        from kflow.components.ingest.compressed import open_source
+        from kflow.components.ingest.tfrecord_file import read_records
+
+        with open_source(self.files[file]) as stream:
+            stream.seek(where)
+            for number, (offset, record) in enumerate(read_records(stream), start=start):
+                if number >= stop:
+                    return
+                if record is None:
+                    raise ValueError(f"data.source.path: {self.files[file]} is a broken TFRecord file at byte {offset}")
+                yield number, _example_row(record, tuple(columns))
 
     def class_name(self, value: Any) -> str | None:
         text = _scalar(value)
@@ -158,11 +186,10 @@ class TableImageConverter:
     table: TableImages
     converter: Any  # executor.ImageConverter
 
-    def __call__(self, chunk: tuple[int, int, int]) -> tuple[list, list]:
-        index, start, stop = chunk
+    def __call__(self, chunk: tuple[int, int, int, int]) -> tuple[list, list]:
         table, accepted, found = self.table, [], []
-        for number, row in _rows(table.kind, table.files[index], start, stop, (table.image, table.label)):
-            position = f"{table.names[index]}#{number}"
+        for number, row in table.rows(chunk):
+            position = f"{table.names[chunk[0]]}#{number}"
             label = table.class_name(row.get(table.label)) if table.label else None
             encoded = encoded_bytes(row.get(table.image))
             if table.label and label not in self.converter.classes:
@@ -186,6 +213,68 @@ class TableImageConverter:
         return accepted, found
 
 
+@dataclass
+class _Scan:
+    """What the driver's pass over the files gathers."""
+
+    image: str
+    label: str | None
+    labels: Counter = field(default_factory=Counter)
+    plan: list[tuple[int, int, int, int]] = field(default_factory=list)
+    sizes: Counter = field(default_factory=Counter)
+    modes: Counter = field(default_factory=Counter)
+    sampler: Any = field(default_factory=lambda: _Sampler(HEADER_SAMPLE))
+
+    def label_value(self, value: Any) -> None:
+        if self.label is not None and (text := _scalar(value)) is not None:
+            self.labels[text] += 1
+
+    def image_value(self, value: Any) -> None:
+        if self.sampler.takes():
+            _header(value, self.sizes, self.modes)
+
+
+def _scan_tfrecord(scan: _Scan, index: int, path: str) -> None:
+    """Every record parsed (its label, a sample's headers); a chunk starts every CHUNK_RECORDS records of a plain file
+    (read from its byte offset), a compressed file is one chunk (read from its start)."""
+    from kflow.components.ingest.compressed import compression, open_source
+    from kflow.components.ingest.tfrecord_file import read_records
+
+    plain, starts, count = compression(path) is None, [], 0
+    with open_source(path) as stream:
+        for number, (offset, record) in enumerate(read_records(stream)):
+            if record is None:
+                raise ValueError(f"data.source.path: {path} is a broken TFRecord file at byte {offset}")
+            if number == 0 or (plain and number % CHUNK_RECORDS == 0):
+                starts.append((number, offset))
+            row = _example_row(record, (scan.image, scan.label))
+            scan.label_value(row.get(scan.label))
+            scan.image_value(row.get(scan.image))
+            count += 1
+    stops = [number for number, _ in starts[1:]] + [count]
+    scan.plan += [(index, first, stop, offset) for (first, offset), stop in zip(starts, stops, strict=True)]
+
+
+def _scan_parquet(scan: _Scan, index: int, path: str) -> None:
+    """The label column read alone, the image column in batches for a sample's headers; a chunk a row group."""
+    import pyarrow.parquet as pq
+
+    parquet, first = pq.ParquetFile(path), 0
+    for group in range(parquet.num_row_groups):
+        count = parquet.metadata.row_group(group).num_rows
+        if count:
+            scan.plan.append((index, first, first + count, group))
+        first += count
+    if scan.label is not None:
+        for value in parquet.read(columns=[scan.label]).column(0).to_pylist():
+            scan.label_value(value)
+    for batch in parquet.iter_batches(1024, columns=[scan.image]):
+        column = batch.column(0)
+        for place in range(len(column)):
+            if scan.sampler.takes():
+                _header(column[place].as_py(), scan.sizes, scan.modes)
+
+
 class _Sampler:
     """Takes about `size` items spread over a stream of unknown length: every one, then every 2nd, 4th, ..."""
 
@@ -202,23 +291,25 @@ class _Sampler:
         return True
 
 
-def _rows(kind: str, path: str, start: int, stop: int | None, columns: tuple = ()) -> Iterator[tuple[int, dict]]:
-    """(record number, {column: value}) of records start..stop of a file: a value is bytes, an int, a float or a
-    string, a list where the record holds several; `columns` (Parquet: read only those)."""
+def _first_rows(kind: str, path: str, count: int) -> Iterator[dict[str, Any]]:
+    """The first `count` records of a file as {column: value}, every column."""
     if kind == "parquet":
-        yield from _parquet_rows(path, start, stop, [name for name in columns if name])
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(path).iter_batches(count):
+            yield from batch.to_pylist()[:count]
+            return
         return
     from kflow.components.ingest.compressed import open_source
     from kflow.components.ingest.tfrecord_file import read_records
 
     with open_source(path) as stream:
         for number, (offset, record) in enumerate(read_records(stream)):
-            if stop is not None and number >= stop:
+            if number >= count:
                 return
             if record is None:
                 raise ValueError(f"data.source.path: {path} is a broken TFRecord file at byte {offset}")
-            if number >= start:
-                yield number, _example_row(record, columns)
+            yield _example_row(record, ())
 
 
 def _example_row(record: bytes, columns: tuple) -> dict[str, Any]:
@@ -231,23 +322,6 @@ def _example_row(record: bytes, columns: tuple) -> dict[str, Any]:
         values = list(getattr(feature, kind).value) if kind else []
         row[name] = values[0] if len(values) == 1 else values
     return row
-
-
-def _parquet_rows(path: str, start: int, stop: int | None, columns: list[str]) -> Iterator[tuple[int, dict]]:
-    import pyarrow.parquet as pq
-
-    parquet, first = pq.ParquetFile(path), 0
-    for group in range(parquet.num_row_groups):
-        count = parquet.metadata.row_group(group).num_rows
-        if first + count > start and (stop is None or first < stop):
-            table = parquet.read_row_group(group, columns=columns or None)
-            for offset, row in enumerate(table.to_pylist()):
-                number = first + offset
-                if number >= start and (stop is None or number < stop):
-                    yield number, row
-        first += count
-        if stop is not None and first >= stop:
-            return
 
 
 def _image_column(row: dict[str, Any], path: str) -> str:

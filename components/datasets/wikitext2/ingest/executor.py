@@ -68,7 +68,7 @@ def run(
     "rejected": r, "filtered": f}."""
     job = IngestJob(**parameters)
     if scores_text(job.split):
-        return _ingest_text_to_score(job, deduplicate)
+        return _ingest_text_to_score(job)  # every line: repeats are scored too
     _check_split(job.split)
     for name, value in (("min_chars", min_chars), ("max_chars", max_chars), ("max_records", job.max_records)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
@@ -91,7 +91,7 @@ def run(
     return job.write(chunks=chunks, process_chunk=ChunkProcessor(filters), splits=tuple(SPLITS.values()), read=read)
 
 
-def _ingest_text_to_score(job: IngestJob, deduplicate: bool) -> dict[str, Any]:
+def _ingest_text_to_score(job: IngestJob) -> dict[str, Any]:
     """Every non-blank line of the text files at `source_path` into the one split `job.split` names, keyed FILE:LINE
     (FILE: its path under the folder given, or its name), without the training filters."""
     from kflow.components.datasets.tabular.table_files import table_files
@@ -103,7 +103,7 @@ def _ingest_text_to_score(job: IngestJob, deduplicate: bool) -> dict[str, Any]:
     names = [str(path.relative_to(root)) if root.is_dir() else path.name for path in paths]
     if len(set(names)) < len(names):  # a glob pattern's files of one name in several folders
         names = [str(path) for path in paths]
-    chunks, read = plan_chunks([(split, path) for path in paths], job.max_records, deduplicate, names)
+    chunks, read = plan_chunks([(split, path) for path in paths], job.max_records, False, names)
     if read == 0:
         raise ValueError(f"data: {job.source_path} holds no lines of text to score")
     log.info("wikitext2: %d lines to score from %d file(s)", read, len(paths))
@@ -123,8 +123,8 @@ def _check_split(split: dict[str, int] | None) -> None:
 
 
 def scores_text(split: dict[str, int] | None) -> bool:
-    """Whether `split` asks for text to score: one split, neither train nor eval (kflow predict's `score`)."""
-    return split is not None and len(split) == 1 and not set(split) & {"train", "eval"}
+    """Whether `split` asks for text to score: one split, none of the corpus's (kflow predict's `score`)."""
+    return split is not None and len(split) == 1 and not set(split) & {"train", "eval", "test"}
 
 
 def source_files(

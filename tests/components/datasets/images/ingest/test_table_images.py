@@ -103,8 +103,15 @@ def _pixels(examples: Examples, shape) -> dict[str, tuple[np.ndarray, int]]:
     return found
 
 
-def test_tfrecord_images_are_the_pixels_of_the_same_images_in_folders(tmp_path):
+def test_tfrecord_images_are_the_pixels_of_the_same_images_in_folders(tmp_path, monkeypatch):
+    from kflow.components.datasets.images.ingest import table_images
+
+    monkeypatch.setattr(table_images, "CHUNK_RECORDS", 40)  # the plain shard read from 4 byte offsets, the .gz whole
     source = write_tfrecords(tmp_path / "shards", broken=True)
+    plan = TableImages.open(str(source), "tfrecord", None).plan
+    assert [(file, start, stop) for file, start, stop, _ in plan] == [
+        (0, 0, 40), (0, 40, 80), (0, 80, 120), (0, 120, 150), (1, 0, 150)
+    ]  # fmt: skip
     summary, examples, schema, rejects = ingest(tmp_path / "table", source_path=str(source), max_invalid_fraction=0.1)
     assert summary["read"] == COUNT and summary["rejected"] == 1
     assert summary["train"] + summary["eval"] + summary["test"] == COUNT - 1
@@ -167,6 +174,14 @@ def test_the_tabular_ingests_send_image_tables_to_the_images_dataset(tmp_path):
     path = write_parquet(tmp_path / "digits.parquet")
     with pytest.raises(ValueError, match=r"the column 'image' holds encoded images \(PNG\)"):
         inspect_source(source_path=str(path), label="label")
+    # Text that starts as an image's magic does (a BMP's is `BM`) is no image: the table reads as a table.
+    with tf.io.TFRecordWriter(str(tmp_path / "cars.tfrecord")) as writer:
+        for make, price in [(b"BMW 320i", 30), (b"BMX", 3), (b"Audi", 25)] * 10:
+            writer.write(_example(make=make, price=price))
+    summary = run_tfrecord(examples=Examples(tmp_path / "ce"), schema=Schema(tmp_path / "cs"),
+                           rejects=Rejects(tmp_path / "cr"), source_path=str(tmp_path / "cars.tfrecord"),
+                           label="price", problem_type="regression")  # fmt: skip
+    assert summary["read"] == 30 and summary["rejected"] == 0
 
 
 def test_a_config_of_the_path_alone_trains_on_tfrecord_images_and_scores_new_ones(tmp_path):
