@@ -346,6 +346,7 @@ def test_kaggle_layout_row_numbers_are_no_feature_and_key_the_predictions(tmp_pa
     assert np.mean([predicted[key] == truth[key] for key in truth]) >= 0.8
 
 
+@pytest.mark.slow  # trains wine (16 s); make test keeps the cutting and the written numbers unit-tested below
 def test_new_rows_in_the_training_files_own_layout_are_read_as_it_was(tmp_path, capsys):
     """A model trained on `DataFrame.to_csv(path, sep=";")` (row names, semicolons) scores new rows saved the same
     way, and tab-separated, keyed by their row names; new rows lacking one column the model reads are refused naming
