@@ -5,7 +5,8 @@ WordPiece vocabulary, lowercased as trained, cut to `sequence_length`), `[MASK]`
 the model scores every mask at once (at most `mask_selection_length` a line, the number it was trained to fill);
 each gets its `TOP_K` likeliest tokens (special tokens left out) with their probabilities. A line's entry:
 
-    {"key", "text", "filled": the text with each mask replaced by its first token,
+    {"key", "text", "filled": the text with each mask replaced by its first token (a `##` continuation joined to
+     the word before it),
      "masks": [{"token", "score", "top": [{"token", "score"}, ...]}, ...], "unfilled": masks past those limits}
 
 The CSV keeps the filled line and each mask's first token and probability; the JSON lines and the TFRecord keep all.
@@ -95,10 +96,12 @@ def fill_entries(
         filled_count = int(min(taken[row], logits.shape[1]))
         masks = [_choices(logits[row, slot], vocabulary, special) for slot in range(filled_count)]
         pieces = _MASK_TEXT.split(text)
-        filled = pieces[0] + "".join(
-            (masks[place]["token"].removeprefix("##") if place < len(masks) else MASK) + piece
-            for place, piece in enumerate(pieces[1:])
-        )
+        filled = pieces[0]
+        for place, piece in enumerate(pieces[1:]):
+            token = masks[place]["token"] if place < len(masks) else MASK
+            if token.startswith("##"):  # a WordPiece continuation: part of the word before it
+                filled, token = filled.rstrip(" "), token[2:]
+            filled += token + piece
         entries.append(
             {"key": key, "text": text, "filled": filled, "masks": masks, "unfilled": len(pieces) - 1 - len(masks)}
         )

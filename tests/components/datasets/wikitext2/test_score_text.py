@@ -54,7 +54,9 @@ def test_each_mask_of_new_text_is_filled_by_the_model(trained):
         token, score = rows[key]["predicted_tokens"], float(rows[key]["scores"])
         assert token in vocabulary and token not in {"[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"}
         assert 1 / len(vocabulary) < score <= 1  # above a uniform guess: it learnt the tokens' frequencies at least
-        assert rows[key]["filled"] == line.replace("[MASK]", token.removeprefix("##")) and rows[key]["unfilled"] == "0"
+        before, after = line.split("[MASK]")
+        joined = before.rstrip(" ") + token[2:] if token.startswith("##") else before + token
+        assert rows[key]["filled"] == joined + after and rows[key]["unfilled"] == "0"
     assert (rows["new.txt:14"]["predicted_tokens"], rows["new.txt:14"]["filled"]) == ("", "a line without a mask")
     entries = [json.loads(line) for line in (out / "predictions" / "Split-score" / "predictions.jsonl").open()]
     assert all(len(entry["masks"][0]["top"]) == 5 for entry in entries if entry["masks"])
