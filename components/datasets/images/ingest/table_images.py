@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kflow.components.datasets.images.ingest.raw_pixels import RawPixels
 from kflow.components.datasets.images.ingest.source import UNLABELLED
 from kflow.components.ingest.ingest_records import INVALID, make_reject
 from kflow.components.util.encoded_images import encoded_bytes, image_kind
@@ -94,6 +95,7 @@ class TableImages:
     plan: tuple[tuple[int, int, int, int], ...]
     sizes: Counter  # {(height, width): images} of a sample of the headers
     modes: Counter  # {colour mode: images} of the same sample
+    raw: RawPixels | None = None  # the image column holds pixels, not an encoded image (raw_pixels.py)
 
     @classmethod
     def open(cls, source_path: str | None, kind: str, label: str | None, labelled: bool = True) -> TableImages:
@@ -105,9 +107,10 @@ class TableImages:
         first = next(_first_rows(kind, files[0], 20), None)
         if first is None:
             raise ValueError(f"data.source.path: {files[0]} holds no records")
-        image = _image_column(first, files[0])
+        raw = RawPixels.find(first) if not _encoded_columns(first) else None
+        image = raw.column if raw is not None else _image_column(first, files[0])
         label = _label_column(first, image, label, files[0]) if labelled else None
-        scan = _Scan(image, label)
+        scan = _Scan(image, label, raw)
         for index, file in enumerate(files):
             (_scan_parquet if kind == "parquet" else _scan_tfrecord)(scan, index, file)
         classes = _class_names(scan.labels, kind, files[0], label) if labelled else ()
@@ -116,7 +119,7 @@ class TableImages:
         if not scan.sizes:
             raise ValueError(f"data.source.path: none of the sampled {image!r} values of {source_path} is an image")
         plan = tuple(scan.plan)
-        return cls(kind, tuple(files), tuple(names), image, label, classes, plan, scan.sizes, scan.modes)
+        return cls(kind, tuple(files), tuple(names), image, label, classes, plan, scan.sizes, scan.modes, raw)
 
     @staticmethod
     def check(source_path: str | None, kind: str, label: str | None) -> None:
@@ -125,7 +128,9 @@ class TableImages:
         first = next(_first_rows(kind, first_file, 1), None)
         if first is None:
             raise ValueError(f"data.source.path: {first_file} holds no records")
-        _label_column(first, _image_column(first, first_file), label, first_file, say=False)
+        raw = RawPixels.find(first) if not _encoded_columns(first) else None
+        image = raw.column if raw is not None else _image_column(first, first_file)
+        _label_column(first, image, label, first_file, say=False)
 
     @property
     def records(self) -> int:
@@ -191,7 +196,8 @@ class TableImageConverter:
         for number, row in table.rows(chunk):
             position = f"{table.names[chunk[0]]}#{number}"
             label = table.class_name(row.get(table.label)) if table.label else None
-            encoded = encoded_bytes(row.get(table.image))
+            value = row.get(table.image)
+            encoded = table.raw.encoded(value) if table.raw is not None else encoded_bytes(value)
             if table.label and label not in self.converter.classes:
                 found.append(make_reject("missing_label", INVALID, position, {"label": label}))
                 continue
@@ -219,6 +225,7 @@ class _Scan:
 
     image: str
     label: str | None
+    raw: RawPixels | None = None
     labels: Counter = field(default_factory=Counter)
     plan: list[tuple[int, int, int, int]] = field(default_factory=list)
     sizes: Counter = field(default_factory=Counter)
@@ -231,7 +238,11 @@ class _Scan:
 
     def image_value(self, value: Any) -> None:
         if self.sampler.takes():
-            _header(value, self.sizes, self.modes)
+            if self.raw is not None:  # every image of the table's shape: its size and mode without decoding
+                self.sizes[self.raw.shape[:2]] += 1
+                self.modes[self.raw.mode] += 1
+            else:
+                _header(value, self.sizes, self.modes)
 
 
 def _scan_tfrecord(scan: _Scan, index: int, path: str) -> None:
@@ -272,7 +283,7 @@ def _scan_parquet(scan: _Scan, index: int, path: str) -> None:
         column = batch.column(0)
         for place in range(len(column)):
             if scan.sampler.takes():
-                _header(column[place].as_py(), scan.sizes, scan.modes)
+                scan.image_value(column[place].as_py())
 
 
 class _Sampler:
@@ -324,13 +335,17 @@ def _example_row(record: bytes, columns: tuple) -> dict[str, Any]:
     return row
 
 
+def _encoded_columns(row: dict[str, Any]) -> list[str]:
+    return [name for name, value in row.items() if image_kind(value)]
+
+
 def _image_column(row: dict[str, Any], path: str) -> str:
-    found = [name for name, value in row.items() if image_kind(value)]
+    found = _encoded_columns(row)
     if not found:
         shown = ", ".join(row) or "none"
         raise ValueError(
-            f"data.source.path: no column of {path} holds encoded images (PNG, JPEG, GIF, BMP, TIFF, WebP) in its "
-            f"first record (columns: {shown})"
+            f"data.source.path: no column of {path} holds images in its first record: encoded (PNG, JPEG, GIF, BMP, "
+            f"TIFF, WebP) or as pixels (a square's worth of numbers, or height × width of them) (columns: {shown})"
         )
     preferred = [name for name in found if name in ("image/encoded", "image", "img", "image_raw")]
     return (preferred or found)[0]

@@ -90,6 +90,14 @@ class TfRecordReader(TableReader):
                 f"data.source.path: the feature {name!r} holds encoded images ({image}): read them with data.dataset: "
                 f"images (data.label: {label or 'the label feature'}), which decodes them and trains an image model"
             )
+        pixels = {name: count for name, count in found.lists.items() if _square_image(count) and name != label}
+        if pixels:  # a table holds a value a column: every record would be a multi_valued reject
+            name, count = next(iter(pixels.items()))
+            raise ValueError(
+                f"data.source.path: the feature {name!r} holds {count} values a record, an image's pixels as they "
+                f"look ({_square_image(count)}): read them with data.dataset: images, which trains an image model on "
+                "them"
+            )
         problem_type = None if label is None else self.problem_type  # data to score: no label, no task
         if label in types and problem_type is None:  # as a CSV's: a float label was 400 "classes" of 442 rows
             problem_type, reason = infer_problem_type(label, types[label], found.labels)
@@ -165,6 +173,19 @@ class Scan:
     chunks: list[FileChunk] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)  # the label's value in each sampled record that holds one
     images: dict[str, str] = field(default_factory=dict)  # {feature: image format} of bytes features of encoded images
+    # {feature: its values' count} of the features holding several values in every sampled record that has them
+    lists: dict[str, int] = field(default_factory=dict)
+
+
+def _square_image(count: int) -> str | None:
+    """'28×28' or '32×32×3' where `count` values fill a square grey or RGB image of at least 8×8, else None."""
+    import math
+
+    for channels in (1, 3):
+        side = math.isqrt(count // channels)
+        if count % channels == 0 and side * side * channels == count and side >= 8:
+            return f"{side}×{side}" + ("×3" if channels == 3 else "")
+    return None
 
 
 def scan(
@@ -203,6 +224,11 @@ def scan(
                             if image := image_kind(feature.bytes_list.value[0]):
                                 found.images[name] = image
                         if kind is not None:
+                            count = len(getattr(feature, feature.WhichOneof("kind")).value)
+                            if name not in found.types:
+                                found.lists[name] = count
+                            elif found.lists.get(name) != count:
+                                found.lists.pop(name, None)
                             found.types.setdefault(name, kind)
                     if label is not None and _holds(example, label):
                         found.labels.append(_value(example, label))

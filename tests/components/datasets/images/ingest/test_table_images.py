@@ -156,7 +156,7 @@ def test_what_is_no_image_table_or_names_no_label_is_one_line(tmp_path):
         TableImages.check(str(folder / "a.tfrecord"), "tfrecord", "kind")
     with tf.io.TFRecordWriter(str(folder / "b.tfrecord")) as writer:
         writer.write(_example(text=b"not an image", label=1))
-    with pytest.raises(ValueError, match="no column of .* holds encoded images"):
+    with pytest.raises(ValueError, match="no column of .* holds images in its first record: encoded"):
         TableImages.check(str(folder / "b.tfrecord"), "tfrecord", None)
     with pytest.raises(ValueError, match="data.label: names the label column of images kept in a TFRecord"):
         ingest(tmp_path / "f", source_path=str(write_digits(tmp_path / "png", 20)), label="label")
@@ -216,3 +216,41 @@ def test_a_config_of_the_path_alone_trains_on_tfrecord_images_and_scores_new_one
     assert set(predicted) == {f"new.tfrecord#{index}" for index in range(40)}
     right = sum(predicted[f"new.tfrecord#{i}"] == str(digits.target[COUNT + i]) for i in range(40))
     assert right >= 28  # 0.7 of images it never saw
+
+
+def _list_example(**features) -> bytes:
+    feature = {}
+    for name, value in features.items():
+        if isinstance(value, bytes):
+            feature[name] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+        elif isinstance(value, list):
+            feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=value))
+        else:
+            feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def test_images_kept_as_pixels_are_read_as_their_encoded_copies(tmp_path):
+    """TFX's MNIST example writes each image as `image_floats` (its pixels in [0, 1]) beside `image_class`;
+    TensorFlow's old converter as `image_raw` (uint8 bytes) beside `height` and `width`: the same digits read so give
+    the pixels their PNG files give; the tabular tfrecord dataset refuses the first naming the images dataset."""
+    from kflow.components.datasets.tfrecord.ingest.executor import run as run_tfrecord
+
+    images, labels = _digits()
+    with tf.io.TFRecordWriter(str(tmp_path / "floats.tfrecord")) as writer:
+        for image, label in zip(images, labels, strict=True):
+            writer.write(_list_example(image_floats=(image.reshape(-1) / 255.0).tolist(), image_class=int(label)))
+    with tf.io.TFRecordWriter(str(tmp_path / "raw.tfrecord")) as writer:
+        for image, label in zip(images, labels, strict=True):
+            writer.write(_list_example(image_raw=image.tobytes(), height=8, width=8, label=int(label)))
+    for name in ("floats", "raw"):
+        summary, examples, schema, _ = ingest(tmp_path / f"out-{name}", source_path=str(tmp_path / f"{name}.tfrecord"))
+        assert (summary["read"], summary["rejected"]) == (COUNT, 0)
+        for key, (pixels, label) in _pixels(examples, (8, 8)).items():
+            row = int(key.split("#")[1])
+            assert label == labels[row], name
+            np.testing.assert_array_equal(pixels, images[row])
+    with pytest.raises(ValueError, match=r"the feature 'image_floats' holds 64 values a record, an image's pixels as "
+                                         r"they look \(8×8\): read them with data.dataset: images"):  # fmt: skip
+        run_tfrecord(examples=Examples(tmp_path / "e"), schema=Schema(tmp_path / "s"), rejects=Rejects(tmp_path / "r"),
+                     source_path=str(tmp_path / "floats.tfrecord"), label="image_class")  # fmt: skip
