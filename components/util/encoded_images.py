@@ -37,3 +37,15 @@ def image_kind(value: Any) -> str | None:
             return kind
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
         return None
+
+
+def square_image(count: int, smallest: int = 8) -> str | None:
+    """'28×28' or '32×32×3' where `count` values fill a square grey or RGB image of at least `smallest` pixels a
+    side (a table's column of an image's pixels, as they look), else None."""
+    import math
+
+    for channels in (1, 3):
+        side = math.isqrt(count // channels)
+        if count % channels == 0 and side * side * channels == count and side >= smallest:
+            return f"{side}×{side}" + ("×3" if channels == 3 else "")
+    return None

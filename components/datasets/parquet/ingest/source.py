@@ -132,22 +132,22 @@ def inspect_source(*, source_path: str | None = None, **parameters: Any) -> Sour
 
 
 def check_no_images(path: str, unread: dict[str, str], label: Any) -> None:
-    """Refuses a table whose column left out (bytes, or a struct holding them) holds encoded images: without it the
-    model would learn from the other columns alone; the images dataset decodes them."""
-    from kflow.components.util.encoded_images import image_kind
+    """Refuses a table whose column left out (bytes, a struct holding them, a list) holds images, encoded or as a
+    square's worth of pixels: without it the model would learn from the other columns alone; the images dataset
+    reads them."""
+    from kflow.components.util.encoded_images import image_kind, square_image
 
-    candidates = [name for name, kind in unread.items() if "binary" in kind]
+    candidates = [name for name, kind in unread.items() if "binary" in kind or "list" in kind]
     if not candidates:
         return
-    parquet = open_file(path)
-    if parquet.num_row_groups == 0:
-        return
-    first = parquet.read_row_group(0, columns=candidates).slice(0, 1).to_pylist()
-    for name, value in (first[0] if first else {}).items():
-        if image := image_kind(value):
+    first = next(open_file(path).iter_batches(1, columns=candidates), None)  # one row, not a row group
+    for name, value in (first.to_pylist()[0] if first is not None and first.num_rows else {}).items():
+        numbers = isinstance(value, list) and bool(value) and all(isinstance(v, int | float) for v in value)
+        image = image_kind(value) or (f"pixels, {shape}" if numbers and (shape := square_image(len(value))) else None)
+        if image:
             raise ValueError(
-                f"data.source.path: the column {name!r} holds encoded images ({image}): read them with data.dataset: "
-                f"images (data.label: {label or 'the label column'}), which decodes them and trains an image model"
+                f"data.source.path: the column {name!r} holds images ({image}): read them with data.dataset: "
+                f"images (data.label: {label or 'the label column'}), which trains an image model on them"
             )
 
 

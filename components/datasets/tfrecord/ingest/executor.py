@@ -50,7 +50,7 @@ from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import INVALID, kind_of, make_reject
 from kflow.components.ingest.repeats import RepeatFinder
 from kflow.components.ingest.tfrecord_file import read_records
-from kflow.components.util.encoded_images import image_kind
+from kflow.components.util.encoded_images import image_kind, square_image
 from kflow.components.util.example_proto import Example, example_of, feature_encoder
 
 log = logging.getLogger(__name__)
@@ -90,12 +90,12 @@ class TfRecordReader(TableReader):
                 f"data.source.path: the feature {name!r} holds encoded images ({image}): read them with data.dataset: "
                 f"images (data.label: {label or 'the label feature'}), which decodes them and trains an image model"
             )
-        pixels = {name: count for name, count in found.lists.items() if _square_image(count) and name != label}
+        pixels = {name: count for name, count in found.lists.items() if square_image(count) and name != label}
         if pixels:  # a table holds a value a column: every record would be a multi_valued reject
             name, count = next(iter(pixels.items()))
             raise ValueError(
                 f"data.source.path: the feature {name!r} holds {count} values a record, an image's pixels as they "
-                f"look ({_square_image(count)}): read them with data.dataset: images, which trains an image model on "
+                f"look ({square_image(count)}): read them with data.dataset: images, which trains an image model on "
                 "them"
             )
         problem_type = None if label is None else self.problem_type  # data to score: no label, no task
@@ -175,17 +175,6 @@ class Scan:
     images: dict[str, str] = field(default_factory=dict)  # {feature: image format} of bytes features of encoded images
     # {feature: its values' count} of the features holding several values in every sampled record that has them
     lists: dict[str, int] = field(default_factory=dict)
-
-
-def _square_image(count: int) -> str | None:
-    """'28×28' or '32×32×3' where `count` values fill a square grey or RGB image of at least 8×8, else None."""
-    import math
-
-    for channels in (1, 3):
-        side = math.isqrt(count // channels)
-        if count % channels == 0 and side * side * channels == count and side >= 8:
-            return f"{side}×{side}" + ("×3" if channels == 3 else "")
-    return None
 
 
 def scan(

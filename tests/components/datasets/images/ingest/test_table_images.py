@@ -172,8 +172,15 @@ def test_the_tabular_ingests_send_image_tables_to_the_images_dataset(tmp_path):
         run_tfrecord(examples=Examples(tmp_path / "e"), schema=Schema(tmp_path / "s"), rejects=Rejects(tmp_path / "r"),
                      source_path=str(source), label="image/class/label")  # fmt: skip
     path = write_parquet(tmp_path / "digits.parquet")
-    with pytest.raises(ValueError, match=r"the column 'image' holds encoded images \(PNG\)"):
+    with pytest.raises(ValueError, match=r"the column 'image' holds images \(PNG\)"):
         inspect_source(source_path=str(path), label="label")
+    images, labels = _digits()  # a list column of pixels, as an export of arrays writes it
+    pa_table = pa.table({"pixels": pa.array([image.reshape(-1).tolist() for image in images]), "label": labels})
+    pq.write_table(pa_table, tmp_path / "arrays.parquet")
+    with pytest.raises(ValueError, match=r"the column 'pixels' holds images \(pixels, 8×8\)"):
+        inspect_source(source_path=str(tmp_path / "arrays.parquet"), label="label")
+    summary, _, _, _ = ingest(tmp_path / "arrays", source_path=str(tmp_path / "arrays.parquet"))
+    assert (summary["read"], summary["rejected"]) == (COUNT, 0)  # which the images dataset reads
     # Text that starts as an image's magic does (a BMP's is `BM`) is no image: the table reads as a table.
     with tf.io.TFRecordWriter(str(tmp_path / "cars.tfrecord")) as writer:
         for make, price in [(b"BMW 320i", 30), (b"BMX", 3), (b"Audi", 25)] * 10:
