@@ -31,6 +31,7 @@ from kflow.components.trainer.steps_per_call import whole_calls
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import MakeDataset, Runtime
 from kflow.components.util.input_autotune import untuned
+from kflow.components.util.metric_direction import lower_is_better
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun
 
 log = logging.getLogger("kflow.trainer")
@@ -99,7 +100,7 @@ def split_sizes(make_dataset: MakeDataset, examples: Examples, config: TrainConf
 
 def watched_metric(task: Task, config: TrainConfig) -> tuple[str, str]:
     """(the validation metric early stopping watches, "min" or "max"): the task's own unless the config names one,
-    which must be among the task's (a loss falls, any other metric rises)."""
+    which must be among the task's (a loss or an error falls, any other metric rises: metric_direction.py)."""
     monitor = config.early_stopping_monitor
     if monitor is None:
         return task.monitor, task.monitor_mode
@@ -109,7 +110,7 @@ def watched_metric(task: Task, config: TrainConfig) -> tuple[str, str]:
             f"early_stopping_monitor: {monitor!r} is not a validation metric of the {task.name} task "
             f"(choose one of {', '.join(known)})"
         )
-    return monitor, "min" if monitor.endswith("loss") else "max"
+    return monitor, "min" if lower_is_better(monitor) else "max"
 
 
 def weights_digest(model: keras.Model) -> str:

@@ -53,10 +53,13 @@ def space_problems(space: dict[str, dict[str, Any]], algorithm: str) -> list[str
 
 
 def direction_of(metric: str, direction: str | None) -> str:
-    """The objective's direction: as given, else minimize a loss or an error and maximize any other metric."""
+    """The objective's direction: as given, else minimize a loss or an error (mae, rmse, ...: metric_direction.py)
+    and maximize any other metric."""
+    from kflow.components.util.metric_direction import lower_is_better
+
     if direction:
         return direction
-    return "minimize" if any(word in metric for word in ("loss", "error")) else "maximize"
+    return "minimize" if lower_is_better(metric) else "maximize"
 
 
 ALGORITHMS = ("random", "tpe", "hyperband", "successive_halving")

@@ -50,7 +50,7 @@ class ObjectiveSection(Section):
     metric: str = Field("val_loss", pattern=r"^val_[a-z0-9_]+$")
     """A validation metric of the task, as the Trainer's history names it: val_loss, val_accuracy, val_auc, ..."""
     direction: Literal["minimize", "maximize"] | None = None
-    """null: minimize a loss or an error, maximize any other metric"""
+    """null: minimize a loss or an error (mae, rmse, perplexity, ...), maximize any other metric"""
 
 
 class TunerSection(Section):

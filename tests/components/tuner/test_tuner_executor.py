@@ -156,3 +156,14 @@ run(examples=Examples({examples.uri!r}), schema=Schema({schema.uri!r}),
         time.sleep(0.2)
     assert trial_processes(tmp_path) == []
     assert not (tmp_path / "work" / "trials").exists()  # their folders removed too
+
+
+def test_a_regressions_errors_are_minimised_and_its_r2_maximised():
+    """The tuner maximised val_rmse (its name holds no 'loss' nor 'error') and took a regression's worst trial."""
+    from kflow.components.tuner.search_space import direction_of
+
+    lower = ("val_loss", "val_rmse", "val_mae", "val_mean_squared_error", "perplexity", "val_masked_loss")
+    higher = ("val_accuracy", "val_auc", "val_r2", "val_masked_accuracy", "val_pr_auc", "val_macro_f1")
+    assert {direction_of(metric, None) for metric in lower} == {"minimize"}
+    assert {direction_of(metric, None) for metric in higher} == {"maximize"}
+    assert direction_of("val_rmse", "maximize") == "maximize"  # as given
