@@ -18,13 +18,21 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets.images.ingest.raw_pixels import RawPixels
 from kflow.components.datasets.images.ingest.source import UNLABELLED
-from kflow.components.ingest.ingest_records import INVALID, make_reject
+from kflow.components.datasets.images.ingest.table_scan import (
+    Scan,
+    example_row,
+    first_values,
+    label_text,
+    scan_parquet,
+    scan_tfrecord,
+)
+from kflow.components.ingest.ingest_records import FILTERED, INVALID, make_reject
 from kflow.components.util.encoded_images import encoded_bytes, image_kind
 from kflow.components.util.example_proto import Example
 
@@ -36,8 +44,6 @@ LABEL_OF_A_TABLE = (
     "sub-folders' names, a manifest's its label column"
 )
 LABEL_NAMES = ("label", "labels", "image/class/label", "class", "target", "y", "category", "image/label")
-CHUNK_RECORDS = 1000
-HEADER_SAMPLE = 200  # images whose headers are read for the size and channels data.image leaves unset
 
 
 def table_kind(source_path: str | None, source_format: str) -> str | None:
@@ -104,15 +110,13 @@ class TableImages:
         files = table_files_of(source_path, kind)
         names = [Path(file).name for file in files]
         names = [str(file) for file in files] if len(set(names)) < len(names) else names
-        first = next(_first_rows(kind, files[0], 20), None)
-        if first is None:
-            raise ValueError(f"data.source.path: {files[0]} holds no records")
+        first = first_values(kind, files)
         raw = RawPixels.find(first) if not _encoded_columns(first) else None
         image = raw.column if raw is not None else _image_column(first, files[0])
         label = _label_column(first, image, label, files[0]) if labelled else None
-        scan = _Scan(image, label, raw)
+        scan = Scan(image, label, raw)
         for index, file in enumerate(files):
-            (_scan_parquet if kind == "parquet" else _scan_tfrecord)(scan, index, file)
+            (scan_parquet if kind == "parquet" else scan_tfrecord)(scan, index, file)
         classes = _class_names(scan.labels, kind, files[0], label) if labelled else ()
         if labelled and len(classes) < 2:
             raise ValueError(f"data.label: {label!r} holds {len(classes)} class in {source_path}: a classifier needs 2")
@@ -123,11 +127,9 @@ class TableImages:
 
     @staticmethod
     def check(source_path: str | None, kind: str, label: str | None) -> None:
-        """What `open` refuses from the first file's first record alone (kflow validate): no image column, no label."""
-        first_file = table_files_of(source_path, kind)[0]
-        first = next(_first_rows(kind, first_file, 1), None)
-        if first is None:
-            raise ValueError(f"data.source.path: {first_file} holds no records")
+        """What `open` refuses from the first records alone (kflow validate): no image column, no label."""
+        files = table_files_of(source_path, kind)
+        first, first_file = first_values(kind, files), files[0]
         raw = RawPixels.find(first) if not _encoded_columns(first) else None
         image = raw.column if raw is not None else _image_column(first, first_file)
         _label_column(first, image, label, first_file, say=False)
@@ -171,10 +173,10 @@ class TableImages:
                     return
                 if record is None:
                     raise ValueError(f"data.source.path: {self.files[file]} is a broken TFRecord file at byte {offset}")
-                yield number, _example_row(record, tuple(columns))
+                yield number, example_row(record, tuple(columns))
 
     def class_name(self, value: Any) -> str | None:
-        text = _scalar(value)
+        text = label_text(value)
         if text is None or not self.hf_names:
             return text
         return self.classes[int(text)] if text.lstrip("-").isdigit() and 0 <= int(text) < len(self.classes) else text
@@ -198,8 +200,8 @@ class TableImageConverter:
             label = table.class_name(row.get(table.label)) if table.label else None
             value = row.get(table.image)
             encoded = table.raw.encoded(value) if table.raw is not None else encoded_bytes(value)
-            if table.label and label not in self.converter.classes:
-                found.append(make_reject("missing_label", INVALID, position, {"label": label}))
+            if table.label and label not in self.converter.classes:  # none: filtered, as a table's unlabelled rows
+                found.append(make_reject("missing_label", INVALID if label else FILTERED, position, {"label": label}))
                 continue
             if encoded is None:
                 found.append(make_reject("missing_image", INVALID, position, {"label": label}))
@@ -219,122 +221,6 @@ class TableImageConverter:
         return accepted, found
 
 
-@dataclass
-class _Scan:
-    """What the driver's pass over the files gathers."""
-
-    image: str
-    label: str | None
-    raw: RawPixels | None = None
-    labels: Counter = field(default_factory=Counter)
-    plan: list[tuple[int, int, int, int]] = field(default_factory=list)
-    sizes: Counter = field(default_factory=Counter)
-    modes: Counter = field(default_factory=Counter)
-    sampler: Any = field(default_factory=lambda: _Sampler(HEADER_SAMPLE))
-
-    def label_value(self, value: Any) -> None:
-        if self.label is not None and (text := _scalar(value)) is not None:
-            self.labels[text] += 1
-
-    def image_value(self, value: Any) -> None:
-        if self.sampler.takes():
-            if self.raw is not None:  # every image of the table's shape: its size and mode without decoding
-                self.sizes[self.raw.shape[:2]] += 1
-                self.modes[self.raw.mode] += 1
-            else:
-                _header(value, self.sizes, self.modes)
-
-
-def _scan_tfrecord(scan: _Scan, index: int, path: str) -> None:
-    """Every record parsed (its label, a sample's headers); a chunk starts every CHUNK_RECORDS records of a plain file
-    (read from its byte offset), a compressed file is one chunk (read from its start)."""
-    from kflow.components.ingest.compressed import compression, open_source
-    from kflow.components.ingest.tfrecord_file import read_records
-
-    plain, starts, count = compression(path) is None, [], 0
-    with open_source(path) as stream:
-        for number, (offset, record) in enumerate(read_records(stream)):
-            if record is None:
-                raise ValueError(f"data.source.path: {path} is a broken TFRecord file at byte {offset}")
-            if number == 0 or (plain and number % CHUNK_RECORDS == 0):
-                starts.append((number, offset))
-            row = _example_row(record, (scan.image, scan.label))
-            scan.label_value(row.get(scan.label))
-            scan.image_value(row.get(scan.image))
-            count += 1
-    stops = [number for number, _ in starts[1:]] + [count]
-    scan.plan += [(index, first, stop, offset) for (first, offset), stop in zip(starts, stops, strict=True)]
-
-
-def _scan_parquet(scan: _Scan, index: int, path: str) -> None:
-    """The label column read alone, the image column in batches for a sample's headers; a chunk a row group."""
-    import pyarrow.parquet as pq
-
-    parquet, first = pq.ParquetFile(path), 0
-    for group in range(parquet.num_row_groups):
-        count = parquet.metadata.row_group(group).num_rows
-        if count:
-            scan.plan.append((index, first, first + count, group))
-        first += count
-    if scan.label is not None:
-        for value in parquet.read(columns=[scan.label]).column(0).to_pylist():
-            scan.label_value(value)
-    for batch in parquet.iter_batches(1024, columns=[scan.image]):
-        column = batch.column(0)
-        for place in range(len(column)):
-            if scan.sampler.takes():
-                scan.image_value(column[place].as_py())
-
-
-class _Sampler:
-    """Takes about `size` items spread over a stream of unknown length: every one, then every 2nd, 4th, ..."""
-
-    def __init__(self, size: int) -> None:
-        self.size, self.seen, self.step, self.taken = size, 0, 1, 0
-
-    def takes(self) -> bool:
-        self.seen += 1
-        if (self.seen - 1) % self.step:
-            return False
-        self.taken += 1
-        if self.taken >= 2 * self.size:
-            self.step, self.taken = self.step * 2, self.size
-        return True
-
-
-def _first_rows(kind: str, path: str, count: int) -> Iterator[dict[str, Any]]:
-    """The first `count` records of a file as {column: value}, every column."""
-    if kind == "parquet":
-        import pyarrow.parquet as pq
-
-        for batch in pq.ParquetFile(path).iter_batches(count):
-            yield from batch.to_pylist()[:count]
-            return
-        return
-    from kflow.components.ingest.compressed import open_source
-    from kflow.components.ingest.tfrecord_file import read_records
-
-    with open_source(path) as stream:
-        for number, (offset, record) in enumerate(read_records(stream)):
-            if number >= count:
-                return
-            if record is None:
-                raise ValueError(f"data.source.path: {path} is a broken TFRecord file at byte {offset}")
-            yield _example_row(record, ())
-
-
-def _example_row(record: bytes, columns: tuple) -> dict[str, Any]:
-    example = Example.FromString(record)
-    row = {}
-    for name, feature in sorted(example.features.feature.items()):  # a map's order is protobuf's: by name
-        if columns and name not in columns:
-            continue
-        kind = feature.WhichOneof("kind")
-        values = list(getattr(feature, kind).value) if kind else []
-        row[name] = values[0] if len(values) == 1 else values
-    return row
-
-
 def _encoded_columns(row: dict[str, Any]) -> list[str]:
     return [name for name, value in row.items() if image_kind(value)]
 
@@ -352,7 +238,7 @@ def _image_column(row: dict[str, Any], path: str) -> str:
 
 
 def _label_column(row: dict[str, Any], image: str, label: str | None, path: str, say: bool = True) -> str:
-    others = [name for name, value in row.items() if name != image and _scalar(value) is not None]
+    others = [name for name, value in row.items() if name != image and label_text(value) is not None]
     if label is not None:
         if label not in row:
             raise ValueError(f"data.label: {path} has no column {label!r} (columns: {', '.join(row)})")
@@ -371,17 +257,6 @@ def _label_column(row: dict[str, Any], image: str, label: str | None, path: str,
 
 def _is_metadata(name: str) -> bool:
     return any(word in name.lower() for word in ("height", "width", "depth", "channel", "id", "index", "size"))
-
-
-def _scalar(value: Any) -> str | None:
-    """A label value as text: a string, a whole number (a float that is one too), or None (missing, a list)."""
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or value is None or isinstance(value, list | dict) or value == "":
-        return None
-    return str(value)
 
 
 def _class_names(labels: Counter, kind: str, path: str, label: str | None) -> tuple[str, ...]:
@@ -406,20 +281,3 @@ def _hugging_face_names(path: str, label: str | None) -> list[str] | None:
     except (KeyError, ValueError, TypeError, AttributeError):
         return None
     return [str(name) for name in names] if isinstance(names, list) else None
-
-
-def _header(value: Any, sizes: Counter, modes: Counter) -> None:
-    """Counts the size and mode of an encoded image from its header (no pixels decoded); skips what is none."""
-    from PIL import Image
-
-    from kflow.components.datasets.images.ingest.image_format import shown_size
-
-    encoded = encoded_bytes(value)
-    if encoded is None:
-        return
-    try:
-        with Image.open(io.BytesIO(encoded)) as opened:
-            sizes[shown_size(opened)] += 1
-            modes[opened.mode] += 1
-    except Exception:  # noqa: BLE001 - an unreadable image is the worker's to reject (with its reason).
-        return

@@ -104,9 +104,9 @@ def _pixels(examples: Examples, shape) -> dict[str, tuple[np.ndarray, int]]:
 
 
 def test_tfrecord_images_are_the_pixels_of_the_same_images_in_folders(tmp_path, monkeypatch):
-    from kflow.components.datasets.images.ingest import table_images
+    from kflow.components.datasets.images.ingest import table_scan
 
-    monkeypatch.setattr(table_images, "CHUNK_RECORDS", 40)  # the plain shard read from 4 byte offsets, the .gz whole
+    monkeypatch.setattr(table_scan, "CHUNK_RECORDS", 40)  # the plain shard read from 4 byte offsets, the .gz whole
     source = write_tfrecords(tmp_path / "shards", broken=True)
     plan = TableImages.open(str(source), "tfrecord", None).plan
     assert [(file, start, stop) for file, start, stop, _ in plan] == [
@@ -261,3 +261,27 @@ def test_images_kept_as_pixels_are_read_as_their_encoded_copies(tmp_path):
                                          r"they look \(8×8\): read them with data.dataset: images"):  # fmt: skip
         run_tfrecord(examples=Examples(tmp_path / "e"), schema=Schema(tmp_path / "s"), rejects=Rejects(tmp_path / "r"),
                      source_path=str(tmp_path / "floats.tfrecord"), label="image_class")  # fmt: skip
+
+
+def test_unlabelled_records_are_filtered_and_the_columns_found_past_a_first_bad_record(tmp_path):
+    """Hugging Face writes -1 for "no label": such records (and those without the label feature) are filtered, not
+    a class and not invalid, whatever their share; a first record without its label and with an empty image does
+    not hide the columns."""
+    images, labels = _digits()
+    cells = [{"bytes": _png(image), "path": None} for image in images]
+    kind = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    marked = np.where(np.arange(COUNT) % 3 == 0, -1, labels).astype("int64")
+    metadata = {b"huggingface": json.dumps({"info": {"features": {"label": {"names": NAMES}}}}).encode()}
+    table = pa.table({"image": pa.array(cells, type=kind), "label": pa.array(marked)})
+    pq.write_table(table.replace_schema_metadata(metadata), tmp_path / "partly.parquet")
+    summary, _, schema, rejects = ingest(tmp_path / "hf", source_path=str(tmp_path / "partly.parquet"))
+    assert json.loads(annotation_tags(schema, "label")["class_names"]) == NAMES  # -1 is no class
+    assert (summary["read"], summary["filtered"], summary["invalid"]) == (COUNT, COUNT // 3, 0)
+    assert {reject["reason"] for reject in rejects.read()} == {"missing_label"}
+
+    with tf.io.TFRecordWriter(str(tmp_path / "sparse.tfrecord")) as writer:
+        for index, (image, label) in enumerate(zip(images, labels, strict=True)):
+            features = {"image/encoded": _png(image) if index else b""}
+            writer.write(_example(**features, **({"image/class/label": int(label)} if index % 10 else {})))
+    summary, *_ = ingest(tmp_path / "sparse", source_path=str(tmp_path / "sparse.tfrecord"), max_invalid_fraction=0.1)
+    assert (summary["read"], summary["filtered"], summary["invalid"]) == (COUNT, COUNT // 10, 0)
