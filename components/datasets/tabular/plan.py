@@ -171,9 +171,11 @@ def string_spec(name: str, summary: StringSummary, options: dict[str, Any]) -> d
     # numbers (the time, the season, the weekday, the time of day: models/date_parts.py) where they read so.
     if many and dates(ranked):
         return date_spec(name, ranked, summary.distinct, summary.day_first)
-    # One code-like value a row (`P-00017`): an identifier. Short phrases all distinct are words to learn from.
+    # One code-like value a row (`P-00017`, a UUID, a 20-character hash): an identifier, however long. Phrases all
+    # distinct (with spaces) are words to learn from. (A length rule let ids of 20 characters or more through as
+    # text: Quora's `qid` was learnt as a vocabulary of 300 hex fragments.)
     seen = summary.seen
-    if seen >= MIN_IDENTIFIER_ROWS and summary.distinct == seen and not text and not summary.spaced:
+    if seen >= MIN_IDENTIFIER_ROWS and summary.distinct == seen and not summary.spaced:
         return {"name": name, "kind": "left_out", "left_out": f"an identifier ({seen} distinct values in {seen} rows)"}
     if many and text:
         return {"name": name, "kind": "text", "vocabulary": [word for word, _ in summary.words]}

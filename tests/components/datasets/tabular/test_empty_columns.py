@@ -24,3 +24,19 @@ def test_validate_refuses_a_table_whose_every_column_to_learn_from_is_empty(tmp_
     assert main(args) == 2
     assert "no column to learn 'label' from has a value ('a', 'b': all empty)" in capsys.readouterr().err
     assert main([*args, "--set", "data.infer_rows=20"]) == 0  # 20 of 30 rows sampled: values may come later
+
+
+def test_a_distinct_value_in_every_row_is_an_identifier_however_long():
+    """UUIDs and 20-character hashes (Quora's qid) were learnt as text, their fragments a vocabulary: an id is an id
+    whatever its length; phrases with spaces, all distinct, stay text."""
+    import uuid
+    from collections import Counter
+
+    from kflow.components.datasets.tabular.plan import summarize_strings
+
+    ids = Counter(str(uuid.UUID(int=n * 7919 + 12345)).encode() for n in range(150))
+    hashes = Counter(f"{n * 2654435761 % 16**20:020x}".encode() for n in range(150))
+    phrases = Counter(f"the river number {n} ran through the old town".encode() for n in range(150))
+    for counts in (ids, hashes):
+        assert string_spec("id", summarize_strings(counts, DATA_OPTIONS), DATA_OPTIONS)["kind"] == "left_out"
+    assert string_spec("note", summarize_strings(phrases, DATA_OPTIONS), DATA_OPTIONS)["kind"] == "text"
