@@ -51,8 +51,15 @@ OTHER_FORMATS = (
 )
 
 
+TAR_MARK = (257, 262)  # where a tar archive's header says `ustar` (its first member's name comes first)
+
+
 def other_format(start: bytes, expected: str) -> str | None:
-    """`is <what>, not <expected>: <what to do>` when the bytes a file starts with are another known format's."""
+    """`is <what>, not <expected>: <what to do>` when the bytes a file starts with are another known format's (a tar
+    archive: from its first TAR_MARK[1] bytes; its first bytes are a member's name, so it read as a CSV whose first
+    column was named by 1,000 NUL characters and the tar header)."""
+    if start[TAR_MARK[0] : TAR_MARK[1]] == b"ustar":
+        return f"is a tar archive (of files, a .tar or .tar.gz), not {expected}: extract it and point at its files"
     if start[:3] == b"BZh" and start[4:10] == b"1AY&SY":
         return f"is bzip2-compressed, not {expected}: decompress it"
     text = start.removeprefix(b"\xef\xbb\xbf")

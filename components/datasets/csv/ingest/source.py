@@ -38,7 +38,7 @@ from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.columns import SourceFacts
 from kflow.components.datasets.tabular.examples import ROW_NAMES, row_names
 from kflow.components.datasets.tabular.missing_marks import marked_columns, numbers_marked
-from kflow.components.datasets.tabular.table_files import other_format, table_files
+from kflow.components.datasets.tabular.table_files import TAR_MARK, other_format, table_files
 from kflow.components.ingest.compressed import open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.repeats import RepeatFinder
@@ -393,7 +393,7 @@ def scan_files(
         splittable = not needs_copy(source)
         if not is_workbook(path):  # a workbook is a ZIP, which open_source refuses: read as its sheet's CSV
             with open_source(path) as start:  # the first bytes, not the first line: a format's magic may hold one
-                if other := other_format(start.read(16), dialect.name):
+                if other := other_format(start.read(TAR_MARK[1]), dialect.name):
                     raise ValueError(f"data.source.path: {path} {other}")
         with open_records(source, dialect.sheet) as stream:
             records = cut(stream, dialect.quote, delimiter=dialect.delimiter.encode())

@@ -70,6 +70,14 @@ def write(kind, path, frame):
         path.write_bytes(lzma.compress(text.encode()))
     elif kind == "gz":
         path.write_bytes(gzip.compress(text.encode()))
+    elif kind == "tar.gz":  # a tarball of the CSV, as `tar czf` makes one
+        import io
+        import tarfile
+
+        with tarfile.open(path, "w:gz") as archive:
+            member = tarfile.TarInfo("iris.csv")
+            member.size = len(text.encode())
+            archive.addfile(member, io.BytesIO(text.encode()))
     return path
 
 
@@ -98,6 +106,7 @@ def test_a_compressed_csv_is_read_whole_as_downloaded(tmp_path, iris, kind):
         ("sqlite", "is an SQLite database, not CSV"),
         ("hdf5", "is an HDF5 file, not CSV"),
         ("json", "is a JSON array of rows that are no objects, not CSV: write each row as an object (pandas"),
+        ("tar.gz", "is a tar archive (of files, a .tar or .tar.gz), not CSV: extract it"),
     ],
 )
 def test_a_csv_config_names_the_format_it_was_given(tmp_path, iris, kind, said):
