@@ -27,8 +27,9 @@ from kflow.components.datasets.csv.ingest.workbook import is_workbook, sheet_ind
 from kflow.components.datasets.tabular.table_files import opens_json_object
 
 FORMAT = "jsonl"
-PATTERNS = ("*.jsonl", "*.jsonl.gz", "*.ndjson", "*.ndjson.gz")  # A folder's JSON Lines files (beside its CSVs).
-JSON_PATTERNS = ("*.json", "*.json.gz")  # A folder's JSON files, where it holds neither: arrays of records
+_COMPRESSED = ("", ".gz", ".bz2", ".xz", ".zip", ".zst")  # as open_source reads them
+PATTERNS = tuple(f"*.{kind}{suffix}" for kind in ("jsonl", "ndjson") for suffix in _COMPRESSED)  # beside its CSVs
+JSON_PATTERNS = tuple(f"*.json{suffix}" for suffix in _COMPRESSED)  # where it holds neither: arrays of records
 
 
 class BadJson(csv.Error):

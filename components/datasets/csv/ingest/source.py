@@ -312,7 +312,10 @@ def source_files(*, source_path: str | None = None, source_format: str = "auto",
     return [Path(path) for path in resolve(source_path, source_format)]
 
 
-CSV_PATTERNS = ("*.csv", "*.csv.gz")
+# A folder's CSV files, compressed as open_source reads them too (a file alone or a glob was read so; a folder of
+# .csv.bz2 files "matched no CSV").
+COMPRESSED = ("", ".gz", ".bz2", ".xz", ".zip", ".zst")
+CSV_PATTERNS = tuple(f"*.{kind}{suffix}" for kind in ("csv", "tsv") for suffix in COMPRESSED)
 
 
 def resolve(source_path: str | None, source_format: str = "auto") -> list[str]:

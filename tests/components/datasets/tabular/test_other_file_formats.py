@@ -85,9 +85,12 @@ def write(kind, path, frame):
 def test_a_compressed_csv_is_read_whole_as_downloaded(tmp_path, iris, kind):
     """Kaggle serves `train.csv.zip`, archives `.csv.bz2` and `.csv.xz`, pandas and DuckDB write `.csv.zst`: read
     decompressed (staged, then cut into chunks like a plain file), every record, the same as the plain CSV's."""
-    path = write(kind, tmp_path / f"iris.csv.{kind}", iris)
+    (tmp_path / "folder").mkdir()
+    path = write(kind, tmp_path / "folder" / f"iris.csv.{kind}", iris)
     facts = csv_source.inspect_source(source_path=str(path), label="target")
     assert facts.header == list(iris) and facts.sampled == len(iris)
+    # A folder of such files is read as the file alone (a folder of .csv.bz2 files "matched no CSV").
+    assert csv_source.resolve(str(tmp_path / "folder"), "auto") == [str(path)]
     summary, examples, _, _ = ingest(tmp_path, source_path=str(path), label="target", columns={})
     assert (summary["read"], summary["rejected"]) == (150, 0)
     records = [record for split in read_records(examples).values() for record in split]
