@@ -16,6 +16,7 @@ record's values written as text as pandas writes a CSV, so a Parquet copy of a C
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import logging
 import math
 from dataclasses import dataclass, replace
@@ -167,6 +168,8 @@ def to_kind(value: Any, kind: str) -> int | float | str:
         return int(value)
     if kind == "int" and isinstance(value, int):
         return cols.int64(value)
+    if isinstance(value, datetime.timedelta) and kind in ("float", "int"):  # a duration: its seconds
+        value = value.total_seconds()
     if kind == "float" and not isinstance(value, str) and hasattr(value, "__float__"):
         number = float(value)
         if not math.isfinite(number):

@@ -82,6 +82,8 @@ def kind_of(arrow_type: Any) -> str | None:
         return "float"
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
         return "string"
+    if pa.types.is_duration(arrow_type):  # a length of time: its seconds (to_kind)
+        return "float"
     if pa.types.is_temporal(arrow_type):
         return "string"
     return None
@@ -91,18 +93,40 @@ def file_types(files: list[str], declared: dict[str, str]) -> tuple[list[str], d
     """(the columns read, kflow type of each, {column: its Parquet type} of those left out) from the files'
     schemas, which must agree. A column of no scalar type kflow holds (a list, a struct, a map, bytes) is left out
     unless declared (then converted): one such column does not keep a table's others from a model."""
+    import pyarrow as pa
+
     header: list[str] = []
-    arrow_types: dict[str, Any] = {}
+    arrow_types: dict[str, list[Any]] = {}
     for path in files:
         schema = open_file(path).schema_arrow
-        names, found = list(schema.names), {field.name: field.type for field in schema}
-        if header and names != header:
-            raise ValueError(f"parquet: {path} has the columns {names}; {files[0]} has {header}")
-        if not header:
-            header, arrow_types = names, found
-    types = {name: declared.get(name) or kind_of(arrow_types[name]) for name in header}
-    unread = {name: str(arrow_types[name]) for name, kind in types.items() if kind is None}
+        names = list(schema.names)
+        if header and set(names) != set(header):  # by name: the readers read columns by name, in any order
+            lacks, more = sorted(set(header) - set(names)), sorted(set(names) - set(header))
+            said = "; ".join([*([f"lacks {lacks}"] if lacks else []), *([f"has {more} more"] if more else [])])
+            raise ValueError(f"parquet: {path} {said} than {files[0]}: point data.source.path at files of one table")
+        header = header or names
+        for field in schema:
+            if not pa.types.is_null(field.type):  # a part file whose column is all missing says nothing of its type
+                arrow_types.setdefault(field.name, []).append(field.type)
+    types = {name: declared.get(name) or _one_kind(name, arrow_types.get(name, [])) for name in header}
+    unread = {name: str((arrow_types.get(name) or ["null"])[0]) for name, kind in types.items() if kind is None}
     return [name for name in header if name not in unread], {n: k for n, k in types.items() if k}, unread
+
+
+def _one_kind(name: str, arrow_types: list[Any]) -> str | None:
+    """The kflow type of a column over the files' types: one, or the wider of int and float (pandas writes a part's
+    int column that holds a missing value as float64: the first file's int rejected the others' 101.5), or bool in
+    int; a column of other types in different files is refused, naming them."""
+    kinds = {kind_of(arrow_type) for arrow_type in arrow_types}
+    if len(kinds) <= 1:
+        return next(iter(kinds), None)
+    for wide, narrow in (("float", {"int", "bool"}), ("int", {"bool"})):
+        if kinds <= {wide, *narrow}:
+            return wide
+    raise ValueError(
+        f"parquet: the column {name!r} is of types {', '.join(sorted(str(t) for t in set(map(str, arrow_types))))} "
+        "in different files: declare one in data.columns"
+    )
 
 
 def inspect_source(*, source_path: str | None = None, **parameters: Any) -> SourceFacts:

@@ -130,3 +130,32 @@ def test_a_parquet_config_given_a_csv_or_an_archive_says_so(tmp_path, iris):
         parquet_source.inspect_source(source_path=str(write("csv", tmp_path / "iris.parquet", iris)), label="target")
     with pytest.raises(ValueError, match=r"\(it is an SQLite database, not Parquet"):
         parquet_source.inspect_source(source_path=str(write("sqlite", tmp_path / "db.parquet", iris)), label="target")
+
+
+def test_part_files_as_data_lakes_write_them_are_one_table(tmp_path, iris):
+    """Part files of one table whose column is int in one and float in another (pandas writes an int column holding
+    a missing value as float64), whose columns come in another order, or all missing in one part; and a duration
+    column (read as its seconds): every row read, none rejected."""
+    import pandas as pd
+
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    first, second = iris.iloc[:75].copy(), iris.iloc[75:].copy()
+    first["count"] = range(75)
+    second["count"] = [float(n) + (0.5 if n == 100 else 0.0) for n in range(75, 150)]  # int64 here, double there
+    first["wait"] = pd.to_timedelta(range(75), unit="s")
+    second["wait"] = pd.to_timedelta(range(75, 150), unit="s")
+    second["note"] = None
+    first["note"] = "x"
+    first.to_parquet(folder / "part-0.parquet")
+    second[list(reversed(second.columns))].to_parquet(folder / "part-1.parquet")
+    (folder / "_SUCCESS").write_text("")
+    facts = parquet_source.inspect_source(source_path=str(folder), label="target")
+    assert (facts.types["count"], facts.types["wait"], facts.types["note"]) == ("float", "float", "string")
+    from kflow.components.datasets.parquet.ingest.executor import run
+    from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+
+    out = tmp_path / "out"
+    summary = run(examples=Examples(out / "e"), schema=Schema(out / "s"), rejects=Rejects(out / "r"),
+                  source_path=str(folder), label="target", problem_type="classification")  # fmt: skip
+    assert (summary["read"], summary["rejected"]) == (150, 0)
