@@ -22,7 +22,14 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from kflow.components.datasets.parquet.ingest.source import RowGroup, as_text, inspect_source, open_file, resolve
+from kflow.components.datasets.parquet.ingest.source import (
+    RowGroup,
+    as_text,
+    inspect_source,
+    open_file,
+    partitions,
+    resolve,
+)
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash, serialized_example
 from kflow.components.datasets.tabular.dataset import INFER_ROWS
@@ -53,15 +60,18 @@ class ParquetReader(TableReader):
         facts = inspect_source(source_path=job.source_path, **dataclasses.asdict(self))
         self.log_inferred(facts)
         files = resolve(job.source_path)
-        groups, read = row_groups(files, self.key, job.max_records)
+        groups, read = row_groups(files, self.key, job.max_records, partitions(files, job.source_path))
         log.info("parquet ingest: %d records in %d row group(s) of %d file(s)", read, len(groups), len(files))
         processor = RowGroupProcessor(tuple(facts.header), facts.types, self.label, facts.problem_type, self.key)
         return Table(files, facts.types, self.label, facts.problem_type, read, groups, processor, split, facts.numbered)
 
 
-def row_groups(files: list[str], key: str | None, max_records: int | None) -> tuple[list[RowGroup], int]:
+def row_groups(
+    files: list[str], key: str | None, max_records: int | None, partitioned: dict | None = None
+) -> tuple[list[RowGroup], int]:
     """The row groups to read (the last one cut short at `max_records`), and the number of records in them;
-    with a key column, each group's rows whose key an earlier row has."""
+    with a key column, each group's rows whose key an earlier row has; each with its file's partition folders'
+    values (`partitioned`: source.partitions)."""
     groups: list[RowGroup] = []
     read = 0
     keys = RepeatFinder() if key is not None else None
@@ -79,7 +89,8 @@ def row_groups(files: list[str], key: str | None, max_records: int | None) -> tu
                 for offset, value in enumerate(values):
                     if (text := as_text(value)) != "":
                         keys.add(text.encode(), read + offset)
-            groups.append(RowGroup(path, index, first_row, count))
+            partition = tuple((partitioned or {}).get(path, {}).items())
+            groups.append(RowGroup(path, index, first_row, count, partition=partition))
             read += count
             first_row += count
     if keys is not None:
@@ -110,8 +121,13 @@ class RowGroupProcessor:
     key: str | None
 
     def __call__(self, group: RowGroup) -> tuple[list, list]:
-        table = open_file(group.path).read_row_group(group.index, columns=list(self.header))
-        data = [table.column(name).to_pylist()[: group.count] for name in self.header]
+        folders = dict(group.partition)  # a partition folder's column: its value in every row of the file
+        read = [name for name in self.header if name not in folders]
+        table = open_file(group.path).read_row_group(group.index, columns=read)
+        data = [
+            [folders[name]] * group.count if name in folders else table.column(name).to_pylist()[: group.count]
+            for name in self.header
+        ]
         accepted, found = [], []
         for offset in range(group.count):
             row = group.first_row + offset

@@ -28,6 +28,7 @@ class RowGroup:
     first_row: int
     count: int
     duplicate_rows: frozenset[int] = frozenset()
+    partition: tuple[tuple[str, str | None], ...] = ()  # the (column, value) of its file's partition folders
 
     @property
     def display_name(self) -> str:
@@ -35,8 +36,53 @@ class RowGroup:
 
 
 def resolve(source_path: str | None) -> list[str]:
-    """The Parquet files: a file, a folder (its *.parquet files) or a glob pattern, sorted by name."""
+    """The Parquet files: a file, a folder (its *.parquet files; without any, those of its sub-folders: a
+    partitioned table's `year=2020/…`, hidden and `_` folders left out) or a glob pattern, sorted by name."""
+    folder = Path(source_path).expanduser() if source_path else None
+    if folder is not None and folder.is_dir() and not any(folder.glob("*.parquet")):
+        nested = sorted(
+            str(path)
+            for path in folder.rglob("*.parquet")
+            if not any(part.startswith((".", "_")) for part in path.relative_to(folder).parts)
+        )
+        if nested:
+            return nested
     return table_files("parquet", source_path, ("*.parquet",), "Parquet file")
+
+
+def partitions(files: list[str], source_path: str | None) -> dict[str, dict[str, str | None]]:
+    """{file: {column: value}} of the `column=value` folders (Hive's partitioning, as pandas' and Spark's
+    `partition_cols` write it) between the source's folder and each file; {} for files without them."""
+    from urllib.parse import unquote
+
+    root = _root(source_path)
+    found = {}
+    for path in files:
+        try:
+            parts = Path(path).parent.relative_to(root).parts
+        except ValueError:
+            continue
+        values = dict(part.split("=", 1) for part in parts if "=" in part and not part.startswith("="))
+        if values:
+            found[path] = {name: None if value == HIVE_NULL else unquote(value) for name, value in values.items()}
+    return found
+
+
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # a partition of rows whose value is missing
+
+
+def _root(source_path: str | None) -> Path:
+    """The folder the source's files are found under: the folder given, or a glob pattern's part before its first
+    wildcard."""
+    path = Path(source_path or ".").expanduser()
+    if path.is_dir():
+        return path
+    fixed = []
+    for part in path.parts:
+        if any(mark in part for mark in "*?["):
+            break
+        fixed.append(part)
+    return Path(*fixed) if fixed else Path(".")
 
 
 def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:
@@ -89,7 +135,9 @@ def kind_of(arrow_type: Any) -> str | None:
     return None
 
 
-def file_types(files: list[str], declared: dict[str, str]) -> tuple[list[str], dict[str, str], dict[str, str]]:
+def file_types(
+    files: list[str], declared: dict[str, str], partitioned: dict[str, dict[str, str | None]] | None = None
+) -> tuple[list[str], dict[str, str], dict[str, str]]:
     """(the columns read, kflow type of each, {column: its Parquet type} of those left out) from the files'
     schemas, which must agree. A column of no scalar type kflow holds (a list, a struct, a map, bytes) is left out
     unless declared (then converted): one such column does not keep a table's others from a model."""
@@ -110,7 +158,21 @@ def file_types(files: list[str], declared: dict[str, str]) -> tuple[list[str], d
                 arrow_types.setdefault(field.name, []).append(field.type)
     types = {name: declared.get(name) or _one_kind(name, arrow_types.get(name, [])) for name in header}
     unread = {name: str((arrow_types.get(name) or ["null"])[0]) for name, kind in types.items() if kind is None}
-    return [name for name in header if name not in unread], {n: k for n, k in types.items() if k}, unread
+    read = [name for name in header if name not in unread]
+    for name, values in _partition_values(partitioned or {}).items():  # the folders' columns, after the files' own
+        if name not in header:
+            read.append(name)
+            rows = [[value] for value in values if value]
+            types[name] = declared.get(name) or cols.infer_types([name], rows, {}, frozenset())[name]
+    return read, {n: k for n, k in types.items() if k}, unread
+
+
+def _partition_values(partitioned: dict[str, dict[str, str | None]]) -> dict[str, list[str | None]]:
+    columns: dict[str, list[str | None]] = {}
+    for values in partitioned.values():
+        for name, value in values.items():
+            columns.setdefault(name, []).append(value)
+    return columns
 
 
 def _one_kind(name: str, arrow_types: list[Any]) -> str | None:
@@ -139,8 +201,13 @@ def inspect_source(*, source_path: str | None = None, **parameters: Any) -> Sour
     declared = columns or {}
     if not isinstance(declared, dict):
         raise ValueError(f"data.columns: must map column names to types, got {declared!r}")
-    header, types, unread = file_types(files, {name: kind for name, kind in declared.items() if isinstance(kind, str)})
+    partitioned = partitions(files, source_path)
+    named = {name: kind for name, kind in declared.items() if isinstance(kind, str)}
+    header, types, unread = file_types(files, named, partitioned)
     check_no_images(files[0], unread, label)
+    folders = set(_partition_values(partitioned)) - set(open_file(files[0]).schema_arrow.names)
+    if key in folders:
+        raise ValueError(f"data.key: {key!r} is a partition folder's column: a key names one row, not a folder's")
     for name in (label, key):
         if name in unread:
             raise ValueError(
@@ -148,7 +215,10 @@ def inspect_source(*, source_path: str | None = None, **parameters: Any) -> Sour
                 f"declare it as one of {', '.join(cols.TYPES)} to convert it"
             )
     values: list[str] = []
-    if isinstance(label, str) and label in header:
+    if isinstance(label, str) and label in folders:  # a folder's value for each of its rows
+        counts = [(partitioned.get(path, {}).get(label), open_file(path).metadata.num_rows) for path in files]
+        values = [value for value, rows in counts if value for _ in range(rows)][: choice.infer_rows]
+    elif isinstance(label, str) and label in header:
         values = sample_values(files[0], label, types[label], choice.infer_rows)
     first = sample_values(files[0], header[0], "int", choice.infer_rows) if header and types[header[0]] == "int" else []
     facts = cols.table_facts(header, types, label, problem_type, key, declared, values, first)

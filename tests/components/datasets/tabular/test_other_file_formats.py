@@ -159,3 +159,26 @@ def test_part_files_as_data_lakes_write_them_are_one_table(tmp_path, iris):
     summary = run(examples=Examples(out / "e"), schema=Schema(out / "s"), rejects=Rejects(out / "r"),
                   source_path=str(folder), label="target", problem_type="classification")  # fmt: skip
     assert (summary["read"], summary["rejected"]) == (150, 0)
+
+
+def test_a_hive_partitioned_table_reads_its_folders_as_columns(tmp_path, iris):
+    """pandas' `to_parquet(path, partition_cols=[...])` (Spark's and Hive's layout: `year=2020/region=north/…`):
+    the folder is the table, each folder's `column=value` a column of its rows, typed as its values read (the
+    label too); the folder "matched no Parquet file", and a glob of its files lost those columns."""
+    from kflow.components.datasets.parquet.ingest.executor import run
+    from kflow.pipeline.dsl.artifacts import Examples, Rejects, Schema
+
+    frame = iris.assign(year=[2019 + n % 3 for n in range(150)], region=[("north", "south")[n % 2] for n in range(150)])
+    frame.to_parquet(tmp_path / "lake", partition_cols=["year", "region"])
+    facts = parquet_source.inspect_source(source_path=str(tmp_path / "lake"), label="target")
+    assert facts.header[-2:] == ["year", "region"] and (facts.types["year"], facts.types["region"]) == ("int", "string")
+    out = tmp_path / "out"
+    summary = run(examples=Examples(out / "e"), schema=Schema(out / "s"), rejects=Rejects(out / "r"),
+                  source_path=str(tmp_path / "lake"), label="target", problem_type="classification")  # fmt: skip
+    assert (summary["read"], summary["rejected"]) == (150, 0)
+    records = [row for rows in read_records(Examples(out / "e")).values() for row in rows]
+    pairs = sorted((row["year"], row["region"]) for row in records)
+    assert pairs == sorted((2019 + n % 3, ("north", "south")[n % 2]) for n in range(150))
+    iris.to_parquet(tmp_path / "by_class", partition_cols=["target"])  # the label in the folders' names
+    facts = parquet_source.inspect_source(source_path=str(tmp_path / "by_class"), label="target")
+    assert facts.problem_type == "classification" and sorted(facts.labels) == ["0", "1", "2"]
