@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import warnings
 from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -88,7 +89,11 @@ def load_trained(keras_file: Any, name: str | None) -> keras.Model:
     if name in MODELS:
         _module(name)
     importlib.import_module("kflow.components.models.heads")
-    return keras.models.load_model(keras_file)
+    with warnings.catch_warnings():
+        # keras-hub's BertMaskedLM overrides compile(): Keras warns on every load that it did not compile it, which
+        # scoring and evaluating never need (the Trainer compiles its own).
+        warnings.filterwarnings("ignore", message=r"`compile\(\)` was not called as part of model loading")
+        return keras.models.load_model(keras_file)
 
 
 def layout_map(name: str | None) -> dict[str, tuple[str | None, ...]]:
