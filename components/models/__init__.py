@@ -20,6 +20,10 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+# keras-hub's BertMaskedLM overrides compile(): Keras warns on every load that it did not compile it, which scoring
+# and evaluating never need (the Trainer compiles its own). Set once: catch_warnings is not thread-safe.
+warnings.filterwarnings("ignore", message=r"`compile\(\)` was not called as part of model loading")
+
 if TYPE_CHECKING:
     import keras
 
@@ -89,11 +93,7 @@ def load_trained(keras_file: Any, name: str | None) -> keras.Model:
     if name in MODELS:
         _module(name)
     importlib.import_module("kflow.components.models.heads")
-    with warnings.catch_warnings():
-        # keras-hub's BertMaskedLM overrides compile(): Keras warns on every load that it did not compile it, which
-        # scoring and evaluating never need (the Trainer compiles its own).
-        warnings.filterwarnings("ignore", message=r"`compile\(\)` was not called as part of model loading")
-        return keras.models.load_model(keras_file)
+    return keras.models.load_model(keras_file)
 
 
 def layout_map(name: str | None) -> dict[str, tuple[str | None, ...]]:

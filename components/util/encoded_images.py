@@ -39,6 +39,18 @@ def image_kind(value: Any) -> str | None:
         return None
 
 
+def looks_like_pixels(name: str, values: list) -> bool:
+    """Whether a column's list of numbers is an image's pixels, not an embedding: named as an image (image, img,
+    pixel), its values all from 0 to 255 (whole) or from 0 to 1."""
+    if not any(word in name.lower() for word in ("image", "img", "pixel")) or not values:
+        return False
+    if not all(isinstance(value, int | float) and not isinstance(value, bool) for value in values):
+        return False
+    low, high = min(values), max(values)
+    whole = all(float(value).is_integer() for value in values)
+    return low >= 0 and (high <= 1 or (whole and high <= 255))
+
+
 def square_image(count: int, smallest: int = 8) -> str | None:
     """'28×28' or '32×32×3' where `count` values fill a square grey or RGB image of at least `smallest` pixels a
     side (a table's column of an image's pixels, as they look), else None."""

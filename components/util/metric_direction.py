@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import re
 
-_LOWER = re.compile(r"(^|_)(loss|error|mae|mse|rmse|msle|mape|rmsle|perplexity|crossentropy|hinge|logcosh)($|_)")
+_LOWER = re.compile(
+    r"(^|_)(loss|losses|error|errors|mae|mse|rmse|msle|mape|rmsle|perplexity|crossentropy|hinge|logcosh|kld"
+    r"|kl_divergence|poisson|false_positives|false_negatives)($|_)"
+)
 
 
 def lower_is_better(metric: str) -> bool:

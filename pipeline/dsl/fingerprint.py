@@ -26,6 +26,13 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _keyed_name(path: str) -> str:
+    """A file's name in the key, with the `column=value` folders above it (a partitioned table's values are in its
+    folders' names: renaming `label=cat` to `label=dog` changes the data, not only where it is)."""
+    found = Path(path)
+    return "/".join([*(part for part in found.parent.parts if "=" in part), found.name])
+
+
 def fingerprint_files(paths: Iterable[str | Path]) -> dict[str, Any]:
     """{"key": [[name, size, sha256], ...], "files": [{path, size, mtime, sha256}], "seconds": s} of `paths`
     (folders stand for every file below them), in a stable order."""
@@ -39,9 +46,9 @@ def fingerprint_files(paths: Iterable[str | Path]) -> dict[str, Any]:
         entries.append(
             {"path": str(path.resolve()), "size": stat.st_size, "mtime": stat.st_mtime, "sha256": file_digest(path)}
         )
-    entries.sort(key=lambda entry: (Path(entry["path"]).name, entry["sha256"]))
+    entries.sort(key=lambda entry: (_keyed_name(entry["path"]), entry["sha256"]))
     return {
-        "key": [[Path(entry["path"]).name, entry["size"], entry["sha256"]] for entry in entries],
+        "key": [[_keyed_name(entry["path"]), entry["size"], entry["sha256"]] for entry in entries],
         "files": entries,
         "seconds": round(time.perf_counter() - started, 3),
     }

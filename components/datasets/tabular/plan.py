@@ -28,6 +28,7 @@ DATA_OPTIONS: dict[str, Any] = {
 }
 log = logging.getLogger(__name__)
 
+_CODE = re.compile(r"[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*")  # a long id: letters, digits, `-` and `_`, a digit at least
 MIN_IDENTIFIER_ROWS = 20  # A string feature with a distinct value in every one of at least this many rows: an id.
 OOV_BUCKETS = 16  # Hashed buckets a high-cardinality categorical feature's values past its vocabulary share.
 DATE_SAMPLE = 200  # The most frequent values `dates` looks at.
@@ -171,11 +172,13 @@ def string_spec(name: str, summary: StringSummary, options: dict[str, Any]) -> d
     # numbers (the time, the season, the weekday, the time of day: models/date_parts.py) where they read so.
     if many and dates(ranked):
         return date_spec(name, ranked, summary.distinct, summary.day_first)
-    # One code-like value a row (`P-00017`, a UUID, a 20-character hash): an identifier, however long. Phrases all
-    # distinct (with spaces) are words to learn from. (A length rule let ids of 20 characters or more through as
-    # text: Quora's `qid` was learnt as a vocabulary of 300 hex fragments.)
+    # One code-like value a row (`P-00017`; a UUID or a 20-character hash, letters and digits): an identifier,
+    # however long. Phrases all distinct (with spaces), URLs, SMILES or DNA (other marks, or no digit) are text to
+    # learn from. (A length rule let ids of 20 characters or more through as text: Quora's `qid` was learnt as a
+    # vocabulary of 300 hex fragments.)
     seen = summary.seen
-    if seen >= MIN_IDENTIFIER_ROWS and summary.distinct == seen and not summary.spaced:
+    coded = not text or all(_CODE.fullmatch(value) for value, _ in summary.ranked)
+    if seen >= MIN_IDENTIFIER_ROWS and summary.distinct == seen and not summary.spaced and coded:
         return {"name": name, "kind": "left_out", "left_out": f"an identifier ({seen} distinct values in {seen} rows)"}
     if many and text:
         return {"name": name, "kind": "text", "vocabulary": [word for word, _ in summary.words]}

@@ -315,7 +315,8 @@ def source_files(*, source_path: str | None = None, source_format: str = "auto",
 # A folder's CSV files, compressed as open_source reads them too (a file alone or a glob was read so; a folder of
 # .csv.bz2 files "matched no CSV").
 COMPRESSED = ("", ".gz", ".bz2", ".xz", ".zip", ".zst")
-CSV_PATTERNS = tuple(f"*.{kind}{suffix}" for kind in ("csv", "tsv") for suffix in COMPRESSED)
+CSV_PATTERNS = tuple(f"*.csv{suffix}" for suffix in COMPRESSED)
+TSV_PATTERNS = tuple(f"*.tsv{suffix}" for suffix in COMPRESSED)  # a folder of them, where it holds no CSV
 
 
 def resolve(source_path: str | None, source_format: str = "auto") -> list[str]:
@@ -325,10 +326,20 @@ def resolve(source_path: str | None, source_format: str = "auto") -> list[str]:
     folder = Path(source_path).expanduser() if source_path else None
     patterns = PATTERNS if source_format == FORMAT else CSV_PATTERNS
     if source_format != "csv" and folder is not None and folder.is_dir():
-        kinds = (CSV_PATTERNS, PATTERNS, WORKBOOK_PATTERNS, JSON_PATTERNS)  # a .json beside workbooks: metadata
+        kinds = (CSV_PATTERNS, PATTERNS, TSV_PATTERNS, WORKBOOK_PATTERNS, JSON_PATTERNS)  # a .json beside: metadata
         kinds = kinds if source_format == "auto" else (PATTERNS, JSON_PATTERNS)
         patterns = next((kind for kind in kinds if _holds(folder, kind)), patterns)
-    return table_files("csv", source_path, patterns, "CSV, JSON Lines, JSON or Excel file")
+    files = table_files("csv", source_path, patterns, "CSV, JSON Lines, JSON or Excel file")
+    if folder is not None and folder.is_dir():  # train.csv beside train.csv.zip (a download unzipped in place): once
+        names = {Path(name).name for name in files}
+        files = [name for name in files if not _compressed_copy(Path(name).name, names)]
+    return files
+
+
+def _compressed_copy(name: str, names: set[str]) -> bool:
+    """Whether `name` is a compressed copy of another file of the folder (`x.csv.gz` beside `x.csv`)."""
+    stem, _, suffix = name.rpartition(".")
+    return bool(stem) and f".{suffix}" in COMPRESSED and stem in names
 
 
 def _holds(folder: Path, patterns: tuple[str, ...]) -> bool:

@@ -25,6 +25,7 @@ from typing import Any
 from kflow.components.datasets.images.ingest.raw_pixels import RawPixels
 from kflow.components.datasets.images.ingest.source import UNLABELLED
 from kflow.components.datasets.images.ingest.table_scan import (
+    NO_LABEL,
     Scan,
     example_row,
     first_values,
@@ -114,7 +115,8 @@ class TableImages:
         raw = RawPixels.find(first) if not _encoded_columns(first) else None
         image = raw.column if raw is not None else _image_column(first, files[0])
         label = _label_column(first, image, label, files[0]) if labelled else None
-        scan = Scan(image, label, raw)
+        named = bool(kind == "parquet" and label and _hugging_face_names(files[0], label))
+        scan = Scan(image, label, raw, named_classes=named)
         for index, file in enumerate(files):
             (scan_parquet if kind == "parquet" else scan_tfrecord)(scan, index, file)
         classes = _class_names(scan.labels, kind, files[0], label) if labelled else ()
@@ -123,6 +125,7 @@ class TableImages:
         if not scan.sizes:
             raise ValueError(f"data.source.path: none of the sampled {image!r} values of {source_path} is an image")
         plan = tuple(scan.plan)
+        raw = raw.with_scale(scan.largest, scan.numbers) if raw is not None else None
         return cls(kind, tuple(files), tuple(names), image, label, classes, plan, scan.sizes, scan.modes, raw)
 
     @staticmethod
@@ -133,6 +136,10 @@ class TableImages:
         raw = RawPixels.find(first) if not _encoded_columns(first) else None
         image = raw.column if raw is not None else _image_column(first, first_file)
         _label_column(first, image, label, first_file, say=False)
+
+    @property
+    def _size_columns(self) -> tuple[str, ...]:
+        return tuple(self.raw.sizes or ()) if self.raw is not None else ()
 
     @property
     def records(self) -> int:
@@ -151,7 +158,7 @@ class TableImages:
     def rows(self, chunk: tuple[int, int, int, int]) -> Iterator[tuple[int, dict[str, Any]]]:
         """(record number, {column: value}) of a chunk's records: the image and label columns only."""
         file, start, stop, where = chunk
-        columns = [name for name in (self.image, self.label) if name]
+        columns = [*dict.fromkeys(name for name in (self.image, self.label, *self._size_columns) if name)]
         if self.kind == "parquet":
             import pyarrow.parquet as pq
 
@@ -179,6 +186,8 @@ class TableImages:
         text = label_text(value)
         if text is None or not self.hf_names:
             return text
+        if text == NO_LABEL:  # a Hugging Face ClassLabel's "no label"
+            return None
         return self.classes[int(text)] if text.lstrip("-").isdigit() and 0 <= int(text) < len(self.classes) else text
 
     @property
@@ -199,7 +208,7 @@ class TableImageConverter:
             position = f"{table.names[chunk[0]]}#{number}"
             label = table.class_name(row.get(table.label)) if table.label else None
             value = row.get(table.image)
-            encoded = table.raw.encoded(value) if table.raw is not None else encoded_bytes(value)
+            encoded = table.raw.encoded(value, row) if table.raw is not None else encoded_bytes(value)
             if table.label and label not in self.converter.classes:  # none: filtered, as a table's unlabelled rows
                 found.append(make_reject("missing_label", INVALID if label else FILTERED, position, {"label": label}))
                 continue

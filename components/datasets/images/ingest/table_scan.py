@@ -5,6 +5,7 @@ the labels, a sample of the images' headers, where each chunk starts."""
 from __future__ import annotations
 
 import io
+import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +26,9 @@ class Scan:
     image: str
     label: str | None
     raw: RawPixels | None = None
+    named_classes: bool = False  # a Hugging Face ClassLabel: -1 is no label (NO_LABEL)
+    largest: float = 0.0  # pixels: the largest value of the sampled records
+    numbers: bool = False  # pixels: held as numbers (not raw bytes)
     labels: Counter = field(default_factory=Counter)
     plan: list[tuple[int, int, int, int]] = field(default_factory=list)
     sizes: Counter = field(default_factory=Counter)
@@ -32,16 +36,23 @@ class Scan:
     sampler: Any = field(default_factory=lambda: _Sampler(HEADER_SAMPLE))
 
     def label_value(self, value: Any) -> None:
-        if self.label is not None and (text := label_text(value)) is not None:
+        text = label_text(value) if self.label is not None else None
+        if text is not None and not (self.named_classes and text == NO_LABEL):
             self.labels[text] += 1
 
     def image_value(self, value: Any) -> None:
         if self.sampler.takes():
-            if self.raw is not None:  # every image of the table's shape: its size and mode without decoding
-                self.sizes[self.raw.shape[:2]] += 1
-                self.modes[self.raw.mode] += 1
-            else:
-                _header(value, self.sizes, self.modes)
+            self.sampled_image(value)
+
+    def sampled_image(self, value: Any) -> None:
+        """Counts a sampled image's size and mode (pixels: the table's, without decoding)."""
+        if self.raw is not None:
+            self.sizes[self.raw.shape[:2]] += 1
+            self.modes[self.raw.mode] += 1
+            if isinstance(value, list) and value:
+                self.numbers, self.largest = True, max(self.largest, float(max(value)))
+        else:
+            _header(value, self.sizes, self.modes)
 
 
 def scan_tfrecord(scan: Scan, index: int, path: str) -> None:
@@ -81,8 +92,8 @@ def scan_parquet(scan: Scan, index: int, path: str) -> None:
     for batch in parquet.iter_batches(1024, columns=[scan.image]):
         column = batch.column(0)
         for place in range(len(column)):
-            if scan.sampler.takes():
-                scan.image_value(column[place].as_py())
+            if scan.sampler.takes():  # only a sampled cell made a Python value
+                scan.sampled_image(column[place].as_py())
 
 
 class _Sampler:
@@ -163,15 +174,17 @@ def example_row(record: bytes, columns: tuple) -> dict[str, Any]:
 
 
 def label_text(value: Any) -> str | None:
-    """A label value as text: a string, a whole number (a float that is one too), or None (missing, a list, NaN, or
-    a negative number: Hugging Face's -1, "no label")."""
+    """A label value as text: a string, a number (a whole float as its integer), or None (missing, a list, NaN)."""
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or value is None or isinstance(value, list | dict | float) or value == "":
+    if isinstance(value, bool) or value is None or isinstance(value, list | dict) or value == "":
         return None
-    return None if isinstance(value, int) and value < 0 else str(value)
+    return None if isinstance(value, float) and math.isnan(value) else str(value)
+
+
+NO_LABEL = "-1"  # what a Hugging Face ClassLabel column holds for a record without a label
 
 
 def _header(value: Any, sizes: Counter, modes: Counter) -> None:

@@ -32,7 +32,10 @@ class RowGroup:
 
     @property
     def display_name(self) -> str:
-        return Path(self.path).name
+        """The file as positions name it: its name, below its partition folders (`year=2020/part-0.parquet`: pandas
+        names the files of every partition alike)."""
+        path = Path(self.path)
+        return "/".join([*(part for part in path.parent.parts if "=" in part), path.name])
 
 
 def resolve(source_path: str | None) -> list[str]:
@@ -40,10 +43,11 @@ def resolve(source_path: str | None) -> list[str]:
     partitioned table's `year=2020/…`, hidden and `_` folders left out) or a glob pattern, sorted by name."""
     folder = Path(source_path).expanduser() if source_path else None
     if folder is not None and folder.is_dir() and not any(folder.glob("*.parquet")):
+        # Only through `column=value` folders: `train/` and `test/` folders are splits, not one table to merge.
         nested = sorted(
             str(path)
             for path in folder.rglob("*.parquet")
-            if not any(part.startswith((".", "_")) for part in path.relative_to(folder).parts)
+            if all("=" in part and not part.startswith((".", "_")) for part in path.parent.relative_to(folder).parts)
         )
         if nested:
             return nested
@@ -64,7 +68,7 @@ def partitions(files: list[str], source_path: str | None) -> dict[str, dict[str,
             continue
         values = dict(part.split("=", 1) for part in parts if "=" in part and not part.startswith("="))
         if values:
-            found[path] = {name: None if value == HIVE_NULL else unquote(value) for name, value in values.items()}
+            found[path] = {name: None if value in ("", HIVE_NULL) else unquote(value) for name, value in values.items()}
     return found
 
 
@@ -205,6 +209,14 @@ def inspect_source(*, source_path: str | None = None, **parameters: Any) -> Sour
     named = {name: kind for name, kind in declared.items() if isinstance(kind, str)}
     header, types, unread = file_types(files, named, partitioned)
     check_no_images(files[0], unread, label)
+    layouts = {path: tuple(sorted(partitioned.get(path, {}))) for path in files}
+    first = layouts[files[0]]
+    if other := next((path for path, keys in layouts.items() if keys != first), None):  # a value each row, each column
+        raise ValueError(
+            f"data.source.path: {files[0]} is below the folders of {list(first) or 'no column'}, {other} below those "
+            f"of {list(layouts[other]) or 'no column'}: a partitioned table's files are below folders of the same "
+            "columns"
+        )
     folders = set(_partition_values(partitioned)) - set(open_file(files[0]).schema_arrow.names)
     if key in folders:
         raise ValueError(f"data.key: {key!r} is a partition folder's column: a key names one row, not a folder's")
@@ -216,8 +228,9 @@ def inspect_source(*, source_path: str | None = None, **parameters: Any) -> Sour
             )
     values: list[str] = []
     if isinstance(label, str) and label in folders:  # a folder's value for each of its rows
+        share = max(1, choice.infer_rows // len(files))  # each folder's value for its rows, every folder seen
         counts = [(partitioned.get(path, {}).get(label), open_file(path).metadata.num_rows) for path in files]
-        values = [value for value, rows in counts if value for _ in range(rows)][: choice.infer_rows]
+        values = [value for value, count in counts if value for _ in range(min(count, share))]
     elif isinstance(label, str) and label in header:
         values = sample_values(files[0], label, types[label], choice.infer_rows)
     first = sample_values(files[0], header[0], "int", choice.infer_rows) if header and types[header[0]] == "int" else []
@@ -229,15 +242,15 @@ def check_no_images(path: str, unread: dict[str, str], label: Any) -> None:
     """Refuses a table whose column left out (bytes, a struct holding them, a list) holds images, encoded or as a
     square's worth of pixels: without it the model would learn from the other columns alone; the images dataset
     reads them."""
-    from kflow.components.util.encoded_images import image_kind, square_image
+    from kflow.components.util.encoded_images import image_kind, looks_like_pixels, square_image
 
     candidates = [name for name, kind in unread.items() if "binary" in kind or "list" in kind]
     if not candidates:
         return
     first = next(open_file(path).iter_batches(1, columns=candidates), None)  # one row, not a row group
     for name, value in (first.to_pylist()[0] if first is not None and first.num_rows else {}).items():
-        numbers = isinstance(value, list) and bool(value) and all(isinstance(v, int | float) for v in value)
-        image = image_kind(value) or (f"pixels, {shape}" if numbers and (shape := square_image(len(value))) else None)
+        pixels = isinstance(value, list) and looks_like_pixels(name, value)
+        image = image_kind(value) or (f"pixels, {shape}" if pixels and (shape := square_image(len(value))) else None)
         if image:
             raise ValueError(
                 f"data.source.path: the column {name!r} holds images ({image}): read them with data.dataset: "

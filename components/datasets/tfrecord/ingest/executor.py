@@ -50,7 +50,7 @@ from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import INVALID, kind_of, make_reject
 from kflow.components.ingest.repeats import RepeatFinder
 from kflow.components.ingest.tfrecord_file import read_records
-from kflow.components.util.encoded_images import image_kind, square_image
+from kflow.components.util.encoded_images import image_kind, looks_like_pixels, square_image
 from kflow.components.util.example_proto import Example, example_of, feature_encoder
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,11 @@ class TfRecordReader(TableReader):
                 f"data.source.path: the feature {name!r} holds encoded images ({image}): read them with data.dataset: "
                 f"images (data.label: {label or 'the label feature'}), which decodes them and trains an image model"
             )
-        pixels = {name: count for name, count in found.lists.items() if square_image(count) and name != label}
+        pixels = {
+            name: count
+            for name, (count, first) in found.lists.items()
+            if name != label and square_image(count) and looks_like_pixels(name, first)
+        }
         if pixels:  # a table holds a value a column: every record would be a multi_valued reject
             name, count = next(iter(pixels.items()))
             raise ValueError(
@@ -173,8 +177,8 @@ class Scan:
     chunks: list[FileChunk] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)  # the label's value in each sampled record that holds one
     images: dict[str, str] = field(default_factory=dict)  # {feature: image format} of bytes features of encoded images
-    # {feature: its values' count} of the features holding several values in every sampled record that has them
-    lists: dict[str, int] = field(default_factory=dict)
+    # {feature: (its values' count, the first record's numbers)} of the features of one count in every sampled record
+    lists: dict[str, tuple[int, list]] = field(default_factory=dict)
 
 
 def scan(
@@ -213,10 +217,10 @@ def scan(
                             if image := image_kind(feature.bytes_list.value[0]):
                                 found.images[name] = image
                         if kind is not None:
-                            count = len(getattr(feature, feature.WhichOneof("kind")).value)
+                            values = getattr(feature, feature.WhichOneof("kind")).value
                             if name not in found.types:
-                                found.lists[name] = count
-                            elif found.lists.get(name) != count:
+                                found.lists[name] = (len(values), list(values) if kind != "string" else [])
+                            elif found.lists.get(name, (None,))[0] != len(values):
                                 found.lists.pop(name, None)
                             found.types.setdefault(name, kind)
                     if label is not None and _holds(example, label):

@@ -37,6 +37,11 @@ def test_a_distinct_value_in_every_row_is_an_identifier_however_long():
     ids = Counter(str(uuid.UUID(int=n * 7919 + 12345)).encode() for n in range(150))
     hashes = Counter(f"{n * 2654435761 % 16**20:020x}".encode() for n in range(150))
     phrases = Counter(f"the river number {n} ran through the old town".encode() for n in range(150))
+    urls = Counter(f"http://secure-login{n}.example.net/verify/account.php?id={n}".encode() for n in range(150))
+    bases = "ACGT"
+    dna = Counter("".join(bases[(n >> (2 * i)) % 4] for i in range(24)).encode() for n in range(150))
+    smiles = Counter(f"CC(=O)N{'C' * (n % 40)}c1ccccc1O{n}".encode() for n in range(150))
     for counts in (ids, hashes):
         assert string_spec("id", summarize_strings(counts, DATA_OPTIONS), DATA_OPTIONS)["kind"] == "left_out"
-    assert string_spec("note", summarize_strings(phrases, DATA_OPTIONS), DATA_OPTIONS)["kind"] == "text"
+    for counts in (phrases, urls, dna, smiles):  # words, addresses, sequences, molecules: text to learn from
+        assert string_spec("note", summarize_strings(counts, DATA_OPTIONS), DATA_OPTIONS)["kind"] == "text"

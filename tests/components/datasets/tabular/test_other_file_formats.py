@@ -89,8 +89,12 @@ def test_a_compressed_csv_is_read_whole_as_downloaded(tmp_path, iris, kind):
     path = write(kind, tmp_path / "folder" / f"iris.csv.{kind}", iris)
     facts = csv_source.inspect_source(source_path=str(path), label="target")
     assert facts.header == list(iris) and facts.sampled == len(iris)
-    # A folder of such files is read as the file alone (a folder of .csv.bz2 files "matched no CSV").
+    # A folder of such files is read as the file alone (a folder of .csv.bz2 files "matched no CSV"); beside the
+    # plain CSV (a download unzipped in place), the copy is not read again.
     assert csv_source.resolve(str(tmp_path / "folder"), "auto") == [str(path)]
+    write("csv", tmp_path / "folder" / "iris.csv", iris)
+    (tmp_path / "folder" / "notes.tsv").write_text("a\tb\n")
+    assert csv_source.resolve(str(tmp_path / "folder"), "auto") == [str(tmp_path / "folder" / "iris.csv")]
     summary, examples, _, _ = ingest(tmp_path, source_path=str(path), label="target", columns={})
     assert (summary["read"], summary["rejected"]) == (150, 0)
     records = [record for split in read_records(examples).values() for record in split]
@@ -182,3 +186,27 @@ def test_a_hive_partitioned_table_reads_its_folders_as_columns(tmp_path, iris):
     iris.to_parquet(tmp_path / "by_class", partition_cols=["target"])  # the label in the folders' names
     facts = parquet_source.inspect_source(source_path=str(tmp_path / "by_class"), label="target")
     assert facts.problem_type == "classification" and sorted(facts.labels) == ["0", "1", "2"]
+
+
+def test_what_is_no_partitioned_table_is_not_read_as_one(tmp_path, iris):
+    """Split folders (`train/`, `test/`: a Hugging Face export) are not one table to merge; files below folders of
+    other columns are refused naming them; an empty `column=` folder is a missing value; positions name the folders
+    (pandas names every partition's file alike)."""
+    for split in ("train", "test"):
+        (tmp_path / "hf" / split).mkdir(parents=True)
+        iris.to_parquet(tmp_path / "hf" / split / "0000.parquet")
+    with pytest.raises(ValueError, match="matches no Parquet file"):
+        parquet_source.inspect_source(source_path=str(tmp_path / "hf"), label="target")
+    for folder in ("year=2020", "year=2021/month=1"):
+        (tmp_path / "ragged" / folder).mkdir(parents=True)
+        iris.to_parquet(tmp_path / "ragged" / folder / "p.parquet")
+    with pytest.raises(ValueError, match=r"is below the folders of \['year'\], .* below those of \['month', 'year'\]"):
+        parquet_source.inspect_source(source_path=str(tmp_path / "ragged"), label="target")
+    files = [tmp_path / "lake" / "g=a" / "p.parquet", tmp_path / "lake" / "g=" / "p.parquet"]
+    for path in files:
+        path.parent.mkdir(parents=True)
+        iris.to_parquet(path)
+    partitioned = parquet_source.partitions([str(path) for path in files], str(tmp_path / "lake"))
+    assert [partitioned[str(path)] for path in files] == [{"g": "a"}, {"g": None}]
+    group = parquet_source.RowGroup(str(files[0]), 0, 0, 150)
+    assert group.display_name == "g=a/p.parquet"

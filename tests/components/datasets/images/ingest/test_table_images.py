@@ -285,3 +285,28 @@ def test_unlabelled_records_are_filtered_and_the_columns_found_past_a_first_bad_
             writer.write(_example(**features, **({"image/class/label": int(label)} if index % 10 else {})))
     summary, *_ = ingest(tmp_path / "sparse", source_path=str(tmp_path / "sparse.tfrecord"), max_invalid_fraction=0.1)
     assert (summary["read"], summary["filtered"], summary["invalid"]) == (COUNT, COUNT // 10, 0)
+
+
+def test_pixels_take_each_records_shape_and_the_tables_scale(tmp_path):
+    """Records of raw pixels with their own height and width (20×30, then 30×20) are each read in their shape, not
+    the first's; an all-black first image of whole numbers in 0-255 does not make the table's scale [0, 1]."""
+    from kflow.components.datasets.images.ingest.table_images import TableImages
+
+    rng = np.random.default_rng(0)
+    shapes = [(20, 30), (30, 20)] * 20
+    images = [np.zeros(shapes[0], np.uint8), *(rng.integers(0, 256, shape, dtype=np.uint8) for shape in shapes[1:])]
+    with tf.io.TFRecordWriter(str(tmp_path / "raw.tfrecord")) as writer:
+        for index, image in enumerate(images):
+            writer.write(_list_example(image_raw=image.tobytes(), height=image.shape[0], width=image.shape[1],
+                                       label=index % 2))  # fmt: skip
+    table = TableImages.open(str(tmp_path / "raw.tfrecord"), "tfrecord", None)
+    assert table.raw is not None and table.raw.sizes == ("height", "width")
+    for number, row in table.rows(table.plan[0]):
+        decoded = np.asarray(Image.open(io.BytesIO(table.raw.encoded(row[table.image], row))))
+        np.testing.assert_array_equal(decoded, images[number])
+    with tf.io.TFRecordWriter(str(tmp_path / "ints.tfrecord")) as writer:  # numbers 0-255, the first image black
+        for index, image in enumerate(np.stack([np.zeros((8, 8)), *(rng.integers(0, 256, (39, 8, 8)))])):
+            feature = {"pixels": tf.train.Feature(int64_list=tf.train.Int64List(value=image.astype(int).reshape(-1))),
+                       "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[index % 2]))}  # fmt: skip
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    assert TableImages.open(str(tmp_path / "ints.tfrecord"), "tfrecord", None).raw.scale == 1.0
