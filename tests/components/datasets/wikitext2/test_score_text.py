@@ -13,7 +13,9 @@ from kflow.pipeline.cli.main import main
 from tests.conftest import REPO, shared_dataset
 
 CONFIG = REPO / "pipeline" / "configs" / "wikitext2.yaml"
-pytestmark = pytest.mark.real_data
+# slow (19 s: a short training): make test keeps the fill-mask on a real model (test_fill_mask.py) and the ingest's
+# reading of text to score (ingest/test_executor.py)
+pytestmark = [pytest.mark.real_data, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

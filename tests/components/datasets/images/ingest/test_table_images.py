@@ -191,6 +191,7 @@ def test_the_tabular_ingests_send_image_tables_to_the_images_dataset(tmp_path):
     assert summary["read"] == 30 and summary["rejected"] == 0
 
 
+@pytest.mark.slow  # trains (15 s); make test keeps the reading of the same tables above
 def test_a_config_of_the_path_alone_trains_on_tfrecord_images_and_scores_new_ones(tmp_path):
     """`data.dataset: images` and the shards' folder: the image recipe learns the digits (test accuracy ≥ 0.8 after
     a few epochs), and `kflow predict` scores a TFRecord of new images without labels, keyed FILE#INDEX."""
