@@ -130,12 +130,23 @@ class TableImages:
 
     @staticmethod
     def check(source_path: str | None, kind: str, label: str | None) -> None:
-        """What `open` refuses from the first records alone (kflow validate): no image column, no label."""
+        """What `open` refuses from the first records alone (kflow validate): no image column, no label; and, from a
+        Parquet table's label column (read alone, cheaply), fewer than two classes."""
         files = table_files_of(source_path, kind)
         first, first_file = first_values(kind, files), files[0]
         raw = RawPixels.find(first) if not _encoded_columns(first) else None
         image = raw.column if raw is not None else _image_column(first, first_file)
-        _label_column(first, image, label, first_file, say=False)
+        label = _label_column(first, image, label, first_file, say=False)
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            scan = Scan(image, label, named_classes=bool(_hugging_face_names(first_file, label)))
+            for path in files:
+                for value in pq.ParquetFile(path).read(columns=[label]).column(0).to_pylist():
+                    scan.label_value(value)
+            if len(scan.labels) < 2:
+                raise ValueError(f"data.label: {label!r} holds {len(scan.labels)} class in {source_path}: a classifier "
+                                 "needs 2")  # fmt: skip
 
     @property
     def _size_columns(self) -> tuple[str, ...]:

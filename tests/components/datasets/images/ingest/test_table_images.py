@@ -311,3 +311,14 @@ def test_pixels_take_each_records_shape_and_the_tables_scale(tmp_path):
                        "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[index % 2]))}  # fmt: skip
             writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
     assert TableImages.open(str(tmp_path / "ints.tfrecord"), "tfrecord", None).raw.scale == 1.0
+
+
+def test_validate_refuses_a_parquet_image_table_of_one_class(tmp_path):
+    """What the run refuses after reading every label (one class), validate refuses from the label column alone."""
+    images, _ = _digits()
+    cells = [{"bytes": _png(image), "path": None} for image in images[:30]]
+    kind = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    pq.write_table(pa.table({"image": pa.array(cells, type=kind), "label": [7] * 30}), tmp_path / "sevens.parquet")
+    with pytest.raises(ValueError, match="data.label: 'label' holds 1 class in .*: a classifier needs 2"):
+        TableImages.check(str(tmp_path / "sevens.parquet"), "parquet", None)
+    TableImages.check(str(write_parquet(tmp_path / "digits.parquet")), "parquet", None)  # ten: no refusal
