@@ -21,6 +21,11 @@ from typing import BinaryIO
 _MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"PK\x03\x04", "zip"), (b"\x28\xb5\x2f\xfd", "zstd"))
 
 
+# The names a compressed file of another kind takes (`x.csv.bz2`): what a folder's listing matches, as open_source
+# reads them all.
+SUFFIXES = ("", ".gz", ".bz2", ".xz", ".zip", ".zst")
+
+
 def compression(path: str) -> str | None:
     """The compression the file's first bytes say: gzip, bzip2, xz, zip or zstd; None when they say none."""
     with _open(path) as file:

@@ -25,11 +25,11 @@ from kflow.components.datasets.csv.ingest.json_array import is_json_array
 from kflow.components.datasets.csv.ingest.readable import open_records
 from kflow.components.datasets.csv.ingest.workbook import is_workbook, sheet_index, sheets
 from kflow.components.datasets.tabular.table_files import opens_json_object
+from kflow.components.ingest.compressed import SUFFIXES
 
 FORMAT = "jsonl"
-_COMPRESSED = ("", ".gz", ".bz2", ".xz", ".zip", ".zst")  # as open_source reads them
-PATTERNS = tuple(f"*.{kind}{suffix}" for kind in ("jsonl", "ndjson") for suffix in _COMPRESSED)  # beside its CSVs
-JSON_PATTERNS = tuple(f"*.json{suffix}" for suffix in _COMPRESSED)  # where it holds neither: arrays of records
+PATTERNS = tuple(f"*.{kind}{suffix}" for kind in ("jsonl", "ndjson") for suffix in SUFFIXES)  # beside its CSVs
+JSON_PATTERNS = tuple(f"*.json{suffix}" for suffix in SUFFIXES)  # where it holds neither: arrays of records
 
 
 class BadJson(csv.Error):

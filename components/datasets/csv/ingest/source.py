@@ -9,9 +9,8 @@ when a key column is declared, and cuts the files into chunks of CHUNK_ROWS reco
 
 from __future__ import annotations
 
-import json
 from array import array
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,6 +26,14 @@ from kflow.components.datasets.csv.ingest.header import (
     repeats_header,
     split_row,
 )
+from kflow.components.datasets.csv.ingest.header_checks import (
+    check_declared,
+    check_delimiter,
+    check_fields,
+    cutting_delimiter,
+    decimal_commas,
+    named_columns,
+)
 from kflow.components.datasets.csv.ingest.json_array import is_json_array
 from kflow.components.datasets.csv.ingest.json_lines import FORMAT, JSON_PATTERNS, PATTERNS, dialect_of
 from kflow.components.datasets.csv.ingest.readable import needs_copy, open_records
@@ -36,10 +43,10 @@ from kflow.components.datasets.csv.ingest.workbook import is_workbook, sheet_ind
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.columns import SourceFacts
-from kflow.components.datasets.tabular.examples import ROW_NAMES, row_names
+from kflow.components.datasets.tabular.examples import row_names
 from kflow.components.datasets.tabular.missing_marks import marked_columns, numbers_marked
 from kflow.components.datasets.tabular.table_files import TAR_MARK, other_format, table_files
-from kflow.components.ingest.compressed import open_source
+from kflow.components.ingest.compressed import SUFFIXES, open_source
 from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.repeats import RepeatFinder
 
@@ -58,10 +65,10 @@ def source_facts(
     """The checks of the header, the declared columns and the task that the ingest and `kflow validate` share; those
     of the sampled records (most of them of another field count, or not of a declared type) where
     `max_invalid_fraction` does not allow most records to be invalid."""
-    _check_delimiter(scan.header, dialect, label)
+    check_delimiter(scan.header, dialect, label)
     strict = max_invalid_fraction < 0.5
     if strict:
-        _check_fields(scan, dialect)
+        check_fields(scan, dialect)
     declared = columns or {}
     # A mark standing for a missing number (`?`) is missing there; for the inference, anywhere (it checks no text).
     gaps = marked_columns(scan.header, scan.sample, declared, dialect.missing, dialect.number_style)
@@ -77,7 +84,7 @@ def source_facts(
     marks = written_numbers.decorated(scan.header, scan.sample, undeclared, missing, dialect.number_style)
     types |= {name: "float" for name in marks if declared.get(name) != "int"}
     if strict:
-        _check_declared(scan, declared, missing, marks)
+        check_declared(scan, declared, missing, marks)
     at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None
     values = [row[at].strip() for row in scan.sample if at is not None and len(row) == len(scan.header)]
     values = [value for value in values if value not in (missing if label in gaps else dialect.missing)]
@@ -90,7 +97,7 @@ def source_facts(
         first = [row[0] for row in scan.sample if row and (len(row) == full or cols.parses(row[0].strip(), "int"))]
     facts = cols.table_facts(scan.header, types, label, problem_type, key, declared, values, first)
     gaps = numbers_marked(scan.header, scan.sample, types, missing - dialect.missing)
-    notes = _decimal_commas(scan, dialect, types)
+    notes = decimal_commas(scan, dialect, types)
     return replace(
         facts, sampled=len(scan.sample), notes=notes, written=marks, missing_marks=gaps, renamed=scan.renamed,
         empty=_empty(scan, missing, {label, key}), preambles=tuple(scan.preambles),
@@ -132,7 +139,7 @@ def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[S
             f"{scan.repeated} sampled record(s) repeat the header (files joined together): left out and counted "
             "(repeated_header), not read as data"
         )
-    mark = _cutting_delimiter(scan.header, dialect, sample.get("named") or frozenset())
+    mark = cutting_delimiter(scan.header, dialect, sample.get("named") or frozenset())
     if mark is not None:
         dialect = replace(dialect, delimiter=mark)
         scan = scan_files(files, dialect, key=None, **sample)
@@ -147,7 +154,7 @@ def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[S
         if commas:
             scan = replace(scan, sample=[[with_point(value) for value in row] for row in scan.sample])
             readings.append(
-                f"{_named(commas)} numbers written with a decimal comma (14,23): the file's numbers read so "
+                f"{named_columns(commas)} numbers written with a decimal comma (14,23): the file's numbers read so "
                 "(data.csv.decimal: '.' reads them as text)"
             )
     return scan, dialect, tuple(readings)
@@ -182,89 +189,6 @@ def _scan_encoded(files: list[str], dialect: Dialect, sample: dict[str, Any]) ->
     if failure is not None:  # neither reads the header: UTF-8's one line
         raise failure
     return scan, utf8, []
-
-
-def _check_fields(scan: Scan, dialect: Dialect) -> None:
-    """Refuses a sample none of whose records has the header's fields (the ingest would reject every record as
-    wrong_field_count): a header given without the files' delimiter, most often."""
-    rows = scan.sample
-    if len(rows) < 2 or any(len(row) == len(scan.header) for row in rows):
-        return
-    fields = Counter(len(row) for row in rows).most_common(1)[0][0]
-    cuts = [mark for mark in ";\t|," if mark != dialect.delimiter]
-    other = next((mark for mark in cuts if fields == 1 and len(rows[0][0].split(mark)) == len(scan.header)), None)
-    hint = f": set data.csv.delimiter: {json.dumps(other)}" if other else ""
-    raise ValueError(
-        f"data.csv{'.delimiter' if other else ''}: none of the {len(rows)} sampled records has the header's "
-        f"{len(scan.header)} fields (most have {fields}){hint}"
-    )
-
-
-def _check_declared(scan: Scan, declared: dict[str, str], missing: frozenset[str], marks: dict) -> None:
-    """Refuses a column declared as a number (data.columns) most of whose sampled values are none: the ingest would
-    reject their records as bad_value."""
-    width = len(scan.header)
-    for name, kind in declared.items():
-        if kind not in ("int", "float", "bool") or name not in scan.header or name in marks:
-            continue
-        at = scan.header.index(name)
-        values = [row[at].strip() for row in scan.sample if len(row) == width and row[at].strip() not in missing]
-        bad = [value for value in values if not cols.parses(value, kind)]
-        if values and 2 * len(bad) > len(values):
-            shown = ", ".join(repr(value) for value in dict.fromkeys(bad[:50]).keys() if value)[:80]
-            raise ValueError(
-                f"data.columns.{name}: declared {kind}, but {len(bad)} of its {len(values)} sampled values do not "
-                f"read as {kind} ({shown})"
-            )
-
-
-def _cutting_delimiter(header: list[str], dialect: Dialect, named: frozenset[str]) -> str | None:
-    if len(header) != 1 or not named or named <= set(header) or not dialect.delimited:
-        return None
-    # The mark that cuts it into the most of the columns named, if into most of them: new data to score may lack one
-    # the model reads, which is then named as missing rather than every column.
-    found = {mark: len(named & _names_cut(header[0], mark)) for mark in ";\t|," if mark not in (dialect.delimiter,
-             dialect.decimal)}  # fmt: skip
-    mark = max(found, key=found.get, default=None)
-    return mark if mark is not None and found[mark] and 2 * found[mark] >= len(named) else None
-
-
-def _names_cut(header: str, mark: str) -> set[str]:
-    """The names a one-column header cut at `mark` gives, an unnamed first one (pandas' and R's row names) by the
-    name the ingest gives it (ROW_NAMES: what `kflow predict` keys such rows by)."""
-    names = [name.strip() for name in header.split(mark)]
-    return {*names, ROW_NAMES} if names[0] == "" else set(names)
-
-
-def _check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
-    """Refuses a header read as one column that another delimiter would cut, when the label is not that column."""
-    if len(header) != 1 or label is None or label in header or not dialect.delimited:
-        return
-    other = next((mark for mark in ";\t|," if mark != dialect.delimiter and mark in header[0]), None)
-    if other is not None:
-        raise ValueError(
-            f"data.csv.delimiter: the header reads as one column, {header[0][:60]!r}: its names look separated by "
-            f"{other!r}: set data.csv.delimiter: {json.dumps(other)}"  # as YAML reads it: "\t" is a tab
-        )
-
-
-def _named(names: list[str]) -> str:
-    """'a' holds, or 'a', 'b' hold (at most 4 named)."""
-    shown = ", ".join(repr(name) for name in names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-    return f"{shown} {'holds' if len(names) == 1 else 'hold'}"
-
-
-def _decimal_commas(scan: Scan, dialect: Dialect, types: dict[str, str]) -> tuple[str, ...]:
-    """A note naming the text columns whose sampled values are all numbers with a decimal comma, when the config
-    says the decimal mark is a point."""
-    if dialect.decimal == "," or dialect.delimiter == ",":
-        return ()
-    commas = [
-        name for name in comma_columns(scan.header, scan.sample, dialect.missing, ";") if types.get(name) == "string"
-    ]
-    if not commas:
-        return ()
-    return (f"data.csv.decimal: {_named(commas)} numbers with a decimal comma, read as text: set it to ','",)
 
 
 def inspect_source(
@@ -314,9 +238,8 @@ def source_files(*, source_path: str | None = None, source_format: str = "auto",
 
 # A folder's CSV files, compressed as open_source reads them too (a file alone or a glob was read so; a folder of
 # .csv.bz2 files "matched no CSV").
-COMPRESSED = ("", ".gz", ".bz2", ".xz", ".zip", ".zst")
-CSV_PATTERNS = tuple(f"*.csv{suffix}" for suffix in COMPRESSED)
-TSV_PATTERNS = tuple(f"*.tsv{suffix}" for suffix in COMPRESSED)  # a folder of them, where it holds no CSV
+CSV_PATTERNS = tuple(f"*.csv{suffix}" for suffix in SUFFIXES)
+TSV_PATTERNS = tuple(f"*.tsv{suffix}" for suffix in SUFFIXES)  # a folder of them, where it holds no CSV
 
 
 def resolve(source_path: str | None, source_format: str = "auto") -> list[str]:
@@ -339,7 +262,7 @@ def resolve(source_path: str | None, source_format: str = "auto") -> list[str]:
 def _compressed_copy(name: str, names: set[str]) -> bool:
     """Whether `name` is a compressed copy of another file of the folder (`x.csv.gz` beside `x.csv`)."""
     stem, _, suffix = name.rpartition(".")
-    return bool(stem) and f".{suffix}" in COMPRESSED and stem in names
+    return bool(stem) and f".{suffix}" in SUFFIXES and stem in names
 
 
 def _holds(folder: Path, patterns: tuple[str, ...]) -> bool:

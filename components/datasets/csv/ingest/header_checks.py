@@ -1,0 +1,98 @@
+"""The checks of a delimited source's header and sample that the csv ingest and `kflow validate` share: a header read
+as one column that another delimiter cuts (for the columns named: the label, the key, the model's columns), sampled
+records none of which has the header's fields, a column declared a number whose values are not, numbers written
+with a decimal comma read as text."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from kflow.components.datasets.csv.ingest.decimal_mark import comma_columns
+from kflow.components.datasets.csv.ingest.dialect import Dialect
+from kflow.components.datasets.tabular import columns as cols
+from kflow.components.datasets.tabular.examples import ROW_NAMES
+
+
+def check_fields(scan: Any, dialect: Dialect) -> None:
+    """Refuses a sample none of whose records has the header's fields (the ingest would reject every record as
+    wrong_field_count): a header given without the files' delimiter, most often."""
+    rows = scan.sample
+    if len(rows) < 2 or any(len(row) == len(scan.header) for row in rows):
+        return
+    fields = Counter(len(row) for row in rows).most_common(1)[0][0]
+    cuts = [mark for mark in ";\t|," if mark != dialect.delimiter]
+    other = next((mark for mark in cuts if fields == 1 and len(rows[0][0].split(mark)) == len(scan.header)), None)
+    hint = f": set data.csv.delimiter: {json.dumps(other)}" if other else ""
+    raise ValueError(
+        f"data.csv{'.delimiter' if other else ''}: none of the {len(rows)} sampled records has the header's "
+        f"{len(scan.header)} fields (most have {fields}){hint}"
+    )
+
+
+def check_declared(scan: Any, declared: dict[str, str], missing: frozenset[str], marks: dict) -> None:
+    """Refuses a column declared as a number (data.columns) most of whose sampled values are none: the ingest would
+    reject their records as bad_value."""
+    width = len(scan.header)
+    for name, kind in declared.items():
+        if kind not in ("int", "float", "bool") or name not in scan.header or name in marks:
+            continue
+        at = scan.header.index(name)
+        values = [row[at].strip() for row in scan.sample if len(row) == width and row[at].strip() not in missing]
+        bad = [value for value in values if not cols.parses(value, kind)]
+        if values and 2 * len(bad) > len(values):
+            shown = ", ".join(repr(value) for value in dict.fromkeys(bad[:50]).keys() if value)[:80]
+            raise ValueError(
+                f"data.columns.{name}: declared {kind}, but {len(bad)} of its {len(values)} sampled values do not "
+                f"read as {kind} ({shown})"
+            )
+
+
+def cutting_delimiter(header: list[str], dialect: Dialect, named: frozenset[str]) -> str | None:
+    if len(header) != 1 or not named or named <= set(header) or not dialect.delimited:
+        return None
+    # The mark that cuts it into the most of the columns named, if into most of them: new data to score may lack one
+    # the model reads, which is then named as missing rather than every column.
+    found = {mark: len(named & _names_cut(header[0], mark)) for mark in ";\t|," if mark not in (dialect.delimiter,
+             dialect.decimal)}  # fmt: skip
+    mark = max(found, key=found.get, default=None)
+    return mark if mark is not None and found[mark] and 2 * found[mark] >= len(named) else None
+
+
+def _names_cut(header: str, mark: str) -> set[str]:
+    """The names a one-column header cut at `mark` gives, an unnamed first one (pandas' and R's row names) by the
+    name the ingest gives it (ROW_NAMES: what `kflow predict` keys such rows by)."""
+    names = [name.strip() for name in header.split(mark)]
+    return {*names, ROW_NAMES} if names[0] == "" else set(names)
+
+
+def check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
+    """Refuses a header read as one column that another delimiter would cut, when the label is not that column."""
+    if len(header) != 1 or label is None or label in header or not dialect.delimited:
+        return
+    other = next((mark for mark in ";\t|," if mark != dialect.delimiter and mark in header[0]), None)
+    if other is not None:
+        raise ValueError(
+            f"data.csv.delimiter: the header reads as one column, {header[0][:60]!r}: its names look separated by "
+            f"{other!r}: set data.csv.delimiter: {json.dumps(other)}"  # as YAML reads it: "\t" is a tab
+        )
+
+
+def named_columns(names: list[str]) -> str:
+    """'a' holds, or 'a', 'b' hold (at most 4 named)."""
+    shown = ", ".join(repr(name) for name in names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return f"{shown} {'holds' if len(names) == 1 else 'hold'}"
+
+
+def decimal_commas(scan: Any, dialect: Dialect, types: dict[str, str]) -> tuple[str, ...]:
+    """A note naming the text columns whose sampled values are all numbers with a decimal comma, when the config
+    says the decimal mark is a point."""
+    if dialect.decimal == "," or dialect.delimiter == ",":
+        return ()
+    commas = [
+        name for name in comma_columns(scan.header, scan.sample, dialect.missing, ";") if types.get(name) == "string"
+    ]
+    if not commas:
+        return ()
+    return (f"data.csv.decimal: {named_columns(commas)} numbers with a decimal comma, read as text: set it to ','",)
