@@ -18,6 +18,7 @@ from typing import Any
 
 import keras
 
+from kflow.components.trainer import fit_scan
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.save_pacing import SavePacing
 from kflow.components.trainer.steps_per_call import fit_steps_per_call, whole_calls
@@ -66,6 +67,9 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
         )
         # Keras' own functions of several steps a call fail under tf.distribute: the Trainer's count the steps.
         steps_counted = runtime.replicas > 1 and keras.backend.backend() == "tensorflow"
+        scanned = fit_scan.scans(per_call, runtime.process_count)
+        if scanned:  # Keras' JAX loop takes and places every batch alone: a block a call, scanned where faster.
+            fit_scan.run_block_calls(keras_model, dataset("train", False, global_batch).element_spec, per_call)
         if steps_counted:
             _build_from_batch_specs(keras_model, dataset("train", False, global_batch).element_spec)
             if per_call > 1:
@@ -118,8 +122,9 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
         # Keras' call of several steps stops early only at the end of a finite dataset; it would read on into the
         # split's start, twice-counted, and the pass would end mid-call. Keras starts a finite one at each validation.
         validation = validation.take(validation_steps)
+    train_batches = runtime.fit_batches(dataset, "train", True, global_batch)
     keras_model.fit(
-        runtime.fit_batches(dataset, "train", True, global_batch),
+        fit_scan.blocks(train_batches, per_call) if scanned else train_batches,
         validation_data=validation,
         validation_steps=validation_steps,
         epochs=config.epochs,

@@ -97,8 +97,10 @@ class TrainerSection(Section):
     1 % (one under 100 steps an epoch or with a set steps_per_epoch). N: as Keras' compile(steps_per_execution=N) in
     the model.fit strategies, N steps per tf.function call (per scheduled function on a parameter-server worker) in
     the custom loop's; callbacks, progress, checkpoints and the heartbeat then see every Nth step, which takes the
-    per-step overhead off small, fast steps. N must divide steps_per_epoch; an epoch of one pass is rounded up to a
-    multiple of N (its last call completed from the split's start)"""
+    per-step overhead off small, fast steps; on JAX (keras_data_parallel, keras_model_parallel, one process) a call
+    reads its N batches as one block and runs them as one compiled scan or step by step, whichever the first calls
+    time faster. N must divide steps_per_epoch; an epoch of one pass is rounded up to a multiple of N (its last call
+    completed from the split's start)"""
     optimizer: OptimizerSection = section(OptimizerSection)
     early_stopping_patience: int | None = Field(None, ge=1)
     """null: off; else stop after this many epochs without improvement of early_stopping_monitor, keeping the weights

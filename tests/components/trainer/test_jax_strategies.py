@@ -68,6 +68,22 @@ def test_keras_data_parallel_over_two_devices_of_one_process_trains_as_two_proce
     np.testing.assert_allclose(_losses(two_processes), losses, rtol=1e-4)
 
 
+@pytest.mark.slow  # two more trainings; test_fit_scan.py keeps the calls over blocks in make test
+def test_keras_data_parallel_in_calls_of_several_steps_trains_as_keras_own_loop(train):
+    # One process over two devices reads blocks of 4 batches a call, scanned or step by step as it times them
+    # (fit_scan.py); two processes run Keras' own loop of 4 steps a call: the same steps on the same batches.
+    # Unshuffled: Keras' fit takes a batch to build the compiled metrics and starts the shuffled split again, in its
+    # next order; the block calls build from the batches' specs, so their first epoch reads the first order.
+    _, one_process = train(
+        "kdp-devices-4", strategy="keras_data_parallel", workers=1, devices=2, steps_per_execution=4, shuffle_buffer=0
+    )
+    _, two_processes = train(
+        "kdp-processes-4", strategy="keras_data_parallel", workers=2, steps_per_execution=4, shuffle_buffer=0
+    )
+    assert one_process.history["final_step"] == two_processes.history["final_step"] == 2 * 16  # whole calls
+    np.testing.assert_allclose(_losses(one_process), _losses(two_processes), rtol=1e-4)
+
+
 def test_keras_data_parallel_over_two_processes_ends_with_identical_weights(train):
     model, model_run = train("kdp-processes", strategy="keras_data_parallel", workers=2)
     history = model_run.history
