@@ -67,7 +67,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
         )
         # Keras' own functions of several steps a call fail under tf.distribute: the Trainer's count the steps.
         steps_counted = runtime.replicas > 1 and keras.backend.backend() == "tensorflow"
-        scanned = fit_scan.scans(per_call, runtime.process_count)
+        scanned = fit_scan.scans(per_call, runtime.process_count, runtime.replicas)
         if scanned:  # Keras' JAX loop takes and places every batch alone: a block a call, scanned where faster.
             fit_scan.run_block_calls(keras_model, dataset("train", False, global_batch).element_spec, per_call)
         if steps_counted:

@@ -37,9 +37,11 @@ UNTIMED_CALLS = 1  # each way's first call compiles
 TIMED_CALLS = 2
 
 
-def scans(per_call: int, process_count: int) -> bool:
-    """Whether `fit` runs calls of `per_call` steps over blocks: on JAX, several steps a call, one process."""
-    return keras.backend.backend() == "jax" and per_call > 1 and process_count == 1
+def scans(per_call: int, process_count: int, replicas: int) -> bool:
+    """Whether `fit` runs calls of `per_call` steps over blocks: on JAX, several steps a call, one process, and a
+    multiple of the data-parallel `replicas` (Keras lays a block over them by its first axis: 3 steps cannot split
+    over 2 devices)."""
+    return keras.backend.backend() == "jax" and per_call > 1 and process_count == 1 and per_call % replicas == 0
 
 
 def blocks(batches: tf.data.Dataset, steps: int) -> tf.data.Dataset:

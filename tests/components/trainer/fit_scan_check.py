@@ -48,6 +48,8 @@ def main() -> None:
     data = tf.data.Dataset.from_tensor_slices((x, y, weight)).repeat().batch(BATCH, drop_remainder=True)
     steps_per_epoch = 12  # 3 calls an epoch
     fits = {way: fitted(way, devices, data, steps_per_epoch) for way in ("keras", "scan", "steps", "timed")}
+    # Where the Trainer reads blocks: (steps a call, processes, data-parallel replicas).
+    fits["scans"] = [fit_scan.scans(*case) for case in ((4, 1, 2), (3, 1, 2), (4, 2, 2), (1, 1, 1), (3, 1, 1))]
     print(json.dumps(fits))
 
 

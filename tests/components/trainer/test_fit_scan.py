@@ -37,6 +37,8 @@ def _fits(devices: int) -> dict:
 @pytest.mark.parametrize("devices", [2, pytest.param(1, marks=pytest.mark.slow)])
 def test_calls_over_blocks_train_as_keras_own_loop_does(devices):
     fits = _fits(devices)
+    # Several steps a call, one process, whole steps for each replica's share of a block.
+    assert fits.pop("scans") == [True, False, False, False, True]
     keras_own = fits.pop("keras")
     assert keras_own["train_function"] != "BlockCalls"
     assert fits["timed"]["chosen"] in ("scan", "steps")  # it timed both ways and kept one
