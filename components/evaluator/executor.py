@@ -120,9 +120,15 @@ def run(
             if other:  # new data brought a class, or the label was read otherwise: no comparison to make
                 baseline_model_uri, no_baseline_reason = None, other
             else:
-                baseline_overall, _ = measure(baseline_model, [])
-                baseline_metrics = baseline_overall.result()
-                metrics["baseline"] = {"model": baseline_model_uri, **_scalars(baseline_metrics)}
+                try:
+                    baseline_overall, _ = measure(baseline_model, [])
+                except OtherInputs as error:  # trained on other columns: no comparison to make
+                    no_baseline_reason = f"the baseline model {baseline_model_uri} reads columns this data lacks "
+                    no_baseline_reason += f"({error.args[2]})"
+                    baseline_model_uri = None
+                else:
+                    baseline_metrics = baseline_overall.result()
+                    metrics["baseline"] = {"model": baseline_model_uri, **_scalars(baseline_metrics)}
         evaluation.write_json("metrics.json", metrics)
         log.info("evaluate: %s split, %d examples: %s", split, metrics["example_count"], _scalars(overall.result()))
 
@@ -260,6 +266,8 @@ class _Measure:
         """The split's metrics, overall and by slice; `sample` keeps the split's first examples and outputs."""
         task_object = _task(self.task, self.schema, model)
         keras_model = load_trained(model.keras_file, task_object.model_name)
+        batches = task_object.dataset(self.examples, self.split, batch_size=1, training=False, seed=self.seed)
+        _check_inputs(model, keras_model, batches)
         prototype = self.metrics_class(**_metric_options(task_object))
         if prototype.needs_eval_pass:
             self._stream(task_object, keras_model, self.eval_split, prototype, [])
@@ -286,6 +294,22 @@ class _Measure:
                     accumulators.setdefault(str(key), overall.new()).update(
                         subset(x, rows), y[rows], outputs[rows], None if weight is None else weight[rows]
                     )
+
+
+class OtherInputs(ValueError):
+    """A model reads inputs this data lacks (a baseline trained before a column was dropped)."""
+
+
+def _check_inputs(model: Model, keras_model: Any, batches: Any) -> None:
+    """Raises OtherInputs naming the inputs `keras_model` reads that the data's batches lack; Keras would fail
+    with "Missing data for input" mid-evaluation."""
+    features = batches.element_spec[0]
+    if not isinstance(features, dict):
+        return
+    missing = sorted({tensor.name for tensor in getattr(keras_model, "inputs", None) or []} - set(features))
+    if missing:
+        shown = ", ".join(repr(name) for name in missing[:8]) + (", ..." if len(missing) > 8 else "")
+        raise OtherInputs(f"the model {model.uri} reads columns this data lacks ({shown})", model.uri, shown)
 
 
 def _task(dataset: str, schema: Schema, model: Model) -> Task:

@@ -89,6 +89,15 @@ def test_a_baseline_that_predicts_other_classes_is_no_baseline_with_the_reason(t
     assert "baseline" not in evaluation.metrics
     assert "predicts other classes (a, b) than this one" in blessing.read_json("blessing.json")["no_baseline"]
 
+    # A column dropped since: the blessed model reads it, the data lacks it (Keras failed "Missing data for input").
+    examples, schema, fewer = trained("fewer", two.drop(columns=["alcohol", "ash"]))
+    evaluation, blessing = ModelEvaluation(tmp_path / "evaluation-2"), ModelBlessing(tmp_path / "blessing-2")
+    summary = evaluate(examples=examples, schema=schema, model=fewer, evaluation=evaluation, blessing=blessing,
+                       baseline_model_uri=str(old.uri))  # fmt: skip
+    assert "baseline" not in evaluation.metrics and summary["accuracy"] > 0
+    reason = blessing.read_json("blessing.json")["no_baseline"]
+    assert f"the baseline model {old.uri} reads columns this data lacks ('alcohol', 'ash')" == reason
+
 
 @pytest.mark.parametrize(
     ("values", "expected"),
