@@ -251,11 +251,23 @@ def _source(config: PipelineConfig) -> list[str]:
         if (problem := metrics.threshold_problem(metric, facts.problem_type, facts.labels))
     ]
     slices = [spec.by for spec in config.evaluator.slices]
+    # The key and a column of row names or numbers name records, they are no features: the Evaluator could not slice
+    # by them; the label's column is sliced by `label`.
+    from kflow.components.datasets.tabular.examples import ROW_NAME_COLUMNS
+
+    not_features = {column: "the row names" for column in facts.header if column in ROW_NAME_COLUMNS}
+    not_features |= {config.data.key: "the data.key", facts.numbered: "the row numbers"}
+    not_features[config.data.label] = "the label (slice by label)"
+    features = [column for column in facts.header if column not in not_features]
     problems += [
-        f"evaluator.slices[{index}].by: no column {by!r} in the data{did_you_mean(by, facts.header)} "
-        f"(slice by: {', '.join(['label', *facts.header])})"
+        (
+            f"evaluator.slices[{index}].by: {by!r} is {not_features[by]}, not a feature"
+            if by in not_features
+            else f"evaluator.slices[{index}].by: no column {by!r} in the data{did_you_mean(by, features)}"
+        )
+        + f" (slice by: {', '.join(['label', *features])})"
         for index, by in enumerate(slices)
-        if by not in facts.header and by != "label"
+        if by not in features and by != "label"
     ]
     from kflow.components.datasets.tabular.dataset import INFER_ROWS
 

@@ -114,3 +114,20 @@ def test_what_the_run_accepts_validate_accepts(tmp_path, capsys):
         assert code == 0, err
     (tmp_path / "grouped.csv").write_text("n,label\n" + "".join(f"{n},{n % 2}\n" for n in range(150)) + '"1,200",1\n')
     assert inspect_source(source_path=str(tmp_path / "grouped.csv"), label="label").types["n"] == "int"
+
+
+def test_a_slice_by_the_key_or_the_row_numbers_is_refused_by_validate(tmp_path, capsys):
+    """Neither the key nor a column of row numbers is a feature: the Evaluator refused to slice by them after the
+    training (a helper's trial: `by: patient id`, and `by: row_names` of a frame written with its index)."""
+    from sklearn.datasets import load_diabetes
+
+    frame = load_diabetes(as_frame=True).frame
+    frame.insert(0, "patient id", [f"P{1000 + row}" for row in range(len(frame))])
+    frame.to_csv(tmp_path / "diabetes.csv")  # with pandas' index: a first column of row numbers
+    code, err = _validate(tmp_path, capsys, data={"key": "patient id"},
+                          evaluator={"slices": [{"by": "patient id"}, {"by": "bmi"}]})  # fmt: skip
+    assert code == 2 and "evaluator.slices[0].by: 'patient id' is the data.key, not a feature (slice by: label, " in err
+    assert "slices[1]" not in err and "Traceback" not in err, err
+    names = main(["validate", str(tmp_path / "v.yaml"), "--set", "evaluator.slices=[{by: row_names}]"])
+    said = capsys.readouterr().err
+    assert names == 2 and "evaluator.slices[0].by: 'row_names' is the row names, not a feature" in said, said
