@@ -53,6 +53,12 @@ from kflow.components.ingest.repeats import RepeatFinder
 CHUNK_ROWS = 20_000  # Rows a chunk: each leaves a part file per shard to merge; fewer, larger ones merge faster.
 
 
+def _padded(value: str) -> bool:
+    """Whether a whole number is written with leading zeros (073695, 007): its text is not the number's."""
+    digits = value.removeprefix("-")
+    return len(digits) > 1 and digits.startswith("0") and digits.isdigit()
+
+
 def source_facts(
     scan: Scan,
     dialect: Dialect,
@@ -83,6 +89,11 @@ def source_facts(
     }
     marks = written_numbers.decorated(scan.header, scan.sample, undeclared, missing, dialect.number_style)
     types |= {name: "float" for name in marks if declared.get(name) != "int"}
+    if isinstance(key, str) and key not in declared and types.get(key) in ("int", "float"):
+        # A key names records as written: 073695 read as the number 73695 would not join the predictions back.
+        at = scan.header.index(key)
+        if any(_padded(row[at].strip()) for row in scan.sample if len(row) > at):
+            types[key] = "string"
     if strict:
         check_declared(scan, declared, missing, marks)
     at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None

@@ -180,6 +180,19 @@ def test_a_declared_key_rejects_repeats_and_empty_keys(tmp_path):
     assert annotation_tags(load_schema(schema.file), "id")["role"] == "key"
 
 
+def test_a_key_written_with_leading_zeros_keeps_its_text(tmp_path):
+    """Customer numbers padded to 6 digits (a helper's trial): read as numbers, 073695 became 73695 and the
+    predictions' keys no longer joined back to the file's rows. An unpadded key stays a number."""
+    padded = [f"{index:06d},red,{index % 5},1.5,yes,{'apple' if index % 2 else 'pear'}" for index in (73695, 120, 5)]
+    summary, examples, schema, _ = ingest(tmp_path, source_path=str(write(tmp_path / "a.csv", padded)), key="id")
+    assert summary["read"] == 3 and summary["rejected"] == 0
+    keys = sorted(row["id"] for rows in read_records(examples).values() for row in rows)
+    assert keys == ["000005", "000120", "073695"]
+    assert annotation_tags(load_schema(schema.file), "id")["kflow_type"] == "string"
+    _, plain, _, _ = ingest(tmp_path / "plain", source_path=str(write(tmp_path / "b.csv", GOOD)), key="id")
+    assert sorted(row["id"] for rows in read_records(plain).values() for row in rows) == [1, 2, 3, 4, 5, 6]
+
+
 def test_repeated_keys_are_found_across_chunks_and_files(tmp_path, monkeypatch):
     monkeypatch.setattr(csv_source, "CHUNK_ROWS", 3)
     folder = tmp_path / "fruit"
