@@ -306,7 +306,13 @@ def _check_inputs(model: Model, keras_model: Any, batches: Any) -> None:
     features = batches.element_spec[0]
     if not isinstance(features, dict):
         return
-    missing = sorted({tensor.name for tensor in getattr(keras_model, "inputs", None) or []} - set(features))
+    try:
+        inputs = keras_model.input  # the structure the model was built on: a dict of its columns, as named in the data
+    except (AttributeError, ValueError):  # a subclassed model: no structure to compare
+        return
+    if not isinstance(inputs, dict):
+        return
+    missing = sorted(set(inputs) - set(features))
     if missing:
         shown = ", ".join(repr(name) for name in missing[:8]) + (", ..." if len(missing) > 8 else "")
         raise OtherInputs(f"the model {model.uri} reads columns this data lacks ({shown})", model.uri, shown)

@@ -99,6 +99,10 @@ def source_facts(
     at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None
     values = [row[at].strip() for row in scan.sample if at is not None and len(row) == len(scan.header)]
     values = [value for value in values if value not in (missing if label in gaps else dialect.missing)]
+    if types.get(label) == "bool" and label not in declared and len(set(values)) == 2:
+        # A yes/no label written alike throughout keeps its names as the classes (no, yes), not 0 and 1; written in
+        # mixed cases (Yes, yes, no) it stays a bool, whose 0 and 1 are the two classes.
+        types[label] = "string"
     if label in marks:  # the numbers they write, for the task's inference
         numbers = (written_numbers.plain(value, dialect.number_style) for value in values)
         values = [repr(number) for number in numbers if number is not None]

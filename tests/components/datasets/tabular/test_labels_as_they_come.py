@@ -44,11 +44,14 @@ def classes_and_indices(tmp_path, frame: pd.DataFrame, fmt: str) -> tuple[list[s
 @pytest.mark.parametrize(
     ("labels", "classes"),
     [
-        # Stray spaces, any case. A CSV's yes/no is a boolean (no = 0, yes = 1); a Parquet string column is text.
+        # Stray spaces, any case. A CSV's yes/no in mixed cases is a boolean (no = 0, yes = 1), written alike it keeps
+        # its names; a Parquet string column is text.
         ([" yes", "no ", "Yes", "no"], {"csv": ["0", "1"], "parquet": ["Yes", "no", "yes"]}),
+        (["yes", "no ", " yes", "no"], {"csv": ["no", "yes"], "parquet": ["no", "yes"]}),  # its names, as written
+        (["True", "False"], {"csv": ["False", "True"], "parquet": ["False", "True"]}),
         ([1, 3, 7], {"csv": ["1", "3", "7"], "parquet": ["1", "3", "7"]}),  # integer classes with gaps
         ([0.0, 1.0, 2.0], {"csv": ["0", "1", "2"], "parquet": ["0", "1", "2"]}),  # whole numbers written as decimals
-        ([True, False], {"csv": ["0", "1"], "parquet": ["0", "1"]}),
+        ([True, False], {"csv": ["False", "True"], "parquet": ["0", "1"]}),  # a Parquet bool column: 0 and 1
     ],
 )
 def test_each_class_keeps_its_name_and_every_record_its_index(tmp_path, labels, classes, fmt):
@@ -80,7 +83,7 @@ def test_a_baseline_that_predicts_other_classes_is_no_baseline_with_the_reason(t
               epochs=1, batch_size=32)  # fmt: skip
         return examples, schema, model
 
-    two = wine(["a", "b"])
+    two = wine(["a", "b"]).rename(columns={"malic_acid": "malic acid"})  # Keras names its input malic_acid
     _, _, old = trained("old", two)
     examples, schema, new = trained("new", pd.concat([two, wine(["c"]).iloc[:60]]))
     evaluation, blessing = ModelEvaluation(tmp_path / "evaluation"), ModelBlessing(tmp_path / "blessing")
