@@ -97,7 +97,7 @@ def test_validate_refuses_what_the_run_would_refuse_in_the_data(tmp_path, run_kf
         "evaluator.thresholds.r2: a classification task has no r2 (its metrics: example_count, loss, accuracy, "
         "macro_precision, macro_recall, macro_f1, roc_auc, pr_auc)",
         "evaluator.slices[0].by: no column 'sepal_lenght' in the data; did you mean sepal_length? (slice by: "
-        "label, sepal_length, sepal_width, petal_length, petal_width, species)",
+        "label, sepal_length, sepal_width, petal_length, petal_width)",  # the label's column: by label
     ]
     done = run_kflow("validate", config, "--set", f"data.source.path={tmp_path / 'gone.csv'}")
     assert (
