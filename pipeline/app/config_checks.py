@@ -273,6 +273,11 @@ def _source(config: PipelineConfig) -> list[str]:
 
     infer_rows = config.data.infer_rows or INFER_ROWS
     whole = 0 < facts.sampled < infer_rows and _one_file(config)  # the sample is the whole table
+    allowed = config.data.filters.max_invalid_fraction
+    if whole and facts.repeated_keys > allowed * facts.sampled:  # the ingest rejects each, then fails over the share
+        problems.append(f"data.key: {config.data.key!r} repeats in {facts.repeated_keys} of the {facts.sampled} "
+                        f"records, more than data.filters.max_invalid_fraction ({allowed:g}) allows: each is "
+                        "rejected as duplicate_key")  # fmt: skip
     if facts.problem_type == "classification" and len(facts.labels) == 1 and whole:
         # The sample is the whole table (fewer rows than it takes): the Transform refused one class after the ingest.
         problems.append(f"data.label: {config.data.label!r} holds one value in every row, {facts.labels[0]!r}: a "

@@ -265,6 +265,7 @@ class SourceFacts:
     preambles: tuple[tuple[str, int], ...] = ()  # (file, lines above its header) where a preamble was passed over
     unread: dict[str, str] = field(default_factory=dict)  # {column: its type} of no scalar type, left out (parquet)
     dialect: tuple[str, ...] = ()  # What of the dialect the config leaves out was read from the file, and how (csv)
+    repeated_keys: int = 0  # The sampled records whose data.key an earlier sampled record holds (csv)
 
     @property
     def written_readings(self) -> list[str]:

@@ -5,6 +5,7 @@ order, bounds no model can pass."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -131,3 +132,21 @@ def test_a_slice_by_the_key_or_the_row_numbers_is_refused_by_validate(tmp_path, 
     names = main(["validate", str(tmp_path / "v.yaml"), "--set", "evaluator.slices=[{by: row_names}]"])
     said = capsys.readouterr().err
     assert names == 2 and "evaluator.slices[0].by: 'row_names' is the row names, not a feature" in said, said
+
+
+def test_keys_repeated_past_the_allowed_share_are_refused_by_validate(tmp_path, capsys):
+    """30 of 599 records repeat a key (a helper's trial): the ingest rejected each and failed over the 1 % allowed;
+    validate, whose sample is the whole file, says so first. Allowed more, it is valid, as the run is."""
+    from sklearn.datasets import load_diabetes
+
+    frame = load_diabetes(as_frame=True).frame
+    frame.insert(0, "patient id", [f"P{1000 + row}" for row in range(len(frame))])
+    frame = frame.sample(frac=1.0, random_state=0)
+    frame = pd.concat([frame, frame.iloc[:30]])
+    frame.to_csv(tmp_path / "diabetes.csv", index=False)
+    code, err = _validate(tmp_path, capsys, data={"key": "patient id"})
+    assert code == 2, err
+    assert ("data.key: 'patient id' repeats in 30 of the 472 records, more than data.filters.max_invalid_fraction "
+            "(0.01) allows: each is rejected as duplicate_key") in err  # fmt: skip
+    code, err = _validate(tmp_path, capsys, data={"key": "patient id", "filters": {"max_invalid_fraction": 0.1}})
+    assert code == 0, err

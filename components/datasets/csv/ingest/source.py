@@ -36,6 +36,7 @@ from kflow.components.datasets.csv.ingest.header_checks import (
 )
 from kflow.components.datasets.csv.ingest.json_array import is_json_array
 from kflow.components.datasets.csv.ingest.json_lines import FORMAT, JSON_PATTERNS, PATTERNS, dialect_of
+from kflow.components.datasets.csv.ingest.key_column import padded, repeated
 from kflow.components.datasets.csv.ingest.readable import needs_copy, open_records
 from kflow.components.datasets.csv.ingest.records import Record, cut
 from kflow.components.datasets.csv.ingest.workbook import PATTERNS as WORKBOOK_PATTERNS
@@ -51,12 +52,6 @@ from kflow.components.ingest.file_chunk import FileChunk as Chunk
 from kflow.components.ingest.repeats import RepeatFinder
 
 CHUNK_ROWS = 20_000  # Rows a chunk: each leaves a part file per shard to merge; fewer, larger ones merge faster.
-
-
-def _padded(value: str) -> bool:
-    """Whether a whole number is written with leading zeros (073695, 007): its text is not the number's."""
-    digits = value.removeprefix("-")
-    return len(digits) > 1 and digits.startswith("0") and digits.isdigit()
 
 
 def source_facts(
@@ -89,11 +84,8 @@ def source_facts(
     }
     marks = written_numbers.decorated(scan.header, scan.sample, undeclared, missing, dialect.number_style)
     types |= {name: "float" for name in marks if declared.get(name) != "int"}
-    if isinstance(key, str) and key not in declared and types.get(key) in ("int", "float"):
-        # A key names records as written: 073695 read as the number 73695 would not join the predictions back.
-        at = scan.header.index(key)
-        if any(_padded(row[at].strip()) for row in scan.sample if len(row) > at):
-            types[key] = "string"
+    if isinstance(key, str) and key not in declared and types.get(key) in ("int", "float") and padded(scan, key):
+        types[key] = "string"  # 073695 read as the number 73695 would not join the predictions back to the file
     if strict:
         check_declared(scan, declared, missing, marks)
     at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None
@@ -116,6 +108,7 @@ def source_facts(
     return replace(
         facts, sampled=len(scan.sample), notes=notes, written=marks, missing_marks=gaps, renamed=scan.renamed,
         empty=_empty(scan, missing, {label, key}), preambles=tuple(scan.preambles),
+        repeated_keys=repeated(scan, key, dialect.missing),
     )  # fmt: skip
 
 
