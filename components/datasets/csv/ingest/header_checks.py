@@ -24,11 +24,29 @@ def check_fields(scan: Any, dialect: Dialect) -> None:
     fields = Counter(len(row) for row in rows).most_common(1)[0][0]
     cuts = [mark for mark in ";\t|," if mark != dialect.delimiter]
     other = next((mark for mark in cuts if fields == 1 and len(rows[0][0].split(mark)) == len(scan.header)), None)
+    other = other or fields_delimiter(scan, dialect)
     hint = f": set data.csv.delimiter: {json.dumps(other)}" if other else ""
     raise ValueError(
         f"data.csv{'.delimiter' if other else ''}: none of the {len(rows)} sampled records has the header's "
         f"{len(scan.header)} fields (most have {fields}){hint}"
     )
+
+
+def fields_delimiter(scan: Any, dialect: Dialect) -> str | None:
+    """Another mark that cuts the lines as written into the header's fields, when none of the sampled records has
+    them: a `;` file whose header names a column "radius, mean" reads as 2 columns by ',', its records as 7."""
+    rows = scan.sample
+    if len(rows) < 2 or not dialect.delimited or any(len(row) == len(scan.header) for row in rows):
+        return None
+    lines = [dialect.delimiter.join(row) for row in rows]
+    header = dialect.delimiter.join(scan.header)
+    return next((mark for mark in ";\t|," if mark != dialect.delimiter and _cuts_alike(header, lines, mark)), None)
+
+
+def _cuts_alike(header: str, lines: list[str], mark: str) -> bool:
+    """Whether `mark` cuts the header into as many fields (two or more) as it cuts most of the sampled lines."""
+    fields = len(header.split(mark))
+    return fields > 1 and 2 * sum(len(line.split(mark)) == fields for line in lines) > len(lines)
 
 
 def check_declared(scan: Any, declared: dict[str, str], missing: frozenset[str], marks: dict) -> None:

@@ -32,6 +32,7 @@ from kflow.components.datasets.csv.ingest.header_checks import (
     check_fields,
     cutting_delimiter,
     decimal_commas,
+    fields_delimiter,
     named_columns,
 )
 from kflow.components.datasets.csv.ingest.json_array import is_json_array
@@ -147,7 +148,8 @@ def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[S
             f"{scan.repeated} sampled record(s) repeat the header (files joined together): left out and counted "
             "(repeated_header), not read as data"
         )
-    mark = cutting_delimiter(scan.header, dialect, sample.get("named") or frozenset())
+    named = sample.get("named") or frozenset()
+    mark = cutting_delimiter(scan.header, dialect, named) or fields_delimiter(scan, dialect)
     if mark is not None:
         dialect = replace(dialect, delimiter=mark)
         scan = scan_files(files, dialect, key=None, **sample)

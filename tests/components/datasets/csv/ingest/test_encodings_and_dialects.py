@@ -76,6 +76,22 @@ def test_records_not_in_the_encoding_are_rejected_with_the_setting_that_reads_th
     assert all("Barber\\xe0" in entry["record"] and "set data.csv.encoding" in entry["error"] for entry in entries)
 
 
+def test_semicolons_under_a_header_whose_name_holds_a_comma_are_read_as_they_come(tmp_path, wine):
+    """`radius, mean;texture "avg";…` (a helper's trial): by ',' the header read as 2 columns and every record as
+    14, so every record was refused; ';' cuts the header as it cuts the records, so the file is read by ';'."""
+    frame = wine.rename(columns={"alcohol": "alcohol, % vol", "malic_acid": 'malic "acid"'})
+    path = tmp_path / "wine_eu.csv"
+    frame.to_csv(path, index=False, sep=";", decimal=",")
+    found = inspect(path)
+    assert found.header == list(frame) and found.types["alcohol, % vol"] == "float"
+    assert (
+        found.readings[0]
+        == "data: the header's names are separated by ';': read so (data.csv.delimiter says otherwise)"
+    )
+    summary, _, _, _ = ingest(tmp_path, source_path=str(path), label="cépage", columns={})
+    assert (summary["read"], summary["rejected"]) == (178, 0)
+
+
 def test_semicolons_and_decimal_commas_read_as_numbers_as_they_come(tmp_path, wine):
     path = tmp_path / "wine_eu.csv"
     wine.to_csv(path, index=False, sep=";", decimal=",", encoding="utf-8-sig")  # with a byte-order mark
@@ -88,9 +104,9 @@ def test_semicolons_and_decimal_commas_read_as_numbers_as_they_come(tmp_path, wi
     assert found.readings[1].startswith("data: 'alcohol', 'malic_acid', 'ash', 'alcalinity_of_ash' and 9 more hold ")
     assert "decimal comma" in found.readings[1]
     assert {found.types[name] for name in wine if name != "cépage"} <= {"float", "int"}
-    with pytest.raises(
-        ValueError, match=r"data.csv.delimiter: the header reads as one column.*set data.csv.delimiter: \";\"$"
-    ):  # a label the header does not name: the delimiter the names look separated by is said
+    # A label the header does not name: ';' cuts the header as it cuts the records, so the columns named are the
+    # file's own.
+    with pytest.raises(ValueError, match=r"data.label: 'grape' is not a column of the data \(columns: alcohol, "):
         csv_source.inspect_source(source_path=str(path), label="grape")
 
     # A decimal point the config sets is kept: the numbers are text, and what to set is said.
