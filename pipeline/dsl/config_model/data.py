@@ -67,7 +67,8 @@ class CsvSection(Section):
     Left out: read from the data, ',' where the fields are not cut at commas and a column holds only numbers so
     written, else '.'."""
     sheet: str | int | MISSING = MISSING
-    """An Excel workbook's sheet to read: its name, or its place from 0. Left out: the first."""
+    """An Excel workbook's sheet to read: its name, or its place from 0. Left out: the first, or, where it lacks a
+    column the config names (a cover sheet), the first sheet naming them all."""
 
 
 class SourceSection(Section):

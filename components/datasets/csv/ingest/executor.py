@@ -37,7 +37,7 @@ from kflow.components.datasets.csv.ingest.json_lines import FORMAT, dialect_of
 from kflow.components.datasets.csv.ingest.readable import needs_copy, open_records
 from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.csv.ingest.source import resolve, scan_delimited, scan_files, source_facts
-from kflow.components.datasets.csv.ingest.workbook import is_workbook
+from kflow.components.datasets.csv.ingest.workbook import is_workbook, sheet_naming
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import content_hash
 from kflow.components.datasets.tabular.dataset import INFER_ROWS
@@ -89,9 +89,11 @@ class CsvReader(TableReader):
             if index not in books
         }
         dialect = dialect_of(files, job.source_format, self.csv_format, readable, job.max_records)
+        named = cols.ColumnChoice(self.label, key=self.key, columns=self.columns).named
+        if books and dialect.sheet is None:  # a cover sheet first: the sheet naming the config's columns
+            dialect = replace(dialect, sheet=sheet_naming(next(iter(books.values())), named))
         sheet = functools.partial(open_records, sheet=dialect.sheet)
         readable |= {path: staging.plain_copy(path, f"source-{index:05d}.csv", sheet) for index, path in books.items()}
-        named = cols.ColumnChoice(self.label, key=self.key, columns=self.columns).named
         sample = {"max_records": job.max_records, "sample": self.infer_rows, "readable": readable, "named": named}
         scan, dialect, read = scan_delimited(files, dialect, **sample)
         facts = source_facts(

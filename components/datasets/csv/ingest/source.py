@@ -41,7 +41,7 @@ from kflow.components.datasets.csv.ingest.key_column import padded, repeated
 from kflow.components.datasets.csv.ingest.readable import needs_copy, open_records
 from kflow.components.datasets.csv.ingest.records import Record, cut
 from kflow.components.datasets.csv.ingest.workbook import PATTERNS as WORKBOOK_PATTERNS
-from kflow.components.datasets.csv.ingest.workbook import is_workbook, sheet_index, sheets
+from kflow.components.datasets.csv.ingest.workbook import is_workbook, sheet_naming, sheet_read
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.columns import SourceFacts
@@ -131,12 +131,11 @@ def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[S
     the config names (`sample["named"]`: the label, the key, the declared ones; kflow predict's, the model's
     inputs), when there is one (a tab-separated file, Excel's "Unicode Text", a `;` file given ','), and the decimal
     mark (decimal_mark.py). (The scan, the dialect it was read with, what was read so, for the log.)"""
+    if dialect.sheet is None and (books := [path for path in files if is_workbook(path)]):
+        dialect = replace(dialect, sheet=sheet_naming(books[0], sample.get("named") or frozenset()))
     scan, dialect, readings = _scan_encoded(files, dialect, sample)
     if books := [path for path in files if is_workbook(path)]:
-        names = sheets(books[0])
-        read = names[sheet_index(books[0], names, dialect.sheet)]
-        which = f"its sheet {read!r} of {len(names)} ({', '.join(names)})" if len(names) > 1 else f"its sheet {read!r}"
-        readings.insert(0, f"an Excel workbook: {which}, a row a record")
+        readings.insert(0, sheet_read(books[0], dialect.sheet))
     if not dialect.delimited:
         layout = "a JSON array of objects, an element a record" if any(map(is_json_array, files)) else None
         layout = layout or f"{dialect.name}, an object a line"

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from kflow.components.datasets.csv.ingest.header import PREAMBLE_LINES
 from kflow.components.datasets.csv.ingest.streams import ChunkStream
 
 WIDTH_ROWS = 50  # rows read before the sheet's width is set
@@ -68,6 +69,30 @@ def sheet_index(path: str, names: list[str], sheet: str | int | None) -> int:
         return sheet
     shown = ", ".join(repr(name) for name in names)
     raise ValueError(f"data.csv.sheet: {Path(path).name} has no sheet {sheet!r} (its sheets, from 0: {shown})")
+
+
+def sheet_read(path: str, sheet: Any) -> str:
+    """What the log says of the sheet read."""
+    names = sheets(path)
+    read = names[sheet_index(path, names, sheet)]
+    which = f"its sheet {read!r} of {len(names)} ({', '.join(names)})" if len(names) > 1 else f"its sheet {read!r}"
+    return f"an Excel workbook: {which}, a row a record"
+
+
+def sheet_naming(path: str, named: frozenset) -> str | None:
+    """The first worksheet whose first rows (a preamble may stand above the header) name every column the config
+    names (`named`), when the first sheet's do not: a cover sheet ("Info", "README") before the table; else None."""
+    if not named:
+        return None
+    book = _load(path)
+    try:
+        for index, sheet in enumerate(book.worksheets):
+            rows = itertools.islice(sheet.iter_rows(values_only=True), PREAMBLE_LINES + 1)
+            if named <= {str(value).strip() for row in rows for value in row if value is not None}:
+                return sheet.title if index else None
+    finally:
+        book.close()
+    return None
 
 
 def sheets(path: str) -> list[str]:

@@ -51,6 +51,25 @@ def test_a_workbook_of_a_table_is_read_as_its_csv_copy_is(tmp_path, iris):
     assert every_record(examples) == every_record(from_csv)
 
 
+def test_a_cover_sheet_before_the_table_is_passed_over_for_the_sheet_naming_the_label(tmp_path, iris):
+    """pandas' ExcelWriter with an "Info" sheet first (a helper's trial): the label was "not a column of the data
+    (columns: README)". The first sheet naming the config's columns is read, by validate and by the ingest; a sheet
+    set is read as set."""
+    book = tmp_path / "iris.xlsx"
+    with pd.ExcelWriter(book) as writer:
+        pd.DataFrame({"README": ["Fisher's iris", "the table: sheet Data"]}).to_excel(
+            writer, sheet_name="Info", index=False
+        )
+        iris.to_excel(writer, sheet_name="Data", index=False)
+    facts = csv_source.inspect_source(source_path=str(book), label="target")
+    assert facts.header == list(iris) and facts.sampled == len(iris)
+    assert facts.dialect[0] == "an Excel workbook: its sheet 'Data' of 2 (Info, Data), a row a record"
+    summary, _, _, _ = ingest(tmp_path / "book", source_path=str(book), label="target", columns={})
+    assert (summary["read"], summary["rejected"]) == (150, 0)
+    with pytest.raises(ValueError, match=r"data.label: 'target' is not a column of the data \(columns: README\)"):
+        csv_source.inspect_source(source_path=str(book), label="target", csv_format={"sheet": "Info"})
+
+
 def every_record(examples) -> list[tuple]:
     return sorted(record for rows in records_by_split(examples).values() for record in rows)
 
@@ -176,8 +195,9 @@ def test_the_sheet_named_is_the_one_read_by_name_or_place(tmp_path, iris):
         out = tmp_path / f"out-{sheet}"
         summary, _, _, _ = ingest(out, source_path=str(path), label="target", columns={}, csv_format={"sheet": sheet})
         assert (summary["read"], summary["rejected"]) == (150, 0)
-    with pytest.raises(ValueError, match=r"^data.label: 'target' is not a column of the data"):
-        csv_source.inspect_source(source_path=str(path), label="target")  # the first sheet: the notes
+    # No sheet set: the first naming the label (the notes do not), not the first.
+    facts = csv_source.inspect_source(source_path=str(path), label="target")
+    assert facts.dialect[0] == "an Excel workbook: its sheet 'iris' of 2 (notes, iris), a row a record"
 
 
 def test_what_spreadsheet_programs_write_beside_a_table_is_read_as_its_rows(tmp_path, iris):
