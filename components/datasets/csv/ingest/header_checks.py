@@ -49,6 +49,23 @@ def _cuts_alike(header: str, lines: list[str], mark: str) -> bool:
     return fields > 1 and 2 * sum(len(line.split(mark)) == fields for line in lines) > len(lines)
 
 
+def check_headers(files: list[str], dialect: Dialect, header: list[str], named: frozenset[str]) -> None:
+    """Refuses, as the ingest does, a file of `files[1:]` whose header is not the first file's `header` (kflow
+    validate samples the first file only; a folder of monthly exports may hold one saved in another order)."""
+    from kflow.components.datasets.csv.ingest.header import read_header
+    from kflow.components.datasets.csv.ingest.readable import open_records
+    from kflow.components.datasets.csv.ingest.records import cut
+    from kflow.components.datasets.csv.ingest.workbook import is_workbook
+
+    for path in files[1:]:
+        if is_workbook(path):  # a workbook's header is read with its rows: the ingest checks it
+            continue
+        with open_records(path, dialect.sheet) as stream:
+            names = read_header(path, cut(stream, dialect.quote, delimiter=dialect.delimiter.encode()), dialect, named)
+            if names.names != header:
+                raise ValueError(f"data.source.path: {path} has the columns {names.names}; {files[0]} has {header}")
+
+
 def check_declared(scan: Any, declared: dict[str, str], missing: frozenset[str], marks: dict) -> None:
     """Refuses a column declared as a number (data.columns) most of whose sampled values are none: the ingest would
     reject their records as bad_value."""

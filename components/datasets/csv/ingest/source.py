@@ -30,6 +30,7 @@ from kflow.components.datasets.csv.ingest.header_checks import (
     check_declared,
     check_delimiter,
     check_fields,
+    check_headers,
     cutting_delimiter,
     decimal_commas,
     fields_delimiter,
@@ -214,6 +215,8 @@ def inspect_source(
     if not dialect.delimited and not choice.named <= set(dialect.header or ()):  # named by a line past the sample?
         dialect = dialect_of(files, source_format, csv_format, {}, None)
     scan, dialect, read = scan_delimited(files[:1], dialect, max_records=sample, sample=sample, named=choice.named)
+    if dialect.delimited:
+        check_headers(files, dialect, scan.header, choice.named)
     allowed = parameters.get("max_invalid_fraction", 0.01)
     if scan.undecodable and scan.undecodable > allowed * scan.read:
         # The ingest would refuse these records as invalid; their share of the sample already passes its limit.
@@ -346,7 +349,7 @@ def scan_files(
             found = read_header(path, records, dialect, named)
             header, start, line, records = found.names, found.start, found.line, found.records
             if scan.header and header != scan.header:
-                raise ValueError(f"csv: {path} has the columns {header}; {files[0]} has {scan.header}")
+                raise ValueError(f"data.source.path: {path} has the columns {header}; {files[0]} has {scan.header}")
             scan.header, scan.renamed, scan.written_header = header, found.renamed, found.written
             if found.skipped:
                 scan.preambles.append((Path(path).name, found.skipped))

@@ -250,8 +250,11 @@ def test_bad_settings_are_refused_naming_the_field(tmp_path, parameters, message
 def test_files_with_different_headers_are_refused(tmp_path):
     write(tmp_path / "a.csv", GOOD)
     write(tmp_path / "b.csv", GOOD, header=HEADER.replace("weight", "mass"))
-    with pytest.raises(ValueError, match="b.csv has the columns"):
+    with pytest.raises(ValueError, match="^data.source.path: .*b.csv has the columns"):
         ingest(tmp_path, source_path=str(tmp_path))
+    # kflow validate, whose sample is the first file's, reads every file's header: the same refusal, first.
+    with pytest.raises(ValueError, match="^data.source.path: .*b.csv has the columns"):
+        csv_source.inspect_source(source_path=str(tmp_path), label="label")
 
 
 def test_without_data_task_the_rule_that_infers_it_is_said(tmp_path, caplog):
