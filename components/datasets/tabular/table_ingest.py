@@ -99,7 +99,10 @@ def ingest_table(reader_class: type[TableReader], parameters: dict[str, Any]) ->
         while table is not None:
             write_schema(job, table, reader.key)
             if table.read == 0:
-                raise ValueError(f"{reader.dataset}: {', '.join(table.files)} hold no records{reader.empty}")
+                verb, empty = (
+                    ("holds", reader.empty.replace("their", "its")) if len(table.files) == 1 else ("hold", reader.empty)
+                )
+                raise ValueError(f"{reader.dataset}: {', '.join(table.files)} {verb} no records{empty}")
             shares = table.splits if isinstance(table.splits, dict) else None
             stats = job.pipeline(
                 chunks=table.chunks,
