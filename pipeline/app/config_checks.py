@@ -273,6 +273,12 @@ def _source(config: PipelineConfig) -> list[str]:
 
     infer_rows = config.data.infer_rows or INFER_ROWS
     whole = 0 < facts.sampled < infer_rows and _one_file(config)  # the sample is the whole table
+    problems += [
+        f"evaluator.slices[{index}].boundaries: {spec.by!r} is text; boundaries cut a column of numbers (left out, "
+        "its slices are its values)"
+        for index, spec in enumerate(config.evaluator.slices)
+        if isinstance(getattr(spec, "boundaries", None), list) and facts.types.get(spec.by) == "string"
+    ]
     allowed = config.data.filters.max_invalid_fraction
     if whole and facts.repeated_keys > allowed * facts.sampled:  # the ingest rejects each, then fails over the share
         problems.append(f"data.key: {config.data.key!r} repeats in {facts.repeated_keys} of the {facts.sampled} "

@@ -150,3 +150,16 @@ def test_keys_repeated_past_the_allowed_share_are_refused_by_validate(tmp_path, 
             "(0.01) allows: each is rejected as duplicate_key") in err  # fmt: skip
     code, err = _validate(tmp_path, capsys, data={"key": "patient id", "filters": {"max_invalid_fraction": 0.1}})
     assert code == 0, err
+
+
+def test_boundaries_on_a_column_of_text_are_refused_by_validate(tmp_path, capsys):
+    """The Evaluator slices a text column by its values and left the boundaries out, silently (a helper's trial)."""
+    from sklearn.datasets import load_diabetes
+
+    frame = load_diabetes(as_frame=True).frame
+    frame["clinic"] = [("north", "south", "east")[row % 3] for row in range(len(frame))]
+    frame.to_csv(tmp_path / "diabetes.csv", index=False)
+    code, err = _validate(tmp_path, capsys, evaluator={"slices": [{"by": "clinic", "boundaries": [1, 2]},
+                                                                  {"by": "bmi", "boundaries": [0.0]}]})  # fmt: skip
+    assert code == 2 and "evaluator.slices[0].boundaries: 'clinic' is text; boundaries cut a column of numbers" in err
+    assert "slices[1]" not in err, err
