@@ -17,7 +17,7 @@ from typing import Any
 
 from kflow.components.util.drift import compare
 from kflow.components.util.statistics_proto import read_split
-from kflow.pipeline.dsl.artifacts import Examples, ExampleStatistics
+from kflow.pipeline.dsl.artifacts import Examples, ExampleStatistics, PushedModel
 from kflow.pipeline.dsl.component import load_executor
 from kflow.pipeline.dsl.config import PipelineConfig
 from kflow.pipeline.runners.run_record import earlier_runs
@@ -26,9 +26,11 @@ log = logging.getLogger("kflow.predict")
 
 
 def training_statistics(pipeline_dir: Path, model_uri: str) -> ExampleStatistics | None:
-    """The statistics of the Examples the model at `model_uri` was trained on, where a run of the pipeline
-    computed them; None otherwise (a model folder from elsewhere, a dataset without data checks)."""
+    """The statistics of the Examples the model at `model_uri` (or the model a run pushed there) was trained on, where
+    a run of the pipeline computed them; None otherwise (a model folder from elsewhere, a dataset without data
+    checks)."""
     runs = list(earlier_runs(pipeline_dir))
+    model_uri = _pushed_from(runs, model_uri) or model_uri
     examples = next(
         (
             execution.inputs["examples"].uri
@@ -48,6 +50,20 @@ def training_statistics(pipeline_dir: Path, model_uri: str) -> ExampleStatistics
             for ref in execution.outputs.values():
                 if ref.type == ExampleStatistics.type_name and "train" in ExampleStatistics(ref.uri).splits:
                     return ExampleStatistics(ref.uri)
+    return None
+
+
+def _pushed_from(runs: list, model_uri: str) -> str | None:
+    """The trained model a run's Pusher copied to `model_uri` (a push destination's version folder), if one did."""
+    wanted = Path(model_uri).resolve()
+    for run in runs:
+        for execution in run.executions.values():
+            for ref in execution.outputs.values():
+                if ref.type != PushedModel.type_name or not (Path(ref.uri) / PushedModel.RECORD).is_file():
+                    continue
+                record = PushedModel(ref.uri).record
+                if record.get("pushed") and Path(str(record.get("serving_dir"))).resolve() == wanted:
+                    return str(record["model"])
     return None
 
 

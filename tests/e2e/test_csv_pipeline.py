@@ -377,6 +377,7 @@ def test_the_bulk_inferrer_scores_iris_with_the_blessed_model_as_the_evaluator_d
     config = yaml.safe_load(iris_config(tmp_path).read_text())
     config["components"] = [
         {"id": "ingest", "type": "ingest"},
+        {"id": "statistics", "type": "statistics_gen", "inputs": {"examples": "ingest.examples"}},
         {"id": "train", "type": "trainer", "inputs": {"examples": "ingest.examples", "schema": "ingest.schema"}},
         {"id": "evaluate", "type": "evaluator",
          "inputs": {"examples": "ingest.examples", "schema": "ingest.schema", "model": "train.model"}},
@@ -400,6 +401,14 @@ def test_the_bulk_inferrer_scores_iris_with_the_blessed_model_as_the_evaluator_d
     assert loss == pytest.approx(metrics["loss"], rel=1e-4)
     for name in metrics["per_class_count"]:
         assert sum(line["label"] == name for line in lines) == metrics["per_class_count"][name]
+    # The pushed folder scores new rows, compared with the statistics of the data its model was trained on: the
+    # run's Pusher record leads from the folder to the Trainer's model (a helper's trial: "skew not computed").
+    (pushed,) = (tmp_path / "serving").iterdir()
+    scored = run_kflow("predict", path, "--data", REPO / "pipeline" / "configs" / "data" / "iris.csv", "--model",
+                       pushed, "-o", tmp_path / "scored")  # fmt: skip
+    assert scored.returncode == 0, scored.stderr[-3000:]
+    skew = json.loads((tmp_path / "scored" / "skew.json").read_text())
+    assert skew["compared"] and skew["training_statistics"].startswith(str(run_dir / "statistics"))
 
 
 @pytest.mark.slow  # About 25 s; make test has the schema and validator halves (test_data_checks.py).
