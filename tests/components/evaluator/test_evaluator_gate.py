@@ -210,3 +210,19 @@ def test_a_model_without_its_task_spec_is_refused(inputs, tmp_path):
     bar_detector().save(bare.keras_file)
     with pytest.raises(FileNotFoundError, match="has no assets/task.json"):
         evaluate(inputs, tmp_path, bare)
+
+
+def test_what_the_metrics_cannot_say_is_said_beside_them():
+    """A helper's trial: iris of 12 rows blessed on 1 test example, linnerud with r2 -0.95, no warning either time."""
+    from kflow.components.evaluator.executor import caveats
+
+    assert caveats({"split": "test", "example_count": 1, "accuracy": 1.0, "per_class_count": {"a": 1}}) == [
+        "the test split holds 1 example(s): its metrics move by 100 % a record"
+    ]
+    (worse,) = caveats({"split": "test", "example_count": 200, "r2": -0.95})
+    assert worse.startswith("r2 -0.95: the model predicts worse than the split's mean would")
+    classes = {"split": "test", "example_count": 100, "per_class_count": {"a": 70, "b": 30}}
+    (below,) = caveats({**classes, "accuracy": 0.6})
+    assert below.startswith("accuracy 0.6 is below always answering 'a' (0.7)")
+    assert caveats({**classes, "accuracy": 0.8}) == []
+    assert caveats({"split": "test", "example_count": 100, "r2": 0.3}) == []
