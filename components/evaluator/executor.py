@@ -124,7 +124,7 @@ def run(
                     baseline_overall, _ = measure(baseline_model, [])
                 except OtherInputs as error:  # trained on other columns: no comparison to make
                     no_baseline_reason = f"the baseline model {baseline_model_uri} reads columns this data lacks "
-                    no_baseline_reason += f"({error.args[2]})"
+                    no_baseline_reason += f"({error.lacking})"
                     baseline_model_uri = None
                 else:
                     baseline_metrics = baseline_overall.result()
@@ -324,7 +324,11 @@ def caveats(metrics: dict[str, Any]) -> list[str]:
 
 
 class OtherInputs(ValueError):
-    """A model reads inputs this data lacks (a baseline trained before a column was dropped)."""
+    """A model reads inputs this data lacks (a baseline trained before a column was dropped): `lacking` names them."""
+
+    def __init__(self, message: str, lacking: str):
+        super().__init__(message)
+        self.lacking = lacking
 
 
 def _check_inputs(model: Model, keras_model: Any, batches: Any) -> None:
@@ -342,7 +346,7 @@ def _check_inputs(model: Model, keras_model: Any, batches: Any) -> None:
     missing = sorted(set(inputs) - set(features))
     if missing:
         shown = ", ".join(repr(name) for name in missing[:8]) + (", ..." if len(missing) > 8 else "")
-        raise OtherInputs(f"the model {model.uri} reads columns this data lacks ({shown})", model.uri, shown)
+        raise OtherInputs(f"the model {model.uri} reads columns this data lacks ({shown})", shown)
 
 
 def _task(dataset: str, schema: Schema, model: Model) -> Task:

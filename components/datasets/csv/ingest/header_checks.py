@@ -24,7 +24,6 @@ def check_fields(scan: Any, dialect: Dialect) -> None:
     fields = Counter(len(row) for row in rows).most_common(1)[0][0]
     cuts = [mark for mark in ";\t|," if mark != dialect.delimiter]
     other = next((mark for mark in cuts if fields == 1 and len(rows[0][0].split(mark)) == len(scan.header)), None)
-    other = other or fields_delimiter(scan, dialect)
     hint = f": set data.csv.delimiter: {json.dumps(other)}" if other else ""
     raise ValueError(
         f"data.csv{'.delimiter' if other else ''}: none of the {len(rows)} sampled records has the header's "
