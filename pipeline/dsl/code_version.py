@@ -32,6 +32,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from kflow.pipeline.dsl.user_cache import user_cache
+
 _MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 _THIRD_PARTY_ROOTS = tuple(
     Path(p).resolve() for key in ("stdlib", "platstdlib", "purelib", "platlib") if (p := sysconfig.get_paths().get(key))
@@ -236,7 +238,7 @@ def _statements(digest: str, path: Path, source: bytes) -> list[list[Any]]:
     return statements
 
 
-STATEMENTS_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kflow" / "code-statements-2.json"
+STATEMENTS_CACHE = user_cache("code-statements-2.json")
 _STORE_LOCK = threading.Lock()
 _STORE_STATE: dict[str, Any] = {"store": None, "dirty": False}
 

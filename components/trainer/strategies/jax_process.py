@@ -50,6 +50,9 @@ def start(devices: int | None) -> JaxProcess:
         )
     import jax
 
+    from kflow.components.trainer.strategies import jax_compile_cache
+
+    jax_compile_cache.enable()
     process = JaxProcess.from_environment()
     if process.count > 1:
         # Collectives between CPU devices of different processes (GPUs use NCCL regardless). Nothing may
