@@ -41,3 +41,10 @@ class Runtime(JaxRuntime):
         from jax.sharding import NamedSharding, PartitionSpec
 
         return NamedSharding(self.strategy, PartitionSpec("batch"))
+
+    @property
+    def block_split(self) -> Any:
+        """A block of batches `[steps, batch, ...]`: each batch split as `batch_split` splits it."""
+        from jax.sharding import NamedSharding, PartitionSpec
+
+        return NamedSharding(self.strategy, PartitionSpec(None, "batch"))
