@@ -92,12 +92,23 @@ def ingest_summary(stats: dict[str, Any], max_invalid_fraction: float, rejects: 
     `check_invalid_fraction`."""
     check_invalid_fraction(stats, max_invalid_fraction, rejects)
     unlabelled = stats["filtered"].get(UNLABELLED, 0)
+    if stats["read"] and not sum(stats["accepted"].values()):  # the next component would fail on empty splits
+        reasons = ", ".join(
+            f"{reason}: {count}" for kind in ("filtered", "invalid") for reason, count in stats[kind].items()
+        )
+        hint = ": is data.label the column to predict?" if unlabelled else ""
+        raise ValueError(
+            f"ingest: none of the {stats['read']} records is left to write ({reasons}){hint}; see {rejects.file}"
+        )
     if unlabelled * 2 > stats["read"]:  # left out whatever their share, but most of a table: say so
         log.warning(
             "ingest: %d of %d records have no label and are left out: is data.label the column to predict?",
             unlabelled,
             stats["read"],
         )
+    elif unlabelled:  # counted as filtered in the summary: say what that count is
+        read, kept = stats["read"], rejects.file
+        log.info("ingest: %d of %d records have no label: left out (kept in %s)", unlabelled, read, kept)
     return {
         "read": stats["read"],
         **stats["accepted"],

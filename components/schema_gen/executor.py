@@ -99,6 +99,10 @@ def source_files(*, schema_file: str | None = None, **_: Any) -> list[Path]:
     return [Path(schema_file)] if schema_file else []
 
 
+# The tags of the columns that name records (the key, the row names beside it): components/datasets/tabular/examples.py
+NAMES_RECORDS = frozenset({"role=key", "role=row_names"})
+
+
 def infer_schema(
     train: statistics_pb2.DatasetFeatureStatistics,
     base: schema_pb2.Schema | None,
@@ -126,6 +130,8 @@ def infer_schema(
         if common.num_missing == 0 and name not in sometimes_missing:
             feature.presence.min_fraction = 1.0
         feature.presence.min_count = 1
+        if NAMES_RECORDS & set(feature.annotation.tag):  # new records bring new keys: no domain to stay within
+            continue
         if feature.type == schema_pb2.BYTES:
             counts = value_counts(observed)
             complete = observed.string_stats.rank_histogram.name != "truncated"

@@ -151,6 +151,14 @@ def _model(config: PipelineConfig) -> list[str]:
             for name in config.trainer.model_options
             if name not in taken
         ]
+        searched = tuner.search_space if (tuner := given(config.tuner)) is not None else {}
+        prefix = "trainer.model_options."
+        problems += [  # every trial failed on it, after the ingest
+            f"tuner.search_space.{key}: {dataset.name} takes no such option{did_you_mean(name, taken)} "
+            f"(it takes: {', '.join(taken)})"
+            for key in searched
+            if key.startswith(prefix) and (name := key.removeprefix(prefix)) not in taken
+        ]
     return problems
 
 
@@ -284,10 +292,16 @@ def _source(config: PipelineConfig) -> list[str]:
         problems.append(f"data.key: {config.data.key!r} repeats in {facts.repeated_keys} of the {facts.sampled} "
                         f"records, more than data.filters.max_invalid_fraction ({allowed:g}) allows: each is "
                         "rejected as duplicate_key")  # fmt: skip
-    if facts.problem_type == "classification" and len(facts.labels) == 1 and whole:
+    if facts.sampled == 0 and _one_file(config):  # the ingest: "holds no records"
+        problems.append(f"data.source.path: {config.data.source.path} holds no records"
+                        f"{' after its header' if config.data.dataset == 'csv' else ''}")  # fmt: skip
+    elif whole and not facts.labels:  # the ingest leaves out every record as missing_label
+        problems.append(f"data.label: {config.data.label!r} has no value in any of the {facts.sampled} records: "
+                        "nothing to learn from (is it the column to predict?)")  # fmt: skip
+    elif facts.problem_type == "classification" and len(facts.labels) == 1 and whole:
         # The sample is the whole table (fewer rows than it takes): the Transform refused one class after the ingest.
-        problems.append(f"data.label: {config.data.label!r} holds one value in every row, {facts.labels[0]!r}: a "
-                        "classifier needs at least two classes")  # fmt: skip
+        problems.append(f"data.label: {config.data.label!r} holds one value, {facts.labels[0]!r}, in every record "
+                        "that has one: a classifier needs at least two classes")  # fmt: skip
     return problems + _validation_metrics(config, facts.problem_type)
 
 
@@ -327,10 +341,30 @@ def _spans(config: PipelineConfig) -> list[str]:
     return span_problems(config)
 
 
+def _frozen_schema(config: PipelineConfig) -> list[str]:
+    """A data.schema that is no file, or no TensorFlow Metadata schema: the schema component refused it after the
+    ingest and the statistics had run."""
+    if not config.data.schema_:
+        return []
+    from pathlib import Path
+
+    from kflow.components.util.schema import load_schema
+    from kflow.pipeline.app.sections import absolute
+
+    path = Path(absolute(config.data.schema_))
+    if not path.is_file():
+        return [f"data.schema: {path} is not a file"]
+    try:
+        load_schema(path)
+    except (ValueError, OSError, UnicodeDecodeError) as error:
+        return [f"data.schema: {str(error).splitlines()[0]}"]
+    return []
+
+
 # Checks after the first need a registered dataset.
 CHECKS: tuple[Check, ...] = (
     _splits, _filters, _data_fields, settings_problems, _ingest_parameters, _strategy, _model, _evaluator, _spans,
-    _source,
+    _source, _frozen_schema,
 )  # fmt: skip
 
 
@@ -339,7 +373,8 @@ def check_config(config: PipelineConfig, *, local_data: bool = True) -> None:
     whose pods read the data) leaves out the checks that read the data's source on this machine."""
     problems = _dataset(config)
     if not problems:
-        checks = CHECKS if local_data else tuple(check for check in CHECKS if check not in (_source, _spans))
+        local = (_source, _spans, _frozen_schema)
+        checks = CHECKS if local_data else tuple(check for check in CHECKS if check not in local)
         problems = [problem for check in checks for problem in check(config)]
     else:
         problems += _strategy(config)

@@ -18,7 +18,7 @@ import logging
 import os
 import secrets
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +96,7 @@ def predict(
         # Not the key, nor the row names: they name rows, and new rows have other names.
         ignore = {predictions.record["key"], *ROW_NAME_COLUMNS, *_naming_columns(chosen.model)}
         ignore |= _new_by_nature(chosen.model)
-        skew = serving_skew(config, chosen.model.uri, examples, SPLIT, staging / "statistics", ignore)
+        skew = serving_skew(config, chosen.model.uri, examples, SPLIT, staging / "statistics", ignore, schema)
         (staging / "skew.json").write_text(json.dumps(skew, indent=2) + "\n")
         record = {
             "model": chosen.model.uri,
@@ -190,19 +190,36 @@ def choose_model(config: PipelineConfig, spec: str | None) -> ChosenModel:
 
 
 def _latest_blessed(config: PipelineConfig, pipeline_dir: Path) -> ChosenModel:
-    identity = model_identity(config.to_dict())
+    """The latest blessed model of the config's pipeline, label and task; of those, first one trained on the config's
+    data.source.path: runs of one config on several tables (table.yaml with --set data.source.path) share them."""
+    settings = config.to_dict()
+    identity, source = model_identity(settings), _source_path(settings)
+    other: tuple[ChosenModel, str | None] | None = None
     for run in earlier_runs(pipeline_dir):
         found = blessed_model(run)
-        if found is not None and model_identity(run.metadata.get("config") or {}) == identity:
-            execution, model, _ = found
-            origin = f"the latest blessed model (run {run.run_id}, blessed by {execution.node_id})"
-            return ChosenModel(Model(model.uri), origin, str(run.run_dir))
+        run_config = run.metadata.get("config") or {}
+        if found is None or model_identity(run_config) != identity:
+            continue
+        execution, model, _ = found
+        origin = f"the latest blessed model (run {run.run_id}, blessed by {execution.node_id})"
+        chosen = ChosenModel(Model(model.uri), origin, str(run.run_dir))
+        if _source_path(run_config) == source:
+            return chosen
+        other = other or (chosen, _source_path(run_config))
+    if other is not None:
+        chosen, trained_on = other
+        said = f"{chosen.origin[:-1]}, trained on {trained_on}: no blessed model was trained on {source})"
+        return replace(chosen, origin=said)
     raise ConfigError(
         [
             f"--model: no run of {config.name!r} under {pipeline_dir} blessed a model: run the pipeline first, or give "
             "--model RUN_ID|RUN_FOLDER|MODEL_FOLDER"
         ]
     )
+
+
+def _source_path(settings: dict[str, Any]) -> str | None:
+    return ((settings.get("data") or {}).get("source") or {}).get("path")
 
 
 def _model_of_run(run: Run) -> ChosenModel:

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from kflow.components.util.drift import compare
-from kflow.components.util.statistics_proto import read_split
-from kflow.pipeline.dsl.artifacts import Examples, ExampleStatistics, PushedModel
+from kflow.components.util.schema import load_schema
+from kflow.components.util.statistics_proto import common_stats, feature_stats, read_split
+from kflow.pipeline.dsl.artifacts import Examples, ExampleStatistics, PushedModel, Schema
 from kflow.pipeline.dsl.component import load_executor
 from kflow.pipeline.dsl.config import PipelineConfig
 from kflow.pipeline.runners.run_record import earlier_runs
@@ -68,10 +69,17 @@ def _pushed_from(runs: list, model_uri: str) -> str | None:
 
 
 def serving_skew(
-    config: PipelineConfig, model_uri: str, examples: Examples, split: str, folder: Path, ignore: set[str] = frozenset()
+    config: PipelineConfig,
+    model_uri: str,
+    examples: Examples,
+    split: str,
+    folder: Path,
+    ignore: set[str] = frozenset(),
+    scored_schema: Schema | None = None,
 ) -> dict[str, Any]:
     """The skew of the scored `examples` (their `split`) from the model's training data, but for the features in
-    `ignore` (the key); statistics into `folder`."""
+    `ignore` (the key); statistics into `folder`. A column of the scored data (`scored_schema`) with values in
+    training and none in any scored row is skewed too: nothing to compare, every row gets the training's fill."""
     training = training_statistics(Path(config.pipeline_root).expanduser().resolve() / config.name, model_uri)
     if training is None:
         reason = "no statistics of the data the model was trained on in this pipeline's runs"
@@ -90,16 +98,32 @@ def serving_skew(
     )
     found = [feature for feature in found if feature.feature not in ignore]
     skewed = [feature for feature in found if feature.drifted]
-    message = "; ".join(f"{feature.feature}: {feature.describe()}" for feature in skewed)
-    if skewed:
-        log.warning("predict: the scored data is skewed from the training data in %d feature(s): %s", len(skewed),
-                    message)  # fmt: skip
+    scored_features, trained_features = (
+        feature_stats(read_split(statistics, split)),
+        feature_stats(read_split(training, "train")),
+    )
+    columns = {feature.name for feature in load_schema(scored_schema.file).feature} if scored_schema else set()
+    empty = sorted((columns & set(trained_features)) - set(scored_features) - set(ignore))
+    message = "; ".join(
+        [f"{feature.feature}: {feature.describe()}" for feature in skewed]
+        + [f"{name}: no value in any scored row (in training: in {_present(trained_features[name])})" for name in empty]
+    )
+    if skewed or empty:
+        log.warning("predict: the scored data is skewed from the training data in %d feature(s): %s",
+                    len(skewed) + len(empty), message)  # fmt: skip
     else:
         log.info("predict: no skew: %d feature(s) compared with the training data", len(found))
     return {
         "compared": True,
         "training_statistics": training.uri,
         "features": [feature.to_json() for feature in found],
-        "skewed": [feature.feature for feature in skewed],
+        "skewed": [feature.feature for feature in skewed] + empty,
+        "empty": empty,
         "message": message,
     }
+
+
+def _present(statistics: Any) -> str:
+    """`N of M rows` of a feature's statistics (its common stats: values present, missing)."""
+    common = common_stats(statistics)
+    return f"{common.num_non_missing} of {common.num_non_missing + common.num_missing} rows"

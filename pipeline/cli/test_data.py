@@ -14,8 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kflow.components.datasets.tabular.examples import ROW_NAME_COLUMNS
 from kflow.components.util.drift import compare
-from kflow.components.util.statistics_proto import read_split
+from kflow.components.util.statistics_proto import feature_stats, read_split
 from kflow.pipeline.dsl.artifacts import Examples, ExampleStatistics
 from kflow.pipeline.dsl.config_model import default_of
 from kflow.pipeline.dsl.config_model.data import DriftSection
@@ -101,15 +102,26 @@ def test_data_difference(a: Run, b: Run) -> dict[str, Any] | None:
         differences.append(f"test rows: {rows[0]} → {rows[1]}")
     statistics = _statistics(a, first), _statistics(b, second)
     if all(statistics) and all(SPLIT in found.splits for found in statistics):
+        splits = [read_split(found, SPLIT) for found in statistics]
+        columns = [set(feature_stats(split)) for split in splits]
+        for side, only in (("first", columns[0] - columns[1]), ("second", columns[1] - columns[0])):
+            if only:  # a column dropped or added (or with no value left on one side)
+                differences.append(f"test columns: only in the {side} run's: {', '.join(sorted(only))}")
         drifted = compare(
-            read_split(statistics[1], SPLIT),
-            read_split(statistics[0], SPLIT),
+            splits[1],
+            splits[0],
             l_infinity_threshold=default_of(DriftSection, "l_infinity"),
             jensen_shannon_threshold=default_of(DriftSection, "jensen_shannon"),
         )
-        differences += [f"test statistics: {found.feature}: {found.describe()}" for found in drifted if found.drifted]
+        differences += [  # not the rows' names: other rows have other names
+            f"test statistics: {found.feature}: {found.describe()}"
+            for found in drifted
+            if found.drifted and found.feature not in ROW_NAME_COLUMNS
+        ]
     if not differences:
-        differences.append("the Examples differ (another fingerprint), with the same spans, rows and statistics")
+        differences.append(
+            "the Examples differ (another fingerprint), with the same spans, rows, columns and statistics"
+        )
     return {"same": False, "differences": differences}
 
 

@@ -214,6 +214,34 @@ def test_no_blessed_model_is_one_line(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # two short trainings (~20 s)
+def test_the_latest_blessed_model_is_the_one_trained_on_the_configs_table(tmp_path, capsys):
+    """One config run on two tables (table.yaml with --set data.source.path, the same label): predict for the first
+    table scores with its model, not with the later run's on the other table (a user trial: the iris model chosen
+    for penguins, refused for lacking iris' columns)."""
+    import pandas as pd
+
+    iris = pd.read_csv(IRIS)
+    iris.to_csv(tmp_path / "first.csv", index=False)
+    iris.rename(columns=lambda name: f"other_{name}" if name != "species" else name).to_csv(
+        tmp_path / "second.csv", index=False
+    )
+    config = {"name": "two-tables", "pipeline_root": str(tmp_path / "runs"), "trainer": {"epochs": 3},
+              "data": {"dataset": "csv", "source": {"path": "first.csv"}, "label": "species"}}  # fmt: skip
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    second = ["--set", f"data.source.path={tmp_path / 'second.csv'}"]
+    assert main(["run", str(tmp_path / "c.yaml"), "-q"]) == 0
+    assert main(["run", str(tmp_path / "c.yaml"), "-q", *second]) == 0
+    first_run, second_run = sorted(path.parent.name for path in (tmp_path / "runs" / "two-tables").glob("*/run.json"))
+    iris.drop(columns="species").head(5).to_csv(tmp_path / "new.csv", index=False)
+    capsys.readouterr()
+    out = tmp_path / "scored"
+    assert main(["predict", str(tmp_path / "c.yaml"), "--data", str(tmp_path / "new.csv"), "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert f"run {first_run}" in said and second_run not in said, said
+    assert sum(1 for _ in (out / "predictions" / "Split-score" / "predictions.csv").open()) == 6
+
+
 def test_a_column_the_model_reads_missing_is_one_line(trained, tmp_path, capsys):
     root, rows, _ = trained
     with (tmp_path / "partial.csv").open("w", newline="") as table:

@@ -64,3 +64,16 @@ def test_predict_reports_the_skew_of_the_scored_data(tmp_path, run_kflow):
     predicted = json.loads((tmp_path / "shifted" / "predict.json").read_text())
     assert predicted["skew"]["skewed"] == ["age", "color"]
     assert (tmp_path / "shifted" / "statistics" / "Split-score" / "FeatureStats.pb").is_file()
+
+    # A column the scored file holds with no value in any row (a user trial: two features said nothing of): skewed,
+    # with no distance to give, where before it was left out of the comparison ("no skew").
+    rows = list(csv.reader(open(tmp_path / "new" / "new-2.csv")))
+    income = rows[0].index("income")
+    with open(tmp_path / "new" / "no-income.csv", "w", newline="") as file:
+        csv.writer(file).writerows([rows[0], *([*row[:income], "", *row[income + 1 :]] for row in rows[1:])])
+    empty = run_kflow("predict", config, "--data", tmp_path / "new" / "no-income.csv", "-o", tmp_path / "empty")
+    assert empty.returncode == 0, empty.stderr[-3000:]
+    skew = json.loads((tmp_path / "empty" / "skew.json").read_text())
+    assert skew["empty"] == ["income"] and "income" in skew["skewed"]
+    assert "income" not in {entry["feature"] for entry in skew["features"]}
+    assert "income: no value in any scored row" in empty.stdout

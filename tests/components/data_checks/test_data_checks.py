@@ -128,6 +128,28 @@ def test_the_inferred_schema_keeps_the_ingest_tags_and_learns_domains_and_ranges
     assert summary == {"features": 4, "inferred": True, "string_domains": 1, "ranges": 2}
 
 
+def test_the_columns_that_name_records_get_no_range_or_domain(tmp_path):
+    """New records bring new keys: a frozen copy of the inferred schema held the row names' range, so rows appended
+    with the next row names were refused as out of range (a user trial, R's `rownames`)."""
+    train = [{**row, "rownames": index + 1, "id": f"r{index % 40}"} for index, row in enumerate(rows(100))]
+    examples = write_examples(tmp_path, {"train": train})
+    statistics = ExampleStatistics(tmp_path / "statistics")
+    compute(examples=examples, statistics=statistics)
+    ingest_schema = Schema(tmp_path / "ingest_schema")
+    ingest_schema.path.mkdir()
+    ingest_schema.file.write_text(
+        'feature { name: "id" type: BYTES annotation { tag: "role=key" } } '
+        'feature { name: "rownames" type: INT annotation { tag: "role=row_names" } }'
+    )
+    schema = Schema(tmp_path / "schema")
+    infer(statistics=statistics, schema=schema, ingest_schema=ingest_schema)
+    features = {feature.name: feature for feature in load_schema(schema.file).feature}
+    for name in ("id", "rownames"):
+        assert not any(features[name].HasField(domain) for domain in ("int_domain", "string_domain")), features[name]
+        assert features[name].presence.min_fraction == 1.0
+    assert features["size"].HasField("int_domain") and features["colour"].HasField("string_domain")
+
+
 def test_an_eval_split_with_a_new_category_and_numbers_out_of_range_is_flagged(tmp_path):
     evaluation = rows(60, colours=("red", "green", "purple"), offset=40.0, seed=2)
     _, _, anomalies, summary = checked(tmp_path, {"train": rows(200), "eval": evaluation, "test": rows(40, seed=3)})

@@ -46,6 +46,8 @@ def _validate(folder, capsys, data=None, **sections):
          "trainer.early_stopping_monitor: a regression trains with val_loss, val_mae, val_rmse, not val_accuracy"),
         ({"tuner": {"search_space": {"trainer.batch_size": {"choice": [32]}}, "objective": {"metric": "val_r2"}}},
          "tuner.objective.metric: a regression trains with val_loss, val_mae, val_rmse, not val_r2"),
+        ({"tuner": {"search_space": {"trainer.model_options.hiden_units": {"choice": [[8], [16]]}}}},
+         "tuner.search_space.trainer.model_options.hiden_units: csv takes no such option; did you mean hidden_units?"),
         ({"tuner": {"search_space": {"trainer.epochs": {"choice": [0]}, "trainer.batch_size": {"int": [-3, 8]}}}},
          "tuner.search_space.trainer.epochs.choice: 0 is no value of trainer.epochs"),
     ],
@@ -69,7 +71,8 @@ def test_the_options_a_dataset_lists_are_those_its_task_takes():
 def test_what_the_ingest_would_reject_row_by_row_validate_names_from_the_sample(tmp_path, capsys):
     """scikit-learn's linnerud saved with semicolons and no header, named by data.csv.header without the delimiter
     (every record a wrong_field_count reject); a text column declared int (every record a bad_value); a label of
-    one value in the whole table (the Transform refused it)."""
+    one value in the whole table (the Transform refused it), or none (every record left out as missing_label); a
+    header without records."""
     import pandas as pd
     from sklearn.datasets import load_breast_cancer, load_linnerud
 
@@ -77,7 +80,9 @@ def test_what_the_ingest_would_reject_row_by_row_validate_names_from_the_sample(
     table = pd.concat([linnerud.data, linnerud.target], axis=1)
     table.to_csv(tmp_path / "linnerud.csv", sep=";", index=False, header=False)
     cells = load_breast_cancer(as_frame=True).frame
-    cells.assign(clinic=[f"clinic {n % 6}" for n in range(len(cells))], site="one").to_csv(tmp_path / "cells.csv")
+    cells = cells.assign(clinic=[f"clinic {n % 6}" for n in range(len(cells))], site="one", outcome=None)
+    cells.to_csv(tmp_path / "cells.csv")
+    cells.head(0).to_csv(tmp_path / "header-only.csv")
     cases = [
         ({"source": {"path": "linnerud.csv"}, "label": "Weight", "csv": {"header": list(table.columns)}},
          'data.csv.delimiter: none of the 20 sampled records has the header\'s 6 fields (most have 1): set '
@@ -85,7 +90,12 @@ def test_what_the_ingest_would_reject_row_by_row_validate_names_from_the_sample(
         ({"source": {"path": "cells.csv"}, "label": "target", "columns": {"clinic": "int"}},
          "data.columns.clinic: declared int, but 569 of its 569 sampled values do not read as int ('clinic 0'"),
         ({"source": {"path": "cells.csv"}, "label": "site"},
-         "data.label: 'site' holds one value in every row, 'one': a classifier needs at least two classes"),
+         "data.label: 'site' holds one value, 'one', in every record that has one: a classifier needs at least two "
+         "classes"),
+        ({"source": {"path": "cells.csv"}, "label": "outcome"},
+         "data.label: 'outcome' has no value in any of the 569 records: nothing to learn from"),
+        ({"source": {"path": "header-only.csv"}, "label": "target"},
+         "header-only.csv holds no records after its header"),
     ]  # fmt: skip
     for data, said in cases:
         code, err = _validate(tmp_path, capsys, data={"dataset": "csv", **data})
@@ -163,3 +173,14 @@ def test_boundaries_on_a_column_of_text_are_refused_by_validate(tmp_path, capsys
                                                                   {"by": "bmi", "boundaries": [0.0]}]})  # fmt: skip
     assert code == 2 and "evaluator.slices[0].boundaries: 'clinic' is text; boundaries cut a column of numbers" in err
     assert "slices[1]" not in err, err
+
+
+def test_a_frozen_schema_that_is_no_file_or_no_schema_is_refused_by_validate(diabetes, capsys):
+    """The schema component refused either after the ingest and the statistics had run (exit 1, its exception)."""
+    (diabetes / "garbage.pbtxt").write_text("garbage {{{\n")
+    for schema, said in [
+        ("nowhere.pbtxt", f"data.schema: {diabetes / 'nowhere.pbtxt'} is not a file"),
+        ("garbage.pbtxt", f"data.schema: {diabetes / 'garbage.pbtxt'} is not a valid TensorFlow Metadata schema"),
+    ]:
+        code, err = _validate(diabetes, capsys, data={"schema": schema})
+        assert code == 2 and said in err and "Traceback" not in err, err

@@ -71,3 +71,26 @@ def test_runs_shows_every_verdict_of_a_pipeline_with_several_evaluators(tmp_path
     assert row["blessed"] is None
     line = format_runs([row]).splitlines()[1]
     assert "judge_2: yes, judge_5: NO" in line and line.endswith("1 of 2")
+
+
+@pytest.mark.slow  # two short tabular runs (~25 s)
+def test_diff_names_a_column_the_second_runs_data_lacks(tmp_path, run_kflow):
+    """A retraining on the table without one column: the test data's difference names it (a user trial: diff said
+    'the same spans, rows and statistics'), and the rows' names, new for other rows, are no drift."""
+    import pandas as pd
+
+    from kflow.pipeline.cli.main import main
+
+    iris = pd.read_csv(REPO / "pipeline" / "configs" / "data" / "iris.csv")
+    iris.to_csv(tmp_path / "all.csv")  # pandas' index: the rows' names
+    iris.drop(columns="sepal_width").to_csv(tmp_path / "fewer.csv")
+    common = ["run", str(REPO / "pipeline" / "configs" / "table.yaml"), "--pipeline-root", str(tmp_path / "runs"),
+              "--set", "trainer.epochs=2", "--set", "evaluator.on_not_blessed=warn"]  # fmt: skip
+    for table in ("all.csv", "fewer.csv"):
+        assert main([*common, "--set", f"data.source.path={tmp_path / table}", "-q"]) == 0
+    first, second = sorted(path.parent for path in (tmp_path / "runs").glob("*/*/run.json"))
+    result = run_kflow("diff", first, second, "--json")
+    assert result.returncode == 0, result.stderr
+    differences = json.loads(result.stdout)["test_data"]["differences"]
+    assert "test columns: only in the first run's: sepal_width" in differences, differences
+    assert not any("Unnamed" in line or "rownames" in line for line in differences), differences

@@ -317,3 +317,15 @@ def test_an_int_past_int64_is_a_bad_value_not_a_failed_ingest(tmp_path):
     assert summary["train"] + summary["eval"] + summary["test"] == len(GOOD) + 1
     sizes = {row.get("size") for rows in read_records(examples).values() for row in rows}
     assert 2**63 - 1 in sizes
+
+
+def test_a_table_whose_every_record_is_left_out_fails_at_the_ingest_saying_why(tmp_path):
+    """No label in any record: the ingest, not the Transform after it on empty splits (which said no feature had
+    a value), names the reason and the rejects, every record kept there."""
+    source = write(tmp_path / "fruit.csv", [line.rsplit(",", 1)[0] + "," for line in GOOD])
+    said = rf"none of the {len(GOOD)} records is left to write \(missing_label: {len(GOOD)}\): is data.label the"
+    with pytest.raises(ValueError, match=said) as raised:
+        ingest(tmp_path, source_path=str(source))
+    rejects = tmp_path / "rej" / "rejects.jsonl"
+    assert str(rejects) in str(raised.value)
+    assert sum(1 for _ in rejects.open()) == len(GOOD)

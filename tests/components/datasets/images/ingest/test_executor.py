@@ -98,9 +98,12 @@ def test_rgb_pad_keeps_the_shape_of_the_image_and_exact_refuses_other_sizes(tmp_
     assert [(entry["position"], entry["reason"], entry["size"]) for entry in rejects.read()] == [
         ("a/wide.png", "wrong_size", [2, 4])
     ]
-    summary, _, _, rejects = ingest(tmp_path / "mode", source_path=str(root), image={"size": 4, "channels": 1,
-                                                                                     "convert": False})  # fmt: skip
-    assert {entry["reason"] for entry in rejects.read()} == {"wrong_mode"} and summary["rejected"] == 2
+    # Every image refused (even where max_invalid_fraction allows it): the ingest says so, rather than the next
+    # component failing on empty splits; each one kept with its reason.
+    with pytest.raises(ValueError, match=r"none of the 2 records is left to write \(wrong_mode: 2\)"):
+        ingest(tmp_path / "mode", source_path=str(root), image={"size": 4, "channels": 1, "convert": False})
+    rejects = Rejects(tmp_path / "mode" / "rej")
+    assert [entry["reason"] for entry in rejects.read()] == ["wrong_mode", "wrong_mode"]
 
 
 def test_a_manifest_lists_images_by_path_and_label(tmp_path):
