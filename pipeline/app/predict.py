@@ -18,35 +18,26 @@ import logging
 import os
 import secrets
 import shutil
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets import DATASETS, get_dataset
 from kflow.components.datasets.tabular.examples import ROW_NAME_COLUMNS, SOURCE_ROW
 from kflow.components.util.predictions import CSV, JSONL, TFRECORD
-from kflow.pipeline.app.latest_blessed import blessed_model, model_identity
+from kflow.pipeline.app.model_choice import choose_model
+from kflow.pipeline.app.scored_dates import unread_dates
 from kflow.pipeline.app.sections import absolute, ingest_parameters
 from kflow.pipeline.app.serving_skew import serving_skew
 from kflow.pipeline.dsl.artifacts import Examples, InferenceResult, Model, Rejects, Schema
 from kflow.pipeline.dsl.component import load_executor
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
-from kflow.pipeline.runners.run_record import RUN_FILE, Run, earlier_runs
 
 log = logging.getLogger("kflow.predict")
 
 SPLIT = "score"
 IMAGES = "images"  # the dataset whose ingest reads image files: any image model's data to score
-LATEST = ("latest", "latest_blessed")
 FILES = (CSV, JSONL, TFRECORD)
 LEAVE_ONE_OUT = 40
-
-
-@dataclass(frozen=True)
-class ChosenModel:
-    model: Model
-    origin: str  # for people: "the latest blessed model (run …)", "run …'s train", "the folder …"
-    run_dir: str | None = None  # the run that trained or blessed it, when known: its statistics, its schema
 
 
 def predict(
@@ -98,6 +89,8 @@ def predict(
         ignore |= _new_by_nature(chosen.model)
         skew = serving_skew(config, chosen.model.uri, examples, SPLIT, staging / "statistics", ignore, schema)
         (staging / "skew.json").write_text(json.dumps(skew, indent=2) + "\n")
+        for said in (unread := unread_dates(chosen.model, examples, SPLIT)):
+            log.warning("predict: %s", said)
         record = {
             "model": chosen.model.uri,
             "model_origin": chosen.origin,
@@ -111,6 +104,7 @@ def predict(
             "examples": str(output / "examples"),
             "predictions": {name: str(output / "predictions" / f"Split-{SPLIT}" / name) for name in FILES},
             "skew": {name: skew[name] for name in ("compared", "skewed", "message", "reason") if name in skew},
+            "unread_dates": unread,
         }
         (staging / "predict.json").write_text(json.dumps(record, indent=2) + "\n")
         if output.exists():
@@ -155,90 +149,6 @@ def _rows_without_their_own_key(rejects: Path) -> str | None:
             if reject.get("reason") == "empty_key":
                 return f"leaves values empty (at {reject.get('position')})"
     return None
-
-
-def choose_model(config: PipelineConfig, spec: str | None) -> ChosenModel:
-    """The model `--model` names: latest (the default: the latest blessed), a run id or folder, or a Model folder."""
-    pipeline_dir = Path(config.pipeline_root) / config.name
-    if spec is None or spec in LATEST:
-        return _latest_blessed(config, pipeline_dir)
-    path = Path(spec).expanduser()
-    if (path / RUN_FILE).is_file():
-        return _model_of_run(Run.load(path))
-    if (path / "model.keras").is_file():
-        return ChosenModel(Model(str(path.resolve())), f"the model folder {path}")
-    versions = sorted((int(p.name) for p in path.glob("[0-9]*") if p.name.isdigit()), reverse=True)
-    if not (path / "saved_model.pb").is_file() and versions and (path / str(versions[0]) / "saved_model.pb").is_file():
-        path = path / str(versions[0])  # a push destination's model folder: its newest version
-    if (path / "saved_model.pb").is_file():
-        if not Model(str(path)).training_schema_file.is_file():
-            raise ConfigError(
-                [
-                    f"--model: {path} is a serving SavedModel without kflow's assets (assets/task.json, "
-                    f"assets/{Model.SCHEMA_FILE}): pushed by an earlier kflow; give the run that trained it"
-                ]
-            )
-        return ChosenModel(Model(str(path.resolve())), f"the pushed model {path}")
-    if "/" not in spec and (pipeline_dir / spec / RUN_FILE).is_file():
-        return _model_of_run(Run.load(pipeline_dir / spec))
-    raise ConfigError(
-        [
-            f"--model: {spec!r} is neither latest, a run of {config.name!r} (under {pipeline_dir}), a run folder nor a "
-            "Model folder (holding model.keras)"
-        ]
-    )
-
-
-def _latest_blessed(config: PipelineConfig, pipeline_dir: Path) -> ChosenModel:
-    """The latest blessed model of the config's pipeline, label and task; of those, first one trained on the config's
-    data.source.path: runs of one config on several tables (table.yaml with --set data.source.path) share them."""
-    settings = config.to_dict()
-    identity, source = model_identity(settings), _source_path(settings)
-    other: tuple[ChosenModel, str | None] | None = None
-    for run in earlier_runs(pipeline_dir):
-        found = blessed_model(run)
-        run_config = run.metadata.get("config") or {}
-        if found is None or model_identity(run_config) != identity:
-            continue
-        execution, model, _ = found
-        origin = f"the latest blessed model (run {run.run_id}, blessed by {execution.node_id})"
-        chosen = ChosenModel(Model(model.uri), origin, str(run.run_dir))
-        if _source_path(run_config) == source:
-            return chosen
-        other = other or (chosen, _source_path(run_config))
-    if other is not None:
-        chosen, trained_on = other
-        said = f"{chosen.origin[:-1]}, trained on {trained_on}: no blessed model was trained on {source})"
-        return replace(chosen, origin=said)
-    raise ConfigError(
-        [
-            f"--model: no run of {config.name!r} under {pipeline_dir} blessed a model: run the pipeline first, or give "
-            "--model RUN_ID|RUN_FOLDER|MODEL_FOLDER"
-        ]
-    )
-
-
-def _source_path(settings: dict[str, Any]) -> str | None:
-    return ((settings.get("data") or {}).get("source") or {}).get("path")
-
-
-def _model_of_run(run: Run) -> ChosenModel:
-    trained = [
-        (execution, ref)
-        for execution in run.executions.values()
-        if execution.finished
-        for ref in execution.outputs.values()
-        if ref.type == Model.type_name
-    ]
-    if not trained:
-        raise ConfigError([f"--model: the run {run.run_dir} trained no model (no finished component output one)"])
-    if len(trained) > 1:
-        folders = ", ".join(ref.uri for _, ref in trained)
-        raise ConfigError(
-            [f"--model: the run {run.run_dir} trained {len(trained)} models: give one's folder ({folders})"]
-        )
-    execution, ref = trained[0]
-    return ChosenModel(Model(ref.uri), f"run {run.run_id}'s {execution.node_id}", str(run.run_dir))
 
 
 def _naming_columns(model: Model) -> set[str]:
@@ -374,6 +284,10 @@ def as_scoring(message: str) -> str:
     import re
 
     message = message.replace("data.source.path: ", "--data: ")
+    # Scoring types the columns as training read them, not as the user declared: say so.
+    message = re.sub(
+        r"data\.columns\.(.+?): declared (\w+), but", r"--data: column \1, read as \2 in training, but", message
+    )
     return re.sub(r"set data\.dataset: (\w+)", r"give --format \1", message)
 
 
@@ -402,4 +316,6 @@ def predict_command(args: Any) -> int:
     print(f"scored data (Examples): {record['examples']}")
     if record["skew"].get("skewed"):
         print(f"skew from the training data: {record['skew']['message']} ({Path(args.output) / 'skew.json'})")
+    for said in record["unread_dates"]:
+        print(f"dates not read: {said}")
     return 0

@@ -54,7 +54,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kflow", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="kflow",
+        description=__doc__.splitlines()[0],
+        # What users look for as a command and find as a section of the config.
+        epilog="Tuning and a Transform are sections of the config that `kflow run` runs (tuner:, transform:; "
+        "docs/tuning.md, docs/transform.md). Exit codes: 0 success, 1 a run failed, 2 a bad config or arguments.",
+    )
     parser.add_argument("--version", action="version", version=f"kflow {_version()}")
     _add_verbosity(parser)
     commands = parser.add_subparsers(required=True, metavar="COMMAND")

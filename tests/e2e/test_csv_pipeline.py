@@ -95,7 +95,7 @@ def test_validate_refuses_what_the_run_would_refuse_in_the_data(tmp_path, run_kf
         "evaluator.thresholds.roc_auc: roc_auc is defined for two classes; the label has 3 "
         "(setosa, versicolor, virginica)",
         "evaluator.thresholds.r2: a classification task has no r2 (its metrics: example_count, loss, accuracy, "
-        "macro_precision, macro_recall, macro_f1, roc_auc, pr_auc)",
+        "macro_precision, macro_recall, macro_f1)",  # not those of two classes, refused on the line above
         "evaluator.slices[0].by: no column 'sepal_lenght' in the data; did you mean sepal_length? (slice by: "
         "label, sepal_length, sepal_width, petal_length, petal_width)",  # the label's column: by label
     ]

@@ -406,3 +406,46 @@ def test_new_rows_in_the_training_files_own_layout_are_read_as_it_was(tmp_path, 
                  "-o", str(tmp_path / "out-lacking")])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2 and "no column 'hue', which the model reads" in err and "'proline'" not in err.split("reads")[0]
+
+
+def test_a_column_typed_by_training_is_not_called_declared_when_scoring():
+    """Scoring reads each column as training did: a refusal of its values names that, not a declaration the user
+    never made (a user trial: 'data.columns.body_mass_g: declared int' for '3200.0 g')."""
+    from kflow.components.datasets.csv.ingest.header_checks import _first_values
+    from kflow.pipeline.app.predict import as_scoring
+
+    said = as_scoring("data.columns.body_mass_g: declared int, but 12 of its 12 sampled values do not read as int")
+    assert (
+        said
+        == "--data: column body_mass_g, read as int in training, but 12 of its 12 sampled values do not read as int"
+    )
+    shown = _first_values([f"{grams}.0 g" for grams in range(3200, 3300, 5)])
+    assert shown.endswith(", …") and len(shown) <= 84 and shown.count("'") % 2 == 0  # whole values only
+
+
+@pytest.mark.slow  # trains a small dated table (~12 s)
+def test_dates_the_model_cannot_read_are_said_not_scored_in_silence(tmp_path, capsys):
+    """The model reads a date as its parts and anything else as a missing date: new rows whose dates are written
+    another way (epoch seconds, a typo) are scored, and the command says which column and how many (a user trial:
+    the same rows scored differently, without a word)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame({"day": pd.date_range("2001-01-01", periods=400, freq="D").strftime("%Y-%m-%d"),
+                          "x": rng.normal(size=400)})  # fmt: skip
+    table["y"] = table["x"] * 2 + np.sin(np.arange(400) / 30)
+    table.to_csv(tmp_path / "dated.csv", index=False)
+    config = {"name": "dated", "pipeline_root": str(tmp_path / "runs"), "trainer": {"epochs": 2},
+              "data": {"dataset": "csv", "source": {"path": "dated.csv"}, "label": "y"}}  # fmt: skip
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    assert main(["run", str(tmp_path / "c.yaml"), "-q"]) == 0
+    new = table.tail(6).drop(columns="y")
+    new.to_csv(tmp_path / "iso.csv", index=False)
+    new.assign(day=["1012521600", "garbage", *new.day[2:]]).to_csv(tmp_path / "other.csv", index=False)
+    capsys.readouterr()
+    for name, unread in (("iso", []), ("other", ["day: 2 of 6 values do not read as dates ("])):
+        assert main(["predict", str(tmp_path / "c.yaml"), "--data", str(tmp_path / f"{name}.csv"),
+                     "-o", str(tmp_path / name)]) == 0  # fmt: skip
+        said = json.loads((tmp_path / name / "predict.json").read_text())["unread_dates"]
+        assert [line[: len(unread[0])] for line in said] == unread, said
+        assert ("dates not read: day: 2 of 6" in capsys.readouterr().out) == bool(unread)

@@ -59,7 +59,9 @@ class TabularMetrics(TaskMetrics):
         if kind not in cls.BY_KIND:
             return None
         if metric in cls.SCALARS and metric not in cls.BY_KIND[kind]:
-            return f"a {kind} task has no {metric} (its metrics: {', '.join(cls.BY_KIND[kind])})"
+            many = kind == "classification" and len(classes) > 2  # no metric of two classes to offer
+            offered = [name for name in cls.BY_KIND[kind] if not (many and name in cls.TWO_CLASSES)]
+            return f"a {kind} task has no {metric} (its metrics: {', '.join(offered)})"
         if kind == "classification" and metric in cls.TWO_CLASSES and len(classes) > 2:
             shown = ", ".join(classes[:5]) + (", …" if len(classes) > 5 else "")
             return f"{metric} is defined for two classes; the label has {len(classes)} ({shown})"

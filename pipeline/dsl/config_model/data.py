@@ -86,7 +86,8 @@ class SourceSection(Section):
 
 class FiltersSection(Section):
     max_invalid_fraction: float = Field(0.01, ge=0, le=1)
-    """Fail the ingest when a larger share of the records read is invalid (policy-filtered records do not count)."""
+    """Fail the ingest when a larger share of the records read is invalid; policy-filtered records (no label, a
+    non-image file, a repeated header) count neither way."""
     min_chars: int | None = Field(None, ge=0)
     """wikitext2: keep lines of at least this many characters (null: 101, i.e. longer than 100 as the Keras MLM
     guide)."""

@@ -76,11 +76,21 @@ def check_declared(scan: Any, declared: dict[str, str], missing: frozenset[str],
         values = [row[at].strip() for row in scan.sample if len(row) == width and row[at].strip() not in missing]
         bad = [value for value in values if not cols.parses(value, kind)]
         if values and 2 * len(bad) > len(values):
-            shown = ", ".join(repr(value) for value in dict.fromkeys(bad[:50]).keys() if value)[:80]
+            shown = _first_values([value for value in dict.fromkeys(bad[:50]) if value])
             raise ValueError(
                 f"data.columns.{name}: declared {kind}, but {len(bad)} of its {len(values)} sampled values do not "
                 f"read as {kind} ({shown})"
             )
+
+
+def _first_values(values: list[str], width: int = 80) -> str:
+    """The first values, quoted, as many as `width` characters hold whole, then `…`."""
+    shown: list[str] = []
+    for value in values:
+        if shown and len(", ".join([*shown, repr(value)])) > width:
+            return ", ".join(shown) + ", …"
+        shown.append(repr(value))
+    return ", ".join(shown)
 
 
 def cutting_delimiter(header: list[str], dialect: Dialect, named: frozenset[str]) -> str | None:

@@ -198,3 +198,18 @@ def test_both_image_models_take_any_size_and_channels():
             assert probabilities.shape == (2, 3) and np.allclose(probabilities.sum(axis=1), 1, atol=1e-5)
     # MNIST's own model is unchanged: the Keras example's 34,826 weights (unpadded convolutions at 28×28).
     assert build_mnist_convnet().count_params() == 34_826
+
+
+def test_the_invalid_share_is_of_the_images_not_of_the_files_left_out_unread(tmp_path):
+    """A README beside the images is left out (filtered), not data: 1 broken image of 4 is 25 % invalid, not 1 of
+    5 files (a user trial: the count said 20 %, the log that the README was left out)."""
+    root = tmp_path / "src"
+    for index in range(3):
+        save(root / "ab"[index % 2] / f"{index}.png", np.full((4, 4), index), "L")
+    (root / "a" / "broken.png").write_bytes(b"not a png at all")
+    (root / "a" / "README.txt").write_text("the images of class a\n")
+    examples, schema, rejects = Examples(tmp_path / "ex"), Schema(tmp_path / "schema"), Rejects(tmp_path / "rej")
+    with pytest.raises(ValueError, match=r"1 of 4 records are invalid \(25\.00%\)"):
+        run(examples=examples, schema=schema, rejects=rejects, source_path=str(root), image={"size": 4},
+            max_invalid_fraction=0.2)  # fmt: skip
+    assert {entry["reason"] for entry in rejects.read()} == {"not_an_image", "not_an_image_name"}

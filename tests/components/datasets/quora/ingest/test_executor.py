@@ -98,7 +98,7 @@ def test_bad_rows_are_rejected_with_their_reason_and_counts_balance(tmp_path):
 
 def test_too_many_invalid_rows_fail_pointing_at_the_rejects(tmp_path):
     csv_path = write_csv(tmp_path / "train.csv", ROWS)
-    with pytest.raises(ValueError, match=r"7 of 11 records are invalid.*rejects\.jsonl"):
+    with pytest.raises(ValueError, match=r"7 of 10 records are invalid.*rejects\.jsonl"):
         ingest(tmp_path / "out", source_path=str(csv_path), max_chars=60)
 
 
