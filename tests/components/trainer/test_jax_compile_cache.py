@@ -13,20 +13,22 @@ import pytest
 
 from tests.conftest import REPO
 
-# One process of a JAX strategy as it starts (jax_process.start), then a program XLA takes a while to compile (a
-# random initializer, as every weight shape under Keras' JAX backend); prints JAX's cache folder and its hits.
+# One JAX process that first does as a JAX strategy's process (`START`: jax_process.start, which imports Keras and
+# TensorFlow too; `ENABLE`: only its cache step), then compiles a program XLA takes a while on (a random
+# initializer, as every weight shape under Keras' JAX backend); prints JAX's cache folder and its hits.
 PROCESS = """
 import json, jax
-from kflow.components.trainer.strategies import jax_process
 hits = []
 jax.monitoring.register_event_listener(lambda event, **_: hits.append(event) if event.endswith("cache_hits") else None)
-jax_process.start(None)
+{first}
 values = jax.random.uniform(jax.random.key(7), (13, 11, 5))
-print(json.dumps({"folder": jax.config.jax_compilation_cache_dir, "hits": len(hits), "sum": float(values.sum())}))
+print(json.dumps({{"folder": jax.config.jax_compilation_cache_dir, "hits": len(hits), "sum": float(values.sum())}}))
 """
+START = "from kflow.components.trainer.strategies import jax_process; jax_process.start(None)"
+ENABLE = "from kflow.components.trainer.strategies import jax_compile_cache; jax_compile_cache.enable()"
 
 
-def _process(cache_home, **environment) -> dict:
+def _process(cache_home, first=START, **environment) -> dict:
     env = {
         **os.environ,
         "XDG_CACHE_HOME": str(cache_home),
@@ -38,25 +40,31 @@ def _process(cache_home, **environment) -> dict:
         if name not in environment:
             env.pop(name, None)
     result = subprocess.run(
-        [sys.executable, "-c", PROCESS], cwd=REPO, env=env, capture_output=True, text=True, timeout=180
+        [sys.executable, "-c", PROCESS.format(first=first)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def test_the_next_process_reads_the_programs_the_first_compiled(tmp_path):
-    first = _process(tmp_path)
+    first = _process(tmp_path, ENABLE)  # start() calls it: the slow tests below go through start()
     folder = tmp_path / "kflow" / "jax"
     assert first["folder"] and first["folder"].startswith(str(folder)) and first["hits"] == 0
     entries = [path for path in folder.rglob("*-cache")]
     assert any("uniform" in path.name for path in entries), entries
-    second = _process(tmp_path)
+    second = _process(tmp_path, ENABLE)
     assert second["folder"] == first["folder"] and second["hits"] >= 1
     assert second["sum"] == first["sum"]  # the same program's result
 
 
 @pytest.mark.slow
 def test_the_users_own_jax_cache_settings_win(tmp_path):
+    assert _process(tmp_path / "kflows")["folder"].startswith(str(tmp_path / "kflows" / "kflow" / "jax"))  # start()
     users = tmp_path / "users-cache"
     chosen = _process(tmp_path, JAX_COMPILATION_CACHE_DIR=str(users))
     assert chosen["folder"] == str(users)
