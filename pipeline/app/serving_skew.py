@@ -90,18 +90,13 @@ def serving_skew(
         examples=examples, statistics=statistics, beam_args=list(config.beam_args)
     )
     thresholds = config.data.drift
+    scored, trained = read_split(statistics, split), read_split(training, "train")
     found = compare(
-        read_split(statistics, split),
-        read_split(training, "train"),
-        l_infinity_threshold=thresholds.l_infinity,
-        jensen_shannon_threshold=thresholds.jensen_shannon,
+        scored, trained, l_infinity_threshold=thresholds.l_infinity, jensen_shannon_threshold=thresholds.jensen_shannon
     )
     found = [feature for feature in found if feature.feature not in ignore]
     skewed = [feature for feature in found if feature.drifted]
-    scored_features, trained_features = (
-        feature_stats(read_split(statistics, split)),
-        feature_stats(read_split(training, "train")),
-    )
+    scored_features, trained_features = feature_stats(scored), feature_stats(trained)
     columns = {feature.name for feature in load_schema(scored_schema.file).feature} if scored_schema else set()
     empty = sorted((columns & set(trained_features)) - set(scored_features) - set(ignore))
     message = "; ".join(

@@ -214,7 +214,7 @@ def test_a_model_without_its_task_spec_is_refused(inputs, tmp_path):
 
 def test_what_the_metrics_cannot_say_is_said_beside_them():
     """A helper's trial: iris of 12 rows blessed on 1 test example, linnerud with r2 -0.95, no warning either time."""
-    from kflow.components.evaluator.executor import caveats
+    from kflow.components.evaluator.caveats import caveats
 
     assert caveats({"split": "test", "example_count": 1, "accuracy": 1.0, "per_class_count": {"a": 1}}) == [
         "the test split holds 1 example(s): its metrics move by 100 % a record"
