@@ -90,7 +90,7 @@ def run(
         InferenceResult.RECORD,
         {"inferred": True, "split": split, "count": count, "model": model.uri, "outputs": [TFRECORD, JSONL, CSV]},
     )
-    log.info("bulk_inferrer: %d records of %s scored into %s", count, split, folder)
+    log.info("bulk_inferrer: %d record(s) of split %s scored", count, split)  # the run's summary names the folder
     return {"inferred": True, "count": count}
 
 

@@ -121,8 +121,14 @@ def run(
             "outputs": [TFRECORD, JSONL, CSV],
         },
     )
-    log.info("predict: %d records of %s scored into %s", count, split, folder)
+    # No folder: `kflow predict` writes into a staging folder it renames at the end, and says the final one itself.
+    log.info("predict: %d record(s) of split %s scored", count, split)
     return {"count": count, "split": split}
+
+
+class ColumnsRefused(ValueError):
+    """The scored data lacks a column the model reads, or holds it as another type: the data's fault, not the
+    model's (`kflow predict` says so as it says its other refusals of --data)."""
 
 
 def check_columns(task: Task, scored: Any) -> None:
@@ -132,7 +138,7 @@ def check_columns(task: Task, scored: Any) -> None:
     needed = list(getattr(task, "input_features", None) or [])
     missing = [name for name in needed if name not in names]
     if missing:
-        raise ValueError(
+        raise ColumnsRefused(
             f"the data has no column {', '.join(map(repr, missing))}, which the model reads "
             f"(it reads {', '.join(needed)})"
         )
@@ -140,7 +146,7 @@ def check_columns(task: Task, scored: Any) -> None:
         want = _parsed_as(annotation_tags(trained, name).get("kflow_type"))
         have = _parsed_as(annotation_tags(scored, name).get("kflow_type"))
         if want and have and want != have:
-            raise ValueError(
+            raise ColumnsRefused(
                 f"the data's column {name!r} holds {have} values; the model was trained on {want} ones "
                 f"(declare it in the ingest's columns: {{{name}: {annotation_tags(trained, name).get('kflow_type')}}})"
             )

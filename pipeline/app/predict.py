@@ -74,15 +74,20 @@ def predict(
             node.parameters["key"] = None
             ingested = _ingest(node, staging)
         predictions = InferenceResult(staging / "predictions")
-        scored = load_executor("kflow.components.predictor.executor:run")(
-            model=chosen.model,
-            examples=examples,
-            schema=schema,
-            predictions=predictions,
-            split=SPLIT,
-            batch_size=batch_size,
-            beam_args=list(config.beam_args),
-        )
+        from kflow.components.predictor.executor import ColumnsRefused
+
+        try:
+            scored = load_executor("kflow.components.predictor.executor:run")(
+                model=chosen.model,
+                examples=examples,
+                schema=schema,
+                predictions=predictions,
+                split=SPLIT,
+                batch_size=batch_size,
+                beam_args=list(config.beam_args),
+            )
+        except ColumnsRefused as error:  # a TFRecord's features are known only once it is read
+            raise DataRefused(str(error)) from error
         # Skew: the scored data's statistics against the training data's (serving_skew.py), into OUT/skew.json.
         # Not the key, nor the row names: they name rows, and new rows have other names.
         ignore = {predictions.record["key"], *ROW_NAME_COLUMNS, *_naming_columns(chosen.model)}
@@ -110,17 +115,21 @@ def predict(
         if output.exists():
             output.rmdir()  # empty, checked above
         os.rename(staging, output)
-    except ValueError as error:  # the data refused (too many invalid rows): its rejects are kept beside OUT
-        rejects = staging / "rejects" / "rejects.jsonl"
-        if not rejects.is_file():
-            raise
-        kept = output.with_name(f"{output.name}.rejects.jsonl")
-        shutil.move(rejects, kept)
-        said = str(error).replace(str(rejects), str(kept))
-        raise ValueError(said.replace("to train without them", "to score the others")) from None
+    except DataRefused as error:  # too many invalid rows: their rejects are kept beside OUT
+        said, rejects = str(error), staging / "rejects" / "rejects.jsonl"
+        if rejects.is_file():
+            kept = output.with_name(f"{output.name}.rejects.jsonl")
+            shutil.move(rejects, kept)
+            said = said.replace(str(rejects), str(kept)).replace("to train without them", "to score the others")
+        raise ConfigError([f"--data: {as_scoring(said).removeprefix('--data: ')}"]) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return record
+
+
+class DataRefused(ValueError):
+    """The scoring ingest refused --data (no record, a value it cannot read, too many invalid rows): the user's input,
+    exit 2 as a missing column is, where a model that fails to score is exit 1."""
 
 
 def _ingest(node: Any, staging: Path) -> dict[str, Any]:
@@ -130,10 +139,10 @@ def _ingest(node: Any, staging: Path) -> dict[str, Any]:
     artifacts = {"examples": Examples(staging / "examples"), "schema": Schema(staging / "schema")}
     try:
         return executor(**artifacts, rejects=Rejects(staging / "rejects"), **node.parameters)
-    except ValueError:
+    except ValueError as error:
         if node.parameters.get("key") and _rows_without_their_own_key(staging / "rejects"):
             return {}
-        raise
+        raise DataRefused(str(error)) from error
 
 
 def _rows_without_their_own_key(rejects: Path) -> str | None:
@@ -292,7 +301,8 @@ def as_scoring(message: str) -> str:
 
 
 def predict_command(args: Any) -> int:
-    """`kflow predict`: prints where the predictions are; a failure while scoring is one line and exit 1."""
+    """`kflow predict`: prints where the predictions are. What refuses the command's input (its flags, the config,
+    the data) is one line and exit 2; a failure while scoring (the model's) one line and exit 1."""
     import sys
 
     from kflow.pipeline.dsl.config import load_config

@@ -268,6 +268,29 @@ def test_a_column_the_model_reads_missing_is_one_line(trained, tmp_path, capsys)
     assert code == 2 and err.count("\n") == 1 and err.rstrip().endswith("; did you mean Petal Width?"), err
 
 
+def test_data_the_ingest_refuses_is_one_line_naming_data_and_exit_2_as_a_missing_column_is(trained, tmp_path, capsys):
+    """No record after the header, a value that does not read as its training type, more invalid rows than allowed:
+    the user's input, refused as an absent column is (exit 2, `--data:`), never a half-written OUT."""
+    root, rows, _ = trained
+    header = "id,sepal_length,sepal_width,petal_length,petal_width\n"
+    good = ",".join(rows[0][name] for name in ("id", "sepal_length", "sepal_width", "petal_length", "petal_width"))
+    cases = {
+        "header-only.csv": (header, "holds no records after its header"),
+        "unreadable.csv": (header + "x-1,5.1,abc,1.4,0.2\n", "column sepal_width, read as float in training"),
+        "ragged.csv": (header + good + "\n" + "x-2,1,2,3,4,5,6\n" * 3, "3 of 4 records are invalid"),
+    }
+    for name, (text, says) in cases.items():
+        (tmp_path / name).write_text(text)
+        out = tmp_path / f"out-{name}"
+        code = main(["predict", str(root / "iris.yaml"), "--data", str(tmp_path / name), "-o", str(out)])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and err.startswith("kflow: --data: ") and says in err, (name, err)
+        assert not out.exists() and not list(tmp_path.glob(f".{out.name}.partial-*")), name
+    kept = tmp_path / "out-ragged.csv.rejects.jsonl"  # the refused rows kept, each with its reason
+    assert [json.loads(line)["reason"] for line in kept.read_text().splitlines()] == ["wrong_field_count"] * 3
+    assert str(kept) in err and "to score the others" in err
+
+
 def test_an_absent_key_column_is_one_line(trained, tmp_path, capsys):
     root, _, _ = trained
     code = main(["predict", str(root / "iris.yaml"), "--data", str(IRIS), "--key", "flower", "-o", str(tmp_path / "o")])

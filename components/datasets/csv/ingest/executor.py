@@ -105,9 +105,8 @@ class CsvReader(TableReader):
             scan = scan_files(files, dialect, key=self.key, **sample)
         types, problem_type = facts.types, facts.problem_type
         inferred = {name: kind for name, kind in types.items() if name not in (self.columns or {})}
-        log.info(
-            "csv ingest: %d records in %d %s file(s); inferred types %s", scan.read, len(files), dialect.name, inferred
-        )
+        typed = f"; inferred types {inferred}" if inferred else ""  # none when every column's type was given
+        log.info("csv ingest: %d record(s) in %d %s file(s)%s", scan.read, len(files), dialect.name, typed)
         widenable = frozenset(
             name
             for name, kind in inferred.items()
