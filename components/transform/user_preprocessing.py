@@ -135,16 +135,35 @@ def user_graph(
     model_path.unlink(missing_ok=True)
     values = [(kind, _value(kind, results[a.id])) for (kind, _, _), a in zip(traced.calls, analyzers, strict=True)]
     final = _call(function, task, None, origin, values)  # step 3: the full pass's values
-    preprocessing = keras.Model(final.inputs, final.outputs, name="preprocessing")
+    read = _read_inputs(final.inputs, final.outputs)  # a column the function never reads is no model input
+    preprocessing = keras.Model(read, final.outputs, name="preprocessing")
     plan = {
         "label": task.label,
         "features": [],
         "head": label_head(task, results),
         "left_out": {},
-        "inputs": dict(task.types),
+        "inputs": {name: kind for name, kind in task.types.items() if name in read},
         "outputs": sorted(final.outputs),
     }
     return plan, [*analyzers, *labels], results, preprocessing
+
+
+def _read_inputs(inputs: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
+    """The `inputs` the `outputs` are computed from (a walk back through the Keras graph): the columns a Trainer
+    feeds and `kflow predict` asks of new data. preprocessing_fn gets every raw feature; one it never reads would
+    otherwise be a column every scored file must hold (a user trial's `wks`). All of them when it reads none."""
+    reached, stack = set(), list(keras.tree.flatten(outputs))
+    while stack:
+        tensor = stack.pop()
+        if id(tensor) in reached:
+            continue
+        reached.add(id(tensor))
+        history = getattr(tensor, "_keras_history", None)
+        if history is not None:
+            operation, node_index, _ = history
+            stack.extend(operation._inbound_nodes[node_index].input_tensors)
+    read = {name: tensor for name, tensor in inputs.items() if id(tensor) in reached}
+    return read or dict(inputs)
 
 
 def _value(kind: str, result: Any) -> Any:

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 import kflow.components.transform.user_preprocessing as user_preprocessing
 from kflow.components.datasets.tabular.task import TabularTask
+from kflow.components.datasets.task import task_for_model
 from kflow.components.evaluator.executor import run as evaluate
 from kflow.components.trainer.executor import run as train
 from kflow.components.transform.executor import run as transform
@@ -59,6 +60,8 @@ def test_a_user_preprocessing_fn_trains_a_tabular_model_end_to_end(fruit, beam_p
     assert beam_passes == [1]
     learnt = graph.analyzers
     assert learnt["outputs"] == ["colour", "weight", "weight_bucket"] and (graph.path / "preprocessing_fn.py").exists()
+    # The columns it reads, not `organic` and `notes`: what a Trainer feeds and `kflow predict` asks of new data.
+    assert set(learnt["inputs"]) == {"colour", "weight"}
     # The full pass's values: the z-score's mean is log1p(weight) over every training row, missing read as 0.
     task = TabularTask(load_schema(schema.file))
     task.preprocessing = {"features": [], "head": {"kind": "classification", "classes": []}}
@@ -81,6 +84,7 @@ def test_a_user_preprocessing_fn_trains_a_tabular_model_end_to_end(fruit, beam_p
     evaluate(examples=examples, schema=schema, model=model, evaluation=evaluation,
              blessing=ModelBlessing(tmp_path / "blessing"), thresholds={})  # fmt: skip
     assert evaluation.metrics["accuracy"] >= 0.8, evaluation.metrics  # the colour and the weight tell the fruit
+    assert sorted(task_for_model(model, schema.file).input_features) == ["colour", "weight"]
 
 
 def _train_inputs(task, examples):
