@@ -46,7 +46,18 @@ def _row(run: Run) -> dict[str, Any]:
         "run_dir": str(run.run_dir),
         "spans": run_spans(run),
         "hyperparameters": tuned_settings(run),
+        "data": _data_read(run),
     }
+
+
+def _data_read(run: Run) -> str:
+    """What the run learnt from: its source's file or folder name and the label, as `iris.csv (species)`."""
+    for execution in run.executions.values():
+        source = execution.parameters.get("source_path")
+        if source:
+            label = execution.parameters.get("label")
+            return Path(str(source).rstrip("/")).name + (f" ({label})" if label else "")
+    return ""
 
 
 def _tuned(settings: dict[str, dict[str, Any]]) -> str:
@@ -65,7 +76,10 @@ _VERDICT = {True: "yes", False: "NO", None: ""}
 def format_runs(rows: list[dict[str, Any]]) -> str:
     spans = any(row.get("spans") for row in rows)  # a column only where some run read spans
     tuned = any(row.get("hyperparameters") for row in rows)  # a column only where some model was tuned
-    table = [("pipeline", "run", "started", "status", "seconds", "headline metric", "blessed", *(["spans"] * spans))]
+    # A column only where the runs of a pipeline learnt from different data (table.yaml's one pipeline, any table).
+    data = any(len({r.get("data") for r in rows if r["pipeline"] == row["pipeline"]}) > 1 for row in rows)
+    table = [("pipeline", "run", "started", "status", "seconds", *(["data (label)"] * data), "headline metric")]
+    table[0] += ("blessed", *(["spans"] * spans))
     table[0] += ("tuned settings",) * tuned
     for row in rows:
         evaluations = row.get("evaluations", [])
@@ -84,6 +98,7 @@ def format_runs(rows: list[dict[str, Any]]) -> str:
                 (row["started"] or "")[:19].replace("T", " "),
                 row["status"],
                 "" if row["seconds"] is None else f"{row['seconds']:.1f}",
+                *([row.get("data") or ""] * data),
                 headline,
                 verdict,
                 *([",".join(row.get("spans") or [])] * spans),
@@ -104,6 +119,7 @@ def diff_runs(a: Run, b: Run) -> dict[str, Any]:
         for key in sorted(set(config_a) | set(config_b))
         if config_a.get(key) != config_b.get(key)
     }
+    parameters.update(_changed_files(a, b, config_b))
     components = {}
     for node in [*a.executions, *(n for n in b.executions if n not in a.executions)]:
         first, second = a.executions.get(node), b.executions.get(node)
@@ -119,13 +135,50 @@ def diff_runs(a: Run, b: Run) -> dict[str, Any]:
         "parameters": parameters,
         "components": components,
         "test_data": test_data_difference(a, b),
-        "metrics": _metric_deltas(a, b),
+        **_comparable_metrics(a, b),
     }
+
+
+def _changed_files(a: Run, b: Run, config_b: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The files the config names whose content the runs read (a module's source: a component's `<name>_source`
+    beside its path, `<name>`) that changed under the same path, which the config's own fields do not show; named by
+    the config field holding the path, else `node.name`."""
+    changed = {}
+    for node, second in b.executions.items():
+        first = a.executions.get(node)
+        for name in second.parameters if first else ():
+            path = second.parameters.get(name.removesuffix("_source"))
+            if not name.endswith("_source") or not path or first.parameters.get(name.removesuffix("_source")) != path:
+                continue
+            if first.parameters.get(name) != second.parameters[name]:
+                fields = [key for key, value in config_b.items() if value == path] or [f"{node}.{name[:-7]}"]
+                changed.update({field: {"a": path, "b": path, "content_changed": True} for field in fields})
+    return changed
 
 
 def _why(first: Execution, second: Execution) -> list[str]:
     """Which parts of the two executions' fingerprints differ."""
     return changes(execution_facts(first), execution_facts(second))
+
+
+def _comparable_metrics(a: Run, b: Run) -> dict[str, Any]:
+    """{"metrics": deltas}, or none and why when the runs' models answer different questions (another label, or a
+    task whose headline metric differs: classification against regression), where a `loss` of each is no change."""
+    first, second = _question(a), _question(b)
+    differing = [f"{name} {first[name]} → {second[name]}" for name in first if first[name] != second[name]]
+    if all(first.values()) and all(second.values()) and differing:
+        return {"metrics": {}, "metrics_not_compared": f"the models predict different things ({'; '.join(differing)})"}
+    return {"metrics": _metric_deltas(a, b)}
+
+
+def _question(run: Run) -> dict[str, Any]:
+    """The label the run's data was read for and its evaluation's headline metric (the task's), where recorded."""
+    labels = {e.parameters.get("label") for e in run.executions.values() if e.parameters.get("label")}
+    headlines = {e.summary.get("headline") for e in run.executions.values() if e.summary.get("headline")}
+    return {
+        "label": next(iter(labels)) if len(labels) == 1 else None,
+        "headline metric": next(iter(headlines)) if len(headlines) == 1 else None,
+    }
 
 
 def _metric_deltas(a: Run, b: Run) -> dict[str, dict[str, float]]:
@@ -143,7 +196,12 @@ def _metric_deltas(a: Run, b: Run) -> dict[str, dict[str, float]]:
 
 def format_diff(diff: dict[str, Any]) -> str:
     lines = [f"run {diff['a']} → run {diff['b']}", "", "config:"]
-    lines += [f"  {key}: {change['a']!r} → {change['b']!r}" for key, change in diff["parameters"].items()] or ["  same"]
+    lines += [
+        f"  {key}: {change['a']!r}, the same path; its content changed"
+        if change.get("content_changed")
+        else f"  {key}: {change['a']!r} → {change['b']!r}"
+        for key, change in diff["parameters"].items()
+    ] or ["  same"]
     lines += ["", "components:"]
     for node, entry in diff["components"].items():
         why = "; ".join(entry["changed"]) if not entry["same_fingerprint"] else "same fingerprint"
@@ -154,7 +212,9 @@ def format_diff(diff: dict[str, Any]) -> str:
     lines += [
         f"  {name}: {entry['a']:.4g} → {entry['b']:.4g} ({entry['change']:+.4g})"
         for name, entry in diff["metrics"].items()
-    ] or ["  none to compare"]
+    ] or [
+        f"  not compared: {diff['metrics_not_compared']}" if diff.get("metrics_not_compared") else "  none to compare"
+    ]
     return "\n".join(lines)
 
 

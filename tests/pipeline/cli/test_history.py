@@ -94,3 +94,120 @@ def test_diff_names_a_column_the_second_runs_data_lacks(tmp_path, run_kflow):
     differences = json.loads(result.stdout)["test_data"]["differences"]
     assert "test columns: only in the first run's: sepal_width" in differences, differences
     assert not any("Unnamed" in line or "rownames" in line for line in differences), differences
+
+
+def scripted(*, numbers, module, module_source):
+    """A toy executor of a component that reads a user's module (its path and, for the cache key, its source)."""
+    (numbers.path / "value.txt").write_text(str(len(module_source)))
+    return {"value": len(module_source)}
+
+
+def test_diff_says_a_module_changed_under_the_same_path(tmp_path):
+    """A retraining after an edit of the transform.module file: the config holds the same path, and diff said
+    `config: same` (a user trial); it names the field whose file changed."""
+    from kflow.pipeline import api
+    from kflow.pipeline.cli.history import diff_runs, format_diff
+    from kflow.pipeline.dsl.artifacts import Examples
+    from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
+    from kflow.pipeline.runners.run_record import Run
+
+    class Scripted(Component):
+        spec = ComponentSpec(
+            outputs={"numbers": Examples},
+            parameters={"module": Parameter(str, affects_output=False), "module_source": Parameter(str)},
+            executor=f"{__name__}:scripted",
+        )
+
+    module = tmp_path / "prep.py"
+    for source in ("x = 1\n", "x = 2\n"):
+        module.write_text(source)
+        node = Scripted("transform", parameters={"module": str(module), "module_source": source})
+        config = {"transform": {"module": str(module)}, "trainer": {"epochs": 1}}
+        api.run(api.Pipeline("toy", [node], metadata={"config": config}), tmp_path / "runs")
+    first, second = (Run.load(path.parent) for path in sorted((tmp_path / "runs").glob("toy/*/run.json")))
+    diff = diff_runs(first, second)
+    assert diff["parameters"] == {"transform.module": {"a": str(module), "b": str(module), "content_changed": True}}
+    assert f"transform.module: '{module}', the same path; its content changed" in format_diff(diff)
+    assert diff["components"]["transform"]["changed"] == ["parameters: module_source"]
+
+
+def evaluated(*, numbers, label, headline, loss):
+    """A toy executor standing for an ingest and an Evaluator at once: the label read, the task's headline metric."""
+    (numbers.path / "value.txt").write_text(label)
+    return {"blessed": True, "headline": headline, "loss": loss}
+
+
+@pytest.mark.parametrize(
+    ("second", "reason"),
+    [
+        (("species", "accuracy", 0.3), None),
+        (("sex", "accuracy", 0.3), "label species → sex"),
+        (("petal_width", "rmse", 0.1), "label species → petal_width; headline metric accuracy → rmse"),
+    ],
+)
+def test_diff_compares_metrics_only_of_models_predicting_the_same_thing(tmp_path, second, reason):
+    """Another label, or a regression against a classification: a `loss` of each is no change of the model's (a user
+    trial read `loss: 0.52 → 0.08 (-0.44)` across tasks); diff says why it does not compare them."""
+    from kflow.pipeline import api
+    from kflow.pipeline.cli.history import diff_runs, format_diff
+    from kflow.pipeline.dsl.artifacts import Examples
+    from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
+    from kflow.pipeline.runners.run_record import Run
+
+    class Evaluated(Component):
+        spec = ComponentSpec(
+            outputs={"numbers": Examples},
+            parameters={"label": Parameter(str), "headline": Parameter(str), "loss": Parameter(float)},
+            executor=f"{__name__}:evaluated",
+        )
+
+    for label, headline, loss in (("species", "accuracy", 0.5), second):
+        node = Evaluated("evaluate", parameters={"label": label, "headline": headline, "loss": loss})
+        api.run(api.Pipeline("toy", [node]), tmp_path / "runs")
+    first, later = (Run.load(path.parent) for path in sorted((tmp_path / "runs").glob("toy/*/run.json")))
+    diff = diff_runs(first, later)
+    if reason is None:
+        assert diff["metrics"]["evaluate.loss"]["change"] == pytest.approx(-0.2)
+    else:
+        assert (
+            diff["metrics"] == {} and diff["metrics_not_compared"] == f"the models predict different things ({reason})"
+        )
+        assert f"  not compared: the models predict different things ({reason})" in format_diff(diff)
+
+
+def read(*, numbers, source_path, label):
+    """A toy executor standing for an ingest: the data read and its label."""
+    (numbers.path / "value.txt").write_text(f"{source_path} {label}")
+    return {"read": 1}
+
+
+def test_runs_names_the_data_where_the_runs_of_a_pipeline_read_different_tables(tmp_path):
+    """table.yaml's one pipeline trains any table: `kflow runs` tells its runs apart by data and label (a user trial
+    could not), and shows no such column where every run read the same."""
+    from kflow.pipeline import api
+    from kflow.pipeline.cli.history import format_runs, list_runs
+    from kflow.pipeline.dsl.artifacts import Examples
+    from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
+
+    class Read(Component):
+        spec = ComponentSpec(
+            outputs={"numbers": Examples},
+            parameters={"source_path": Parameter(str), "label": Parameter(str)},
+            executor=f"{__name__}:read",
+        )
+
+    def listed():
+        return format_runs(list_runs(tmp_path / "runs")).splitlines()
+
+    for path, label in (("/data/iris.csv", "species"), ("/data/iris.csv", "species"), ("/data/penguins/", "sex")):
+        node = Read("ingest", parameters={"source_path": path, "label": label})
+        api.run(api.Pipeline("table", [node]), tmp_path / "runs", enable_cache=False)
+        if label == "species":
+            assert "data (label)" not in listed()[0]
+    header, *lines = listed()
+    assert "data (label)" in header
+    assert [line.split()[6:8] for line in lines] == [
+        ["penguins", "(sex)"],
+        ["iris.csv", "(species)"],
+        ["iris.csv", "(species)"],
+    ]
