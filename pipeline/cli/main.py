@@ -24,7 +24,7 @@ from kflow.pipeline.cli.terminal import (
     stdout_to_devnull,
 )
 from kflow.pipeline.dsl import lean_imports
-from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, load_config
+from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 from kflow.pipeline.dsl.printable import printable
 from kflow.pipeline.dsl.process_exit import exit_now
 from kflow.pipeline.runners.run_record import Run, RunRecord
@@ -243,9 +243,9 @@ def _load(args: argparse.Namespace) -> PipelineConfig:
     overrides = list(args.overrides)
     if getattr(args, "pipeline_root", None):
         overrides.append(f"pipeline_root={args.pipeline_root}")
-    from kflow.pipeline.app.dataset_training import with_dataset_training
+    from kflow.pipeline.app.config_loading import load_for_command
 
-    return with_dataset_training(load_config(args.config, overrides))
+    return load_for_command(args.config, overrides)
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -184,3 +184,27 @@ def test_a_frozen_schema_that_is_no_file_or_no_schema_is_refused_by_validate(dia
     ]:
         code, err = _validate(diabetes, capsys, data={"schema": schema})
         assert code == 2 and said in err and "Traceback" not in err, err
+
+
+def test_the_config_s_errors_and_the_data_s_are_said_in_one_round(diabetes, capsys):
+    """A typo in `trainer` and a label the data lacks: both in one refusal (a user trial fixed the first, then met
+    the second); the run refuses the same lines."""
+    code, err = _validate(diabetes, capsys, data={"label": "targt"}, trainer={"epochs": 0, "optimiser": "adam"})
+    assert code == 2, err
+    lines = err.splitlines()[1:]
+    assert [line.split(":")[0].strip() for line in lines] == ["trainer.epochs", "trainer.optimiser", "data.label"]
+    assert "'targt' is not a column of the data; did you mean target?" in lines[-1]
+    config = diabetes / "v.yaml"
+    assert main(["run", str(config), "--pipeline-root", str(diabetes / "runs")]) == 2
+    assert capsys.readouterr().err.splitlines()[1:] == err.splitlines()[1:]
+    assert not (diabetes / "runs").exists()
+
+    # An error in the data section itself: the data's checks wait for it (they would read the wrong thing).
+    code, err = _validate(diabetes, capsys, data={"label": "targt", "infer_rows": -1}, trainer={"epochs": 0})
+    assert code == 2 and "data.infer_rows" in err and "targt" not in err, err
+    # A required section in error: nothing made up about the rest.
+    (diabetes / "v.yaml").write_text(
+        yaml.safe_dump({"name": 5, "data": {"dataset": "csv", "source": {"path": "diabetes.csv"}, "label": "target"}})
+    )
+    assert main(["validate", str(diabetes / "v.yaml")]) == 2
+    assert len(capsys.readouterr().err.splitlines()) == 1
