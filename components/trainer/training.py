@@ -223,8 +223,10 @@ def describe_training(task: Task, config: TrainConfig, steps_per_epoch: int) -> 
 
 def export_model(task: Task, trained: keras.Model, model: Model, *, serving: bool = True) -> None:
     """Saves a plain (strategy-free) copy of `trained` as model.keras and, with `serving`, the serving SavedModel."""
+    weights = trained.get_weights()
+    _refuse_non_finite(trained, weights)
     plain = task.build_model()
-    plain.set_weights(trained.get_weights())
+    plain.set_weights(weights)
     model.path.mkdir(parents=True, exist_ok=True)
     plain.save(model.keras_file)
     if hasattr(task, "save_model_inputs"):  # A user's model that takes some of the features: said in its assets.
@@ -237,6 +239,19 @@ def export_model(task: Task, trained: keras.Model, model: Model, *, serving: boo
     model.training_schema_file.write_text(text_format.MessageToString(task.schema))
     if serving:
         write_serving(plain, model.serving_uri, classes, model.assets_uri, examples_parser(task))
+
+
+def _refuse_non_finite(trained: keras.Model, weights: list[np.ndarray]) -> None:
+    """No model with a NaN or infinite weight is exported: it scores every row alike or not at all, and its loss
+    need not say so (a NaN input row through ReLU reads as 0: a user trial's flat loss, blessed, then served)."""
+    for variable, value in zip(trained.weights, weights, strict=True):
+        if value.dtype.kind == "f" and not np.isfinite(value).all():
+            bad = int(value.size - np.isfinite(value).sum())
+            raise ValueError(
+                f"the trained model's weight {variable.path} holds {bad} NaN or infinite value(s) of {value.size}: "
+                "a NaN in its inputs (a missing number a transform.module left as NaN?) or a diverging loss (the "
+                "learning rate?); no model exported"
+            )
 
 
 # What makes a process one of a cluster's: an exporting process must not join that cluster.

@@ -29,6 +29,7 @@ from kflow.components.transform.analyzers import Analyzer, parse_columns, run_an
 from kflow.components.transform.module_check import FUNCTION, load_preprocessing_module
 from kflow.components.transform.tabular_analysis import label_analyzers, label_head
 from kflow.pipeline.dsl.artifacts import Examples, TransformGraph
+from kflow.pipeline.dsl.config_validation import did_you_mean
 
 SAMPLE_RECORDS = 512  # the training records the function is traced on
 ANALYSIS_MODEL = ".analysis.keras"  # the analyzers' inputs as a model, for the Beam workers (removed after)
@@ -180,24 +181,53 @@ def _call(function: Any, task: Any, sample: dict | None, origin: str, values: li
     inputs = {name: keras.Input(shape=(1,), dtype=_dtype(kind), name=_safe(name)) for name, kind in task.types.items()}
     analyzers = Analyzers(sample, inputs, values)
     try:
-        outputs = function(dict(inputs), analyzers)
-        if not isinstance(outputs, dict) or not outputs:
+        outputs = function(Columns(inputs), analyzers)
+        if not isinstance(outputs, dict):
             raise TypeError(
                 f"{FUNCTION} must return a dict of tensors (the model's inputs), got {type(outputs).__name__}"
             )
+        if not outputs:
+            raise TypeError(f"{FUNCTION} returned an empty dict: the model would have no inputs")
         for name, tensor in outputs.items():
             if not isinstance(tensor, keras.KerasTensor):
                 raise TypeError(f"{FUNCTION}'s output {name!r} is a {type(tensor).__name__}, not a tensor from inputs")
             if tensor.dtype == "string":
                 raise TypeError(f"{FUNCTION}'s output {name!r} is strings: map them to numbers (StringLookup)")
         if sample is not None:  # the traced model runs on the sample
-            keras.Model(inputs, outputs)(sample)
+            _refuse_non_finite(keras.Model(inputs, outputs)(sample))
     except Exception as error:
+        kind = "KeyError" if isinstance(error, KeyError) else type(error).__name__
         raise PreprocessingError(
-            f"transform.module: {_where(error, origin, function)}: {type(error).__name__}: {_first_line(error)}"
+            f"transform.module: {_where(error, origin, function)}: {kind}: {_first_line(error)}"
         ) from error
     analyzers.outputs = outputs
     return analyzers
+
+
+class Columns(dict):
+    """preprocessing_fn's `inputs`: a name that is no column says the likely one and the columns."""
+
+    def __missing__(self, name: Any) -> Any:
+        raise NoColumn(f"{name!r} is no column of the data{did_you_mean(str(name), list(self))} (columns: "
+                       f"{', '.join(self)})")  # fmt: skip
+
+
+class NoColumn(KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _refuse_non_finite(produced: dict[str, Any]) -> None:
+    """Each output a finite number in every sampled row: a NaN reaches the model's weights and, through a ReLU, need
+    not show in its loss (a user trial's model scored every row alike and was blessed)."""
+    for name, value in produced.items():
+        values = np.asarray(value, dtype=np.float64).reshape(len(value), -1)
+        rows = int((~np.isfinite(values).all(axis=1)).sum())
+        if rows:
+            raise ValueError(
+                f"{FUNCTION}'s output {name!r} is NaN or infinite in {rows} of {len(values)} sampled rows (a missing "
+                "number is NaN in `inputs`: keras.ops.nan_to_num it first)"
+            )
 
 
 def _where(error: BaseException, origin: str, function: Any = None) -> str:

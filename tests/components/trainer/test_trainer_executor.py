@@ -271,3 +271,18 @@ def test_model_fit_runs_several_steps_a_call_on_an_epoch_of_many_steps(inputs, t
     history = model_run.history
     assert history["steps_per_epoch"] == 400 and history["final_step"] == 400
     assert history["examples_trained"] == 400
+
+
+def test_a_model_whose_weights_went_nan_is_not_exported(tmp_path):
+    """A diverging training on a real table (scikit-learn's diabetes; a learning rate of 1e30) ends with NaN weights:
+    refused in one line naming the weight, and no model written for an Evaluator to bless or a Pusher to ship (a
+    user trial's NaN weights scored every row alike, were blessed and then served)."""
+    from tests.components.datasets.tabular_fixtures import ingest_diabetes
+
+    examples, schema = ingest_diabetes(tmp_path)
+    model = Model(tmp_path / "model")
+    with pytest.raises(ValueError, match=r"weight \S+ holds \d+ NaN or infinite value\(s\) of \d+") as refused:
+        run(dataset="csv", examples=examples, schema=schema, model=model, model_run=ModelRun(tmp_path / "run"),
+            epochs=2, batch_size=32, learning_rate=1e30)  # fmt: skip
+    assert "\n" not in str(refused.value)
+    assert not model.keras_file.exists()

@@ -98,6 +98,10 @@ def _train_inputs(task, examples):
         ('    return {"weight": analyzers.mean(inputs["colour"])}', 5, "analyzers.mean takes numbers, got strings"),
         ('    return {"colour": inputs["color"]}', 5, "KeyError: 'color'"),
         ('    return {"colour": inputs["colour"]}', 4, "is strings: map them to numbers"),  # the function's line
+        ("    return {}", 4, "preprocessing_fn returned an empty dict: the model would have no inputs"),
+        ('    return {"w": inputs["Weight"]}', 5, "KeyError: 'Weight' is no column of the data; did you mean weight?"),
+        # A missing weight is NaN in `inputs`: a NaN output would reach the model's weights (a user trial's).
+        ('    return {"w": inputs["weight"] * 2.0}', 4, "output 'w' is NaN or infinite in"),
     ],
 )
 def test_a_broken_preprocessing_fn_fails_before_the_beam_pass_in_one_line(fruit, beam_passes, tmp_path, mistake, line,
