@@ -159,6 +159,23 @@ def _model(config: PipelineConfig) -> list[str]:
             for key in searched
             if key.startswith(prefix) and (name := key.removeprefix(prefix)) not in taken
         ]
+        problems += _searched_options(config, searched)
+    return problems
+
+
+def _searched_options(config: PipelineConfig, searched: dict[str, Any]) -> list[str]:
+    """A searched model option's choice, low or high that the model refuses (hidden_units [0], dropout 1.5): every
+    trial it drew failed on it, after the ingest; checked as the option set directly is (option_problems)."""
+    from kflow.components.models import option_problems
+
+    problems, prefix = [], "trainer.model_options."
+    for key, domain in searched.items():
+        if not key.startswith(prefix):
+            continue
+        for kind, values in as_data(domain).items():
+            for value in values if isinstance(values, list) else ():
+                for _, problem in option_problems(config.trainer.model, {key.removeprefix(prefix): value}):
+                    problems.append(f"tuner.search_space.{key}.{kind}: {problem}")
     return problems
 
 

@@ -50,6 +50,10 @@ def _validate(folder, capsys, data=None, **sections):
          "tuner.search_space.trainer.model_options.hiden_units: csv takes no such option; did you mean hidden_units?"),
         ({"tuner": {"search_space": {"trainer.epochs": {"choice": [0]}, "trainer.batch_size": {"int": [-3, 8]}}}},
          "tuner.search_space.trainer.epochs.choice: 0 is no value of trainer.epochs"),
+        ({"tuner": {"search_space": {"trainer.model_options.hidden_units": {"choice": [[16], [0]]}}}},
+         "tuner.search_space.trainer.model_options.hidden_units.choice: must be a list of positive whole numbers"),
+        ({"tuner": {"search_space": {"trainer.model_options.dropout": {"uniform": [0.0, 1.5]}}}},
+         "tuner.search_space.trainer.model_options.dropout.uniform: must be a number from 0 up to 1"),
     ],
 )  # fmt: skip
 def test_what_run_refuses_after_ingesting_validate_refuses_first(diabetes, capsys, change, said):
