@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import sys
 import tempfile
 import time
@@ -13,41 +14,55 @@ from kflow.pipeline.app.pod_paths import node_path_warnings
 from kflow.pipeline.app.runtime_parameters import run_arguments, runtime_parameters
 from kflow.pipeline.app.standard_pipeline import build_pipeline, run_time_baselines
 from kflow.pipeline.compiler.pipeline_builder import compile_pipeline
-from kflow.pipeline.compiler.settings import KubeflowSettings, load_compile_config
+from kflow.pipeline.compiler.settings import IMAGE_REQUIRED, KubeflowSettings, load_compile_config
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
+from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.dsl.secrets import credential_fields
 from kflow.pipeline.kubeflow.baselines import store_path
 
 
 def _compile_config(path: str, overrides: list[str], image: str | None) -> tuple[PipelineConfig, KubeflowSettings]:
     """The config to compile, with its dataset's training recipe (dataset_training.py), and its `kubeflow` section."""
-    config, settings = load_compile_config(path, overrides, image)
+    config, settings = load_compile_config(path, overrides, image, require_image=False)
     return with_dataset_training(config), settings
 
 
-def compile_config(config_path: str, output: str | Path, overrides: list[str], image: str | None = None) -> Path:
-    """Compiles a config file to KFP v2 IR YAML at `output`."""
-    config, settings = _compile_config(config_path, overrides, image)
-    secrets = credential_fields(config)
-    if secrets:
-        raise ConfigError(
-            [
-                f"{field}: a credential is not compiled into pipeline.yaml (everyone who can read the pipeline or "
-                "its runs could read it): give it to the tasks as an environment variable from a Kubernetes Secret"
-                for field in secrets
-            ],
-            config.source,
-        )
-    pipeline = build_pipeline(config, local_data=False)  # The pods read the data, not this machine.
+def _compiled_pipeline(config: PipelineConfig, settings: KubeflowSettings) -> Pipeline:
+    """The pipeline to compile; one ConfigError with every problem: the image, credentials, the checks `kflow
+    validate` makes (those that read the data where its source is readable here: the pods read it, but a source
+    this machine reads is the same one, and a config refused here would fail on the cluster), resources."""
+    problems = [] if settings.image else [IMAGE_REQUIRED]
+    problems += [
+        f"{field}: a credential is not compiled into pipeline.yaml (everyone who can read the pipeline or its runs "
+        "could read it): give it to the tasks as an environment variable from a Kubernetes Secret"
+        for field in credential_fields(config)
+    ]
+    try:
+        pipeline = build_pipeline(config, local_data=_readable_here(config))
+    except ConfigError as error:
+        raise ConfigError(problems + error.problems, config.source) from None
     ids = [node.id for node in pipeline.components]
-    unknown = [
+    problems += [
         f"kubeflow.resources.{name}: no component {name!r} in the pipeline{did_you_mean(name, ids)} "
         f"(components: {', '.join(ids)})"
         for name in settings.resources
         if name not in ids
     ]
-    if unknown:
-        raise ConfigError(unknown, config.source)
+    if problems:
+        raise ConfigError(problems, config.source)
+    return pipeline
+
+
+def _readable_here(config: PipelineConfig) -> bool:
+    """Whether the data's source is a path this machine reads (not an object store's, nor absent here)."""
+    source = config.data.source.path if config.data and config.data.source else None
+    return isinstance(source, str) and "://" not in source and bool(glob.glob(str(Path(source).expanduser())))
+
+
+def compile_config(config_path: str, output: str | Path, overrides: list[str], image: str | None = None) -> Path:
+    """Compiles a config file to KFP v2 IR YAML at `output`."""
+    config, settings = _compile_config(config_path, overrides, image)
+    pipeline = _compiled_pipeline(config, settings)
     warnings = local_path_warnings(config, settings.cluster.shared_mount_path)
     for warning in warnings + node_path_warnings(pipeline, settings.cluster.shared_mount_path, warnings):
         print(f"kflow: warning: {warning}", file=sys.stderr)
@@ -80,10 +95,11 @@ def local_path_warnings(config: PipelineConfig, shared_mount_path: str) -> list[
         value = holder.get(name)
         if not isinstance(value, str) or "://" in value or value in ("latest_blessed", "none"):
             continue
-        if Path(value).expanduser().resolve().is_relative_to(Path(shared_mount_path)):
+        resolved = Path(value).expanduser().resolve()
+        if resolved.is_relative_to(Path(shared_mount_path)):
             continue
-        warnings.append(
-            f"{field}: {value} is a path on this machine: the pods will not see it unless it is on the shared "
+        warnings.append(  # the whole path, as the nodes hold it: node_path_warnings says it once
+            f"{field}: {resolved} is a path on this machine: the pods will not see it unless it is on the shared "
             f"volume (mounted at {shared_mount_path}) or in an object store (gs://, s3://, minio://)"
         )
     return warnings
@@ -94,7 +110,7 @@ def manifests_command(args: argparse.Namespace) -> int:
     from kflow.pipeline.compiler.manifests import PER_RUN, render_manifests, write_manifests
 
     config, settings = _compile_config(args.config, args.overrides, args.image)
-    pipeline = build_pipeline(config, local_data=False)  # The pods read the data, not this machine.
+    pipeline = _compiled_pipeline(config, settings)
     files = render_manifests(pipeline, settings)
     written = write_manifests(files, args.output)
     size = sum(path.stat().st_size for path in written)

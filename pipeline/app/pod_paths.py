@@ -31,6 +31,6 @@ def node_path_warnings(pipeline: Pipeline, shared_mount_path: str, already: list
                 continue
             lines.append(
                 f"node {node.id}: {name}: {value} is a path on this machine: the pods will not see it unless it is "
-                f"on the shared volume (mounted at {shared_mount_path}) or in an object store (gs://, s3://)"
+                f"on the shared volume (mounted at {shared_mount_path}) or in an object store (gs://, s3://, minio://)"
             )
     return lines

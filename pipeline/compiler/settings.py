@@ -48,16 +48,17 @@ class KubeflowSettings(KubeflowSection):
 
 
 def load_compile_config(
-    path: str | Path, overrides: list[str] = (), image: str | None = None
+    path: str | Path, overrides: list[str] = (), image: str | None = None, *, require_image: bool = True
 ) -> tuple[PipelineConfig, KubeflowSettings]:
-    """Reads a config for compilation: the pipeline config and its validated `kubeflow` section."""
+    """Reads a config for compilation: the pipeline config and its validated `kubeflow` section. `require_image=False`
+    leaves a missing image to the caller, to say with the config's other problems (IMAGE_REQUIRED)."""
     source = str(path)
     raw = read_config_file(path, overrides)
     section = raw.pop("kubeflow", None)
     if image is not None:
         section = {**(section or {}), "image": image}
     config, settings = validate_config(raw, source), kubeflow_settings(section or {}, source)
-    if not settings.image:
+    if not settings.image and require_image:
         raise ConfigError([IMAGE_REQUIRED], source)
     if config.tracking.mlflow is not None:  # as JSON: the evaluate tasks read it from their command line
         tracking = as_data(config.tracking)["mlflow"]

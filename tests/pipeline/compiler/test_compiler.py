@@ -370,3 +370,39 @@ def test_a_whole_number_for_a_float_setting_compiles(tmp_path):
     parameters = load_ir(tmp_path / "p.yaml")[0]["root"]["dag"]["tasks"]["train"]["inputs"]["parameters"]
     assert parameters["learning_rate"]["runtimeValue"]["constant"] == 1.0
     assert parameters["stall_timeout"]["runtimeValue"]["constant"] == 60.0
+
+
+def test_compile_refuses_what_validate_refuses_where_it_reads_the_data_and_says_all_at_once(tmp_path, capsys):
+    """A label the table lacks and a tuner metric the task has not (a user trial compiled both, exit 0, a pipeline
+    that would fail on the cluster): with the data readable here, compile refuses them in validate's lines, beside a
+    missing image; a source only the pods read (an object store) compiles unread."""
+    iris = REPO / "pipeline" / "configs" / "data" / "iris.csv"
+    config = {
+        "name": "t", "data": {"dataset": "csv", "source": {"path": str(iris)}, "label": "specie"},
+        "tuner": {"search_space": {"trainer.batch_size": {"choice": [16, 32]}}, "objective": {"metric": "val_acc"}},
+    }  # fmt: skip
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(config))
+    assert main(["validate", str(tmp_path / "t.yaml")]) == 2
+    refused = _problems(capsys.readouterr().err)
+    assert any("data.label: 'specie' is not a column" in line for line in refused), refused
+    assert main(["compile", str(tmp_path / "t.yaml"), "-o", str(tmp_path / "p.yaml")]) == 2
+    said = _problems(capsys.readouterr().err)
+    assert said[0].startswith("kubeflow.image: is required to compile") and said[1:] == refused, said
+    assert not (tmp_path / "p.yaml").exists()
+
+    config["data"]["label"] = "species"  # the metric alone, found from the data's task
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(config))
+    assert compile_cli(tmp_path / "t.yaml", tmp_path / "p.yaml") == 2
+    assert "tuner.objective.metric: a classification trains with val_loss, val_accuracy, not val_acc" in (
+        capsys.readouterr().err
+    )
+    config["data"]["source"]["path"] = "s3://bucket/iris.csv"
+    config["tuner"]["objective"]["metric"] = "val_loss"
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(config))
+    assert compile_cli(tmp_path / "t.yaml", tmp_path / "p.yaml") == 0 and (tmp_path / "p.yaml").is_file()
+
+
+def _problems(err: str) -> list[str]:
+    """A ConfigError's problem lines as the CLI prints them: one after `kflow: FILE: `, or several indented."""
+    first, *rest = err.strip().splitlines()
+    return [line.strip() for line in rest] if first.endswith("invalid config:") else [first.split(": ", 2)[2]]
