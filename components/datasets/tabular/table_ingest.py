@@ -96,8 +96,10 @@ def ingest_table(reader_class: type[TableReader], parameters: dict[str, Any]) ->
     # The staged copies of gzipped files live until the pipeline has finished, where every worker reads them.
     with ingest_staging.Staging(job.beam_args) as staging:
         table: Table | None = reader.scan(job, staging)
+        first = True
         while table is not None:
-            write_schema(job, table, reader.key)
+            write_schema(job, table, reader.key, say=first)  # read again (a column widened): said once
+            first = False
             if table.read == 0:
                 verb, empty = (
                     ("holds", reader.empty.replace("their", "its")) if len(table.files) == 1 else ("hold", reader.empty)
@@ -120,10 +122,11 @@ def ingest_table(reader_class: type[TableReader], parameters: dict[str, Any]) ->
     return job.summary(stats)
 
 
-def write_schema(job: IngestJob, table: Table, key: str | None) -> None:
-    """The Examples' schema: the label tagged with its task, or, for data to score, the key."""
+def write_schema(job: IngestJob, table: Table, key: str | None, *, say: bool = True) -> None:
+    """The Examples' schema: the label tagged with its task, or, for data to score, the key; `say`: log the column
+    that names the rows."""
     names = row_names(table.types, table.numbered)
-    if names is not None and names != table.label:
+    if say and names is not None and names != table.label:
         log.info(
             "ingest: %r %s: %s, not a feature", names,
             "numbers the rows (0 or 1, 2, 3, … in the file's order)" if names == table.numbered
