@@ -123,9 +123,8 @@ def run(
             else:
                 try:
                     baseline_overall, _ = measure(baseline_model, [])
-                except OtherInputs as error:  # trained on other columns: no comparison to make
-                    no_baseline_reason = f"the baseline model {baseline_model_uri} reads columns this data lacks "
-                    no_baseline_reason += f"({error.lacking})"
+                except OtherInputs as error:  # trained on other columns or image sizes: no comparison to make
+                    no_baseline_reason = f"the baseline model {baseline_model_uri} {error.reads}"
                     baseline_model_uri = None
                 else:
                     baseline_metrics = baseline_overall.result()
@@ -300,29 +299,38 @@ class _Measure:
 
 
 class OtherInputs(ValueError):
-    """A model reads inputs this data lacks (a baseline trained before a column was dropped): `lacking` names them."""
+    """A model reads other inputs than this data's (a baseline trained before a column was dropped, or on images of
+    another size): `reads` says what, after the model's name."""
 
-    def __init__(self, message: str, lacking: str):
-        super().__init__(message)
-        self.lacking = lacking
+    def __init__(self, model: Model, reads: str):
+        super().__init__(f"the model {model.uri} {reads}")
+        self.reads = reads
 
 
 def _check_inputs(model: Model, keras_model: Any, batches: Any) -> None:
-    """Raises OtherInputs naming the inputs `keras_model` reads that the data's batches lack; Keras would fail
-    with "Missing data for input" mid-evaluation."""
+    """Raises OtherInputs naming the inputs `keras_model` reads that the data's batches lack, or the input shape
+    they do not have; Keras would fail mid-evaluation ("Missing data for input", "incompatible with the layer")."""
     features = batches.element_spec[0]
-    if not isinstance(features, dict):
-        return
     try:
         inputs = keras_model.input  # the structure the model was built on: a dict of its columns, as named in the data
     except (AttributeError, ValueError):  # a subclassed model: no structure to compare
         return
-    if not isinstance(inputs, dict):
-        return
-    missing = sorted(set(inputs) - set(features))
-    if missing:
-        shown = ", ".join(repr(name) for name in missing[:8]) + (", ..." if len(missing) > 8 else "")
-        raise OtherInputs(f"the model {model.uri} reads columns this data lacks ({shown})", shown)
+    if isinstance(features, dict) and isinstance(inputs, dict):
+        missing = sorted(set(inputs) - set(features))
+        if missing:
+            shown = ", ".join(repr(name) for name in missing[:8]) + (", ..." if len(missing) > 8 else "")
+            raise OtherInputs(model, f"reads columns this data lacks ({shown})")
+    elif not isinstance(features, dict) and hasattr(inputs, "shape") and hasattr(features, "shape"):
+        wanted, given = tuple(inputs.shape[1:]), tuple(features.shape[1:])
+        if len(wanted) != len(given) or any(
+            w is not None and g is not None and w != g for w, g in zip(wanted, given, strict=True)
+        ):
+            raise OtherInputs(model, f"reads inputs of shape {_shape(wanted)}; this data's are {_shape(given)} "
+                                     "(images of another size or channels?)")  # fmt: skip
+
+
+def _shape(dims: tuple) -> str:
+    return "×".join("?" if dim is None else str(dim) for dim in dims)
 
 
 def _task(dataset: str, schema: Schema, model: Model) -> Task:

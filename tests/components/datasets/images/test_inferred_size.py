@@ -169,3 +169,22 @@ def test_an_images_config_without_a_path_is_one_line_naming_the_field(tmp_path, 
     assert done.returncode == 2 and "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(f"kflow: {config}: data.source.path: required by the images dataset")
+
+
+@pytest.mark.slow  # three short trainings (~40 s)
+def test_a_new_image_size_evaluates_without_the_baseline_of_the_old_one_and_back(digits, tmp_path, run_kflow):
+    """data.image.size changed after a blessed run: the latest blessed model reads 12×12 images, the new data is
+    16×16; the evaluation said Keras' shape error, exit 1, and so did the old config after (a user trial). Now the
+    baseline is left out with the reason, as a tabular one lacking a column is, either way."""
+    config = tmp_path / "digits.yaml"
+    config.write_text(yaml.safe_dump({"name": "digits", "pipeline_root": str(tmp_path / "runs"),
+                                      "data": {"dataset": "images", "source": {"path": str(digits)}},
+                                      "trainer": {"epochs": 2, "batch_size": 16}}))  # fmt: skip
+    for size in ([], ["--set", "data.image.size=[16, 16]"], ["--set", "data.image.size=[12, 12]"]):
+        done = run_kflow("run", config, *size)
+        assert done.returncode == 0, done.stderr[-3000:]
+    runs = sorted((tmp_path / "runs" / "digits").glob("2*/run.json"))
+    reasons = [json.loads(path.read_text())["components"]["evaluate"]["summary"].get("no_baseline") for path in runs]
+    assert reasons[1].endswith("reads inputs of shape 12×12; this data's are 16×16 (images of another size or "
+                               "channels?)"), reasons  # fmt: skip
+    assert "reads inputs of shape 16×16; this data's are 12×12" in reasons[2], reasons
