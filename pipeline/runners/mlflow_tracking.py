@@ -53,16 +53,19 @@ def track_run(settings: dict[str, Any], run: Run) -> str:
     # Bounded waits: MLflow's own defaults retry a dead server for minutes.
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(int(settings.get("timeout", 30))))
+    uri = settings["uri"]
+    if _is_folder(uri):  # asked for by name: MLflow 3 keeps its folder store in maintenance, refused unless allowed
+        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
     try:
         from mlflow import MlflowClient
         from mlflow.entities import Metric, Param, RunTag
     except ImportError:
         raise TrackingError("tracking.mlflow needs MLflow: pip install 'kflow[mlflow]'") from None
     try:
-        client = MlflowClient(tracking_uri=settings["uri"])  # a URI MLflow cannot use fails here already
+        client = MlflowClient(tracking_uri=uri)  # a URI MLflow cannot use fails here already
         experiment = settings.get("experiment") or run.pipeline
         found = client.get_experiment_by_name(experiment)
-        experiment_id = found.experiment_id if found else client.create_experiment(experiment)
+        experiment_id = found.experiment_id if found else client.create_experiment(experiment, _artifacts_at(uri))
         created = client.create_run(experiment_id, run_name=run.run_id, tags={"kflow.run_id": run.run_id})
         run_id = created.info.run_id
         now = int(time.time() * 1000)
@@ -92,6 +95,18 @@ def track_run(settings: dict[str, Any], run: Run) -> str:
         "".join(f"; registered {name} version {version}" for name, version in registered),
     )  # fmt: skip
     return run_id
+
+
+def _is_folder(uri: str) -> bool:
+    return uri.startswith("file:") or "://" not in uri
+
+
+def _artifacts_at(uri: str) -> str | None:
+    """A SQLite store's artifacts beside its file (`<folder>/mlartifacts`), not in `./mlruns` under whatever folder
+    the run started in (MLflow's default); None (the store's own choice) for any other store."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return (Path(uri.removeprefix("sqlite:///")).resolve().parent / "mlartifacts").as_uri()
 
 
 def kfp_task_run(

@@ -192,3 +192,27 @@ def test_the_played_kubeflow_evaluate_task_logs_to_mlflow(mlflow_server, tmp_pat
     assert run.data.metrics["evaluate.blessed"] == float(blessed)
     mine = [version for version in client.search_model_versions("name = 'demo'") if version.run_id == run.info.run_id]
     assert len(mine) == int(blessed)  # Registered when blessed.
+
+
+@pytest.mark.parametrize("store", ["folder", "sqlite"])
+def test_a_folder_or_a_sqlite_file_is_a_store_and_keeps_the_artifacts_beside_it(store, tmp_path, monkeypatch):
+    """The docs' `sqlite:///mlflow.db or a folder`: MLflow 3 refused a folder store unless allowed (a user trial's
+    run logged nothing), and put a SQLite store's artifacts in ./mlruns under whatever folder the run started in."""
+    from kflow.pipeline import api
+    from kflow.pipeline.runners.mlflow_tracking import track_run
+    from kflow.pipeline.runners.run_record import Run
+    from tests.pipeline.toy.components import Produce
+
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    api.run(api.Pipeline("toy", [Produce("produce", parameters={"value": 3})]), tmp_path / "runs")
+    (record,) = (tmp_path / "runs" / "toy").glob("*/run.json")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    uri = str(tmp_path / "store") if store == "folder" else f"sqlite:///{tmp_path / 'mlflow.db'}"
+    run_id = track_run({"uri": uri}, Run.load(record.parent))
+    logged = mlflow.MlflowClient(tracking_uri=uri).get_run(run_id)
+    assert logged.data.metrics["produce.value"] == 3 and logged.data.tags["kflow.run_id"] == record.parent.name
+    assert not list(elsewhere.iterdir())  # nothing under the folder the run started in
+    if store == "sqlite":
+        assert logged.info.artifact_uri.startswith((tmp_path / "mlartifacts").as_uri()), logged.info.artifact_uri
