@@ -98,9 +98,29 @@ def describe_error(error: jsonschema.ValidationError, section: str = "") -> list
             ]
         case "anyOf" if all(_option_text(option) for option in value):
             message = f"must be {' or '.join(_option_text(option) for option in value)}{got}"
+        case "anyOf" | "oneOf" if (nearest := _nearest(error)) is not None:  # in the words of the form it has
+            return describe_error(nearest, section)
         case _:
             message = error.message
     return [f"{path or '(top level)'}: {message}"]
+
+
+def _nearest(error: jsonschema.ValidationError) -> jsonschema.ValidationError | None:
+    """Of an anyOf's alternatives, those the value has the form of (a mapping, a list: no type error of their own),
+    and the deepest problem among them (`data.spans.last: must be ≥ 1`, not `is not valid under any of the given
+    schemas`); None when it has the form of none, or of several with no problem inside the value."""
+    by_option: dict[Any, list[jsonschema.ValidationError]] = {}
+    for sub in error.context or ():
+        by_option.setdefault(sub.relative_schema_path[0], []).append(sub)
+    shaped = [
+        subs
+        for subs in by_option.values()
+        if not any(sub.validator in ("type", "enum", "const") and not sub.relative_path for sub in subs)
+    ]
+    deepest = max((sub for subs in shaped for sub in subs), key=lambda sub: len(sub.relative_path), default=None)
+    if deepest is None or (len(shaped) > 1 and not deepest.relative_path):  # several forms, none gone into
+        return None
+    return deepest
 
 
 def _option_text(schema: dict[str, Any]) -> str | None:

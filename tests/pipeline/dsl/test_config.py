@@ -63,6 +63,10 @@ def test_overrides_set_nested_fields_with_yaml_values(tmp_path):
         # a fuzzed config's 32,834,305,451 shards once passed validate, and the ingest filled 12 GB writing them
         ("data.shards_per_split=32834305451", "data.shards_per_split: must be an integer from 1 to 10000 or auto (got"),
         ("data.shards_per_split=many", "data.shards_per_split: must be an integer from 1 to 10000 or auto (got"),
+        # A value of one of a field's forms: that form's problem, not "is not valid under any of the given schemas".
+        ("data.spans={last: 0}", "data.spans.last: must be ≥ 1 (got 0)"),
+        ("data.spans={from: -1}", "data.spans.from: must be ≥ 0 (got -1)"),
+        ("data.image.size=[0, 8]", "data.image.size.0: must be ≥ 1 (got 0)"),
     ],
 )
 def test_errors_name_the_offending_field(tmp_path, override, message):
