@@ -107,4 +107,9 @@ def label_head(task: Any, results: dict[str, Any]) -> dict[str, Any]:
     classes = [label_text(value) for value in sorted(results["label.classes"])]
     if len(classes) < 2:
         raise ValueError(f"classification needs at least two classes; the label {task.label!r} has {classes}")
+    if unseen := [name for name in classes if not counts[name]]:  # in the eval or test split alone
+        shown = ", ".join(map(repr, unseen[:8])) + (", …" if len(unseen) > 8 else "")
+        said = "%d class(es) of %r have no training record, only eval or test ones: %s"
+        log.warning(f"transform: {said} (the model learns none of them; its metrics count them as misses)",
+                    len(unseen), task.label, shown)  # fmt: skip
     return classification_head(classes, counts, task.options["class_weighting"])

@@ -157,3 +157,23 @@ def test_a_graph_learnt_with_other_data_options_is_refused(fruit, tmp_path):
     task.use_transform_graph(graph)
     with pytest.raises(ValueError, match=r"other data options: \{'max_categories': 5\}"):
         task.prepare(examples, tmp_path)
+
+
+def test_a_class_with_no_training_record_is_said(caplog):
+    """A class only in the eval or test split (a user trial's TFRecord split_files, an image class under test/
+    alone): the model cannot learn it, and its metrics count it as misses; the Transform says which."""
+    import logging
+    from types import SimpleNamespace
+
+    from kflow.components.transform.tabular_analysis import label_head
+
+    task = SimpleNamespace(kind="classification", label="cultivar", options={"class_weighting": "none"})
+    results = {"label.counts": {"ranked": [["a", 40], ["b", 35]]}, "label.classes": ["a", "b", "c"]}
+    with caplog.at_level(logging.WARNING, logger="kflow.transform"):
+        head = label_head(task, results)
+    assert head["classes"] == ["a", "b", "c"]
+    (said,) = [record.getMessage() for record in caplog.records]
+    assert said.startswith("transform: 1 class(es) of 'cultivar' have no training record, only eval or test ones: 'c'")
+    caplog.clear()
+    label_head(task, {**results, "label.classes": ["a", "b"]})
+    assert not caplog.records
