@@ -230,8 +230,8 @@ def _output_splits(config: PipelineConfig) -> set[str] | None:
 
 def source_facts(config: PipelineConfig) -> Any | None:
     """What the ingest's first look at the source finds (columns, types, the task and why it was inferred), where
-    it can look (csv, parquet); None where it has nothing to say (images: it checks the source is there). Raises the
-    ValueError or OSError the ingest would."""
+    it can look (csv, parquet, tfrecord); None where it has nothing to say (images: it checks the source is there).
+    Raises the ValueError or OSError the ingest would."""
     from kflow.components.ingest.spans import has_spans
     from kflow.pipeline.app.sections import ingest_parameters
     from kflow.pipeline.app.span_pipeline import newest_span_source

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from kflow.components.datasets.tabular.table_spec import INFERRED_PROBLEM_TYPE, label_parameters, table_ingest_spec
-from kflow.pipeline.dsl.component import Component, Parameter
+from kflow.components.datasets.tabular.table_spec import (
+    INFERRED_PROBLEM_TYPE,
+    InspectedTableIngest,
+    label_parameters,
+    table_ingest_spec,
+)
+from kflow.pipeline.dsl.component import Parameter
 
 
-class TfRecordIngest(Component):
+class TfRecordIngest(InspectedTableIngest):
     spec = table_ingest_spec(
         "tfrecord",
         source="A TFRecord file (plain or gzipped), a folder of them, or a glob.",
@@ -24,3 +29,4 @@ class TfRecordIngest(Component):
         ),
         source_files="kflow.components.datasets.tfrecord.ingest.executor:source_files",
     )
+    inspect = "kflow.components.datasets.tfrecord.ingest.inspect:inspect_source"

@@ -74,7 +74,7 @@ class TfRecordReader(TableReader):
 
     def scan(self, job: IngestJob, staging: ingest_staging.Staging) -> Table:
         files = resolve(job.source_path)
-        assignment = _assign(files, self.split_files, job.source_path) if self.split_files else None
+        assignment = assign_files(files, self.split_files, job.source_path) if self.split_files else None
         split = self.shares(job) if assignment is None else tuple(sorted(set(assignment.values())))
         readable = {
             path: staging.plain_copy(path, f"source-{index:05d}.tfrecord")
@@ -84,24 +84,7 @@ class TfRecordReader(TableReader):
         label, key = self.label, self.key
         found = scan(files, self.infer_records, job.max_records, key, readable, label)
         types = found.types
-        if found.images:  # read as strings they would be a category a record, and the model would learn nothing
-            name, image = next(iter(found.images.items()))
-            raise ValueError(
-                f"data.source.path: the feature {name!r} holds encoded images ({image}): read them with data.dataset: "
-                f"images (data.label: {label or 'the label feature'}), which decodes them and trains an image model"
-            )
-        pixels = {
-            name: count
-            for name, (count, first) in found.lists.items()
-            if name != label and square_image(count) and looks_like_pixels(name, first)
-        }
-        if pixels:  # a table holds a value a column: every record would be a multi_valued reject
-            name, count = next(iter(pixels.items()))
-            raise ValueError(
-                f"data.source.path: the feature {name!r} holds {count} values a record, an image's pixels as they "
-                f"look ({square_image(count)}): read them with data.dataset: images, which trains an image model on "
-                "them"
-            )
+        refuse_what_is_no_table(found, label, files)
         problem_type = None if label is None else self.problem_type  # data to score: no label, no task
         if label in types and problem_type is None:  # as a CSV's: a float label was 400 "classes" of 442 rows
             problem_type, reason = infer_problem_type(label, types[label], found.labels)
@@ -126,7 +109,7 @@ def resolve(source_path: str | None) -> list[str]:
     return table_files("tfrecord", source_path, (), "file")
 
 
-def _assign(files: list[str], split_files: dict[str, str], source_path: str | None) -> dict[str, str]:
+def assign_files(files: list[str], split_files: dict[str, str], source_path: str | None) -> dict[str, str]:
     """{file: split} from {split: glob on the file name}; every file must match exactly one split."""
     if not isinstance(split_files, dict) or not {"train", "eval"} <= set(split_files):
         raise ValueError(
@@ -179,6 +162,7 @@ class Scan:
     images: dict[str, str] = field(default_factory=dict)  # {feature: image format} of bytes features of encoded images
     # {feature: (its values' count, the first record's numbers)} of the features of one count in every sampled record
     lists: dict[str, tuple[int, list]] = field(default_factory=dict)
+    sampled: int = 0  # the records read as Examples to learn the above from
 
 
 def scan(
@@ -192,7 +176,7 @@ def scan(
     """One pass over the files: the records (a broken record counts once and ends its file) cut into chunks,
     the feature types, the `label`'s values in the sampled records, and the records whose key an earlier record
     has (parsed only when a key is declared; found with 16 bytes a record: `components/ingest/repeats.py`)."""
-    found, sampled, keys = Scan(), 0, RepeatFinder()
+    found, keys = Scan(), RepeatFinder()
     firsts = []  # Each chunk's first record, counted over all files.
     for path in files:
         chunk: dict[str, Any] | None = None
@@ -204,27 +188,13 @@ def scan(
                 firsts.append(found.read)
             found.read += 1
             chunk["count"] += 1
-            if record is not None and (sampled < infer_records or key is not None):
+            if record is not None and (found.sampled < infer_records or key is not None):
                 try:
                     example = Example.FromString(record)
                 except Exception:  # noqa: BLE001 - protobuf raises DecodeError and others; the worker rejects it.
                     example = None
-                if example is not None and sampled < infer_records:
-                    sampled += 1
-                    for name, feature in example.features.feature.items():
-                        kind = KINDS.get(feature.WhichOneof("kind") or "")
-                        if kind == "string" and name not in found.types and feature.bytes_list.value:
-                            if image := image_kind(feature.bytes_list.value[0]):
-                                found.images[name] = image
-                        if kind is not None:
-                            values = getattr(feature, feature.WhichOneof("kind")).value
-                            if name not in found.types:
-                                found.lists[name] = (len(values), list(values) if kind != "string" else [])
-                            elif found.lists.get(name, (None,))[0] != len(values):
-                                found.lists.pop(name, None)
-                            found.types.setdefault(name, kind)
-                    if label is not None and _holds(example, label):
-                        found.labels.append(_value(example, label))
+                if example is not None and found.sampled < infer_records:
+                    learn(found, example, label)
                 if example is not None and key is not None and example.features.feature[key].WhichOneof("kind"):
                     keys.add(_value(example, key).encode(), found.read - 1)
             if chunk["count"] == CHUNK_RECORDS:
@@ -239,6 +209,53 @@ def scan(
         for chunk, first, inside in zip(found.chunks, firsts, keys.repeats_within(ranges), strict=True)
     ]
     return found
+
+
+def learn(found: Scan, example: Any, label: str | None) -> None:
+    """What a sampled Example says: its features' types, lists and encoded images, and the label's value."""
+    found.sampled += 1
+    for name, feature in example.features.feature.items():
+        kind = KINDS.get(feature.WhichOneof("kind") or "")
+        if kind == "string" and name not in found.types and feature.bytes_list.value:
+            if image := image_kind(feature.bytes_list.value[0]):
+                found.images[name] = image
+        if kind is not None:
+            values = getattr(feature, feature.WhichOneof("kind")).value
+            if name not in found.types:
+                found.lists[name] = (len(values), list(values) if kind != "string" else [])
+            elif found.lists.get(name, (None,))[0] != len(values):
+                found.lists.pop(name, None)
+            found.types.setdefault(name, kind)
+    if label is not None and _holds(example, label):
+        found.labels.append(_value(example, label))
+
+
+def refuse_what_is_no_table(found: Scan, label: str | None, files: list[str]) -> None:
+    """A ValueError naming data.source.path for a source whose sampled records hold no tf.train.Example (another
+    format's file), or images: encoded, or as pixels."""
+    if found.read and not found.sampled:
+        raise ValueError(
+            f"data.source.path: {files[0]} holds no tf.train.Example that reads (TFRecord framing or the Example "
+            "protocol buffer broken from its first record): is it a TFRecord file of Examples?"
+        )
+    if found.images:  # read as strings they would be a category a record, and the model would learn nothing
+        name, image = next(iter(found.images.items()))
+        raise ValueError(
+            f"data.source.path: the feature {name!r} holds encoded images ({image}): read them with data.dataset: "
+            f"images (data.label: {label or 'the label feature'}), which decodes them and trains an image model"
+        )
+    pixels = {
+        name: count
+        for name, (count, first) in found.lists.items()
+        if name != label and square_image(count) and looks_like_pixels(name, first)
+    }
+    if pixels:  # a table holds a value a column: every record would be a multi_valued reject
+        name, count = next(iter(pixels.items()))
+        raise ValueError(
+            f"data.source.path: the feature {name!r} holds {count} values a record, an image's pixels as they "
+            f"look ({square_image(count)}): read them with data.dataset: images, which trains an image model on "
+            "them"
+        )
 
 
 def _chunk(path: str, source: str, chunk: dict[str, Any]) -> FileChunk:

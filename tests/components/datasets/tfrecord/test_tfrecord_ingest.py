@@ -174,3 +174,46 @@ def test_the_task_is_inferred_from_the_sampled_labels_as_a_tables(tmp_path):
     named = write(tmp_path / "named.tfrecord", [iris_example(row, species=f"flower {i}") for i, row in enumerate(rows)])
     with pytest.raises(ValueError, match=r"^data.label: 'species' holds 150 distinct values in 150 sampled rows"):
         ingest(tmp_path / "named", named)
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"data": {"label": "specis"}}, "data.label: 'specis' is not a column of the data; did you mean species?"),
+        ({"data": {"source": {"path": "nowhere-*.tfrecord"}}}, "matches no file"),
+        ({"data": {"source": {"path": "iris.csv"}}}, "holds no tf.train.Example that reads"),
+        ({"evaluator": {"thresholds": {"r2": {"lower_bound": 0.1}}}}, "evaluator.thresholds.r2: a classification"),
+        ({"data": {"split_files": {"train": "train-*"}}}, "data.split_files: give at least train and eval patterns"),
+    ],
+)
+def test_validate_refuses_what_the_ingest_would_refuse(tmp_path, capsys, change, said):
+    """validate read no TFRecord source: a label that is no feature, a CSV given as TFRecord, thresholds the task has
+    not each passed it, and the run failed after starting (exit 1; a user trial). Now one line, exit 2, as a CSV's."""
+    import yaml
+
+    from kflow.pipeline.cli.main import main
+    from tests.conftest import REPO
+
+    write(tmp_path / "iris.tfrecord.gz", [iris_example(row) for row in iris_rows()], compress=True)
+    (tmp_path / "iris.csv").write_bytes((REPO / "pipeline" / "configs" / "data" / "iris.csv").read_bytes())
+    config = {"name": "t", "data": {"dataset": "tfrecord", "source": {"path": "iris.tfrecord.gz"}, "label": "species"}}
+    for section, fields in change.items():
+        config[section] = {**config.get(section, {}), **fields}
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(config))
+    code = main(["validate", str(tmp_path / "t.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2 and said in err and err.count("\n") == 1, err
+
+
+def test_validate_reads_the_task_of_a_tfrecord_source(tmp_path, capsys):
+    import yaml
+
+    from kflow.pipeline.cli.main import main
+
+    write(tmp_path / "iris.tfrecord", [iris_example(row) for row in iris_rows()])
+    config = {"name": "t", "data": {"dataset": "tfrecord", "source": {"path": "iris.tfrecord"}, "label": "species"}}
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(config))
+    assert main(["validate", str(tmp_path / "t.yaml")]) == 0
+    assert (
+        "data.problem_type not set: classification, as the label 'species' holds 3 distinct" in capsys.readouterr().out
+    )
