@@ -228,7 +228,7 @@ def _output_splits(config: PipelineConfig) -> set[str] | None:
     return set(split) | ({"test"} if dataset.source_test_split else set())
 
 
-def source_facts(config: PipelineConfig) -> Any | None:
+def source_facts(config: PipelineConfig, *, check_others: bool = True) -> Any | None:
     """What the ingest's first look at the source finds (columns, types, the task and why it was inferred), where
     it can look (csv, parquet, tfrecord); None where it has nothing to say (images: it checks the source is there).
     Raises the ValueError or OSError the ingest would."""
@@ -248,6 +248,8 @@ def source_facts(config: PipelineConfig) -> Any | None:
         return None  # Named by the other checks.
     if hasattr(ingest, "inspect_source"):
         return ingest.inspect_source()
+    if not check_others:  # checked already (its warnings said once)
+        return None
     problems = ingest.check_parameters()  # an ingest that looks at its source without facts to say (images)
     if problems:
         raise ValueError(problems[0])

@@ -74,7 +74,7 @@ def validate_locally(config: PipelineConfig) -> Validated:
     if config.components is None:
         from kflow.pipeline.app.config_checks import source_facts
 
-        facts = source_facts(config)  # the checks above read the same sample: it raises nothing new here
+        facts = source_facts(config, check_others=False)  # the checks above read the same sample: nothing new
         if facts is not None and facts.problem_type_reason:
             inferred = (facts.problem_type, facts.problem_type_reason)
         notes = (*facts.notes, *facts.readings) if facts is not None else ()

@@ -46,7 +46,7 @@ class ImagesIngest(Component):
     )
 
     def check_parameters(self) -> list[str]:
-        from kflow.components.datasets.images.ingest.image_format import ImageFormat
+        from kflow.components.datasets.images.ingest.image_format import ImageFormat, sampled_headers
         from kflow.components.datasets.images.ingest.source import (
             UNLABELLED,
             checked_classes,
@@ -71,6 +71,7 @@ class ImagesIngest(Component):
                 images = named_images(list_images(source_path, source_format), source_path, say=False)
                 if source_format != UNLABELLED:
                     checked_classes(images, source_path)
+                sampled_headers(images)  # none of a sample an image Pillow reads: the ingest's driver refuses it
         except (ValueError, OSError) as error:
             return [str(error)]
         return []

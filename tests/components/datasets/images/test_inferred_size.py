@@ -188,3 +188,18 @@ def test_a_new_image_size_evaluates_without_the_baseline_of_the_old_one_and_back
     assert reasons[1].endswith("reads inputs of shape 12×12; this data's are 16×16 (images of another size or "
                                "channels?)"), reasons  # fmt: skip
     assert "reads inputs of shape 16×16; this data's are 12×12" in reasons[2], reasons
+
+
+def test_validate_refuses_a_folder_of_no_image_pillow_reads_and_warns_once(digits, tmp_path, run_kflow):
+    """Class folders of `.png` files that are no images: validate said `valid` and the run failed (a user trial);
+    the warning of a small class was said twice."""
+    broken = tmp_path / "broken"
+    for index, name in enumerate(["0", "0", "1", "1", "7", "7"]):
+        (broken / name).mkdir(parents=True, exist_ok=True)
+        (broken / name / f"{index}.png").write_text("not an image\n")
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"name": "b", "data": {"dataset": "images", "source": {"path": str(broken)}}}))
+    done = run_kflow("validate", config)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1].endswith("none of the 6 sampled files is an image Pillow reads")
+    assert done.stderr.count("hold fewer than 5 images") == 1, done.stderr
