@@ -25,7 +25,7 @@ def test_a_signal_during_an_ingests_beam_stage_cancels_the_component_too(tmp_pat
         run = KflowRun(config, root, "--until", "ingest")
         try:
             # The records are read and counted, then the Beam stage that writes the Examples starts.
-            assert run.wait_for_line("csv ingest: 132600 records", 120), run.stderr[-3000:]
+            assert run.wait_for_line("csv ingest: 132600 record(s)", 120), run.stderr[-3000:]
             time.sleep(delay)
             (run_file,) = root.glob("big/*/run.json")
             assert json.loads(run_file.read_text())["components"]["ingest"]["status"] == "running", "ended too soon"
