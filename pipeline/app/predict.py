@@ -225,8 +225,10 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
     parameters.update(
         {name: value for name, value in unset.items() if name in spec}, source_path=data, split={SPLIT: 1}
     )
-    header = _header(cls, parameters, needed) if hasattr(cls, "inspect_source") else None
-    if header is None:  # the ingest finds the features while it reads (tfrecord): it refuses an absent key itself
+    # A table whose columns scoring types as training read them (csv, parquet): its header first. A TFRecord's
+    # features carry their types: its ingest finds them while it reads, and refuses an absent key itself.
+    header = _header(cls, parameters, needed) if hasattr(cls, "inspect_source") and "columns" in spec else None
+    if header is None:
         parameters["key"] = key if key is not None else config.data.key
         return cls("score_ingest", parameters=parameters)
     if key is not None and key not in header:
