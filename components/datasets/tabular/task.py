@@ -77,7 +77,10 @@ class TabularTask(LearntByTransform, Task):
             elif tags.get("role") not in ("key", "row_names"):
                 self.types[feature.name] = tags.get("kflow_type") or _type_of(feature)
         if self.label is None:
-            raise ValueError("a tabular task needs a schema whose label feature is tagged role=label (csv ingest)")
+            raise ValueError(
+                "a tabular task needs a schema whose label feature is tagged role=label: the ingest's, or a "
+                "schema_gen's given it (in a declared pipeline: inputs: {statistics: …, ingest_schema: ingest.schema})"
+            )
         if self.kind not in ("classification", "regression"):
             raise ValueError(f"the label {self.label!r} is tagged task={self.kind}; use classification or regression")
         if not self.types:

@@ -167,3 +167,14 @@ def test_real_regression_diabetes_through_ingest_trainer_and_evaluator(tmp_path)
     assert result["blessed"] and result["headline"] == "rmse"
     assert set(metrics["slices"]["sex"]) == {"sex=1", "sex=2"}
     assert (evaluation.path / "predicted_vs_actual.png").exists()
+
+
+def test_a_schema_without_its_label_says_how_a_declared_pipeline_gives_one():
+    """A declared DAG's schema_gen wired with statistics alone infers no label (a user trial's transform failed
+    after ingest and statistics): the line says which input carries it."""
+    from tensorflow_metadata.proto.v0 import schema_pb2
+
+    schema = schema_pb2.Schema()
+    schema.feature.add(name="alcohol", type=schema_pb2.FLOAT)
+    with pytest.raises(ValueError, match=r"inputs: \{statistics: …, ingest_schema: ingest.schema\}"):
+        TabularTask(schema)
