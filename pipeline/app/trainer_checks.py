@@ -1,0 +1,97 @@
+"""The config checks of the `trainer` section (config_checks.py runs them with the others): a registered strategy and
+what it takes, a model that trains on the dataset and the options it takes (set, or searched by the tuner), and what
+the Trainer refuses when it parses its parameters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kflow.components.datasets import DATASETS, get_dataset
+from kflow.components.trainer.strategies import STRATEGIES
+from kflow.pipeline.dsl.config import PipelineConfig, as_data, did_you_mean
+from kflow.pipeline.dsl.config_model import given
+
+
+def strategy_problems(config: PipelineConfig) -> list[str]:
+    name, devices = config.trainer.strategy, config.trainer.devices
+    if name in STRATEGIES:
+        # The schema keeps trainer.workers and trainer.parameter_servers at 1 or more.
+        strategy, problems = STRATEGIES[name], []
+        if devices is not None and not strategy.devices:
+            able = ", ".join(spec.name for spec in STRATEGIES.values() if spec.devices)
+            problems.append(f"trainer.devices: strategy {name} does not take a device count (only {able})")
+        if config.trainer.sidecar_evaluator and not strategy.takes_sidecar_evaluator:
+            able = ", ".join(spec.name for spec in STRATEGIES.values() if spec.takes_sidecar_evaluator)
+            problems.append(f"trainer.sidecar_evaluator: strategy {name} has no sidecar evaluator (only {able})")
+        dataset = get_dataset(config.data.dataset) if config.data.dataset in DATASETS else None
+        if dataset is not None and strategy.backend in dataset.backend_limits:
+            limit = dataset.backend_limits[strategy.backend]
+            problems.append(
+                f"trainer.strategy: {name} trains on {strategy.backend}, where {dataset.name} cannot: {limit}"
+            )
+        return problems or _trainer_settings(config)
+    choices = ", ".join(STRATEGIES)
+    return [f"trainer.strategy: unknown strategy {name!r}{did_you_mean(name, STRATEGIES)} (registered: {choices})"]
+
+
+def model_problems(config: PipelineConfig) -> list[str]:
+    """A registered model that does not train on the dataset's task, or model options neither takes (the Trainer
+    refused them after the ingest: a TypeError from the model's builder, or the task's unknown options)."""
+    dataset = get_dataset(config.data.dataset)
+    if config.trainer.module:  # the user's build_model decides what it takes
+        return []
+    model, problems = config.trainer.model, []
+    if model and dataset.models and model not in dataset.models:
+        problems.append(f"trainer.model: {model} does not train on {dataset.name} (its models: "
+                        f"{', '.join(dataset.models)})")  # fmt: skip
+    if dataset.model_options is not None:
+        taken = dataset.model_options
+        problems += [
+            f"trainer.model_options.{name}: {dataset.name} takes no such option{did_you_mean(name, taken)} "
+            f"(it takes: {', '.join(taken)})"
+            for name in config.trainer.model_options
+            if name not in taken
+        ]
+        searched = tuner.search_space if (tuner := given(config.tuner)) is not None else {}
+        prefix = "trainer.model_options."
+        problems += [  # every trial failed on it, after the ingest
+            f"tuner.search_space.{key}: {dataset.name} takes no such option{did_you_mean(name, taken)} "
+            f"(it takes: {', '.join(taken)})"
+            for key in searched
+            if key.startswith(prefix) and (name := key.removeprefix(prefix)) not in taken
+        ]
+        problems += _searched_options(config, searched)
+    return problems
+
+
+def _searched_options(config: PipelineConfig, searched: dict[str, Any]) -> list[str]:
+    """A searched model option's choice, low or high that the model refuses (hidden_units [0], dropout 1.5): every
+    trial it drew failed on it, after the ingest; checked as the option set directly is (option_problems)."""
+    from kflow.components.models import option_problems
+
+    problems, prefix = [], "trainer.model_options."
+    for key, domain in searched.items():
+        if not key.startswith(prefix):
+            continue
+        for kind, values in as_data(domain).items():
+            for value in values if isinstance(values, list) else ():
+                for _, problem in option_problems(config.trainer.model, {key.removeprefix(prefix): value}):
+                    problems.append(f"tuner.search_space.{key}.{kind}: {problem}")
+    return problems
+
+
+def _trainer_settings(config: PipelineConfig) -> list[str]:
+    """What the Trainer itself refuses when it parses its parameters (e.g. a layout map naming no mesh axis)."""
+    from kflow.components.datasets.user_module import module_problems
+    from kflow.components.trainer.config import SettingError, TrainerSettings
+    from kflow.pipeline.app.sections import trainer_field, trainer_parameters
+
+    parameters = trainer_parameters(config)
+    try:
+        TrainerSettings.from_parameters(parameters)
+    except SettingError as error:  # its parameter, or a path inside one: trainer.model_options.hidden_units
+        return [f"{trainer_field(error.parameter)}: {error.problem}"]
+    except (ValueError, TypeError) as error:
+        return [f"trainer: {error}"]
+    module = parameters.get("module")
+    return [f"trainer.module: {problem}" for problem in module_problems(module)] if module else []
