@@ -12,12 +12,15 @@ renamed when complete, so it never holds half a result.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import logging
 import os
 import secrets
 import shutil
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,7 @@ from kflow.pipeline.app.serving_skew import serving_skew
 from kflow.pipeline.dsl.artifacts import Examples, InferenceResult, Model, Rejects, Schema
 from kflow.pipeline.dsl.component import load_executor
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
+from kflow.pipeline.runners.cancellation import Cancelled, interruption, signals_cancel, stop_child_processes
 
 log = logging.getLogger("kflow.predict")
 
@@ -305,8 +309,6 @@ def as_scoring(message: str) -> str:
 def predict_command(args: Any) -> int:
     """`kflow predict`: prints where the predictions are. What refuses the command's input (its flags, the config,
     the data) is one line and exit 2; a failure while scoring (the model's) one line and exit 1."""
-    import sys
-
     from kflow.pipeline.dsl.config import load_config
     from kflow.pipeline.dsl.printable import printable
 
@@ -314,13 +316,25 @@ def predict_command(args: Any) -> int:
     config = load_config(args.config, overrides)
     if args.batch_size < 1:
         raise ConfigError([f"--batch-size: must be ≥ 1 (got {args.batch_size})"])
-    try:
-        record = predict(config, args.data, args.output, args.model, args.key, args.data_format, args.batch_size)
-    except ConfigError:
-        raise
-    except (ValueError, OSError) as error:  # the data or the model refused while scoring: the cause, in one line
-        print(f"kflow: error: predict: {printable(as_scoring(str(error)))}", file=sys.stderr)
-        return 1
+    # As the `kflow` program, SIGINT and SIGTERM cancel (a host process keeps its own signals).
+    with signals_cancel() if getattr(args, "program", False) else contextlib.nullcontext():
+        try:
+            record = predict(config, args.data, args.output, args.model, args.key, args.data_format, args.batch_size)
+        except ConfigError:
+            raise
+        except BaseException as error:
+            # Ctrl-C or SIGTERM, however Beam wrapped it: the staging folder is gone and OUT is left as it was.
+            if (interrupt := interruption(error)) is not None:
+                stop_child_processes()
+                cancelled = Cancelled.from_interrupt(interrupt)
+                name = signal.Signals(cancelled.signum).name
+                print(f"kflow: predict cancelled by {name}; nothing was written to {args.output}", file=sys.stderr)
+                return cancelled.exit_code
+            if not isinstance(error, (ValueError, OSError)):
+                raise
+            # The data or the model refused while scoring: the cause, in one line.
+            print(f"kflow: error: predict: {printable(as_scoring(str(error)))}", file=sys.stderr)
+            return 1
     rejects = Path(args.output) / "rejects" / "rejects.jsonl"
     rejected = f"; {record['rejected']} row(s) rejected: {rejects}" if record["rejected"] else ""
     print(f"scored {record['scored']} row(s) of {record['data']} with {record['model_origin']}{rejected}")

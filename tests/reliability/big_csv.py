@@ -38,10 +38,12 @@ def big_csv_config(folder: Path, repeats: int) -> Path:
 
 
 class KflowRun:
-    """`kflow run CONFIG --pipeline-root ROOT ARGS…` in a subprocess, its stderr lines collected as they come."""
+    """`kflow COMMAND CONFIG --pipeline-root ROOT ARGS…` (`run` unless told) in a subprocess, its stderr lines
+    collected as they come."""
 
-    def __init__(self, config: Path, root: Path, *args: str, env: dict | None = None):
-        command = [sys.executable, "-m", "kflow.pipeline.cli.main", "run", str(config), "--pipeline-root", str(root)]
+    def __init__(self, config: Path, root: Path, *args: str, env: dict | None = None, command_name: str = "run"):
+        command = [sys.executable, "-m", "kflow.pipeline.cli.main", command_name, str(config)]
+        command += ["--pipeline-root", str(root)]
         self.process = subprocess.Popen(
             [*command, *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         )

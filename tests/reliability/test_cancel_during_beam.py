@@ -43,3 +43,29 @@ def test_a_signal_during_an_ingests_beam_stage_cancels_the_component_too(tmp_pat
         kflow_lines = [line for line in run.stderr.splitlines() if line.startswith("kflow:")]
         name = signal.Signals(signum).name
         assert kflow_lines == [f"kflow: cancelled by {name}; finished components are kept for the next run"]
+
+
+def test_a_signal_during_kflow_predict_says_cancelled_in_one_line_and_leaves_no_output(tmp_path):
+    """Ctrl-C while `kflow predict` ingests new data: exit 130, one `kflow:` line, neither OUT nor its staging
+    folder left behind (it was an exit without a word, its staging folder kept)."""
+    config = big_csv_config(tmp_path, repeats=1)
+    root = tmp_path / "runs"
+    trained = KflowRun(config, root)
+    try:
+        assert trained.wait(timeout=300) == 0, trained.stderr[-3000:]
+    finally:
+        trained.kill()
+    scored, output = tmp_path / "big.csv", tmp_path / "scores"
+    scored.write_text("\n".join([scored.read_text().splitlines()[0], *scored.read_text().splitlines()[1:] * 300]))
+    predict = KflowRun(config, root, "--data", str(scored), "-o", str(output), command_name="predict")
+    try:
+        assert predict.wait_for_line("csv ingest: 132600 record(s)", 120), predict.stderr[-3000:]
+        time.sleep(0.5)
+        predict.process.send_signal(signal.SIGINT)
+        assert predict.wait(timeout=30) == 130, predict.stderr[-3000:]
+    finally:
+        predict.kill()
+    kflow_lines = [line for line in predict.stderr.splitlines() if line.startswith("kflow:")]
+    assert kflow_lines == [f"kflow: predict cancelled by SIGINT; nothing was written to {output}"], predict.stderr
+    assert "Traceback" not in predict.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["big.csv", "big.yaml", "diabetes.csv", "runs"]
