@@ -110,6 +110,10 @@ def ingest_summary(stats: dict[str, Any], max_invalid_fraction: float, rejects: 
     elif unlabelled:  # counted as filtered in the summary: say what that count is
         read, kept = stats["read"], rejects.file
         log.info("ingest: %d of %d records have no label: left out (kept in %s)", unlabelled, read, kept)
+    if invalid := sum(stats["invalid"].values()):  # within max_invalid_fraction: left out, and said with why
+        reasons = ", ".join(f"{reason}: {count}" for reason, count in sorted(stats["invalid"].items()))
+        log.warning("ingest: %d of %d records are invalid and left out (%s): kept with their reason in %s",
+                    invalid, stats["read"], reasons, rejects.file)  # fmt: skip
     return {
         "read": stats["read"],
         **stats["accepted"],

@@ -35,6 +35,7 @@ from kflow.pipeline.dsl.artifacts import Examples, InferenceResult, Model, Rejec
 from kflow.pipeline.dsl.component import load_executor
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
 from kflow.pipeline.runners.cancellation import Cancelled, interruption, signals_cancel, stop_child_processes
+from kflow.pipeline.runners.node_runner import logged_as_published
 
 log = logging.getLogger("kflow.predict")
 
@@ -63,71 +64,72 @@ def predict(
     node = _scoring_ingest(config, chosen.model, absolute(data), key, data_format)
     staging = output.parent / f".{output.name}.partial-{secrets.token_hex(4)}"
     staging.mkdir(parents=True)
-    try:
-        examples, schema = Examples(staging / "examples"), Schema(staging / "schema")
-        ingested = _ingest(node, staging)
-        if node.parameters.get("key") and (unkeyed := _rows_without_their_own_key(staging / "rejects")):
-            # A key column that repeats a value, or leaves one empty, names no row: every row is scored, keyed by
-            # its place, rather than refusing those rows (as the data's key is absent: FILE:LINE).
-            key = node.parameters["key"]
-            log.warning(
-                "predict: the key column %r %s: each row is keyed by its place (FILE:LINE, FILE#ROW)", key, unkeyed
-            )
-            for folder in ("examples", "schema", "rejects"):
-                shutil.rmtree(staging / folder, ignore_errors=True)
-            node.parameters["key"] = None
-            ingested = _ingest(node, staging)
-        predictions = InferenceResult(staging / "predictions")
-        from kflow.components.predictor.executor import ColumnsRefused
-
+    with logged_as_published(staging, output):  # its log lines name OUT, where the files will be
         try:
-            scored = load_executor("kflow.components.predictor.executor:run")(
-                model=chosen.model,
-                examples=examples,
-                schema=schema,
-                predictions=predictions,
-                split=SPLIT,
-                batch_size=batch_size,
-                beam_args=list(config.beam_args),
-            )
-        except ColumnsRefused as error:  # a TFRecord's features are known only once it is read
-            raise DataRefused(str(error)) from error
-        # Skew: the scored data's statistics against the training data's (serving_skew.py), into OUT/skew.json.
-        # Not the key, nor the row names: they name rows, and new rows have other names.
-        ignore = {predictions.record["key"], *ROW_NAME_COLUMNS, *_naming_columns(chosen.model)}
-        ignore |= _new_by_nature(chosen.model)
-        skew = serving_skew(config, chosen.model.uri, examples, SPLIT, staging / "statistics", ignore, schema)
-        (staging / "skew.json").write_text(json.dumps(skew, indent=2) + "\n")
-        for said in (unread := unread_dates(chosen.model, examples, SPLIT)):
-            log.warning("predict: %s", said)
-        record = {
-            "model": chosen.model.uri,
-            "model_origin": chosen.origin,
-            "model_run": chosen.run_dir,
-            "data": node.parameters["source_path"],
-            "key": "each row's place in its source: FILE:LINE, FILE#ROW, an image's path"
-            if predictions.record["key"] == SOURCE_ROW or getattr(node, "keys_by_place", False)
-            else predictions.record["key"],
-            "scored": scored["count"],
-            "rejected": ingested.get("rejected", 0),
-            "examples": str(output / "examples"),
-            "predictions": {name: str(output / "predictions" / f"Split-{SPLIT}" / name) for name in FILES},
-            "skew": {name: skew[name] for name in ("compared", "skewed", "message", "reason") if name in skew},
-            "unread_dates": unread,
-        }
-        (staging / "predict.json").write_text(json.dumps(record, indent=2) + "\n")
-        if output.exists():
-            output.rmdir()  # empty, checked above
-        os.rename(staging, output)
-    except DataRefused as error:  # too many invalid rows: their rejects are kept beside OUT
-        said, rejects = str(error), staging / "rejects" / "rejects.jsonl"
-        if rejects.is_file():
-            kept = output.with_name(f"{output.name}.rejects.jsonl")
-            shutil.move(rejects, kept)
-            said = said.replace(str(rejects), str(kept)).replace("to train without them", "to score the others")
-        raise ConfigError([f"--data: {as_scoring(said).removeprefix('--data: ')}"]) from None
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+            examples, schema = Examples(staging / "examples"), Schema(staging / "schema")
+            ingested = _ingest(node, staging)
+            if node.parameters.get("key") and (unkeyed := _rows_without_their_own_key(staging / "rejects")):
+                # A key column that repeats a value, or leaves one empty, names no row: every row is scored, keyed by
+                # its place, rather than refusing those rows (as the data's key is absent: FILE:LINE).
+                key = node.parameters["key"]
+                log.warning(
+                    "predict: the key column %r %s: each row is keyed by its place (FILE:LINE, FILE#ROW)", key, unkeyed
+                )
+                for folder in ("examples", "schema", "rejects"):
+                    shutil.rmtree(staging / folder, ignore_errors=True)
+                node.parameters["key"] = None
+                ingested = _ingest(node, staging)
+            predictions = InferenceResult(staging / "predictions")
+            from kflow.components.predictor.executor import ColumnsRefused
+
+            try:
+                scored = load_executor("kflow.components.predictor.executor:run")(
+                    model=chosen.model,
+                    examples=examples,
+                    schema=schema,
+                    predictions=predictions,
+                    split=SPLIT,
+                    batch_size=batch_size,
+                    beam_args=list(config.beam_args),
+                )
+            except ColumnsRefused as error:  # a TFRecord's features are known only once it is read
+                raise DataRefused(str(error)) from error
+            # Skew: the scored data's statistics against the training data's (serving_skew.py), into OUT/skew.json.
+            # Not the key, nor the row names: they name rows, and new rows have other names.
+            ignore = {predictions.record["key"], *ROW_NAME_COLUMNS, *_naming_columns(chosen.model)}
+            ignore |= _new_by_nature(chosen.model)
+            skew = serving_skew(config, chosen.model.uri, examples, SPLIT, staging / "statistics", ignore, schema)
+            (staging / "skew.json").write_text(json.dumps(skew, indent=2) + "\n")
+            for said in (unread := unread_dates(chosen.model, examples, SPLIT)):
+                log.warning("predict: %s", said)
+            record = {
+                "model": chosen.model.uri,
+                "model_origin": chosen.origin,
+                "model_run": chosen.run_dir,
+                "data": node.parameters["source_path"],
+                "key": "each row's place in its source: FILE:LINE, FILE#ROW, an image's path"
+                if predictions.record["key"] == SOURCE_ROW or getattr(node, "keys_by_place", False)
+                else predictions.record["key"],
+                "scored": scored["count"],
+                "rejected": ingested.get("rejected", 0),
+                "examples": str(output / "examples"),
+                "predictions": {name: str(output / "predictions" / f"Split-{SPLIT}" / name) for name in FILES},
+                "skew": {name: skew[name] for name in ("compared", "skewed", "message", "reason") if name in skew},
+                "unread_dates": unread,
+            }
+            (staging / "predict.json").write_text(json.dumps(record, indent=2) + "\n")
+            if output.exists():
+                output.rmdir()  # empty, checked above
+            os.rename(staging, output)
+        except DataRefused as error:  # too many invalid rows: their rejects are kept beside OUT
+            said, rejects = str(error), staging / "rejects" / "rejects.jsonl"
+            if rejects.is_file():
+                kept = output.with_name(f"{output.name}.rejects.jsonl")
+                shutil.move(rejects, kept)
+                said = said.replace(str(rejects), str(kept)).replace("to train without them", "to score the others")
+            raise ConfigError([f"--data: {as_scoring(said).removeprefix('--data: ')}"]) from None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return record
 
 

@@ -178,8 +178,9 @@ def _name_published_paths(record: logging.LogRecord) -> None:
         message = record.getMessage()
     except (TypeError, ValueError):  # arguments that do not fit the format: logging reports it when emitting
         return
-    if STAGING in message:
-        for staged, final in list(_PUBLISHED_AS.items()):
+    staged_here = [(staged, final) for staged, final in list(_PUBLISHED_AS.items()) if staged in message]
+    if staged_here:
+        for staged, final in staged_here:
             message = message.replace(staged, final)
         record.msg, record.args = message, None
 
@@ -187,6 +188,18 @@ def _name_published_paths(record: logging.LogRecord) -> None:
 def published_paths_in_logs() -> contextlib.AbstractContextManager[None]:
     """Rewrites a running node's staging paths in every log line to where they are published (`_PUBLISHED_AS`)."""
     return _rewriting_log_records(_name_published_paths)
+
+
+@contextlib.contextmanager
+def logged_as_published(staging: Path, final: Path) -> Iterator[None]:
+    """For a command that stages an output of its own (`kflow predict`): meanwhile, log lines name `final`, not
+    `staging`."""
+    _PUBLISHED_AS[str(staging)] = str(final)
+    try:
+        with published_paths_in_logs():
+            yield
+    finally:
+        _PUBLISHED_AS.pop(str(staging), None)
 
 
 def skip_reason(node: Component, upstream: dict[str, dict[str, ArtifactRef]], inputs_known: bool = True) -> str | None:

@@ -122,7 +122,21 @@ def _from_folders(root: Path) -> list[ImageFile]:
     files = [_listed(file, root, folder.name) for folder in classes for file in _files_under(folder, root)]
     if not files:
         raise ValueError(f"data.source.path: the class folders of {root} hold no files")
+    _say_empty_class_folders(classes, files, root)
     return files
+
+
+def _say_empty_class_folders(folders: list[Path], files: list[ImageFile], root: Path) -> None:
+    """A class folder that holds no file is no class of the model: said, not dropped without a word."""
+    held = set()  # the folders, class or split/class, that hold a file (its position is its path under root)
+    for file in files:
+        parts = Path(file.position).parts
+        held.update(os.path.join(*parts[:depth]) for depth in (1, 2) if len(parts) > depth)
+    empty = [str(folder.relative_to(root)) for folder in folders if str(folder.relative_to(root)) not in held]
+    if empty:
+        shown = ", ".join(empty[:10]) + (", ..." if len(empty) > 10 else "")
+        log.warning("images ingest: %d class folder(s) of %s hold no file and are no class: %s", len(empty), root,
+                    shown)  # fmt: skip
 
 
 def _split_folders(folders: list[Path]) -> bool:
@@ -142,14 +156,19 @@ def _from_split_folders(root: Path, folders: list[Path]) -> list[ImageFile]:
     if not any(SPLIT_FOLDERS[folder.name.lower()] == "train" for folder in folders):
         names = ", ".join(folder.name for folder in folders)
         raise ValueError(f"data.source.path: the split folders of {root} ({names}) have no train folder to train on")
-    files = [
-        _listed(file, root, label.name, SPLIT_FOLDERS[folder.name.lower()])
+    labels = [
+        (folder, label)
         for folder in folders
         for label in sorted(child for child in folder.iterdir() if child.is_dir() and not child.name.startswith("."))
+    ]
+    files = [
+        _listed(file, root, label.name, SPLIT_FOLDERS[folder.name.lower()])
+        for folder, label in labels
         for file in _files_under(label, root)
     ]
     if not files:
         raise ValueError(f"data.source.path: the class folders of {root}'s splits hold no files")
+    _say_empty_class_folders([label for _, label in labels], files, root)
     return files
 
 
@@ -237,6 +256,14 @@ def checked_classes(images: list[ImageFile], source_path: str | None) -> list[st
     if len(classes) < 2:
         raise ValueError(f"data.source.path: {source_path} holds {len(classes)} class(es); a classifier needs two")
     counts = Counter(file.label for file in images if file.label)
+    in_splits = {file.split for file in images} - {None}
+    if in_splits - {"train"}:  # the source's own split folders: a class they hold only outside train is never learnt
+        trained = {file.label for file in images if file.split == "train"}
+        untrained = [name for name in classes if name not in trained]
+        if untrained:
+            shown = ", ".join(repr(name) for name in untrained[:10]) + (", ..." if len(untrained) > 10 else "")
+            log.warning("images ingest: %d class(es) have no training image, only eval or test ones: %s; the model "
+                        "cannot learn them", len(untrained), shown)  # fmt: skip
     few = sorted(name for name in classes if counts[name] < FEW_IMAGES)
     if few:  # a class a split may lack and the model can hardly learn: trained, but said
         shown = ", ".join(f"{name!r} ({counts[name]})" for name in few[:10]) + (", ..." if len(few) > 10 else "")

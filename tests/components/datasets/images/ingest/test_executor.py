@@ -213,3 +213,28 @@ def test_the_invalid_share_is_of_the_images_not_of_the_files_left_out_unread(tmp
         run(examples=examples, schema=schema, rejects=rejects, source_path=str(root), image={"size": 4},
             max_invalid_fraction=0.2)  # fmt: skip
     assert {entry["reason"] for entry in rejects.read()} == {"not_an_image", "not_an_image_name"}
+
+
+def test_what_a_folder_loses_is_said_an_empty_class_a_class_only_in_test_and_unreadable_images(tmp_path, caplog):
+    """Real digits in split folders: an empty class folder (a download cut short) is no class, a class whose images
+    are all in test/ is never learnt, a broken image is left out within the allowed share; each is said in the log
+    (they were silent: a user trial found the class count one short, and the rejects only in the summary)."""
+    from tests.components.datasets.images.image_fixtures import write_digits
+
+    write_digits(tmp_path / "data" / "train", limit=120)
+    write_digits(tmp_path / "data" / "test", limit=40)
+    (tmp_path / "data" / "train" / "cat").mkdir()  # empty
+    (tmp_path / "data" / "test" / "rare").mkdir()
+    save(tmp_path / "data" / "test" / "rare" / "r.png", np.zeros((8, 8)), "L")
+    (tmp_path / "data" / "train" / "3" / "bad.png").write_bytes(b"not a png at all")
+    with caplog.at_level("INFO", logger="kflow"):
+        summary, _, schema, rejects = ingest(tmp_path / "out", source_path=str(tmp_path / "data"), image={"size": 8})
+    said = caplog.text
+    assert "1 class folder(s) of" in said and "hold no file and are no class: train/cat" in said, said
+    assert "1 class(es) have no training image, only eval or test ones: 'rare'" in said, said
+    assert f"1 of {summary['read']} records are invalid and left out (not_an_image: 1)" in said, said
+    assert str(rejects.file) in said
+    assert summary["invalid"] == 1 and summary["read"] == 120 + 40 + 1 + 1
+    classes = json.loads(annotation_tags(load_schema(schema.file), "label")["class_names"])
+    assert classes == [*map(str, range(10)), "rare"]  # no class "cat"
+    assert [entry["reason"] for entry in rejects.read()] == ["not_an_image"]
