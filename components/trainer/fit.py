@@ -25,6 +25,7 @@ from kflow.components.trainer.steps_per_call import fit_steps_per_call, whole_ca
 from kflow.components.trainer.training import (
     describe_training,
     export_model,
+    log_epochs_trained,
     read_splits,
     strategy_trainer,
     training_summary,
@@ -162,7 +163,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
         layouts = runtime.weight_layouts(keras_model)
         if layouts:  # Which weights the strategy sharded, and how: what the mesh actually held.
             model_run.write_json("sharding.json", layouts)
-    log.info("train: %d epochs in %.1f s (%.0f ex/s)", summary["epochs"], seconds, summary["examples_per_second"])
+    log_epochs_trained(summary)
     return summary
 
 

@@ -29,6 +29,7 @@ from kflow.components.trainer.strategies.runtime import unpack
 from kflow.components.trainer.training import (
     describe_training,
     export_model,
+    log_epochs_trained,
     read_splits,
     strategy_trainer,
     training_summary,
@@ -136,7 +137,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
     if chief:
         export_model(task, keras_model, model, serving=False)  # The Trainer exports the serving model.
         model_run.write_json("history.json", summary)
-        log.info("train: %d epochs in %.1f s (%.0f ex/s)", len(history), total_seconds, summary["examples_per_second"])
+        log_epochs_trained(summary)
     return summary
 
 

@@ -38,6 +38,7 @@ from kflow.components.trainer.strategies.runtime import LoopParts, Runtime
 from kflow.components.trainer.training import (
     describe_training,
     export_model,
+    log_epochs_trained,
     read_splits,
     strategy_trainer,
     training_summary,
@@ -190,7 +191,6 @@ def train(
             log.info("train: the weights of epoch %d (the best %s) are kept", best_epoch, monitor)
             save(step)  # a restart from here resumes from the weights kept
         total_seconds = time.perf_counter() - started
-        examples_per_second = trained_steps * global_batch / max(total_seconds, 1e-9)
         write_process_state(model_run, me, runtime.step_counter(optimizer, step), keras_model)
         summary = training_summary(
             task,
@@ -209,7 +209,7 @@ def train(
             model_run.write_json("history.json", summary)
             for writer in writers.values():
                 writer.close()
-            log.info("train: %d epochs in %.1f s (%.0f ex/s)", len(history), total_seconds, examples_per_second)
+            log_epochs_trained(summary)
         return summary
     finally:
         for folder in temp_dirs:

@@ -120,6 +120,13 @@ def weights_digest(model: keras.Model) -> str:
     return digest.hexdigest()
 
 
+def log_epochs_trained(summary: dict[str, Any]) -> None:
+    """The training's last log line: the epochs (a resumed one's, from the epoch after its checkpoint), time, speed."""
+    epochs, this_run = summary["epochs"], summary["epochs_this_run"]
+    said = f"{epochs} epochs" if epochs == this_run else f"epochs {epochs - this_run + 1}-{epochs} (resumed)"
+    log.info("train: %s in %.1f s (%.0f ex/s)", said, summary["train_seconds"], summary["examples_per_second"])
+
+
 def training_summary(
     task: Task,
     config: TrainConfig,
@@ -140,7 +147,9 @@ def training_summary(
     processes = runtime.process_count if processes is None else processes
     train_count, eval_count, steps_per_epoch = counts
     return {
-        "epochs": len(per_epoch),
+        # The epoch reached, counted from the start of training: a resumed run trains only those after its checkpoint.
+        "epochs": int(per_epoch[-1]["epoch"]) if per_epoch else 0,
+        "epochs_this_run": len(per_epoch),
         "per_epoch": per_epoch,
         "start_step": steps[0],
         "final_step": steps[1],

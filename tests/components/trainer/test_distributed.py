@@ -99,8 +99,9 @@ def test_loop_resumes_from_the_last_checkpoint(inputs, tmp_path, caplog):
             MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run, config=config,
             working_dir=tmp_path,
         )  # fmt: skip
-    assert "resumed from step 8" in caplog.text
-    assert (second["start_step"], second["final_step"], second["epochs"]) == (8, 24, 2)
+    assert "resumed from step 8" in caplog.text and "train: epochs 2-3 (resumed) in" in caplog.text
+    # The epoch reached, as the config counts them (3), and those this run trained (2): it read "2 epochs" of 3.
+    assert (second["start_step"], second["final_step"], second["epochs"], second["epochs_this_run"]) == (8, 24, 3, 2)
     assert [epoch["epoch"] for epoch in second["per_epoch"]] == [2, 3]
     assert model_run.history["final_step"] == 24
 
@@ -398,7 +399,7 @@ def test_parameter_server_rerun_resumes_with_the_same_step_counter(inputs, tmp_p
     first = run(epochs=1, **common)
     second = run(epochs=2, **common)
     assert (first["start_step"], first["final_step"]) == (0, 13)
-    assert (second["start_step"], second["final_step"], second["epochs"]) == (13, 26, 1)
+    assert (second["start_step"], second["final_step"], second["epochs"], second["epochs_this_run"]) == (13, 26, 2, 1)
 
 
 @pytest.mark.distributed

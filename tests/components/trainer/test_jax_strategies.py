@@ -169,9 +169,10 @@ def test_the_explicit_jax_loop_resumes_from_its_checkpoint(train, tmp_path):
         model=model, model_run=model_run, working_dir=state.parent, strategy="jax_data_parallel", workers=1, devices=2,
         epochs=3, batch_size=32, seed=5, max_restarts=0)  # fmt: skip
     history = model_run.history
-    assert (history["start_step"], history["final_step"], history["epochs"]) == (
+    assert (history["start_step"], history["final_step"], history["epochs"], history["epochs_this_run"]) == (
         2 * STEPS_PER_EPOCH,
         3 * STEPS_PER_EPOCH,
+        3,
         1,
     )
 
