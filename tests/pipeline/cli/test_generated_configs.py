@@ -42,7 +42,9 @@ def test_validate_exits_0_or_2_with_a_line_naming_a_field_on_any_generated_confi
     validate()
     elapsed = time.perf_counter() - started
     print(f"{sum(outcomes.values())} generated configs in {elapsed:.1f} s: {dict(outcomes)}")
-    assert sum(outcomes.values()) >= EXAMPLES and elapsed < 60 * EXAMPLES / 500
+    # A bound against a hang (a config that sends validate into a long read), not a speed goal: 0.4 s a config, 3x
+    # what a busy 2-core machine takes.
+    assert sum(outcomes.values()) >= EXAMPLES and elapsed < 0.4 * EXAMPLES
     assert outcomes["valid"] >= EXAMPLES // 20, outcomes  # the generator reaches valid configs, not only refusals
 
 
