@@ -97,6 +97,7 @@ def build_declared_pipeline(config: PipelineConfig, *, local_data: bool = True) 
         problems += node_problems
         if node is not None:
             nodes[node_id] = node
+    problems += _untagged_schema_problems(entries, labels, config)
     if problems:
         raise ConfigError(problems, config.source)
     return Pipeline(
@@ -105,6 +106,33 @@ def build_declared_pipeline(config: PipelineConfig, *, local_data: bool = True) 
         beam_args=config.orchestration_args,
         metadata={"config": config.to_dict(), "config_file": config.source},
     )
+
+
+# The kflow components that build the dataset's task from the schema they are given (its label, its types).
+_TASK_READERS = ("transform", "trainer", "tuner", "evaluator", "bulk_inferrer", "predict")
+
+
+def _untagged_schema_problems(entries: list[ComponentEntry], labels: list[str], config: PipelineConfig) -> list[str]:
+    """A schema_gen without the ingest's schema infers one from statistics alone: no label role, no column types, no
+    image shape. Where the ingest writes the schema from the data (csv, parquet, tfrecord, images), a task built on
+    it fails after the ingest; said here, as `kflow validate` finds every other problem of the DAG."""
+    if not config.data or config.data.dataset not in DATASETS or get_dataset(config.data.dataset).schema is not None:
+        return []
+    by_id = {entry.id: (entry, label) for entry, label in zip(entries, labels, strict=True)}
+    ingest = next((entry.id for entry in entries if entry.type == "ingest" or entry.type.endswith("_ingest")), None)
+    untagged = {}
+    for entry in entries:
+        producer = entry.inputs.get("schema", "").partition(".")[0]
+        if entry.type in _TASK_READERS and producer in by_id:
+            source, label = by_id[producer]
+            if source.type == "schema_gen" and "ingest_schema" not in source.inputs:
+                untagged.setdefault(label, []).append(entry.id)
+    return [
+        f"{label}.inputs.ingest_schema: is required where {', '.join(readers)} read(s) its schema: the "
+        f"{config.data.dataset} ingest's schema gives the label and the columns' types, which statistics alone do not "
+        f"(ingest_schema: {ingest or 'ingest'}.schema)"
+        for label, readers in untagged.items()
+    ]
 
 
 def _references(entry: ComponentEntry) -> list[tuple[str, str]]:

@@ -212,3 +212,24 @@ def test_the_config_s_errors_and_the_data_s_are_said_in_one_round(diabetes, caps
     )
     assert main(["validate", str(diabetes / "v.yaml")]) == 2
     assert len(capsys.readouterr().err.splitlines()) == 1
+
+
+def test_a_declared_schema_gen_without_the_ingest_s_schema_is_refused_before_a_task_reads_it(diabetes, capsys):
+    """TFX's wiring (statistics → schema_gen → transform) on a CSV: the inferred schema has no label role, so the
+    Transform failed after the ingest and statistics ran (a user trial). validate now names the missing input; given
+    it, the same DAG is valid."""
+    components = [
+        {"id": "ingest", "type": "ingest"},
+        {"id": "stats", "type": "statistics_gen", "inputs": {"examples": "ingest.examples"}},
+        {"id": "schema", "type": "schema_gen", "inputs": {"statistics": "stats.statistics"}},
+        {"id": "transform", "type": "transform", "inputs": {"examples": "ingest.examples", "schema": "schema.schema"}},
+        {"id": "check", "type": "example_validator",
+         "inputs": {"statistics": "stats.statistics", "schema": "schema.schema"}},
+    ]  # fmt: skip
+    code, err = _validate(diabetes, capsys, components=components)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "components.schema.inputs.ingest_schema: is required where transform read(s) its schema" in err, err
+    assert "(ingest_schema: ingest.schema)" in err
+    components[2]["inputs"]["ingest_schema"] = "ingest.schema"
+    code, err = _validate(diabetes, capsys, components=components)
+    assert code == 0, err
