@@ -158,7 +158,9 @@ def _changed_files(a: Run, b: Run, config_b: dict[str, Any]) -> dict[str, dict[s
 
 def _why(first: Execution, second: Execution) -> list[str]:
     """Which parts of the two executions' fingerprints differ."""
-    return changes(execution_facts(first), execution_facts(second))
+    # A published artifact's folder is <run>/<node>/<output>: the node that produced each input.
+    sources = {name: Path(ref.uri).parent.name for name, ref in second.inputs.items()}
+    return changes(execution_facts(first), execution_facts(second), sources)
 
 
 def _comparable_metrics(a: Run, b: Run) -> dict[str, Any]:

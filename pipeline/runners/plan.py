@@ -13,6 +13,7 @@ tests/pipeline/runners/test_plan_matches_run.py runs what was planned.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,17 +54,25 @@ def execution_facts(execution: Execution) -> dict[str, Any]:
     return facts(execution.code_version, execution.parameters, inputs, execution.data)
 
 
-def changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """Which parts of two executions' fingerprints differ: code, parameters (named), inputs, data files."""
+def changes(before: dict[str, Any], after: dict[str, Any], sources: dict[str, str] | None = None) -> list[str]:
+    """Which parts of two executions' fingerprints differ: code, parameters (named), inputs, data files. `sources`
+    ({input: producing node}) names a numbered input's producer: a SpanUnion's span_2 holds span 3's Examples."""
     reasons = []
     if before["code"] != after["code"]:
         reasons.append("code")
     for part in ("parameters", "inputs", "data"):
         old, new = before[part], after[part]
         differing = sorted(key for key in set(old) | set(new) if old.get(key) != new.get(key))
+        if part == "inputs":
+            differing = [_input_named(name, (sources or {}).get(name)) for name in differing]
         if differing:
             reasons.append(f"{part}: {', '.join(differing)}")
     return reasons
+
+
+def _input_named(name: str, source: str | None) -> str:
+    """An input as `changes` says it: a numbered one (span_2: a position, not what it holds) with its producer."""
+    return f"{name} ({source})" if source and re.search(r"_\d+$", name) else name
 
 
 def _last_execution(pipeline_dir: Path, node_id: str) -> Execution | None:
@@ -132,7 +141,8 @@ def _plan_node(
     else:
         before = execution_facts(last)
         before["parameters"] = {name: value for name, value in last.parameters.items() if name in node.cache_parameters}
-        why = changes(before, planned) or ["its last outputs are gone or damaged"]
+        sources = {name: channel.producer for name, channel in node.inputs.items()}
+        why = changes(before, planned, sources) or ["its last outputs are gone or damaged"]
     if not enable_cache:
         why = ["--no-cache"]
     why = [*why, *node.plan_notes()]

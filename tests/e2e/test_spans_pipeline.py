@@ -84,6 +84,7 @@ def test_three_spans(tmp_path, run_kflow):
     assert actions["ingest_span_1"][0] == "cached"
     assert actions["ingest_span_2"] == ("run", f"new; span 2: {data / 'survey-2.csv'}")
     assert "spans: 1, 2 (data.spans: all)" in shown
+    assert "inputs: span_1 (ingest_span_2)" in actions["ingest"][1]  # a numbered input is named by its producer
     assert f"warm start from {run_1.name}" in actions["train"][1]
     second = run_kflow("run", config)
     assert second.returncode == 0, second.stderr[-3000:]
@@ -120,12 +121,13 @@ def test_three_spans(tmp_path, run_kflow):
     third = run_kflow("run", config)
     assert third.returncode == 1
     error = third.stderr.strip().splitlines()[-1]
-    assert "span 3 drifted from span 2 in 2 feature(s)" in error and "data.on_drift: warn" in error
+    # The label drifts too, and is said: the shifted ages score higher, so more rows are "yes" (a prior shift).
+    assert "span 3 drifted from span 2 in 3 feature(s)" in error and "data.on_drift: warn" in error
     record_3, _ = newest_run(tmp_path)
     assert record_3["components"]["train"]["status"] == "failed"
     anomalies = tmp_path / record_3["components"]["validate"]["outputs"]["anomalies"]["uri"] / "anomalies.json"
     verdict = json.loads(anomalies.read_text())["drift"]
-    assert verdict["drifted"] == ["age", "color"] and verdict["blocking"]
+    assert verdict["drifted"] == ["age", "color", "label"] and verdict["blocking"]
     distances = {entry["feature"]: entry for entry in verdict["features"]}
     assert distances["age"]["comparator"] == "jensen_shannon" and distances["age"]["distance"] > 0.3
     assert distances["color"]["comparator"] == "l_infinity" and distances["color"]["distance"] > 0.3
