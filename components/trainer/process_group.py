@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+from kflow.pipeline.dsl.scratch import remove_scratch_of
+
 
 def spawn(command: list[str], env: dict[str, str], stdin=None) -> subprocess.Popen:
     """A cluster process: its output piped (relayed with its name), in its own process group (stopping it stops its
@@ -47,6 +49,7 @@ def stop(popens: list[subprocess.Popen], grace: float = 5.0) -> None:
     _signal_running(popens, signal.SIGKILL)
     for popen in popens:
         popen.wait()
+    remove_scratch_of([popen.pid for popen in popens])  # a process ended by signal left its own behind
 
 
 def _signal_running(popens: list[subprocess.Popen], number: int) -> None:

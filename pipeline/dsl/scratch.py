@@ -33,6 +33,18 @@ def _remove_made() -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def remove_scratch_of(pids: list[int]) -> int:
+    """Removes the scratch folders of processes that have ended (a training cluster's, stopped by signal: a process
+    killed gets no exit of its own to remove them); returns how many there were."""
+    removed = 0
+    for pid in pids:
+        for path in Path(tempfile.gettempdir()).glob(f"kflow-*-{pid}-*"):
+            if owner(path) == pid and path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+                removed += 1
+    return removed
+
+
 def owner(path: str | Path) -> int | None:
     """The pid in a scratch folder's name, or None for a name without one."""
     match = _OWNED.match(Path(path).name)

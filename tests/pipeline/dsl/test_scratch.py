@@ -52,3 +52,23 @@ def test_a_killed_process_s_scratch_is_left_to_gc(tmp_path):
         tmp_path,
     )
     assert Path(folder).is_dir() and [stale.path for stale in stale_scratch(tmp_path)] == [Path(folder)]
+
+
+def test_a_cluster_process_stopped_by_signal_has_its_scratch_removed_by_the_launcher(tmp_path, monkeypatch):
+    """A training cluster's worker stopped with SIGTERM (then SIGKILL) gets no exit of its own: the launcher's stop
+    removes the scratch folders named with its pid (a MultiWorkerMirrored worker's kflow-ckpt-… were left)."""
+    import tempfile
+    import time
+
+    from kflow.components.trainer import process_group
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    code = "from kflow.pipeline.dsl.scratch import scratch_dir; import time; print(scratch_dir('ckpt'), flush=True); " \
+           "time.sleep(600)"  # fmt: skip
+    worker = process_group.spawn([sys.executable, "-c", code], {"TMPDIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    folder = Path(worker.stdout.readline().strip())
+    assert folder.is_dir() and folder.parent == tmp_path
+    started = time.monotonic()
+    process_group.stop([worker], grace=2.0)
+    assert worker.returncode is not None and time.monotonic() - started < 10
+    assert not folder.exists()
