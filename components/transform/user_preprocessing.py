@@ -16,7 +16,6 @@ values computed over the whole training split, which the function passes to Kera
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,98 +26,21 @@ import tensorflow as tf
 
 from kflow.components.transform.analyzers import Analyzer, parse_columns, run_analyzers
 from kflow.components.transform.module_check import FUNCTION, load_preprocessing_module
+from kflow.components.transform.preprocessing_trace import call_preprocessing_fn, load_module
 from kflow.components.transform.tabular_analysis import label_analyzers, label_head
 from kflow.pipeline.dsl.artifacts import Examples, TransformGraph
-from kflow.pipeline.dsl.config_validation import did_you_mean
 
 SAMPLE_RECORDS = 512  # the training records the function is traced on
 ANALYSIS_MODEL = ".analysis.keras"  # the analyzers' inputs as a model, for the Beam workers (removed after)
-
-
-class PreprocessingError(ValueError):
-    """The user's preprocessing_fn failed: one line naming its file and line."""
-
-
-class Analyzers:
-    """What `preprocessing_fn` calls: each call records an analyzer and answers with its value, from `values`
-    (the full pass's, by call order) or else computed on the traced sample."""
-
-    def __init__(self, sample: dict[str, tf.Tensor], inputs: dict[str, Any], values: list[Any] | None = None):
-        self.sample, self.inputs, self.values = sample, inputs, values
-        self.calls: list[tuple[str, Any, dict[str, Any]]] = []
-        self.outputs: dict[str, Any] = {}
-
-    def mean(self, x: Any) -> float:
-        return self._ask("mean", x)
-
-    def variance(self, x: Any) -> float:
-        return self._ask("variance", x)
-
-    def min(self, x: Any) -> float:
-        return self._ask("min", x)
-
-    def max(self, x: Any) -> float:
-        return self._ask("max", x)
-
-    def vocabulary(self, x: Any, top_k: int | None = None, frequency_threshold: int = 1) -> list[str]:
-        """The most frequent values of a string tensor, most frequent first (at most top_k, each seen at least
-        frequency_threshold times); never empty (a placeholder when nothing qualifies)."""
-        return self._ask("vocabulary", x, top_k=top_k, frequency_threshold=frequency_threshold)
-
-    def quantiles(self, x: Any, num_buckets: int) -> list[float]:
-        """Bucket boundaries splitting the values into num_buckets of about equal count (Beam's approximate
-        quantiles: each boundary's rank within 0.1 % of the rows of the exact one's)."""
-        if int(num_buckets) < 2:
-            raise ValueError(f"quantiles: num_buckets must be at least 2, got {num_buckets}")
-        return self._ask("quantiles", x, num_buckets=int(num_buckets))
-
-    def _ask(self, kind: str, x: Any, **options: Any) -> Any:
-        if not isinstance(x, keras.KerasTensor):
-            raise TypeError(f"analyzers.{kind} takes a tensor computed from `inputs`, got {type(x).__name__}")
-        index = len(self.calls)
-        self.calls.append((kind, x, options))
-        if self.values is not None:
-            if index >= len(self.values) or self.values[index][0] != kind:
-                raise ValueError(f"analyzers.{kind}: the full pass's call {index + 1} differs from the trace's")
-            return self.values[index][1]
-        values = keras.Model(self.inputs, x)(self.sample)
-        return answer(kind, np.asarray(values).ravel(), options)
-
-
-def answer(kind: str, values: np.ndarray, options: dict[str, Any]) -> Any:
-    """An analyzer's value on values held in memory (the traced sample's)."""
-    if values.dtype.kind in "SUO":
-        values = np.array([v for v in values if v], dtype=object)
-        if kind != "vocabulary":
-            raise TypeError(f"analyzers.{kind} takes numbers, got strings")
-    elif kind == "vocabulary":
-        raise TypeError("analyzers.vocabulary takes strings, got numbers")
-    else:
-        values = values[np.isfinite(values.astype(np.float64))].astype(np.float64)
-    if kind == "vocabulary":
-        found, counts = np.unique(values, return_counts=True) if len(values) else ([], [])
-        ranked = sorted(zip(found, counts, strict=True), key=lambda item: (-item[1], item[0]))
-        ranked = [_text(v) for v, n in ranked if n >= options["frequency_threshold"]][: options["top_k"]]
-        return ranked or ["[none]"]
-    if kind == "quantiles":
-        inner = np.quantile(values, np.linspace(0, 1, options["num_buckets"] + 1)[1:-1]) if len(values) else []
-        return sorted({float(q) for q in inner}) or [0.0]
-    if not len(values):
-        return {"mean": 0.0, "variance": 1.0, "min": 0.0, "max": 0.0}[kind]
-    return float({"mean": np.mean, "variance": np.var, "min": np.min, "max": np.max}[kind](values))
-
-
-def _text(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 def user_graph(
     task: Any, examples: Examples, source: str, origin: str, beam_args: Sequence[str], graph: TransformGraph
 ) -> tuple[dict[str, Any], list[Analyzer], dict[str, Any], keras.Model]:
     """(the plan, the analyzers, their results, the preprocessing model) of the user's preprocessing_fn."""
-    function = getattr(_load(source, origin), FUNCTION)
+    function = getattr(load_module(source, origin), FUNCTION)
     sample = task.inputs(_sample_records(examples))
-    traced = _call(function, task, sample, origin)  # step 1: a mistake stops here, before the Beam pass
+    traced = call_preprocessing_fn(function, task, sample, origin)  # step 1: a mistake stops here, before the Beam pass
     analyzers, outputs = [], {}
     for index, (kind, x, options) in enumerate(traced.calls):
         column = f"analyzer_{index}"
@@ -135,7 +57,7 @@ def user_graph(
     results = run_analyzers(patterns, [*analyzers, *labels], label_columns, beam_args, results_file, parse)
     model_path.unlink(missing_ok=True)
     values = [(kind, _value(kind, results[a.id])) for (kind, _, _), a in zip(traced.calls, analyzers, strict=True)]
-    final = _call(function, task, None, origin, values)  # step 3: the full pass's values
+    final = call_preprocessing_fn(function, task, None, origin, values)  # step 3: the full pass's values
     read = _read_inputs(final.inputs, final.outputs)  # a column the function never reads is no model input
     preprocessing = keras.Model(read, final.outputs, name="preprocessing")
     plan = {
@@ -176,96 +98,9 @@ def _value(kind: str, result: Any) -> Any:
     return result or [0.0]
 
 
-def _call(function: Any, task: Any, sample: dict | None, origin: str, values: list | None = None) -> Analyzers:
-    """Runs preprocessing_fn on fresh inputs; its outputs checked: a dict of tensors, numeric, a row per row."""
-    inputs = {name: keras.Input(shape=(1,), dtype=_dtype(kind), name=_safe(name)) for name, kind in task.types.items()}
-    analyzers = Analyzers(sample, inputs, values)
-    try:
-        outputs = function(Columns(inputs), analyzers)
-        if not isinstance(outputs, dict):
-            raise TypeError(
-                f"{FUNCTION} must return a dict of tensors (the model's inputs), got {type(outputs).__name__}"
-            )
-        if not outputs:
-            raise TypeError(f"{FUNCTION} returned an empty dict: the model would have no inputs")
-        for name, tensor in outputs.items():
-            if not isinstance(tensor, keras.KerasTensor):
-                raise TypeError(f"{FUNCTION}'s output {name!r} is a {type(tensor).__name__}, not a tensor from inputs")
-            if tensor.dtype == "string":
-                raise TypeError(f"{FUNCTION}'s output {name!r} is strings: map them to numbers (StringLookup)")
-        if sample is not None:  # the traced model runs on the sample
-            _refuse_non_finite(keras.Model(inputs, outputs)(sample))
-    except Exception as error:
-        kind = "KeyError" if isinstance(error, KeyError) else type(error).__name__
-        raise PreprocessingError(
-            f"transform.module: {_where(error, origin, function)}: {kind}: {_first_line(error)}"
-        ) from error
-    analyzers.outputs = outputs
-    return analyzers
-
-
-class Columns(dict):
-    """preprocessing_fn's `inputs`: a name that is no column says the likely one and the columns."""
-
-    def __missing__(self, name: Any) -> Any:
-        raise NoColumn(f"{name!r} is no column of the data{did_you_mean(str(name), list(self))} (columns: "
-                       f"{', '.join(self)})")  # fmt: skip
-
-
-class NoColumn(KeyError):
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-def _refuse_non_finite(produced: dict[str, Any]) -> None:
-    """Each output a finite number in every sampled row: a NaN reaches the model's weights and, through a ReLU, need
-    not show in its loss (a user trial's model scored every row alike and was blessed)."""
-    for name, value in produced.items():
-        values = np.asarray(value, dtype=np.float64).reshape(len(value), -1)
-        rows = int((~np.isfinite(values).all(axis=1)).sum())
-        if rows:
-            raise ValueError(
-                f"{FUNCTION}'s output {name!r} is NaN or infinite in {rows} of {len(values)} sampled rows (a missing "
-                "number is NaN in `inputs`: keras.ops.nan_to_num it first)"
-            )
-
-
-def _where(error: BaseException, origin: str, function: Any = None) -> str:
-    """`my_preprocessing.py:LINE`: the module's deepest frame in `error`'s traceback, else preprocessing_fn's line
-    (a wrong return value), else the file alone."""
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == origin]
-    if frames:
-        return f"{origin}:{frames[-1].lineno}"
-    return f"{origin}:{function.__code__.co_firstlineno}" if function is not None else origin
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else ""
-
-
-def _load(source: str, origin: str) -> Any:
-    try:
-        return load_preprocessing_module(source, origin)
-    except ValueError:
-        raise
-    except Exception as error:
-        raise PreprocessingError(
-            f"transform.module: {_where(error, origin)}: {type(error).__name__}: {_first_line(error)}"
-        ) from error
-
-
 def _sample_records(examples: Examples) -> tf.Tensor:
     records = tf.data.TFRecordDataset(examples.split_files("train"), compression_type="GZIP")
     return next(iter(records.batch(SAMPLE_RECORDS)))
-
-
-def _dtype(kind: str) -> str:
-    return "string" if kind == "string" else "float32"
-
-
-def _safe(name: str) -> str:
-    return "".join(char if char.isascii() and (char.isalnum() or char == "_") else "_" for char in name) or "feature"
 
 
 class AnalysisColumns(beam.DoFn):

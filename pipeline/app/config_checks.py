@@ -13,6 +13,7 @@ from typing import Any
 from kflow.components.datasets import DATASETS, get_dataset
 from kflow.pipeline.app.dataset_settings import settings_problems
 from kflow.pipeline.app.trainer_checks import model_problems, strategy_problems
+from kflow.pipeline.app.transform_section import preprocessing_problems
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, as_data, did_you_mean
 from kflow.pipeline.dsl.config_model import DataSection, FiltersSection, default_of, given
 
@@ -236,6 +237,7 @@ def _source(config: PipelineConfig) -> list[str]:
         # The sample is the whole table (fewer rows than it takes): the Transform refused one class after the ingest.
         problems.append(f"data.label: {config.data.label!r} holds one value, {facts.labels[0]!r}, in every record "
                         "that has one: a classifier needs at least two classes")  # fmt: skip
+    problems += preprocessing_problems(config, facts, set(not_features))
     return problems + _validation_metrics(config, facts.problem_type)
 
 

@@ -76,3 +76,21 @@ def transform_node(config: PipelineConfig, examples: Channel, schema: Channel) -
     if problems:
         raise ConfigError(problems, config.source)
     return node
+
+
+def preprocessing_problems(config: PipelineConfig, facts: Any, not_features: set[str]) -> list[str]:
+    """transform.module's preprocessing_fn traced on the columns a sample of the source has (`facts`, but
+    `not_features`: the label, the key, the row names), as the Transform traces it after the ingest: a column it names
+    that the data lacks, a wrong return value, an exception in the function. Keras loads only when a module is set."""
+    module = (config.transform or TransformSection()).module
+    if not module or not transformed(config.data.dataset) or config.data.dataset in OWN_OPTIONS:
+        return []
+    from kflow.components.transform.module_check import preprocessing_problems as unreadable
+
+    if unreadable(absolute(module)):  # no file, bad syntax, no function: the Transform's own check says it
+        return []
+    from kflow.components.transform.preprocessing_trace import preprocessing_problem
+
+    types = {name: kind for name, kind in facts.types.items() if name not in not_features}
+    problem = preprocessing_problem(absolute(module), types)
+    return [problem] if problem else []

@@ -15,8 +15,10 @@ from kflow.pipeline.dsl.config_data import field_path
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """ "; did you mean X?" when a choice is close to `word`, else ""."""
-    close = difflib.get_close_matches(word, list(choices), n=1)
+    """ "; did you mean X?" when a choice is close to `word` (the same but for case first: BMI → bmi), else ""."""
+    choices = list(choices)
+    same_but_case = [choice for choice in choices if choice.casefold() == word.casefold() and choice != word]
+    close = same_but_case or difflib.get_close_matches(word, choices, n=1)
     return f"; did you mean {close[0]}?" if close else ""
 
 

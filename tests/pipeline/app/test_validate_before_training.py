@@ -233,3 +233,28 @@ def test_a_declared_schema_gen_without_the_ingest_s_schema_is_refused_before_a_t
     components[2]["inputs"]["ingest_schema"] = "ingest.schema"
     code, err = _validate(diabetes, capsys, components=components)
     assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ('    return {"bmi": inputs["BMI"]}', "prep.py:5: KeyError: 'BMI' is no column of the data; did you mean bmi?"),
+        ('    return {"age": analyzers.vocabulary(inputs["age"])}', "prep.py:5: TypeError: analyzers.vocabulary takes "
+         "strings, got numbers"),
+        ("    return [inputs['age']]", "prep.py:4: TypeError: preprocessing_fn must return a dict of tensors"),
+        ("    return {'target': inputs['target']}", "KeyError: 'target' is no column of the data"),  # the label
+        ("    x = inputs['bmi']\n    m = analyzers.mean(x)\n    return {'bmi': (x - m) / keras.ops.sqrt("
+         "analyzers.variance(x))}", None),  # valid: traced on placeholders (variance 1), not on the data
+    ],
+)  # fmt: skip
+def test_validate_traces_the_transform_s_preprocessing_fn_on_the_data_s_columns(diabetes, capsys, body, said):
+    """A preprocessing_fn naming a column the data lacks (the label among them: the Transform never feeds it), or
+    returning the wrong thing, was found by the Transform after the ingest (a user trial): validate traces it on
+    the sample's columns, without data, and says it in the Transform's words."""
+    (diabetes / "prep.py").write_text(f"import keras\n\n\ndef preprocessing_fn(inputs, analyzers):\n{body}\n")
+    code, err = _validate(diabetes, capsys, transform={"module": str(diabetes / "prep.py")})
+    if said is None:
+        assert code == 0, err
+    else:
+        assert code == 2 and err.count("\n") == 1 and said in err, err
+        assert "transform.module: " in err
