@@ -1,13 +1,12 @@
 """Tabular column types (csv, parquet): declared in the config or inferred from a sample, values parsed by type,
 what a sample says (SourceFacts), a record's identity for the split.
 
-Types: `int`, `float`, `string`, `bool` (true/false, yes/no, 1/0, any case; stored as 0/1).
-A value equal to one of the missing-value tokens (after stripping spaces) is missing: the
-feature is left out of its Example, as TFX does. Inference looks at the non-missing values
-of the first `infer_rows` records: booleans → bool, integers → int, numbers → float, otherwise
-string, where "all" allows 1 % of the sampled values to be stray (a typo such as "abc" in a
-numeric column is then rejected as a bad value instead of turning the column into strings);
-a column that is always missing there is a string.
+Types: `int`, `float`, `string`, `bool` (true/false, yes/no, 1/0, any case; stored as 0/1). A value equal to one of
+the missing-value tokens (after stripping spaces) is missing: the feature is left out of its Example, as TFX does.
+Inference looks at the non-missing values of the first `infer_rows` records: booleans → bool, integers → int, numbers
+→ float, otherwise string, where "all" allows 1 % of the sampled values to be stray (a typo such as "abc" in a numeric
+column is then rejected as a bad value instead of turning the column into strings); a column that is always missing
+there is a string; a CSV's whole numbers written with leading zeros (02134) are codes, strings (key_column.py).
 """
 
 from __future__ import annotations
@@ -21,12 +20,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from kflow.components.datasets.tabular.dataset import INFER_ROWS
-from kflow.components.datasets.tabular.examples import (
-    ROW_NAME_COLUMNS,
-    check_problem_type,
-    numbers_rows,
-    row_names,
-)
+from kflow.components.datasets.tabular.examples import ROW_NAME_COLUMNS, check_problem_type, numbers_rows, row_names
 from kflow.components.util.example_proto import serialize_example
 
 TYPES = ("int", "float", "string", "bool")
@@ -266,6 +260,7 @@ class SourceFacts:
     unread: dict[str, str] = field(default_factory=dict)  # {column: its type} of no scalar type, left out (parquet)
     dialect: tuple[str, ...] = ()  # What of the dialect the config leaves out was read from the file, and how (csv)
     repeated_keys: int = 0  # The sampled records whose data.key an earlier sampled record holds (csv)
+    codes: dict[str, str] = field(default_factory=dict)  # {column: a value}: whole numbers with leading zeros (csv)
 
     @property
     def written_readings(self) -> list[str]:
@@ -297,7 +292,12 @@ class SourceFacts:
             f"{name!r} holds {kind}, no scalar: left out (declare data.columns.{name}: string to read each as its text)"
             for name, kind in self.unread.items()
         ]
-        return preambles + written + gaps + renamed + empty + unread
+        codes = [
+            f"{name!r} holds whole numbers written with leading zeros ({example}): read as text codes, the zeros "
+            f"kept (declare data.columns.{name}: int to read numbers)"
+            for name, example in self.codes.items()
+        ]
+        return preambles + written + gaps + codes + renamed + empty + unread
 
     @property
     def readings(self) -> tuple[str, ...]:

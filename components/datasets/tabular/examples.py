@@ -43,13 +43,12 @@ def row_names(types: Mapping[str, str], numbered: str | None = None) -> str | No
 
 
 def numbers_rows(values: Sequence[str]) -> bool:
-    """Whether a column's sampled `values` (as written, in the file's order) count the rows: 0, 1, 2, … or 1, 2, …"""
-    if len(values) < ROW_NUMBERS_MIN_ROWS:
+    """Whether a column's sampled `values` (as written, in the file's order) count the rows: 0, 1, 2, … or 1, 2, …,
+    zero-padded or not (0001, 0002, …)."""
+    if len(values) < ROW_NUMBERS_MIN_ROWS or not all(value.strip().isdigit() for value in values):
         return False
-    start = values[0].strip()
-    if start not in ("0", "1"):
-        return False
-    return all(value.strip() == str(int(start) + at) for at, value in enumerate(values))
+    start = int(values[0])
+    return start in (0, 1) and all(int(value) == start + at for at, value in enumerate(values))
 
 
 _PROTO_TYPES = {"int": schema_pb2.INT, "bool": schema_pb2.INT, "float": schema_pb2.FLOAT, "string": schema_pb2.BYTES}

@@ -38,7 +38,7 @@ from kflow.components.datasets.csv.ingest.header_checks import (
 )
 from kflow.components.datasets.csv.ingest.json_array import is_json_array
 from kflow.components.datasets.csv.ingest.json_lines import FORMAT, JSON_PATTERNS, PATTERNS, dialect_of
-from kflow.components.datasets.csv.ingest.key_column import padded, repeated
+from kflow.components.datasets.csv.ingest.key_column import code_columns, repeated
 from kflow.components.datasets.csv.ingest.readable import needs_copy, open_records
 from kflow.components.datasets.csv.ingest.records import Record, cut
 from kflow.components.datasets.csv.ingest.workbook import PATTERNS as WORKBOOK_PATTERNS
@@ -86,8 +86,8 @@ def source_facts(
     }
     marks = written_numbers.decorated(scan.header, scan.sample, undeclared, missing, dialect.number_style)
     types |= {name: "float" for name in marks if declared.get(name) != "int"}
-    if isinstance(key, str) and key not in declared and types.get(key) in ("int", "float") and padded(scan, key):
-        types[key] = "string"  # 073695 read as the number 73695 would not join the predictions back to the file
+    codes = code_columns(scan, types, {*declared, *marks})  # 02134, 073695: read as text, their zeros kept
+    types |= dict.fromkeys(codes, "string")
     if strict:
         check_declared(scan, declared, missing, marks)
     at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None
@@ -109,7 +109,7 @@ def source_facts(
     notes = decimal_commas(scan, dialect, types)
     return replace(
         facts, sampled=len(scan.sample), notes=notes, written=marks, missing_marks=gaps, renamed=scan.renamed,
-        empty=_empty(scan, missing, {label, key}), preambles=tuple(scan.preambles),
+        empty=_empty(scan, missing, {label, key}), preambles=tuple(scan.preambles), codes=codes,
         repeated_keys=repeated(scan, key, dialect.missing),
     )  # fmt: skip
 
