@@ -55,7 +55,10 @@ def find_baseline(pipeline_dir: Path, identity: dict[str, Any], model_fingerprin
             others += 1
             continue
         if model.fingerprint and model.fingerprint == model_fingerprint:
-            return {name: execution.parameters.get(name) for name in RESOLVED}
+            kept = {name: execution.parameters.get(name) for name in RESOLVED}
+            if kept["baseline_model_uri"] and not Path(kept["baseline_model_uri"]).is_dir():
+                continue  # what it was blessed against is gone (its run removed): an older blessed model, if any
+            return kept
         return {
             "baseline_model_uri": model.uri,
             "baseline_module_digest": blessing.record.get("model_module_digest"),

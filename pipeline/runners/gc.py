@@ -12,7 +12,8 @@ Stale, always removed:
   never a day untouched). gc removes a lock only while holding it itself, and a run that waited on a file gc
   removed takes the one at the path again (`cache.held_lock`), so no two runs ever hold it at once.
 With `--keep-last N`, the runs but the newest N are removed too (`--keep-blessed` keeps those that blessed a
-model), except a live run and a run whose outputs a kept run reuses (its cached executions point there).
+model), except a live run and a run whose outputs a kept run reuses (its cached executions point there) or names
+(a baseline model its evaluation compared with, a model it warm-started from).
 
 A run is live when its record says `running` and its process (`host`, `pid` in run.json) is alive on this host.
 `kflow run` sweeps its own pipeline's stale staging when it starts.
@@ -152,11 +153,29 @@ def _old_runs(runs: list[Run], live_runs: list[Run], keep_last: int, keep_blesse
     if keep_blessed:
         kept += [run for run in runs[keep_last:] if _blessed(run) and run not in kept]
     used = {e.cached_from for run in kept for e in run.executions.values() if e.cached_from}
+    named = {text for run in kept for e in run.executions.values() for text in _strings([e.parameters, e.summary])}
     return [
         Stale(run.run_dir, f"run {run.run_id}, older than the newest {keep_last}")
         for run in runs[keep_last:]
-        if run not in kept and run.run_id not in used
+        if run not in kept and run.run_id not in used and not any(_inside(text, run.run_id) for text in named)
     ]
+
+
+def _strings(value: object) -> list[str]:
+    """The strings in a run record's values, however nested."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list | tuple):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
+def _inside(text: str, run_id: str) -> bool:
+    """Whether `text` is a path into the run `run_id`'s folder: a kept run's baseline model (evaluate's
+    baseline_model_uri) or warm start, which it names as a parameter rather than reusing it as a cached output."""
+    return f"/{run_id}/" in text or text.endswith(f"/{run_id}") or text.startswith(f"{run_id}/")
 
 
 def _blessed(run: Run) -> bool:

@@ -94,6 +94,25 @@ def test_a_model_is_known_by_its_fingerprint_and_a_config_by_its_identity(tmp_pa
     )
 
 
+def test_a_kept_baseline_that_is_gone_gives_way_to_an_older_blessed_model_or_none(tmp_path):
+    """The very model blessed before keeps what it was blessed against; when that model's run was removed (kflow gc
+    of an older kflow, by hand), evaluate failed on the missing folder (a user trial): an older blessed model, if
+    any, is its baseline instead, else none with the reason."""
+    import shutil
+
+    identity = model_identity(IRIS)
+    older = fake_run(tmp_path, "20260101-000000-aaaa", blessed=True, model_fingerprint="m0")
+    first = fake_run(tmp_path, "20260102-000000-bbbb", blessed=True, model_fingerprint="m1")
+    kept = {"baseline_model_uri": str(first / "train" / "model"), "baseline_module_digest": "d",
+            "no_baseline_reason": None}  # fmt: skip
+    fake_run(tmp_path, "20260103-000000-cccc", blessed=True, model_fingerprint="m2", parameters=kept)
+    assert find_baseline(tmp_path, identity, "m2") == kept
+    shutil.rmtree(first)
+    assert find_baseline(tmp_path, identity, "m2")["baseline_model_uri"] == str(older / "train" / "model")
+    shutil.rmtree(older)
+    assert find_baseline(tmp_path, identity, "m2")["baseline_model_uri"] is None
+
+
 def test_the_builder_resolves_the_baseline_when_the_evaluator_is_about_to_run(tmp_path):
     config = load_config(DEMO, [f"pipeline_root={tmp_path}"])
     blessed = fake_run(tmp_path / "demo", "20260102-000000-bbbb", blessed=True, config=config.to_dict())

@@ -91,6 +91,22 @@ def test_keep_last_keeps_the_newest_and_the_runs_they_reuse(tmp_path, capsys):
     assert again.executions["produce"].status == "cached"
 
 
+def test_keep_last_keeps_a_run_whose_model_a_kept_run_names_as_its_baseline(tmp_path, capsys):
+    """A kept run's evaluation names an older run's model as its baseline (a parameter, not a cached output: the
+    re-run of a blessed model keeps what it was blessed against). gc --keep-last 1 removed that run and the next
+    evaluate failed (a user trial, on iris): a run a kept run names is kept as one it reuses."""
+    root = tmp_path / "runs"
+    runs = [BeamDagRunner().run(Pipeline("toy", [Produce("produce", parameters={"value": v})]), root).run
+            for v in (1, 2, 3)]  # fmt: skip
+    newest = runs[-1].run_dir / "run.json"
+    record = json.loads(newest.read_text())
+    record["components"]["produce"]["parameters"]["baseline_model_uri"] = str(runs[0].run_dir / "train" / "model")
+    newest.write_text(json.dumps(record))
+    assert main(["gc", str(root), "--keep-last", "1"]) == 0
+    left = sorted(path.parent.name for path in (root / "toy").glob("*/run.json"))
+    assert left == sorted([runs[0].run_id, runs[2].run_id])  # the named one kept, the middle one removed
+
+
 def test_a_record_written_by_a_newer_kflow_does_not_break_later_runs(tmp_path):
     root = tmp_path / "runs"
     pipeline = Pipeline("toy", [Produce("produce")])
