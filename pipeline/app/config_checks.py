@@ -222,6 +222,12 @@ def _source(config: PipelineConfig) -> list[str]:
         for index, spec in enumerate(config.evaluator.slices)
         if isinstance(getattr(spec, "boundaries", None), list) and facts.types.get(spec.by) == "string"
     ]
+    problems += [  # the Evaluator's refusal, after training: a slice per distinct decimal is no slice
+        f"evaluator.slices[{index}].boundaries: slicing by the non-integer feature {spec.by!r} needs boundaries, "
+        "e.g. [0, 10, 100]"
+        for index, spec in enumerate(config.evaluator.slices)
+        if not given(getattr(spec, "boundaries", None)) and facts.types.get(spec.by) == "float"
+    ]
     allowed = config.data.filters.max_invalid_fraction
     if whole and facts.repeated_keys > allowed * facts.sampled:  # the ingest rejects each, then fails over the share
         problems.append(f"data.key: {config.data.key!r} repeats in {facts.repeated_keys} of the {facts.sampled} "

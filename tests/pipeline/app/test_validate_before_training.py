@@ -40,6 +40,8 @@ def _validate(folder, capsys, data=None, **sections):
         ({"evaluator": {"split": "validation"}}, "evaluator.split: the ingest writes no split 'validation'"),
         ({"evaluator": {"slices": [{"by": "bmi", "boundaries": [0.05, 0.0]}]}},
          "evaluator.slices.0: boundaries must ascend"),
+        ({"evaluator": {"slices": [{"by": "bmi"}]}},
+         "evaluator.slices[0].boundaries: slicing by the non-integer feature 'bmi' needs boundaries"),
         ({"evaluator": {"thresholds": {"r2": {"lower_bound": 0.5, "upper_bound": 0.4}}}},
          "evaluator.thresholds.r2: lower_bound 0.5 is above upper_bound 0.4"),
         ({"trainer": {"early_stopping_patience": 3, "early_stopping_monitor": "val_accuracy"}},
@@ -140,7 +142,7 @@ def test_a_slice_by_the_key_or_the_row_numbers_is_refused_by_validate(tmp_path, 
     frame.insert(0, "patient id", [f"P{1000 + row}" for row in range(len(frame))])
     frame.to_csv(tmp_path / "diabetes.csv")  # with pandas' index: a first column of row numbers
     code, err = _validate(tmp_path, capsys, data={"key": "patient id"},
-                          evaluator={"slices": [{"by": "patient id"}, {"by": "bmi"}]})  # fmt: skip
+                          evaluator={"slices": [{"by": "patient id"}, {"by": "bmi", "boundaries": [0.0]}]})  # fmt: skip
     assert code == 2 and "evaluator.slices[0].by: 'patient id' is the data.key, not a feature (slice by: label, " in err
     assert "slices[1]" not in err and "Traceback" not in err, err
     names = main(["validate", str(tmp_path / "v.yaml"), "--set", "evaluator.slices=[{by: row_names}]"])
