@@ -117,7 +117,7 @@ def diff_runs(a: Run, b: Run) -> dict[str, Any]:
     parameters = {
         key: {"a": config_a.get(key), "b": config_b.get(key)}
         for key in sorted(set(config_a) | set(config_b))
-        if config_a.get(key) != config_b.get(key)
+        if config_a.get(key) != config_b.get(key) and not _filled(key, config_a, config_b)
     }
     parameters.update(_changed_files(a, b, config_b))
     components = {}
@@ -218,6 +218,15 @@ def format_diff(diff: dict[str, Any]) -> str:
         f"  not compared: {diff['metrics_not_compared']}" if diff.get("metrics_not_compared") else "  none to compare"
     ]
     return "\n".join(lines)
+
+
+def _filled(key: str, config_a: dict[str, Any], config_b: dict[str, Any]) -> bool:
+    """Whether `key` is an empty mapping on one side and holds fields on the other: those fields say the change
+    (`trainer.model_options.dropout: None → 0.2`), not `trainer.model_options: {} → None`."""
+    return any(
+        config.get(key) == {} and any(name.startswith(f"{key}.") for name in other)
+        for config, other in ((config_a, config_b), (config_b, config_a))
+    )
 
 
 def _flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -172,8 +172,14 @@ def read_config_file(path: str | Path, overrides: Iterable[str] = ()) -> dict[st
     if not isinstance(raw, dict):
         raise ConfigError(["(top level): must be a mapping of fields"], source)
     anchor_input_paths(raw, Path(path).resolve().parent)
-    for override in overrides:  # Their paths stay relative to the current directory, as on a command line.
+    overrides = list(overrides)
+    for override in overrides:  # Their paths are relative to the current directory, as on a command line.
         apply_override(raw, override)
+    # Anchored too, so a run records where it read whatever the folder it ran from (diff compared '/…/a.csv' with
+    # 'data/a.csv', a user trial).
+    given = [override.partition("=")[0].strip() for override in overrides]
+    anchor_input_paths(raw, Path.cwd(), [field for field in INPUT_PATHS if any(
+        field == key or field.startswith(f"{key}.") for key in given)])  # fmt: skip
     return raw
 
 
@@ -183,8 +189,8 @@ INPUT_PATHS = ("data.source.path", "data.schema", "trainer.module", "evaluator.b
 _NOT_PATHS = {"evaluator.baseline": ("latest_blessed", "none")}
 
 
-def anchor_input_paths(raw: dict[str, Any], folder: Path) -> None:
-    for dotted in INPUT_PATHS:
+def anchor_input_paths(raw: dict[str, Any], folder: Path, fields: Iterable[str] = INPUT_PATHS) -> None:
+    for dotted in fields:
         section, name = _section_of(raw, dotted)
         value = section.get(name) if section is not None else None
         if isinstance(value, str) and is_relative_local_path(value, dotted):

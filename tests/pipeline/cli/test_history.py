@@ -211,3 +211,19 @@ def test_runs_names_the_data_where_the_runs_of_a_pipeline_read_different_tables(
         ["iris.csv", "(species)"],
         ["iris.csv", "(species)"],
     ]
+
+
+def test_diff_says_an_option_set_where_there_were_none_by_its_own_field(tmp_path):
+    """model_options {} → {dropout: 0.2} is one change, `trainer.model_options.dropout: None → 0.2`; diff also said
+    `trainer.model_options: {} → None` (a user trial)."""
+    from kflow.pipeline import api
+    from kflow.pipeline.cli.history import diff_runs
+    from kflow.pipeline.runners.run_record import Run
+    from tests.pipeline.toy.components import Produce
+
+    for options in ({}, {"dropout": 0.2}):
+        config = {"trainer": {"epochs": 1, "model_options": options}}
+        api.run(api.Pipeline("toy", [Produce("produce")], metadata={"config": config}), tmp_path / "runs")
+    first, second = (Run.load(path.parent) for path in sorted((tmp_path / "runs").glob("toy/*/run.json")))
+    assert diff_runs(first, second)["parameters"] == {"trainer.model_options.dropout": {"a": None, "b": 0.2}}
+    assert diff_runs(second, first)["parameters"] == {"trainer.model_options.dropout": {"a": 0.2, "b": None}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import yaml
 
@@ -51,6 +52,13 @@ def test_a_config_reads_its_inputs_beside_it_from_any_directory(tmp_path):
     assert (
         done.returncode == 2
         and f"data.source.path: {project / 'copy.csv'} matches no CSV, JSON Lines, JSON or Excel file" in done.stderr
+    )
+    # Recorded absolute, as a config file's relative paths are (diff compared '/…/iris.csv' with 'copy.csv').
+    assert load_config(project / "iris.yaml", ["data.source.path=copy.csv"]).data.source.path == str(
+        Path.cwd() / "copy.csv"
+    )
+    assert load_config(project / "iris.yaml", ["data.source={path: copy.csv}"]).data.source.path == str(
+        Path.cwd() / "copy.csv"
     )
     # An importable module name is not a path.
     assert load_config(project / "iris.yaml", ["trainer.module=tests.pipeline.user.iris_model"]).trainer.module == (
