@@ -12,7 +12,7 @@ from typing import Any
 
 from kflow.pipeline.app.pipeline_cut import cut_pipeline
 from kflow.pipeline.app.standard_pipeline import build_pipeline
-from kflow.pipeline.dsl.config import PipelineConfig
+from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 from kflow.pipeline.dsl.dag import Pipeline
 
 log = logging.getLogger("kflow")
@@ -40,6 +40,15 @@ def run_locally(
         log.info("removed the unpublished outputs of %d earlier run(s) that stopped", swept)
     pipeline = cut_pipeline(pipeline, ("--until", until), ("--only", only))
     cached_only: set[str] = pipeline.ancestors(only) if only else set()
+    if cached_only:  # refused before a run is recorded: the arguments ask for outputs there are none of
+        from kflow.pipeline.runners.plan import plan_pipeline
+
+        plans = plan_pipeline(pipeline, config.pipeline_root)  # ancestors come from the cache, --no-cache or not
+        if uncached := [plan for plan in plans if plan.node in cached_only and plan.action != "cached"]:
+            names = ", ".join(plan.node for plan in uncached)
+            raise ConfigError([f"--only {only}: {names} ha{'s' if len(uncached) == 1 else 've'} no cached outputs "
+                               f"for this config ({'; '.join(uncached[0].why)}); run them first: kflow run --until "
+                               f"{uncached[-1].node}"])  # fmt: skip
     with signals_cancel() if handle_signals else contextlib.nullcontext():
         runner = BeamDagRunner(enable_cache=enable_cache, verify_hashes=verify, cached_only=cached_only)
         return runner.run(pipeline, config.pipeline_root)

@@ -172,8 +172,12 @@ def test_independent_nodes_overlap_without_any_beam_option(tmp_path):
 
 def test_only_runs_one_node_on_its_upstream_cached_outputs(tmp_path, capsys):
     config = toy_config(tmp_path)
-    assert main(["run", str(config), "--only", "add"]) == 1  # Nothing cached yet.
-    assert "component 'produce' failed: LookupError: no cached execution" in capsys.readouterr().err
+    # Nothing cached yet: a refusal of the arguments (exit 2, one line, no run recorded), not a failed run.
+    assert main(["run", str(config), "--only", "add"]) == 2
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and "--only add: produce, judge, double have no cached outputs for this config (new)" \
+        in said and said.rstrip().endswith("run them first: kflow run --until double"), said  # fmt: skip
+    assert not list(tmp_path.rglob("run.json"))
     assert main(["run", str(config)]) == 0
     assert main(["run", str(config), "--only", "add", "--set", "components.add.parameters.add=5"]) == 0
     record = run_record(tmp_path)
