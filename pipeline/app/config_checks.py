@@ -112,12 +112,22 @@ def _ingest_parameters(config: PipelineConfig) -> list[str]:
     ]
 
 
+def _metric_meant(metric: str, names: list[str]) -> str:
+    """ "; did you mean X?": a metric the name is a part of (auc → roc_auc, f1 → macro_f1), else a close one."""
+    within = [name for name in names if metric.lower() in name.split("_")]
+    return f"; did you mean {within[0]}?" if within else did_you_mean(metric, names)
+
+
 def _evaluator(config: PipelineConfig) -> list[str]:
     dataset = get_dataset(config.data.dataset)
     metrics = dataset.metrics_class()
+    # A task's own metrics where the config names it (a classification lists no rmse), else the dataset's.
+    by_kind = getattr(metrics, "BY_KIND", {})
+    kind = config.data.problem_type if config.data.problem_type in by_kind else None
+    names = list(by_kind[kind] if kind else metrics.SCALARS)
     problems = [
-        f"evaluator.thresholds.{metric}: {dataset.name} has no such metric{did_you_mean(metric, metrics.SCALARS)} "
-        f"(metrics: {', '.join(metrics.SCALARS)})"
+        f"evaluator.thresholds.{metric}: no such metric{f' of a {kind}' if kind else ''}"
+        f"{_metric_meant(metric, names)} (metrics: {', '.join(names)})"
         for metric in config.evaluator.thresholds
         if metric not in metrics.SCALARS
     ]

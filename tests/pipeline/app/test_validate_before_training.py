@@ -40,6 +40,9 @@ def _validate(folder, capsys, data=None, **sections):
         ({"evaluator": {"split": "validation"}}, "evaluator.split: the ingest writes no split 'validation'"),
         ({"evaluator": {"slices": [{"by": "bmi", "boundaries": [0.05, 0.0]}]}},
          "evaluator.slices.0: boundaries must ascend"),
+        ({"data": {"problem_type": "classification"}, "evaluator": {"thresholds": {"auc": {"lower_bound": 0.8}}}},
+         "evaluator.thresholds.auc: no such metric of a classification; did you mean roc_auc? (metrics: "
+         "example_count, loss, accuracy, macro_precision, macro_recall, macro_f1, roc_auc, pr_auc)"),
         ({"evaluator": {"slices": [{"by": "bmi"}]}},
          "evaluator.slices[0].boundaries: slicing by the non-integer feature 'bmi' needs boundaries"),
         ({"evaluator": {"thresholds": {"r2": {"lower_bound": 0.5, "upper_bound": 0.4}}}},
