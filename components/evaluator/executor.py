@@ -162,7 +162,8 @@ def run(
         )
         for check in checks:
             log.info("evaluate: check %s", describe(check))
-        log.info("evaluate: %s (%d checks)", "BLESSED" if blessed else "NOT BLESSED", len(checks))
+        log.info("evaluate: %s (%d check%s)", "BLESSED" if blessed else "NOT BLESSED", len(checks),
+                 "" if len(checks) == 1 else "s")  # fmt: skip
 
         write_report(
             evaluation.path / "report.html",

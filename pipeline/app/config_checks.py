@@ -49,6 +49,10 @@ def _splits(config: PipelineConfig) -> list[str]:
     split = given(config.data.split) or dataset.default_split
     if config.data.split_files:
         return []  # The source's own files decide (tfrecord).
+    named = ("train", "eval", "test")
+    if typos := [name for name in split if name not in named and did_you_mean(name, named)]:  # {tst: 1}
+        return [f"data.split.{name}: no such split{did_you_mean(name, named)} (splits: {', '.join(named)})"
+                for name in typos]  # fmt: skip
     if not dataset.source_test_split and "test" not in split:
         return [
             f"data.split.test: {dataset.name}'s source has no labelled test split; "
@@ -137,7 +141,7 @@ def _evaluator(config: PipelineConfig) -> list[str]:
         if spec.by not in metrics.SLICES and not metrics.SLICES_BY_FEATURE
     ]
     splits = _output_splits(config)
-    if splits and config.evaluator.split not in splits:
+    if splits and config.evaluator.split not in splits and not _splits(config):  # not a data.split typo's echo
         split = config.evaluator.split
         problems.append(f"evaluator.split: the ingest writes no split {split!r}{did_you_mean(split, splits)} "
                         f"(splits: {', '.join(sorted(splits))})")  # fmt: skip

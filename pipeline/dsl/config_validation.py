@@ -79,7 +79,7 @@ def describe_error(error: jsonschema.ValidationError, section: str = "") -> list
         case "exclusiveMinimum":
             message = f"must be > {value}{got}"
         case "enum":
-            message = f"must be one of {', '.join(map(str, value))}{got}"
+            message = f"must be one of {', '.join('null' if choice is None else str(choice) for choice in value)}{got}"
         case "pattern":
             message = f"must match {value}{got}"
         case "minLength":

@@ -38,6 +38,8 @@ def _validate(folder, capsys, data=None, **sections):
         ({"trainer": {"model_options": {"hiden_units": [8]}}},
          "trainer.model_options.hiden_units: csv takes no such option; did you mean hidden_units?"),
         ({"evaluator": {"split": "validation"}}, "evaluator.split: the ingest writes no split 'validation'"),
+        ({"data": {"split": {"train": 8, "eval": 1, "tst": 1}}},
+         "data.split.tst: no such split; did you mean test? (splits: train, eval, test)"),  # one line, not two
         ({"evaluator": {"slices": [{"by": "bmi", "boundaries": [0.05, 0.0]}]}},
          "evaluator.slices.0: boundaries must ascend"),
         ({"data": {"problem_type": "classification"}, "evaluator": {"thresholds": {"auc": {"lower_bound": 0.8}}}},
@@ -263,3 +265,10 @@ def test_validate_traces_the_transform_s_preprocessing_fn_on_the_data_s_columns(
     else:
         assert code == 2 and err.count("\n") == 1 and said in err, err
         assert "transform.module: " in err
+
+
+def test_a_split_name_typo_is_one_line_naming_it_not_the_lines_it_causes(diabetes, capsys):
+    """{train: 8, eval: 1, tst: 1}: validate said the test split was missing and suggested evaluator.split: tst (a user
+    trial); it names the typo, once."""
+    code, err = _validate(diabetes, capsys, data={"split": {"train": 8, "eval": 1, "tst": 1}})
+    assert code == 2 and err.count("\n") == 1 and "data.split.tst: no such split; did you mean test?" in err, err

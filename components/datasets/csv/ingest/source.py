@@ -153,7 +153,9 @@ def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[S
     if mark is not None:
         dialect = replace(dialect, delimiter=mark)
         scan = scan_files(files, dialect, key=None, **sample)
-        readings.append(f"the header's names are separated by {mark!r}: read so (data.csv.delimiter says otherwise)")
+        readings.append(
+            f"the header's names are separated by {mark!r}: read so (set data.csv.delimiter to read it otherwise)"
+        )
     if dialect.decimal is None:
         commas = (
             comma_columns(scan.header, scan.sample, dialect.missing, dialect.delimiter)
@@ -194,7 +196,7 @@ def _scan_encoded(files: list[str], dialect: Dialect, sample: dict[str, Any]) ->
         other = None
     if other is not None and not other.undecodable:
         said = f"the file is not UTF-8 but {WINDOWS_ENCODING} (Windows' Western European): read so"
-        said += " (data.csv.encoding says otherwise)"
+        said += " (set data.csv.encoding to read it otherwise)"
         return other, windows, [said]
     if failure is not None:  # neither reads the header: UTF-8's one line
         raise failure

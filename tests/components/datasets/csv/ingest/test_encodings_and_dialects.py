@@ -86,7 +86,7 @@ def test_semicolons_under_a_header_whose_name_holds_a_comma_are_read_as_they_com
     assert found.header == list(frame) and found.types["alcohol, % vol"] == "float"
     assert (
         found.readings[0]
-        == "data: the header's names are separated by ';': read so (data.csv.delimiter says otherwise)"
+        == "data: the header's names are separated by ';': read so (set data.csv.delimiter to read it otherwise)"
     )
     summary, _, _, _ = ingest(tmp_path, source_path=str(path), label="cépage", columns={})
     assert (summary["read"], summary["rejected"]) == (178, 0)
@@ -99,7 +99,7 @@ def test_semicolons_and_decimal_commas_read_as_numbers_as_they_come(tmp_path, wi
     # the decimal mark left out, the columns of numbers written with a comma read it: the numbers, said.
     found = inspect(path)
     assert found.header == list(wine) and found.notes == ()
-    said = "data: the header's names are separated by ';': read so (data.csv.delimiter says otherwise)"
+    said = "data: the header's names are separated by ';': read so (set data.csv.delimiter to read it otherwise)"
     assert found.readings[0] == said
     assert found.readings[1].startswith("data: 'alcohol', 'malic_acid', 'ash', 'alcalinity_of_ash' and 9 more hold ")
     assert "decimal comma" in found.readings[1]
