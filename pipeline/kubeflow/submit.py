@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import warnings
 from pathlib import Path
 from typing import Any
@@ -21,13 +22,8 @@ def submit_package(
 ) -> str:
     """Starts a run of `package_path` in `experiment` (created when missing) with `arguments` for its
     pipeline-level inputs; returns the run id."""
-    import kfp
-
     try:
-        with warnings.catch_warnings():
-            # kfp warns on every client that it needs a KFP backend ≥ 2.0.0-beta.2; the docs say so once.
-            warnings.filterwarnings("ignore", message="This client only works", category=FutureWarning)
-            client = kfp.Client(host=endpoint, namespace=namespace)
+        client = _client(endpoint, namespace)
         result = client.create_run_from_pipeline_package(
             str(package_path),
             arguments=dict(arguments or {}),
@@ -36,7 +32,7 @@ def submit_package(
             namespace=namespace,
         )
     except Exception as error:  # The client raises urllib3, ApiException and ValueError alike.
-        raise SubmissionFailed(f"submitting to {endpoint} failed: {type(error).__name__}: {error}") from error
+        raise SubmissionFailed(f"submitting to {endpoint} failed: {_said(error)}") from None
     return result.run_id
 
 
@@ -54,12 +50,8 @@ def schedule_package(
     """Creates a recurring run of `package_path` (KFP v2beta1 RecurringRun, enabled, on the six-field `cron`) in
     `experiment` (created when missing); returns its id. `catchup` False: after a pause the scheduler starts only
     the latest missed run, not one per missed time."""
-    import kfp
-
     try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="This client only works", category=FutureWarning)
-            client = kfp.Client(host=endpoint, namespace=namespace)
+        client = _client(endpoint, namespace)
         experiment_id = client.create_experiment(experiment, namespace=namespace).experiment_id
         result = client.create_recurring_run(
             experiment_id=experiment_id,
@@ -72,5 +64,30 @@ def schedule_package(
             enabled=True,
         )
     except Exception as error:  # The client raises urllib3, ApiException and ValueError alike.
-        raise SubmissionFailed(f"scheduling at {endpoint} failed: {type(error).__name__}: {error}") from error
+        raise SubmissionFailed(f"scheduling at {endpoint} failed: {_said(error)}") from None
     return result.recurring_run_id
+
+
+def _client(endpoint: str, namespace: str | None) -> Any:
+    """A kfp.Client, without its notices: the backend version it needs (the docs say it once) and urllib3's line per
+    retry of a server that does not answer (the failure says it once)."""
+    import kfp
+
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="This client only works", category=FutureWarning)
+        return kfp.Client(host=endpoint, namespace=namespace)
+
+
+def _said(error: Exception) -> str:
+    """The client's failure in one line: no server there (urllib3's retries exhausted), the server's answer (an
+    ApiException's status), else the error itself."""
+    import urllib3
+
+    if isinstance(error, urllib3.exceptions.MaxRetryError):
+        reason = str(error.reason).rsplit(": ", 1)[-1]  # "<…HTTPConnection object at 0x…>: … [Errno 111] …"
+        return f"no KFP API server answers there ({reason})"
+    status = getattr(error, "status", None)
+    if status is not None:
+        return f"the server answered {status} {getattr(error, 'reason', '') or ''}".rstrip()
+    return f"{type(error).__name__}: {' '.join(str(error).split())}"
