@@ -30,7 +30,7 @@ from kflow.components.util.predictions import CSV, JSONL, TFRECORD
 from kflow.pipeline.app.model_choice import choose_model
 from kflow.pipeline.app.scored_dates import unread_dates
 from kflow.pipeline.app.sections import absolute, ingest_parameters
-from kflow.pipeline.app.serving_skew import serving_skew
+from kflow.pipeline.app.serving_skew import describe_unseen, serving_skew
 from kflow.pipeline.dsl.artifacts import Examples, InferenceResult, Model, Rejects, Schema
 from kflow.pipeline.dsl.component import load_executor
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
@@ -114,7 +114,9 @@ def predict(
                 "rejected": ingested.get("rejected", 0),
                 "examples": str(output / "examples"),
                 "predictions": {name: str(output / "predictions" / f"Split-{SPLIT}" / name) for name in FILES},
-                "skew": {name: skew[name] for name in ("compared", "skewed", "message", "reason") if name in skew},
+                "skew": {
+                    name: skew[name] for name in ("compared", "skewed", "message", "reason", "unseen") if name in skew
+                },
                 "unread_dates": unread,
             }
             (staging / "predict.json").write_text(json.dumps(record, indent=2) + "\n")
@@ -344,6 +346,8 @@ def predict_command(args: Any) -> int:
     print(f"scored data (Examples): {record['examples']}")
     if record["skew"].get("skewed"):
         print(f"skew from the training data: {record['skew']['message']} ({Path(args.output) / 'skew.json'})")
+    if record["skew"].get("unseen"):
+        print(f"values not seen in training (each read as an unknown one): {describe_unseen(record['skew']['unseen'])}")
     for said in record["unread_dates"]:
         print(f"dates not read: {said}")
     return 0

@@ -17,7 +17,7 @@ from typing import Any
 
 from kflow.components.util.drift import compare
 from kflow.components.util.schema import load_schema
-from kflow.components.util.statistics_proto import common_stats, feature_stats, read_split
+from kflow.components.util.statistics_proto import common_stats, feature_stats, read_split, value_counts
 from kflow.pipeline.dsl.artifacts import Examples, ExampleStatistics, PushedModel, Schema
 from kflow.pipeline.dsl.component import load_executor
 from kflow.pipeline.dsl.config import PipelineConfig
@@ -103,6 +103,10 @@ def serving_skew(
         [f"{feature.feature}: {feature.describe()}" for feature in skewed]
         + [f"{name}: no value in any scored row (in training: in {_present(trained_features[name])})" for name in empty]
     )
+    unseen = unseen_values(scored_features, trained_features, ignore)
+    if unseen:
+        log.warning("predict: values the training data never held, read by the model as an unknown one: %s",
+                    describe_unseen(unseen))  # fmt: skip
     if skewed or empty:
         log.warning("predict: the scored data is skewed from the training data in %d feature(s): %s",
                     len(skewed) + len(empty), message)  # fmt: skip
@@ -115,7 +119,34 @@ def serving_skew(
         "skewed": [feature.feature for feature in skewed] + empty,
         "empty": empty,
         "message": message,
+        "unseen": unseen,
     }
+
+
+def unseen_values(scored: dict[str, Any], trained: dict[str, Any], ignore: set[str]) -> dict[str, dict[str, int]]:
+    """{feature: {value: scored rows}} of the text values the scored rows hold and the training split never did,
+    where the training statistics list all its values (not a truncated list of the most frequent)."""
+    unseen = {}
+    for name, feature in scored.items():
+        known = trained.get(name)
+        if name in ignore or known is None or not feature.HasField("string_stats"):
+            continue
+        if not known.HasField("string_stats") or known.string_stats.rank_histogram.name != "all values":
+            continue
+        seen = set(value_counts(known))
+        if new := {value: count for value, count in value_counts(feature).items() if value not in seen}:
+            unseen[name] = new
+    return unseen
+
+
+def describe_unseen(unseen: dict[str, dict[str, int]]) -> str:
+    """`region: 'ZZ' (5 rows); type: 'Mansion' (3 rows), …` (at most three values a feature)."""
+    return "; ".join(
+        f"{name}: "
+        + ", ".join(f"{value!r} ({count} row{'s' if count != 1 else ''})" for value, count in list(values.items())[:3])
+        + (f" and {len(values) - 3} more" if len(values) > 3 else "")
+        for name, values in unseen.items()
+    )
 
 
 def _present(statistics: Any) -> str:
