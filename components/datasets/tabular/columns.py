@@ -117,16 +117,16 @@ def infer_problem_type(label: str, kind: str, values: Sequence[str]) -> tuple[st
     MAX_INFERRED_CLASSES distinct values and a quantity beyond, or when more than two values average under 2 rows
     each (a small table's years or counts: HSAUR's BCG, 13 rows of 12 years); numbers with decimals are a
     quantity."""
-    distinct = _distinct(values, kind)
+    distinct, among = _distinct(values, kind), f" in {len(values):,} sampled rows"  # the sample's, not the table's
     rule = f"the label {label!r} holds {distinct} distinct"
     if kind in ("int", "float"):
         whole = kind == "int" or all(parses(value, "int") for value in values)
         if not whole:
-            return "regression", f"{rule} numbers with decimals"
+            return "regression", f"{rule} numbers with decimals{among}"
         if distinct > MAX_INFERRED_CLASSES:
             return "regression", (
-                f"{rule} whole numbers, more than {MAX_INFERRED_CLASSES} (set data.problem_type: classification if "
-                "they are class ids)"
+                f"{rule} whole numbers{among}, more than {MAX_INFERRED_CLASSES} (set data.problem_type: "
+                "classification if they are class ids)"
             )
         if _thin(distinct, len(values)):
             return "regression", (
@@ -134,16 +134,16 @@ def infer_problem_type(label: str, kind: str, values: Sequence[str]) -> tuple[st
                 "could not be learnt (set data.problem_type: classification if they are class ids)"
             )
         return "classification", (
-            f"{rule} whole numbers, at most {MAX_INFERRED_CLASSES} (set data.problem_type: regression if they are "
-            "a quantity)"
+            f"{rule} whole numbers{among}, at most {MAX_INFERRED_CLASSES} (set data.problem_type: regression if "
+            "they are a quantity)"
         )
-    return "classification", f"{rule} {kind} values"
+    return "classification", f"{rule} {kind} values{among}"
 
 
 def _distinct(values: Sequence[str], kind: str) -> int:
     """How many distinct label values: of numbers, as numbers (`1` and `1.0` are one; a stray text, which the ingest
     rejects as a bad value, none)."""
-    if kind in ("int", "float"):
+    if kind in ("int", "float", "bool"):  # bool: Yes, yes and YES are one value
         return len({parse_value(value, kind) for value in values if parses(value, kind)})
     return len(set(values))
 

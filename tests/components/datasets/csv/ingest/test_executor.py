@@ -271,13 +271,19 @@ def test_without_data_task_the_rule_that_infers_it_is_said(tmp_path, caplog):
     assert (
         task_of("decimal", [f"{index + 100},{index % 7}.5" for index in range(40)], "id,price", "price") == "regression"
     )
-    assert "regression, as the label 'price' holds 7 distinct numbers with decimals" in caplog.text
+    assert "regression, as the label 'price' holds 7 distinct numbers with decimals in 40 sampled rows" in caplog.text
     assert task_of("counts", [f"{index + 100},{index}" for index in range(40)], "id,count", "count") == "regression"
-    assert "the label 'count' holds 40 distinct whole numbers, more than 20" in caplog.text
+    assert "the label 'count' holds 40 distinct whole numbers in 40 sampled rows, more than 20" in caplog.text
     assert task_of("few", [f"{index + 100},{index % 3}" for index in range(40)], "id,kind", "kind") == "classification"
     floats = [f"{index + 100},{float(index % 2)}" for index in range(40)]
     assert task_of("float_coded", floats, "id,vote", "vote") == "classification"
-    assert "classification, as the label 'vote' holds 2 distinct whole numbers, at most 20" in caplog.text
+    assert (
+        "classification, as the label 'vote' holds 2 distinct whole numbers in 40 sampled rows, at most 20"
+        in caplog.text
+    )
+    words = [f"{index + 100},{['Yes', 'yes', 'YES', 'No', 'no'][index % 5]}" for index in range(40)]
+    assert task_of("yes_no", words, "id,survived", "survived") == "classification"
+    assert "the label 'survived' holds 2 distinct bool values in 40 sampled rows" in caplog.text  # not 5 spellings
 
 
 def test_an_inferred_int_column_that_meets_a_decimal_later_becomes_float_and_loses_no_record(tmp_path, caplog):
