@@ -140,3 +140,19 @@ def decimal_commas(scan: Any, dialect: Dialect, types: dict[str, str]) -> tuple[
     if not commas:
         return ()
     return (f"data.csv.decimal: {named_columns(commas)} numbers with a decimal comma, read as text: set it to ','",)
+
+
+# Values that mark a missing value in files of other tools (UCI's `?`, a dash), not among the default missing tokens.
+_MARKS = ("?", "-", "--", ".")
+
+
+def label_marks(label: Any, values: list[str], problem_type: str | None) -> tuple[str, ...]:
+    """A note when a classification's sampled labels hold a value that marks a missing one elsewhere (`?`): it would
+    be a class of its own, learnt and predicted."""
+    marks = sorted({value for value in values if value in _MARKS})
+    if problem_type != "classification" or not marks:
+        return ()
+    count = sum(value in marks for value in values)
+    shown = ", ".join(map(repr, marks))
+    return (f"data.label: {label!r} holds {shown} in {count} of {len(values)} sampled rows: a class of its own "
+            f"unless data.csv.missing_values lists it (then those rows are unlabelled, left out)",)  # fmt: skip

@@ -34,6 +34,7 @@ from kflow.components.datasets.csv.ingest.header_checks import (
     cutting_delimiter,
     decimal_commas,
     fields_delimiter,
+    label_marks,
     named_columns,
 )
 from kflow.components.datasets.csv.ingest.json_array import is_json_array
@@ -106,7 +107,7 @@ def source_facts(
         first = [row[0] for row in scan.sample if row and (len(row) == full or cols.parses(row[0].strip(), "int"))]
     facts = cols.table_facts(scan.header, types, label, problem_type, key, declared, values, first)
     gaps = numbers_marked(scan.header, scan.sample, types, missing - dialect.missing)
-    notes = decimal_commas(scan, dialect, types)
+    notes = decimal_commas(scan, dialect, types) + label_marks(label, values, facts.problem_type)
     return replace(
         facts, sampled=len(scan.sample), notes=notes, written=marks, missing_marks=gaps, renamed=scan.renamed,
         empty=_empty(scan, missing, {label, key}), preambles=tuple(scan.preambles), codes=codes,
