@@ -275,11 +275,11 @@ class SourceFacts:
             for name, marks in self.missing_marks.items()
         ]
         renamed = [
-            f"the header names a column {given!r} again: read as {name!r}"
-            if given
+            f"the header's {given!r} is read as {name!r}, without the spaces around it" if given.strip() == name
+            else f"the header names a column {given!r} again: read as {name!r}" if given
             else f"a column has no name in the header: read as {name!r}"
             for name, given in self.renamed.items()
-        ]
+        ]  # fmt: skip
         empty = [
             f"{name!r} has no value in the {self.sampled:,} sampled rows: no feature if the training split holds none"
             for name in self.empty

@@ -76,3 +76,11 @@ def test_names_given_never_take_a_name_the_header_holds():
     header, renamed = column_names(["x", "", "unnamed_2", "Total", "Total", "Total_2"])
     assert header == ["x", "unnamed_2_", "unnamed_2", "Total", "Total_2_", "Total_2"]
     assert renamed == {"unnamed_2_": "", "Total_2_": "Total"}
+
+
+def test_a_name_written_with_spaces_around_it_is_read_without_them_and_said():
+    """`income ` was read as `income` without a word (a user trial; the docs say names stay as written): said."""
+    header, renamed = column_names(["age", "income ", " city"])
+    assert header == ["age", "income", "city"] and renamed == {"income": "income ", "city": " city"}
+    facts = cols.SourceFacts(header, {}, "classification", None, [], 0, renamed=renamed)
+    assert "the header's 'income ' is read as 'income', without the spaces around it" in facts.written_readings
