@@ -74,7 +74,7 @@ def tabular_plan(task: Any, results: dict[str, Any]) -> dict[str, Any]:
                 words=[tuple(pair) for pair in words["ranked"]],
                 day_first=values.get("day_first", False),
             )
-            features.append(string_spec(name, summary, task.options))
+            features.append(string_spec(name, summary, task.options, rows))
     features = within_code_budget(features)
     left_out = {spec["name"]: spec["left_out"] for spec in features if spec["kind"] == "left_out"}
     for name, why in left_out.items():

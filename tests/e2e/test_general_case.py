@@ -123,6 +123,7 @@ def test_free_text_dates_and_an_identifier_train_with_the_shipped_config(tmp_pat
                         "irregular margins, refer for biopsy", "dense tissue, ultrasound advised"])  # fmt: skip
     frame["comment"] = phrases[np.digitize(radius, [11, 14, 17])]
     frame.loc[frame.index[::50], "comment"] = "patient moved; records requested from the previous clinic"
+    frame["country"], frame["beds"] = "Chile", 120  # constants: nothing to learn, and no column to ask new data for
     path = tmp_path / "clinic.csv"
     frame.to_csv(path, index=False)
 
@@ -132,6 +133,9 @@ def test_free_text_dates_and_an_identifier_train_with_the_shipped_config(tmp_pat
     preprocessing = json.loads((run_dir / "train" / "model" / "assets" / "tabular.json").read_text())
     kinds = {spec["name"]: spec["kind"] for spec in preprocessing["features"]}
     assert kinds["comment"] == "categorical" and "patient" not in kinds and kinds["visit"] == "date"
+    assert "the feature 'country' is left out: a constant ('Chile' in every training row)" in done.stderr
+    assert "the feature 'beds' is left out: a constant (120 in every training row)" in done.stderr
+    assert "country" not in kinds and "beds" not in kinds
     anomalies = json.loads((run_dir / "validate" / "anomalies" / "anomalies.json").read_text())
     assert anomalies["blocking"] == 0  # unseen comments, ids and dates in eval/test are data, not a broken source
     assert metrics["accuracy"] >= 0.85
@@ -150,7 +154,7 @@ def test_free_text_dates_and_an_identifier_train_with_the_shipped_config(tmp_pat
     assert done.returncode == 0, done.stderr[-3000:]
     assert "scored 40 row(s)" in done.stdout
     compared = {entry["feature"] for entry in json.loads((tmp_path / "scored" / "skew.json").read_text())["features"]}
-    assert compared == set(later.columns) - {"patient", "visit"}
+    assert compared == set(later.columns) - {"patient", "visit", "country", "beds"}
 
 
 def test_a_threshold_the_inferred_task_cannot_have_says_the_task_was_inferred_and_why(tmp_path, run_kflow):

@@ -86,6 +86,8 @@ def numeric_spec(
     flags a missing value: MissingFlags)."""
     if not count:
         return {"name": name, "kind": "left_out", "left_out": NO_VALUE}
+    if rows is not None and count == rows and variance <= 1e-12 * max(1.0, mean**2):  # nothing to learn from
+        return {"name": name, "kind": "left_out", "left_out": f"a constant ({mean:g} in every training row)"}
     if not abs(variance) < _FLOAT32_MAX:  # physical constants from 1e-36 to 1e38: no float32 scale holds them
         spread = f"its values' variance, {variance:.3g}, is past float32's range"
         return {"name": name, "kind": "left_out", "left_out": spread}
@@ -158,11 +160,14 @@ def merge_whole_values(a: dict[float, int] | None, b: dict[float, int] | None) -
     return merged if len(merged) <= MAX_CODES else None
 
 
-def string_spec(name: str, summary: StringSummary, options: dict[str, Any]) -> dict[str, Any]:
-    """A string feature's kind (categorical, text, or left out) and its vocabulary."""
+def string_spec(name: str, summary: StringSummary, options: dict[str, Any], rows: int | None = None) -> dict[str, Any]:
+    """A string feature's kind (categorical, text, or left out: no value, one value in all the training split's
+    `rows`, an identifier) and its vocabulary."""
     if not summary.seen:
         return {"name": name, "kind": "left_out", "left_out": NO_VALUE}
     ranked = [value for value, _ in summary.ranked]
+    if summary.distinct == 1 and summary.seen == rows:  # a country column of one country: nothing to learn from
+        return {"name": name, "kind": "left_out", "left_out": f"a constant ({ranked[0]!r} in every training row)"}
     limit = int(options["max_categories"])
     mean_chars = summary.chars / summary.seen if summary.seen else 0
     text = mean_chars >= float(options["text_min_chars"])

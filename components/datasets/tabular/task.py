@@ -116,7 +116,8 @@ class TabularTask(LearntByTransform, Task):
         train_labels = np.concatenate(labels)
         features = [_numeric(name, *moments, rows=len(train_labels)) for name, moments in numbers.items()]
         features += [
-            string_spec(name, summarize_strings(counts, self.options), self.options) for name, counts in strings.items()
+            string_spec(name, summarize_strings(counts, self.options), self.options, len(train_labels))
+            for name, counts in strings.items()
         ]
         features.sort(key=lambda spec: list(self.types).index(spec["name"]))
         features = within_code_budget(features)
