@@ -69,10 +69,10 @@ def run(
         )
     task = task_for_model(model, model.training_schema_file)
     classes = class_names(task)
-    key_feature, key_type = None, "string"
+    key_feature, key_type, widened = None, "string", []
     if schema is not None:
         scored = load_schema(schema.file)
-        check_columns(task, scored)
+        widened = check_columns(task, scored)
         tags = {feature.name: annotation_tags(scored, feature.name) for feature in scored.feature}
         key_feature = next((name for name, tagged in tags.items() if tagged.get("role") == "key"), None)
         key_type = tags[key_feature].get("kflow_type", "string") if key_feature else key_type
@@ -80,7 +80,7 @@ def run(
     folder.mkdir(parents=True)
     table = task.prediction_table(classes)  # how an entry is written: a CSV row, an Example
     header = _csv_text(table.header())
-    score = _Score(str(model.uri), key_feature, key_type, classes)
+    score = _Score(str(model.uri), key_feature, key_type, classes, widened)
     with beam_pipeline(PipelineOptions(named_runner(list(beam_args)))) as pipeline:
         entries = (
             pipeline
@@ -131,8 +131,10 @@ class ColumnsRefused(ValueError):
     model's (`kflow predict` says so as it says its other refusals of --data)."""
 
 
-def check_columns(task: Task, scored: Any) -> None:
-    """One line for the first column the model reads that the scored data lacks or holds as another type."""
+def check_columns(task: Task, scored: Any) -> list[str]:
+    """One line for the first column the model reads that the scored data lacks or holds as another type; returns
+    the columns of whole numbers in training that hold decimals here (read as numbers alike: the model takes
+    float32 for both, as the ingest reads such a column again as float)."""
     trained = task.schema
     names = {feature.name for feature in scored.feature}
     needed = list(getattr(task, "input_features", None) or [])
@@ -142,14 +144,18 @@ def check_columns(task: Task, scored: Any) -> None:
             f"the data has no column {', '.join(map(repr, missing))}, which the model reads "
             f"(it reads {', '.join(needed)})"
         )
+    widened = []
     for name in needed:
         want = _parsed_as(annotation_tags(trained, name).get("kflow_type"))
         have = _parsed_as(annotation_tags(scored, name).get("kflow_type"))
-        if want and have and want != have:
+        if (want, have) == ("int", "float") and annotation_tags(trained, name).get("kflow_type") == "int":
+            widened.append(name)
+        elif want and have and want != have:
             raise ColumnsRefused(
                 f"the data's column {name!r} holds {have} values; the model was trained on {want} ones "
                 f"(declare it in the ingest's columns: {{{name}: {annotation_tags(trained, name).get('kflow_type')}}})"
             )
+    return widened
 
 
 def _parsed_as(kind: str | None) -> str | None:
@@ -182,12 +188,17 @@ def _records(path: str) -> Iterator[tuple[str, bytes]]:
 class _Score(beam.DoFn):
     """A batch of (key, serialized Example) → one entry a record; the model is loaded once a worker."""
 
-    def __init__(self, model_uri: str, key_feature: str | None, key_type: str, classes: list[str]):
+    def __init__(
+        self, model_uri: str, key_feature: str | None, key_type: str, classes: list[str], widened: list[str] = ()
+    ):
         self.model_uri, self.key_feature, self.key_type, self.classes = model_uri, key_feature, key_type, classes
+        self.widened = list(widened)
 
     def setup(self) -> None:
         model = Model(self.model_uri)
         self.task = task_for_model(model, model.training_schema_file)
+        for name in self.widened:  # whole numbers in training, decimals here: parsed as stored, fed as float32
+            self.task.types[name] = "float"
         if model.keras_file.is_file():
             keras_model = load_trained(model.keras_file, self.task.model_name)
             self.predict = keras_model.predict_on_batch

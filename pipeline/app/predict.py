@@ -259,8 +259,15 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
             [f"{data}: no column {', '.join(map(repr, missing))}, which the model reads (it reads {', '.join(needed)})"
              f"{did_you_mean(missing[0], others)}"]
         )  # fmt: skip
-    # Read as the model was trained: a column of whole numbers here may have held decimals in training.
-    parameters["columns"] = {name: annotation_tags(trained, name).get("kflow_type", "string") for name in needed}
+    # Read as the model was trained: a column of whole numbers here may have held decimals in training. One of whole
+    # numbers in training, unless the config declares it int, takes decimals too (the ingest reads such a column
+    # again as float in training; the model takes float32 for both).
+    declared = config.data.columns or {}
+    parameters["columns"] = {
+        name: "float" if kind == "int" and declared.get(name) != "int" else kind
+        for name in needed
+        if (kind := annotation_tags(trained, name).get("kflow_type", "string"))
+    }
     return cls("score_ingest", parameters=parameters)
 
 

@@ -472,3 +472,41 @@ def test_dates_the_model_cannot_read_are_said_not_scored_in_silence(tmp_path, ca
         said = json.loads((tmp_path / name / "predict.json").read_text())["unread_dates"]
         assert [line[: len(unread[0])] for line in said] == unread, said
         assert ("dates not read: day: 2 of 6" in capsys.readouterr().out) == bool(unread)
+
+
+@pytest.mark.slow  # trains the diabetes regression (~20 s) and scores it twice
+def test_decimals_in_a_column_of_whole_numbers_in_training_are_scored_unless_declared_int(tmp_path, capsys):
+    """Raw diabetes: `age` is whole years in training; new rows give ages as 59.5. Scoring refused the file, though
+    training reads such a column again as float and the model takes float32 (a user trial: Chile's `age`). The rows
+    are scored; the whole ages score as before; declared int in the config, decimals are still refused."""
+    from tests.components.datasets.tabular_fixtures import write_diabetes
+
+    rows = write_diabetes(tmp_path / "diabetes.csv").read_text().splitlines()
+    config = {"name": "diabetes", "pipeline_root": str(tmp_path / "runs"),
+              "data": {"dataset": "csv", "source": {"path": "diabetes.csv"}, "label": "progression"},
+              "trainer": {"epochs": 3}}  # fmt: skip
+    (tmp_path / "diabetes.yaml").write_text(yaml.safe_dump(config))
+    assert main(["run", str(tmp_path / "diabetes.yaml"), "-q"]) == 0
+    header, body = rows[0], [row.rsplit(",", 1)[0] for row in rows[1:41]]
+    (tmp_path / "whole.csv").write_text("\n".join([header.rsplit(",", 1)[0], *body]) + "\n")
+    halves = [
+        f"{int(row.split(',')[0]) + 0.5},{row.split(',', 1)[1]}" if at % 2 else row for at, row in enumerate(body)
+    ]
+    (tmp_path / "halves.csv").write_text("\n".join([header.rsplit(",", 1)[0], *halves]) + "\n")
+    scored = {}
+    for name in ("whole", "halves"):
+        command = ["predict", str(tmp_path / "diabetes.yaml"), "--data", str(tmp_path / f"{name}.csv")]
+        done = subprocess.run([sys.executable, "-m", "kflow.pipeline.cli.main", *command, "-o", str(tmp_path / name)],
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "scored 40 row(s)" in done.stdout
+        with (tmp_path / name / "predictions" / "Split-score" / "predictions.csv").open() as table:
+            by_line = {int(row["key"].rsplit(":", 1)[1]): float(row["prediction"]) for row in csv.DictReader(table)}
+        scored[name] = [by_line[line] for line in sorted(by_line)]  # in the file's order (line 2 is row 0)
+    assert scored["whole"][::2] == pytest.approx(scored["halves"][::2])  # the rows left whole: the same scores
+    assert scored["whole"][1::2] != pytest.approx(scored["halves"][1::2])  # half a year older: read, not dropped
+    config["data"]["columns"] = {"age": "int"}
+    (tmp_path / "declared.yaml").write_text(yaml.safe_dump(config))
+    assert main(["predict", str(tmp_path / "declared.yaml"), "--data", str(tmp_path / "halves.csv"),
+                 "-o", str(tmp_path / "declared")]) == 2  # fmt: skip
+    assert "--data: " in capsys.readouterr().err
