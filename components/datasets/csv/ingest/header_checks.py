@@ -62,7 +62,20 @@ def check_headers(files: list[str], dialect: Dialect, header: list[str], named: 
         with open_records(path, dialect.sheet) as stream:
             names = read_header(path, cut(stream, dialect.quote, delimiter=dialect.delimiter.encode()), dialect, named)
             if names.names != header:
-                raise ValueError(f"data.source.path: {path} has the columns {names.names}; {files[0]} has {header}")
+                raise ValueError(other_columns(path, names.names, files[0], header))
+
+
+def other_columns(path: str, names: list[str], first: str, header: list[str]) -> str:
+    """A file of a folder whose header is not the first file's, in one line saying how: the columns it adds and
+    lacks, or the first place where the same columns come in another order."""
+    added, lacking = [name for name in names if name not in header], [name for name in header if name not in names]
+    if added or lacking:
+        said = "; ".join(f"{what} {', '.join(map(repr, found[:5]))}{' …' if len(found) > 5 else ''}"
+                         for what, found in (("adds", added), ("lacks", lacking)) if found)  # fmt: skip
+    else:
+        at = next(index for index, (a, b) in enumerate(zip(names, header, strict=True)) if a != b)
+        said = f"holds the same columns in another order (column {at + 1} is {names[at]!r}, not {header[at]!r})"
+    return f"data.source.path: {path} {said} (beside {first}'s header): every file of a source holds the same columns"
 
 
 def check_declared(scan: Any, declared: dict[str, str], missing: frozenset[str], marks: dict) -> None:

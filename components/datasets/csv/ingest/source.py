@@ -36,6 +36,7 @@ from kflow.components.datasets.csv.ingest.header_checks import (
     fields_delimiter,
     label_marks,
     named_columns,
+    other_columns,
 )
 from kflow.components.datasets.csv.ingest.json_array import is_json_array
 from kflow.components.datasets.csv.ingest.json_lines import FORMAT, JSON_PATTERNS, PATTERNS, dialect_of
@@ -352,7 +353,7 @@ def scan_files(
             found = read_header(path, records, dialect, named)
             header, start, line, records = found.names, found.start, found.line, found.records
             if scan.header and header != scan.header:
-                raise ValueError(f"data.source.path: {path} has the columns {header}; {files[0]} has {scan.header}")
+                raise ValueError(other_columns(path, header, files[0], scan.header))
             scan.header, scan.renamed, scan.written_header = header, found.renamed, found.written
             if found.skipped:
                 scan.preambles.append((Path(path).name, found.skipped))

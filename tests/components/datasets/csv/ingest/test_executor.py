@@ -250,10 +250,15 @@ def test_bad_settings_are_refused_naming_the_field(tmp_path, parameters, message
 def test_files_with_different_headers_are_refused(tmp_path):
     write(tmp_path / "a.csv", GOOD)
     write(tmp_path / "b.csv", GOOD, header=HEADER.replace("weight", "mass"))
-    with pytest.raises(ValueError, match="^data.source.path: .*b.csv has the columns"):
+    said = r"^data.source.path: .*b.csv adds 'mass'; lacks 'weight' \(beside .*a.csv's header\)"
+    with pytest.raises(ValueError, match=said):
         ingest(tmp_path, source_path=str(tmp_path))
     # kflow validate, whose sample is the first file's, reads every file's header: the same refusal, first.
-    with pytest.raises(ValueError, match="^data.source.path: .*b.csv has the columns"):
+    with pytest.raises(ValueError, match=said):
+        csv_source.inspect_source(source_path=str(tmp_path), label="label")
+    names = HEADER.split(",")
+    write(tmp_path / "b.csv", GOOD, header=",".join([names[1], names[0], *names[2:]]))
+    with pytest.raises(ValueError, match=f"b.csv holds the same columns in another order \\(column 1 is '{names[1]}'"):
         csv_source.inspect_source(source_path=str(tmp_path), label="label")
 
 
