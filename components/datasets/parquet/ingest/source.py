@@ -226,6 +226,8 @@ def inspect_source(*, source_path: str | None = None, **parameters: Any) -> Sour
                 f"data.columns.{name}: the Parquet type {unread[name]} is not a scalar kflow can ingest; "
                 f"declare it as one of {', '.join(cols.TYPES)} to convert it"
             )
+    if isinstance(label, str) and types.get(label) == "bool" and label not in declared:
+        types[label] = "string"  # a bool label's classes are its names (False, True), as a pandas CSV of it has them
     values: list[str] = []
     if isinstance(label, str) and label in folders:  # a folder's value for each of its rows
         share = max(1, choice.infer_rows // len(files))  # each folder's value for its rows, every folder seen

@@ -145,3 +145,23 @@ def test_a_uint64_past_int64_is_a_bad_value_with_its_row(tmp_path):
     entries = [json.loads(line) for line in rejects.file.read_text().splitlines()]
     assert [(e["reason"], e["position"], e["column"]) for e in entries] == [("bad_value", "big.parquet#1", "n")]
     assert summary["read"] == 3 and summary["train"] + summary["eval"] + summary["test"] == 2
+
+
+def test_a_bool_label_s_classes_are_its_names_as_in_the_csv_pandas_writes(tmp_path):
+    """Real breast-cancer cells with `malignant` as a bool column: the classes were 0 and 1 in Parquet, False and
+    True in the CSV pandas writes of the same frame (a carried gap). Both now give False and True, the same records."""
+    from sklearn.datasets import load_breast_cancer
+
+    from kflow.components.datasets.csv.ingest.executor import run as run_csv
+
+    frame = load_breast_cancer(as_frame=True).frame.iloc[:, [0, 1, 2, -1]]
+    frame["malignant"] = frame.pop("target") == 0
+    frame.to_parquet(tmp_path / "cells.parquet", index=False)
+    frame.to_csv(tmp_path / "cells.csv", index=False)
+    _, examples, schema, _ = ingest(tmp_path / "pq", source_path=str(tmp_path / "cells.parquet"), label="malignant")
+    _, csv_examples, csv_schema, _ = ingest(tmp_path / "csv", run_csv, source_path=str(tmp_path / "cells.csv"),
+                                            label="malignant")  # fmt: skip
+    proto = load_schema(schema.file)
+    assert annotation_tags(proto, "malignant")["task"] == "classification"
+    assert {row["malignant"] for rows in read_records(examples).values() for row in rows} == {"False", "True"}
+    assert by_split(examples) == by_split(csv_examples)
