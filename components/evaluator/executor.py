@@ -268,6 +268,10 @@ class _Measure:
     ) -> tuple[TaskMetrics, dict[str, dict]]:
         """The split's metrics, overall and by slice; `sample` keeps the split's first examples and outputs."""
         task_object = _task(self.task, self.schema, model)
+        left_out = (getattr(task_object, "preprocessing", None) or {}).get("left_out") or {}
+        for spec in [spec for spec in slices if spec["by"] in left_out]:  # a constant, an identifier: not read
+            log.warning("evaluate: no slices by %r: the model leaves it out (%s)", spec["by"], left_out[spec["by"]])
+        slices = [spec for spec in slices if spec["by"] not in left_out]
         keras_model = load_trained(model.keras_file, task_object.model_name)
         batches = task_object.dataset(self.examples, self.split, batch_size=1, training=False, seed=self.seed)
         _check_inputs(model, keras_model, batches)

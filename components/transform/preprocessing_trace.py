@@ -22,6 +22,11 @@ class PreprocessingError(ValueError):
     """The user's preprocessing_fn failed: one line naming its file and line."""
 
 
+class Misuse(TypeError):
+    """What kflow refuses of a preprocessing_fn whatever the data: a wrong return value, an analyzer given what it
+    does not take."""
+
+
 class Analyzers:
     """What `preprocessing_fn` calls: each call records an analyzer and answers with its value, from `values`
     (the full pass's, by call order) or else computed on the traced sample."""
@@ -57,15 +62,17 @@ class Analyzers:
 
     def _ask(self, kind: str, x: Any, **options: Any) -> Any:
         if not isinstance(x, keras.KerasTensor):
-            raise TypeError(f"analyzers.{kind} takes a tensor computed from `inputs`, got {type(x).__name__}")
+            raise Misuse(f"analyzers.{kind} takes a tensor computed from `inputs`, got {type(x).__name__}")
         index = len(self.calls)
         self.calls.append((kind, x, options))
         if self.values is not None:
             if index >= len(self.values) or self.values[index][0] != kind:
                 raise ValueError(f"analyzers.{kind}: the full pass's call {index + 1} differs from the trace's")
             return self.values[index][1]
-        if self.sample is None:  # traced without data (kflow validate): an empty column's answer, of x's type
-            return answer(kind, np.array([], dtype=object if x.dtype == "string" else np.float64), options)
+        if self.sample is None:  # traced without data (kflow validate): x's type checked, a value of a spread column
+            answer(kind, np.array([], dtype=object if x.dtype == "string" else np.float64), options)
+            inner = np.linspace(0, 1, options.get("num_buckets", 2) + 1)[1:-1].tolist()
+            return {"mean": 0.0, "variance": 1.0, "min": 0.0, "max": 1.0, "quantiles": inner}.get(kind, ["[none]"])
         values = keras.Model(self.inputs, x)(self.sample)
         return answer(kind, np.asarray(values).ravel(), options)
 
@@ -75,9 +82,9 @@ def answer(kind: str, values: np.ndarray, options: dict[str, Any]) -> Any:
     if values.dtype.kind in "SUO":
         values = np.array([v for v in values if v], dtype=object)
         if kind != "vocabulary":
-            raise TypeError(f"analyzers.{kind} takes numbers, got strings")
+            raise Misuse(f"analyzers.{kind} takes numbers, got strings")
     elif kind == "vocabulary":
-        raise TypeError("analyzers.vocabulary takes strings, got numbers")
+        raise Misuse("analyzers.vocabulary takes strings, got numbers")
     else:
         values = values[np.isfinite(values.astype(np.float64))].astype(np.float64)
     if kind == "vocabulary":
@@ -106,20 +113,24 @@ def call_preprocessing_fn(
     try:
         outputs = function(Columns(inputs), analyzers)
         if not isinstance(outputs, dict):
-            raise TypeError(
-                f"{FUNCTION} must return a dict of tensors (the model's inputs), got {type(outputs).__name__}"
-            )
+            raise Misuse(f"{FUNCTION} must return a dict of tensors (the model's inputs), got {type(outputs).__name__}")
         if not outputs:
-            raise TypeError(f"{FUNCTION} returned an empty dict: the model would have no inputs")
+            raise Misuse(f"{FUNCTION} returned an empty dict: the model would have no inputs")
         for name, tensor in outputs.items():
             if not isinstance(tensor, keras.KerasTensor):
-                raise TypeError(f"{FUNCTION}'s output {name!r} is a {type(tensor).__name__}, not a tensor from inputs")
+                raise Misuse(f"{FUNCTION}'s output {name!r} is a {type(tensor).__name__}, not a tensor from inputs")
             if tensor.dtype == "string":
-                raise TypeError(f"{FUNCTION}'s output {name!r} is strings: map them to numbers (StringLookup)")
+                raise Misuse(f"{FUNCTION}'s output {name!r} is strings: map them to numbers (StringLookup)")
         if sample is not None:  # the traced model runs on the sample
             _refuse_non_finite(keras.Model(inputs, outputs)(sample))
     except Exception as error:
-        kind = "KeyError" if isinstance(error, KeyError) else type(error).__name__
+        kind = (
+            "KeyError"
+            if isinstance(error, KeyError)
+            else "TypeError"
+            if isinstance(error, Misuse)
+            else type(error).__name__
+        )
         raise PreprocessingError(
             f"transform.module: {_where(error, origin, function)}: {kind}: {_first_line(error)}"
         ) from error
@@ -187,8 +198,8 @@ def _safe(name: str) -> str:
 
 
 def preprocessing_problem(module: str, types: dict[str, str]) -> str | None:
-    """Why `module`'s preprocessing_fn fails on columns of these `types` ({name: int, float, string, bool}), traced
-    without data; None when the trace passes (what only the data shows, a NaN, the Transform finds)."""
+    """Why `module`'s preprocessing_fn fails on columns of these `types` ({name: int, float, string, bool}) whatever
+    their values, traced without data; None otherwise (what the data shows, a NaN, the Transform finds)."""
     from pathlib import Path
     from types import SimpleNamespace
 
@@ -196,5 +207,7 @@ def preprocessing_problem(module: str, types: dict[str, str]) -> str | None:
         function = getattr(load_module(Path(module).read_text(), module), FUNCTION)
         call_preprocessing_fn(function, SimpleNamespace(types=types), None, module)
     except (PreprocessingError, ValueError) as error:
-        return str(error)
+        # Only what fails whatever the data: a column it lacks, a misuse. Anything else may come of the placeholder
+        # values (a division by max - min, a vocabulary's index); the Transform traces the real sample.
+        return str(error) if isinstance(error.__cause__, NoColumn | Misuse) else None
     return None

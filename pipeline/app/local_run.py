@@ -44,7 +44,9 @@ def run_locally(
         from kflow.pipeline.runners.plan import plan_pipeline
 
         plans = plan_pipeline(pipeline, config.pipeline_root)  # ancestors come from the cache, --no-cache or not
-        if uncached := [plan for plan in plans if plan.node in cached_only and plan.action != "cached"]:
+        reused = ("cached", "skipped")  # a skipped ancestor (a model not blessed) skips the node, as the runner says
+        if uncached := [plan for plan in plans if plan.node in cached_only and plan.action not in reused
+                        and not (plan.why and plan.why[0].startswith("reused from run"))]:  # fmt: skip
             names = ", ".join(plan.node for plan in uncached)
             raise ConfigError([f"--only {only}: {names} ha{'s' if len(uncached) == 1 else 've'} no cached outputs "
                                f"for this config ({'; '.join(uncached[0].why)}); run them first: kflow run --until "

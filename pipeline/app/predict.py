@@ -192,7 +192,10 @@ def _new_by_nature(model: Model) -> set[str]:
         return set()
     plan = getattr(task, "preprocessing", None) or {}
     dates = {spec["name"] for spec in plan.get("features", []) if spec.get("kind") == "date"}
-    return {feature.name for feature in load_schema(model.training_schema_file).feature} - reads | dates
+    # A constant the model leaves out is compared where the new rows hold it: Argentina's rows scored by a model of
+    # Chile's are another population, though the model never read the country.
+    constants = {name for name, why in (plan.get("left_out") or {}).items() if str(why).startswith("a constant")}
+    return {feature.name for feature in load_schema(model.training_schema_file).feature} - reads - constants | dates
 
 
 def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | None, data_format: str | None) -> Any:

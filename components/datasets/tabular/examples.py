@@ -45,7 +45,9 @@ def row_names(types: Mapping[str, str], numbered: str | None = None) -> str | No
 def numbers_rows(values: Sequence[str]) -> bool:
     """Whether a column's sampled `values` (as written, in the file's order) count the rows: 0, 1, 2, … or 1, 2, …,
     zero-padded or not (0001, 0002, …)."""
-    if len(values) < ROW_NUMBERS_MIN_ROWS or not all(value.strip().isdigit() for value in values):
+    if len(values) < ROW_NUMBERS_MIN_ROWS or not all(
+        value.strip().isascii() and value.strip().isdigit() for value in values
+    ):
         return False
     start = int(values[0])
     return start in (0, 1) and all(int(value) == start + at for at, value in enumerate(values))

@@ -178,6 +178,13 @@ def test_only_runs_one_node_on_its_upstream_cached_outputs(tmp_path, capsys):
     assert said.count("\n") == 1 and "--only add: produce, judge, double have no cached outputs for this config (new)" \
         in said and said.rstrip().endswith("run them first: kflow run --until double"), said  # fmt: skip
     assert not list(tmp_path.rglob("run.json"))
+    # A skipped ancestor is no missing one: judge refuses to bless 1, so double is skipped, and so is add (the
+    # runner's own verdict), not a refusal to run --until double, which would skip it again.
+    (tmp_path / "refused").mkdir()
+    refused = toy_config(tmp_path / "refused", value=1)
+    assert main(["run", str(refused)]) == 1  # not blessed: the gate's exit
+    assert main(["run", str(refused), "--only", "add"]) != 2, capsys.readouterr().err
+    assert statuses(run_record(tmp_path / "refused"))["add"] == "skipped"
     assert main(["run", str(config)]) == 0
     assert main(["run", str(config), "--only", "add", "--set", "components.add.parameters.add=5"]) == 0
     record = run_record(tmp_path)

@@ -252,6 +252,10 @@ def test_a_declared_schema_gen_without_the_ingest_s_schema_is_refused_before_a_t
         ("    return {'target': inputs['target']}", "KeyError: 'target' is no column of the data"),  # the label
         ("    x = inputs['bmi']\n    m = analyzers.mean(x)\n    return {'bmi': (x - m) / keras.ops.sqrt("
          "analyzers.variance(x))}", None),  # valid: traced on placeholders (variance 1), not on the data
+        # Valid with the data's values: what the placeholders break (a spread, an index) is left to the Transform.
+        ("    x = inputs['bmi']\n    lo, hi = analyzers.min(x), analyzers.max(x)\n    edges = analyzers.quantiles(x, 4)"
+         "\n    return {'bmi': (x - lo) / (hi - lo) + 0 * edges[2]}", None),
+        ("    v = analyzers.vocabulary(keras.ops.cast(inputs['sex'], 'string'))\n    raise ValueError(v[0])", None),
     ],
 )  # fmt: skip
 def test_validate_traces_the_transform_s_preprocessing_fn_on_the_data_s_columns(diabetes, capsys, body, said):

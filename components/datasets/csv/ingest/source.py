@@ -88,7 +88,7 @@ def source_facts(
     }
     marks = written_numbers.decorated(scan.header, scan.sample, undeclared, missing, dialect.number_style)
     types |= {name: "float" for name in marks if declared.get(name) != "int"}
-    codes = code_columns(scan, types, {*declared, *marks})  # 02134, 073695: read as text, their zeros kept
+    codes = code_columns(scan, types, {*declared, *marks}, label, key, missing)  # 02134: text, the zeros kept
     types |= dict.fromkeys(codes, "string")
     if strict:
         check_declared(scan, declared, missing, marks)

@@ -350,13 +350,15 @@ def test_whole_numbers_written_with_leading_zeros_are_codes_kept_as_text_row_num
     from kflow.components.datasets.csv.ingest.source import inspect_source  # what validate says
 
     zips = ["02134", "02139", "10001", "94103", "60601", "02115"]
-    lines = [f"{row:04d},{zips[row % 6]},{row % 7},{'yes' if row % 3 else 'no'}" for row in range(1, 61)]
-    source = write(tmp_path / "customers.csv", lines, header="row,zip,visits,label")
+    lines = [f"{row:04d},{zips[row % 6]},{row % 7},{row * 15 % 60:02d},{'yes' if row % 3 else 'no'}"
+             for row in range(1, 61)]  # fmt: skip
+    source = write(tmp_path / "customers.csv", lines, header="row,zip,visits,minute,label")
     summary, examples, schema, _ = ingest(tmp_path, source_path=str(source), label="label", columns={})
     assert summary["read"] == 60 and summary["rejected"] == 0
     proto = load_schema(schema.file)
     assert annotation_tags(proto, "zip")["kflow_type"] == "string"
     assert annotation_tags(proto, "visits")["kflow_type"] == "int"
+    assert annotation_tags(proto, "minute")["kflow_type"] == "int"  # 00 to 45: two digits, minutes, not codes
     assert annotation_tags(proto, "row")["role"] == "key"  # the rows' numbers, zero-padded: no feature
     assert {row["zip"] for rows in read_records(examples).values() for row in rows} == set(zips)
     facts = inspect_source(source_path=str(source), label="label")
@@ -365,6 +367,9 @@ def test_whole_numbers_written_with_leading_zeros_are_codes_kept_as_text_row_num
     _, declared, schema, _ = ingest(tmp_path / "declared", source_path=str(source), label="label",
                                     columns={"zip": "int"})  # fmt: skip
     assert {row["zip"] for rows in read_records(declared).values() for row in rows} == {int(code) for code in zips}
+    # The key keeps its text, first column counting the rows or not: its values join predictions back to the file.
+    _, keyed, _, _ = ingest(tmp_path / "keyed", source_path=str(source), label="label", columns={}, key="row")
+    assert {row["row"] for rows in read_records(keyed).values() for row in rows} == {f"{n:04d}" for n in range(1, 61)}
 
 
 def test_a_label_marked_missing_the_way_other_tools_mark_it_is_said(tmp_path, caplog):
