@@ -124,6 +124,8 @@ def log_epochs_trained(summary: dict[str, Any]) -> None:
     """The training's last log line: the epochs (a resumed one's, from the epoch after its checkpoint), time, speed."""
     epochs, this_run = summary["epochs"], summary["epochs_this_run"]
     said = f"{epochs} epochs" if epochs == this_run else f"epochs {epochs - this_run + 1}-{epochs} (resumed)"
+    if not this_run:  # resumed at its last checkpoint, after the last epoch
+        said = f"no epoch left to train (resumed after epoch {epochs})"
     log.info("train: %s in %.1f s (%.0f ex/s)", said, summary["train_seconds"], summary["examples_per_second"])
 
 
@@ -148,7 +150,7 @@ def training_summary(
     train_count, eval_count, steps_per_epoch = counts
     return {
         # The epoch reached, counted from the start of training: a resumed run trains only those after its checkpoint.
-        "epochs": int(per_epoch[-1]["epoch"]) if per_epoch else 0,
+        "epochs": int(per_epoch[-1]["epoch"]) if per_epoch else steps[1] // max(counts[2], 1),
         "epochs_this_run": len(per_epoch),
         "per_epoch": per_epoch,
         "start_step": steps[0],

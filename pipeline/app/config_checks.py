@@ -49,11 +49,9 @@ def _splits(config: PipelineConfig) -> list[str]:
     split = given(config.data.split) or dataset.default_split
     if config.data.split_files:
         return []  # The source's own files decide (tfrecord).
-    named = ("train", "eval", "test")
-    if typos := [name for name in split if name not in named and did_you_mean(name, named)]:  # {tst: 1}
-        return [f"data.split.{name}: no such split{did_you_mean(name, named)} (splits: {', '.join(named)})"
-                for name in typos]  # fmt: skip
     if not dataset.source_test_split and "test" not in split:
+        if typos := [name for name in split if name not in ("train", "eval") and did_you_mean(name, ["test"])]:
+            return [f"data.split.{typos[0]}: no such split; did you mean test? ({dataset.name} needs a test share)"]
         return [
             f"data.split.test: {dataset.name}'s source has no labelled test split; "
             "give it a share, e.g. {train: 8, eval: 1, test: 1}"
@@ -141,7 +139,8 @@ def _evaluator(config: PipelineConfig) -> list[str]:
         if spec.by not in metrics.SLICES and not metrics.SLICES_BY_FEATURE
     ]
     splits = _output_splits(config)
-    if splits and config.evaluator.split not in splits and not _splits(config):  # not a data.split typo's echo
+    echo = config.evaluator.split == "test" and any(line.startswith("data.split") for line in _splits(config))
+    if splits and config.evaluator.split not in splits and not echo:  # not the echo of data.split's problem
         split = config.evaluator.split
         problems.append(f"evaluator.split: the ingest writes no split {split!r}{did_you_mean(split, splits)} "
                         f"(splits: {', '.join(sorted(splits))})")  # fmt: skip

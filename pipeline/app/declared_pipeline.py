@@ -125,7 +125,12 @@ def _untagged_schema_problems(entries: list[ComponentEntry], labels: list[str], 
         producer = entry.inputs.get("schema", "").partition(".")[0]
         if entry.type in _TASK_READERS and producer in by_id:
             source, label = by_id[producer]
-            if source.type == "schema_gen" and "ingest_schema" not in source.inputs:
+            # A frozen schema (schema_file: a copy of the ingest's schema.pbtxt) keeps the label's tags itself.
+            if (
+                source.type == "schema_gen"
+                and "ingest_schema" not in source.inputs
+                and "schema_file" not in (source.parameters or {})
+            ):
                 untagged.setdefault(label, []).append(entry.id)
     return [
         f"{label}.inputs.ingest_schema: is required where {', '.join(readers)} read(s) its schema: the "

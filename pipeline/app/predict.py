@@ -98,7 +98,8 @@ def predict(
             # Not the key, nor the row names: they name rows, and new rows have other names.
             ignore = {predictions.record["key"], *ROW_NAME_COLUMNS, *_naming_columns(chosen.model)}
             ignore |= _new_by_nature(chosen.model)
-            skew = serving_skew(config, chosen.model.uri, examples, SPLIT, staging / "statistics", ignore, schema)
+            words, statistics = _read_as_words(chosen.model), staging / "statistics"
+            skew = serving_skew(config, chosen.model.uri, examples, SPLIT, statistics, ignore, schema, words)
             (staging / "skew.json").write_text(json.dumps(skew, indent=2) + "\n")
             for said in (unread := unread_dates(chosen.model, examples, SPLIT)):
                 log.warning("predict: %s", said)
@@ -196,6 +197,16 @@ def _new_by_nature(model: Model) -> set[str]:
     # Chile's are another population, though the model never read the country.
     constants = {name for name, why in (plan.get("left_out") or {}).items() if str(why).startswith("a constant")}
     return {feature.name for feature in load_schema(model.training_schema_file).feature} - reads - constants | dates
+
+
+def _read_as_words(model: Model) -> set[str]:
+    """The features the model reads as free text (its words, not its values)."""
+    from kflow.components.datasets.task import task_for_model
+
+    if not model.training_schema_file.is_file():
+        return set()
+    plan = getattr(task_for_model(model, model.training_schema_file), "preprocessing", None) or {}
+    return {spec["name"] for spec in plan.get("features", []) if spec.get("kind") == "text"}
 
 
 def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | None, data_format: str | None) -> Any:

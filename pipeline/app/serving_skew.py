@@ -76,6 +76,7 @@ def serving_skew(
     folder: Path,
     ignore: set[str] = frozenset(),
     scored_schema: Schema | None = None,
+    words: set[str] = frozenset(),
 ) -> dict[str, Any]:
     """The skew of the scored `examples` (their `split`) from the model's training data, but for the features in
     `ignore` (the key); statistics into `folder`. A column of the scored data (`scored_schema`) with values in
@@ -103,7 +104,7 @@ def serving_skew(
         [f"{feature.feature}: {feature.describe()}" for feature in skewed]
         + [f"{name}: no value in any scored row (in training: in {_present(trained_features[name])})" for name in empty]
     )
-    unseen = unseen_values(scored_features, trained_features, ignore)
+    unseen = unseen_values(scored_features, trained_features, {*ignore, *words})  # a free text: its words are read
     if unseen:
         log.warning("predict: values the training data never held, read by the model as an unknown one: %s",
                     describe_unseen(unseen))  # fmt: skip
@@ -125,13 +126,16 @@ def serving_skew(
 
 def unseen_values(scored: dict[str, Any], trained: dict[str, Any], ignore: set[str]) -> dict[str, dict[str, int]]:
     """{feature: {value: scored rows}} of the text values the scored rows hold and the training split never did,
-    where the training statistics list all its values (not a truncated list of the most frequent)."""
+    where the training statistics list all its values (not a truncated list of the most frequent), but for the
+    features in `ignore` (the key, a free text's column: its words are read, not its values)."""
     unseen = {}
     for name, feature in scored.items():
         known = trained.get(name)
         if name in ignore or known is None or not feature.HasField("string_stats"):
             continue
-        if not known.HasField("string_stats") or known.string_stats.rank_histogram.name != "all values":
+        histogram = known.string_stats.rank_histogram if known.HasField("string_stats") else None
+        # Every training value listed: not a truncated count, nor the first RANK_BUCKETS values of a longer list.
+        if histogram is None or histogram.name != "all values" or len(histogram.buckets) < known.string_stats.unique:
             continue
         seen = set(value_counts(known))
         if new := {value: count for value, count in value_counts(feature).items() if value not in seen}:

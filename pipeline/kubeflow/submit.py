@@ -86,7 +86,9 @@ def _said(error: Exception) -> str:
 
     if isinstance(error, urllib3.exceptions.MaxRetryError):
         reason = str(error.reason).rsplit(": ", 1)[-1]  # "<…HTTPConnection object at 0x…>: … [Errno 111] …"
-        return f"no KFP API server answers there ({reason})"
+        if isinstance(error.reason, urllib3.exceptions.NewConnectionError | urllib3.exceptions.ConnectTimeoutError):
+            return f"no KFP API server answers there ({reason})"
+        return f"the KFP API server could not be reached ({type(error.reason).__name__}: {reason})"
     status = getattr(error, "status", None)
     if status is not None:
         return f"the server answered {status} {getattr(error, 'reason', '') or ''}".rstrip()

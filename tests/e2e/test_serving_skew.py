@@ -103,6 +103,7 @@ def test_unseen_values_are_only_those_of_a_complete_training_list():
 
     def feature(values, complete=True):
         stats = statistics_pb2.FeatureNameStatistics()
+        stats.string_stats.unique = len(values)
         stats.string_stats.rank_histogram.name = "all values" if complete else "truncated"
         for rank, (value, count) in enumerate(values.items()):
             stats.string_stats.rank_histogram.buckets.add(low_rank=rank, high_rank=rank, label=value,
@@ -111,8 +112,12 @@ def test_unseen_values_are_only_those_of_a_complete_training_list():
 
     number = statistics_pb2.FeatureNameStatistics()
     number.num_stats.mean = 1.0
-    trained = {"city": feature({"paris": 9, "lyon": 4}), "tag": feature({"a": 9}, complete=False), "n": number}
-    scored = {"city": feature({"paris": 3, "rome": 2, "nice": 1}), "tag": feature({"b": 5}), "n": number}
+    listed = feature({"a": 9, "b": 2})  # the first 2 of 3 training values: rank_histogram's first RANK_BUCKETS
+    listed.string_stats.unique = 3
+    trained = {"city": feature({"paris": 9, "lyon": 4}), "tag": feature({"a": 9}, complete=False), "n": number,
+               "code": listed}  # fmt: skip
+    scored = {"city": feature({"paris": 3, "rome": 2, "nice": 1}), "tag": feature({"b": 5}), "n": number,
+              "code": feature({"c": 1})}  # fmt: skip
     found = unseen_values(scored, trained, set())
     assert found == {"city": {"rome": 2, "nice": 1}}
     assert describe_unseen(found) == "city: 'rome' (2 rows), 'nice' (1 row)"

@@ -86,7 +86,10 @@ def numeric_spec(
     flags a missing value: MissingFlags)."""
     if not count:
         return {"name": name, "kind": "left_out", "left_out": NO_VALUE}
-    if rows is not None and count == rows and variance <= 1e-12 * max(1.0, mean**2):  # nothing to learn from
+    # One value in every training row: exactly, where its whole values are counted; else to the sum of squares'
+    # rounding (a millisecond timestamp's minutes are no constant).
+    one = len(codes) == 1 if codes is not None else variance <= 1e-15 * max(1.0, mean**2)
+    if rows is not None and count == rows and one:  # nothing to learn from
         return {"name": name, "kind": "left_out", "left_out": f"a constant ({mean:g} in every training row)"}
     if not abs(variance) < _FLOAT32_MAX:  # physical constants from 1e-36 to 1e38: no float32 scale holds them
         spread = f"its values' variance, {variance:.3g}, is past float32's range"

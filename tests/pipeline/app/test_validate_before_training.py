@@ -39,7 +39,7 @@ def _validate(folder, capsys, data=None, **sections):
          "trainer.model_options.hiden_units: csv takes no such option; did you mean hidden_units?"),
         ({"evaluator": {"split": "validation"}}, "evaluator.split: the ingest writes no split 'validation'"),
         ({"data": {"split": {"train": 8, "eval": 1, "tst": 1}}},
-         "data.split.tst: no such split; did you mean test? (splits: train, eval, test)"),  # one line, not two
+         "data.split.tst: no such split; did you mean test? (csv needs a test share)"),  # one line, not two
         ({"evaluator": {"slices": [{"by": "bmi", "boundaries": [0.05, 0.0]}]}},
          "evaluator.slices.0: boundaries must ascend"),
         ({"data": {"problem_type": "classification"}, "evaluator": {"thresholds": {"auc": {"lower_bound": 0.8}}}},
@@ -240,6 +240,12 @@ def test_a_declared_schema_gen_without_the_ingest_s_schema_is_refused_before_a_t
     components[2]["inputs"]["ingest_schema"] = "ingest.schema"
     code, err = _validate(diabetes, capsys, components=components)
     assert code == 0, err
+    # A frozen schema (a copy of the ingest's, tags and all) needs no ingest_schema either.
+    (diabetes / "frozen.pbtxt").write_text('feature { name: "age" type: FLOAT }\n')
+    del components[2]["inputs"]["ingest_schema"]
+    components[2]["parameters"] = {"schema_file": str(diabetes / "frozen.pbtxt")}
+    code, err = _validate(diabetes, capsys, components=components)
+    assert "ingest_schema" not in err, err
 
 
 @pytest.mark.parametrize(
@@ -276,3 +282,7 @@ def test_a_split_name_typo_is_one_line_naming_it_not_the_lines_it_causes(diabete
     trial); it names the typo, once."""
     code, err = _validate(diabetes, capsys, data={"split": {"train": 8, "eval": 1, "tst": 1}})
     assert code == 2 and err.count("\n") == 1 and "data.split.tst: no such split; did you mean test?" in err, err
+    # A split of one's own beside test is no typo (the ingest writes it): `valid`, `test2`, `holdout`.
+    for name in ("valid", "test2", "holdout"):
+        code, err = _validate(diabetes, capsys, data={"split": {"train": 8, "eval": 1, "test": 1, name: 1}})
+        assert code == 0, (name, err)

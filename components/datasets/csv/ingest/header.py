@@ -35,8 +35,8 @@ def column_names(written: list[str]) -> tuple[list[str], dict[str, str]]:
     if len(header) > 1 and not header[0] and ROW_NAMES not in header:  # pandas' to_csv, R's write.csv: row names
         header[0] = ROW_NAMES
     # A name written with spaces around it ('income '), read without them: said as a renaming too.
-    renamed: dict[str, str] = {name: raw for name, raw in zip(header, written, strict=False) if name and raw != name
-                               and header.count(name) == 1}  # fmt: skip
+    renamed: dict[str, str] = {name: raw for name, raw in zip(header, written, strict=False)
+                               if name and raw != name and raw.strip() == name and header.count(name) == 1}  # fmt: skip
     seen: dict[str, int] = {}
     taken = set(header)
     for at, name in enumerate(header):

@@ -162,7 +162,7 @@ _MARKS = ("?", "-", "--", ".")
 def label_marks(label: Any, values: list[str], problem_type: str | None) -> tuple[str, ...]:
     """A note when a classification's sampled labels hold a value that marks a missing one elsewhere (`?`): it would
     be a class of its own, learnt and predicted."""
-    marks = sorted({value for value in values if value in _MARKS})
+    marks = sorted({value for value in values if value in _MARKS and not (value == "-" and "+" in values)})
     if problem_type != "classification" or not marks:
         return ()
     count = sum(value in marks for value in values)

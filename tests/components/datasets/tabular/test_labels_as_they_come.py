@@ -51,7 +51,7 @@ def classes_and_indices(tmp_path, frame: pd.DataFrame, fmt: str) -> tuple[list[s
         (["True", "False"], {"csv": ["False", "True"], "parquet": ["False", "True"]}),
         ([1, 3, 7], {"csv": ["1", "3", "7"], "parquet": ["1", "3", "7"]}),  # integer classes with gaps
         ([0.0, 1.0, 2.0], {"csv": ["0", "1", "2"], "parquet": ["0", "1", "2"]}),  # whole numbers written as decimals
-        ([True, False], {"csv": ["False", "True"], "parquet": ["0", "1"]}),  # a Parquet bool column: 0 and 1
+        ([True, False], {"csv": ["False", "True"], "parquet": ["False", "True"]}),  # a bool column: its names
     ],
 )
 def test_each_class_keeps_its_name_and_every_record_its_index(tmp_path, labels, classes, fmt):

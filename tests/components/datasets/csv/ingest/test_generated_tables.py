@@ -84,3 +84,4 @@ def test_a_name_written_with_spaces_around_it_is_read_without_them_and_said():
     assert header == ["age", "income", "city"] and renamed == {"income": "income ", "city": " city"}
     facts = cols.SourceFacts(header, {}, "classification", None, [], 0, renamed=renamed)
     assert "the header's 'income ' is read as 'income', without the spaces around it" in facts.written_readings
+    assert column_names(["", "a", "label"])[1] == {}  # pandas' row names: their own note, not a renaming
