@@ -27,6 +27,7 @@ from typing import Any
 from kflow.components.datasets import DATASETS, get_dataset
 from kflow.components.datasets.tabular.examples import ROW_NAME_COLUMNS, SOURCE_ROW
 from kflow.components.util.predictions import CSV, JSONL, TFRECORD
+from kflow.pipeline.app.held_lines import held_lines
 from kflow.pipeline.app.model_choice import choose_model
 from kflow.pipeline.app.scored_dates import unread_dates
 from kflow.pipeline.app.sections import absolute, ingest_parameters
@@ -67,8 +68,13 @@ def predict(
     with logged_as_published(staging, output):  # its log lines name OUT, where the files will be
         try:
             examples, schema = Examples(staging / "examples"), Schema(staging / "schema")
-            ingested = _ingest(node, staging)
-            if node.parameters.get("key") and (unkeyed := _rows_without_their_own_key(staging / "rejects")):
+            # A repeated key's rows are not left out in the end (all are read again): their line waits for that.
+            with held_lines("kflow.components.ingest.ingest_records", "records are invalid and left out") as held:
+                ingested = _ingest(node, staging)
+            unkeyed = node.parameters.get("key") and _rows_without_their_own_key(staging / "rejects")
+            if not unkeyed:
+                held.release()
+            if unkeyed:
                 # A key column that repeats a value, or leaves one empty, names no row: every row is scored, keyed by
                 # its place, rather than refusing those rows (as the data's key is absent: FILE:LINE).
                 key = node.parameters["key"]
