@@ -26,6 +26,7 @@ from typing import Any
 
 from kflow.components.datasets import DATASETS, get_dataset
 from kflow.components.datasets.tabular.examples import ROW_NAME_COLUMNS, SOURCE_ROW
+from kflow.components.ingest import ingest_records
 from kflow.components.util.predictions import CSV, JSONL, TFRECORD
 from kflow.pipeline.app.held_lines import held_lines
 from kflow.pipeline.app.model_choice import choose_model
@@ -69,7 +70,7 @@ def predict(
         try:
             examples, schema = Examples(staging / "examples"), Schema(staging / "schema")
             # A repeated key's rows are not left out in the end (all are read again): their line waits for that.
-            with held_lines("kflow.components.ingest.ingest_records", "records are invalid and left out") as held:
+            with held_lines(ingest_records.log.name, "records are invalid and left out") as held:
                 ingested = _ingest(node, staging)
             unkeyed = node.parameters.get("key") and _rows_without_their_own_key(staging / "rejects")
             if not unkeyed:
