@@ -4,7 +4,10 @@
 
 The run's model (its Trainer's model.keras, loaded as the Evaluator loads it) is traced on one real example of the
 Trainer's Examples (read by the model's own task, so every shape is the data's: a text's token count, an image's size)
-into a TensorFlow graph with its weights folded in. Its multiply-accumulate ops are counted, 2 FLOPs a
+into a TensorFlow graph with its weights folded in. A task that cuts each batch to its lines (the masked LM under
+TensorFlow: components/datasets/wikitext2/task.py) is counted twice: at the full shapes every example is padded to
+(as the guide's script trains: `forward`, `training`), and over the batches it trains on, of the run's batch size, up
+to SAMPLE_BATCHES of them, per example (`training_as_trained`). Its multiply-accumulate ops are counted, 2 FLOPs a
 multiply-add: MatMul 2·m·k·n, BatchMatMul the same a batch, Einsum 2 × the product of every index's size (keras-hub's
 attention), Conv2D 2 × output size × kernel height × width × input channels, depthwise convolutions without the
 input channels; a dimension the graph leaves unknown is the example's batch, 1. Element-wise ops, embedding
@@ -35,18 +38,35 @@ def forward_flops(run_folder: Path) -> dict[str, float]:
     model = Model(trainer["outputs"]["model"]["uri"])  # a cached step's artifacts are in an earlier run's folder
     task = task_for_model(model, model.training_schema_file)
     examples = Examples(trainer["inputs"]["examples"]["uri"])
-    batch = task.dataset(examples, examples.splits[0], batch_size=1, training=False, seed=0)
-    x = next(iter(batch))[0]
     keras_model = load_trained(model.keras_file, model.task_spec.get("model_name"))
-    specs = tf.nest.map_structure(lambda tensor: tf.TensorSpec(tensor.shape, tensor.dtype), x)
-    concrete = tf.function(lambda given: keras_model(given, training=False)).get_concrete_function(specs)
-    graph = convert_variables_to_constants_v2(concrete).graph
-    parts: dict[str, float] = {}
-    for op in graph.get_operations():
-        count = COUNTS.get(op.type)
-        if count is not None:
-            parts[op.type] = parts.get(op.type, 0.0) + count(op)
-    return {"forward": sum(parts.values()), **parts}
+
+    def counted(x) -> dict[str, float]:
+        specs = tf.nest.map_structure(lambda tensor: tf.TensorSpec(tensor.shape, tensor.dtype), x)
+        concrete = tf.function(lambda given: keras_model(given, training=False)).get_concrete_function(specs)
+        parts: dict[str, float] = {}
+        for op in convert_variables_to_constants_v2(concrete).graph.get_operations():
+            count = COUNTS.get(op.type)
+            if count is not None:
+                parts[op.type] = parts.get(op.type, 0.0) + count(op)
+        return parts
+
+    trims = getattr(task, "trim_batches", False)
+    task.trim_batches = False
+    parts = counted(next(iter(task.dataset(examples, examples.splits[0], batch_size=1, training=False, seed=0)))[0])
+    figures = {"forward": sum(parts.values()), **parts}
+    history = json.loads((Path(trainer["outputs"]["model_run"]["uri"]) / "history.json").read_text())
+    if trims and history.get("backend") == "tensorflow":
+        task.trim_batches = True
+        batches = task.dataset(examples, "train", batch_size=history["batch_size"], training=False, seed=0)
+        total = rows = 0.0
+        for x, *_ in batches.take(SAMPLE_BATCHES):
+            total += sum(counted(x).values())
+            rows += int(tf.nest.flatten(x)[0].shape[0])
+        figures["forward_as_trained"] = total / rows
+    return figures
+
+
+SAMPLE_BATCHES = 16  # one sorting window of the masked LM's
 
 
 def _dims(tensor) -> list[int]:
@@ -88,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__.splitlines()[2].strip(), file=sys.stderr)
         return 2
     figures = forward_flops(Path(args[0]))
-    print(json.dumps({**figures, "training": 3 * figures["forward"]}))
+    trained = {"training_as_trained": 3 * figures["forward_as_trained"]} if "forward_as_trained" in figures else {}
+    print(json.dumps({**figures, "training": 3 * figures["forward"], **trained}))
     return 0
 
 

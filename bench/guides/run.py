@@ -245,11 +245,13 @@ def summarise(rounds: list[dict]) -> dict:
     }
 
 
-def utilisation(summary: dict, training_flops: float | None, peak_flops: float | None) -> dict[str, float] | None:
-    """{side: its median examples/s × the model's training FLOPs an example / the float32 peak}."""
+def utilisation(summary: dict, training_flops: dict | None, peak_flops: float | None) -> dict[str, float] | None:
+    """{side: its median examples/s × its training FLOPs an example / the float32 peak}; `training_flops`: {"guide":
+    at the full shapes, "kflow": over the batches kflow trains on (fewer where it cuts them to their lines)}."""
     if not training_flops or not peak_flops:
         return None
-    return {side: speed * training_flops / peak_flops for side, speed in summary["examples_per_s"].items()}
+    flops = {"guide": training_flops["guide"], "kflow_cold": training_flops["kflow"]}
+    return {side: speed * flops[side] / peak_flops for side, speed in summary["examples_per_s"].items()}
 
 
 def measure_peak(logs: Path) -> float | None:
@@ -264,14 +266,16 @@ def measure_peak(logs: Path) -> float | None:
     return read_json(out)["peak_float32"]["flops"]
 
 
-def measure_flops(run_folder: Path, logs: Path) -> float | None:
-    """The training FLOPs an example of the run's model (bench/model_flops.py), or None (said) when it fails."""
+def measure_flops(run_folder: Path, logs: Path) -> dict[str, float] | None:
+    """The training FLOPs an example of the run's model (bench/model_flops.py) at the full shapes ("guide") and as
+    kflow trained it ("kflow"), or None (said) when it fails."""
     try:
         _, output = _run([sys.executable, str(REPO / "bench" / "model_flops.py"), str(run_folder)], logs / "flops.log")
     except RuntimeError as error:
         print(f"  note: the model's FLOPs were not counted: {error}", flush=True)
         return None
-    return json.loads(output.strip().splitlines()[-1])["training"]
+    counted = json.loads(output.strip().splitlines()[-1])
+    return {"guide": counted["training"], "kflow": counted.get("training_as_trained", counted["training"])}
 
 
 def format_table(guide: Guide, summary: dict) -> str:
@@ -288,7 +292,9 @@ def format_table(guide: Guide, summary: dict) -> str:
     ]
     used = summary.get("utilisation")
     if used:
-        rows.append(("training MFLOP/example", f"{summary['training_flops'] / 1e6:.3g}", "(the same)", ""))
+        flops = summary["training_flops"]
+        trained = "(the same)" if flops["kflow"] == flops["guide"] else f"{flops['kflow'] / 1e6:.3g}"
+        rows.append(("training MFLOP/example", f"{flops['guide'] / 1e6:.3g}", trained, ""))
         rows.append(("float32 peak used (MFU)", f"{used['guide']:.2%}", f"{used['kflow_cold']:.2%}", ""))
     lines = [f"{guide.name}: {guide.title}", f"  medians of {summary['rounds']} round(s)"]
     if used:

@@ -6,8 +6,8 @@ TFRecords, parsed and mapped) starting one took 20 ms on this project's 2-core V
 parses nothing. The batches are those the dataset gave, in its order (validation does not shuffle, and the MLM's
 masks are seeded per batch): the metrics are the same.
 
-Kept only when the batches are plain tensors (no ragged or sparse ones), at most `MAX_STEPS` of them and at most
-`MAX_BYTES` in all; a larger split is read from its files at each validation, as before.
+Kept only when the batches are plain tensors (no ragged or sparse ones) of one shape but for their rows, at most
+`MAX_STEPS` of them and at most `MAX_BYTES` in all; a larger split is read from its files at each validation, as before.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ def kept_in_memory(batches: tf.data.Dataset, steps: int) -> tf.data.Dataset:
     # Batched again as `first` rows, they come back as read: when every batch but the last has `first` rows.
     if None in sizes or any(size != first for size in sizes[:-1]) or sizes[-1] > first:
         return batches
+    if len({_widths(batch) for batch in read}) > 1:  # batches cut to their own lengths (the MLM's) are not joined
+        return batches
     rows = tf.nest.map_structure(lambda *parts: tf.concat(parts, axis=0), *read)
     return tf.data.Dataset.from_tensor_slices(rows).batch(first).repeat()
 
@@ -50,3 +52,8 @@ def _bytes(tensor: tf.Tensor) -> int:
     if tensor.dtype == tf.string:
         return int(tf.reduce_sum(tf.strings.length(tensor))) + 8 * int(tf.size(tensor))
     return int(tf.size(tensor)) * tensor.dtype.size
+
+
+def _widths(batch) -> tuple:
+    """A batch's shapes but for its rows."""
+    return tuple(tuple(tensor.shape[1:]) for tensor in tf.nest.flatten(batch))

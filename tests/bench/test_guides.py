@@ -267,10 +267,19 @@ def test_utilisation_is_each_sides_median_examples_per_second_times_the_flops_ov
         _round(10.0, 5.0, 300.0, 0.9, 30.0, 4.0, 75.0, 0.9, 2.0),
     ]
     summary = run.summarise(rounds)  # examples/s medians: guide 200, kflow 100
-    used = run.utilisation(summary, training_flops=5e6, peak_flops=4e11)
+    same = {"guide": 5e6, "kflow": 5e6}
+    used = run.utilisation(summary, training_flops=same, peak_flops=4e11)
     assert used == {"guide": pytest.approx(200 * 5e6 / 4e11), "kflow_cold": pytest.approx(100 * 5e6 / 4e11)}
-    assert run.utilisation(summary, None, 4e11) is None and run.utilisation(summary, 5e6, None) is None
-    summary.update(utilisation=used, training_flops=5e6, peak_flops=4e11)
+    assert run.utilisation(summary, None, 4e11) is None and run.utilisation(summary, same, None) is None
+    summary.update(utilisation=used, training_flops=same, peak_flops=4e11)
     lines = run.format_table(run.GUIDES["jax_mnist"], summary).splitlines()
     assert lines[1].endswith("float32 matmul peak 400 GFLOP/s")
     assert [line.split()[-2:] for line in lines if line.strip().startswith("float32 peak used")] == [["0.25%", "0.12%"]]
+    assert [line.split()[-1] for line in lines if line.strip().startswith("training MFLOP")] == ["same)"]
+    # Where kflow cuts its batches to their lines (the masked LM), each side is counted at the shapes it trains on.
+    cut = {"guide": 5e6, "kflow": 2e6}
+    used = run.utilisation(summary, training_flops=cut, peak_flops=4e11)
+    assert used["kflow_cold"] == pytest.approx(100 * 2e6 / 4e11) and used["guide"] == pytest.approx(200 * 5e6 / 4e11)
+    summary.update(utilisation=used, training_flops=cut)
+    lines = run.format_table(run.GUIDES["jax_mnist"], summary).splitlines()
+    assert [line.split()[-2:] for line in lines if line.strip().startswith("training MFLOP")] == [["5", "2"]]

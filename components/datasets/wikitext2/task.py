@@ -15,6 +15,17 @@ replace 80 % of them by `[MASK]`, 10 % by a random token, keep 10 %), written wi
 stateless random ops seeded per batch: with `training=False` a given `seed` yields the
 same masks on every pass, so two evaluations of one model agree exactly; with
 `training=True` every pass (epoch) draws new masks.
+
+Under TensorFlow, lines are batched with lines of about their length (sorted within windows of
+`SORT_WINDOW` batches; for training, after the shuffle, the batches shuffled again) and each
+batch is cut to its longest line and to its most masked tokens: the attention and the
+vocabulary-wide head then work on what the lines hold, not on padding (the shortened BERT
+guide pair: 512 tokens and 96 mask slots a line, where WikiText-2's lines average about 165
+tokens and 25 masks). The masks' weights are scaled by the slots kept over
+`mask_selection_length`, so that Keras' weighted metrics, which average each batch over its
+slots first, stay averages over the masked tokens (the losses divide by the weights' sum and
+do not change); a count of masked tokens counts the weights above 0. Under JAX, where each new
+shape is a new compiled program, batches keep the full shapes.
 """
 
 from __future__ import annotations
@@ -48,6 +59,8 @@ DATA_OPTIONS: dict[str, Any] = {
     "mask_token_rate": 0.8,
     "random_token_rate": 0.1,
 }
+# Batches whose lines are sorted by length together (see the docstring): 2,048 lines at BERT's batch of 128.
+SORT_WINDOW = 16
 # The options that shape what the Transform learns (the vocabulary, the baseline's first sequence_length - 2 tokens).
 GRAPH_OPTIONS = ("vocabulary_size", "lowercase", "sequence_length")
 MODEL_OPTIONS = {"num_layers", "hidden_dim", "num_heads", "intermediate_dim", "dropout"}
@@ -74,6 +87,8 @@ class WikiText2Task(LearntByTransform, Task):
             raise ValueError(f"mask_selection_length must be in [1, sequence_length], got {length}")
         if self.options["mask_token_rate"] + self.options["random_token_rate"] > 1:
             raise ValueError("mask_token_rate + random_token_rate must be at most 1")
+        # Batches cut to their lines (the module's docstring); bench/model_flops.py counts the full shapes too.
+        self.trim_batches = keras.backend.backend() == "tensorflow"
         self.vocabulary: list[str] | None = None
         self.baseline: dict[str, Any] | None = None
         self._tokenizer: keras_hub.models.BertTokenizer | None = None
@@ -183,15 +198,36 @@ class WikiText2Task(LearntByTransform, Task):
         lines = _read_text(examples, split)
         if training and shuffle_buffer > 0:
             lines = lines.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-        batches = lines.batch(batch_size, drop_remainder=training).map(self._pack, num_parallel_calls=tf.data.AUTOTUNE)
+        trim = self.trim_batches
+        if trim:
+            batches = self._length_sorted(lines, batch_size, drop_remainder=training)
+            if training:
+                batches = batches.shuffle(SORT_WINDOW, seed=seed, reshuffle_each_iteration=True)
+        else:
+            batches = lines.batch(batch_size, drop_remainder=training)
+            batches = batches.map(self._pack, num_parallel_calls=tf.data.AUTOTUNE)
         # One random number a batch seeds its masks: the same numbers on every pass when evaluating,
         # new ones every pass when training.
         seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=training)
-        masker = self.masker(seed)
+        masker = self.masker(seed, trim=trim)
         return tf.data.Dataset.zip(batches, seeds).map(masker, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
 
-    def masker(self, seed: int):
-        """The function `(token_ids [batch, length], batch_seed) -> (x, mask_ids, mask_weights)`."""
+    def _length_sorted(self, lines: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
+        """Batches of packed lines, each window of SORT_WINDOW batches sorted by the lines' length (stable: the
+        same order on every pass of unshuffled lines); a window holds whole batches, so only the last one's
+        remainder can be dropped, as without sorting."""
+        pad_id = self.tokenizer.pad_token_id
+
+        def sort(token_ids: tf.Tensor) -> tf.Tensor:
+            lengths = tf.reduce_sum(tf.cast(token_ids != pad_id, tf.int32), axis=1)
+            return tf.gather(token_ids, tf.argsort(lengths, stable=True))
+
+        windows = lines.batch(batch_size * SORT_WINDOW).map(self._pack, num_parallel_calls=tf.data.AUTOTUNE)
+        return windows.map(sort).unbatch().batch(batch_size, drop_remainder=drop_remainder)
+
+    def masker(self, seed: int, trim: bool = False):
+        """The function `(token_ids [batch, length], batch_seed) -> (x, mask_ids, mask_weights)`; with `trim`, the
+        batch cut to its longest line and its most masked tokens, the weights scaled as the docstring says."""
         options = self.options
         tokenizer = self.tokenizer
         special_ids = tf.constant(self._special_ids(), dtype=tf.int32)
@@ -203,12 +239,20 @@ class WikiText2Task(LearntByTransform, Task):
 
         def mask(token_ids: tf.Tensor, batch_seed: tf.Tensor):
             keys = tf.random.experimental.stateless_split(tf.stack([batch_seed, tf.constant(seed, tf.int64)]), 4)
+            if trim:
+                longest = tf.reduce_max(tf.reduce_sum(tf.cast(token_ids != tokenizer.pad_token_id, tf.int32), 1))
+                token_ids = token_ids[:, :longest]
             shape = tf.shape(token_ids)
             selectable = tf.reduce_all(token_ids[..., None] != special_ids, axis=-1)
             selected = selectable & (tf.random.stateless_uniform(shape, keys[0]) < rate)
             # Keep at most `selections` of them, chosen at random: the top-k of random priorities.
             priority = tf.where(selected, tf.random.stateless_uniform(shape, keys[1]), -1.0)
-            top, positions = tf.math.top_k(priority, k=selections)
+            top, positions = tf.math.top_k(priority, k=tf.minimum(selections, shape[1]) if trim else selections)
+            scale = 1.0
+            if trim:  # The slots of the line with the most masked tokens, at least one.
+                slots = tf.maximum(tf.reduce_max(tf.reduce_sum(tf.cast(top >= 0.0, tf.int32), axis=1)), 1)
+                top, positions = top[:, :slots], positions[:, :slots]
+                scale = tf.cast(slots, tf.float32) / selections
             weights = top >= 0.0
             positions = tf.where(weights, positions, 0)
             mask_ids = tf.where(weights, tf.gather(token_ids, positions, batch_dims=1), 0)
@@ -231,7 +275,7 @@ class WikiText2Task(LearntByTransform, Task):
                 "segment_ids": tf.zeros_like(token_ids),
                 "mask_positions": positions,
             }
-            return x, mask_ids, tf.cast(weights, tf.float32)
+            return x, mask_ids, tf.cast(weights, tf.float32) * scale
 
         return mask
 
@@ -280,8 +324,9 @@ class WikiText2Task(LearntByTransform, Task):
         hits = total = 0.0
         batches = self.dataset(examples, split, batch_size=batch_size, training=False, seed=seed)
         for _, mask_ids, weights in batches.as_numpy_iterator():
-            hits += float(((mask_ids == token) * weights).sum())
-            total += float(weights.sum())
+            masked = weights > 0
+            hits += float(((mask_ids == token) & masked).sum())
+            total += float(masked.sum())
         if total == 0:
             raise ValueError(f"split {split!r} has no maskable tokens")
         return hits / total

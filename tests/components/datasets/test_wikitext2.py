@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kflow.components.datasets.wikitext2.task import BASELINE_FILE, VOCAB_FILE, WikiText2Task
+from kflow.components.datasets.wikitext2.task import BASELINE_FILE, VOCAB_FILE, WikiText2Task, _read_text
 from tests.components.datasets.text_fixtures import text_schema, write_wikitext
 
 SCHEMA = text_schema({"text": "BYTES"})
@@ -56,20 +56,46 @@ def test_batches_have_the_masked_lm_structure(prepared):
     task, examples, _, _ = prepared
     x, y, weights = next(iter(task.dataset(examples, "train", batch_size=16, training=True, seed=1, shuffle_buffer=64)))
     assert set(x) == {"token_ids", "padding_mask", "segment_ids", "mask_positions"}
-    assert x["token_ids"].shape == (16, 48) and x["token_ids"].dtype == tf.int32
-    assert x["padding_mask"].dtype == tf.bool and x["segment_ids"].shape == (16, 48)
-    assert x["mask_positions"].shape == y.shape == weights.shape == (16, 12)
-    assert weights.dtype == tf.float32
+    token_ids, padding = x["token_ids"].numpy(), x["padding_mask"].numpy()
+    # Cut to its longest line (the fixture's lines are shorter than sequence_length 48) and its most masks (<= 12).
+    assert token_ids.dtype == np.int32 and padding.dtype == bool and x["segment_ids"].shape == token_ids.shape
+    assert token_ids.shape[0] == 16 and token_ids.shape[1] == padding.sum(axis=1).max() < 48
+    slots = x["mask_positions"].shape[1]
+    assert y.shape == weights.shape == (16, slots) and weights.dtype == tf.float32
     token_ids, positions, y, weights = (t.numpy() for t in (x["token_ids"], x["mask_positions"], y, weights))
     assert (token_ids[:, 0] == task.tokenizer.cls_token_id).all()
+    # A masked slot weighs the slots kept over mask_selection_length, so Keras' weighted metrics stay token means.
+    used = weights > 0
+    assert np.allclose(weights[used], slots / 12) and used.sum(axis=1).max() == slots <= 12
     # About a quarter of the ~25-35 tokens of a line is selected, capped at 12.
-    selected = weights.sum(axis=1)
-    assert selected.min() >= 1 and selected.max() <= 12 and selected.mean() > 4
+    selected = used.sum(axis=1)
+    assert selected.min() >= 1 and selected.mean() > 4
     masked = token_ids[np.arange(16)[:, None], positions]
-    used = weights == 1
     assert 0.6 < (masked[used] == task.tokenizer.mask_token_id).mean() <= 1.0
     # Labels are real (non-special) tokens at used slots and 0 elsewhere.
     assert (y[used] >= 5).all() and (y[~used] == 0).all()
+
+
+def test_lines_are_batched_with_lines_of_their_length_and_each_is_read_once_an_epoch(prepared):
+    task, examples, _, _ = prepared
+    packed = np.concatenate([task._pack(lines).numpy() for lines in _read_text(examples, "train").batch(64)])
+    lengths = sorted((packed != 0).sum(axis=1).tolist())
+
+    def read_lengths(batches):
+        return [x["padding_mask"].numpy().sum(axis=1) for x, _, _ in batches]
+
+    # Every line once (evaluation keeps the remainder), each at its own length.
+    assert (
+        sorted(
+            np.concatenate(read_lengths(task.dataset(examples, "train", batch_size=4, training=False, seed=3))).tolist()
+        )
+        == lengths
+    )
+    epoch = read_lengths(task.dataset(examples, "train", batch_size=4, training=True, seed=3, shuffle_buffer=64))
+    assert sum(len(batch) for batch in epoch) == len(lengths) // 4 * 4  # whole batches: only the remainder dropped
+    # Sorted windows: a batch's lines differ in length by a token or two; random batches of the fixture's by ~10.
+    assert np.mean([np.ptp(batch) for batch in epoch]) <= 2 < np.ptp(lengths)
+    assert len({int(batch.max()) for batch in epoch}) > 3  # and the batches have widths of their own
 
 
 def test_evaluation_masks_are_reproducible_and_training_masks_are_not(prepared):
@@ -131,8 +157,9 @@ def test_a_few_training_steps_reduce_the_loss_and_the_model_round_trips(prepared
     for x, y, w in task.dataset(examples, "eval", batch_size=batch_size, training=False, seed=0):
         logits = model(x)
         metric.update_state(y, logits, w)
-        hits += float(tf.reduce_sum(tf.cast(tf.argmax(logits, -1, output_type=tf.int32) == y, tf.float32) * w))
-        slots += float(tf.reduce_sum(w))
+        masked = tf.cast(w > 0, tf.float32)  # cut batches weigh their slots alike, by slots kept / 12
+        hits += float(tf.reduce_sum(tf.cast(tf.argmax(logits, -1, output_type=tf.int32) == y, tf.float32) * masked))
+        slots += float(tf.reduce_sum(masked))
     assert float(metric.result()) == pytest.approx(hits / slots, abs=1e-6)
 
     path = tmp_path / "model.keras"
