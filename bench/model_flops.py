@@ -5,14 +5,14 @@
 The run's model (its Trainer's model.keras, loaded as the Evaluator loads it) is traced on one real example of the
 Trainer's Examples (read by the model's own task, so every shape is the data's: a text's token count, an image's size)
 into a TensorFlow graph with its weights folded in. A task that cuts each batch to its lines (the masked LM under
-TensorFlow: components/datasets/wikitext2/task.py) is counted twice: at the full shapes every example is padded to
-(as the guide's script trains: `forward`, `training`), and over the batches it trains on, of the run's batch size, up
-to SAMPLE_BATCHES of them, per example (`training_as_trained`). Its multiply-accumulate ops are counted, 2 FLOPs a
-multiply-add: MatMul 2·m·k·n, BatchMatMul the same a batch, Einsum 2 × the product of every index's size (keras-hub's
-attention), Conv2D 2 × output size × kernel height × width × input channels, depthwise convolutions without the
-input channels; a dimension the graph leaves unknown is the example's batch, 1. Element-wise ops, embedding
-look-ups and the optimizer's update are left out, and training is 3× the forward pass (MFU's convention, as
-bench/peak.py counts the MLM by hand).
+TensorFlow: components/datasets/wikitext2/task.py) is counted twice: at the full shapes every example is padded to (as
+the guide's script trains: `forward`, `training`), and over the batches it trains on (a process' share of the run's
+batch size), up to SAMPLE_BATCHES of them in file order, per example (`training_as_trained`). Its multiply-accumulate
+ops are counted, 2 FLOPs a multiply-add: MatMul 2·m·k·n, BatchMatMul the same a batch, Einsum 2 × the product of every
+index's size (keras-hub's attention), Conv2D 2 × output size × kernel height × width × input channels, depthwise
+convolutions without the input channels; a dimension the graph leaves unknown is the example's batch, 1. Element-wise
+ops, embedding look-ups and the optimizer's update are left out, and training is 3× the forward pass (MFU's
+convention, as bench/peak.py counts the MLM by hand).
 """
 
 from __future__ import annotations
@@ -57,7 +57,9 @@ def forward_flops(run_folder: Path) -> dict[str, float]:
     history = json.loads((Path(trainer["outputs"]["model_run"]["uri"]) / "history.json").read_text())
     if trims and history.get("backend") == "tensorflow":
         task.trim_batches = True
-        batches = task.dataset(examples, "train", batch_size=history["batch_size"], training=False, seed=0)
+        # A worker of several processes reads batches of its share of the global batch.
+        batch = max(history["batch_size"] // max(int(history.get("processes") or 1), 1), 1)
+        batches = task.dataset(examples, "train", batch_size=batch, training=False, seed=0)
         total = rows = 0.0
         for x, *_ in batches.take(SAMPLE_BATCHES):
             total += sum(counted(x).values())

@@ -40,8 +40,7 @@ class WikiText2Metrics(TaskMetrics):
 
     def update(self, x, y, outputs, sample_weight=None) -> None:
         labels = np.asarray(y, np.int64)
-        # A masked slot's weight is above 0 (the task scales the weights of cut batches: task.py), else 0.
-        weights = np.ones(labels.shape) if sample_weight is None else (np.asarray(sample_weight) > 0).astype(np.float64)
+        weights = np.ones(labels.shape) if sample_weight is None else np.asarray(sample_weight, np.float64)
         log_probabilities = log_softmax(np.asarray(outputs, np.float64))
         nll = -np.take_along_axis(log_probabilities, labels[..., None], axis=-1)[..., 0]
         self.examples += labels.shape[0]

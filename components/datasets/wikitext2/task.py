@@ -21,10 +21,8 @@ Under TensorFlow, lines are batched with lines of about their length (sorted wit
 batch is cut to its longest line and to its most masked tokens: the attention and the
 vocabulary-wide head then work on what the lines hold, not on padding (the shortened BERT
 guide pair: 512 tokens and 96 mask slots a line, where WikiText-2's lines average about 165
-tokens and 25 masks). The masks' weights are scaled by the slots kept over
-`mask_selection_length`, so that Keras' weighted metrics, which average each batch over its
-slots first, stay averages over the masked tokens (the losses divide by the weights' sum and
-do not change); a count of masked tokens counts the weights above 0. Under JAX, where each new
+tokens and 25 masks). The losses divide by the weights' sum and the metric is `MaskedAccuracy`
+(masked_accuracy.py), so neither changes with a batch's slot count. Under JAX, where each new
 shape is a new compiled program, batches keep the full shapes.
 """
 
@@ -41,6 +39,7 @@ import tensorflow as tf
 
 from kflow.components.datasets.task import LearntByTransform, Task
 from kflow.components.datasets.wikitext2 import fill_mask
+from kflow.components.datasets.wikitext2.masked_accuracy import MaskedAccuracy
 from kflow.components.datasets.wikitext2.wordpiece import learn_vocabulary
 from kflow.components.models import build_model
 from kflow.pipeline.dsl.artifacts import Examples, TransformGraph
@@ -214,11 +213,13 @@ class WikiText2Task(LearntByTransform, Task):
 
     def _length_sorted(self, lines: tf.data.Dataset, batch_size: int, drop_remainder: bool) -> tf.data.Dataset:
         """Batches of packed lines, each window of SORT_WINDOW batches sorted by the lines' length (stable: the
-        same order on every pass of unshuffled lines); a window holds whole batches, so only the last one's
-        remainder can be dropped, as without sorting."""
+        same order on every pass of unshuffled lines). A window holds whole batches; the last one's remainder is
+        dropped before sorting, so the lines dropped are those the unsorted batches would drop, not the longest."""
         pad_id = self.tokenizer.pad_token_id
 
         def sort(token_ids: tf.Tensor) -> tf.Tensor:
+            if drop_remainder:
+                token_ids = token_ids[: tf.shape(token_ids)[0] // batch_size * batch_size]
             lengths = tf.reduce_sum(tf.cast(token_ids != pad_id, tf.int32), axis=1)
             return tf.gather(token_ids, tf.argsort(lengths, stable=True))
 
@@ -227,7 +228,7 @@ class WikiText2Task(LearntByTransform, Task):
 
     def masker(self, seed: int, trim: bool = False):
         """The function `(token_ids [batch, length], batch_seed) -> (x, mask_ids, mask_weights)`; with `trim`, the
-        batch cut to its longest line and its most masked tokens, the weights scaled as the docstring says."""
+        batch cut to its longest line and its most masked tokens."""
         options = self.options
         tokenizer = self.tokenizer
         special_ids = tf.constant(self._special_ids(), dtype=tf.int32)
@@ -248,11 +249,9 @@ class WikiText2Task(LearntByTransform, Task):
             # Keep at most `selections` of them, chosen at random: the top-k of random priorities.
             priority = tf.where(selected, tf.random.stateless_uniform(shape, keys[1]), -1.0)
             top, positions = tf.math.top_k(priority, k=tf.minimum(selections, shape[1]) if trim else selections)
-            scale = 1.0
             if trim:  # The slots of the line with the most masked tokens, at least one.
                 slots = tf.maximum(tf.reduce_max(tf.reduce_sum(tf.cast(top >= 0.0, tf.int32), axis=1)), 1)
                 top, positions = top[:, :slots], positions[:, :slots]
-                scale = tf.cast(slots, tf.float32) / selections
             weights = top >= 0.0
             positions = tf.where(weights, positions, 0)
             mask_ids = tf.where(weights, tf.gather(token_ids, positions, batch_dims=1), 0)
@@ -275,7 +274,7 @@ class WikiText2Task(LearntByTransform, Task):
                 "segment_ids": tf.zeros_like(token_ids),
                 "mask_positions": positions,
             }
-            return x, mask_ids, tf.cast(weights, tf.float32) * scale
+            return x, mask_ids, tf.cast(weights, tf.float32)
 
         return mask
 
@@ -310,7 +309,7 @@ class WikiText2Task(LearntByTransform, Task):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
 
     def metrics(self) -> list[keras.metrics.Metric]:
-        return [keras.metrics.SparseCategoricalAccuracy(name="masked_accuracy")]
+        return [MaskedAccuracy()]
 
     def baseline_accuracy(self, examples: Examples, split: str, *, batch_size: int = 256, seed: int = 0) -> float:
         """Masked-token accuracy of always predicting the most frequent training token, on `split`.
@@ -324,9 +323,8 @@ class WikiText2Task(LearntByTransform, Task):
         hits = total = 0.0
         batches = self.dataset(examples, split, batch_size=batch_size, training=False, seed=seed)
         for _, mask_ids, weights in batches.as_numpy_iterator():
-            masked = weights > 0
-            hits += float(((mask_ids == token) & masked).sum())
-            total += float(masked.sum())
+            hits += float(((mask_ids == token) * weights).sum())
+            total += float(weights.sum())
         if total == 0:
             raise ValueError(f"split {split!r} has no maskable tokens")
         return hits / total

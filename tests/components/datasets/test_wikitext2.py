@@ -64,9 +64,8 @@ def test_batches_have_the_masked_lm_structure(prepared):
     assert y.shape == weights.shape == (16, slots) and weights.dtype == tf.float32
     token_ids, positions, y, weights = (t.numpy() for t in (x["token_ids"], x["mask_positions"], y, weights))
     assert (token_ids[:, 0] == task.tokenizer.cls_token_id).all()
-    # A masked slot weighs the slots kept over mask_selection_length, so Keras' weighted metrics stay token means.
-    used = weights > 0
-    assert np.allclose(weights[used], slots / 12) and used.sum(axis=1).max() == slots <= 12
+    used = weights == 1
+    assert set(np.unique(weights)) <= {0.0, 1.0} and used.sum(axis=1).max() == slots <= 12
     # About a quarter of the ~25-35 tokens of a line is selected, capped at 12.
     selected = used.sum(axis=1)
     assert selected.min() >= 1 and selected.mean() > 4
@@ -93,6 +92,10 @@ def test_lines_are_batched_with_lines_of_their_length_and_each_is_read_once_an_e
     )
     epoch = read_lengths(task.dataset(examples, "train", batch_size=4, training=True, seed=3, shuffle_buffer=64))
     assert sum(len(batch) for batch in epoch) == len(lengths) // 4 * 4  # whole batches: only the remainder dropped
+    # The remainder dropped is that of the unsorted lines, not the longest: unshuffled, the file's last lines.
+    kept = sorted(np.concatenate(read_lengths(task.dataset(examples, "train", batch_size=4, training=True, seed=3))))
+    in_file_order = (packed != 0).sum(axis=1)
+    assert kept == sorted(in_file_order[: len(lengths) // 4 * 4].tolist())
     # Sorted windows: a batch's lines differ in length by a token or two; random batches of the fixture's by ~10.
     assert np.mean([np.ptp(batch) for batch in epoch]) <= 2 < np.ptp(lengths)
     assert len({int(batch.max()) for batch in epoch}) > 3  # and the batches have widths of their own
@@ -157,9 +160,8 @@ def test_a_few_training_steps_reduce_the_loss_and_the_model_round_trips(prepared
     for x, y, w in task.dataset(examples, "eval", batch_size=batch_size, training=False, seed=0):
         logits = model(x)
         metric.update_state(y, logits, w)
-        masked = tf.cast(w > 0, tf.float32)  # cut batches weigh their slots alike, by slots kept / 12
-        hits += float(tf.reduce_sum(tf.cast(tf.argmax(logits, -1, output_type=tf.int32) == y, tf.float32) * masked))
-        slots += float(tf.reduce_sum(masked))
+        hits += float(tf.reduce_sum(tf.cast(tf.argmax(logits, -1, output_type=tf.int32) == y, tf.float32) * w))
+        slots += float(tf.reduce_sum(w))
     assert float(metric.result()) == pytest.approx(hits / slots, abs=1e-6)
 
     path = tmp_path / "model.keras"
@@ -191,3 +193,23 @@ def test_the_model_shape_comes_from_model_options(prepared):
     odd.load_assets(assets)
     with pytest.raises(ValueError, match=r"hidden_dim \(24\) must be a multiple of num_heads \(5\)"):
         odd.build_model()
+
+
+def test_masked_accuracy_counts_every_masked_token_alike_whatever_a_batchs_slots():
+    """Batches cut to their most masks have slot counts of their own; Keras' SparseCategoricalAccuracy averages a
+    line's slots first, which would weigh a batch of 2 slots' tokens twice those of one of 4."""
+    from kflow.components.datasets.wikitext2.masked_accuracy import MaskedAccuracy
+
+    logits = np.eye(3, dtype=np.float32)  # predicts class i at slot value i
+    batches = [  # (predicted classes, true classes, weights)
+        ([[0, 1]], [[0, 2]], [[1.0, 1.0]]),  # 1 hit of 2
+        ([[0, 1, 2, 0]], [[0, 1, 2, 1]], [[1.0, 1.0, 1.0, 0.0]]),  # 3 hits of 3 (the 4th slot unused)
+    ]
+    ours, keras_own = MaskedAccuracy(), keras.metrics.SparseCategoricalAccuracy()
+    for predicted, true, weights in batches:
+        for metric in (ours, keras_own):
+            metric.update_state(np.array(true), logits[np.array(predicted)], np.array(weights))
+    assert float(ours.result()) == pytest.approx(4 / 5)
+    assert float(keras_own.result()) != pytest.approx(4 / 5)  # (1/2 + 3/4) / (2/2 + 3/4) = 0.714
+    ours.reset_state()
+    assert float(ours.result()) == 0.0
