@@ -87,6 +87,8 @@ tensors = {name: tf.constant(value, dtype=specs[name].dtype) for name, value in 
 outputs = signature(**tensors)
 # A classifier's signature answers with `scores` and the class names (`classes`); other models with one output.
 output = outputs["scores"] if "scores" in outputs else next(iter(outputs.values()))
+if output.dtype in (tf.bfloat16, tf.float16):  # a mixed-precision model's; NumPy cannot read bfloat16 back from .npy
+    output = tf.cast(output, tf.float32)
 np.save(answer, output.numpy())
 print(json.dumps({"signature": "serving_default", "inputs": {n: str(s) for n, s in specs.items()}}), flush=True)
 os._exit(0)  # The check waits for this process's end: not for TensorFlow's teardown (1 s here)

@@ -85,3 +85,23 @@ def test_the_bound_grows_with_the_outputs_scale(tmp_path):
         assert result["passed"] is passes, result
         shifted_scale = float(np.abs(expected + shift).max())
         assert result["output_scale"] == shifted_scale and result["tolerance"] == TOLERANCE * shifted_scale
+
+
+def test_a_mixed_precision_models_bfloat16_outputs_are_compared(tmp_path):
+    """A model trained with `trainer.mixed_precision` on a CPU answers in bfloat16, which NumPy cannot read back from
+    a .npy file: the client hands float32 over (the evaluation of every such model failed on it)."""
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        inputs = keras.Input((3,), name="x")
+        low = keras.Model(inputs, keras.layers.Dense(2)(inputs))
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    model = Model(tmp_path / "model")
+    low.export(str(model.serving_uri), format="tf_saved_model", verbose=False)
+    x = np.random.default_rng(0).uniform(0.5, 1.0, (8, 3)).astype(np.float32)
+    output = low.predict_on_batch(x)
+    assert str(output.dtype) == "bfloat16"
+    with ServingClient(model) as client:
+        client.send(x)
+        result = client.result(np.asarray(output, dtype=np.float64))
+    assert result["passed"] and result["max_abs_difference"] == 0.0, result
