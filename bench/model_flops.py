@@ -6,8 +6,8 @@ The run's model (its Trainer's model.keras, loaded as the Evaluator loads it) is
 Trainer's Examples (read by the model's own task, so every shape is the data's: a text's token count, an image's size)
 into a TensorFlow graph with its weights folded in. A task that cuts each batch to its lines (the masked LM under
 TensorFlow: components/datasets/wikitext2/task.py) is counted twice: at the full shapes every example is padded to (as
-the guide's script trains: `forward`, `training`), and over the batches it trains on (a process' share of the run's
-batch size), up to SAMPLE_BATCHES of them in file order, per example (`training_as_trained`). Its multiply-accumulate
+the guide's script trains: `forward`, `training`), and over the batches it trains on (as each process or replica reads
+them), up to SAMPLE_BATCHES of them in file order, per example (`training_as_trained`). Its multiply-accumulate
 ops are counted, 2 FLOPs a multiply-add: MatMul 2·m·k·n, BatchMatMul the same a batch, Einsum 2 × the product of every
 index's size (keras-hub's attention), Conv2D 2 × output size × kernel height × width × input channels, depthwise
 convolutions without the input channels; a dimension the graph leaves unknown is the example's batch, 1. Element-wise
@@ -57,8 +57,11 @@ def forward_flops(run_folder: Path) -> dict[str, float]:
     history = json.loads((Path(trainer["outputs"]["model_run"]["uri"]) / "history.json").read_text())
     if trims and history.get("backend") == "tensorflow":
         task.trim_batches = True
-        # A worker of several processes reads batches of its share of the global batch.
-        batch = max(history["batch_size"] // max(int(history.get("processes") or 1), 1), 1)
+        # Cut as read: one process' global batch (Keras' fit splits it after), a parameter server's workers' global
+        # batches, a multi-process loop's replicas' own shares.
+        processes, replicas = int(history.get("processes") or 1), int(history.get("replicas") or 1)
+        shared = processes > 1 and history.get("strategy") != "parameter_server"
+        batch = max(history["batch_size"] // replicas, 1) if shared else history["batch_size"]
         batches = task.dataset(examples, "train", batch_size=batch, training=False, seed=0)
         total = rows = 0.0
         for x, *_ in batches.take(SAMPLE_BATCHES):
