@@ -75,7 +75,7 @@ def predict(
             unkeyed = node.parameters.get("key") and _rows_without_their_own_key(staging / "rejects")
             if not unkeyed:
                 held.release()
-            if unkeyed:
+            else:
                 # A key column that repeats a value, or leaves one empty, names no row: every row is scored, keyed by
                 # its place, rather than refusing those rows (as the data's key is absent: FILE:LINE).
                 key = node.parameters["key"]

@@ -220,8 +220,7 @@ class WikiText2Task(LearntByTransform, Task):
         def sort(token_ids: tf.Tensor) -> tf.Tensor:
             if drop_remainder:
                 token_ids = token_ids[: tf.shape(token_ids)[0] // batch_size * batch_size]
-            lengths = tf.reduce_sum(tf.cast(token_ids != pad_id, tf.int32), axis=1)
-            return tf.gather(token_ids, tf.argsort(lengths, stable=True))
+            return tf.gather(token_ids, tf.argsort(_lengths(token_ids, pad_id), stable=True))
 
         windows = lines.batch(batch_size * SORT_WINDOW).map(self._pack, num_parallel_calls=tf.data.AUTOTUNE)
         return windows.map(sort).unbatch().batch(batch_size, drop_remainder=drop_remainder)
@@ -241,8 +240,7 @@ class WikiText2Task(LearntByTransform, Task):
         def mask(token_ids: tf.Tensor, batch_seed: tf.Tensor):
             keys = tf.random.experimental.stateless_split(tf.stack([batch_seed, tf.constant(seed, tf.int64)]), 4)
             if trim:
-                longest = tf.reduce_max(tf.reduce_sum(tf.cast(token_ids != tokenizer.pad_token_id, tf.int32), 1))
-                token_ids = token_ids[:, :longest]
+                token_ids = token_ids[:, : tf.reduce_max(_lengths(token_ids, tokenizer.pad_token_id))]
             shape = tf.shape(token_ids)
             selectable = tf.reduce_all(token_ids[..., None] != special_ids, axis=-1)
             selected = selectable & (tf.random.stateless_uniform(shape, keys[0]) < rate)
@@ -328,6 +326,11 @@ class WikiText2Task(LearntByTransform, Task):
         if total == 0:
             raise ValueError(f"split {split!r} has no maskable tokens")
         return hits / total
+
+
+def _lengths(token_ids: tf.Tensor, pad_id: int) -> tf.Tensor:
+    """Each packed line's tokens, [CLS] and [SEP] included: `[batch]`."""
+    return tf.reduce_sum(tf.cast(token_ids != pad_id, tf.int32), axis=1)
 
 
 def _read_text(examples: Examples, split: str) -> tf.data.Dataset:
