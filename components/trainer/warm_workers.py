@@ -32,12 +32,26 @@ WARM_FLAG = "--warm"
 LATE_VARIABLES = frozenset(
     {"TF_CONFIG", "COORDINATOR_ADDRESS", "COORDINATOR_PORT", "NUM_PROCESSES", "PROCESS_ID", "KFLOW_PROGRESS"}
 )
-# Set by importing TensorFlow (`os.environ.setdefault("ENABLE_RUNTIME_UPTIME_TELEMETRY", "1")` in its __init__;
-# HDF5_PLUGIN_PATH=disable by its legacy Keras engine, which tensorflow_text loads): once the run's own process has
-# imported them (WikiText-2's Transform, say), the launcher's environment holds them and the warm process's did
-# not, but the warm process sets them to the same values when it imports the same libraries: no reason to start
-# anew.
-SET_BY_IMPORTS = frozenset({"ENABLE_RUNTIME_UPTIME_TELEMETRY", "HDF5_PLUGIN_PATH"})
+# Set by importing the libraries a warm process loads too (TensorFlow: TF2_BEHAVIOR and, with setdefault,
+# ENABLE_RUNTIME_UPTIME_TELEMETRY; its legacy Keras engine, which tensorflow_text loads: HDF5_PLUGIN_PATH; JAX:
+# TF_CPP_MIN_LOG_LEVEL with setdefault and the TPU_ ones; scikit-learn, which Keras' wrappers import: KMP_ with
+# setdefault): once the run's own process has imported them (any Transform, say), the launcher's environment holds
+# them and the warm process's did not, but the warm process sets them to the same values when it imports the same
+# libraries: no reason to start anew (TF2_BEHAVIOR alone had every warm cluster after a Transform started anew).
+# test_warm_workers.py imports them in a new process and checks that this names all they set.
+SET_BY_IMPORTS = frozenset(
+    {
+        "ENABLE_RUNTIME_UPTIME_TELEMETRY",
+        "HDF5_PLUGIN_PATH",
+        "TF2_BEHAVIOR",
+        "TF_CPP_MIN_LOG_LEVEL",
+        "TPU_ML_PLATFORM",
+        "TPU_ML_PLATFORM_VERSION",
+        "TPU_SKIP_MDS_QUERY",
+        "KMP_DUPLICATE_LIB_OK",
+        "KMP_INIT_AT_FORK",
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 
@@ -54,6 +55,26 @@ def test_a_process_with_the_early_variables_it_would_get_is_taken_and_told_the_l
     finally:
         cluster.close()
     assert all(process.wait(timeout=10) is not None for process in waiting.values())
+
+
+def test_every_variable_the_libraries_set_as_they_load_is_known_to_be_set_by_imports():
+    """The run's process imports TensorFlow, Keras, JAX, scikit-learn (Transform, the Evaluator) after its warm
+    cluster started, and each sets variables a warm process sets alike when it loads them: a variable left out of
+    SET_BY_IMPORTS has every warm process stopped and started anew (TF2_BEHAVIOR did so after any Transform)."""
+    probe = (
+        "import json, os\n"
+        "before = dict(os.environ)\n"
+        "import tensorflow, keras, jax, sklearn\n"
+        "try:\n    import tensorflow_text\nexcept ImportError:\n    pass\n"
+        "print(json.dumps(sorted(k for k in os.environ if os.environ.get(k) != before.get(k))))\n"
+    )
+    # A bare environment: this test's process has imported them already, and its children would inherit all.
+    environment = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "TMPDIR") if key in os.environ}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=environment, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    set_by_imports = set(json.loads(done.stdout.splitlines()[-1]))
+    assert "TF2_BEHAVIOR" in set_by_imports  # the probe sees what importing TensorFlow sets
+    assert set_by_imports <= warm_workers.SET_BY_IMPORTS
 
 
 def test_what_nothing_takes_is_stopped_when_the_run_ends():
