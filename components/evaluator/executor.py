@@ -149,7 +149,7 @@ def run(
             *overall.plots(evaluation.path),
             *plots.slice_bars(metrics["slices"], overall.HEADLINE, evaluation.path),
         ]
-        serving = client.result(sample.expected())
+        serving = client.result(sample.expected(), sample.low_precision())
         evaluation.write_json(SERVING_REPORT, serving)
         checks.append(as_check(serving))
         blessed = all(check["passed"] for check in checks)

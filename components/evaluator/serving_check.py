@@ -8,8 +8,9 @@ model.keras's on the same examples (the evaluation's own, `ServingSample`). The 
 does (`ServingClient`): its TensorFlow import and SavedModel load, most of the check's time, overlap the
 evaluation, and its predictions the rest of it. The result is `evaluation/serving_check.json` and one more check
 of the blessing (`serving_predictions`, the largest absolute difference, at most `TOLERANCE` times the outputs'
-scale): a model whose export lost its preprocessing, its weights or its signature is not blessed, so no Pusher that
-waits for the blessing ships it.
+scale; for a model computing in bfloat16 or float16, at most twice its own distance from float32 when that is more:
+low_precision.py): a model whose export lost its preprocessing, its weights or its signature is not blessed, so no
+Pusher that waits for the blessing ships it.
 """
 
 from __future__ import annotations
@@ -106,11 +107,13 @@ class ServingSample:
         self.outputs: list[np.ndarray] = []
         self.names: dict[str, str] = {}
         self.count, self.sent = 0, False
+        self.keras_model: Any = None
 
     def add(self, keras_model: Any, x: Any, outputs: np.ndarray) -> None:
         """One evaluated batch: its inputs (an array, or {name: array}) and model.keras's outputs."""
         if self.sent:
             return
+        self.keras_model = keras_model
         if not self.inputs and isinstance(x, dict):
             self.names = serving_names(keras_model)
         if self.inputs and _shapes(x, outputs) != _shapes(self.inputs[0], self.outputs[0]):
@@ -143,6 +146,22 @@ class ServingSample:
         """model.keras's outputs for what the client was given; None when the split had no examples."""
         self.send()
         return np.concatenate(self.outputs)[:EXAMPLES] if self.outputs else None
+
+    def low_precision(self) -> dict[str, Any] | None:
+        """For a model that computes in bfloat16 or float16: that dtype, and how far its outputs on the sample are
+        from its float32 twin's (low_precision.py); None for a float32 model."""
+        from kflow.components.evaluator import low_precision
+
+        expected = self.expected()
+        dtype = low_precision.low_compute_dtype(self.keras_model) if expected is not None else None
+        if dtype is None:
+            return None
+        try:
+            difference = low_precision.float32_difference(self.keras_model, self.inputs, expected)
+        except Exception as error:  # a model Keras cannot rebuild from its config: the check stays float32's
+            log.warning("evaluate: no float32 twin of the %s model (%s): float32's serving bound", dtype, error)
+            return None
+        return {"compute_dtype": dtype, "float32_difference": difference, "margin": low_precision.MARGIN}
 
 
 def _shapes(x: Any, outputs: np.ndarray) -> tuple:
@@ -281,8 +300,10 @@ class ServingClient:
             pass
         self.inputs_given = True
 
-    def result(self, expected: np.ndarray | None) -> dict[str, Any]:
-        """The check's outcome (also the report's line), once the client answered."""
+    def result(self, expected: np.ndarray | None, low_precision: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The check's outcome (also the report's line), once the client answered. `low_precision`
+        (`ServingSample.low_precision`): the model computes in a low precision, whose distance from float32 widens
+        the bound."""
         result: dict[str, Any] = {"tolerance": TOLERANCE, "serving_model": str(self.model.serving_uri)}
         if expected is None:
             return {**result, "passed": False, "reason": "the split has no examples to check the serving model with"}
@@ -309,6 +330,9 @@ class ServingClient:
         difference = float(np.max(np.abs(served - expected))) if served.size else 0.0
         scale = max(1.0, float(np.max(np.abs(expected)))) if expected.size else 1.0
         bound = TOLERANCE * scale
+        if low_precision:
+            result["low_precision"] = low_precision
+            bound = max(bound, low_precision["margin"] * low_precision["float32_difference"])
         return {
             **result,
             "tolerance": bound,

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+
+import keras
 import numpy as np
 import pytest
 from google.protobuf import text_format
@@ -11,6 +15,7 @@ from kflow.components.datasets.formulas import f1_optimal_threshold
 from kflow.components.datasets.quora.task import QuoraTask
 from kflow.components.datasets.wikitext2.task import WikiText2Task
 from kflow.components.evaluator.executor import run
+from kflow.components.evaluator.serving_check import TOLERANCE
 from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation, Schema
 from tests.components.datasets.text_fixtures import text_schema, write_quora, write_wikitext
 from tests.components.fixtures import save_model
@@ -109,3 +114,32 @@ def test_quora_metrics_match_a_recomputation_from_the_model_scores(quora, tmp_pa
         assert (evaluation.path / name).exists()
     # An impossible bound: NOT_BLESSED, naming the check.
     assert not blessing.blessed and summary["failed_checks"] == [f"roc_auc {metrics['roc_auc']:.4f} >= 1.01: FAILED"]
+
+
+def test_a_bfloat16_mlm_is_served_within_its_own_distance_from_float32_and_a_lost_export_is_not(tmp_path):
+    """A model trained with trainer.mixed_precision computes in bfloat16: its SavedModel and model.keras round apart
+    by far more than float32's bound (every such BERT was refused, the shipped MLM's logits 1.81 apart). The bound
+    widens to twice the model's own distance from its float32 twin (low_precision.py); a SavedModel exported from
+    other weights is still refused."""
+    options = {**WIKITEXT_OPTIONS, "num_layers": 2, "hidden_dim": 64}
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        examples, schema, model, task = prepared(tmp_path, WikiText2Task, {"text": "BYTES"}, write_wikitext, options)
+        keras.utils.set_random_seed(1)
+        other = task.build_model()  # the same network, other weights
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    _, evaluation, blessing = evaluate((examples, schema, model, task), tmp_path / "served", split="test")
+    check = json.loads((evaluation.path / "serving_check.json").read_text())
+    low = check["low_precision"]
+    assert low["compute_dtype"] == "bfloat16" and low["float32_difference"] > 0
+    assert check["max_abs_difference"] > TOLERANCE * check["output_scale"]  # float32's bound would refuse it
+    assert check["passed"] and check["tolerance"] == pytest.approx(2 * low["float32_difference"])
+    assert blessing.blessed
+
+    shutil.rmtree(model.serving_uri)
+    other.export(str(model.serving_uri), format="tf_saved_model", verbose=False)
+    summary, evaluation, blessing = evaluate((examples, schema, model, task), tmp_path / "lost", split="test")
+    check = json.loads((evaluation.path / "serving_check.json").read_text())
+    assert not check["passed"] and check["max_abs_difference"] > 10 * check["tolerance"], check
+    assert not blessing.blessed and any("serving_predictions" in line for line in summary["failed_checks"])
