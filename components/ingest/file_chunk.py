@@ -10,7 +10,9 @@ class FileChunk:
     """`count` records of `path` from byte `start`, where line `first_line` begins, to `end` (None: the file's end);
     `duplicate_lines`: the lines whose key an earlier record has; `name`: the file's name in reject positions when
     `path` is a copy of it (a gzipped source decompressed into the staging folder), else `path`'s own;
-    `footnote_lines`: the lines below a table's last record that are notes (csv: source.footnotes)."""
+    `footnote_lines`: the lines below a table's last record that are notes (csv: source.footnotes); `columns`: where
+    each of the header's columns is in this file's records, when the file holds them in another order (csv: a folder
+    of exports, one saved with its columns moved), else None."""
 
     path: str
     start: int
@@ -20,6 +22,7 @@ class FileChunk:
     duplicate_lines: frozenset[int] = frozenset()
     name: str = ""
     footnote_lines: frozenset[int] = frozenset()
+    columns: tuple[int, ...] | None = None
 
     @property
     def display_name(self) -> str:

@@ -107,6 +107,11 @@ class CsvReader(TableReader):
         inferred = {name: kind for name, kind in types.items() if name not in (self.columns or {})}
         typed = f"; inferred types {inferred}" if inferred else ""  # none when every column's type was given
         log.info("csv ingest: %d record(s) in %d %s file(s)%s", scan.read, len(files), dialect.name, typed)
+        if scan.reordered:
+            moved = ", ".join(scan.reordered[:5]) + (" …" if len(scan.reordered) > 5 else "")
+            log.info(
+                "csv ingest: %s hold(s) the columns in another order than %s: read by their names", moved, files[0]
+            )
         widenable = frozenset(
             name
             for name, kind in inferred.items()
@@ -197,7 +202,8 @@ class ChunkProcessor:
                         )
                     )
                     continue
-                example, values, fields, problem = self.parse(record.raw, record.line in chunk.duplicate_lines)
+                duplicate = record.line in chunk.duplicate_lines
+                example, values, fields, problem = self.parse(record.raw, duplicate, chunk.columns)
                 if problem is not None:
                     reason, details = problem
                     found.append(
@@ -218,9 +224,11 @@ class ChunkProcessor:
                 accepted.append((key, group, example))
         return accepted, found
 
-    def parse(self, raw: bytes, duplicate: bool) -> tuple[bytes, dict[str, Any], list[str], tuple[str, dict] | None]:
-        """The record's Example, the parsed values of its label and key, and its fields; or the problem: (reason,
-        details)."""
+    def parse(
+        self, raw: bytes, duplicate: bool, columns: tuple[int, ...] | None = None
+    ) -> tuple[bytes, dict[str, Any], list[str], tuple[str, dict] | None]:
+        """The record's Example, the parsed values of its label and key, and its fields (in the header's order:
+        `columns` says where each is in a file that holds them in another); or the problem: (reason, details)."""
         try:
             text = raw.decode(self.dialect.encoding).rstrip("\r\n").removeprefix("\ufeff")  # A BOM opens a file.
         except UnicodeDecodeError as error:
@@ -232,7 +240,7 @@ class ChunkProcessor:
         if len(rows) != 1 or len(rows[0]) != len(self.header):
             problem = ("wrong_field_count", {"expected": len(self.header), "found": [len(row) for row in rows]})
             return b"", {}, [], problem
-        fields = rows[0]
+        fields = [rows[0][at] for at in columns] if columns else rows[0]
         if repeats_header(fields, self.written_header):
             return b"", {}, fields, (REPEATED_HEADER, {})
         try:

@@ -49,8 +49,8 @@ def _cuts_alike(header: str, lines: list[str], mark: str) -> bool:
 
 
 def check_headers(files: list[str], dialect: Dialect, header: list[str], named: frozenset[str]) -> None:
-    """Refuses, as the ingest does, a file of `files[1:]` whose header is not the first file's `header` (kflow
-    validate samples the first file only; a folder of monthly exports may hold one saved in another order)."""
+    """Refuses, as the ingest does, a file of `files[1:]` whose columns are not the first file's `header`'s, in
+    this or another order (kflow validate samples the first file only)."""
     from kflow.components.datasets.csv.ingest.header import read_header
     from kflow.components.datasets.csv.ingest.readable import open_records
     from kflow.components.datasets.csv.ingest.records import cut
@@ -61,20 +61,29 @@ def check_headers(files: list[str], dialect: Dialect, header: list[str], named: 
             continue
         with open_records(path, dialect.sheet) as stream:
             names = read_header(path, cut(stream, dialect.quote, delimiter=dialect.delimiter.encode()), dialect, named)
-            if names.names != header:
+            if names.names != header and file_columns(names.names, header) is None:
                 raise ValueError(other_columns(path, names.names, files[0], header))
+
+
+def file_columns(names: list[str], header: list[str]) -> tuple[int, ...] | None:
+    """Where each of `header`'s columns is among a file's `names`, when these are the same columns in another
+    order (read by name: pandas' concat, a union of TFX's CSV splits); None when the file adds or lacks one."""
+    if len(names) != len(header) or set(names) != set(header) or len(set(names)) != len(names):
+        return None
+    at = {name: index for index, name in enumerate(names)}
+    return tuple(at[name] for name in header)
 
 
 def other_columns(path: str, names: list[str], first: str, header: list[str]) -> str:
     """A file of a folder whose header is not the first file's, in one line saying how: the columns it adds and
-    lacks, or the first place where the same columns come in another order."""
+    lacks (or, for the same names, that one is named twice)."""
     added, lacking = [name for name in names if name not in header], [name for name in header if name not in names]
     if added or lacking:
         said = "; ".join(f"{what} {', '.join(map(repr, found[:5]))}{' …' if len(found) > 5 else ''}"
                          for what, found in (("adds", added), ("lacks", lacking)) if found)  # fmt: skip
     else:
-        at = next(index for index, (a, b) in enumerate(zip(names, header, strict=True)) if a != b)
-        said = f"holds the same columns in another order (column {at + 1} is {names[at]!r}, not {header[at]!r})"
+        twice = next((name for name in names if names.count(name) > 1), names[0])
+        said = f"names a column twice ({twice!r}) beside the same others"
     return f"data.source.path: {path} {said} (beside {first}'s header): every file of a source holds the same columns"
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets.csv.ingest.decimal_mark import comma_columns, with_point
 from kflow.components.datasets.csv.ingest.dialect import Dialect
+from kflow.components.datasets.csv.ingest.footnotes import FOOTNOTE_LINES, footnotes
 from kflow.components.datasets.csv.ingest.header import (
     ENCODING_HINT,
     HeaderNotDecoded,
@@ -34,6 +34,7 @@ from kflow.components.datasets.csv.ingest.header_checks import (
     cutting_delimiter,
     decimal_commas,
     fields_delimiter,
+    file_columns,
     label_marks,
     named_columns,
     other_columns,
@@ -42,7 +43,7 @@ from kflow.components.datasets.csv.ingest.json_array import is_json_array
 from kflow.components.datasets.csv.ingest.json_lines import FORMAT, JSON_PATTERNS, PATTERNS, dialect_of
 from kflow.components.datasets.csv.ingest.key_column import code_columns, repeated
 from kflow.components.datasets.csv.ingest.readable import needs_copy, open_records
-from kflow.components.datasets.csv.ingest.records import Record, cut
+from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.csv.ingest.workbook import PATTERNS as WORKBOOK_PATTERNS
 from kflow.components.datasets.csv.ingest.workbook import is_workbook, sheet_naming, sheet_read
 from kflow.components.datasets.tabular import columns as cols
@@ -285,26 +286,6 @@ def _holds(folder: Path, patterns: tuple[str, ...]) -> bool:
     return any(name for pattern in patterns for name in folder.glob(pattern))
 
 
-FOOTNOTE_LINES = 20  # The most lines of notes below a table's last record (a source, notes, a copyright line).
-
-
-def footnotes(last: Iterable[Record], dialect: Dialect, width: int) -> frozenset[int]:
-    """The lines of a file's `last` records (its end) that are notes below the table: each record from the end with
-    fewer fields than the header's `width` and a first field that is no number (`Source: …`, not `6.1,2.8`: a
-    record cut short stays one, wrong_field_count), up to the last record that is not. None when a record among
-    them does not parse (an unterminated quote, bytes not in the encoding: rejected as such) or every last record
-    is short (they are not a table's: the ingest rejects them)."""
-    lines: list[int] = []
-    for record in reversed(list(last)):
-        fields = None if record.unterminated else split_row(record.raw, dialect)
-        if fields is None:
-            return frozenset()
-        if len(fields) >= width or cols.parses(fields[0].strip(), "float"):
-            return frozenset(lines)
-        lines.append(record.line)
-    return frozenset()
-
-
 @dataclass
 class Scan:
     header: list[str] = field(default_factory=list)
@@ -318,6 +299,7 @@ class Scan:
     written_header: tuple[str, ...] = ()  # the header's fields as written, stripped (header.Header.written)
     footnotes: list[tuple[str, int]] = field(default_factory=list)  # (file, its lines of notes below the table)
     repeated: int = 0  # records read for the sample that repeat the header (files joined together): left out of it
+    reordered: list[str] = field(default_factory=list)  # files holding the first one's columns in another order
 
 
 def scan_files(
@@ -352,9 +334,13 @@ def scan_files(
             records = cut(stream, dialect.quote, delimiter=dialect.delimiter.encode())
             found = read_header(path, records, dialect, named)
             header, start, line, records = found.names, found.start, found.line, found.records
-            if scan.header and header != scan.header:
+            columns = file_columns(header, scan.header) if scan.header and header != scan.header else None
+            if scan.header and header != scan.header and columns is None:
                 raise ValueError(other_columns(path, header, files[0], scan.header))
-            scan.header, scan.renamed, scan.written_header = header, found.renamed, found.written
+            if columns:  # the same columns in another order: read by name, in the first file's
+                scan.reordered.append(Path(path).name)
+            else:
+                scan.header, scan.renamed, scan.written_header = header, found.renamed, found.written
             if found.skipped:
                 scan.preambles.append((Path(path).name, found.skipped))
             key_index = header.index(key) if key is not None else None
@@ -370,7 +356,7 @@ def scan_files(
                     scan.undecodable += 1
                     scan.first_undecodable = scan.first_undecodable or f"{Path(path).name}:{record.line}"
                 if row is not None and len(scan.sample) < sample:
-                    scan.sample.append(row)
+                    scan.sample.append([row[at] for at in columns] if columns and len(row) == len(header) else row)
                 if keys is not None:
                     if row is not None and len(row) == len(header):
                         keys.add(row[key_index].strip().encode(), scan.read)
@@ -381,10 +367,12 @@ def scan_files(
                 scan.read += 1
                 count += 1
                 if count == CHUNK_ROWS and splittable:
-                    scan.chunks.append(Chunk(source, start, record.end, line, count, name=Path(path).name))
+                    scan.chunks.append(
+                        Chunk(source, start, record.end, line, count, name=Path(path).name, columns=columns)
+                    )
                     start, line, count = record.end, record.next_line, 0
             if count:
-                scan.chunks.append(Chunk(source, start, None, line, count, name=Path(path).name))
+                scan.chunks.append(Chunk(source, start, None, line, count, name=Path(path).name, columns=columns))
             read_whole = max_records is None or scan.read < max_records
             notes = footnotes(last, dialect, len(header)) if read_whole and dialect.delimited else frozenset()
             if notes:

@@ -256,10 +256,30 @@ def test_files_with_different_headers_are_refused(tmp_path):
     # kflow validate, whose sample is the first file's, reads every file's header: the same refusal, first.
     with pytest.raises(ValueError, match=said):
         csv_source.inspect_source(source_path=str(tmp_path), label="label")
-    names = HEADER.split(",")
-    write(tmp_path / "b.csv", GOOD, header=",".join([names[1], names[0], *names[2:]]))
-    with pytest.raises(ValueError, match=f"b.csv holds the same columns in another order \\(column 1 is '{names[1]}'"):
-        csv_source.inspect_source(source_path=str(tmp_path), label="label")
+
+
+def test_a_file_holding_the_same_columns_in_another_order_is_read_by_their_names(tmp_path, caplog):
+    """A folder of exports, one saved with its columns moved (scikit-learn's wine table, its rows in two files, the
+    second's columns reversed, its label first): every row reads as in the table, none rejected; validate passes."""
+    from sklearn.datasets import load_wine
+
+    frame = load_wine(as_frame=True).frame.rename(columns={"target": "label"})
+    frame.insert(0, "row", range(len(frame)))  # to find each row again (the key)
+    frame["label"] = frame["label"].map({0: "barolo", 1: "grignolino", 2: "barbera"})
+    frame.iloc[:100].to_csv(tmp_path / "a.csv", index=False)
+    frame.iloc[100:][frame.columns[::-1]].to_csv(tmp_path / "b.csv", index=False)
+    facts = csv_source.inspect_source(source_path=str(tmp_path), label="label", key="row")
+    assert list(facts.header) == list(frame.columns)
+    with caplog.at_level("INFO"):
+        summary, examples, _, _ = ingest(tmp_path / "out", source_path=str(tmp_path), key="row", columns={})
+    assert "b.csv hold(s) the columns in another order" in caplog.text
+    assert summary["read"] == len(frame) and summary["rejected"] == 0
+    rows = {row["row"]: row for records in read_records(examples).values() for row in records}
+    assert sorted(rows) == list(range(len(frame)))
+    for record in frame.to_dict("records"):
+        read = rows[record["row"]]
+        assert read["label"] == record["label"]
+        assert all(read[name] == pytest.approx(record[name], rel=1e-6) for name in frame.columns[1:-1])
 
 
 def test_without_data_task_the_rule_that_infers_it_is_said(tmp_path, caplog):
