@@ -47,11 +47,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
     working_dir = Path(working_dir)
     global_batch = config.batch_size
     dataset, train_count, eval_count, steps_per_epoch = read_splits(task, examples, config)
-    # On JAX a call's block of steps is laid over the replicas (fit_scan): its steps a multiple of them.
-    lanes = runtime.replicas if keras.backend.backend() == "jax" else 1
-    per_call = fit_steps_per_call(
-        config.steps_per_execution, steps_per_epoch, config.steps_per_epoch is not None, lanes
-    )
+    per_call = fit_steps_per_call(config.steps_per_execution, steps_per_epoch, config.steps_per_epoch is not None)
     steps_per_epoch = whole_calls(steps_per_epoch, per_call)
     # A pass over the split is exactly steps_per_epoch batches unless steps_per_epoch is set or rounded up to whole
     # calls of steps_per_execution.

@@ -11,10 +11,8 @@ order and the checkpoints are those of one step a call.
 `model.fit` takes its steps a call once, before training (Keras' `compile(steps_per_execution=N)`), and runs whole
 calls, so an epoch of one pass is rounded up to a multiple of N (its last call completed from the split's start).
 Unset, it is chosen from the data's size (`fit_steps_per_call`): the most steps a call, up to 32, that grow an epoch by
-at most 1 %, so an epoch of up to 32 steps runs in one call. Stat2Data's AthleteGrad (171,644 training rows, 5,364
-steps an epoch of a small MLP) trained at 18,192 ex/s one step a call and 60,838 at 32, to the same accuracy
-(bench/README.md); iris' 40 epochs of 8 steps took 3.6 s one step a call, 3.3 s eight a call (medians of 3
-alternated runs: most of an epoch there is its validation, callbacks and the first call's tracing).
+at most 1 %. Stat2Data's AthleteGrad (171,644 training rows, 5,364 steps an epoch of a small MLP) trained at 18,192 ex/s
+one step a call and 60,838 at 32, to the same accuracy (bench/README.md); a 4-step epoch (iris) keeps one.
 """
 
 from __future__ import annotations
@@ -92,21 +90,18 @@ class StepsPerCall:
         self._timed, self._started = 0, None
 
 
-def fit_steps_per_call(setting: int | None, epoch_steps: int, steps_per_epoch_set: bool, multiple_of: int = 1) -> int:
+def fit_steps_per_call(setting: int | None, epoch_steps: int, steps_per_epoch_set: bool) -> int:
     """`model.fit`'s steps a call for an epoch of `epoch_steps` steps: `setting` (trainer.steps_per_execution) when
-    set; else 1 for a set steps_per_epoch (it must stay as set), and otherwise the most steps, up to FIT_MAX_STEPS,
-    whose rounding of the epoch up to whole calls adds at most FIT_MAX_GROWTH of it: a divisor of a short epoch (8
-    steps: one call), a round number for a long one. `multiple_of`: the data-parallel replicas a JAX call's block of
-    steps is laid over (`fit_scan.scans`); other counts than 1 must be multiples of it."""
+    set; else 1 for a set steps_per_epoch (it must stay as set), and otherwise the largest power of two up to
+    FIT_MAX_STEPS whose rounding up adds at most FIT_MAX_GROWTH of an epoch (at most N - 1 steps)."""
     if setting is not None:
         return setting
     if steps_per_epoch_set:
         return 1
-    allowed = epoch_steps * FIT_MAX_GROWTH
-    candidates = range(min(FIT_MAX_STEPS, max(epoch_steps, 1)), 1, -1)
-    return next(
-        (n for n in candidates if n % multiple_of == 0 and whole_calls(epoch_steps, n) - epoch_steps <= allowed), 1
-    )
+    steps = 1
+    while steps * 2 <= FIT_MAX_STEPS and steps * 2 - 1 <= epoch_steps * FIT_MAX_GROWTH:
+        steps *= 2
+    return steps
 
 
 def whole_calls(steps: int, per_call: int) -> int:

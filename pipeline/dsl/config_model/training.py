@@ -93,8 +93,8 @@ class TrainerSection(Section):
     """train steps per call into the backend, every strategy but the explicit JAX loop's. null: the custom loop's
     strategies (multi_worker_mirrored, parameter_server) time a few single steps, then run as many a call as take
     about 0.25 s (at most 64), never past an epoch's end or a checkpoint, so the steps and checkpoints are those of one
-    a call; the model.fit strategies take the most, up to 32, that grow an epoch of one pass by at most 1 % (an epoch
-    of up to 32 steps in one call; one with a set steps_per_epoch; on JAX a multiple of the replicas). N: as Keras' compile(steps_per_execution=N) in
+    a call; the model.fit strategies take the most, a power of two up to 32, that grow an epoch of one pass by at most
+    1 % (one under 100 steps an epoch or with a set steps_per_epoch). N: as Keras' compile(steps_per_execution=N) in
     the model.fit strategies, N steps per tf.function call (per scheduled function on a parameter-server worker) in
     the custom loop's; callbacks, progress, checkpoints and the heartbeat then see every Nth step, which takes the
     per-step overhead off small, fast steps; on JAX (keras_data_parallel, keras_model_parallel, one process) a call
