@@ -48,6 +48,16 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
     global_batch = config.batch_size
     dataset, train_count, eval_count, steps_per_epoch = read_splits(task, examples, config)
     per_call = fit_steps_per_call(config.steps_per_execution, steps_per_epoch, config.steps_per_epoch is not None)
+    # Keras' own functions of several steps a call fail under tf.distribute: the Trainer's count the steps.
+    steps_counted = runtime.replicas > 1 and keras.backend.backend() == "tensorflow"
+    if per_call > 1 and steps_counted and varying_shapes(dataset("train", False, global_batch).element_spec):
+        # Each replica reads batches of its own shape (the MLM's, cut to their lines); inside a call of several
+        # steps the replicas' sparse gradients, gathered, then disagree in shape: "Shape mismatch in the
+        # collective instance". One step a call runs them (the custom loop's strategies run several).
+        said = f"trainer.steps_per_execution={per_call} set, but " if config.steps_per_execution else ""
+        level = logging.WARNING if said else logging.INFO
+        log.log(level, "train: %sbatches of varying shapes on %d replicas: one step a call", said, runtime.replicas)
+        per_call = 1
     steps_per_epoch = whole_calls(steps_per_epoch, per_call)
     # A pass over the split is exactly steps_per_epoch batches unless steps_per_epoch is set or rounded up to whole
     # calls of steps_per_execution.
@@ -66,8 +76,6 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
             weighted_metrics=task.metrics(),
             steps_per_execution=per_call,
         )
-        # Keras' own functions of several steps a call fail under tf.distribute: the Trainer's count the steps.
-        steps_counted = runtime.replicas > 1 and keras.backend.backend() == "tensorflow"
         scanned = fit_scan.scans(per_call, runtime.process_count, runtime.replicas)
         if scanned:  # Keras' JAX loop takes and places every batch alone: a block a call, scanned where faster.
             fit_scan.run_block_calls(keras_model, dataset("train", False, global_batch).element_spec, per_call)
@@ -188,15 +196,20 @@ def _build_from_batch_specs(keras_model: keras.Model, batch_spec: Any) -> None:
 
 class PacedBackup(keras.callbacks.BackupAndRestore):
     """Keras' BackupAndRestore, saving at an epoch's end when `SavePacing` says (save_pacing.py); what it saves
-    and restores is Keras' own (this overrides the epoch end of keras 3.15's callback, pinned)."""
+    and restores is Keras' own (this overrides the epoch end of keras 3.15's callback, pinned).
+
+    Keras counts an epoch's first call of several steps one step short (it takes the batch index seen before as 0,
+    so a call ending at batch 7 adds 7): with `save_freq` (trainer.checkpoint_every_steps) of 8 and 8-step epochs in
+    one call, it saved every other epoch. The batch seen before an epoch is -1 here."""
 
     def __init__(self, backup_dir: str, pacing: SavePacing, epochs: int, **kwargs: Any):
         super().__init__(backup_dir, **kwargs)
         self.pacing, self.epochs = pacing, epochs
+        self._last_batch_seen = -1
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         self._current_epoch = epoch + 1
-        self._last_batch_seen = 0
+        self._last_batch_seen = -1
         if self.save_freq == "epoch" and self.pacing.due(last=epoch + 1 == self.epochs):
             self.pacing.timed(self._save_model)
 
@@ -257,3 +270,8 @@ def _display_order(metric: str) -> tuple[bool, bool, str]:
     """Training metrics before validation ones, the loss first in each."""
     base = metric.removeprefix("val_")
     return metric.startswith("val_"), base != "loss", base
+
+
+def varying_shapes(element_spec: Any) -> bool:
+    """Whether a dataset's batches may differ in a shape beyond their size (a dimension unknown past the first)."""
+    return any(None in tuple(spec.shape)[1:] for spec in keras.tree.flatten(element_spec) if spec.shape.rank)

@@ -68,16 +68,22 @@ def test_a_model_that_reads_raw_text_trains_on_two_mirrored_replicas(tmp_path, r
 @pytest.mark.slow  # ~100 s: keras-hub BERT on WikiText-2; make test keeps mirrored on numbers (trainer executor)
 def test_a_model_that_reads_a_boolean_padding_mask_trains_on_two_mirrored_replicas(tmp_path, run_kflow):
     # Keras' fit sums a first batch over the replicas, and booleans have no sum (AddN): BERT's padding mask failed.
+    # Its batches, cut to their lines, differ in shape: several steps a call failed gathering the replicas' sparse
+    # gradients ("Shape mismatch in the collective instance"), so a set steps_per_execution gives way to one a call.
     from tests.conftest import shared_dataset
 
     result = run_kflow(
         "run", REPO / "pipeline" / "configs" / "wikitext2.yaml", "--pipeline-root", tmp_path, "--until", "train",
         "--set", f"data.source.path={shared_dataset('wikitext-2')}", "--set", "data.source.max_records=1500",
         "--set", "trainer.strategy=mirrored", "--set", "trainer.devices=2", "--set", "trainer.epochs=1",
-        "--set", "trainer.steps_per_epoch=3", "--set", "trainer.model_options.vocabulary_size=2000",
+        "--set", "trainer.batch_size=128", "--set", "trainer.steps_per_execution=2",
+        "--set", "trainer.model_options.vocabulary_size=2000",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
+    said = "trainer.steps_per_execution=2 set, but batches of varying shapes on 2 replicas: one step a call"
+    assert said in result.stderr
     (history_file,) = tmp_path.glob("wikitext2/*/train/model_run/history.json")
     history = json.loads(history_file.read_text())
-    assert (history["strategy"], history["replicas"], history["final_step"]) == ("mirrored", 2, 3)
+    assert (history["strategy"], history["replicas"]) == ("mirrored", 2)
+    assert history["final_step"] == history["steps_per_epoch"] > 1
     assert history["per_epoch"][-1]["masked_accuracy"] >= 0

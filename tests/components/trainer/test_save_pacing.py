@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kflow.components.trainer.save_pacing import COST_SHARE, SavePacing
 
 
@@ -66,3 +68,28 @@ def test_fits_paced_backup_saves_the_last_epoch_and_a_longer_rerun_resumes_after
     trained.clear()
     fit(9)  # a rerun of a longer schedule: Keras' BackupAndRestore restores after epoch 6 (saved: the last)
     assert trained == [7, 8, 9]
+
+
+@pytest.mark.parametrize("steps_per_execution", [1, 8])
+def test_a_backup_every_n_steps_is_saved_every_n_steps_whatever_the_steps_a_call(tmp_path, steps_per_execution):
+    """trainer.checkpoint_every_steps of 8 on 8-step epochs: a save each epoch, one step a call or 8 (Keras counted
+    an epoch's first call of several steps one short, and saved every other epoch)."""
+    import keras
+    import numpy as np
+
+    from kflow.components.trainer.fit import PacedBackup
+
+    saved_after = []
+
+    class Counted(PacedBackup):
+        def _save_model(self):
+            saved_after.append(int(self.model.optimizer.iterations.numpy()))
+            super()._save_model()
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(64, 4)).astype("float32"), rng.integers(0, 2, 64)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", steps_per_execution=steps_per_execution)
+    backup = Counted(str(tmp_path / "backup"), SavePacing(), 4, save_freq=8, delete_checkpoint=False)
+    model.fit(x, y, epochs=4, batch_size=8, verbose=0, callbacks=[backup])
+    assert saved_after == [8, 16, 24, 32]
