@@ -6,8 +6,8 @@ and their outputs drift apart by far more than float32's `serving_check.TOLERANC
 17.5 for the shipped WikiText-2 MLM in bfloat16, 0.004 at 0.56 for an untrained one; float32 models, 1e-4 of the
 scale at most. So for such a model the check also computes the same examples with a float32 twin of model.keras
 (its weights, every layer's policy float32) and allows the serving model `MARGIN` times the distance the model's own
-precision puts between its outputs and the twin's. A model whose export lost its weights or preprocessing is off by
-the outputs' scale, still refused.
+precision puts between its outputs and the twin's, at most `MOST` of the outputs' scale. A model whose export lost its
+weights or preprocessing is off by about the outputs' scale, still refused.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ import numpy as np
 
 LOW = ("bfloat16", "float16")
 MARGIN = 2.0  # the serving model's outputs may be twice as far from model.keras's as those are from float32
+# However far the twin is (a difference that is no rounding, say), never more than this share of the outputs' scale:
+# an export that lost its weights is off by about the scale (0.52 of softmax outputs).
+MOST = 0.25
 
 
 def low_compute_dtype(keras_model: Any) -> str | None:

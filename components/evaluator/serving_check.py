@@ -153,7 +153,8 @@ class ServingSample:
         from kflow.components.evaluator import low_precision
 
         expected = self.expected()
-        dtype = low_precision.low_compute_dtype(self.keras_model) if expected is not None else None
+        served = expected is not None and getattr(self.client, "process", None) is not None  # else nothing to bound
+        dtype = low_precision.low_compute_dtype(self.keras_model) if served else None
         if dtype is None:
             return None
         try:
@@ -161,7 +162,15 @@ class ServingSample:
         except Exception as error:  # a model Keras cannot rebuild from its config: the check stays float32's
             log.warning("evaluate: no float32 twin of the %s model (%s): float32's serving bound", dtype, error)
             return None
-        return {"compute_dtype": dtype, "float32_difference": difference, "margin": low_precision.MARGIN}
+        if not np.isfinite(difference):
+            log.warning("evaluate: the %s model's float32 twin is %s apart: float32's serving bound", dtype, difference)
+            return None
+        return {
+            "compute_dtype": dtype,
+            "float32_difference": difference,
+            "margin": low_precision.MARGIN,
+            "most": low_precision.MOST,
+        }
 
 
 def _shapes(x: Any, outputs: np.ndarray) -> tuple:
@@ -332,7 +341,8 @@ class ServingClient:
         bound = TOLERANCE * scale
         if low_precision:
             result["low_precision"] = low_precision
-            bound = max(bound, low_precision["margin"] * low_precision["float32_difference"])
+            widened = low_precision["margin"] * low_precision["float32_difference"]
+            bound = max(bound, min(widened, low_precision["most"] * scale))
         return {
             **result,
             "tolerance": bound,
