@@ -32,13 +32,14 @@ WARM_FLAG = "--warm"
 LATE_VARIABLES = frozenset(
     {"TF_CONFIG", "COORDINATOR_ADDRESS", "COORDINATOR_PORT", "NUM_PROCESSES", "PROCESS_ID", "KFLOW_PROGRESS"}
 )
-# Set by importing the libraries a warm process loads too (TensorFlow: TF2_BEHAVIOR and, with setdefault,
-# ENABLE_RUNTIME_UPTIME_TELEMETRY; its legacy Keras engine, which tensorflow_text loads: HDF5_PLUGIN_PATH; JAX:
-# TF_CPP_MIN_LOG_LEVEL with setdefault and the TPU_ ones; scikit-learn, which Keras' wrappers import: KMP_ with
-# setdefault): once the run's own process has imported them (any Transform, say), the launcher's environment holds
-# them and the warm process's did not, but the warm process sets them to the same values when it imports the same
-# libraries: no reason to start anew (TF2_BEHAVIOR alone had every warm cluster after a Transform started anew).
-# test_warm_workers.py imports them in a new process and checks that this names all they set.
+# Set by importing libraries (TensorFlow: TF2_BEHAVIOR and, with setdefault, ENABLE_RUNTIME_UPTIME_TELEMETRY; its
+# legacy Keras engine, which tensorflow_text loads: HDF5_PLUGIN_PATH; JAX: TF_CPP_MIN_LOG_LEVEL with setdefault, after
+# the CLI's own, and the TPU_ ones; scikit-learn, which Keras' wrappers import: KMP_ with setdefault). Once the run's
+# own process has imported them (any Transform, say), the launcher's environment holds them and the warm process's
+# did not. A warm process sets the TensorFlow and JAX ones alike as it loads; the KMP_ ones matter only to Intel's
+# OpenMP, which these wheels do not load. No reason to start anew (TF2_BEHAVIOR alone had every warm cluster after a
+# Transform started anew). test_warm_workers.py imports them in a bare process and checks this names all they set
+# here (a TPU VM's JAX sets more: a warm cluster there would start anew, slower but right).
 SET_BY_IMPORTS = frozenset(
     {
         "ENABLE_RUNTIME_UPTIME_TELEMETRY",
