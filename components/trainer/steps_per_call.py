@@ -12,7 +12,7 @@ order and the checkpoints are those of one step a call.
 calls, so an epoch of one pass is rounded up to a multiple of N (its last call completed from the split's start).
 Unset, it is chosen from the data's size (`fit_steps_per_call`): the most steps a call, up to 32, that grow an epoch by
 at most 1 %. Stat2Data's AthleteGrad (171,644 training rows, 5,364 steps an epoch of a small MLP) trained at 18,192 ex/s
-one step a call and 60,838 at 32, to the same accuracy (bench/README.md); a 4-step epoch (iris) keeps one.
+one step a call and 60,838 at 32, to the same accuracy (bench/README.md); an 8-step epoch (iris) keeps one.
 """
 
 from __future__ import annotations
