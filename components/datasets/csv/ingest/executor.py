@@ -109,9 +109,8 @@ class CsvReader(TableReader):
         log.info("csv ingest: %d record(s) in %d %s file(s)%s", scan.read, len(files), dialect.name, typed)
         if scan.reordered:
             moved = ", ".join(scan.reordered[:5]) + (" …" if len(scan.reordered) > 5 else "")
-            log.info(
-                "csv ingest: %s hold(s) the columns in another order than %s: read by their names", moved, files[0]
-            )
+            first = files[0].rsplit("/", 1)[-1]
+            log.info("csv ingest: %s hold(s) the columns in another order than %s: read by their names", moved, first)
         widenable = frozenset(
             name
             for name, kind in inferred.items()
