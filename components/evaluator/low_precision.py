@@ -18,7 +18,10 @@ import keras
 import numpy as np
 
 LOW = ("bfloat16", "float16")
-MARGIN = 2.0  # the serving model's outputs may be twice as far from model.keras's as those are from float32
+# The serving model's outputs may be this many times as far from model.keras's as those are from float32. Measured
+# on the WikiText-2 MLM in bfloat16 (served distance / twin distance): 0.97 untrained, 1.37 after 3 epochs, 2.19 after
+# 14 (1.81 apart at logits up to 17.5; its graph rounds where Keras' compiled predict does not).
+MARGIN = 4.0
 # However far the twin is (a difference that is no rounding, say), never more than this share of the outputs' scale:
 # an export that lost its weights is off by about the scale (0.52 of softmax outputs).
 MOST = 0.25

@@ -8,7 +8,7 @@ model.keras's on the same examples (the evaluation's own, `ServingSample`). The 
 does (`ServingClient`): its TensorFlow import and SavedModel load, most of the check's time, overlap the
 evaluation, and its predictions the rest of it. The result is `evaluation/serving_check.json` and one more check
 of the blessing (`serving_predictions`, the largest absolute difference, at most `TOLERANCE` times the outputs'
-scale; for a model computing in bfloat16 or float16, at most twice its own distance from float32 when that is more:
+scale; for a model computing in bfloat16 or float16, at most four times its own distance from float32 when that is more:
 low_precision.py): a model whose export lost its preprocessing, its weights or its signature is not blessed, so no
 Pusher that waits for the blessing ships it.
 """

@@ -119,7 +119,7 @@ def test_quora_metrics_match_a_recomputation_from_the_model_scores(quora, tmp_pa
 def test_a_bfloat16_mlm_is_served_within_its_own_distance_from_float32_and_a_lost_export_is_not(tmp_path):
     """A model trained with trainer.mixed_precision computes in bfloat16: its SavedModel and model.keras round apart
     by far more than float32's bound (every such BERT was refused, the shipped MLM's logits 1.81 apart). The bound
-    widens to twice the model's own distance from its float32 twin (low_precision.py); a SavedModel exported from
+    widens to four times the model's own distance from its float32 twin (low_precision.py); a SavedModel exported from
     other weights is still refused."""
     options = {**WIKITEXT_OPTIONS, "num_layers": 2, "hidden_dim": 64}
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
@@ -134,7 +134,7 @@ def test_a_bfloat16_mlm_is_served_within_its_own_distance_from_float32_and_a_los
     low = check["low_precision"]
     assert low["compute_dtype"] == "bfloat16" and low["float32_difference"] > 0
     assert check["max_abs_difference"] > TOLERANCE * check["output_scale"]  # float32's bound would refuse it
-    assert check["passed"] and check["tolerance"] == pytest.approx(2 * low["float32_difference"])
+    assert check["passed"] and check["tolerance"] == pytest.approx(low["margin"] * low["float32_difference"])
     assert blessing.blessed
 
     shutil.rmtree(model.serving_uri)
