@@ -10,6 +10,7 @@ resume where a killed one stopped, as the loop's checkpoints do.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -48,9 +49,10 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
     global_batch = config.batch_size
     dataset, train_count, eval_count, steps_per_epoch = read_splits(task, examples, config)
     per_call = fit_steps_per_call(config.steps_per_execution, steps_per_epoch, config.steps_per_epoch is not None)
+    batch_spec = functools.cache(lambda: dataset("train", False, global_batch).element_spec)  # one batch's specs
     # Keras' own functions of several steps a call fail under tf.distribute: the Trainer's count the steps.
     steps_counted = runtime.replicas > 1 and keras.backend.backend() == "tensorflow"
-    if per_call > 1 and steps_counted and varying_shapes(dataset("train", False, global_batch).element_spec):
+    if per_call > 1 and steps_counted and varying_shapes(batch_spec()):
         # Each replica reads batches of its own shape (the MLM's, cut to their lines); inside a call of several
         # steps the replicas' sparse gradients, gathered, then disagree in shape: "Shape mismatch in the
         # collective instance". One step a call runs them (the custom loop's strategies run several).
@@ -78,9 +80,9 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
         )
         scanned = fit_scan.scans(per_call, runtime.process_count, runtime.replicas)
         if scanned:  # Keras' JAX loop takes and places every batch alone: a block a call, scanned where faster.
-            fit_scan.run_block_calls(keras_model, dataset("train", False, global_batch).element_spec, per_call)
+            fit_scan.run_block_calls(keras_model, batch_spec(), per_call)
         if steps_counted:
-            _build_from_batch_specs(keras_model, dataset("train", False, global_batch).element_spec)
+            _build_from_batch_specs(keras_model, batch_spec())
             if per_call > 1:
                 from kflow.components.trainer.fit_steps import run_steps_per_call
 

@@ -61,20 +61,22 @@ def check_headers(files: list[str], dialect: Dialect, header: list[str], named: 
             continue
         with open_records(path, dialect.sheet) as stream:
             names = read_header(path, cut(stream, dialect.quote, delimiter=dialect.delimiter.encode()), dialect, named)
-            if names.names != header and file_columns(names.names, header) is None:
-                raise ValueError(other_columns(path, names.names, files[0], header))
+            file_columns(path, names.names, files[0], header)
 
 
-def file_columns(names: list[str], header: list[str]) -> tuple[int, ...] | None:
-    """Where each of `header`'s columns is among a file's `names`, when these are the same columns in another
-    order (read by name: pandas' concat, a union of TFX's CSV splits); None when the file adds or lacks one."""
-    if len(names) != len(header) or set(names) != set(header) or len(set(names)) != len(names):
+def file_columns(path: str, names: list[str], first: str, header: list[str]) -> tuple[int, ...] | None:
+    """None when the file `path`'s column `names` are the `first` file's `header`; where each of `header`'s columns is
+    among `names` when these are the same columns in another order (read by name: pandas' concat, a union of TFX's CSV
+    splits); a ValueError saying how otherwise (`_other_columns`)."""
+    if names == header:
         return None
+    if len(names) != len(header) or set(names) != set(header) or len(set(names)) != len(names):
+        raise ValueError(_other_columns(path, names, first, header))
     at = {name: index for index, name in enumerate(names)}
     return tuple(at[name] for name in header)
 
 
-def other_columns(path: str, names: list[str], first: str, header: list[str]) -> str:
+def _other_columns(path: str, names: list[str], first: str, header: list[str]) -> str:
     """A file of a folder whose header is not the first file's, in one line saying how: the columns it adds and
     lacks (or, for the same names, that one is named twice)."""
     added, lacking = [name for name in names if name not in header], [name for name in header if name not in names]

@@ -37,7 +37,6 @@ from kflow.components.datasets.csv.ingest.header_checks import (
     file_columns,
     label_marks,
     named_columns,
-    other_columns,
 )
 from kflow.components.datasets.csv.ingest.json_array import is_json_array
 from kflow.components.datasets.csv.ingest.json_lines import FORMAT, JSON_PATTERNS, PATTERNS, dialect_of
@@ -334,9 +333,7 @@ def scan_files(
             records = cut(stream, dialect.quote, delimiter=dialect.delimiter.encode())
             found = read_header(path, records, dialect, named)
             header, start, line, records = found.names, found.start, found.line, found.records
-            columns = file_columns(header, scan.header) if scan.header and header != scan.header else None
-            if scan.header and header != scan.header and columns is None:
-                raise ValueError(other_columns(path, header, files[0], scan.header))
+            columns = file_columns(path, header, files[0], scan.header) if scan.header else None
             if columns:  # the same columns in another order: read by name, in the first file's
                 scan.reordered.append(Path(path).name)
             else:
