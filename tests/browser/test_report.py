@@ -111,6 +111,7 @@ def homes_report(homes_run, page):
     return homes_run
 
 
+@pytest.mark.slow  # A regression run (~17 s); make test renders and reads the iris report, above.
 def test_fifteen_slices_lie_down_in_order_with_readable_labels(homes_report, page):
     rows = slice_rows(page)
     assert rows["region"] == [f"region={name}" for name in sorted(REGIONS)]
@@ -121,5 +122,6 @@ def test_fifteen_slices_lie_down_in_order_with_readable_labels(homes_report, pag
     assert_readable(page)
 
 
+@pytest.mark.slow
 def test_the_regression_report_links_resolve(homes_report, page):
     assert "statistics.html" in {target.name for target in assert_links_resolve(page, homes_report)}

@@ -175,6 +175,7 @@ def test_a_worse_model_is_not_blessed_against_the_first(tmp_path, run_kflow):
     assert record["components"]["evaluate"]["status"] == "cached"
 
 
+@pytest.mark.slow  # Two iris runs (~25 s); make test has the resolver's and the Evaluator's halves, above.
 def test_the_same_model_trained_again_under_no_cache_says_only_what_is_true_of_its_baseline(tmp_path, run_kflow):
     """Issue 55 L9: the demo blessed, then trained again with `--no-cache`. The model is the same (same fingerprint),
     so it keeps the parameters it was blessed with (no baseline); the reason it keeps must not say that no earlier

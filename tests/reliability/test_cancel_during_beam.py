@@ -45,6 +45,7 @@ def test_a_signal_during_an_ingests_beam_stage_cancels_the_component_too(tmp_pat
         assert kflow_lines == [f"kflow: cancelled by {name}; finished components are kept for the next run"]
 
 
+@pytest.mark.slow  # A training and a predict (~18 s); make test cancels an ingest's Beam stage, above.
 def test_a_signal_during_kflow_predict_says_cancelled_in_one_line_and_leaves_no_output(tmp_path):
     """Ctrl-C while `kflow predict` ingests new data: exit 130, one `kflow:` line, neither OUT nor its staging
     folder left behind (it was an exit without a word, its staging folder kept)."""

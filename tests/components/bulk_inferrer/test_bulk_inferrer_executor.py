@@ -57,6 +57,7 @@ def test_a_model_that_was_not_blessed_is_not_used(bar_detector_inputs, tmp_path)
             split="holdout")  # fmt: skip
 
 
+@pytest.mark.slow  # ~12 s; make test scores new rows as the Evaluator did in tests/e2e/test_predict.py.
 def test_a_trained_tabular_model_scores_in_a_fresh_process_as_after_a_cached_trainer(tmp_path):
     """A later run reuses the Trainer's model from the cache: the BulkInferrer's process never built it, so the
     model's custom layers (tabular_mlp's FillMissing) must be registered from what the model says it is."""

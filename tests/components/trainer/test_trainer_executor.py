@@ -151,6 +151,7 @@ def test_several_steps_per_execution_train_whole_calls_and_validate_each_example
     assert history["per_epoch"][-1]["val_loss"] == pytest.approx(loss, rel=1e-4)
 
 
+@pytest.mark.slow  # ~12 s; make test keeps the one-replica twin (several steps a call, each example validated once).
 def test_mirrored_replicas_run_several_steps_per_call_and_validate_each_example_once(inputs, tmp_path):
     """Keras' own functions of several steps a call fail under a MirroredStrategy of 2 replicas
     (keras-team/keras#19246); the Trainer's (fit_steps.py) train whole calls and count the validation's steps."""
@@ -224,7 +225,7 @@ def test_bad_parameters_are_refused(inputs, tmp_path, arguments, message):
             **{"dataset": "mnist", **arguments})  # fmt: skip
 
 
-@pytest.mark.parametrize("trainer", ["fit", "loop"])
+@pytest.mark.parametrize("trainer", ["fit", pytest.param("loop", marks=pytest.mark.slow)])  # the loop's: ~7 s
 def test_an_early_stop_keeps_the_best_epochs_weights(tmp_path, trainer):
     """Past the best epoch, `patience` more epochs overfit a small real table (scikit-learn's diabetes, 442 rows): the
     model kept is the best epoch's, under model.fit (Keras' restore_best_weights) and the custom loop alike: the same

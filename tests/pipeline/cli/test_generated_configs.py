@@ -45,7 +45,9 @@ def test_validate_exits_0_or_2_with_a_line_naming_a_field_on_any_generated_confi
     # A bound against a hang (a config that sends validate into a long read), not a speed goal: 0.4 s a config, 3x
     # what a busy 2-core machine takes.
     assert sum(outcomes.values()) >= EXAMPLES and elapsed < 0.4 * EXAMPLES
-    assert outcomes["valid"] >= EXAMPLES // 20, outcomes  # the generator reaches valid configs, not only refusals
+    # The generator reaches valid configs, not only refusals: about 7 % of them (6-15 in 150 draws seen); 1 in 75 keeps
+    # a fresh draw outside CI (new configs each run) from failing by chance (6 of 150 failed a 1-in-20 bound).
+    assert outcomes["valid"] >= max(1, EXAMPLES // 75), outcomes
 
 
 def test_generated_configs_that_validate_run_their_ingest_without_a_config_error(tmp_path):

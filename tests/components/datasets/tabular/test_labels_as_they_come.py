@@ -64,6 +64,7 @@ def test_each_class_keeps_its_name_and_every_record_its_index(tmp_path, labels, 
     assert sorted(np.bincount(indices).tolist()) == sorted(written.tolist())  # each class holds its records
 
 
+@pytest.mark.slow  # Two trainings (~15 s); make test keeps the classes' names and indices, above.
 def test_a_baseline_that_predicts_other_classes_is_no_baseline_with_the_reason(tmp_path):
     """New data brought a class the blessed model never saw: scoring that model on it would put records in no class.
     The Evaluator says why there is no comparison instead."""

@@ -24,7 +24,15 @@ def zipf_words(seed: int, words: int) -> dict[str, int]:
     return counts
 
 
-@pytest.mark.parametrize(("seed", "words", "size"), [(0, 3000, 60), (1, 2000, 400), (2, 800, 2000), (3, 5, 40)])
+# The two largest vocabularies (~7 s) in make test-all only.
+@pytest.mark.parametrize(
+    ("seed", "words", "size"),
+    [
+        *(pytest.param(*case, marks=pytest.mark.slow) for case in [(0, 3000, 60), (1, 2000, 400)]),
+        (2, 800, 2000),
+        (3, 5, 40),
+    ],
+)
 def test_learn_matches_the_library_on_generated_words(seed, words, size):
     counts = zipf_words(seed, words)
     expected = lib.learn(counts, size, RESERVED_TOKENS)
