@@ -105,7 +105,7 @@ def run(
         measure = _Measure(task, metrics_class, schema, examples, split, eval_split, batch_size, seed)
         sample = ServingSample(client)
         overall, by_slice = measure(model, slices, sample)
-        metrics = {"split": split, "task": task, "seed": seed, **overall.result()}
+        metrics = {"split": split, "dataset": task, "seed": seed, **overall.result()}
         classes = class_names(metrics)  # Slices in their natural order: buckets by value, classes as the model's.
         metrics["slices"] = {
             name: {key: accumulator.result() for key, accumulator in in_natural_order(keys, classes).items()}

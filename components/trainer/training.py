@@ -167,7 +167,7 @@ def training_summary(
         "replicas": runtime.replicas,
         "processes": processes,
         "backend": keras.backend.backend(),
-        "task": task.name,
+        "dataset": task.name,
         "model_name": task.model_name,
     }
 

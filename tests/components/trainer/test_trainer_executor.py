@@ -61,7 +61,7 @@ def test_history_records_every_epoch_and_the_throughput(trained):
     assert {"loss", "accuracy", "val_loss", "val_accuracy", "seconds", "examples_per_second"} <= set(
         history["per_epoch"][0]
     )
-    assert history["train_examples"] == 400
+    assert history["train_examples"] == 400 and history["dataset"] == "mnist" and "task" not in history
     assert history["eval_examples"] == 100
     assert history["examples_trained"] == 400 * EPOCHS
     assert history["train_seconds"] > 0
