@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jax
 import keras
 import tensorflow as tf
+
+if TYPE_CHECKING:
+    import jax
 
 log = logging.getLogger("kflow.trainer")
 
@@ -69,6 +71,8 @@ class BlockCalls:
         self._scan = self._step = self._unstack = None
 
     def __call__(self, state, iterator):
+        import jax  # Here, not above: a TensorFlow training imports this module and needs no JAX (0.3 s).
+
         block = next(iterator)
         if self._step is None:
             self._compile(state)
@@ -87,6 +91,8 @@ class BlockCalls:
         return logs, state
 
     def _compile(self, state) -> None:
+        import jax
+
         # The state keeps its layout (Keras gives its jitted step the same out_shardings) and is updated in place.
         layouts = jax.tree.map(lambda array: array.sharding, state)
         batch_layout = _batch_layout()
@@ -156,6 +162,8 @@ class _Choice:
 def _batch_layout() -> tuple[jax.sharding.NamedSharding, jax.sharding.NamedSharding] | None:
     """A batch split over the distribution's batch axis, and a block so (its first axis, the steps', not); None
     without a distribution."""
+    import jax
+
     distribution = keras.distribution.distribution()
     if distribution is None:
         return None

@@ -49,3 +49,17 @@ def test_keras_and_tensorflow_load_them_by_themselves():
     plain = probe("plain", "tensorflow")
     assert plain["loaded"] == {"sklearn": True, "matplotlib": True, "jax": True}
     assert plain["epochs"] == 2 and plain["finders"] == 0
+
+
+def test_a_tensorflow_training_and_a_tables_transform_load_no_jax_and_no_keras_hub():
+    """What kflow's own modules add on top: the Trainer's fit (its JAX scan imports JAX where it runs) and the
+    Transform (each dataset's task imported only when it is the run's) load neither under TensorFlow (1 s a run)."""
+    probe = (
+        "import sys; from kflow.pipeline.dsl import lean_imports; lean_imports.install(); "
+        "import kflow.components.trainer.fit, kflow.components.transform.executor; "
+        "print(sorted(name for name in ('jax', 'keras_hub') if name in sys.modules))"
+    )
+    environment = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run([sys.executable, "-c", probe], env=environment, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"
