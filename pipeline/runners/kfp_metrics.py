@@ -82,7 +82,8 @@ def evaluation_summary(evaluation_dir: Path, blessing_dir: Path | None, training
         failed = blessing.failed_checks
         if failed:
             lines += ["**Failed checks**", ""] + [f"- {_check_line(check)}" for check in failed] + [""]
-    lines += [f"{metrics.get('task', '')} model on the {metrics.get('split', '?')} split", ""]
+    dataset = metrics.get("dataset") or metrics.get("task", "")  # `task` in an evaluation cached before the rename
+    lines += [f"{dataset} model on the {metrics.get('split', '?')} split", ""]
     header = "| metric | value |" + (" baseline |" if baseline else "")
     lines += [header, "|---|---|" + ("---|" if baseline else "")]
     for name, value in sorted(scalars.items()):

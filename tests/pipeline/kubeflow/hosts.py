@@ -14,6 +14,7 @@ tag so that concurrent test runs do not meet. Needs root and `ip` (iproute2): `u
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import shutil
@@ -29,8 +30,10 @@ def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
 
 
+@functools.cache
 def unavailable() -> str | None:
-    """Why network namespaces cannot be made here, or None when they can."""
+    """Why network namespaces cannot be made here, or None when they can. Once a process: pytest's workers each
+    collect every file, so two probes may run at once (the first ever also mounts /run/netns)."""
     if os.geteuid() != 0:
         return "network namespaces need root"
     if shutil.which("ip") is None:
@@ -40,7 +43,7 @@ def unavailable() -> str | None:
         _ip("netns", "add", probe)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
         return f"`ip netns add` failed: {getattr(error, 'stderr', b'').decode().strip() or error}"
-    _ip("netns", "del", probe)
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True, timeout=30)  # a leftover probe harms nothing
     return None
 
 
