@@ -20,6 +20,7 @@ be done and then drops the connection before its answer (a reply lost on the way
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import time
@@ -39,6 +40,7 @@ CUSTOM = re.compile(
     r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
 )
 PODS = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods(?:/(?P<name>[^/]+)/log)?$")
+log = logging.getLogger("kflow.rehearse")
 
 
 @dataclass
@@ -138,7 +140,16 @@ class StandInKubernetes(ThreadingHTTPServer):
     # The controllers.
 
     def _start(self, run: JobRun) -> None:
-        threading.Thread(target=self._play, args=(run,), daemon=True).start()
+        threading.Thread(target=self._play_to_an_end, args=(run,), daemon=True).start()
+
+    def _play_to_an_end(self, run: JobRun) -> None:
+        """`_play`, and a job the stand-in itself fails on ends Failed saying why: a controller thread that died left
+        its job running, and the launcher following it waited for its deadline (a day by default)."""
+        try:
+            self._play(run)
+        except Exception as error:
+            log.exception("stand-in Kubernetes: playing %s failed", run.manifest["metadata"]["name"])
+            self._end(run, "Failed", "StandInError", f"the stand-in controller failed: {error!r}")
 
     def _pods_for(self, run: JobRun) -> list[Pod]:
         manifest = run.manifest

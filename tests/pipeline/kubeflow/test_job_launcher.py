@@ -33,7 +33,16 @@ def cluster(tmp_path, monkeypatch):
 
 
 def arguments(
-    tmp_path, *options, add=1, sleep=0.0, fail="", stall="", link_to="", replicas=("worker=2",), backend="trainjob"
+    tmp_path,
+    *options,
+    add=1,
+    sleep=0.0,
+    fail="",
+    stall="",
+    link_to="",
+    replicas=("worker=2",),
+    backend="trainjob",
+    timeout=300,  # a job that never ends fails its test in minutes, not a day (None: the launcher's default)
 ):
     (tmp_path / "left").mkdir(exist_ok=True)
     (tmp_path / "left" / "value.txt").write_text("4")
@@ -46,6 +55,7 @@ def arguments(
         f"--shared-mount-path={tmp_path / 'shared'}",
         f"--backend={backend}",
         "--poll-seconds=0.2",
+        *([f"--timeout-seconds={timeout}"] if timeout else []),
         *options,
         "--",
         *(
@@ -67,7 +77,7 @@ def shared_is_empty(tmp_path) -> bool:
 
 @pytest.mark.parametrize("backend", ["trainjob", "tfjob"])
 def test_the_job_runs_every_replica_and_its_writers_outputs_come_back(tmp_path, cluster, capfd, backend):
-    assert job_launcher.main(arguments(tmp_path, backend=backend)) == 0
+    assert job_launcher.main(arguments(tmp_path, backend=backend, timeout=None)) == 0
     total = tmp_path / "task-out" / "total"
     assert (total / "value.txt").read_text() == "5"
     assert (total / "replica.txt").read_text() == "worker-0 attempt 0"  # worker 0 writes under MWMS
@@ -85,7 +95,7 @@ def test_the_job_runs_every_replica_and_its_writers_outputs_come_back(tmp_path, 
         if backend == "trainjob"
         else job["spec"]["runPolicy"]["activeDeadlineSeconds"]
     )
-    assert deadline == 86400
+    assert deadline == 86400  # the launcher's default
     (policy,) = cluster.created("networkpolicies")
     assert policy["metadata"]["ownerReferences"][0]["name"] == job["metadata"]["name"]
     assert cluster.deleted() == []  # a finished job is kept, with its pods' logs
@@ -98,6 +108,32 @@ def test_an_existing_runtime_is_used_as_it_is(tmp_path, cluster):
     assert job_launcher.main(arguments(tmp_path)) == 0
     assert job_launcher.main(arguments(tmp_path, add=2)) == 0  # the same config: the runtime exists now
     assert len(cluster.created("trainingruntimes")) == 1 and len(cluster.created("trainjobs")) == 2
+
+
+def test_a_pod_that_ends_as_it_is_stopped_is_stopped_without_an_error():
+    """The race a stop meets: the pod's process ends after `poll` saw it running, and its reader reaps it before the
+    signal. Played here by a poll that answers "running" for an ended, reaped process."""
+    from kflow.pipeline.rehearsal.local_pod import LocalPod
+    from kflow.pipeline.rehearsal.stand_in_trainer import Pod
+
+    spec = {"containers": [{"command": [sys.executable, "-c", "pass"]}]}
+    pod = Pod("p-0", "team-a", "p-0", "train", "worker", 0, {}, {}, spec)
+    local = LocalPod(pod)
+    local.reader.join(timeout=60)
+    assert local.exit_code == 0 and local.phase == "Succeeded"
+    local.process.poll = lambda: None  # what poll said a moment before the process ended
+    local.stop()  # was: ProcessLookupError, in the stand-in's controller thread, which then never ended the job
+    assert local.phase == "Failed"  # deleted while running, as the kubelet reports such a pod
+
+
+def test_a_job_its_controller_fails_on_ends_failed_at_once_not_at_its_deadline(tmp_path, cluster, capfd):
+    def broken(pods):
+        raise RuntimeError("no node can run these pods")
+
+    cluster.start_pods = broken
+    assert job_launcher.main(arguments(tmp_path)) == 1
+    (line,) = [line for line in capfd.readouterr().err.splitlines() if line.startswith("job_launcher:")]
+    assert "StandInError" in line and "no node can run these pods" in line, line
 
 
 def test_passing_api_errors_are_retried_not_fatal(tmp_path, cluster, caplog):
