@@ -3,12 +3,12 @@ stopped as a group (its children too)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import time
 
+from kflow.pipeline.dsl.process_signals import signal_group
 from kflow.pipeline.dsl.scratch import remove_scratch_of
 
 
@@ -55,7 +55,4 @@ def stop(popens: list[subprocess.Popen], grace: float = 5.0) -> None:
 def _signal_running(popens: list[subprocess.Popen], number: int) -> None:
     for popen in popens:
         if popen.poll() is None:
-            try:
-                os.killpg(popen.pid, number)
-            except ProcessLookupError:
-                pass
+            signal_group(popen.pid, number)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kflow.pipeline.dsl.process_signals import signal_group
+
 TRIAL_MODULE = "kflow.components.tuner.trial"
 
 
@@ -111,7 +113,7 @@ class TrialProcesses:
         """Stops every worker, busy or idle: SIGTERM to its group, SIGKILL after `grace` seconds."""
         processes = [trial.process for trial in self.running] + self.idle
         for process in processes:
-            _signal_group(process, signal.SIGTERM)
+            signal_group(process.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
         for process in processes:
             self._end(process, max(0.0, deadline - time.monotonic()))
@@ -128,7 +130,7 @@ class TrialProcesses:
         try:
             process.wait(grace)
         except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGKILL)
+            signal_group(process.pid, signal.SIGKILL)
             process.wait()
 
 
@@ -144,10 +146,3 @@ def thread_environment(parallel: int) -> dict[str, str]:
 
 
 _THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")
-
-
-def _signal_group(process: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(process.pid, sig)
-    except ProcessLookupError:
-        pass

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from kflow.pipeline.dsl.process_signals import signal_group
 from kflow.pipeline.rehearsal.stand_in_trainer import Pod, pod_phase
 
 
@@ -67,24 +68,15 @@ class LocalPod:
         """As the kubelet deletes a pod: SIGTERM to its processes, SIGKILL after a grace period."""
         if self.process.poll() is None:
             self.stopped = True
-            _signal_group(self.process.pid, signal.SIGTERM)
+            signal_group(self.process.pid, signal.SIGTERM)
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                _signal_group(self.process.pid, signal.SIGKILL)
+                signal_group(self.process.pid, signal.SIGKILL)
         self.reader.join(timeout=10)
         if self.on_stop is not None:
             self.on_stop()
             self.on_stop = None
-
-
-def _signal_group(pid: int, signal_number: int) -> None:
-    """Signals a pod's processes; none left is no error: the pod may end between `poll` and the signal, and its
-    reader thread reap it (a stop that raised there left its job without an end, and its launcher waiting)."""
-    try:
-        os.killpg(pid, signal_number)
-    except ProcessLookupError:
-        pass
 
 
 def local_pods(pods: list[Pod]) -> list[LocalPod]:
