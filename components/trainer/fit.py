@@ -69,7 +69,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
 
     with runtime.scope():
         keras_model = task.build_model()
-        warm_start(keras_model, config, task.model_name)  # trainer.warm_start: an earlier model's weights
+        warm_start(keras_model, config, task)  # trainer.warm_start: an earlier model's weights
         loss = task.loss()
         loss.reduction = "mean_with_sample_weight"
         keras_model.compile(

@@ -78,7 +78,7 @@ def train(
 
     with runtime.scope():
         keras_model = task.build_model()
-        warm_start(keras_model, config, task.model_name)  # trainer.warm_start: an earlier model's weights
+        warm_start(keras_model, config, task)  # trainer.warm_start: an earlier model's weights
         optimizer = make_optimizer(config, total_steps)
         optimizer.build(keras_model.trainable_variables)
         checkpoint = tf.train.Checkpoint(model=keras_model, optimizer=optimizer)

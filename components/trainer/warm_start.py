@@ -1,10 +1,17 @@
 """trainer.warm_start: the new model starts from the weights of a compatible earlier one.
 
-Compatible means the same model, fed the same way: the same inputs (names, types, shapes), the same layers in
-the same order with weights of the same shapes, and the same vocabularies in the lookup layers (a category
-added by the new data changes what each one-hot column means, even where the shapes happen to agree). The first
-difference is the one line of the error. A numeric feature's normalisation is not compared: it is the new data's
-(the earlier weights then adapt to it within the first epochs), as a model trained from scratch would have it.
+Compatible means the same model, fed the same way. For a tabular model (components/models/tabular_columns.py)
+that is the same layers by name with weights of the same shapes, but for the first hidden layer, whose input
+columns are matched by meaning: retrained on more rows of the same table, a category gains values, a constant
+column starts to vary, an integer column gains codes, and each earlier column's row of the kernel moves to where
+its value now is (a new value starts from the row of the earlier model's unknown-value slot that scored it, or
+from zero; a column gone is dropped), as TensorFlow Estimators' `WarmStartSettings` remapped vocabularies. Any
+other model must have the same inputs (names, types, shapes), the same layers in the same order with weights of
+the same shapes, and the same vocabularies in its lookup layers. A classifier's output columns follow the class
+names (`assets/classes.txt`): a new class starts as the earlier model's least likely one. The first difference
+that no mapping covers is the one line of the error. A numeric feature's normalisation is not compared: it is
+the new data's (the earlier weights then adapt to it within the first epochs), as a model trained from scratch
+would have it.
 
 The earlier model is resolved when the run starts (pipeline/app/warm_start.py) into `warm_start_model_uri`.
 """
@@ -15,13 +22,17 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from kflow.components.models import load_trained
+from kflow.components.models.tabular_columns import first_dense, input_columns, stood_for
+from kflow.components.util.predictions import class_names
 from kflow.pipeline.dsl.artifacts import Model
 
 log = logging.getLogger("kflow.trainer")
 
 
-def warm_start(keras_model: Any, config: Any, model_name: str | None) -> str | None:
+def warm_start(keras_model: Any, config: Any, task: Any) -> str | None:
     """Copies the earlier model's weights into `keras_model`; returns its folder, or None (from scratch)."""
     if not config.warm_start:
         return None
@@ -31,23 +42,148 @@ def warm_start(keras_model: Any, config: Any, model_name: str | None) -> str | N
             raise ValueError(f"trainer.warm_start: run {config.warm_start!r} was not resolved to a model")
         log.info("train: from scratch (trainer.warm_start: latest_blessed): %s", config.warm_start_reason)
         return None
-    earlier = load_trained(Model(uri).keras_file, model_name)
-    problem = incompatibility(earlier, keras_model)
-    if problem:
-        raise ValueError(f"trainer.warm_start: the model at {uri} is not compatible: {problem}")
-    for layer, before in zip(keras_model.layers, earlier.layers, strict=True):
-        if before.weights:
-            layer.set_weights(before.get_weights())
-    log.info("train: warm-started from %s (trainer.warm_start: %s)", uri, config.warm_start)
+    from kflow.components.trainer.serving_export import read_classes  # TensorFlow's: where a warm start runs
+
+    artifact = Model(uri)
+    earlier = load_trained(artifact.keras_file, task.model_name)
+    try:
+        weights, changes = carried_weights(earlier, keras_model, read_classes(artifact.assets_uri), class_names(task))
+    except Incompatible as problem:
+        raise ValueError(f"trainer.warm_start: the model at {uri} is not compatible: {problem}") from None
+    for layer, values in weights:
+        layer.set_weights(values)
+    said = f"; {'; '.join(changes)}" if changes else ""
+    log.info("train: warm-started from %s (trainer.warm_start: %s)%s", uri, config.warm_start, said)
     return str(Path(uri))
+
+
+class Incompatible(ValueError):
+    """The earlier model's weights cannot mean the same in the new one: the first reason."""
+
+
+def carried_weights(
+    earlier: Any, model: Any, earlier_classes: list[str] | None, classes: list[str] | None
+) -> tuple[list[tuple[Any, list[np.ndarray]]], list[str]]:
+    """[(layer of `model`, the weights it starts from)] and what was mapped, said in a line each."""
+    output = _output_dense(model)
+    new_classes = bool(earlier_classes and classes and earlier_classes != classes)
+    if new_classes and output is None:
+        raise Incompatible(f"the classes differ ({classes[:6]}, the earlier model's {earlier_classes[:6]})")
+    before, now, dense = input_columns(earlier), input_columns(model), first_dense(model)
+    mapped = before is not None and now is not None and dense is not None and first_dense(earlier) == dense
+    if mapped:
+        pairs = _by_name(earlier, model)
+    else:
+        problem = incompatibility(earlier, model, output.name if new_classes else None)
+        if problem:
+            raise Incompatible(problem)
+        pairs = [(new, old) for new, old in zip(model.layers, earlier.layers, strict=True) if old.weights]
+    carried, changes = [], []
+    for new, old in pairs:
+        values = [np.asarray(value) for value in old.get_weights()]
+        if mapped and new.name == dense and before != now:
+            values[0], change = _remap_rows(values[0], before, now)
+            changes.append(f"{new.name}'s input columns mapped by meaning: {change}")
+        elif new is output and new_classes:
+            values, change = _remap_classes(values, earlier_classes, classes)
+            changes.append(f"the classes mapped by name: {change}")
+        shapes, expected = [tuple(v.shape) for v in values], [tuple(w.shape) for w in new.weights]
+        if shapes != expected:
+            raise Incompatible(f"layer {new.name!r} has weights of shapes {expected}, the earlier model's {shapes}")
+        carried.append((new, values))
+    return carried, changes
+
+
+def _by_name(earlier: Any, model: Any) -> list[tuple[Any, Any]]:
+    old_layers = {layer.name: layer for layer in earlier.layers}
+    pairs = []
+    for new in model.layers:
+        old = old_layers.get(new.name)
+        if not new.weights and not (old is not None and old.weights):
+            continue
+        if old is None:
+            raise Incompatible(f"layer {new.name!r} is new (the earlier model has no layer of that name)")
+        if type(old).__name__ != type(new).__name__:
+            raise Incompatible(
+                f"layer {new.name!r} is a {type(new).__name__}, the earlier model's a {type(old).__name__}"
+            )
+        pairs.append((new, old))
+    gone = [layer.name for layer in earlier.layers if layer.weights and layer.name not in {n.name for n, _ in pairs}]
+    if gone:
+        raise Incompatible(f"the earlier model's layer {gone[0]!r} has no counterpart")
+    return pairs
+
+
+def _output_dense(model: Any) -> Any | None:
+    """The Dense layer that outputs the model's scores, a unit a class (its own softmax), or None."""
+    try:
+        layer = model.outputs[0]._keras_history.operation
+    except (AttributeError, IndexError, TypeError):  # a subclassed model: no graph to read
+        return None
+    return layer if type(layer).__name__ == "Dense" else None
+
+
+def _remap_rows(kernel: np.ndarray, before: list[tuple], now: list[tuple]) -> tuple[np.ndarray, str]:
+    index = {meaning: row for row, meaning in enumerate(before)}
+    known = set(before)
+    rows = np.zeros((len(now), kernel.shape[1]), kernel.dtype)
+    added = []
+    for row, meaning in enumerate(now):
+        source = index.get(meaning)
+        if source is None:
+            added.append(meaning)
+            was = stood_for(meaning, known)
+            source = index.get(was) if was is not None else None
+        if source is not None:
+            rows[row] = kernel[source]
+    current = set(now)
+    gone = [meaning for meaning in before if meaning not in current]
+    # A category's values are ordered by their counts: more rows reorder them (a swap a positional copy would miss).
+    order_before, order_now = [m for m in before if m in current], [m for m in now if m in index]
+    moved = sum(a != b for a, b in zip(order_before, order_now, strict=True))
+    kept = f"{len(now) - len(added)} kept" + (f" ({moved} moved)" if moved else "")
+    return rows, f"{kept}, {len(added)} new{_some(added)}, {len(gone)} gone{_some(gone)}"
+
+
+def _some(meanings: list[tuple]) -> str:
+    named = list(dict.fromkeys(map(_named, meanings)))  # a feature's hashed slots said once
+    if not named:
+        return ""
+    return f" ({', '.join(named[:5])}{', …' if len(named) > 5 else ''})"
+
+
+def _named(meaning: tuple) -> str:
+    kind, where, *rest = meaning
+    where = where.removeprefix("lookup_").removeprefix("words_").removeprefix("date_")
+    if kind in ("category", "word", "code"):
+        return f"{where}={rest[0]!r}"
+    if kind == "category_oov":
+        return f"{where}'s {rest[1]} unknown-value slot{'s' if rest[1] > 1 else ''}"
+    if kind == "number":
+        return where
+    return f"{where} ({kind.replace('_', ' ')})"
+
+
+def _remap_classes(values: list[np.ndarray], before: list[str], now: list[str]) -> tuple[list[np.ndarray], str]:
+    kernel, bias = values
+    index = {name: column for column, name in enumerate(before)}
+    new_kernel = np.zeros((kernel.shape[0], len(now)), kernel.dtype)
+    new_bias = np.full((len(now),), bias.min(), bias.dtype)  # a new class starts as the least likely earlier one
+    for column, name in enumerate(now):
+        if name in index:
+            new_kernel[:, column], new_bias[column] = kernel[:, index[name]], bias[index[name]]
+    added = [name for name in now if name not in index]
+    gone = [name for name in before if name not in set(now)]
+    return [new_kernel, new_bias], f"new {added or 'none'}, gone {gone or 'none'}"
 
 
 def _inputs(model: Any) -> list[tuple[str, str, tuple]]:
     return [(tensor.name, str(tensor.dtype), tuple(tensor.shape)) for tensor in model.inputs]
 
 
-def incompatibility(earlier: Any, model: Any) -> str | None:
-    """The first difference that keeps `earlier`'s weights from meaning the same in `model`, or None."""
+def incompatibility(earlier: Any, model: Any, classes_at: str | None = None) -> str | None:
+    """The first difference that keeps `earlier`'s weights from meaning the same in `model`, or None; the layer
+    `classes_at` is the output whose columns follow the class names (mapped by them: its shapes may differ)."""
     before, now = _inputs(earlier), _inputs(model)
     if before != now:
         gone = [name for name, *_ in before if name not in {n for n, *_ in now}]
@@ -73,6 +209,6 @@ def incompatibility(earlier: Any, model: Any) -> str | None:
             return f"layer {new.name!r} has another vocabulary: {new_values[:6]}, the earlier model's {old_values[:6]}"
         old_shapes = [tuple(weight.shape) for weight in old.weights]
         new_shapes = [tuple(weight.shape) for weight in new.weights]
-        if old_shapes != new_shapes:
+        if old_shapes != new_shapes and new.name != classes_at:
             return f"layer {new.name!r} has weights of shapes {new_shapes}, the earlier model's {old_shapes}"
     return None

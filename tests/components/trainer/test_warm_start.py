@@ -1,0 +1,142 @@
+"""trainer.warm_start onto a model of a grown table: the first hidden layer's rows follow their columns' meanings.
+
+Retrained on more rows of the same table, a tabular model gains a category's value, an integer code and a column
+that was constant before (components/models/tabular_columns.py). Started from the earlier model, the new one must
+score every row as the earlier one did before it trains a step: a new value as the earlier model read it (its
+unknown slot, its column's other code), a new column not at all. Real Keras models, built by tabular_mlp."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kflow.components.models.tabular_columns import input_columns
+from kflow.components.models.tabular_mlp import build_tabular_mlp
+from kflow.components.trainer.warm_start import Incompatible, carried_weights
+
+keras = pytest.importorskip("keras")
+tf = pytest.importorskip("tensorflow")
+
+
+def tabular(colors, codes, extra=False, classes=("no", "yes"), hidden=(8, 4)):
+    features = [
+        {"name": "color", "kind": "categorical", "vocabulary": list(colors)},
+        {"name": "size", "kind": "numeric", "mean": 2.0, "variance": 1.5, "codes": list(codes), "missing": True},
+    ]
+    if extra:  # a column constant in the earlier rows (left out then), varying in the grown table
+        features.append({"name": "weight", "kind": "numeric", "mean": 10.0, "variance": 4.0})
+    keras.utils.set_random_seed(len(colors) + len(codes) + extra)
+    head = {"kind": "classification", "classes": list(classes)}
+    return build_tabular_mlp(features, head, hidden_units=list(hidden), dropout=0.0)
+
+
+def rows(extra=False):
+    data = {
+        "color": [["red"], ["green"], ["blue"], ["purple"], ["red"]],
+        "size": np.array([[1.0], [2.0], [3.0], [np.nan], [7.5]], "float32"),
+    }
+    if extra:
+        data["weight"] = np.array([[9.0], [12.0], [3.0], [10.0], [0.5]], "float32")
+    return data
+
+
+def scores(model, data):
+    return np.asarray(model({name: tf.constant(values) for name, values in data.items()}, training=False))
+
+
+def warm(earlier, model, earlier_classes=("no", "yes"), classes=("no", "yes")):
+    listed = [list(names) if names else None for names in (earlier_classes, classes)]
+    carried, changes = carried_weights(earlier, model, *listed)
+    for layer, values in carried:
+        layer.set_weights(values)
+    return changes
+
+
+def test_a_grown_tables_model_scores_every_row_as_the_earlier_one_before_training():
+    earlier = tabular(["green", "red"], [1, 2])
+    model = tabular(["blue", "green", "red"], [1, 2, 3], extra=True)  # blue and size 3 new; weight a new column
+    before = scores(earlier, rows())
+    assert not np.allclose(scores(model, rows(extra=True)), before, atol=1e-3)  # another random start
+    changes = warm(earlier, model)
+    np.testing.assert_allclose(scores(model, rows(extra=True)), before, atol=1e-5)
+    assert changes == [
+        "hidden_0's input columns mapped by meaning: 8 kept, 3 new (color='blue', weight, size=3), 0 gone"
+    ]
+
+
+def test_values_reordered_by_their_new_counts_keep_their_rows():
+    """A category's vocabulary is ordered by count: more rows can swap two values, which a copy by position (the
+    check before, blind to lookups inside a Transform's model) would have swapped the weights of."""
+    earlier, model = tabular(["green", "red"], [1, 2]), tabular(["red", "green"], [1, 2])
+    before = scores(earlier, rows())
+    assert warm(earlier, model) == ["hidden_0's input columns mapped by meaning: 8 kept (2 moved), 0 new, 0 gone"]
+    np.testing.assert_allclose(scores(model, rows()), before, atol=1e-5)
+
+
+def test_a_value_gone_from_the_grown_table_drops_its_row_and_the_rest_keep_theirs():
+    earlier = tabular(["green", "red", "teal"], [1, 2])
+    model = tabular(["green", "red"], [1, 2])
+    earlier_kernel = earlier.get_layer("hidden_0").get_weights()[0]
+    changes = warm(earlier, model)
+    kernel = model.get_layer("hidden_0").get_weights()[0]
+    before, now = input_columns(earlier), input_columns(model)
+    for row, meaning in enumerate(now):
+        np.testing.assert_array_equal(kernel[row], earlier_kernel[before.index(meaning)])
+    assert changes == ["hidden_0's input columns mapped by meaning: 8 kept, 0 new, 1 gone (color='teal')"]
+    np.testing.assert_array_equal(
+        model.get_layer("hidden_1").get_weights()[0], earlier.get_layer("hidden_1").get_weights()[0]
+    )
+
+
+def test_the_classes_follow_their_names_and_a_new_class_starts_as_the_least_likely():
+    earlier = tabular(["green", "red"], [1, 2], classes=("no", "yes"))
+    model = tabular(["green", "red"], [1, 2], classes=("maybe", "no", "yes"))
+    kernel, bias = earlier.get_layer("probabilities").get_weights()
+    bias = bias + np.array([0.5, -0.25], "float32")  # distinct biases, so that the least likely is one of them
+    earlier.get_layer("probabilities").set_weights([kernel, bias])
+    changes = warm(earlier, model, ("no", "yes"), ("maybe", "no", "yes"))
+    new_kernel, new_bias = model.get_layer("probabilities").get_weights()
+    np.testing.assert_array_equal(new_kernel[:, 1:], kernel)
+    np.testing.assert_array_equal(new_kernel[:, 0], 0.0)
+    np.testing.assert_array_equal(new_bias, [bias.min(), *bias])
+    assert changes == ["the classes mapped by name: new ['maybe'], gone none"]
+
+
+def test_the_same_model_carries_every_weight_unchanged_and_says_nothing_mapped():
+    earlier, model = tabular(["green", "red"], [1, 2]), tabular(["green", "red"], [1, 2])
+    assert warm(earlier, model) == []
+    for old, new in zip(earlier.weights, model.weights, strict=True):
+        np.testing.assert_array_equal(np.asarray(old), np.asarray(new))
+
+
+def test_layers_of_other_sizes_are_refused_naming_the_layer():
+    with pytest.raises(Incompatible, match=r"layer 'hidden_1' has weights of shapes \[\(8, 6\), \(6,\)\]"):
+        warm(tabular(["green", "red"], [1, 2]), tabular(["green", "red"], [1, 2], hidden=(8, 6)))
+    with pytest.raises(Incompatible, match="layer 'hidden_2' is new"):
+        warm(tabular(["green", "red"], [1, 2]), tabular(["green", "red"], [1, 2], hidden=(8, 4, 2)))
+
+
+def plain(vocabulary, units=4, softmax=False):
+    """A model without tabular_mlp's `features` vector: compared layer by layer, as before."""
+    text = keras.Input(shape=(1,), dtype="string", name="word")
+    one_hot = keras.layers.StringLookup(vocabulary=list(vocabulary), output_mode="one_hot", name="lookup")(text)
+    scores = keras.layers.Dense(units, name="out")(keras.layers.Dense(3, name="hidden")(one_hot))
+    return keras.Model(text, keras.layers.Softmax(name="probabilities")(scores) if softmax else scores)
+
+
+def test_another_model_needs_the_same_vocabularies_and_shapes_and_its_classes_follow_their_names():
+    earlier = plain(["a", "b"])
+    assert warm(earlier, plain(["a", "b"]), None, None) == []
+    with pytest.raises(Incompatible, match="layer 'lookup' has new values in its vocabulary: c"):
+        warm(earlier, plain(["a", "b", "c"]), None, None)
+    model = plain(["a", "b"])
+    assert warm(earlier, model, list("xyzw"), list("wxyz")) == ["the classes mapped by name: new none, gone none"]
+    kernel = earlier.get_layer("out").get_weights()[0]
+    np.testing.assert_array_equal(model.get_layer("out").get_weights()[0], kernel[:, [3, 0, 1, 2]])
+    grown = plain(["a", "b"], units=5)  # an image folder's new class folder: one more unit
+    assert warm(earlier, grown, list("xyzw"), list("vwxyz")) == ["the classes mapped by name: new ['v'], gone none"]
+    np.testing.assert_array_equal(grown.get_layer("out").get_weights()[0][:, 1:], kernel[:, [3, 0, 1, 2]])
+    with pytest.raises(Incompatible, match=r"the classes differ \(\['w', 'x', 'y', 'z'\]"):
+        warm(
+            plain(["a", "b"], softmax=True), plain(["a", "b"], softmax=True), ["x", "y", "z", "w"], ["w", "x", "y", "z"]
+        )
