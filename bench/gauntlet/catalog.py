@@ -208,3 +208,17 @@ def sample(all_tables: list[Table], count: int) -> list[Table]:
             if queue and len(chosen) < count:
                 chosen.append(queue.pop(0))
     return chosen
+
+
+def write(frame: pd.DataFrame, path: Path, fmt: str) -> None:
+    """A table as a user's file of that format: csv, parquet, jsonl, json or xlsx."""
+    if fmt == "csv":
+        frame.to_csv(path, index=False)
+    elif fmt == "jsonl":  # as a service exports records: dates as ISO text, every digit of a float
+        frame.to_json(path, orient="records", lines=True, date_format="iso", double_precision=15)
+    elif fmt == "json":  # as pandas writes a table's records by default, indented as an API's response often is
+        frame.to_json(path, orient="records", date_format="iso", double_precision=15, indent=1)
+    elif fmt == "xlsx":  # a spreadsheet, as pandas saves one (openpyxl)
+        frame.to_excel(path, index=False)
+    else:
+        frame.to_parquet(path, index=False)

