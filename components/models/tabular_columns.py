@@ -25,7 +25,7 @@ def first_dense(model: Any) -> str | None:
     """The name of the dense layer that reads the `features` vector, or None (no such tabular model)."""
     try:
         dense = [layer for layer in model.layers if type(layer).__name__ == "Dense"]
-        return next((layer.name for layer in dense if _source(layer).name == FEATURES), None)
+        return next((layer.name for layer in dense if source_layer(layer).name == FEATURES), None)
     except (AttributeError, IndexError):  # a subclassed model: no graph to read
         return None
 
@@ -49,19 +49,19 @@ def _columns(concat: Any) -> list[tuple] | None:
             vocabulary, slots = layer.get_vocabulary(), layer.num_oov_indices
             columns += [("category_oov", layer.name, index, slots) for index in range(slots)]
             columns += [("category", layer.name, str(value)) for value in vocabulary[slots:]]
-        elif kind == "Flatten" and type(_source(layer)).__name__ == "TextVectorization":
-            words = _source(layer)
+        elif kind == "Flatten" and type(source_layer(layer)).__name__ == "TextVectorization":
+            words = source_layer(layer)
             columns += [("word", words.name, str(token)) for token in words.get_vocabulary()]
         elif kind == "DateParts":
             columns += [("date", layer.name, part) for part in range(int(tensor.shape[-1]))]
         elif kind == "Normalization":  # norm <- fill <- the number block
-            columns += [("number", name) for name in _block_inputs(_source(_source(layer)))]
+            columns += [("number", name) for name in _block_inputs(source_layer(source_layer(layer)))]
         elif kind == "CodeOneHot":
-            numbers = _block_inputs(_source(layer))
+            numbers = _block_inputs(source_layer(layer))
             columns += [("code", numbers[column], code) for column, codes in layer.codes for code in codes]
             columns += [("code_other", numbers[column]) for column, _ in layer.codes]
         elif kind == "MissingFlags":
-            numbers = _block_inputs(_source(layer))
+            numbers = _block_inputs(source_layer(layer))
             columns += [("missing", numbers[column]) for column in layer.columns]
         else:
             return None
@@ -98,7 +98,7 @@ def _inbound(layer: Any) -> list[Any]:
     return list(layer._inbound_nodes[0].input_tensors)
 
 
-def _source(layer: Any) -> Any:
+def source_layer(layer: Any) -> Any:
     """The layer whose output `layer` reads (its first input's)."""
     return _inbound(layer)[0]._keras_history.operation
 

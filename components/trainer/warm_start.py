@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from kflow.components.models import load_trained
-from kflow.components.models.tabular_columns import first_dense, input_columns, stood_for
+from kflow.components.models.tabular_columns import first_dense, input_columns, source_layer, stood_for
 from kflow.components.util.predictions import class_names
 from kflow.pipeline.dsl.artifacts import Model
 
@@ -73,8 +73,10 @@ def carried_weights(
     mapped = before is not None and now is not None and dense is not None and first_dense(earlier) == dense
     if mapped:
         pairs = _by_name(earlier, model)
-    else:
-        problem = incompatibility(earlier, model, output.name if new_classes else None)
+    tokens = {} if mapped else _embedded_vocabularies(earlier, model)
+    if not mapped:
+        skipped = {*tokens, *(lookup for lookup, _, _ in tokens.values())} | ({output.name} if new_classes else set())
+        problem = incompatibility(earlier, model, skipped)
         if problem:
             raise Incompatible(problem)
         pairs = [(new, old) for new, old in zip(model.layers, earlier.layers, strict=True) if old.weights]
@@ -82,8 +84,12 @@ def carried_weights(
     for new, old in pairs:
         values = [np.asarray(value) for value in old.get_weights()]
         if mapped and new.name == dense and before != now:
-            values[0], change = _remap_rows(values[0], before, now)
+            values[0], change = _remap_rows(values[0], before, now, stood_for, _named)
             changes.append(f"{new.name}'s input columns mapped by meaning: {change}")
+        elif new.name in tokens and tokens[new.name][1] != tokens[new.name][2]:
+            _, old_tokens, new_tokens = tokens[new.name]
+            values[0], change = _remap_rows(values[0], old_tokens, new_tokens, _unknown_token, repr)
+            changes.append(f"{new.name}'s rows mapped by token: {change}")
         elif new is output and new_classes:
             values, change = _remap_classes(values, earlier_classes, classes)
             changes.append(f"the classes mapped by name: {change}")
@@ -123,7 +129,42 @@ def _output_dense(model: Any) -> Any | None:
     return layer if type(layer).__name__ == "Dense" else None
 
 
-def _remap_rows(kernel: np.ndarray, before: list[tuple], now: list[tuple]) -> tuple[np.ndarray, str]:
+def _embedded_vocabularies(earlier: Any, model: Any) -> dict[str, tuple[str, list[str], list[str]]]:
+    """{Embedding layer: (the lookup whose ids it reads, its earlier vocabulary, its vocabulary now)} for each
+    Embedding of both models whose rows are a lookup's vocabulary (a text model's TextVectorization, in `int` mode:
+    row i is token i), as Estimators' `VocabInfo` names an embedding's vocabulary. More text reorders and renews the
+    words kept, and each row follows its token."""
+    found = {}
+    for name, (lookup, size) in _embeddings(model).items():
+        before = _embeddings(earlier).get(name)
+        if before is not None and before[0].name == lookup.name:
+            old_tokens, new_tokens = list(map(str, before[0].get_vocabulary())), list(map(str, lookup.get_vocabulary()))
+            if (len(old_tokens), len(new_tokens)) == (before[1], size):
+                found[name] = (lookup.name, old_tokens, new_tokens)
+    return found
+
+
+def _embeddings(model: Any) -> dict[str, tuple[Any, int]]:
+    found = {}
+    for layer in getattr(model, "layers", []):
+        if type(layer).__name__ == "Embedding":
+            try:
+                lookup = source_layer(layer)
+            except (AttributeError, IndexError):  # a subclassed model: no graph to read
+                continue
+            if hasattr(lookup, "get_vocabulary"):
+                found[layer.name] = (lookup, int(layer.input_dim))
+    return found
+
+
+def _unknown_token(token: str, known: set[str]) -> str | None:
+    """A token new to the vocabulary was the earlier model's unknown one."""
+    return "[UNK]" if "[UNK]" in known else None
+
+
+def _remap_rows(kernel: np.ndarray, before: list, now: list, stood_for, named) -> tuple[np.ndarray, str]:
+    """`kernel`'s rows for `before`'s meanings moved to `now`'s; a new meaning starts from the row of what it
+    `stood_for` in the earlier model, or zero; `named` says a meaning in the log."""
     index = {meaning: row for row, meaning in enumerate(before)}
     known = set(before)
     rows = np.zeros((len(now), kernel.shape[1]), kernel.dtype)
@@ -142,14 +183,14 @@ def _remap_rows(kernel: np.ndarray, before: list[tuple], now: list[tuple]) -> tu
     order_before, order_now = [m for m in before if m in current], [m for m in now if m in index]
     moved = sum(a != b for a, b in zip(order_before, order_now, strict=True))
     kept = f"{len(now) - len(added)} kept" + (f" ({moved} moved)" if moved else "")
-    return rows, f"{kept}, {len(added)} new{_some(added)}, {len(gone)} gone{_some(gone)}"
+    return rows, f"{kept}, {len(added)} new{_some(added, named)}, {len(gone)} gone{_some(gone, named)}"
 
 
-def _some(meanings: list[tuple]) -> str:
-    named = list(dict.fromkeys(map(_named, meanings)))  # a feature's hashed slots said once
-    if not named:
+def _some(meanings: list, named) -> str:
+    said = list(dict.fromkeys(map(named, meanings)))  # a feature's hashed slots said once
+    if not said:
         return ""
-    return f" ({', '.join(named[:5])}{', …' if len(named) > 5 else ''})"
+    return f" ({', '.join(said[:5])}{', …' if len(said) > 5 else ''})"
 
 
 def _named(meaning: tuple) -> str:
@@ -181,9 +222,10 @@ def _inputs(model: Any) -> list[tuple[str, str, tuple]]:
     return [(tensor.name, str(tensor.dtype), tuple(tensor.shape)) for tensor in model.inputs]
 
 
-def incompatibility(earlier: Any, model: Any, classes_at: str | None = None) -> str | None:
-    """The first difference that keeps `earlier`'s weights from meaning the same in `model`, or None; the layer
-    `classes_at` is the output whose columns follow the class names (mapped by them: its shapes may differ)."""
+def incompatibility(earlier: Any, model: Any, mapped: set[str] = frozenset()) -> str | None:
+    """The first difference that keeps `earlier`'s weights from meaning the same in `model`, or None; the layers
+    `mapped` are mapped by name (an output by class, an embedding and its lookup by token): their vocabularies and
+    shapes may differ."""
     before, now = _inputs(earlier), _inputs(model)
     if before != now:
         gone = [name for name, *_ in before if name not in {n for n, *_ in now}]
@@ -201,6 +243,8 @@ def incompatibility(earlier: Any, model: Any, classes_at: str | None = None) -> 
             return (
                 f"layer {new.name!r} is a {type(new).__name__}, the earlier model's {old.name!r} a {type(old).__name__}"
             )
+        if new.name in mapped:
+            continue
         if hasattr(new, "get_vocabulary") and list(old.get_vocabulary()) != list(new.get_vocabulary()):
             old_values, new_values = list(map(str, old.get_vocabulary())), list(map(str, new.get_vocabulary()))
             added = [value for value in new_values if value not in set(old_values)]
@@ -209,6 +253,6 @@ def incompatibility(earlier: Any, model: Any, classes_at: str | None = None) -> 
             return f"layer {new.name!r} has another vocabulary: {new_values[:6]}, the earlier model's {old_values[:6]}"
         old_shapes = [tuple(weight.shape) for weight in old.weights]
         new_shapes = [tuple(weight.shape) for weight in new.weights]
-        if old_shapes != new_shapes and new.name != classes_at:
+        if old_shapes != new_shapes:
             return f"layer {new.name!r} has weights of shapes {new_shapes}, the earlier model's {old_shapes}"
     return None

@@ -140,3 +140,23 @@ def test_another_model_needs_the_same_vocabularies_and_shapes_and_its_classes_fo
         warm(
             plain(["a", "b"], softmax=True), plain(["a", "b"], softmax=True), ["x", "y", "z", "w"], ["w", "x", "y", "z"]
         )
+
+
+def test_a_text_models_embedding_rows_follow_their_tokens_as_more_text_renews_the_vocabulary():
+    """The text classifier's TextVectorization keeps the most frequent words: more text reorders them, adds some and
+    drops others. Each embedding row follows its token (Estimators' VocabInfo); a new word starts as the unknown
+    token's row, which scored it before."""
+    from kflow.components.models.text_classifier import build_text_classifier
+
+    def text_model(words, seed):
+        keras.utils.set_random_seed(seed)
+        return build_text_classifier(words, ngrams=1, embedding_dim=8, hidden_dim=4, dropout=0.0)
+
+    earlier, model = text_model(["the", "cat", "sat", "dog"], 1), text_model(["cat", "the", "mat", "sat"], 2)
+    sentences = tf.constant(["the cat sat", "the mat", "cat cat zebra"])  # no word the new vocabulary dropped
+    before = np.asarray(earlier(sentences, training=False))
+    assert not np.allclose(np.asarray(model(sentences, training=False)), before, atol=1e-3)
+    assert warm(earlier, model, None, None) == [
+        "embedding's rows mapped by token: 5 kept (2 moved), 1 new ('mat'), 1 gone ('dog')"
+    ]
+    np.testing.assert_allclose(np.asarray(model(sentences, training=False)), before, atol=1e-6)
