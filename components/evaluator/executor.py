@@ -38,6 +38,7 @@ from kflow.components.models import load_trained
 from kflow.components.util import plots
 from kflow.components.util.corrupt_examples import reads_examples
 from kflow.components.util.input_autotune import untuned
+from kflow.components.util.predictions import class_names as predicted_classes
 from kflow.components.util.statistics_page import statistics_page
 from kflow.components.util.statistics_proto import read_split
 from kflow.pipeline.dsl.artifacts import (
@@ -348,8 +349,9 @@ def _task(dataset: str, schema: Schema, model: Model) -> Task:
 def _other_classes(dataset: str, schema: Schema, model: Model, baseline: Model) -> str | None:
     """Why `baseline` cannot be scored beside `model`: it predicts other classes (it would score no record of a class
     it lacks); None when it can."""
-    ours = _task(dataset, schema, model).metric_options().get("classes")
-    theirs = _task(dataset, schema, baseline).metric_options().get("classes")
+    # What each model's scores stand for: as trained (assets/classes.txt; an image folder's task takes its class
+    # names from today's data), else as its task reads them.
+    ours, theirs = (one.class_names or predicted_classes(_task(dataset, schema, one)) for one in (model, baseline))
     if ours == theirs:
         return None
     shown = ", ".join(map(str, (theirs or [])[:8]))

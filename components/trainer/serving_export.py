@@ -29,9 +29,10 @@ from keras.src.export.export_utils import get_input_signature  # what `model.exp
 
 from kflow.components.datasets.task import Task
 from kflow.components.util.predictions import INPUTS_FILE
+from kflow.pipeline.dsl.artifacts import Model
 
 log = logging.getLogger("kflow.trainer")
-CLASSES_FILE = "classes.txt"
+CLASSES_FILE = Model.CLASSES_FILE
 EXAMPLES_SIGNATURE = "serve_examples"  # serialized tf.Examples in (Task.inputs parses them), the same outputs
 
 

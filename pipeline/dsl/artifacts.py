@@ -169,6 +169,7 @@ class Model(Artifact):
         {uri}/assets/task.json     what reads data for it: {"dataset", "model_name", "model_options"}
         {uri}/assets/user_module.py the trainer.module it was built with, if any (code: see `module_digest`)
         {uri}/assets/schema.pbtxt  the schema of the Examples it was trained on (what scoring parses new data by)
+        {uri}/assets/classes.txt   a classifier's class names, one a line, in its scores' order
     {uri}/assets/…             the task's own assets (a vocabulary, class weights, …)
     """
 
@@ -177,6 +178,7 @@ class Model(Artifact):
     TASK_FILE = "task.json"
     MODULE_FILE = "user_module.py"
     SCHEMA_FILE = "schema.pbtxt"
+    CLASSES_FILE = "classes.txt"
 
     @property
     def assets_uri(self) -> Path:
@@ -198,6 +200,13 @@ class Model(Artifact):
     @property
     def keras_file(self) -> Path:
         return self.path / "model.keras"
+
+    @property
+    def class_names(self) -> list[str] | None:
+        """What the classifier's scores stand for, a class a line in their order (`assets/classes.txt`, written by
+        the Trainer for every classifier); None for a model of no classes, or trained before kflow wrote it."""
+        path = self.assets_uri / self.CLASSES_FILE
+        return path.read_text().splitlines() if path.is_file() else None
 
     @property
     def module_digest(self) -> str | None:
