@@ -65,9 +65,24 @@ def changes(before: dict[str, Any], after: dict[str, Any], sources: dict[str, st
         differing = sorted(key for key in set(old) | set(new) if old.get(key) != new.get(key))
         if part == "inputs":
             differing = [_input_named(name, (sources or {}).get(name)) for name in differing]
-        if differing:
+        if part == "data" and len(differing) > SAID_FILES:
+            reasons.append(f"data: {_files_counted(differing, old, new)}")
+        elif differing:
             reasons.append(f"{part}: {', '.join(differing)}")
     return reasons
+
+
+SAID_FILES = 5  # an image folder grown by a class differs by hundreds of files: counted, a few named
+
+
+def _files_counted(differing: list[str], old: dict[str, str], new: dict[str, str]) -> str:
+    counts = {
+        "new": sum(name not in old for name in differing),
+        "changed": sum(name in old and name in new for name in differing),
+        "gone": sum(name not in new for name in differing),
+    }
+    said = ", ".join(f"{count} {kind}" for kind, count in counts.items() if count)
+    return f"{len(differing)} files ({said}: {', '.join(differing[:SAID_FILES])}, …)"
 
 
 def _input_named(name: str, source: str | None) -> str:

@@ -123,3 +123,22 @@ def test_the_standard_pipeline_runs_as_planned_cached_and_edited(tmp_path):
         record = json.loads(sorted(tmp_path.glob("iris/*/run.json"))[-1].read_text())
         assert_run_as_planned(lines, record)
     assert lines["ingest"][0] == "cached" and lines["train"] == ("run", "parameters: batch_size")
+
+
+def test_why_a_node_reruns_counts_a_grown_folders_files_and_names_a_few():
+    """An image folder grown by a class differs by hundreds of files: `kflow plan` and `kflow diff` count them and name
+    five, where they listed every one on one line; a few changed files are still named each."""
+    from kflow.pipeline.runners.plan import changes, facts
+
+    def folder(names, edited=()):
+        files = [{"path": f"/data/{name}", "sha256": "edited" if name in edited else name} for name in names]
+        return facts("v1", {}, {}, {"files": files})
+
+    before = folder([f"{index}.png" for index in range(10)])
+    grown = folder([f"{index}.png" for index in range(2, 40)], edited={"5.png"})
+    assert changes(before, grown) == [
+        "data: 33 files (30 new, 1 changed, 2 gone: 0.png, 1.png, 10.png, 11.png, 12.png, …)"
+    ]
+    assert changes(before, folder([f"{index}.png" for index in range(10)], edited={"3.png", "4.png"})) == [
+        "data: 3.png, 4.png"
+    ]
