@@ -184,16 +184,22 @@ def run_one(
                 result["boosting"] = boosting_metric(run_folder, table.target, table.task)
             except Exception as error:  # the reference's failure is recorded, the gauntlet goes on
                 result["boosting_error"] = f"{type(error).__name__}: {error}"
-        if predict:
-            result.update(
-                scoring.check(
-                    folder, run_folder, table, frame, fmt, config_file, lambda arguments: _kflow(arguments, folder, 300)
-                )
-            )
-        if retrain_too:
-            runner = lambda arguments, where: _kflow([*arguments, *overrides], where, timeout)  # noqa: E731
-            result.update(retrain.check(folder, table, frame, fmt, config_file, runner, _metric))
+    # The next steps, on a model of the catalog's task (a model of the other task reads its label otherwise); a
+    # step's own failure is recorded, and the gauntlet goes on.
+    if run_folder is not None and "kflow" in result and predict:
+        step = lambda arguments: _kflow(arguments, folder, 300)  # noqa: E731
+        result.update(_guarded("predict", scoring.check, folder, run_folder, table, frame, fmt, config_file, step))
+    if run_folder is not None and "kflow" in result and retrain_too:
+        step = lambda arguments, where: _kflow([*arguments, *overrides], where, timeout)  # noqa: E731
+        result.update(_guarded("retrain", retrain.check, folder, table, frame, fmt, config_file, step, _metric))
     return result
+
+
+def _guarded(name: str, check, *arguments) -> dict:
+    try:
+        return check(*arguments)
+    except Exception as error:
+        return {f"{name}_error": f"{type(error).__name__}: {error}"}
 
 
 def _kflow(arguments: list[str], folder: Path, timeout: float) -> dict:
@@ -339,7 +345,9 @@ def line_of(result: dict) -> str:
     error = "" if result["outcome"] == "completed" else f" — {result.get('run_line') or result['validate_line']}"
     line = f"{result['name']} ({result['task']}, {result['rows']} rows): {result['outcome']}{metric}{error}"
     line += scoring.line_of(result) if "predict_exit" in result else ""
-    return line + (retrain.line_of(result) if "retrain_first_exit" in result else "")
+    line += retrain.line_of(result) if "retrain_first_exit" in result else ""
+    failed = [step for step in ("predict", "retrain") if f"{step}_error" in result]
+    return line + "".join(f"; {step} check failed: {result[f'{step}_error']}" for step in failed)
 
 
 def summary(results: dict[str, dict] | list[dict]) -> str:

@@ -81,7 +81,7 @@ def _same_class(label, predicted: str) -> bool:
 
 
 def disagrees(result: dict) -> bool:
-    return "predict_metric" in result and abs(result["predict_metric"] - result["kflow"]) > AGREE
+    return "predict_metric" in result and "kflow" in result and abs(result["predict_metric"] - result["kflow"]) > AGREE
 
 
 def line_of(result: dict) -> str:

@@ -8,8 +8,9 @@ data does (a state first seen, a constant column that now varies): a warm start 
 rows onto the new one by these meanings (trainer/warm_start.py), as TensorFlow Estimators' `WarmStartSettings`
 remapped a vocabulary's rows (`VocabInfo`).
 
-A meaning is a tuple: ("category", layer, value), ("category_oov", layer, index, slots), ("word", layer, token),
-("date", layer, part), ("number", input), ("code", input, code), ("code_other", input), ("missing", input). Its
+A meaning is a tuple: ("category", feature, value), ("category_oov", feature, index, slots), ("word", feature,
+token), ("date", feature, part), ("number", feature), ("code", feature, code), ("code_other", feature), ("missing",
+feature), a feature named by the Input layer it comes in by. Its
 `earlier` meaning (`stood_for`) is what the same value was read as by a model that lacked it: a new category value
 was its feature's single out-of-vocabulary slot, a new integer code its column's "other" slot.
 """
@@ -22,38 +23,51 @@ FEATURES = "features"  # tabular_mlp's concatenation of the encoded features
 
 
 def first_dense(model: Any) -> str | None:
-    """The name of the dense layer that reads the `features` vector, or None (no such tabular model)."""
-    try:
-        dense = [layer for layer in model.layers if type(layer).__name__ == "Dense"]
-        return next((layer.name for layer in dense if source_layer(layer).name == FEATURES), None)
-    except (AttributeError, IndexError):  # a subclassed model: no graph to read
-        return None
+    """The name of the dense layer that reads the encoded features, or None (no such tabular model)."""
+    reading = _reading(model)
+    return reading[0].name if reading else None
 
 
 def input_columns(model: Any) -> list[tuple] | None:
-    """The meaning of each column of the `features` vector, in order, or None where a part is not one of
-    tabular_mlp's encodings (a Transform's preprocessing model, another model)."""
+    """The meaning of each column that the first dense layer reads, in order, or None where a part is not one of
+    tabular_mlp's encodings (a Transform's own layers, another model)."""
+    reading = _reading(model)
+    return reading[1] if reading else None
+
+
+def _reading(model: Any) -> tuple[Any, list[tuple]] | None:
+    """(the model's first Dense, the meanings of its input's columns) where that input is the `features` vector or
+    one feature's encoding (a table of one column), read by that Dense alone: another layer reading the same
+    columns would keep its rows by position."""
     try:
-        concat = model.get_layer(FEATURES)
-        return _columns(concat)
-    except (ValueError, AttributeError, IndexError):  # no such layer, or a subclassed model: no graph to read
+        dense = next((layer for layer in model.layers if type(layer).__name__ == "Dense"), None)
+        if dense is None:
+            return None
+        tensor = _inbound(dense)[0]
+        source = tensor._keras_history.operation
+        if len(readers(source)) != 1:
+            return None
+        parts = _inbound(source) if source.name == FEATURES and type(source).__name__ == "Concatenate" else [tensor]
+        columns = _columns(parts)
+    except (ValueError, AttributeError, IndexError):  # a subclassed model: no graph to read
         return None
+    return (dense, columns) if columns is not None and len(columns) == int(tensor.shape[-1]) else None
 
 
-def _columns(concat: Any) -> list[tuple] | None:
+def _columns(parts: list[Any]) -> list[tuple] | None:
     columns: list[tuple] = []
-    for tensor in map(_through_preprocessing, _inbound(concat)):
+    for tensor in map(_through_preprocessing, parts):
         layer = tensor._keras_history.operation
         kind = type(layer).__name__
         if kind == "StringLookup":
-            vocabulary, slots = layer.get_vocabulary(), layer.num_oov_indices
-            columns += [("category_oov", layer.name, index, slots) for index in range(slots)]
-            columns += [("category", layer.name, str(value)) for value in vocabulary[slots:]]
+            vocabulary, slots, feature = layer.get_vocabulary(), layer.num_oov_indices, _feature(layer)
+            columns += [("category_oov", feature, index, slots) for index in range(slots)]
+            columns += [("category", feature, str(value)) for value in vocabulary[slots:]]
         elif kind == "Flatten" and type(source_layer(layer)).__name__ == "TextVectorization":
             words = source_layer(layer)
-            columns += [("word", words.name, str(token)) for token in words.get_vocabulary()]
+            columns += [("word", _feature(words), str(token)) for token in words.get_vocabulary()]
         elif kind == "DateParts":
-            columns += [("date", layer.name, part) for part in range(int(tensor.shape[-1]))]
+            columns += [("date", _feature(layer), part) for part in range(int(tensor.shape[-1]))]
         elif kind == "Normalization":  # norm <- fill <- the number block
             columns += [("number", name) for name in _block_inputs(source_layer(source_layer(layer)))]
         elif kind == "CodeOneHot":
@@ -65,7 +79,19 @@ def _columns(concat: Any) -> list[tuple] | None:
             columns += [("missing", numbers[column]) for column in layer.columns]
         else:
             return None
-    return columns if len(columns) == int(concat.output.shape[-1]) else None
+    return columns
+
+
+def readers(layer: Any) -> list[Any]:
+    """The layers that read `layer`'s output (not the ops Keras adds beside them: an Embedding's mask)."""
+    return [node.operation for node in layer._outbound_nodes if hasattr(node.operation, "weights")]
+
+
+def _feature(layer: Any) -> str:
+    """The feature an encoding layer reads: its Input's name (a layer's own name may be Keras' numbering, which
+    another feature shifts), else its name."""
+    source = source_layer(layer)
+    return source.name if type(source).__name__ == "InputLayer" else layer.name
 
 
 def stood_for(meaning: tuple, earlier: set[tuple]) -> tuple | None:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from kflow.components.models import load_trained
-from kflow.components.models.tabular_columns import first_dense, input_columns, source_layer, stood_for
+from kflow.components.models.tabular_columns import first_dense, input_columns, readers, source_layer, stood_for
 from kflow.components.util.predictions import class_names
 from kflow.pipeline.dsl.artifacts import Model
 
@@ -90,7 +90,7 @@ def carried_weights(
             _, old_tokens, new_tokens = tokens[new.name]
             values[0], change = _remap_rows(values[0], old_tokens, new_tokens, _unknown_token, repr)
             changes.append(f"{new.name}'s rows mapped by token: {change}")
-        elif new is output and new_classes:
+        if new is output and new_classes:  # also the first Dense's, in a model without hidden layers
             values, change = _remap_classes(values, earlier_classes, classes)
             changes.append(f"the classes mapped by name: {change}")
         shapes, expected = [tuple(v.shape) for v in values], [tuple(w.shape) for w in new.weights]
@@ -137,7 +137,8 @@ def _embedded_vocabularies(earlier: Any, model: Any) -> dict[str, tuple[str, lis
     found = {}
     for name, (lookup, size) in _embeddings(model).items():
         before = _embeddings(earlier).get(name)
-        if before is not None and before[0].name == lookup.name:
+        # Each lookup read by its Embedding alone: another reader's weights would keep their places.
+        if before is not None and before[0].name == lookup.name and len(readers(lookup)) == 1:
             old_tokens, new_tokens = list(map(str, before[0].get_vocabulary())), list(map(str, lookup.get_vocabulary()))
             if (len(old_tokens), len(new_tokens)) == (before[1], size):
                 found[name] = (lookup.name, old_tokens, new_tokens)
@@ -206,6 +207,8 @@ def _named(meaning: tuple) -> str:
 
 
 def _remap_classes(values: list[np.ndarray], before: list[str], now: list[str]) -> tuple[list[np.ndarray], str]:
+    if len(values) != 2:  # a Dense without a bias
+        raise Incompatible(f"the classes differ ({now[:6]}, the earlier model's {before[:6]})")
     kernel, bias = values
     index = {name: column for column, name in enumerate(before)}
     new_kernel = np.zeros((kernel.shape[0], len(now)), kernel.dtype)

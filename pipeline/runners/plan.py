@@ -14,6 +14,7 @@ tests/pipeline/runners/test_plan_matches_run.py runs what was planned.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,11 @@ class NodePlan:
 
 def facts(code_version: str, parameters: dict, inputs: dict[str, str], data: dict | None) -> dict[str, Any]:
     """What an execution's fingerprint is made of, in the form `changes` compares."""
-    files = {Path(entry["path"]).name: entry["sha256"] for entry in (data or {}).get("files", [])}
+    entries = [(Path(entry["path"]), entry["sha256"]) for entry in (data or {}).get("files", [])]
+    # Files by name, as a user names them; an image folder's classes often share names (0001.jpg in each): those
+    # by their folder too, so that one class's changed file is not hidden behind another's.
+    shared = {name for name, count in Counter(path.name for path, _ in entries).items() if count > 1}
+    files = {(f"{path.parent.name}/{path.name}" if path.name in shared else path.name): sha for path, sha in entries}
     return {"code": code_version, "parameters": dict(parameters), "inputs": dict(inputs), "data": files}
 
 

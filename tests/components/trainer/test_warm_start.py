@@ -116,20 +116,29 @@ def test_layers_of_other_sizes_are_refused_naming_the_layer():
         warm(tabular(["green", "red"], [1, 2]), tabular(["green", "red"], [1, 2], hidden=(8, 4, 2)))
 
 
-def plain(vocabulary, units=4, softmax=False):
-    """A model without tabular_mlp's `features` vector: compared layer by layer, as before."""
+def plain(vocabulary, units=4, softmax=False, wide=False):
+    """One category one-hot, read by a hidden Dense (and with `wide`, by a second Dense beside it, whose rows would
+    keep their places: such a model is compared layer by layer, as before)."""
     text = keras.Input(shape=(1,), dtype="string", name="word")
     one_hot = keras.layers.StringLookup(vocabulary=list(vocabulary), output_mode="one_hot", name="lookup")(text)
     scores = keras.layers.Dense(units, name="out")(keras.layers.Dense(3, name="hidden")(one_hot))
+    if wide:
+        scores = keras.layers.Add(name="wide_and_deep")([scores, keras.layers.Dense(units, name="wide")(one_hot)])
     return keras.Model(text, keras.layers.Softmax(name="probabilities")(scores) if softmax else scores)
 
 
-def test_another_model_needs_the_same_vocabularies_and_shapes_and_its_classes_follow_their_names():
+def test_a_lone_category_maps_its_values_and_a_model_reading_it_twice_needs_the_same_vocabulary():
     earlier = plain(["a", "b"])
     assert warm(earlier, plain(["a", "b"]), None, None) == []
+    assert warm(earlier, plain(["a", "b", "c"]), None, None) == [
+        "hidden's input columns mapped by meaning: 3 kept, 1 new (word='c'), 0 gone"
+    ]
     with pytest.raises(Incompatible, match="layer 'lookup' has new values in its vocabulary: c"):
-        warm(earlier, plain(["a", "b", "c"]), None, None)
-    model = plain(["a", "b"])
+        warm(plain(["a", "b"], wide=True), plain(["a", "b", "c"], wide=True), None, None)
+
+
+def test_a_models_classes_follow_their_names():
+    earlier, model = plain(["a", "b"]), plain(["a", "b"])
     assert warm(earlier, model, list("xyzw"), list("wxyz")) == ["the classes mapped by name: new none, gone none"]
     kernel = earlier.get_layer("out").get_weights()[0]
     np.testing.assert_array_equal(model.get_layer("out").get_weights()[0], kernel[:, [3, 0, 1, 2]])
@@ -137,9 +146,16 @@ def test_another_model_needs_the_same_vocabularies_and_shapes_and_its_classes_fo
     assert warm(earlier, grown, list("xyzw"), list("vwxyz")) == ["the classes mapped by name: new ['v'], gone none"]
     np.testing.assert_array_equal(grown.get_layer("out").get_weights()[0][:, 1:], kernel[:, [3, 0, 1, 2]])
     with pytest.raises(Incompatible, match=r"the classes differ \(\['w', 'x', 'y', 'z'\]"):
-        warm(
-            plain(["a", "b"], softmax=True), plain(["a", "b"], softmax=True), ["x", "y", "z", "w"], ["w", "x", "y", "z"]
-        )
+        warm(plain(["a", "b"], softmax=True), plain(["a", "b"], softmax=True), list("xyzw"), list("wxyz"))
+
+
+def test_a_model_without_hidden_layers_maps_both_its_columns_and_its_classes():
+    """hidden_units: [] makes the output the first Dense: its rows follow the columns and its columns the classes."""
+    earlier = tabular(["green", "red"], [1, 2], classes=("p", "q"), hidden=())
+    model = tabular(["blue", "green", "red"], [1, 2], classes=("q", "p"), hidden=())
+    before = scores(earlier, rows())
+    assert len(warm(earlier, model, ("p", "q"), ("q", "p"))) == 2
+    np.testing.assert_allclose(scores(model, rows()), before[:, ::-1], atol=1e-5)
 
 
 def test_a_text_models_embedding_rows_follow_their_tokens_as_more_text_renews_the_vocabulary():

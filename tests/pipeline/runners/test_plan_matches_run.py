@@ -142,3 +142,15 @@ def test_why_a_node_reruns_counts_a_grown_folders_files_and_names_a_few():
     assert changes(before, folder([f"{index}.png" for index in range(10)], edited={"3.png", "4.png"})) == [
         "data: 3.png, 4.png"
     ]
+
+
+def test_files_of_one_name_in_several_folders_are_told_apart_by_their_folder():
+    """An image folder's classes often name their files alike (0001.jpg in each): a changed one is said with its
+    class folder, not hidden behind the other class's file of that name."""
+    from kflow.pipeline.runners.plan import changes, facts
+
+    def folder(edited=""):
+        files = [{"path": f"/d/{c}/0001.jpg", "sha256": "x" if c == edited else c} for c in ("cat", "dog")]
+        return facts("v1", {}, {}, {"files": files})
+
+    assert changes(folder(), folder(edited="dog")) == ["data: dog/0001.jpg"]
