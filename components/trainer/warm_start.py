@@ -248,14 +248,33 @@ def incompatibility(earlier: Any, model: Any, mapped: set[str] = frozenset()) ->
             )
         if new.name in mapped:
             continue
-        if hasattr(new, "get_vocabulary") and list(old.get_vocabulary()) != list(new.get_vocabulary()):
-            old_values, new_values = list(map(str, old.get_vocabulary())), list(map(str, new.get_vocabulary()))
-            added = [value for value in new_values if value not in set(old_values)]
-            if added:
-                return f"layer {new.name!r} has new values in its vocabulary: {', '.join(added[:5])}"
-            return f"layer {new.name!r} has another vocabulary: {new_values[:6]}, the earlier model's {old_values[:6]}"
+        problem = _vocabulary_change(old, new, new.name)
+        if problem:
+            return problem
         old_shapes = [tuple(weight.shape) for weight in old.weights]
         new_shapes = [tuple(weight.shape) for weight in new.weights]
         if old_shapes != new_shapes:
             return f"layer {new.name!r} has weights of shapes {new_shapes}, the earlier model's {old_shapes}"
+    return None
+
+
+def _vocabulary_change(old: Any, new: Any, name: str) -> str | None:
+    """How a lookup layer's vocabulary changed, that of every lookup in a nested model too (a Transform's
+    preprocessing model, embedded whole: its lookups are no layers of the outer model), or None."""
+    if hasattr(new, "get_vocabulary") and hasattr(old, "get_vocabulary"):
+        old_values, new_values = list(map(str, old.get_vocabulary())), list(map(str, new.get_vocabulary()))
+        if old_values == new_values:
+            return None
+        added = [value for value in new_values if value not in set(old_values)]
+        if added:
+            return f"layer {name!r} has new values in its vocabulary: {', '.join(added[:5])}"
+        return f"layer {name!r} has another vocabulary: {new_values[:6]}, the earlier model's {old_values[:6]}"
+    if hasattr(new, "layers") and hasattr(old, "layers"):
+        inner = {layer.name: layer for layer in old.layers}
+        for layer in new.layers:
+            if layer.name not in inner:
+                return f"layer {name}/{layer.name!r} is new"
+            problem = _vocabulary_change(inner[layer.name], layer, f"{name}/{layer.name}")
+            if problem:
+                return problem
     return None

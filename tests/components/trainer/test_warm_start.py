@@ -176,3 +176,19 @@ def test_a_text_models_embedding_rows_follow_their_tokens_as_more_text_renews_th
         "embedding's rows mapped by token: 5 kept (2 moved), 1 new ('mat'), 1 gone ('dog')"
     ]
     np.testing.assert_allclose(np.asarray(model(sentences, training=False)), before, atol=1e-6)
+
+
+def test_a_lookup_inside_a_nested_preprocessing_model_is_compared_too():
+    """A Transform's own preprocessing model, embedded whole, whose output is no encoding tabular_columns reads: its
+    lookups are layers of the nested model only. More rows reordering one of them swapped its weights silently."""
+
+    def nested(vocabulary):
+        raw = keras.Input(shape=(1,), dtype="string", name="color")
+        inner = keras.layers.StringLookup(vocabulary=list(vocabulary), output_mode="one_hot", name="lookup")(raw)
+        preprocessing = keras.Model(raw, keras.layers.Rescaling(2.0, name="scaled")(inner), name="preprocessing")
+        outer = keras.Input(shape=(1,), dtype="string", name="color")
+        return keras.Model(outer, keras.layers.Dense(2, name="out")(preprocessing(outer)))
+
+    assert warm(nested(["red", "green"]), nested(["red", "green"]), None, None) == []
+    with pytest.raises(Incompatible, match=r"layer 'preprocessing/lookup' has another vocabulary"):
+        warm(nested(["red", "green"]), nested(["green", "red"]), None, None)
