@@ -207,7 +207,8 @@ def preprocessing_problem(module: str, types: dict[str, str]) -> str | None:
         function = getattr(load_module(Path(module).read_text(), module), FUNCTION)
         call_preprocessing_fn(function, SimpleNamespace(types=types), None, module)
     except (PreprocessingError, ValueError) as error:
-        # Only what fails whatever the data: a column it lacks, a misuse. Anything else may come of the placeholder
-        # values (a division by max - min, a vocabulary's index); the Transform traces the real sample.
-        return str(error) if isinstance(error.__cause__, NoColumn | Misuse) else None
+        # Only what fails whatever the data: a column it lacks, a misuse, a name the code never defined or a module
+        # it cannot import. Anything else may come of the placeholder values (a division by max - min, a
+        # vocabulary's index); the Transform traces the real sample.
+        return str(error) if isinstance(error.__cause__, NoColumn | Misuse | NameError | ImportError) else None
     return None

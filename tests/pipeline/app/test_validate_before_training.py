@@ -256,6 +256,9 @@ def test_a_declared_schema_gen_without_the_ingest_s_schema_is_refused_before_a_t
          "strings, got numbers"),
         ("    return [inputs['age']]", "prep.py:4: TypeError: preprocessing_fn must return a dict of tensors"),
         ("    return {'target': inputs['target']}", "KeyError: 'target' is no column of the data"),  # the label
+        # A name never defined, a module not installed: whatever the data, the Transform fails on it after the ingest.
+        ("    return {'bmi': keras.ops.log1p(bmi)}", "prep.py:5: NameError: name 'bmi' is not defined"),
+        ("    import sklearn_extra\n    return {'bmi': inputs['bmi']}", "prep.py:5: ModuleNotFoundError: No module"),
         ("    x = inputs['bmi']\n    m = analyzers.mean(x)\n    return {'bmi': (x - m) / keras.ops.sqrt("
          "analyzers.variance(x))}", None),  # valid: traced on placeholders (variance 1), not on the data
         # Valid with the data's values: what the placeholders break (a spread, an index) is left to the Transform.
