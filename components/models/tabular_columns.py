@@ -51,7 +51,9 @@ def _reading(model: Any) -> tuple[Any, list[tuple]] | None:
         columns = _columns(parts)
     except (ValueError, AttributeError, IndexError):  # a subclassed model: no graph to read
         return None
-    return (dense, columns) if columns is not None and len(columns) == int(tensor.shape[-1]) else None
+    if columns is None or len(columns) != int(tensor.shape[-1]) or len(set(columns)) != len(columns):
+        return None  # a part read otherwise, or two columns of one meaning (a Transform's own computed numbers)
+    return dense, columns
 
 
 def _columns(parts: list[Any]) -> list[tuple] | None:
