@@ -22,23 +22,11 @@ from typing import Any
 FEATURES = "features"  # tabular_mlp's concatenation of the encoded features
 
 
-def first_dense(model: Any) -> str | None:
-    """The name of the dense layer that reads the encoded features, or None (no such tabular model)."""
-    reading = _reading(model)
-    return reading[0].name if reading else None
-
-
-def input_columns(model: Any) -> list[tuple] | None:
-    """The meaning of each column that the first dense layer reads, in order, or None where a part is not one of
-    tabular_mlp's encodings (a Transform's own layers, another model)."""
-    reading = _reading(model)
-    return reading[1] if reading else None
-
-
-def _reading(model: Any) -> tuple[Any, list[tuple]] | None:
-    """(the model's first Dense, the meanings of its input's columns) where that input is the `features` vector or
-    one feature's encoding (a table of one column), read by that Dense alone: another layer reading the same
-    columns would keep its rows by position."""
+def first_dense_columns(model: Any) -> tuple[str, list[tuple]] | None:
+    """(the name of the model's first Dense, the meaning of each column it reads, in order) where that input is the
+    `features` vector or one feature's encoding (a table of one column), read by that Dense alone (another layer
+    reading the same columns would keep its rows by position); None where a part is not one of tabular_mlp's
+    encodings (a Transform's own layers, another model)."""
     try:
         dense = next((layer for layer in model.layers if type(layer).__name__ == "Dense"), None)
         if dense is None:
@@ -53,7 +41,7 @@ def _reading(model: Any) -> tuple[Any, list[tuple]] | None:
         return None
     if columns is None or len(columns) != int(tensor.shape[-1]) or len(set(columns)) != len(columns):
         return None  # a part read otherwise, or two columns of one meaning (a Transform's own computed numbers)
-    return dense, columns
+    return dense.name, columns
 
 
 def _columns(parts: list[Any]) -> list[tuple] | None:

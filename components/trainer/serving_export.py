@@ -63,11 +63,6 @@ def examples_parser(task: Any) -> Callable[[tf.Tensor], Any] | None:
     return task.inputs if type(task).inputs is not Task.inputs and not task.op_libraries else None
 
 
-def read_classes(assets: Path) -> list[str] | None:
-    path = assets / CLASSES_FILE
-    return path.read_text().splitlines() if path.exists() else None
-
-
 def write_serving(
     keras_model: keras.Model,
     path: Path,

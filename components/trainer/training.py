@@ -26,7 +26,7 @@ from kflow.components.datasets.task import Task, task_for_model
 from kflow.components.datasets.user_module import MODULE_FILE, load_module
 from kflow.components.models import load_trained
 from kflow.components.trainer.config import TrainConfig
-from kflow.components.trainer.serving_export import examples_parser, read_classes, write_classes, write_serving
+from kflow.components.trainer.serving_export import examples_parser, write_classes, write_serving
 from kflow.components.trainer.steps_per_call import whole_calls
 from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.runtime import MakeDataset, Runtime
@@ -289,4 +289,4 @@ def export_serving(model: Model) -> None:
         load_module(module.read_text())
     trained = load_trained(model.keras_file, model.task_spec.get("model_name"))
     parse = examples_parser(task_for_model(model, model.training_schema_file))
-    write_serving(trained, model.serving_uri, read_classes(model.assets_uri), model.assets_uri, parse)
+    write_serving(trained, model.serving_uri, model.class_names, model.assets_uri, parse)

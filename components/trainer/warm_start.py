@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from kflow.components.models import load_trained
-from kflow.components.models.tabular_columns import first_dense, input_columns, readers, source_layer, stood_for
+from kflow.components.models.tabular_columns import first_dense_columns, readers, source_layer, stood_for
 from kflow.components.util.predictions import class_names
 from kflow.pipeline.dsl.artifacts import Model
 
@@ -42,12 +42,10 @@ def warm_start(keras_model: Any, config: Any, task: Any) -> str | None:
             raise ValueError(f"trainer.warm_start: run {config.warm_start!r} was not resolved to a model")
         log.info("train: from scratch (trainer.warm_start: latest_blessed): %s", config.warm_start_reason)
         return None
-    from kflow.components.trainer.serving_export import read_classes  # TensorFlow's: where a warm start runs
-
     artifact = Model(uri)
     earlier = load_trained(artifact.keras_file, task.model_name)
     try:
-        weights, changes = carried_weights(earlier, keras_model, read_classes(artifact.assets_uri), class_names(task))
+        weights, changes = carried_weights(earlier, keras_model, artifact.class_names, class_names(task))
     except Incompatible as problem:
         raise ValueError(f"trainer.warm_start: the model at {uri} is not compatible: {problem}") from None
     for layer, values in weights:
@@ -69,12 +67,13 @@ def carried_weights(
     new_classes = bool(earlier_classes and classes and earlier_classes != classes)
     if new_classes and output is None:
         raise Incompatible(f"the classes differ ({classes[:6]}, the earlier model's {earlier_classes[:6]})")
-    before, now, dense = input_columns(earlier), input_columns(model), first_dense(model)
-    mapped = before is not None and now is not None and dense is not None and first_dense(earlier) == dense
+    reading_before, reading_now = first_dense_columns(earlier), first_dense_columns(model)
+    mapped = reading_before is not None and reading_now is not None and reading_before[0] == reading_now[0]
+    dense, before, now = (reading_now[0], reading_before[1], reading_now[1]) if mapped else (None, None, None)
+    tokens = {} if mapped else _embedded_vocabularies(earlier, model)
     if mapped:
         pairs = _by_name(earlier, model)
-    tokens = {} if mapped else _embedded_vocabularies(earlier, model)
-    if not mapped:
+    else:
         skipped = {*tokens, *(lookup for lookup, _, _ in tokens.values())} | ({output.name} if new_classes else set())
         problem = incompatibility(earlier, model, skipped)
         if problem:
@@ -83,7 +82,7 @@ def carried_weights(
     carried, changes = [], []
     for new, old in pairs:
         values = [np.asarray(value) for value in old.get_weights()]
-        if mapped and new.name == dense and before != now:
+        if new.name == dense and before != now:
             values[0], change = _remap_rows(values[0], before, now, stood_for, _named)
             changes.append(f"{new.name}'s input columns mapped by meaning: {change}")
         elif new.name in tokens and tokens[new.name][1] != tokens[new.name][2]:
@@ -114,7 +113,8 @@ def _by_name(earlier: Any, model: Any) -> list[tuple[Any, Any]]:
                 f"layer {new.name!r} is a {type(new).__name__}, the earlier model's a {type(old).__name__}"
             )
         pairs.append((new, old))
-    gone = [layer.name for layer in earlier.layers if layer.weights and layer.name not in {n.name for n, _ in pairs}]
+    paired = {new.name for new, _ in pairs}
+    gone = [layer.name for layer in earlier.layers if layer.weights and layer.name not in paired]
     if gone:
         raise Incompatible(f"the earlier model's layer {gone[0]!r} has no counterpart")
     return pairs
@@ -134,9 +134,9 @@ def _embedded_vocabularies(earlier: Any, model: Any) -> dict[str, tuple[str, lis
     Embedding of both models whose rows are a lookup's vocabulary (a text model's TextVectorization, in `int` mode:
     row i is token i), as Estimators' `VocabInfo` names an embedding's vocabulary. More text reorders and renews the
     words kept, and each row follows its token."""
-    found = {}
+    found, earlier_embeddings = {}, _embeddings(earlier)
     for name, (lookup, size) in _embeddings(model).items():
-        before = _embeddings(earlier).get(name)
+        before = earlier_embeddings.get(name)
         # Each lookup read by its Embedding alone: another reader's weights would keep their places.
         if before is not None and before[0].name == lookup.name and len(readers(lookup)) == 1:
             old_tokens, new_tokens = list(map(str, before[0].get_vocabulary())), list(map(str, lookup.get_vocabulary()))

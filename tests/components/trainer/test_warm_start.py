@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kflow.components.models.tabular_columns import input_columns
+from kflow.components.models.tabular_columns import first_dense_columns
 from kflow.components.models.tabular_mlp import build_tabular_mlp
 from kflow.components.trainer.warm_start import Incompatible, carried_weights
 
@@ -79,7 +79,7 @@ def test_a_value_gone_from_the_grown_table_drops_its_row_and_the_rest_keep_their
     earlier_kernel = earlier.get_layer("hidden_0").get_weights()[0]
     changes = warm(earlier, model)
     kernel = model.get_layer("hidden_0").get_weights()[0]
-    before, now = input_columns(earlier), input_columns(model)
+    (_, before), (_, now) = first_dense_columns(earlier), first_dense_columns(model)
     for row, meaning in enumerate(now):
         np.testing.assert_array_equal(kernel[row], earlier_kernel[before.index(meaning)])
     assert changes == ["hidden_0's input columns mapped by meaning: 8 kept, 0 new, 1 gone (color='teal')"]
