@@ -84,7 +84,18 @@ else:
     inputs = {name[2:]: data[name] for name in data.files}
     if set(inputs) != set(specs):
         raise SystemExit(f"the serving signature takes {sorted(specs)}, the examples have {sorted(inputs)}")
-tensors = {name: tf.constant(value, dtype=specs[name].dtype) for name, value in inputs.items()}
+
+
+def declared(value, spec):  # the task's column [n, 1] for a signature of one value a row [n], and back, as Keras does
+    rank = spec.shape.rank
+    if rank is not None and value.ndim == rank + 1 and value.shape[-1] == 1:
+        return value[..., 0]
+    if rank is not None and value.ndim + 1 == rank and spec.shape[-1] == 1:
+        return value[..., None]
+    return value
+
+
+tensors = {name: tf.constant(declared(value, specs[name]), dtype=specs[name].dtype) for name, value in inputs.items()}
 outputs = signature(**tensors)
 # A classifier's signature answers with `scores` and the class names (`classes`); other models with one output.
 output = outputs["scores"] if "scores" in outputs else next(iter(outputs.values()))
@@ -325,6 +336,8 @@ class ServingClient:
             return {**result, "passed": False, "reason": f"the serving model gave no answer in {self.timeout:.0f} s"}
         if returncode != 0 or not self.inputs_given:
             lines = (self.scratch / "stderr").read_text().strip().splitlines() or ["(no output)"]
+            # TensorFlow ends an op's error with its graph node (`\t [[{{node ...}}]]`): the line before says what.
+            lines = [line for line in lines if not line.lstrip().startswith("[[")] or lines
             return {**result, "passed": False, "reason": f"the serving model failed: {lines[-1][:300]}"}
         served = np.load(self.scratch / "outputs.npy").astype(np.float64)
         result.update(json.loads((self.scratch / "stdout").read_text().strip().splitlines()[-1]))

@@ -226,10 +226,24 @@ def _serving_function(model: Model) -> Any:
     def predict(inputs: Any) -> np.ndarray:
         given = inputs if isinstance(inputs, dict) else {next(iter(specs)): inputs}
         tensors = {names.get(key, key): value for key, value in given.items()}
-        outputs = signature(**{name: tf.cast(value, specs[name].dtype) for name, value in tensors.items()})
+        outputs = signature(**{name: _declared(value, specs[name]) for name, value in tensors.items()})
         return (outputs["scores"] if "scores" in outputs else next(iter(outputs.values()))).numpy()
 
     return predict
+
+
+def _declared(value: Any, spec: tf.TensorSpec) -> tf.Tensor:
+    """`value` as the signature declares it: the task's column `[n, 1]` for a model that takes one value a row
+    (`keras.Input(shape=())`, as keras.io's structured-data examples write them) is `[n]`, and back, as Keras'
+    own functional models adjust it; the SavedModel's signature does not (a `[n, 1]` column ran its graph
+    with a rank too many)."""
+    tensor = tf.cast(value, spec.dtype)
+    rank = spec.shape.rank
+    if rank is not None and tensor.shape.rank == rank + 1 and tensor.shape[-1] == 1:
+        return tf.squeeze(tensor, -1)
+    if rank is not None and tensor.shape.rank is not None and tensor.shape.rank + 1 == rank and spec.shape[-1] == 1:
+        return tensor[..., tf.newaxis]
+    return tensor
 
 
 def _csv_text(row: list[Any]) -> str:
