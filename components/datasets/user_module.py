@@ -13,6 +13,7 @@ classes, each feature's kind and statistics). The model takes the task's batches
 strings) and returns what the task's loss expects (csv classification: class probabilities;
 regression: one number). It trains under every TensorFlow strategy the task trains under.
 
+A `keras.Sequential` or a subclassed model is made functional first (model_graph.py: kflow reads a model's graph).
 Before training, the built model is checked against the task (`contract_problem`: its inputs, its outputs'
 units, its last activation against the loss) and for what would fail only after training, when the Evaluator
 loads the saved model with Keras' safe_mode (`saving_problem`: a `Lambda` layer, a custom class that is not
@@ -48,6 +49,7 @@ from kflow.components.datasets.model_checks import (
     layer_where,
     saving_problem,
 )
+from kflow.components.datasets.model_graph import SequentialOnColumns, with_graph
 from kflow.pipeline.dsl.artifacts import Model
 
 MODULE_FILE = Model.MODULE_FILE
@@ -148,6 +150,12 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             if not isinstance(model, keras.Model):
                 returned = type(model).__name__
                 raise UserModuleError(f"{where(None, module)}: build_model returned {returned}, not a Keras model")
+            try:  # A Sequential or a subclassed model: made functional, as kflow reads a model's graph
+                model = with_graph(model, self)
+            except SequentialOnColumns as refused:
+                raise UserModuleError(f"{where(None, module)}: {refused}") from refused
+            except Exception as error:
+                raise UserModuleError(f"{where(error, module)}: {type(error).__name__}: {error}") from error
             own_loss = module.loss() if hasattr(module, "loss") else None
             checks = [lambda: contract_problem(model, self, own_loss)]
             if not self.saving_checked:  # Once a process: the export builds the same model again.

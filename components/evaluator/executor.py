@@ -327,12 +327,22 @@ def _check_inputs(model: Model, keras_model: Any, batches: Any) -> None:
             shown = ", ".join(repr(name) for name in missing[:8]) + (", ..." if len(missing) > 8 else "")
             raise OtherInputs(model, f"reads columns this data lacks ({shown})")
     elif not isinstance(features, dict) and hasattr(inputs, "shape") and hasattr(features, "shape"):
-        wanted, given = tuple(inputs.shape[1:]), tuple(features.shape[1:])
+        wanted, given = _without_trailing_one(tuple(inputs.shape[1:]), tuple(features.shape[1:]))
         if len(wanted) != len(given) or any(
             w is not None and g is not None and w != g for w, g in zip(wanted, given, strict=True)
         ):
             raise OtherInputs(model, f"reads inputs of shape {_shape(wanted)}; this data's are {_shape(given)} "
                                      "(images of another size or channels?)")  # fmt: skip
+
+
+def _without_trailing_one(wanted: tuple, given: tuple) -> tuple[tuple, tuple]:
+    """Shapes a rank apart by a trailing 1 compared without it, as functional Keras models take them (keras.io's
+    MNIST convnet's `keras.Input(shape=(28, 28, 1))` fed 28×28 images)."""
+    if len(wanted) == len(given) + 1 and wanted[-1] == 1:
+        return wanted[:-1], given
+    if len(given) == len(wanted) + 1 and given[-1] == 1:
+        return wanted, given[:-1]
+    return wanted, given
 
 
 def _shape(dims: tuple) -> str:

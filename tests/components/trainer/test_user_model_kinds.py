@@ -1,0 +1,152 @@
+"""Keras' usual ways to write a model, as a trainer.module: a `keras.Sequential` (keras.io's MNIST convnet verbatim,
+its `keras.Input(shape=(28, 28, 1))` fed MNIST's 28×28 images; one without a `keras.Input`) and a subclassed
+`keras.Model` with a `call` of its own. kflow reads a model's graph (its inputs, its head, the serving signature),
+which such a model has none of until called: each failed before its first step (`AttributeError: The layer
+sequential has never been called and thus has no defined input`), and the convnet, made to train, was then refused
+by the Evaluator (`reads inputs of shape 28×28×1; this data's are 28×28`). Now each trains, is blessed and its
+serving SavedModel answers as model.keras; a Sequential on a table's named columns is one line naming the module's
+line. Real data: MNIST (../shared/datasets), scikit-learn's digits as an image folder, iris."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kflow.components.datasets.images.ingest.executor import run as ingest_images
+from kflow.components.datasets.mnist.ingest.executor import run as ingest_mnist
+from kflow.components.datasets.tabular.task import TabularTask
+from kflow.components.datasets.user_module import UserModuleError, load_module, with_user_module
+from kflow.components.evaluator.executor import run as evaluate
+from kflow.components.trainer.executor import run as train
+from kflow.components.util.schema import load_schema
+from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Rejects, Schema
+from tests.components.datasets.images.image_fixtures import write_digits
+from tests.components.datasets.tabular_fixtures import write_iris
+from tests.components.trainer.test_user_model import refusal_line
+from tests.components.trainer.user_models import csv_examples
+from tests.conftest import shared_dataset
+
+# keras.io's "Simple MNIST convnet" (examples/vision/mnist_convnet.py), its model as written there, with the
+# scaling it does to the arrays before fit as a layer.
+KERAS_IO_CONVNET = """\
+import keras
+from keras import layers
+
+input_shape = (28, 28, 1)
+
+
+def build_model(schema, options):
+    return keras.Sequential(
+        [
+            keras.Input(shape=input_shape),
+            layers.Rescaling(1 / 255),
+            layers.Conv2D(32, kernel_size=(3, 3), activation="relu"),
+            layers.MaxPooling2D(pool_size=(2, 2)),
+            layers.Conv2D(64, kernel_size=(3, 3), activation="relu"),
+            layers.MaxPooling2D(pool_size=(2, 2)),
+            layers.Flatten(),
+            layers.Dropout(0.5),
+            layers.Dense(options["num_classes"], activation="softmax"),
+        ]
+    )
+"""
+
+UNBUILT_AND_SUBCLASSED = """\
+import keras
+from keras import layers
+
+
+@keras.saving.register_keras_serializable(package="user_kinds")
+class Tiny(keras.Model):
+    def __init__(self, classes, **kwargs):
+        super().__init__(**kwargs)
+        self.classes = classes
+        self.hidden = layers.Dense(32, activation="relu")
+        self.out = layers.Dense(classes, activation="softmax")
+
+    def call(self, x):
+        if isinstance(x, dict):  # a table's named columns
+            x = keras.ops.concatenate([keras.ops.nan_to_num(x[name]) for name in sorted(x)], axis=-1)
+        else:
+            x = keras.ops.reshape(keras.ops.cast(x, "float32") / 16.0, (-1, 64))
+        return self.out(self.hidden(x))
+
+    def get_config(self):
+        return {**super().get_config(), "classes": self.classes}
+
+
+def build_model(schema, options):
+    classes = options.get("num_classes") or len(options["head"]["classes"])
+    if options["kind"] == "subclassed":
+        return Tiny(classes)
+    return keras.Sequential([layers.Rescaling(1 / 16), layers.Flatten(), layers.Dense(32, activation="relu"),
+                             layers.Dense(classes, activation="softmax")])
+"""
+
+
+def trained_and_evaluated(tmp_path, examples, schema, dataset, source, **train_options):
+    model, model_run = Model(tmp_path / "model"), ModelRun(tmp_path / "run")
+    train(dataset=dataset, examples=examples, schema=schema, model=model, model_run=model_run, module="my_model.py",
+          module_source=source, seed=1, **train_options)  # fmt: skip
+    evaluation, blessing = ModelEvaluation(tmp_path / "evaluation"), ModelBlessing(tmp_path / "blessing")
+    result = evaluate(examples=examples, schema=schema, model=model, evaluation=evaluation, blessing=blessing,
+                      thresholds={})  # fmt: skip
+    serving = json.loads((evaluation.path / "serving_check.json").read_text())
+    assert serving["passed"] and serving["examples"] > 0, serving  # The SavedModel answers as model.keras.
+    assert result["blessed"], result
+    return evaluation.metrics
+
+
+@pytest.mark.real_data
+def test_keras_ios_mnist_convnet_as_written_there_trains_and_is_blessed(tmp_path):
+    examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
+    ingest_mnist(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"),
+                 source_path=str(shared_dataset("mnist") / "mnist.npz"), split={"train": 4, "eval": 1},
+                 max_records=3000)  # fmt: skip
+    metrics = trained_and_evaluated(tmp_path, examples, schema, "mnist", KERAS_IO_CONVNET, epochs=2, batch_size=64)
+    assert metrics["accuracy"] > 0.8, metrics
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    root = tmp_path_factory.mktemp("digits")
+    examples, schema = Examples(root / "examples"), Schema(root / "schema")
+    ingest_images(examples=examples, schema=schema, rejects=Rejects(root / "rejects"),
+                  source_path=str(write_digits(root / "images", limit=600)), image={"size": 8})  # fmt: skip
+    return examples, schema
+
+
+@pytest.mark.parametrize("kind", ["sequential_without_input", "subclassed"])
+def test_a_sequential_without_input_and_a_subclassed_model_train_on_images(digits, tmp_path, kind):
+    examples, schema = digits
+    metrics = trained_and_evaluated(tmp_path, examples, schema, "images", UNBUILT_AND_SUBCLASSED, epochs=8,
+                                    batch_size=32, learning_rate=0.01, model_options={"kind": kind})  # fmt: skip
+    assert metrics["accuracy"] > 0.7, metrics
+
+
+@pytest.fixture(scope="module")
+def iris(tmp_path_factory):
+    root = tmp_path_factory.mktemp("iris")
+    return csv_examples(root, write_iris(root / "iris.csv"), "species")
+
+
+def test_a_subclassed_model_takes_a_tables_named_columns(iris, tmp_path):
+    examples, schema = iris
+    options = {"kind": "subclassed"}
+    metrics = trained_and_evaluated(tmp_path, examples, schema, "csv", UNBUILT_AND_SUBCLASSED, epochs=30,
+                                    batch_size=16, learning_rate=0.01, model_options=options)  # fmt: skip
+    assert metrics["accuracy"] > 0.8, metrics
+
+
+def test_a_sequential_on_a_tables_named_columns_is_one_line_naming_its_line(iris, tmp_path):
+    examples, schema = iris
+    task = with_user_module(TabularTask, load_module(UNBUILT_AND_SUBCLASSED, "my_model.py"))(
+        load_schema(schema.file), None, {"kind": "sequential"}
+    )
+    task.prepare(examples, tmp_path / "assets")
+    with pytest.raises(UserModuleError) as refused:
+        task.build_model()
+    message = str(refused.value)
+    assert "a keras.Sequential takes one unnamed input" in message and "sepal_length" in message, message
+    assert refusal_line(message, UNBUILT_AND_SUBCLASSED).startswith("def build_model")
