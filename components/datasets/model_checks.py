@@ -103,6 +103,17 @@ def is_sigmoid_binary_head(model: Any, task: Any) -> bool:
     )
 
 
+def is_softmax_pair_head(model: Any, task: Any) -> bool:
+    """keras.io's binary head, `Dense(2, activation="softmax")`, on a task that predicts one probability (Quora)."""
+    outputs = model.outputs
+    return (
+        getattr(task, "predicts_probability", False)
+        and len(outputs) == 1
+        and outputs[0].shape[-1] == 2
+        and activation_of(output_layer(model)) == "softmax"
+    )
+
+
 def contract_problem(model: Any, task: Any, loss: Any = None) -> tuple[str, Any] | None:
     """What the built model cannot do for the task, checked before training, and the layer at fault (None: the
     model as a whole): its named inputs against the features the task feeds (`task.input_features`, where the task
@@ -132,7 +143,14 @@ def contract_problem(model: Any, task: Any, loss: Any = None) -> tuple[str, Any]
     head = output_layer(model)
     units, activation = outputs[0].shape[-1], activation_of(head)
     named = f"its last layer {head.name!r}" if head is not None else "its output"
-    if is_sigmoid_binary_head(model, task):
+    if getattr(task, "predicts_probability", False):  # one probability, p of the positive class
+        if not (is_softmax_pair_head(model, task) or (units == 1 and activation == "sigmoid")):
+            given = f"{units} value(s) a record" + (f" by a {activation}" if activation else "")
+            return (
+                f"{named} gives {given}; the task predicts the probability of its positive class: end in "
+                'Dense(1, activation="sigmoid") or Dense(2, activation="softmax")'
+            ), head
+    elif is_sigmoid_binary_head(model, task):
         pass  # Trained as the two class probabilities [1 - p, p] (with_user_module).
     elif units is not None and units != expected:
         what = f"{expected} classes" if expected > 1 else "one number (a regression)"

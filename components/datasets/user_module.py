@@ -46,6 +46,7 @@ from kflow.components.datasets.model_checks import (
     all_layers,
     contract_problem,
     is_sigmoid_binary_head,
+    is_softmax_pair_head,
     layer_where,
     saving_problem,
 )
@@ -130,13 +131,14 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
     """A subclass of `task_class` whose model (and loss and metrics, when the module has them) come from `module`."""
     import keras
 
-    from kflow.components.models.heads import ClassProbabilities
+    from kflow.components.models.heads import ClassProbabilities, PositiveClassProbability
 
     class UserModuleTask(task_class):
         user_module = module
         model_inputs: list[str] | None = None  # The named inputs the built model takes: the only ones fed.
         saving_checked = False
         sigmoid_head = False  # build_model found Dense(1, activation="sigmoid") on two classes.
+        softmax_pair_head = False  # ... or Dense(2, activation="softmax") on a task of one probability.
 
         def check_options(self, data_options: Any, model_options: Any) -> None:
             """Options that are not the task's own go to the module's build_model."""
@@ -170,9 +172,13 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             if isinstance(model.input, dict):
                 self.model_inputs = list(model.input)
             self.sigmoid_head = is_sigmoid_binary_head(model, self)
+            self.softmax_pair_head = is_softmax_pair_head(model, self)
             if self.sigmoid_head:
                 model = keras.Model(model.input, ClassProbabilities(name="class_probabilities")(model.output),
                                     name=model.name)  # fmt: skip
+            elif self.softmax_pair_head:
+                head = PositiveClassProbability(name="positive_class_probability")
+                model = keras.Model(model.input, head(model.output), name=model.name)
             return model
 
         def load_assets(self, assets_dir: Path) -> None:
@@ -201,7 +207,9 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             loss.reduction = None  # The loops average per-example losses over the global batch themselves.
             # A sigmoid head's loss (BinaryCrossentropy) takes the one probability it returns, not the two columns
             # kflow made of it; build_model, which finds the head, runs before the loss is asked for.
-            return OnPositiveClass(loss) if self.sigmoid_head else loss
+            if self.sigmoid_head:
+                return OnPositiveClass(loss)
+            return OnClassPair(loss) if self.softmax_pair_head else loss
 
         def metrics(self) -> list[keras.metrics.Metric]:
             return list(module.metrics()) if hasattr(module, "metrics") else super().metrics()
@@ -215,6 +223,16 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
 
         def call(self, y_true, y_pred):
             return self.inner.call(y_true, y_pred[..., 1:])
+
+    class OnClassPair(keras.losses.Loss):
+        """The module's loss on [1 - p, p], the pair its softmax head gave before kflow took p."""
+
+        def __init__(self, inner: keras.losses.Loss):
+            super().__init__(name=inner.name, reduction=None)
+            self.inner = inner
+
+        def call(self, y_true, y_pred):
+            return self.inner.call(y_true, keras.ops.concatenate([1.0 - y_pred, y_pred], axis=-1))
 
     UserModuleTask.__name__ = f"{task_class.__name__}WithUserModule"
     UserModuleTask.__qualname__ = UserModuleTask.__name__

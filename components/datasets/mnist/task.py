@@ -90,6 +90,11 @@ class MnistTask(LearntByTransform, Task):
     def model_context(self) -> dict[str, Any]:
         return {"num_classes": self.num_classes}
 
+    @property
+    def output_size(self) -> int:
+        """The class probabilities a model gives an image: the contract a user's model is held to (contract_problem)."""
+        return self.num_classes
+
     def serving_classes(self) -> list[str] | None:
         return [str(digit) for digit in range(self.num_classes)]
 

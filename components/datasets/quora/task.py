@@ -140,6 +140,10 @@ class QuoraTask(LearntByTransform, Task):
         return batches.map(to_batch, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
 
     input_features = ["text"]  # what a question to score must hold (the Predictor checks it)
+    # The model gives one probability a question, of the positive class (insincere): the contract a user's model is
+    # held to (model_checks.contract_problem), which also takes keras.io's Dense(2, activation="softmax").
+    output_size = 1
+    predicts_probability = True
 
     def inputs(self, serialized: tf.Tensor) -> tf.Tensor:
         """The questions of Examples without a label ([batch] strings): what `dataset` gives as `x`."""

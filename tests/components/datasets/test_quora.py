@@ -180,3 +180,54 @@ def test_a_train_split_smaller_than_one_whole_batch_is_refused_by_name(prepared)
         ValueError, match=f"holds {train} examples, fewer than one batch of trainer.batch_size {train + 1}"
     ):
         split_sizes(make, examples, TrainConfig(batch_size=train + 1))
+
+
+PAIR_MODULE = """
+import keras
+
+
+def build_model(schema, options):
+    text = keras.Input(shape=(), dtype="string")
+    vectorize = keras.layers.TextVectorization(vocabulary=options["vocabulary"], output_sequence_length=24)
+    hidden = keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(len(options["vocabulary"]) + 2, 16)(
+        vectorize(text)))
+    return keras.Model(text, keras.layers.Dense(options.get("units", 2), activation="softmax")(hidden))
+
+
+def loss():
+    return keras.losses.SparseCategoricalCrossentropy()
+"""
+
+
+def test_keras_ios_two_class_softmax_head_gives_the_tasks_one_probability(prepared):
+    """keras.io's binary text classifiers end in Dense(2, activation="softmax"), with a sparse categorical loss;
+    the task, its metrics, Evaluator and serving read one probability: kflow takes the second column, and the
+    module's loss gets the pair back. Before, training failed in Keras (`target.shape=(256, 1), output.shape=(None,
+    2)`); any other head is one line naming its layer."""
+    from kflow.components.datasets.user_module import UserModuleError, load_module, with_user_module
+
+    task, examples, assets, _ = prepared
+    users = with_user_module(QuoraTask, load_module(PAIR_MODULE, "pair_model.py"))(SCHEMA, model_options=OPTIONS)
+    users.load_assets(assets)
+    model = users.build_model()
+    x, y, _ = next(users.dataset(examples, "eval", batch_size=16, training=False, seed=0).as_numpy_iterator())
+    p = model.predict_on_batch(x)
+    pair = keras.Model(model.input, model.get_layer(index=-2).output).predict_on_batch(x)
+    assert p.shape == (len(y), 1) and pair.shape == (len(y), 2)
+    np.testing.assert_allclose(p, pair[:, 1:], rtol=1e-6)
+    expected = keras.losses.SparseCategoricalCrossentropy(reduction=None)(y, pair)
+    np.testing.assert_allclose(users.loss()(y, p), expected, rtol=1e-4)
+    keras.utils.set_random_seed(0)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=users.loss())
+    history = model.fit(users.dataset(examples, "train", batch_size=32, training=True, seed=0), epochs=5, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0] / 2, history.history
+
+    three = with_user_module(QuoraTask, load_module(PAIR_MODULE, "three_model.py"))(
+        SCHEMA, model_options={**OPTIONS, "units": 3}
+    )
+    three.load_assets(assets)
+    with pytest.raises(UserModuleError) as refused:
+        three.build_model()
+    assert "gives 3 value(s) a record by a softmax; the task predicts the probability of its positive class" in str(
+        refused.value
+    )

@@ -77,7 +77,7 @@ class Tiny(keras.Model):
 
 
 def build_model(schema, options):
-    classes = options.get("num_classes") or len(options["head"]["classes"])
+    classes = options.get("classes") or options.get("num_classes") or len(options["head"]["classes"])
     if options["kind"] == "subclassed":
         return Tiny(classes)
     return keras.Sequential([layers.Rescaling(1 / 16), layers.Flatten(), layers.Dense(32, activation="relu"),
@@ -150,3 +150,18 @@ def test_a_sequential_on_a_tables_named_columns_is_one_line_naming_its_line(iris
     message = str(refused.value)
     assert "a keras.Sequential takes one unnamed input" in message and "sepal_length" in message, message
     assert refusal_line(message, UNBUILT_AND_SUBCLASSED).startswith("def build_model")
+
+
+def test_an_image_models_head_of_other_classes_is_one_line_before_training(digits, tmp_path):
+    """An image task now states its classes to the model contract: a head of 5 for 10 digits was trained, then
+    failed at the export (`the model outputs 5 scores a row for 10 classes`)."""
+    from kflow.components.datasets.images.task import ImagesTask
+
+    examples, schema = digits
+    task = with_user_module(ImagesTask, load_module(UNBUILT_AND_SUBCLASSED, "my_model.py"))(
+        load_schema(schema.file), None, {"kind": "sequential_without_input", "classes": 5}
+    )
+    task.prepare(examples, tmp_path / "assets")
+    with pytest.raises(UserModuleError) as refused:
+        task.build_model()
+    assert "the model outputs 5 value(s) a record; the task predicts 10 classes" in str(refused.value)
