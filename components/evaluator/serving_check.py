@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from kflow.components.util.predictions import serving_names
 from kflow.pipeline.dsl.artifacts import Model
 
 log = logging.getLogger("kflow.evaluator")
@@ -188,16 +189,6 @@ def _shapes(x: Any, outputs: np.ndarray) -> tuple:
     """A batch's shapes but for its size: the batches of one sample are concatenated."""
     arrays = [x[name] for name in sorted(x)] if isinstance(x, dict) else [x]
     return tuple(np.shape(array)[1:] for array in [*arrays, outputs])
-
-
-def serving_names(keras_model: Any) -> dict[str, str]:
-    """{feature name: the serving signature's name for it}: TensorFlow takes only some characters in a
-    signature's input names, so a model keeps its features' names as its input keys and names its Input
-    layers with safe ones (`glucose (mg/dl)` → `glucose__mg_dl_`), which the SavedModel's signature takes."""
-    structure = keras_model.input
-    if not isinstance(structure, dict):
-        return {}
-    return {key: tensor.name for key, tensor in structure.items()}
 
 
 class ClientProcess:

@@ -28,7 +28,7 @@ import tensorflow as tf
 from keras.src.export.export_utils import get_input_signature  # what `model.export` itself uses
 
 from kflow.components.datasets.task import Task
-from kflow.components.util.predictions import INPUTS_FILE
+from kflow.components.util.predictions import INPUTS_FILE, serving_names
 from kflow.pipeline.dsl.artifacts import Model
 
 log = logging.getLogger("kflow.trainer")
@@ -81,7 +81,12 @@ def write_serving(
         outputs = {"scores": scores, "classes": ClassNames(classes, name="classes")(scores)}
         served = keras.Model(keras_model.input, outputs)
     archive = keras.export.ExportArchive()
-    archive.track_and_add_endpoint("serve", served, get_input_signature(served))  # the first: serving_default
+    names = serving_names(served)
+    signature = get_input_signature(served)
+    if names:  # safe names for the signature's arguments, whatever the model's Input layers are called
+        signature = [{key: keras.InputSpec(shape=spec.shape, dtype=spec.dtype, name=names[key])
+                      for key, spec in signature[0].items()}]  # fmt: skip
+    archive.track_and_add_endpoint("serve", served, signature)  # the first: serving_default
     if parse is not None:
         taken = list(served.input) if isinstance(served.input, dict) else None
 
@@ -100,6 +105,5 @@ def write_serving(
     for source in sorted(Path(model_assets).iterdir()) if model_assets is not None else []:
         if source.is_file() and not (assets / source.name).exists():  # the SavedModel's own assets first
             shutil.copyfile(source, assets / source.name)
-    if isinstance(keras_model.input, dict):  # a model keeps its features' names; its Input layers have safe ones
-        names = {key: tensor.name for key, tensor in keras_model.input.items()}
+    if names:  # a model keeps its features' names; the signature takes safe ones
         (assets / INPUTS_FILE).write_text(json.dumps(names, indent=1, sort_keys=True) + "\n")

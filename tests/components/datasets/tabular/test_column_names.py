@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from kflow.components.evaluator.serving_check import serving_names
 from kflow.components.models.tabular_mlp import build_tabular_mlp
+from kflow.components.util.predictions import serving_names
 
 NAMES = ["glucose (mg/dl)", "body weight", "Größe", "A", "a", "x.radius_mean", "2nd-dose", "yield", "import"]
 
