@@ -6,8 +6,9 @@ columns are matched by meaning: retrained on more rows of the same table, a cate
 column starts to vary, an integer column gains codes, and each earlier column's row of the kernel moves to where
 its value now is (a new value starts from the row of the earlier model's unknown-value slot that scored it, or
 from zero; a column gone is dropped), as TensorFlow Estimators' `WarmStartSettings` remapped vocabularies. Any
-other model must have the same inputs (names, types, shapes), the same layers in the same order with weights of
-the same shapes, and the same vocabularies in its lookup layers. A classifier's output columns follow the class
+other model must have the same inputs (types and shapes; named ones by name, unnamed ones by place, as Keras
+names them anew in each build), the same layers in the same order with weights of the same shapes, and the same
+vocabularies in its lookup layers. A classifier's output columns follow the class
 names (`assets/classes.txt`): a new class starts as the earlier model's least likely one. The first difference
 that no mapping covers is the one line of the error. A numeric feature's normalisation is not compared: it is
 the new data's (the earlier weights then adapt to it within the first epochs), as a model trained from scratch
@@ -222,7 +223,12 @@ def _remap_classes(values: list[np.ndarray], before: list[str], now: list[str]) 
 
 
 def _inputs(model: Any) -> list[tuple[str, str, tuple]]:
-    return [(tensor.name, str(tensor.dtype), tuple(tensor.shape)) for tensor in model.inputs]
+    """(name, dtype, shape) of each input: named inputs (a dict: a table's columns) by their keys; unnamed ones by
+    their place, as Keras names them anew in each build (`input_layer_2`, `keras_tensor`: a Sequential's)."""
+    structure = model.input
+    if isinstance(structure, dict):
+        return [(str(key), str(tensor.dtype), tuple(tensor.shape)) for key, tensor in sorted(structure.items())]
+    return [(f"input {index}", str(tensor.dtype), tuple(tensor.shape)) for index, tensor in enumerate(model.inputs)]
 
 
 def incompatibility(earlier: Any, model: Any, mapped: set[str] = frozenset()) -> str | None:
@@ -271,6 +277,9 @@ def _vocabulary_change(old: Any, new: Any, name: str) -> str | None:
         return f"layer {name!r} has another vocabulary: {new_values[:6]}, the earlier model's {old_values[:6]}"
     if hasattr(new, "layers") and hasattr(old, "layers"):
         inner = {layer.name: layer for layer in old.layers}
+        if [type(layer) for layer in old.layers] == [type(layer) for layer in new.layers]:
+            inner = {layer.name: before for before, layer in zip(old.layers, new.layers, strict=True)}  # by place:
+            # a nested Sequential's layers are named anew in each build (`rescaling`, `rescaling_1`)
         for layer in new.layers:
             if layer.name not in inner:
                 return f"layer {name}/{layer.name!r} is new"

@@ -165,3 +165,28 @@ def test_an_image_models_head_of_other_classes_is_one_line_before_training(digit
     with pytest.raises(UserModuleError) as refused:
         task.build_model()
     assert "the model outputs 5 value(s) a record; the task predicts 10 classes" in str(refused.value)
+
+
+@pytest.mark.parametrize("kind", ["sequential_without_input", "subclassed"])
+def test_such_a_model_warm_starts_from_its_earlier_build(digits, tmp_path, caplog, kind):
+    """Keras names a Sequential's input and layers anew in each build (`input_layer_2`, `keras_tensor`;
+    `rescaling`, `rescaling_1`): a warm start compared those names and refused the same model's earlier self
+    (`the inputs differ`, `layer sequential/'rescaling' is new`). Unnamed inputs and a nested model's layers are
+    now matched by place."""
+    import logging
+
+    examples, schema = digits
+    options = {"dataset": "images", "examples": examples, "schema": schema, "module": "my_model.py",
+               "module_source": UNBUILT_AND_SUBCLASSED, "epochs": 1, "batch_size": 32, "learning_rate": 0.01,
+               "seed": 1, "model_options": {"kind": kind}}  # fmt: skip
+    first = Model(tmp_path / "first")
+    train(model=first, model_run=ModelRun(tmp_path / "first_run"), **options)
+    scratch = ModelRun(tmp_path / "scratch_run")
+    train(model=Model(tmp_path / "scratch"), model_run=scratch, **options)
+    warm = ModelRun(tmp_path / "warm_run")
+    with caplog.at_level(logging.INFO, logger="kflow.trainer"):
+        train(model=Model(tmp_path / "warm"), model_run=warm, warm_start="latest_blessed",
+              warm_start_model_uri=str(first.uri), **options)  # fmt: skip
+    assert f"warm-started from {first.uri}" in caplog.text
+    # The earlier model's weights carried: its first epoch starts where the first training ended.
+    assert warm.history["per_epoch"][0]["loss"] < scratch.history["per_epoch"][0]["loss"]
