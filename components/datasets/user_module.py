@@ -35,6 +35,7 @@ import ast
 import hashlib
 import importlib.util
 import json
+import re
 import sys
 import traceback
 import types
@@ -54,6 +55,7 @@ from kflow.components.datasets.model_graph import SequentialOnColumns, with_grap
 from kflow.pipeline.dsl.artifacts import Model
 
 MODULE_FILE = Model.MODULE_FILE
+KERAS_STYLING = re.compile(r"\x1b\[[01]m")  # keras.src.utils.traceback_utils: bold on, off
 MODEL_INPUTS_FILE = "model_inputs.json"  # The named inputs a user's model takes, beside its module in the assets.
 
 
@@ -116,6 +118,12 @@ class UserModuleError(ValueError):
     """The user's module failed or built a model the task cannot train: one line with its file and line."""
 
 
+def failure(error: BaseException) -> str:
+    """`KeyError: 'varience'`: the error's type and message, without the bold Keras wraps its messages in (a styling
+    escape sequence of Keras' own, not of the data: printed escaped, it read `\x1b[1mKernel shape must ...`)."""
+    return f"{type(error).__name__}: {KERAS_STYLING.sub('', str(error))}"
+
+
 def where(error: BaseException | None, module: types.ModuleType) -> str:
     """`trainer.module: my_model.py:LINE`: the user module's deepest frame of `error`'s traceback, else the line
     of its build_model."""
@@ -148,7 +156,7 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             try:
                 model = module.build_model(self.schema, options)
             except Exception as error:
-                raise UserModuleError(f"{where(error, module)}: {type(error).__name__}: {error}") from error
+                raise UserModuleError(f"{where(error, module)}: {failure(error)}") from error
             if not isinstance(model, keras.Model):
                 returned = type(model).__name__
                 raise UserModuleError(f"{where(None, module)}: build_model returned {returned}, not a Keras model")
@@ -157,7 +165,7 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             except SequentialOnColumns as refused:
                 raise UserModuleError(f"{where(None, module)}: {refused}") from refused
             except Exception as error:
-                raise UserModuleError(f"{where(error, module)}: {type(error).__name__}: {error}") from error
+                raise UserModuleError(f"{where(error, module)}: {failure(error)}") from error
             own_loss = module.loss() if hasattr(module, "loss") else None
             checks = [lambda: contract_problem(model, self, own_loss)]
             if not self.saving_checked:  # Once a process: the export builds the same model again.

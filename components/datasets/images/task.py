@@ -33,7 +33,7 @@ class ImagesTask(MnistTask):
         )
 
     def model_context(self) -> dict[str, Any]:
-        return {"num_classes": self.num_classes, "image_shape": list(self.image_shape), "class_names": self.class_names}
+        return {**super().model_context(), "class_names": self.class_names}
 
     def serving_classes(self) -> list[str] | None:
         return list(self.class_names)

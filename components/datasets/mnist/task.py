@@ -88,7 +88,10 @@ class MnistTask(LearntByTransform, Task):
         return build_model(self.model_name, num_classes=self.num_classes, **self.scaling(), **self.model_options)
 
     def model_context(self) -> dict[str, Any]:
-        return {"num_classes": self.num_classes}
+        """What a user's model is told: the classes, and the image's shape as Keras' image layers take it, channels
+        last even for grey images (their batches are `[batch, height, width]`, which a functional model of
+        `keras.Input(shape=(height, width, 1))` takes as Keras adds the trailing 1)."""
+        return {"num_classes": self.num_classes, "image_shape": channels_last(self.image_shape)}
 
     @property
     def output_size(self) -> int:
@@ -103,3 +106,8 @@ class MnistTask(LearntByTransform, Task):
 
     def metrics(self) -> list[keras.metrics.Metric]:
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+
+def channels_last(shape: tuple[int, ...]) -> list[int]:
+    """(height, width[, channels]) → [height, width, channels]."""
+    return [*shape, 1] if len(shape) == 2 else list(shape)

@@ -190,3 +190,25 @@ def test_such_a_model_warm_starts_from_its_earlier_build(digits, tmp_path, caplo
     assert f"warm-started from {first.uri}" in caplog.text
     # The earlier model's weights carried: its first epoch starts where the first training ended.
     assert warm.history["per_epoch"][0]["loss"] < scratch.history["per_epoch"][0]["loss"]
+
+
+def test_an_error_of_keras_in_the_module_is_one_plain_line(digits, tmp_path):
+    """Keras bolds its errors' messages with terminal escapes, which a one-line error showed as `\\x1b[1m`."""
+    from kflow.components.datasets.images.task import ImagesTask
+
+    source = (
+        "import keras\n\n\ndef build_model(schema, options):\n"
+        "    base_input = keras.Input(shape=(8, 8, 3))\n"
+        "    base = keras.Model(base_input, keras.layers.Conv2D(4, 3)(base_input))\n"
+        "    inputs = keras.Input(shape=(8, 8))\n"
+        "    x = keras.layers.Flatten()(base(inputs))\n"
+        "    return keras.Model(inputs, keras.layers.Dense(10, activation='softmax')(x))\n"
+    )
+    examples, schema = digits
+    task = with_user_module(ImagesTask, load_module(source, "my_model.py"))(load_schema(schema.file))
+    task.prepare(examples, tmp_path / "assets")
+    with pytest.raises(UserModuleError) as refused:
+        task.build_model()
+    message = str(refused.value)
+    assert message.startswith("trainer.module: my_model.py:8: ValueError: ") and "Functional.call()" in message, message
+    assert "\x1b" not in message
