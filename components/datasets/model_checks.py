@@ -145,7 +145,8 @@ def contract_problem(model: Any, task: Any, loss: Any = None) -> tuple[str, Any]
     named = f"its last layer {head.name!r}" if head is not None else "its output"
     if getattr(task, "predicts_probability", False):  # one probability, p of the positive class
         if not (is_softmax_pair_head(model, task) or (units == 1 and activation == "sigmoid")):
-            given = f"{units} value(s) a record" + (f" by a {activation}" if activation else "")
+            given = f"{units} value(s) a record" if units is not None else f"outputs of shape {outputs[0].shape}"
+            given += f" by a {activation}" if activation else ""
             return (
                 f"{named} gives {given}; the task predicts the probability of its positive class: end in "
                 'Dense(1, activation="sigmoid") or Dense(2, activation="softmax")'

@@ -30,9 +30,11 @@ class SequentialOnColumns(ValueError):
 
 
 def has_graph(model: Any) -> bool:
-    """Whether Keras can say the model's inputs (`model.input`): a functional model's, or one called before."""
+    """Whether the model is a graph of its inputs to its outputs (`model.input`, `model.outputs`): a functional
+    model; not a subclassed one, even once called on a `keras.Input` (its `input` is then said, its `outputs` not)."""
     try:
-        model.input  # noqa: B018 - the property raises for a model never called
+        model.input  # noqa: B018 - the properties raise for a model never called, or one of no graph
+        model.outputs  # noqa: B018
     except (AttributeError, ValueError):
         return False
     return True

@@ -226,6 +226,7 @@ def _serving_function(model: Model) -> Any:
     def predict(inputs: Any) -> np.ndarray:
         given = inputs if isinstance(inputs, dict) else {next(iter(specs)): inputs}
         tensors = {names.get(key, key): value for key, value in given.items()}
+        tensors = {name: value for name, value in tensors.items() if name in specs}  # a model of some columns only
         outputs = signature(**{name: _declared(value, specs[name]) for name, value in tensors.items()})
         return (outputs["scores"] if "scores" in outputs else next(iter(outputs.values()))).numpy()
 

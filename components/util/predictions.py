@@ -35,7 +35,10 @@ def serving_names(keras_model: Any) -> dict[str, str]:
     taken: set[str] = set()
     names = {}
     for key, tensor in structure.items():
-        own = str(getattr(tensor, "name", "") or "")
+        # The Input layer's name, which a saved model keeps: an unnamed Input's tensor is `keras_tensor_3` as built,
+        # `input_layer_1` as loaded (the export and the Evaluator's serving check hold the model each way).
+        history = getattr(tensor, "_keras_history", None)
+        own = str(getattr(getattr(history, "operation", None), "name", None) or getattr(tensor, "name", "") or "")
         safe = bool(own) and layer_name(own, set()) == own and own.lower() not in taken
         names[key] = own if safe else layer_name(str(key), taken)
         taken.add(names[key].lower())

@@ -19,7 +19,7 @@ import pytest
 
 from kflow.components.datasets.task import task_for_model
 from kflow.components.evaluator.executor import run as evaluate
-from kflow.components.predictor.executor import _serving_function
+from kflow.components.predictor.executor import _declared, _serving_function
 from kflow.components.trainer.executor import run as train
 from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, ModelEvaluation, ModelRun
 from tests.components.trainer.user_models import csv_examples
@@ -101,3 +101,24 @@ def test_a_keras_io_model_of_one_value_a_row_trains_is_blessed_and_its_pushed_fo
 
     expected = load_trained(model.keras_file, task.model_name).predict_on_batch(x)
     np.testing.assert_allclose(_serving_function(pushed)(x), expected, atol=1e-5)
+    # A column the model does not take (the task parses every feature of the data to score) is not fed to it.
+    other = {**x, "a column the model leaves out": np.zeros_like(next(iter(x.values())))}
+    np.testing.assert_allclose(_serving_function(pushed)(other), expected, atol=1e-5)
+
+
+def test_a_column_and_a_value_a_row_are_fed_as_the_signature_declares_them():
+    """The pushed folder's client (`_declared`) and the Evaluator's input check (`_without_trailing_one`) take shapes
+    a trailing 1 apart as Keras' functional models do, either way round; other shapes are left to fail."""
+    import tensorflow as tf
+
+    from kflow.components.evaluator.executor import _without_trailing_one
+
+    column, values = np.arange(3, dtype="float32")[:, None], np.arange(3, dtype="float32")
+    assert _declared(column, tf.TensorSpec([None], tf.float32)).shape == (3,)
+    assert _declared(values, tf.TensorSpec([None, 1], tf.float32)).shape == (3, 1)
+    assert _declared(np.zeros((3, 28, 28), "uint8"), tf.TensorSpec([None, 28, 28, 1], tf.float32)).shape == (
+        3, 28, 28, 1)  # fmt: skip
+    assert _declared(np.zeros((3, 2)), tf.TensorSpec([None], tf.float32)).shape == (3, 2)  # not a trailing 1
+    assert _without_trailing_one((28, 28, 1), (28, 28)) == ((28, 28), (28, 28))
+    assert _without_trailing_one((), (1,)) == ((), ())
+    assert _without_trailing_one((28, 28, 3), (28, 28)) == ((28, 28, 3), (28, 28))

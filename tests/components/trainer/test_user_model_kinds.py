@@ -212,3 +212,42 @@ def test_an_error_of_keras_in_the_module_is_one_plain_line(digits, tmp_path):
     message = str(refused.value)
     assert message.startswith("trainer.module: my_model.py:8: ValueError: ") and "Functional.call()" in message, message
     assert "\x1b" not in message
+
+
+UNNAMED_INPUTS = """\
+import keras
+
+
+def build_model(schema, options):
+    inputs = {f["name"]: keras.Input(shape=(1,)) for f in options["features"]}
+    x = keras.layers.Concatenate()([keras.layers.Normalization(mean=f["mean"], variance=f["variance"])(
+        inputs[f["name"]]) for f in options["features"]])
+    x = keras.layers.Dense(16, activation="relu")(x)
+    return keras.Model(inputs, keras.layers.Dense(len(options["head"]["classes"]), activation="softmax")(x))
+"""
+
+
+def test_a_tables_model_of_unnamed_inputs_serves(iris, tmp_path):
+    """A dict of `keras.Input(shape=(1,))` without names: the export named the signature's arguments by the tensors
+    as built (`keras_tensor_3`), the serving check by the model as loaded (`input_layer_1`), and refused it; both
+    now take the Input layers' names, which the saved model keeps."""
+    examples, schema = iris
+    metrics = trained_and_evaluated(tmp_path, examples, schema, "csv", UNNAMED_INPUTS, epochs=20, batch_size=16,
+                                    learning_rate=0.01)  # fmt: skip
+    assert metrics["accuracy"] > 0.8, metrics
+
+
+def test_a_subclassed_model_called_once_in_build_model_is_still_made_functional(digits, tmp_path):
+    """Called on a `keras.Input`, a subclassed model says its `input` but has no `outputs`: it is wrapped too."""
+    from kflow.components.datasets.images.task import ImagesTask
+
+    source = UNBUILT_AND_SUBCLASSED.replace(
+        '        return Tiny(classes)', '        tiny = Tiny(classes)\n        tiny(keras.Input((8, 8, 1)))\n'
+        '        return tiny')  # fmt: skip
+    examples, schema = digits
+    task = with_user_module(ImagesTask, load_module(source, "my_model.py"))(
+        load_schema(schema.file), None, {"kind": "subclassed"}
+    )
+    task.prepare(examples, tmp_path / "assets")
+    model = task.build_model()
+    assert model.outputs[0].shape[-1] == 10 and type(model).__name__ == "Functional"
