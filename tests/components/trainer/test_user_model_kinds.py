@@ -167,7 +167,7 @@ def test_an_image_models_head_of_other_classes_is_one_line_before_training(digit
     assert "the model outputs 5 value(s) a record; the task predicts 10 classes" in str(refused.value)
 
 
-@pytest.mark.parametrize("kind", ["sequential_without_input", "subclassed"])
+@pytest.mark.parametrize("kind", ["sequential_without_input", pytest.param("subclassed", marks=pytest.mark.slow)])
 def test_such_a_model_warm_starts_from_its_earlier_build(digits, tmp_path, caplog, kind):
     """Keras names a Sequential's input and layers anew in each build (`input_layer_2`, `keras_tensor`;
     `rescaling`, `rescaling_1`): a warm start compared those names and refused the same model's earlier self
