@@ -29,6 +29,7 @@ from kflow.components.datasets.task import Task, task_for_model
 from kflow.components.datasets.user_module import MODULE_FILE
 from kflow.components.evaluator.caveats import caveats
 from kflow.components.evaluator.gate import check_thresholds, describe, run_checks
+from kflow.components.evaluator.model_inputs import OtherInputs, check_inputs
 from kflow.components.evaluator.provenance import trained_with
 from kflow.components.evaluator.report import write_report
 from kflow.components.evaluator.serving_check import REPORT as SERVING_REPORT
@@ -275,7 +276,7 @@ class _Measure:
         slices = [spec for spec in slices if spec["by"] not in left_out]
         keras_model = load_trained(model.keras_file, task_object.model_name)
         batches = task_object.dataset(self.examples, self.split, batch_size=1, training=False, seed=self.seed)
-        _check_inputs(model, keras_model, batches)
+        check_inputs(model, keras_model, batches)
         prototype = self.metrics_class(**_metric_options(task_object))
         if prototype.needs_eval_pass:
             self._stream(task_object, keras_model, self.eval_split, prototype, [])
@@ -302,51 +303,6 @@ class _Measure:
                     accumulators.setdefault(str(key), overall.new()).update(
                         subset(x, rows), y[rows], outputs[rows], None if weight is None else weight[rows]
                     )
-
-
-class OtherInputs(ValueError):
-    """A model reads other inputs than this data's (a baseline trained before a column was dropped, or on images of
-    another size): `reads` says what, after the model's name."""
-
-    def __init__(self, model: Model, reads: str):
-        super().__init__(f"the model {model.uri} {reads}")
-        self.reads = reads
-
-
-def _check_inputs(model: Model, keras_model: Any, batches: Any) -> None:
-    """Raises OtherInputs naming the inputs `keras_model` reads that the data's batches lack, or the input shape
-    they do not have; Keras would fail mid-evaluation ("Missing data for input", "incompatible with the layer")."""
-    features = batches.element_spec[0]
-    try:
-        inputs = keras_model.input  # the structure the model was built on: a dict of its columns, as named in the data
-    except (AttributeError, ValueError):  # a subclassed model: no structure to compare
-        return
-    if isinstance(features, dict) and isinstance(inputs, dict):
-        missing = sorted(set(inputs) - set(features))
-        if missing:
-            shown = ", ".join(repr(name) for name in missing[:8]) + (", ..." if len(missing) > 8 else "")
-            raise OtherInputs(model, f"reads columns this data lacks ({shown})")
-    elif not isinstance(features, dict) and hasattr(inputs, "shape") and hasattr(features, "shape"):
-        wanted, given = _without_trailing_one(tuple(inputs.shape[1:]), tuple(features.shape[1:]))
-        if len(wanted) != len(given) or any(
-            w is not None and g is not None and w != g for w, g in zip(wanted, given, strict=True)
-        ):
-            raise OtherInputs(model, f"reads inputs of shape {_shape(wanted)}; this data's are {_shape(given)} "
-                                     "(images of another size or channels?)")  # fmt: skip
-
-
-def _without_trailing_one(wanted: tuple, given: tuple) -> tuple[tuple, tuple]:
-    """Shapes a rank apart by a trailing 1 compared without it, as functional Keras models take them (keras.io's
-    MNIST convnet's `keras.Input(shape=(28, 28, 1))` fed 28×28 images)."""
-    if len(wanted) == len(given) + 1 and wanted[-1] == 1:
-        return wanted[:-1], given
-    if len(given) == len(wanted) + 1 and given[-1] == 1:
-        return wanted, given[:-1]
-    return wanted, given
-
-
-def _shape(dims: tuple) -> str:
-    return "×".join("?" if dim is None else str(dim) for dim in dims)
 
 
 def _task(dataset: str, schema: Schema, model: Model) -> Task:

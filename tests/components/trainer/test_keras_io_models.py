@@ -107,11 +107,11 @@ def test_a_keras_io_model_of_one_value_a_row_trains_is_blessed_and_its_pushed_fo
 
 
 def test_a_column_and_a_value_a_row_are_fed_as_the_signature_declares_them():
-    """The pushed folder's client (`_declared`) and the Evaluator's input check (`_without_trailing_one`) take shapes
+    """The pushed folder's client (`_declared`) and the Evaluator's input check (`without_trailing_one`) take shapes
     a trailing 1 apart as Keras' functional models do, either way round; other shapes are left to fail."""
     import tensorflow as tf
 
-    from kflow.components.evaluator.executor import _without_trailing_one
+    from kflow.components.evaluator.model_inputs import without_trailing_one
 
     column, values = np.arange(3, dtype="float32")[:, None], np.arange(3, dtype="float32")
     assert _declared(column, tf.TensorSpec([None], tf.float32)).shape == (3,)
@@ -119,6 +119,6 @@ def test_a_column_and_a_value_a_row_are_fed_as_the_signature_declares_them():
     assert _declared(np.zeros((3, 28, 28), "uint8"), tf.TensorSpec([None, 28, 28, 1], tf.float32)).shape == (
         3, 28, 28, 1)  # fmt: skip
     assert _declared(np.zeros((3, 2)), tf.TensorSpec([None], tf.float32)).shape == (3, 2)  # not a trailing 1
-    assert _without_trailing_one((28, 28, 1), (28, 28)) == ((28, 28), (28, 28))
-    assert _without_trailing_one((), (1,)) == ((), ())
-    assert _without_trailing_one((28, 28, 3), (28, 28)) == ((28, 28, 3), (28, 28))
+    assert without_trailing_one((28, 28, 1), (28, 28)) == ((28, 28), (28, 28))
+    assert without_trailing_one((), (1,)) == ((), ())
+    assert without_trailing_one((28, 28, 3), (28, 28)) == ((28, 28, 3), (28, 28))
