@@ -119,7 +119,7 @@ def contract_problem(model: Any, task: Any, loss: Any = None) -> tuple[str, Any]
     model as a whole): its named inputs against the features the task feeds (`task.input_features`, where the task
     says), its outputs against the task's classes or single number (`task.output_size`), its last activation
     against what the task's loss, Evaluator and serving read (class probabilities; a number) and against the
-    module's own `loss` (from_logits)."""
+    module's own `loss`, its loss() or the one build_model compiled the model with (from_logits)."""
     features = getattr(task, "input_features", None)
     structure = model.input
     if features is not None and isinstance(structure, dict):
@@ -163,14 +163,14 @@ def contract_problem(model: Any, task: Any, loss: Any = None) -> tuple[str, Any]
     elif expected > 1 and activation not in (None, "softmax"):
         return (
             f"{named} ends in activation {activation!r}; the task's loss, the Evaluator and serving read class "
-            f'probabilities: give it activation="softmax"'
+            f'probabilities: give it activation="softmax" (or, to train on logits, a loss with from_logits=True)'
         ), head
     elif expected == 1 and activation == "softmax":
         return f"{named} ends in a softmax, whose one output is always 1; a regression ends in no activation", head
     from_logits = (loss.get_config() or {}).get("from_logits") if loss is not None else None
     if from_logits and activation in ("softmax", "sigmoid"):
         return (
-            f"{named} ends in a {activation} (probabilities) but the module's loss() takes logits "
+            f"{named} ends in a {activation} (probabilities) but the module's loss takes logits "
             "(from_logits=True): drop from_logits"
         ), head
     return None

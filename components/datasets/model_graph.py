@@ -11,22 +11,29 @@ as it is built. Two of Keras' most usual ways to write a model have none until s
 Such a model is made functional here, as Keras itself builds one on the first batch `fit` hands it: a Sequential
 that has its `keras.Input` is its own graph; any other is called on symbolic inputs shaped as the task's batches
 (traced from `Task.inputs`, the task's parsing of a batch of Examples, so their shapes and dtypes are the ones
-training feeds), inside a functional model of the same name. A Sequential (one unnamed input) on a task of named
-columns is refused, as a functional model of one unnamed input is there.
+training feeds), inside a functional model of the same name.
+
+A model of one unnamed input (a Sequential, or a functional model on one `keras.Input`) on a table of several columns
+takes the table's number columns as one matrix, `[batch, numbers]` in the order of the task's features, a missing
+value filled with the column's Split-train mean: what numpy-minded Keras code (tensorflow.org's "Basic regression",
+keras.io's regression examples) feeds a Sequential. Its strings, dates and words are left out, as any model that
+takes only some columns is fed only those; its declared width must be the number of those columns.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-SEQUENTIAL_ON_COLUMNS = (
-    "a keras.Sequential takes one unnamed input, but the data has named features ({features}): build a "
-    "keras.Model on a dict of keras.Input(name=feature) for the features it uses"
-)
+from kflow.components.util.said_once import info_once
+
+log = logging.getLogger(__name__)
+
+NAMED_INPUTS_HINT = "build a keras.Model on a dict of keras.Input(name=feature) for the features it uses"
 
 
-class SequentialOnColumns(ValueError):
-    """A keras.Sequential (one unnamed input) for a task of named columns."""
+class NumberColumnsMismatch(ValueError):
+    """A model of one unnamed input that a table's number columns cannot feed (none, or not as many as it takes)."""
 
 
 def has_graph(model: Any) -> bool:
@@ -49,10 +56,15 @@ def task_input_tensors(task: Any) -> Any:
 
 
 def with_graph(model: Any, task: Any) -> Any:
-    """`model` if it has a graph, else a functional model of it (above); SequentialOnColumns: a Sequential on named
-    columns. An error of the model's own `call` on the task's inputs propagates, for the caller to name its line."""
+    """`model` if it has a graph, else a functional model of it (above); NumberColumnsMismatch: a model of one unnamed
+    input that a table's number columns cannot feed. An error of the model's own `call` on the task's inputs
+    propagates, for the caller to name its line."""
     import keras
 
+    columns = _table_columns(task)
+    numbers_fed = bool(columns) and (len(columns) > 1 or columns[0]["kind"] == "numeric")
+    if numbers_fed and _takes_one_unnamed_input(model):
+        return on_number_columns(model, columns)
     if has_graph(model):
         return model
     if isinstance(model, keras.Sequential):
@@ -62,15 +74,75 @@ def with_graph(model: Any, task: Any) -> Any:
             pass
     given = task_input_tensors(task)
     if isinstance(given, dict):
-        if isinstance(model, keras.Sequential):
-            raise SequentialOnColumns(SEQUENTIAL_ON_COLUMNS.format(features=", ".join(given)))
         from kflow.components.models.tabular_mlp import layer_name
 
         taken: set[str] = set()
         inputs = {name: _input_like(tensor, layer_name(name, taken)) for name, tensor in given.items()}
+        if isinstance(model, keras.Sequential):  # a table of one column that is not a number: that column
+            return keras.Model(inputs, model(next(iter(inputs.values()))), name=model.name)
     else:
         inputs = _input_like(given, None)
     return keras.Model(inputs, model(inputs), name=model.name)
+
+
+def on_number_columns(model: Any, columns: list[dict[str, Any]]) -> Any:
+    """A functional model of the number `columns` (the task's planned features) as one matrix, filled with their
+    means, into `model`, whose one input must take as many numbers a row if it says; NumberColumnsMismatch else."""
+    import keras
+
+    from kflow.components.models.tabular_mlp import FillMissing, layer_name
+
+    numbers = [column for column in columns if column["kind"] == "numeric"]
+    others = [f"{column['name']} ({column.get('left_out') or column['kind']})" for column in columns
+              if column["kind"] != "numeric"]  # fmt: skip
+    shape = _declared_shape(model)
+    if not numbers or (shape is not None and shape != (len(numbers),)):
+        takes = "a matrix" if shape is None else f"{shape[0]} number(s) a row" if len(shape) == 1 else f"{shape}"
+        has = ", ".join(column["name"] for column in numbers) or "none"
+        raise NumberColumnsMismatch(
+            f"the model takes one unnamed input, {takes}; this table's number columns are {len(numbers)} ({has})"
+            + (f", besides {', '.join(others)}" if others else "")
+            + f": take them all (keras.Input(shape=({len(numbers)},))) or {NAMED_INPUTS_HINT}"
+        )
+    taken: set[str] = set()
+    inputs = {column["name"]: keras.Input(shape=(1,), dtype="float32", name=layer_name(column["name"], taken))
+              for column in numbers}  # fmt: skip
+    block = list(inputs.values())
+    matrix = block[0] if len(block) == 1 else keras.layers.Concatenate(name="number_columns")(block)
+    matrix = FillMissing([float(column["mean"]) for column in numbers], name="fill_numbers")(matrix)
+    left_out = f"; left out: {', '.join(others)}" if others else ""
+    info_once(log, f"the model takes the table's {len(numbers)} number column(s) as one matrix, missing values "
+                   f"filled with their Split-train means{left_out}")  # fmt: skip
+    return keras.Model(inputs, model(matrix), name=model.name)
+
+
+def _table_columns(task: Any) -> list[dict[str, Any]] | None:
+    """A table task's planned features (`options["features"]`), in order; None for any other task."""
+    context = task.model_context() if hasattr(task, "model_context") else {}
+    features = context.get("features")
+    if isinstance(features, list) and all(isinstance(each, dict) and "kind" in each for each in features):
+        return features
+    return None
+
+
+def _takes_one_unnamed_input(model: Any) -> bool:
+    """A Sequential (built or not), or a functional model of one input that is not a dict; not a subclassed model,
+    which is handed the table's named columns."""
+    import keras
+
+    if isinstance(model, keras.Sequential):
+        return True
+    return has_graph(model) and not isinstance(model.input, dict) and len(model.inputs) == 1
+
+
+def _declared_shape(model: Any) -> tuple | None:
+    """The shape of a row the model's one input declares (`keras.Input(shape=(k,))`: `(k,)`), None when it declares
+    none (a Sequential without a keras.Input, a width left None)."""
+    try:
+        shape = tuple(model.inputs[0].shape[1:])
+    except (AttributeError, ValueError, IndexError, TypeError):
+        return None
+    return None if shape == (None,) else shape
 
 
 def _input_like(tensor: Any, name: str | None) -> Any:

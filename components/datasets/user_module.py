@@ -3,7 +3,7 @@
 The contract (docs/your-data.md, "Your own model"):
 
     def build_model(schema, options) -> keras.Model      # required; compiled or not (kflow compiles it)
-    def loss() -> keras.losses.Loss                      # optional; else the task's loss
+    def loss() -> keras.losses.Loss                      # optional; else the compiled model's loss, or the task's
     def metrics() -> list[keras.metrics.Metric]          # optional; else the task's metrics
 
 `schema` is the TFMD `Schema` proto of the Examples; `options` holds `trainer.model_options` and
@@ -51,7 +51,8 @@ from kflow.components.datasets.model_checks import (
     layer_where,
     saving_problem,
 )
-from kflow.components.datasets.model_graph import SequentialOnColumns, with_graph
+from kflow.components.datasets.model_compile import ends_in_logits, on_probabilities, taken_compile, without_logits
+from kflow.components.datasets.model_graph import NumberColumnsMismatch, with_graph
 from kflow.pipeline.dsl.artifacts import Model
 
 MODULE_FILE = Model.MODULE_FILE
@@ -147,6 +148,8 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
         saving_checked = False
         sigmoid_head = False  # build_model found Dense(1, activation="sigmoid") on two classes.
         softmax_pair_head = False  # ... or Dense(2, activation="softmax") on a task of one probability.
+        compiled_loss: Any = None  # The loss build_model compiled its model with (model_compile.py).
+        logits_head = False  # ... ends in logits, which its loss takes: kflow ended it in their probabilities.
 
         def check_options(self, data_options: Any, model_options: Any) -> None:
             """Options that are not the task's own go to the module's build_model."""
@@ -160,13 +163,17 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             if not isinstance(model, keras.Model):
                 returned = type(model).__name__
                 raise UserModuleError(f"{where(None, module)}: build_model returned {returned}, not a Keras model")
+            self.compiled_loss = taken_compile(model, self.model_name, hasattr(module, "loss"))
             try:  # A Sequential or a subclassed model: made functional, as kflow reads a model's graph
                 model = with_graph(model, self)
-            except SequentialOnColumns as refused:
+            except NumberColumnsMismatch as refused:
                 raise UserModuleError(f"{where(None, module)}: {refused}") from refused
             except Exception as error:
                 raise UserModuleError(f"{where(error, module)}: {failure(error)}") from error
-            own_loss = module.loss() if hasattr(module, "loss") else None
+            own_loss = module.loss() if hasattr(module, "loss") else self.compiled_loss
+            self.logits_head = ends_in_logits(model, own_loss)
+            if self.logits_head:  # tensorflow.org's quickstart: Dense(10), a loss from_logits=True
+                model, own_loss = on_probabilities(model), without_logits(own_loss)
             checks = [lambda: contract_problem(model, self, own_loss)]
             if not self.saving_checked:  # Once a process: the export builds the same model again.
                 checks.append(lambda: saving_problem(model))
@@ -199,6 +206,12 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             if self.model_inputs is not None:
                 (Path(assets_dir) / MODEL_INPUTS_FILE).write_text(json.dumps(self.model_inputs) + "\n")
 
+        def inputs(self, serialized: Any) -> Any:
+            """The task's inputs of Examples to score (`kflow predict`), of only the features the model takes."""
+            features = super().inputs(serialized)
+            names = self.model_inputs
+            return features if names is None or not isinstance(features, dict) else {n: features[n] for n in names}
+
         def dataset(self, *args: Any, **kwargs: Any) -> Any:
             """The task's batches with only the features the model takes: a model that leaves a column out
             (a string one it does not encode) is not handed it, which Keras would try to cast."""
@@ -209,9 +222,14 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             return batches.map(lambda x, *rest: ({name: x[name] for name in names}, *rest))
 
         def loss(self) -> keras.losses.Loss:
-            if not hasattr(module, "loss"):
+            if hasattr(module, "loss"):
+                loss = module.loss()
+            elif self.compiled_loss is not None:  # build_model compiled its model with it (model_compile.py)
+                loss = self.compiled_loss
+            else:
                 return super().loss()
-            loss = module.loss()
+            if self.logits_head:  # The model now ends in probabilities (build_model): the loss takes those.
+                loss = without_logits(loss)
             loss.reduction = None  # The loops average per-example losses over the global batch themselves.
             # A sigmoid head's loss (BinaryCrossentropy) takes the one probability it returns, not the two columns
             # kflow made of it; build_model, which finds the head, runs before the loss is asked for.

@@ -83,6 +83,11 @@ def build_model(name: str, **kwargs) -> keras.Model:
     return getattr(_module(name), f"build_{name}")(**kwargs)
 
 
+# The modules of the layers kflow adds around a model of any task, a user's too: its heads (ClassProbabilities, ...),
+# and FillMissing, by which a model of one unnamed input takes a table's numbers (datasets/model_graph.py).
+WRAPPER_LAYERS = ("kflow.components.models.heads", "kflow.components.models.tabular_mlp")
+
+
 def load_trained(keras_file: Any, name: str | None) -> keras.Model:
     """A saved model.keras, loaded in any process: the custom layers of the registered model `name` (and kflow's
     heads) are registered by importing their modules first, as only a process that built the model would have them
@@ -92,8 +97,9 @@ def load_trained(keras_file: Any, name: str | None) -> keras.Model:
 
     if name in MODELS:
         _module(name)
-    importlib.import_module("kflow.components.models.heads")
-    return keras.models.load_model(keras_file)
+    for wrapper in WRAPPER_LAYERS:  # kflow's layers around any model, a user's too (heads, a table's matrix)
+        importlib.import_module(wrapper)
+    return keras.models.load_model(keras_file, compile=False)  # every caller predicts or reads weights: no optimizer
 
 
 def layout_map(name: str | None) -> dict[str, tuple[str | None, ...]]:

@@ -96,6 +96,19 @@ def test_a_registered_custom_layer_and_a_nested_lambda_are_told_apart(iris, tmp_
 # --- the final activation against the task and the loss --------------------------------------------------------------
 
 
+# build_model compiles its model with a loss of logits, as Keras code does where it builds one (model_compile.py).
+COMPILED_FROM_LOGITS = """
+
+_build = build_model
+
+
+def build_model(schema, options):
+    model = _build(schema, options)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+"""
+
+
 @pytest.mark.parametrize(
     ("head", "extra", "said"),
     [
@@ -103,8 +116,9 @@ def test_a_registered_custom_layer_and_a_nested_lambda_are_told_apart(iris, tmp_
         ('keras.layers.Dense(4, activation="softmax")(x)', "", 'end in Dense(3, activation="softmax")'),
         (SOFTMAX, "\ndef loss():\n    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)\n",
          "takes logits (from_logits=True)"),
+        (SOFTMAX, COMPILED_FROM_LOGITS, "takes logits (from_logits=True)"),
     ],
-    ids=["logits", "units", "from_logits"],
+    ids=["logits", "units", "from_logits", "compiled_from_logits"],
 )  # fmt: skip
 def test_a_head_that_does_not_fit_the_task_or_the_loss_is_refused_naming_its_line(iris, tmp_path, head, extra, said):
     examples, schema = iris

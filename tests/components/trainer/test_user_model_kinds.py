@@ -4,8 +4,8 @@ its `keras.Input(shape=(28, 28, 1))` fed MNIST's 28×28 images; one without a `k
 which such a model has none of until called: each failed before its first step (`AttributeError: The layer
 sequential has never been called and thus has no defined input`), and the convnet, made to train, was then refused
 by the Evaluator (`reads inputs of shape 28×28×1; this data's are 28×28`). Now each trains, is blessed and its
-serving SavedModel answers as model.keras; a Sequential on a table's named columns is one line naming the module's
-line. Real data: MNIST (../shared/datasets), scikit-learn's digits as an image folder, iris."""
+serving SavedModel answers as model.keras (a Sequential on a table: test_sequential_on_tables.py).
+Real data: MNIST (../shared/datasets), scikit-learn's digits as an image folder, iris."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import pytest
 
 from kflow.components.datasets.images.ingest.executor import run as ingest_images
 from kflow.components.datasets.mnist.ingest.executor import run as ingest_mnist
-from kflow.components.datasets.tabular.task import TabularTask
 from kflow.components.datasets.user_module import UserModuleError, load_module, with_user_module
 from kflow.components.evaluator.executor import run as evaluate
 from kflow.components.trainer.executor import run as train
@@ -23,7 +22,6 @@ from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEvaluation, ModelRun, Rejects, Schema
 from tests.components.datasets.images.image_fixtures import write_digits
 from tests.components.datasets.tabular_fixtures import write_iris
-from tests.components.trainer.test_user_model import refusal_line
 from tests.components.trainer.user_models import csv_examples
 from tests.conftest import shared_dataset
 
@@ -137,19 +135,6 @@ def test_a_subclassed_model_takes_a_tables_named_columns(iris, tmp_path):
     metrics = trained_and_evaluated(tmp_path, examples, schema, "csv", UNBUILT_AND_SUBCLASSED, epochs=30,
                                     batch_size=16, learning_rate=0.01, model_options=options)  # fmt: skip
     assert metrics["accuracy"] > 0.8, metrics
-
-
-def test_a_sequential_on_a_tables_named_columns_is_one_line_naming_its_line(iris, tmp_path):
-    examples, schema = iris
-    task = with_user_module(TabularTask, load_module(UNBUILT_AND_SUBCLASSED, "my_model.py"))(
-        load_schema(schema.file), None, {"kind": "sequential"}
-    )
-    task.prepare(examples, tmp_path / "assets")
-    with pytest.raises(UserModuleError) as refused:
-        task.build_model()
-    message = str(refused.value)
-    assert "a keras.Sequential takes one unnamed input" in message and "sepal_length" in message, message
-    assert refusal_line(message, UNBUILT_AND_SUBCLASSED).startswith("def build_model")
 
 
 def test_an_image_models_head_of_other_classes_is_one_line_before_training(digits, tmp_path):

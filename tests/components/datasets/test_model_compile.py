@@ -1,0 +1,46 @@
+"""A user's model compiled in build_model (model_compile.py): its loss as kflow trains it, its compile state dropped."""
+
+from __future__ import annotations
+
+import keras
+import pytest
+
+from kflow.components.datasets.model_compile import loss_object, taken_compile
+
+
+@pytest.mark.parametrize(
+    ("given", "kind"),
+    [("mean_absolute_error", keras.losses.MeanAbsoluteError), ("mae", keras.losses.MeanAbsoluteError),
+     ("sparse_categorical_crossentropy", keras.losses.SparseCategoricalCrossentropy),
+     (keras.losses.huber, keras.losses.Huber), (keras.losses.BinaryCrossentropy(from_logits=True),
+                                                 keras.losses.BinaryCrossentropy)],
+)  # fmt: skip
+def test_a_loss_as_compile_takes_one_is_a_loss_object(given, kind):
+    assert type(loss_object(given)) is kind
+
+
+def test_a_loss_of_the_users_own_or_one_an_output_is_not_taken():
+    def mine(y_true, y_pred):
+        return keras.ops.mean(keras.ops.abs(y_true - y_pred), axis=-1)
+
+    assert loss_object(mine) is None
+    assert loss_object(["mae", "mse"]) is None
+    assert loss_object({"out": "mae"}) is None
+
+
+def _compiled(**compile_args):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(**compile_args)
+    return model
+
+
+def test_the_compiled_loss_is_taken_and_the_compile_state_dropped(caplog):
+    model = _compiled(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+    with caplog.at_level("INFO", logger="kflow.components.datasets.model_compile"):
+        loss = taken_compile(model, "compiled_mse", has_own_loss=False)
+    assert type(loss) is keras.losses.MeanSquaredError
+    assert not model.compiled and model.optimizer is None and not model.get_compile_config()
+    assert "compiled_mse compiled its model: its optimizer, SGD(learning_rate=0.05)" in caplog.text
+    # The module's loss() comes first; a model never compiled has nothing to take.
+    assert taken_compile(_compiled(optimizer="adam", loss="mse"), "own", has_own_loss=True) is None
+    assert taken_compile(keras.Sequential([keras.layers.Dense(1)]), "plain", has_own_loss=False) is None
