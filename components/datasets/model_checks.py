@@ -68,11 +68,27 @@ def all_layers(model: Any) -> list[Any]:
 
 
 def output_layer(model: Any) -> Any | None:
-    """The layer that returns the model's one output (None for several outputs)."""
+    """The layer that returns the model's one output (None for several outputs); inside a nested model that returns
+    it (a Sequential kflow made functional, model_graph.py), that model's own last layer."""
+    import keras
+
     if len(model.outputs) != 1:
         return None
     history = getattr(model.outputs[0], "_keras_history", None)  # Keras' (operation, node, tensor) of a tensor.
-    return history[0] if history else None
+    layer = history[0] if history else None
+    if isinstance(layer, keras.Sequential) and layer.layers:
+        return output_layer(layer) if has_outputs(layer) else layer.layers[-1]
+    if isinstance(layer, keras.Model) and has_outputs(layer):
+        return output_layer(layer)
+    return layer
+
+
+def has_outputs(model: Any) -> bool:
+    """Whether the model has a graph's outputs (a functional model, a built Sequential); not a subclassed model."""
+    try:
+        return bool(model.outputs)
+    except (AttributeError, ValueError):
+        return False
 
 
 def activation_of(layer: Any) -> str | None:

@@ -231,3 +231,50 @@ def test_keras_ios_two_class_softmax_head_gives_the_tasks_one_probability(prepar
     assert "gives 3 value(s) a record by a softmax; the task predicts the probability of its positive class" in str(
         refused.value
     )
+
+
+# tensorflow.org/tutorials/keras/text_classification's model and compile, the TextVectorization it applies to the
+# dataset as the model's first layer: a Sequential ending in one logit, its loss taking logits.
+TEXT_CLASSIFICATION = """
+import tensorflow as tf
+from tensorflow.keras import layers, losses
+
+
+def build_model(schema, options):
+    vectorize_layer = layers.TextVectorization(vocabulary=options["vocabulary"], output_sequence_length=24)
+    model = tf.keras.Sequential([
+        vectorize_layer,
+        layers.Embedding(len(options["vocabulary"]) + 2, 16),
+        layers.Dropout(0.2),
+        layers.GlobalAveragePooling1D(),
+        layers.Dropout(0.2),
+        layers.Dense(1)])
+    model.compile(loss=losses.BinaryCrossentropy(from_logits=True), optimizer="adam",
+                  metrics=[tf.metrics.BinaryAccuracy(threshold=0.0)])
+    return model
+"""
+
+
+def test_tensorflow_orgs_text_classifier_of_one_logit_gives_the_tasks_probability(prepared):
+    """The tutorial's head is `Dense(1)` and its loss `BinaryCrossentropy(from_logits=True)`, in `compile`: kflow
+    refused the head (no activation) and ignored the compiled loss. The model now ends in the sigmoid of its logit,
+    p, and trains on the same loss of p."""
+    from kflow.components.datasets.user_module import load_module, with_user_module
+
+    task, examples, assets, _ = prepared
+    users = with_user_module(QuoraTask, load_module(TEXT_CLASSIFICATION, "text_model.py"))(
+        SCHEMA, model_options=OPTIONS
+    )
+    users.load_assets(assets)
+    model = users.build_model()
+    x, y, _ = next(users.dataset(examples, "eval", batch_size=16, training=False, seed=0).as_numpy_iterator())
+    p = model.predict_on_batch(x)
+    logit = keras.Model(model.input, model.get_layer(index=-2).output).predict_on_batch(x)
+    assert p.shape == (len(y), 1)
+    np.testing.assert_allclose(p, 1 / (1 + np.exp(-logit)), rtol=1e-5)
+    expected = keras.losses.BinaryCrossentropy(from_logits=True, reduction=None)(y, logit)
+    np.testing.assert_allclose(users.loss()(y, p), expected, rtol=1e-3)
+    keras.utils.set_random_seed(0)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=users.loss())
+    history = model.fit(users.dataset(examples, "train", batch_size=32, training=True, seed=0), epochs=5, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0] / 2, history.history

@@ -28,7 +28,7 @@ from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Rejects, Sch
 from tests.components.datasets.tabular_fixtures import write_iris
 from tests.components.trainer.test_user_model import refusal_line
 from tests.components.trainer.test_user_model_kinds import trained_and_evaluated
-from tests.components.trainer.user_models import csv_examples
+from tests.components.trainer.user_models import csv_examples, write_cancer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench" / "gauntlet"))
 
@@ -120,6 +120,39 @@ def test_tensorflow_orgs_basic_regression_sequential_trains_on_auto_mpg_and_serv
     # A missing number is its column's training mean, not a NaN through the network.
     gap = {**x, "horsepower": np.where(np.arange(len(x["horsepower"]))[:, None] == 0, np.nan, x["horsepower"])}
     assert np.isfinite(trained.predict_on_batch(gap)).all()
+
+
+# keras.io's "Imbalanced classification: credit card fraud detection" model, its normalisation of the arrays as the
+# first layer: a Sequential ending in one sigmoid, on a table of two classes.
+FRAUD_DETECTION = """\
+import keras
+
+
+def build_model(schema, options):
+    numbers = [f for f in options["features"] if f["kind"] == "numeric"]
+    model = keras.Sequential([
+        keras.Input(shape=(len(numbers),)),
+        keras.layers.Normalization(mean=[f["mean"] for f in numbers], variance=[f["variance"] for f in numbers]),
+        keras.layers.Dense(256, activation="relu"),
+        keras.layers.Dense(256, activation="relu"),
+        keras.layers.Dropout(0.3),
+        keras.layers.Dense(256, activation="relu"),
+        keras.layers.Dropout(0.3),
+        keras.layers.Dense(1, activation="sigmoid"),
+    ])
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="binary_crossentropy")
+    return model
+"""
+
+
+def test_keras_ios_fraud_detection_sequential_of_one_sigmoid_trains_on_two_classes(tmp_path):
+    """Its head, Dense(1, activation="sigmoid"), sits inside the Sequential kflow wraps: read through it, it is the
+    usual binary head (ClassProbabilities), where the wrapper's own last layer, the Sequential, hid it and the model
+    was refused (`outputs 1 value(s) a record; the task predicts 2 classes`)."""
+    examples, schema = csv_examples(tmp_path, write_cancer(tmp_path / "cancer.csv"), "diagnosis")
+    metrics = trained_and_evaluated(tmp_path, examples, schema, "csv", FRAUD_DETECTION, epochs=10, batch_size=32,
+                                    learning_rate=0.001)  # fmt: skip
+    assert metrics["accuracy"] > 0.9, metrics
 
 
 @pytest.fixture(scope="module")
