@@ -37,6 +37,8 @@ def taken_compile(model: Any, module_name: str, has_own_loss: bool) -> Any:
                      "a loss() returning a keras.losses.Loss)")  # fmt: skip
     elif loss is not None:
         parts.append(f"its loss, {loss.name}, is kept")
+    if (model.get_compile_config() or {}).get("metrics"):
+        parts.append("its metrics give way to the module's metrics() or the task's")
     if parts:
         info_once(log, f"{module_name} compiled its model: {'; '.join(parts)}")
     model.compiled = False  # what Keras' compile set, unset: kflow compiles the model it trains itself
@@ -57,6 +59,8 @@ def loss_object(given: Any) -> Any:
         function = keras.losses.get(given)
     except (ValueError, TypeError):
         return None
+    if isinstance(function, keras.losses.Loss):  # a class or its name (`"MeanSquaredError"`): made by get
+        return function
     for kind in vars(keras.losses).values():
         if isinstance(kind, type) and issubclass(kind, keras.losses.Loss) and kind is not keras.losses.Loss:
             try:
@@ -77,13 +81,17 @@ def _learning_rate(optimizer: Any) -> float | None:
         return None
 
 
-def ends_in_logits(model: Any, loss: Any) -> bool:
-    """A head of no activation (logits) whose loss takes logits (`from_logits=True`): tensorflow.org's quickstart,
-    `Dense(10)` with `SparseCategoricalCrossentropy(from_logits=True)`; `Dense(1)` with a binary one."""
+def ends_in_logits(model: Any, loss: Any, task: Any) -> bool:
+    """A model of one output whose loss takes logits (`from_logits=True`) and that does not end in a softmax or
+    sigmoid, on a task of classes: tensorflow.org's quickstart, `Dense(10)` with
+    `SparseCategoricalCrossentropy(from_logits=True)`; `Dense(1)` with a binary one. The loss says its outputs are
+    logits, whatever its last layer (a Dropout after the Dense); a softmax or sigmoid under such a loss is refused
+    (model_checks.contract_problem)."""
     from kflow.components.datasets.model_checks import activation_of, output_layer
 
-    return bool(loss is not None and (loss.get_config() or {}).get("from_logits")) and (
-        len(model.outputs) == 1 and activation_of(output_layer(model)) == "linear"
+    classes = getattr(task, "predicts_probability", False) or (getattr(task, "output_size", None) or 0) > 1
+    return bool(classes and loss is not None and (loss.get_config() or {}).get("from_logits")) and (
+        len(model.outputs) == 1 and activation_of(output_layer(model)) not in ("softmax", "sigmoid")
     )
 
 
@@ -101,3 +109,25 @@ def on_probabilities(model: Any) -> Any:
 def without_logits(loss: Any) -> Any:
     """The same loss on probabilities (`from_logits=False`), its other settings (label smoothing, ...) kept."""
     return type(loss).from_config({**loss.get_config(), "from_logits": False})
+
+
+def on_class_indices(loss: Any) -> tuple[Any, str | None]:
+    """(a classifier's loss on kflow's labels, class indices; a problem when it cannot take them). keras.io's
+    classifiers often compile `categorical_crossentropy` for one-hot labels: its sparse twin is the same loss on
+    indices (from_logits kept; a label smoothing, which the sparse loss lacks, said and dropped). Other losses of
+    one-hot labels are refused; any other loss is returned as it is."""
+    import keras
+
+    if isinstance(loss, keras.losses.CategoricalCrossentropy):
+        config = loss.get_config()
+        if config.get("label_smoothing"):
+            info_once(log, f"{loss.name}'s label_smoothing ({config['label_smoothing']:g}) is dropped: kflow's "
+                           "labels are class indices, trained with SparseCategoricalCrossentropy")  # fmt: skip
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=config.get("from_logits", False)), None
+    if isinstance(loss, (keras.losses.CategoricalFocalCrossentropy, keras.losses.CategoricalHinge,
+                         keras.losses.KLDivergence)):  # fmt: skip
+        return loss, (
+            f"the loss {type(loss).__name__} takes one-hot labels; kflow's are class indices: use "
+            "SparseCategoricalCrossentropy, or leave the loss to the task"
+        )
+    return loss, None

@@ -13,11 +13,12 @@ that has its `keras.Input` is its own graph; any other is called on symbolic inp
 (traced from `Task.inputs`, the task's parsing of a batch of Examples, so their shapes and dtypes are the ones
 training feeds), inside a functional model of the same name.
 
-A model of one unnamed input (a Sequential, or a functional model on one `keras.Input`) on a table of several columns
-takes the table's number columns as one matrix, `[batch, numbers]` in the order of the task's features, a missing
-value filled with the column's Split-train mean: what numpy-minded Keras code (tensorflow.org's "Basic regression",
-keras.io's regression examples) feeds a Sequential. Its strings, dates and words are left out, as any model that
-takes only some columns is fed only those; its declared width must be the number of those columns.
+A model of one unnamed input (a Sequential, or a functional model on one `keras.Input`) on a table of one column takes
+that column as the task gives it; on a table of several columns, the table's number columns as one matrix,
+`[batch, numbers]` in the order of the task's features, a missing value filled with the column's Split-train mean:
+what numpy-minded Keras code (tensorflow.org's "Basic regression", keras.io's regression examples) feeds a
+Sequential. Its strings, dates and words are left out, as any model that takes only some columns is fed only those;
+its declared width must be the number of those columns, its dtype a number's.
 """
 
 from __future__ import annotations
@@ -62,9 +63,8 @@ def with_graph(model: Any, task: Any) -> Any:
     import keras
 
     columns = _table_columns(task)
-    numbers_fed = bool(columns) and (len(columns) > 1 or columns[0]["kind"] == "numeric")
-    if numbers_fed and _takes_one_unnamed_input(model):
-        return on_number_columns(model, columns)
+    if columns and _takes_one_unnamed_input(model):
+        return on_number_columns(model, columns) if len(columns) > 1 else _on_its_column(model, task, columns[0])
     if has_graph(model):
         return model
     if isinstance(model, keras.Sequential):
@@ -78,8 +78,6 @@ def with_graph(model: Any, task: Any) -> Any:
 
         taken: set[str] = set()
         inputs = {name: _input_like(tensor, layer_name(name, taken)) for name, tensor in given.items()}
-        if isinstance(model, keras.Sequential):  # a table of one column that is not a number: that column
-            return keras.Model(inputs, model(next(iter(inputs.values()))), name=model.name)
     else:
         inputs = _input_like(given, None)
     return keras.Model(inputs, model(inputs), name=model.name)
@@ -93,16 +91,17 @@ def on_number_columns(model: Any, columns: list[dict[str, Any]]) -> Any:
     from kflow.components.models.tabular_mlp import FillMissing, layer_name
 
     numbers = [column for column in columns if column["kind"] == "numeric"]
-    others = [f"{column['name']} ({column.get('left_out') or column['kind']})" for column in columns
-              if column["kind"] != "numeric"]  # fmt: skip
-    shape = _declared_shape(model)
-    if not numbers or (shape is not None and shape != (len(numbers),)):
+    others = [f"{column['name']} ({column['kind']})" for column in columns if column["kind"] != "numeric"]
+    shape, dtype = _declared(model)
+    if not numbers or (shape is not None and shape != (len(numbers),)) or dtype not in (None, *NUMBER_DTYPES):
         takes = "a matrix" if shape is None else f"{shape[0]} number(s) a row" if len(shape) == 1 else f"{shape}"
+        takes += f" of {dtype}" if dtype not in (None, *NUMBER_DTYPES) else ""
         has = ", ".join(column["name"] for column in numbers) or "none"
+        take_all = f"take them all (keras.Input(shape=({len(numbers)},))) or " if numbers else ""
         raise NumberColumnsMismatch(
             f"the model takes one unnamed input, {takes}; this table's number columns are {len(numbers)} ({has})"
             + (f", besides {', '.join(others)}" if others else "")
-            + f": take them all (keras.Input(shape=({len(numbers)},))) or {NAMED_INPUTS_HINT}"
+            + f": {take_all}{NAMED_INPUTS_HINT}"
         )
     taken: set[str] = set()
     inputs = {column["name"]: keras.Input(shape=(1,), dtype="float32", name=layer_name(column["name"], taken))
@@ -114,6 +113,18 @@ def on_number_columns(model: Any, columns: list[dict[str, Any]]) -> Any:
     info_once(log, f"the model takes the table's {len(numbers)} number column(s) as one matrix, missing values "
                    f"filled with their Split-train means{left_out}")  # fmt: skip
     return keras.Model(inputs, model(matrix), name=model.name)
+
+
+def _on_its_column(model: Any, task: Any, column: dict[str, Any]) -> Any:
+    """A functional model of the table's one column, as the task gives it, into `model` (Keras takes a column for
+    a `keras.Input(shape=())`)."""
+    import keras
+
+    from kflow.components.models.tabular_mlp import layer_name
+
+    given = task_input_tensors(task)[column["name"]]
+    inputs = {column["name"]: _input_like(given, layer_name(column["name"], set()))}
+    return keras.Model(inputs, model(inputs[column["name"]]), name=model.name)
 
 
 def _table_columns(task: Any) -> list[dict[str, Any]] | None:
@@ -135,14 +146,18 @@ def _takes_one_unnamed_input(model: Any) -> bool:
     return has_graph(model) and not isinstance(model.input, dict) and len(model.inputs) == 1
 
 
-def _declared_shape(model: Any) -> tuple | None:
-    """The shape of a row the model's one input declares (`keras.Input(shape=(k,))`: `(k,)`), None when it declares
-    none (a Sequential without a keras.Input, a width left None)."""
+def _declared(model: Any) -> tuple[tuple | None, str | None]:
+    """(the shape of a row, the dtype) the model's one input declares (`keras.Input(shape=(k,))`: `(k,)`); None
+    for what it does not declare (a Sequential without a keras.Input, a width left None)."""
     try:
-        shape = tuple(model.inputs[0].shape[1:])
+        tensor = model.inputs[0]
     except (AttributeError, ValueError, IndexError, TypeError):
-        return None
-    return None if shape == (None,) else shape
+        return None, None
+    shape = tuple(tensor.shape[1:])
+    return (None if shape == (None,) else shape), getattr(tensor, "dtype", None)
+
+
+NUMBER_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64")
 
 
 def _input_like(tensor: Any, name: str | None) -> Any:

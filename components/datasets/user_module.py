@@ -51,7 +51,13 @@ from kflow.components.datasets.model_checks import (
     layer_where,
     saving_problem,
 )
-from kflow.components.datasets.model_compile import ends_in_logits, on_probabilities, taken_compile, without_logits
+from kflow.components.datasets.model_compile import (
+    ends_in_logits,
+    on_class_indices,
+    on_probabilities,
+    taken_compile,
+    without_logits,
+)
 from kflow.components.datasets.model_graph import NumberColumnsMismatch, with_graph
 from kflow.pipeline.dsl.artifacts import Model
 
@@ -171,7 +177,10 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             except Exception as error:
                 raise UserModuleError(f"{where(error, module)}: {failure(error)}") from error
             own_loss = module.loss() if hasattr(module, "loss") else self.compiled_loss
-            self.logits_head = ends_in_logits(model, own_loss)
+            own_loss, problem = self._on_labels(own_loss)
+            if problem:
+                raise UserModuleError(f"{where(None, module)}: {problem}")
+            self.logits_head = ends_in_logits(model, own_loss, self)
             if self.logits_head:  # tensorflow.org's quickstart: Dense(10), a loss from_logits=True
                 model, own_loss = on_probabilities(model), without_logits(own_loss)
             checks = [lambda: contract_problem(model, self, own_loss)]
@@ -228,6 +237,7 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
                 loss = self.compiled_loss
             else:
                 return super().loss()
+            loss, _ = self._on_labels(loss)  # build_model refused a loss that cannot take them
             if self.logits_head:  # The model now ends in probabilities (build_model): the loss takes those.
                 loss = without_logits(loss)
             loss.reduction = None  # The loops average per-example losses over the global batch themselves.
@@ -236,6 +246,11 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             if self.sigmoid_head:
                 return OnPositiveClass(loss)
             return OnClassPair(loss) if self.softmax_pair_head else loss
+
+        def _on_labels(self, loss: Any) -> tuple[Any, str | None]:
+            """The module's loss on the task's labels: a classifier's are class indices (on_class_indices)."""
+            classes = getattr(self, "predicts_probability", False) or (getattr(self, "output_size", None) or 0) > 1
+            return on_class_indices(loss) if classes and loss is not None else (loss, None)
 
         def metrics(self) -> list[keras.metrics.Metric]:
             return list(module.metrics()) if hasattr(module, "metrics") else super().metrics()

@@ -274,6 +274,10 @@ class _Measure:
         for spec in [spec for spec in slices if spec["by"] in left_out]:  # a constant, an identifier: not read
             log.warning("evaluate: no slices by %r: the model leaves it out (%s)", spec["by"], left_out[spec["by"]])
         slices = [spec for spec in slices if spec["by"] not in left_out]
+        taken = getattr(task_object, "model_inputs", None)  # a user's model of some columns is fed only those
+        for spec in [spec for spec in slices if taken is not None and spec["by"] not in (*taken, "label")]:
+            log.warning("evaluate: no slices by %r: the model does not take it (trainer.module)", spec["by"])
+        slices = [spec for spec in slices if taken is None or spec["by"] in (*taken, "label")]
         keras_model = load_trained(model.keras_file, task_object.model_name)
         batches = task_object.dataset(self.examples, self.split, batch_size=1, training=False, seed=self.seed)
         check_inputs(model, keras_model, batches)

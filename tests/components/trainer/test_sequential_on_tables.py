@@ -23,6 +23,7 @@ from kflow.components.datasets.tabular.task import TabularTask
 from kflow.components.datasets.task import task_for_model
 from kflow.components.datasets.user_module import UserModuleError, load_module, with_user_module
 from kflow.components.predictor.executor import _serving_function
+from kflow.components.util import said_once
 from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Rejects, Schema
 from tests.components.datasets.tabular_fixtures import write_iris
@@ -82,15 +83,18 @@ def auto(tmp_path_factory):
 
 def test_tensorflow_orgs_basic_regression_sequential_trains_on_auto_mpg_and_serves(auto, tmp_path, caplog):
     examples, schema = auto
-    with caplog.at_level(logging.INFO, logger="kflow.components.datasets"):
+    said_once._said.clear()  # what another test of this process said once is said again here
+    with caplog.at_level(logging.INFO, logger="kflow.components"):
         metrics = trained_and_evaluated(tmp_path, examples, schema, "csv", BASIC_REGRESSION, epochs=60,
-                                        batch_size=32, learning_rate=0.001)  # fmt: skip
+                                        batch_size=32, learning_rate=0.001, slices=[{"by": "name"}])  # fmt: skip
     # The tutorial's DNN reaches a test MAE of about 1.7 mpg (the label's deviation is 7.8); predicting the mean, 6.
     assert metrics["mae"] < 3.0, metrics
     said = [record.getMessage() for record in caplog.records]
     matrix = [line for line in said if "as one matrix" in line]
     assert matrix == [matrix[0]] and "7 number column(s)" in matrix[0] and "left out: name" in matrix[0], said
     assert any("Adam(learning_rate=0.001), gives way to trainer.optimizer (name" in line for line in said), said
+    # A slice by a column the model does not take: said, not a failure after training.
+    assert "evaluate: no slices by 'name': the model does not take it (trainer.module)" in said, said
     # The loss it compiled with, mean_absolute_error, is the one trained (not the task's squared error).
     history = ModelRun(tmp_path / "run").history["per_epoch"]
     np.testing.assert_allclose([epoch["loss"] for epoch in history], [epoch["mae"] for epoch in history], rtol=1e-4)
@@ -102,7 +106,7 @@ def test_tensorflow_orgs_basic_regression_sequential_trains_on_auto_mpg_and_serv
 
     trained = load_trained(model.keras_file, task.model_name)
     expected = trained.predict_on_batch(x)
-    # The serving folder takes the columns by name, `name` too (left out), and scores as model.keras.
+    # The serving folder takes the columns by name and scores as model.keras.
     np.testing.assert_allclose(_serving_function(Model(model.path / "Format-Serving"))(x), expected, atol=1e-4)
     # `kflow predict` of model.keras parses every feature of the data to score: the model is fed only its own.
     import tensorflow as tf
@@ -178,3 +182,40 @@ def test_a_width_other_than_the_tables_numbers_is_one_line_naming_its_line(iris,
     assert "takes one unnamed input, 5 number(s) a row; this table's number columns are 4 (sepal_length" in message
     assert "keras.Input(shape=(4,))" in message, message
     assert refusal_line(message, source).startswith("def build_model")
+
+
+ONE_INPUT = """\
+import keras
+
+
+def build_model(schema, options):
+    given = keras.Input(shape=SHAPE, dtype=DTYPE)
+    x = keras.layers.Reshape((1,))(given) if SHAPE == () else given
+    return keras.Model(given, keras.layers.Dense(len(options["head"]["classes"]), activation="softmax")(x))
+"""
+
+
+@pytest.mark.parametrize(("columns", "shape", "dtype", "refused"), [
+    (["petal_length"], "()", '"float32"', None),
+    (["sepal_length", "sepal_width", "petal_length", "petal_width"], "(4,)", '"string"', "4 number(s) a row of string"),
+])  # fmt: skip
+def test_one_unnamed_input_takes_one_column_as_it_is_and_strings_are_not_numbers(tmp_path, columns, shape, dtype,
+                                                                                   refused):  # fmt: skip
+    """A table of one column feeds it as it is to a model of one input (`keras.Input(shape=())` takes the column as
+    Keras does); a matrix of numbers is never fed to an input of strings."""
+    import pandas as pd
+
+    table = pd.read_csv(write_iris(tmp_path / "iris.csv"))[[*columns, "species"]]
+    table.to_csv(tmp_path / "some.csv", index=False)
+    examples, schema = csv_examples(tmp_path, tmp_path / "some.csv", "species")
+    source = ONE_INPUT.replace("SHAPE", shape).replace("DTYPE", dtype)
+    task = with_user_module(TabularTask, load_module(source, "my_model.py"))(load_schema(schema.file), None, {})
+    task.prepare(examples, tmp_path / "assets")
+    if refused is None:
+        model = task.build_model()
+        x, _, *_ = next(task.dataset(examples, "test", batch_size=8, training=False, seed=0).as_numpy_iterator())
+        np.testing.assert_allclose(model.predict_on_batch(x).sum(axis=1), 1.0, atol=1e-5)
+        return
+    with pytest.raises(UserModuleError) as error:
+        task.build_model()
+    assert refused in str(error.value) and "keras.Input(name=feature)" in str(error.value), error.value

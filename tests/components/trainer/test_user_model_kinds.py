@@ -25,8 +25,9 @@ from tests.components.datasets.tabular_fixtures import write_iris
 from tests.components.trainer.user_models import csv_examples
 from tests.conftest import shared_dataset
 
-# keras.io's "Simple MNIST convnet" (examples/vision/mnist_convnet.py), its model as written there, with the
-# scaling it does to the arrays before fit as a layer.
+# keras.io's "Simple MNIST convnet" (examples/vision/mnist_convnet.py), its model and compile as written there, with
+# the scaling it does to the arrays before fit as a layer. Its categorical_crossentropy (one-hot labels, as it makes
+# them) trains as its sparse twin on kflow's class indices (model_compile.on_class_indices).
 KERAS_IO_CONVNET = """\
 import keras
 from keras import layers
@@ -35,7 +36,7 @@ input_shape = (28, 28, 1)
 
 
 def build_model(schema, options):
-    return keras.Sequential(
+    model = keras.Sequential(
         [
             keras.Input(shape=input_shape),
             layers.Rescaling(1 / 255),
@@ -48,6 +49,8 @@ def build_model(schema, options):
             layers.Dense(options["num_classes"], activation="softmax"),
         ]
     )
+    model.compile(loss="categorical_crossentropy", optimizer="adam", metrics=["accuracy"])
+    return model
 """
 
 UNBUILT_AND_SUBCLASSED = """\
@@ -83,13 +86,13 @@ def build_model(schema, options):
 """
 
 
-def trained_and_evaluated(tmp_path, examples, schema, dataset, source, **train_options):
+def trained_and_evaluated(tmp_path, examples, schema, dataset, source, slices=None, **train_options):
     model, model_run = Model(tmp_path / "model"), ModelRun(tmp_path / "run")
     train(dataset=dataset, examples=examples, schema=schema, model=model, model_run=model_run, module="my_model.py",
           module_source=source, seed=1, **train_options)  # fmt: skip
     evaluation, blessing = ModelEvaluation(tmp_path / "evaluation"), ModelBlessing(tmp_path / "blessing")
     result = evaluate(examples=examples, schema=schema, model=model, evaluation=evaluation, blessing=blessing,
-                      thresholds={})  # fmt: skip
+                      thresholds={}, slices=slices)  # fmt: skip
     serving = json.loads((evaluation.path / "serving_check.json").read_text())
     assert serving["passed"] and serving["examples"] > 0, serving  # The SavedModel answers as model.keras.
     assert result["blessed"], result
