@@ -154,7 +154,12 @@ def contract_problem(model: Any, task: Any, loss: Any = None) -> tuple[str, Any]
         ), None
     expected = getattr(task, "output_size", None)
     outputs = model.outputs
-    if expected is None or len(outputs) != 1:
+    if expected is not None and len(outputs) != 1:
+        return (
+            f"the model has {len(outputs)} outputs; kflow trains, evaluates and serves a model of one output, "
+            "the task's: keep the one head"
+        ), None
+    if expected is None:
         return None
     head = output_layer(model)
     units, activation = outputs[0].shape[-1], activation_of(head)

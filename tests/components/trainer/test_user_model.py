@@ -130,6 +130,19 @@ def test_a_head_that_does_not_fit_the_task_or_the_loss_is_refused_naming_its_lin
     assert "outputs = keras.layers.Dense(" in refusal_line(str(refused.value), source)  # The head, not the def.
 
 
+def test_a_model_of_two_outputs_is_one_line_before_training(iris, tmp_path):
+    """Keras trains a model of several outputs on as many labels; the task has one (a traceback of Keras' at the
+    first step, before)."""
+    examples, schema = iris
+    heads = '[keras.layers.Dense(3, activation="softmax")(x), keras.layers.Dense(1)(x)]'
+    source = module_source(head=heads)
+    task = user_task(examples, schema, source, tmp_path)
+    with pytest.raises(UserModuleError) as refused:
+        task.build_model()
+    assert "the model has 2 outputs; kflow trains, evaluates and serves a model of one output" in str(refused.value)
+    assert refusal_line(str(refused.value), source).startswith("def build_model")
+
+
 # --- a binary task's Dense(1, activation="sigmoid") ----------------------------------------------------------------
 
 SIGMOID = 'keras.layers.Dense(1, activation="sigmoid")(x)'
