@@ -89,10 +89,14 @@ def ends_in_logits(model: Any, loss: Any, task: Any) -> bool:
     (model_checks.contract_problem)."""
     from kflow.components.datasets.model_checks import activation_of, output_layer
 
-    classes = getattr(task, "predicts_probability", False) or (getattr(task, "output_size", None) or 0) > 1
-    return bool(classes and loss is not None and (loss.get_config() or {}).get("from_logits")) and (
+    return bool(predicts_classes(task) and loss is not None and (loss.get_config() or {}).get("from_logits")) and (
         len(model.outputs) == 1 and activation_of(output_layer(model)) not in ("softmax", "sigmoid")
     )
+
+
+def predicts_classes(task: Any) -> bool:
+    """A task whose labels are class indices: several classes, or the one probability of a positive class."""
+    return bool(getattr(task, "predicts_probability", False) or (getattr(task, "output_size", None) or 0) > 1)
 
 
 def on_probabilities(model: Any) -> Any:

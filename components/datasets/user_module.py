@@ -55,6 +55,7 @@ from kflow.components.datasets.model_compile import (
     ends_in_logits,
     on_class_indices,
     on_probabilities,
+    predicts_classes,
     taken_compile,
     without_logits,
 )
@@ -249,8 +250,7 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
 
         def _on_labels(self, loss: Any) -> tuple[Any, str | None]:
             """The module's loss on the task's labels: a classifier's are class indices (on_class_indices)."""
-            classes = getattr(self, "predicts_probability", False) or (getattr(self, "output_size", None) or 0) > 1
-            return on_class_indices(loss) if classes and loss is not None else (loss, None)
+            return on_class_indices(loss) if predicts_classes(self) and loss is not None else (loss, None)
 
         def metrics(self) -> list[keras.metrics.Metric]:
             return list(module.metrics()) if hasattr(module, "metrics") else super().metrics()

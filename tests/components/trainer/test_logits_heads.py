@@ -11,14 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kflow.components.datasets.mnist.ingest.executor import run as ingest_mnist
 from kflow.components.datasets.task import task_for_model
 from kflow.components.models import load_trained
-from kflow.pipeline.dsl.artifacts import Examples, Model, Rejects, Schema
+from kflow.pipeline.dsl.artifacts import Model
 from tests.components.datasets.tabular_fixtures import write_iris
-from tests.components.trainer.test_user_model_kinds import trained_and_evaluated
+from tests.components.trainer.test_user_model_kinds import mnist_sample, trained_and_evaluated
 from tests.components.trainer.user_models import csv_examples, write_cancer
-from tests.conftest import shared_dataset
 
 # tensorflow.org/tutorials/quickstart/beginner, its model and compile as written there; the tutorial's
 # `x_train / 255.0` on the arrays is the Rescaling layer.
@@ -59,10 +57,7 @@ EXTRA"""
 
 @pytest.mark.real_data
 def test_tensorflow_orgs_quickstart_trains_on_its_logits_and_serves_probabilities(tmp_path):
-    examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
-    ingest_mnist(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"),
-                 source_path=str(shared_dataset("mnist") / "mnist.npz"), split={"train": 4, "eval": 1},
-                 max_records=3000)  # fmt: skip
+    examples, schema = mnist_sample(tmp_path)
     metrics = trained_and_evaluated(tmp_path, examples, schema, "mnist", QUICKSTART, epochs=3, batch_size=64)
     assert metrics["accuracy"] > 0.8, metrics  # 0.85 after 3 epochs of 2,400 images; chance 0.1
     _assert_probabilities(tmp_path, examples, classes=10)

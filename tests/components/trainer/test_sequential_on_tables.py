@@ -19,15 +19,13 @@ import numpy as np
 import pytest
 
 from kflow.components.datasets.csv.ingest.executor import run as ingest
-from kflow.components.datasets.tabular.task import TabularTask
 from kflow.components.datasets.task import task_for_model
-from kflow.components.datasets.user_module import UserModuleError, load_module, with_user_module
+from kflow.components.datasets.user_module import UserModuleError
 from kflow.components.predictor.executor import _serving_function
 from kflow.components.util import said_once
-from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelRun, Rejects, Schema
 from tests.components.datasets.tabular_fixtures import write_iris
-from tests.components.trainer.test_user_model import refusal_line
+from tests.components.trainer.test_user_model import refusal_line, user_task
 from tests.components.trainer.test_user_model_kinds import trained_and_evaluated
 from tests.components.trainer.user_models import csv_examples, write_cancer
 
@@ -174,8 +172,7 @@ def test_a_sequential_that_says_its_width_takes_the_tables_numbers(iris, tmp_pat
 def test_a_width_other_than_the_tables_numbers_is_one_line_naming_its_line(iris, tmp_path):
     examples, schema = iris
     source = DECLARED.replace("WIDTH", "5")
-    task = with_user_module(TabularTask, load_module(source, "my_model.py"))(load_schema(schema.file), None, {})
-    task.prepare(examples, tmp_path / "assets")
+    task = user_task(examples, schema, source, tmp_path)
     with pytest.raises(UserModuleError) as refused:
         task.build_model()
     message = str(refused.value)
@@ -209,8 +206,7 @@ def test_one_unnamed_input_takes_one_column_as_it_is_and_strings_are_not_numbers
     table.to_csv(tmp_path / "some.csv", index=False)
     examples, schema = csv_examples(tmp_path, tmp_path / "some.csv", "species")
     source = ONE_INPUT.replace("SHAPE", shape).replace("DTYPE", dtype)
-    task = with_user_module(TabularTask, load_module(source, "my_model.py"))(load_schema(schema.file), None, {})
-    task.prepare(examples, tmp_path / "assets")
+    task = user_task(examples, schema, source, tmp_path)
     if refused is None:
         model = task.build_model()
         x, _, *_ = next(task.dataset(examples, "test", batch_size=8, training=False, seed=0).as_numpy_iterator())

@@ -99,12 +99,18 @@ def trained_and_evaluated(tmp_path, examples, schema, dataset, source, slices=No
     return evaluation.metrics
 
 
-@pytest.mark.real_data
-def test_keras_ios_mnist_convnet_as_written_there_trains_and_is_blessed(tmp_path):
+def mnist_sample(tmp_path):
+    """3,000 of MNIST's images (../shared/datasets), 4:1 train to eval."""
     examples, schema = Examples(tmp_path / "examples"), Schema(tmp_path / "schema")
     ingest_mnist(examples=examples, schema=schema, rejects=Rejects(tmp_path / "rejects"),
                  source_path=str(shared_dataset("mnist") / "mnist.npz"), split={"train": 4, "eval": 1},
                  max_records=3000)  # fmt: skip
+    return examples, schema
+
+
+@pytest.mark.real_data
+def test_keras_ios_mnist_convnet_as_written_there_trains_and_is_blessed(tmp_path):
+    examples, schema = mnist_sample(tmp_path)
     metrics = trained_and_evaluated(tmp_path, examples, schema, "mnist", KERAS_IO_CONVNET, epochs=2, batch_size=64)
     assert metrics["accuracy"] > 0.8, metrics
 
