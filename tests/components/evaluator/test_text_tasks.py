@@ -116,6 +116,8 @@ def test_quora_metrics_match_a_recomputation_from_the_model_scores(quora, tmp_pa
     assert not blessing.blessed and summary["failed_checks"] == [f"roc_auc {metrics['roc_auc']:.4f} >= 1.01: FAILED"]
 
 
+# 13-24 s; make test keeps a bfloat16 model's serving check (tests/components/evaluator/test_serving_check.py)
+@pytest.mark.slow
 def test_a_bfloat16_mlm_is_served_within_its_own_distance_from_float32_and_a_lost_export_is_not(tmp_path):
     """A model trained with trainer.mixed_precision computes in bfloat16: its SavedModel and model.keras round apart
     by far more than float32's bound (every such BERT was refused, the shipped MLM's logits 1.81 apart). The bound

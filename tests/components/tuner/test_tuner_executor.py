@@ -130,6 +130,8 @@ def test_ctrl_c_stops_every_trial_process(iris, tmp_path):
 
     examples, schema = iris
     code = f"""
+import faulthandler, signal
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test's stack dump should the search not stop
 from kflow.components.tuner.executor import run
 from kflow.pipeline.dsl.artifacts import Examples, HyperParameters, Schema
 from tests.components.tuner.test_tuner_executor import trainer_parameters
@@ -148,7 +150,13 @@ run(examples=Examples({examples.uri!r}), schema=Schema({schema.uri!r}),
             time.sleep(0.2)
         time.sleep(3)  # training, TensorFlow's threads running
         tuner.send_signal(signal.SIGINT)
-        assert tuner.wait(timeout=30) != 0
+        try:
+            assert tuner.wait(timeout=30) != 0
+        except subprocess.TimeoutExpired:
+            tuner.send_signal(signal.SIGUSR1)  # where it hangs, in the failure's message
+            time.sleep(2)
+            tuner.kill()
+            pytest.fail(f"the search did not stop within 30 s of Ctrl-C:\n{tuner.communicate()[1][-6000:]}")
     finally:
         tuner.kill()
     deadline = time.monotonic() + 10
