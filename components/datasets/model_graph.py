@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kflow.components.datasets.model_adapt import feeding
 from kflow.components.util.said_once import info_once
 
 log = logging.getLogger(__name__)
@@ -112,7 +113,8 @@ def on_number_columns(model: Any, columns: list[dict[str, Any]]) -> Any:
     left_out = f"; left out: {', '.join(others)}" if others else ""
     info_once(log, f"the model takes the table's {len(numbers)} number column(s) as one matrix, missing values "
                    f"filled with their Split-train means{left_out}")  # fmt: skip
-    return keras.Model(inputs, model(matrix), name=model.name)
+    with feeding(matrix):  # a Sequential's layers, called on its own Input, are fed the matrix (model_adapt.py)
+        return keras.Model(inputs, model(matrix), name=model.name)
 
 
 def _on_its_column(model: Any, task: Any, column: dict[str, Any]) -> Any:
@@ -124,7 +126,8 @@ def _on_its_column(model: Any, task: Any, column: dict[str, Any]) -> Any:
 
     given = task_input_tensors(task)[column["name"]]
     inputs = {column["name"]: _input_like(given, layer_name(column["name"], set()))}
-    return keras.Model(inputs, model(inputs[column["name"]]), name=model.name)
+    with feeding(inputs[column["name"]]):
+        return keras.Model(inputs, model(inputs[column["name"]]), name=model.name)
 
 
 def _table_columns(task: Any) -> list[dict[str, Any]] | None:

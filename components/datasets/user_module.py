@@ -32,9 +32,11 @@ trained with.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import importlib.util
 import json
+import logging
 import re
 import sys
 import traceback
@@ -42,6 +44,14 @@ import types
 from pathlib import Path
 from typing import Any
 
+from kflow.components.datasets.model_adapt import (
+    ADAPT_BATCH,
+    ADAPT_RECORDS,
+    ADAPTED_FILE,
+    AdaptingBuild,
+    names_unspent,
+    never_adapted,
+)
 from kflow.components.datasets.model_checks import (
     SOURCES,
     all_layers,
@@ -59,12 +69,16 @@ from kflow.components.datasets.model_compile import (
     taken_compile,
     without_logits,
 )
-from kflow.components.datasets.model_graph import NumberColumnsMismatch, with_graph
+from kflow.components.datasets.model_graph import NumberColumnsMismatch, task_input_tensors, with_graph
 from kflow.pipeline.dsl.artifacts import Model
 
+log = logging.getLogger(__name__)
 MODULE_FILE = Model.MODULE_FILE
 KERAS_STYLING = re.compile(r"\x1b\[[01]m")  # keras.src.utils.traceback_utils: bold on, off
 MODEL_INPUTS_FILE = "model_inputs.json"  # The named inputs a user's model takes, beside its module in the assets.
+# A module that names none of Keras' preprocessing layers that adapt has none to adapt (model_adapt.py): its model is
+# not built an extra time before training to look.
+ADAPTING_LAYERS = re.compile(r"Normalization|Lookup|TextVectorization|Discretization")
 
 
 def read_module_source(module: str) -> str:
@@ -157,26 +171,15 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
         softmax_pair_head = False  # ... or Dense(2, activation="softmax") on a task of one probability.
         compiled_loss: Any = None  # The loss build_model compiled its model with (model_compile.py).
         logits_head = False  # ... ends in logits, which its loss takes: kflow ended it in their probabilities.
+        adapted_layers: list[dict[str, Any]] | None = None  # Its preprocessing layers' state (model_adapt.py).
+        adapt_from: Any = None  # prepare's first records of Split-train, while its build adapts them.
 
         def check_options(self, data_options: Any, model_options: Any) -> None:
             """Options that are not the task's own go to the module's build_model."""
 
         def build_model(self) -> keras.Model:
-            options = {**self.model_options, **self.model_context()}
-            try:
-                model = module.build_model(self.schema, options)
-            except Exception as error:
-                raise UserModuleError(f"{where(error, module)}: {failure(error)}") from error
-            if not isinstance(model, keras.Model):
-                returned = type(model).__name__
-                raise UserModuleError(f"{where(None, module)}: build_model returned {returned}, not a Keras model")
-            self.compiled_loss = taken_compile(model, self.model_name, hasattr(module, "loss"))
-            try:  # A Sequential or a subclassed model: made functional, as kflow reads a model's graph
-                model = with_graph(model, self)
-            except NumberColumnsMismatch as refused:
-                raise UserModuleError(f"{where(None, module)}: {refused}") from refused
-            except Exception as error:
-                raise UserModuleError(f"{where(error, module)}: {failure(error)}") from error
+            with self._adapting():  # its preprocessing layers never adapted get their state as they are called
+                model = self._with_graph()
             own_loss = module.loss() if hasattr(module, "loss") else self.compiled_loss
             own_loss, problem = self._on_labels(own_loss)
             if problem:
@@ -206,11 +209,68 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
                 model = keras.Model(model.input, head(model.output), name=model.name)
             return model
 
+        def _with_graph(self) -> keras.Model:
+            """The module's model, made functional (model_graph.py), its compile state taken (model_compile.py)."""
+            options = {**self.model_options, **self.model_context()}
+            try:
+                model = module.build_model(self.schema, options)
+            except Exception as error:
+                raise UserModuleError(f"{where(error, module)}: {failure(error)}") from error
+            if not isinstance(model, keras.Model):
+                returned = type(model).__name__
+                raise UserModuleError(f"{where(None, module)}: build_model returned {returned}, not a Keras model")
+            self.compiled_loss = taken_compile(model, self.model_name, hasattr(module, "loss"))
+            try:  # A Sequential or a subclassed model: made functional, as kflow reads a model's graph
+                return with_graph(model, self)
+            except NumberColumnsMismatch as refused:
+                raise UserModuleError(f"{where(None, module)}: {refused}") from refused
+            except Exception as error:
+                raise UserModuleError(f"{where(error, module)}: {failure(error)}") from error
+
+        def _adapting(self) -> Any:
+            """What gives the model's preprocessing layers never adapted their state as they are called in a build
+            (model_adapt.py): adapted on prepare's records, or the states recorded then; nothing to give, nothing."""
+            if self.adapt_from is None and not self.adapted_layers:
+                return contextlib.nullcontext()
+            given = task_input_tensors(self)
+            names = list(given) if isinstance(given, dict) else None
+            return AdaptingBuild(self.adapt_from, None if self.adapt_from else self.adapted_layers, names)
+
+        def prepare(self, examples: Any, assets_dir: Path) -> dict[str, Any]:
+            """The task's own, then a build of the model that adapts its preprocessing layers never adapted on
+            Split-train's first records (model_adapt.py), their states in the assets for every later build."""
+            figures = super().prepare(examples, assets_dir)
+            self.adapted_layers = None
+            if not ADAPTING_LAYERS.search(SOURCES.get(module.__name__, "")):
+                return figures
+
+            def first_records():
+                split = self.dataset(examples, "train", batch_size=ADAPT_BATCH, training=False, seed=0)
+                return (x for x, *_ in split.take(-(-ADAPT_RECORDS // ADAPT_BATCH)).as_numpy_iterator())
+
+            self.adapt_from = first_records
+            try:
+                adapting = self._adapting()
+                with adapting, names_unspent():
+                    model = self._with_graph()
+            finally:
+                self.adapt_from = None
+            self.adapted_layers = adapting.states
+            for layer in all_layers(model):
+                if never_adapted(layer):
+                    log.warning("%s: the model's %s %r is never adapted: no column of the data reaches it as the "
+                                "model is built", where(None, module), type(layer).__name__, layer.name)  # fmt: skip
+            if self.adapted_layers:
+                (Path(assets_dir) / ADAPTED_FILE).write_text(json.dumps(self.adapted_layers) + "\n")
+            return {**figures, "adapted_layers": len(self.adapted_layers or [])}
+
         def load_assets(self, assets_dir: Path) -> None:
             super().load_assets(assets_dir)
             recorded = Path(assets_dir) / MODEL_INPUTS_FILE
             if recorded.is_file():
                 self.model_inputs = json.loads(recorded.read_text())
+            adapted = Path(assets_dir) / ADAPTED_FILE
+            self.adapted_layers = json.loads(adapted.read_text()) if adapted.is_file() else None
 
         def save_model_inputs(self, assets_dir: Path) -> None:
             if self.model_inputs is not None:

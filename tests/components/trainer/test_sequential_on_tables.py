@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from kflow.components.datasets.csv.ingest.executor import run as ingest
+from kflow.components.datasets.model_checks import all_layers
 from kflow.components.datasets.task import task_for_model
 from kflow.components.datasets.user_module import UserModuleError
 from kflow.components.predictor.executor import _serving_function
@@ -33,17 +34,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench" / "gauntlet
 
 import catalog  # noqa: E402
 
-# tensorflow.org/tutorials/keras/regression's DNN, as written there (`build_and_compile_model`), its Normalization
-# given Split-train's means and variances from `options` where the tutorial adapts it on the training array.
+# tensorflow.org/tutorials/keras/regression's DNN, as written there (`build_and_compile_model`), less the tutorial's
+# `normalizer.adapt(np.array(train_features))` (build_model has no data): kflow adapts it (model_adapt.py).
 BASIC_REGRESSION = """\
 import keras
 from keras import layers
 
 
 def build_model(schema, options):
-    numbers = [f for f in options["features"] if f["kind"] == "numeric"]
-    norm = layers.Normalization(mean=[f["mean"] for f in numbers], variance=[f["variance"] for f in numbers])
-    model = keras.Sequential([norm, layers.Dense(64, activation="relu"), layers.Dense(64, activation="relu"),
+    normalizer = layers.Normalization(axis=-1)
+    model = keras.Sequential([normalizer, layers.Dense(64, activation="relu"), layers.Dense(64, activation="relu"),
                               layers.Dense(1)])
     model.compile(loss="mean_absolute_error", optimizer=keras.optimizers.Adam(0.001))
     return model
@@ -104,6 +104,10 @@ def test_tensorflow_orgs_basic_regression_sequential_trains_on_auto_mpg_and_serv
 
     trained = load_trained(model.keras_file, task.model_name)
     expected = trained.predict_on_batch(x)
+    # Its Normalization, never adapted in the module, holds each number column's Split-train mean, in their order.
+    (normalizer,) = [layer for layer in all_layers(trained) if type(layer).__name__ == "Normalization"]
+    numbers = [feature for feature in task.model_context()["features"] if feature["kind"] == "numeric"]
+    np.testing.assert_allclose(np.asarray(normalizer.adapt_mean), [f["mean"] for f in numbers], rtol=1e-4)
     # The serving folder takes the columns by name and scores as model.keras.
     np.testing.assert_allclose(_serving_function(Model(model.path / "Format-Serving"))(x), expected, atol=1e-4)
     # `kflow predict` of model.keras parses every feature of the data to score: the model is fed only its own.

