@@ -11,21 +11,27 @@ inputs through unchanged (a mean of 0, a variance of 1: no error, a model traine
 `Dense` (its width is unknown).
 
 kflow adapts them as those examples do, while the model is built (`AdaptingBuild`): when such a layer is called on
-a symbolic tensor computed from the data's columns (the model's own `keras.Input(name=column)`, or kflow's inputs
-around a Sequential, model_graph.py), the graph from those columns to the layer is run on the first ADAPT_RECORDS
-records of Split-train, in the split's order, and the layer's `adapt` is given what reaches it; then the call goes
-on, as after the example's `adapt`. That build is the first (`Task.prepare`, on every process of a cluster alike);
-the layers' states (a mean and a variance, a vocabulary, bin boundaries) go into the model's assets (ADAPTED_FILE),
-and every later build (a worker's, the export's) gives each layer its state at the same call. model.keras and the
-serving SavedModel keep them, as any adapted layer's.
+a symbolic tensor computed from what the data feeds (the model's `keras.Input(name=column)`; a model's one unnamed
+Input, which kflow feeds a table's number matrix or a task's images, model_graph.py), the graph from the data to the
+layer is run on the first ADAPT_RECORDS records of Split-train, in the split's order, and the layer's `adapt` is
+given what reaches it; then the call goes on, as after the example's `adapt`. That build is the first
+(`Task.prepare`, on every process of a cluster alike); the layers' states (a mean and a variance, a vocabulary, bin
+boundaries) go into the model's assets (ADAPTED_FILE), and every later build (a worker's, the export's) gives each
+layer its state at the same call. model.keras and the serving SavedModel keep them, as any adapted layer's.
+
+Not adapted: the layers of a subclassed model (Keras calls them in a graph it traces, not on the model's symbolic
+inputs; a `Normalization()` never adapted there fails in Keras itself), and a lookup in `tf_idf` mode (its idf
+weights); the Trainer's log says each layer left so.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,20 +39,8 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 ADAPTED_FILE = "adapted_layers.json"
+ADAPT_BATCH = 250
 ADAPT_RECORDS = 100_000  # the most training records a layer is adapted on (Keras adapts on what it is given)
-ADAPT_BATCH = 256
-_FEEDING: list[Any] = []  # what kflow is calling a model of one unnamed input on, innermost last (`feeding`)
-
-
-@contextlib.contextmanager
-def feeding(tensor: Any) -> Iterator[None]:
-    """While kflow calls a model of one unnamed input on `tensor` (model_graph.py: a table's number matrix): a layer
-    on the model's own Input (a Sequential's, made as it is called) is fed what `tensor` holds."""
-    _FEEDING.append(tensor)
-    try:
-        yield
-    finally:
-        _FEEDING.pop()
 
 
 @contextlib.contextmanager
@@ -83,8 +77,7 @@ def never_adapted(layer: Any) -> bool:
     if isinstance(layer, keras.layers.Discretization):
         return layer.bin_boundaries is None
     if isinstance(layer, adapting_classes()):
-        mode = getattr(layer, "output_mode", getattr(layer, "_output_mode", None))  # TextVectorization's is private
-        return mode != "tf_idf" and not layer.get_vocabulary(include_special_tokens=False)
+        return not layer.get_vocabulary(include_special_tokens=False)
     return False
 
 
@@ -92,21 +85,27 @@ class AdaptingBuild:
     """While a user's model is built (`with AdaptingBuild(...)`): each call of a preprocessing layer never adapted,
     on a symbolic tensor computed from the data's columns, gives the layer its state first: adapted on `batches`
     (a new iterator of the task's inputs a call: the first build's) and kept in `states`, or taken from `states`
-    (a later build's), the k-th such call's the k-th state. `names`: the task's named inputs (its columns), None
-    for a task whose inputs are one unnamed tensor (images)."""
+    (a later build's), the k-th such call's the k-th state. `names`: the task's named inputs (its columns), in
+    order, None for a task whose inputs are one unnamed tensor (images); `unnamed`: what kflow feeds a model's one
+    unnamed input on a table (model_graph.unnamed_input_feed: {column: Input}, the tensor), None if nothing."""
 
     def __init__(
         self,
         batches: Callable[[], Iterable[Any]] | None,
         states: list[dict[str, Any]] | None,
         names: Iterable[str] | None,
+        unnamed: Callable[[], tuple[dict[str, Any], Any] | None] | None = None,
     ):
         from kflow.components.models.tabular_mlp import layer_name
 
         self.batches = batches
         self.states = [] if states is None else states
-        # An Input is fed the column it is named after: its own name, or kflow's layer name of it (model_graph.py).
-        self.names = None if names is None else {**{layer_name(n, set()): n for n in names}, **{n: n for n in names}}
+        self.names: dict[str, str] | None = None
+        if names is not None:  # An Input is fed the column it is named after, or that kflow named it after
+            taken: set[str] = set()  # (model_graph.with_graph names a subclassed model's Inputs in this order)
+            self.names = {layer_name(name, taken): name for name in names}
+            self.names.update({name: name for name in names if name not in self.names})
+        self.unnamed = functools.cache(unnamed) if unnamed is not None else None
         self.calls = 0
         self.saved: dict[type, Any] = {}
 
@@ -116,7 +115,7 @@ class AdaptingBuild:
             self.saved[cls] = cls.__dict__.get("__call__")
 
             def call(layer: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-                if args and never_adapted(layer):
+                if args and _symbolic(args[0]) and never_adapted(layer):
                     self._on_call(layer, args[0])
                 return _original(layer, *args, **kwargs)
 
@@ -131,7 +130,9 @@ class AdaptingBuild:
                 cls.__call__ = own
 
     def _on_call(self, layer: Any, tensor: Any) -> None:
-        stages = _stages(tensor, self.names)
+        if getattr(layer, "output_mode", getattr(layer, "_output_mode", None)) == "tf_idf":
+            return  # its idf weights are not adapted here: give it vocabulary= and idf_weights=
+        stages = self._stages(tensor)
         if stages is None:  # not a symbolic tensor of the data's columns: a later call may be
             return
         index, self.calls = self.calls, self.calls + 1
@@ -142,11 +143,43 @@ class AdaptingBuild:
                                  f"{state['class']}")  # fmt: skip
             give_state(layer, state, tensor.shape)
         elif self.batches is not None:
-            inputs = LayerInputs(stages, self.batches, self.names)
+            inputs = LayerInputs(stages, self.batches)
             layer.adapt(inputs.dataset())
-            self.states.append({"class": type(layer).__name__, "name": layer.name, **state_of(layer)})
+            state = state_of(layer)
+            for key in ("mean", "variance", "bin_boundaries"):
+                if key in state and not np.all(np.isfinite(state[key])):
+                    raise ValueError(f"{type(layer).__name__} {layer.name!r} adapted to a {key} that is not a number: "
+                                     "what reaches it holds missing values (NaN, as the task gives a missing number); "
+                                     "fill them before it (keras.ops.nan_to_num)")  # fmt: skip
+            self.states.append({"class": type(layer).__name__, "name": layer.name, **state})
             log.info("adapted the model's %s %r on the first %s training records: %s", type(layer).__name__,
                      layer.name, f"{inputs.taken:,}", _said(self.states[-1]))  # fmt: skip
+
+    def _stages(self, tensor: Any) -> list[Stage] | None:
+        """How the data reaches `tensor` (`Stage`s); None if it does not: an Input that is no column, a task
+        input kflow feeds nothing, a declared shape that is not what kflow feeds (said later, by model_graph)."""
+        inputs = _inputs_of(tensor)
+        if not inputs:
+            return None
+        if self.names is None:  # a task of one unnamed tensor (images) feeds a model's one input
+            return [Stage(inputs, [None], tensor)] if len(inputs) == 1 else None
+        columns = [self.names.get(_name(each)) for each in inputs]
+        if all(columns):
+            return [Stage(inputs, columns, tensor)]
+        fed = self.unnamed() if self.unnamed is not None and len(inputs) == 1 else None
+        if fed is None or not _fits(inputs[0].shape, fed[1].shape):
+            return None
+        return [Stage(list(fed[0].values()), list(fed[0]), fed[1]), Stage(inputs, [None], tensor)]
+
+
+@dataclass
+class Stage:
+    """A graph of the data to a layer's input: from `inputs`, each fed its column of the task's batch (None: the
+    batch as it is, or the previous stage's output), to `output`."""
+
+    inputs: list[Any]
+    columns: list[str | None]
+    output: Any
 
 
 def state_of(layer: Any) -> dict[str, Any]:
@@ -179,16 +212,15 @@ def give_state(layer: Any, state: dict[str, Any], input_shape: Any) -> None:
 
 
 class LayerInputs:
-    """What reaches a layer's input from the data's columns, for each batch, as a `tf.data.Dataset` that
-    `layer.adapt` streams; `taken`: how many records it gave, once read. `stages` (`_stages`): the columns it is
-    computed from and the graph from them to it, or to what a model's own Input is fed, then that model's graph."""
+    """What reaches a layer's input from the data, for each batch, as a `tf.data.Dataset` that `layer.adapt`
+    streams; `taken`: how many records it gave, once read. `stages`: the graph from the data's columns to it, or to
+    what a model's own unnamed Input is fed, then that model's graph to it."""
 
-    def __init__(self, stages: list[tuple[list[Any], Any]], batches: Callable[[], Iterable[Any]], names: Any):
+    def __init__(self, stages: list[Stage], batches: Callable[[], Iterable[Any]]):
         import keras
 
-        self.columns = stages[0][0]
-        self.graphs = [keras.Model(inputs, output) for inputs, output in stages]
-        self.batches, self.names, self.taken = batches, names, 0
+        self.stages, self.batches, self.taken = stages, batches, 0
+        self.graphs = [keras.Model(stage.inputs, stage.output) for stage in stages]
 
     def dataset(self) -> Any:
         import tensorflow as tf
@@ -207,31 +239,34 @@ class LayerInputs:
 
     def _inputs(self) -> Iterator[np.ndarray]:
         for x in self.batches():
-            value = [_fed(column, x, self.names) for column in self.columns]
-            for graph in self.graphs:
+            first = self.stages[0]
+            pairs = zip(first.inputs, first.columns, strict=True)
+            value = [_fed(each, x if column is None else x[column]) for each, column in pairs]
+            for graph, stage in zip(self.graphs, self.stages, strict=True):
+                if stage is not first:
+                    value = [_fed(stage.inputs[0], value)]
                 value = graph(value, training=False)
             yield np.asarray(value.numpy() if hasattr(value, "numpy") else value)
 
 
-def _stages(tensor: Any, names: dict[str, str] | None) -> list[tuple[list[Any], Any]] | None:
-    """How the data's columns reach `tensor`: [(the column Inputs, tensor)]; for a tensor of a model's own unnamed
-    Input while kflow feeds that model (`feeding`), [(the column Inputs, what it feeds), (that Input, tensor)];
-    None if the data's columns do not reach it."""
-    columns = _columns(tensor, names)
-    if columns is not None:
-        return [(columns, tensor)]
-    own = _columns(tensor, None)
-    fed = _columns(_FEEDING[-1], names) if _FEEDING and own is not None else None
-    return None if fed is None else [(fed, _FEEDING[-1]), (own, tensor)]
+def _symbolic(value: Any) -> bool:
+    """Whether a layer is called on a symbolic tensor (a build), not on values (a batch, or Keras tracing a
+    subclassed model's call in a graph, where a lookup's state cannot be read)."""
+    import keras
+
+    return any(isinstance(each, keras.KerasTensor) for each in keras.tree.flatten(value))
 
 
-def _columns(tensor: Any, names: dict[str, str] | None) -> list[Any] | None:
-    """The Input tensors `tensor` is computed from, if it is symbolic and each of them is one the data feeds (an
-    Input named as a column, `names`, or the one input of a task whose inputs are not named); None else."""
+def _inputs_of(tensor: Any) -> list[Any] | None:
+    """The model Inputs a symbolic `tensor` is computed from, in the order found; None if it is not symbolic."""
     found: dict[int, Any] = {}
+    seen: set[int] = set()
     stack = [tensor]
     while stack:
         each = stack.pop()
+        if id(each) in seen:
+            continue
+        seen.add(id(each))
         history = getattr(each, "_keras_history", None)
         if history is None:
             return None
@@ -241,23 +276,23 @@ def _columns(tensor: Any, names: dict[str, str] | None) -> list[Any] | None:
             found[id(each)] = each
         else:
             stack.extend(node.input_tensors)
-    columns = list(found.values())
-    if names is None:
-        return columns if len(columns) == 1 else None
-    return columns if columns and all(_name(column) in names for column in columns) else None
+    return list(found.values())
 
 
 def _name(column: Any) -> str:
     return column._keras_history[0].name  # the InputLayer's: keras.Input(name=...)
 
 
-def _fed(column: Any, x: Any, names: dict[str, str] | None) -> np.ndarray:
-    """The batch's values for the model Input `column`: the column it is named after, or the whole of a task's
-    unnamed inputs; shaped and typed as it declares."""
-    if names is not None:
-        value = np.asarray(x[names[_name(column)]])
-    else:
-        value = np.asarray(x)
+def _fits(declared: Any, fed: Any) -> bool:
+    """Whether a tensor of shape `fed` fits an Input of shape `declared` (a dimension None fits any)."""
+    return len(declared) == len(fed) and all(
+        a is None or b is None or a == b for a, b in zip(declared, fed, strict=True)
+    )
+
+
+def _fed(column: Any, value: Any) -> np.ndarray:
+    """`value` as the model Input `column` takes it: its shape (a trailing 1 more or less) and its dtype."""
+    value = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
     rank = len(column.shape)
     if value.ndim == rank + 1 and value.shape[-1] == 1:
         value = value[..., 0]

@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kflow.components.datasets.model_adapt import feeding
 from kflow.components.util.said_once import info_once
 
 log = logging.getLogger(__name__)
@@ -89,8 +88,6 @@ def on_number_columns(model: Any, columns: list[dict[str, Any]]) -> Any:
     means, into `model`, whose one input must take as many numbers a row if it says; NumberColumnsMismatch else."""
     import keras
 
-    from kflow.components.models.tabular_mlp import FillMissing, layer_name
-
     numbers = [column for column in columns if column["kind"] == "numeric"]
     others = [f"{column['name']} ({column['kind']})" for column in columns if column["kind"] != "numeric"]
     shape, dtype = _declared(model)
@@ -104,17 +101,38 @@ def on_number_columns(model: Any, columns: list[dict[str, Any]]) -> Any:
             + (f", besides {', '.join(others)}" if others else "")
             + f": {take_all}{NAMED_INPUTS_HINT}"
         )
+    inputs, matrix = number_matrix(numbers)
+    left_out = f"; left out: {', '.join(others)}" if others else ""
+    info_once(log, f"the model takes the table's {len(numbers)} number column(s) as one matrix, missing values "
+                   f"filled with their Split-train means{left_out}")  # fmt: skip
+    return keras.Model(inputs, model(matrix), name=model.name)
+
+
+def number_matrix(numbers: list[dict[str, Any]]) -> tuple[dict[str, Any], Any]:
+    """({column: Input}, the `[batch, numbers]` matrix of the number `columns`, missing values their means)."""
+    import keras
+
+    from kflow.components.models.tabular_mlp import FillMissing, layer_name
+
     taken: set[str] = set()
     inputs = {column["name"]: keras.Input(shape=(1,), dtype="float32", name=layer_name(column["name"], taken))
               for column in numbers}  # fmt: skip
     block = list(inputs.values())
     matrix = block[0] if len(block) == 1 else keras.layers.Concatenate(name="number_columns")(block)
-    matrix = FillMissing([float(column["mean"]) for column in numbers], name="fill_numbers")(matrix)
-    left_out = f"; left out: {', '.join(others)}" if others else ""
-    info_once(log, f"the model takes the table's {len(numbers)} number column(s) as one matrix, missing values "
-                   f"filled with their Split-train means{left_out}")  # fmt: skip
-    with feeding(matrix):  # a Sequential's layers, called on its own Input, are fed the matrix (model_adapt.py)
-        return keras.Model(inputs, model(matrix), name=model.name)
+    return inputs, FillMissing([float(column["mean"]) for column in numbers], name="fill_numbers")(matrix)
+
+
+def unnamed_input_feed(task: Any) -> tuple[dict[str, Any], Any] | None:
+    """What `with_graph` feeds a model of one unnamed input on a table ({column: Input}, the tensor): the number
+    matrix, or a table's one column; None for any other task, or a table of no number column."""
+    columns = _table_columns(task)
+    if not columns:
+        return None
+    if len(columns) == 1:
+        inputs = _column_input(task, columns[0])
+        return inputs, inputs[columns[0]["name"]]
+    numbers = [column for column in columns if column["kind"] == "numeric"]
+    return number_matrix(numbers) if numbers else None
 
 
 def _on_its_column(model: Any, task: Any, column: dict[str, Any]) -> Any:
@@ -122,12 +140,15 @@ def _on_its_column(model: Any, task: Any, column: dict[str, Any]) -> Any:
     a `keras.Input(shape=())`)."""
     import keras
 
+    inputs = _column_input(task, column)
+    return keras.Model(inputs, model(inputs[column["name"]]), name=model.name)
+
+
+def _column_input(task: Any, column: dict[str, Any]) -> dict[str, Any]:
     from kflow.components.models.tabular_mlp import layer_name
 
     given = task_input_tensors(task)[column["name"]]
-    inputs = {column["name"]: _input_like(given, layer_name(column["name"], set()))}
-    with feeding(inputs[column["name"]]):
-        return keras.Model(inputs, model(inputs[column["name"]]), name=model.name)
+    return {column["name"]: _input_like(given, layer_name(column["name"], set()))}
 
 
 def _table_columns(task: Any) -> list[dict[str, Any]] | None:

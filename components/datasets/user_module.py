@@ -69,7 +69,12 @@ from kflow.components.datasets.model_compile import (
     taken_compile,
     without_logits,
 )
-from kflow.components.datasets.model_graph import NumberColumnsMismatch, task_input_tensors, with_graph
+from kflow.components.datasets.model_graph import (
+    NumberColumnsMismatch,
+    task_input_tensors,
+    unnamed_input_feed,
+    with_graph,
+)
 from kflow.pipeline.dsl.artifacts import Model
 
 log = logging.getLogger(__name__)
@@ -78,7 +83,7 @@ KERAS_STYLING = re.compile(r"\x1b\[[01]m")  # keras.src.utils.traceback_utils: b
 MODEL_INPUTS_FILE = "model_inputs.json"  # The named inputs a user's model takes, beside its module in the assets.
 # A module that names none of Keras' preprocessing layers that adapt has none to adapt (model_adapt.py): its model is
 # not built an extra time before training to look.
-ADAPTING_LAYERS = re.compile(r"Normalization|Lookup|TextVectorization|Discretization")
+ADAPTING_LAYERS = re.compile(r"\b(?:Normalization|StringLookup|IntegerLookup|TextVectorization|Discretization)\b")
 
 
 def read_module_source(module: str) -> str:
@@ -234,7 +239,8 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
                 return contextlib.nullcontext()
             given = task_input_tensors(self)
             names = list(given) if isinstance(given, dict) else None
-            return AdaptingBuild(self.adapt_from, None if self.adapt_from else self.adapted_layers, names)
+            states = None if self.adapt_from else self.adapted_layers
+            return AdaptingBuild(self.adapt_from, states, names, lambda: unnamed_input_feed(self))
 
         def prepare(self, examples: Any, assets_dir: Path) -> dict[str, Any]:
             """The task's own, then a build of the model that adapts its preprocessing layers never adapted on
@@ -246,7 +252,8 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
 
             def first_records():
                 split = self.dataset(examples, "train", batch_size=ADAPT_BATCH, training=False, seed=0)
-                return (x for x, *_ in split.take(-(-ADAPT_RECORDS // ADAPT_BATCH)).as_numpy_iterator())
+                for x, *_ in split.take(ADAPT_RECORDS // ADAPT_BATCH).as_numpy_iterator():
+                    yield x
 
             self.adapt_from = first_records
             try:
@@ -258,10 +265,13 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             self.adapted_layers = adapting.states
             for layer in all_layers(model):
                 if never_adapted(layer):
-                    log.warning("%s: the model's %s %r is never adapted: no column of the data reaches it as the "
-                                "model is built", where(None, module), type(layer).__name__, layer.name)  # fmt: skip
+                    log.warning("%s: the model's %s %r is never adapted: kflow adapts a layer given no state that the "
+                                "data's columns reach as the model is built (not in tf_idf mode)", where(None, module),
+                                type(layer).__name__, layer.name)  # fmt: skip
+            adapted = Path(assets_dir) / ADAPTED_FILE
+            adapted.unlink(missing_ok=True)
             if self.adapted_layers:
-                (Path(assets_dir) / ADAPTED_FILE).write_text(json.dumps(self.adapted_layers) + "\n")
+                adapted.write_text(json.dumps(self.adapted_layers) + "\n")
             return {**figures, "adapted_layers": len(self.adapted_layers or [])}
 
         def load_assets(self, assets_dir: Path) -> None:

@@ -49,11 +49,36 @@ def warm_start(keras_model: Any, config: Any, task: Any) -> str | None:
         weights, changes = carried_weights(earlier, keras_model, artifact.class_names, class_names(task))
     except Incompatible as problem:
         raise ValueError(f"trainer.warm_start: the model at {uri} is not compatible: {problem}") from None
-    for layer, values in weights:
-        layer.set_weights(values)
+    start_from(keras_model, weights)
     said = f"; {'; '.join(changes)}" if changes else ""
     log.info("train: warm-started from %s (trainer.warm_start: %s)%s", uri, config.warm_start, said)
     return str(Path(uri))
+
+
+def start_from(model: Any, weights: list[tuple[Any, list[np.ndarray]]]) -> None:
+    """Sets the carried weights (`carried_weights`) into `model`, but for its adapted `Normalization` layers' mean and
+    variance: the new data's, as the docstring says."""
+    kept = _adapted_normalization(model)
+    for layer, values in weights:
+        layer.set_weights(values)
+    for layer, (mean, variance) in kept.items():
+        layer.adapt_mean.assign(mean)
+        layer.adapt_variance.assign(variance)
+        layer.finalize_state()  # what training computes with (set_weights alone: the earlier model's in the file only)
+
+
+def _adapted_normalization(model: Any) -> dict[Any, tuple[np.ndarray, np.ndarray]]:
+    """The model's adapted `Normalization` layers (a user's, components/datasets/model_adapt.py) and their mean and
+    variance, which are weights: copied from the earlier model, they would be its data's."""
+    import keras
+
+    from kflow.components.datasets.model_checks import all_layers
+
+    return {
+        layer: (np.asarray(layer.adapt_mean), np.asarray(layer.adapt_variance))
+        for layer in all_layers(model)
+        if isinstance(layer, keras.layers.Normalization) and layer.input_mean is None and layer.built
+    }
 
 
 class Incompatible(ValueError):

