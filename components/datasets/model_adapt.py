@@ -44,16 +44,21 @@ ADAPT_RECORDS = 100_000  # the most training records a layer is adapted on (Kera
 
 
 @contextlib.contextmanager
-def names_unspent() -> Iterator[None]:
-    """A build of a model that leaves Keras' automatic names as they were: the next build's layers are named as
-    if it had not happened (`dense`, not `dense_1`), as the user's refusals and logs name them."""
+def names_from_start() -> Iterator[None]:
+    """A build of a user's model whose layers Keras names as in a process's first build (`dense`, not `dense_2`),
+    however many builds came before (prepare's adapting build, the export's plain copy): every build of it names
+    its layers alike, as the states adapted, the logs and an earlier model's file name them. What is named after
+    it is numbered past both."""
     from keras.src.backend.common import global_state
 
     kept = dict(global_state.get_global_attribute("object_name_uids", default={}) or {})
+    global_state.set_global_attribute("object_name_uids", collections.defaultdict(int))
     try:
         yield
     finally:
-        global_state.set_global_attribute("object_name_uids", collections.defaultdict(int, kept))
+        built = global_state.get_global_attribute("object_name_uids", default={}) or {}
+        merged = {prefix: max(kept.get(prefix, 0), built.get(prefix, 0)) for prefix in {*kept, *built}}
+        global_state.set_global_attribute("object_name_uids", collections.defaultdict(int, merged))
 
 
 def adapting_classes() -> tuple[type, ...]:

@@ -49,7 +49,7 @@ from kflow.components.datasets.model_adapt import (
     ADAPT_RECORDS,
     ADAPTED_FILE,
     AdaptingBuild,
-    names_unspent,
+    names_from_start,
     never_adapted,
 )
 from kflow.components.datasets.model_checks import (
@@ -215,7 +215,12 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             return model
 
         def _with_graph(self) -> keras.Model:
-            """The module's model, made functional (model_graph.py), its compile state taken (model_compile.py)."""
+            """The module's model, made functional (model_graph.py), its compile state taken (model_compile.py), its
+            layers named alike in every build (model_adapt.names_from_start)."""
+            with names_from_start():
+                return self._functional()
+
+        def _functional(self) -> keras.Model:
             options = {**self.model_options, **self.model_context()}
             try:
                 model = module.build_model(self.schema, options)
@@ -258,7 +263,7 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             self.adapt_from = first_records
             try:
                 adapting = self._adapting()
-                with adapting, names_unspent():
+                with adapting:
                     model = self._with_graph()
             finally:
                 self.adapt_from = None

@@ -3,14 +3,18 @@
 tabular_mlp (on its own encodings or a Transform's preprocessing model's) concatenates every feature's encoding
 into one vector (`features`) that its first hidden layer reads: a category's one-hot (its out-of-vocabulary slots,
 then its values), free text's multi-hot words, a date's parts, every number normalised, the integer codes'
-one-hots and the missing-number flags. Retrained on more rows of the same table, the vector changes shape as the
+one-hots and the missing-number flags. A user's functional model on a table's columns, as keras.io's structured
+data examples write it, is read the same way: a concatenation of each `keras.Input(name=column)`'s encoding by
+Keras' own layers (a `StringLookup` or `IntegerLookup` one-hot, a `TextVectorization` multi-hot, a
+`Normalization`, a `Discretization`'s bins, the number itself), their states adapted on the data
+(components/datasets/model_adapt.py). Retrained on more rows of the same table, the vector changes shape as the
 data does (a state first seen, a constant column that now varies): a warm start then maps the earlier kernel's
 rows onto the new one by these meanings (trainer/warm_start.py), as TensorFlow Estimators' `WarmStartSettings`
 remapped a vocabulary's rows (`VocabInfo`).
 
 A meaning is a tuple: ("category", feature, value), ("category_oov", feature, index, slots), ("word", feature,
 token), ("date", feature, part), ("number", feature), ("code", feature, code), ("code_other", feature), ("missing",
-feature), a feature named by the Input layer it comes in by. Its
+feature), ("bin", feature, index), a feature named by the Input layer it comes in by. Its
 `earlier` meaning (`stood_for`) is what the same value was read as by a model that lacked it: a new category value
 was its feature's single out-of-vocabulary slot, a new integer code its column's "other" slot.
 """
@@ -19,14 +23,16 @@ from __future__ import annotations
 
 from typing import Any
 
-FEATURES = "features"  # tabular_mlp's concatenation of the encoded features
+_WIDE_MODES = ("one_hot", "multi_hot", "count")  # a column a value (not `int`'s index, nor `tf_idf`'s weights)
+# What may stand between a user's encoding layer and its column's Input (a missing number filled, a type cast).
+_ONE_COLUMN_STEPS = ("NanToNum", "Cast", "Where")
 
 
 def first_dense_columns(model: Any) -> tuple[str, list[tuple]] | None:
-    """(the name of the model's first Dense, the meaning of each column it reads, in order) where that input is the
-    `features` vector or one feature's encoding (a table of one column), read by that Dense alone (another layer
-    reading the same columns would keep its rows by position); None where a part is not one of tabular_mlp's
-    encodings (a Transform's own layers, another model)."""
+    """(the name of the model's first Dense, the meaning of each column it reads, in order) where that input is a
+    concatenation of the features' encodings (tabular_mlp's `features`, a user's) or one feature's encoding (a table
+    of one column), read by that Dense alone (another layer reading the same columns would keep its rows by
+    position); None where a part is not one of the encodings above (a Transform's own layers, an embedding)."""
     try:
         dense = next((layer for layer in model.layers if type(layer).__name__ == "Dense"), None)
         if dense is None:
@@ -35,7 +41,7 @@ def first_dense_columns(model: Any) -> tuple[str, list[tuple]] | None:
         source = tensor._keras_history.operation
         if len(readers(source)) != 1:
             return None
-        parts = _inbound(source) if source.name == FEATURES and type(source).__name__ == "Concatenate" else [tensor]
+        parts = _inbound(source) if type(source).__name__ == "Concatenate" else [tensor]
         columns = _columns(parts)
     except (ValueError, AttributeError, IndexError):  # a subclassed model: no graph to read
         return None
@@ -49,17 +55,25 @@ def _columns(parts: list[Any]) -> list[tuple] | None:
     for tensor in map(_through_preprocessing, parts):
         layer = tensor._keras_history.operation
         kind = type(layer).__name__
-        if kind == "StringLookup":
+        if kind in ("StringLookup", "IntegerLookup"):
+            if layer.output_mode not in _WIDE_MODES or layer.mask_token is not None:
+                return None
             vocabulary, slots, feature = layer.get_vocabulary(), layer.num_oov_indices, _feature(layer)
             columns += [("category_oov", feature, index, slots) for index in range(slots)]
             columns += [("category", feature, str(value)) for value in vocabulary[slots:]]
         elif kind == "Flatten" and type(source_layer(layer)).__name__ == "TextVectorization":
             words = source_layer(layer)
             columns += [("word", _feature(words), str(token)) for token in words.get_vocabulary()]
+        elif kind == "TextVectorization" and layer.output_mode in _WIDE_MODES:  # a user's, read as it comes
+            columns += [("word", _feature(layer), str(token)) for token in layer.get_vocabulary()]
         elif kind == "DateParts":
             columns += [("date", _feature(layer), part) for part in range(int(tensor.shape[-1]))]
-        elif kind == "Normalization":  # norm <- fill <- the number block
+        elif kind == "Normalization" and type(source_layer(layer)).__name__ == "FillMissing":  # the number block
             columns += [("number", name) for name in _block_inputs(source_layer(source_layer(layer)))]
+        elif kind in ("Normalization", "InputLayer") and int(tensor.shape[-1]) == 1:  # a user's number column
+            columns.append(("number", _feature(layer)))
+        elif kind == "Discretization" and layer.output_mode in _WIDE_MODES:
+            columns += [("bin", _feature(layer), index) for index in range(int(tensor.shape[-1]))]
         elif kind == "CodeOneHot":
             numbers = _block_inputs(source_layer(layer))
             columns += [("code", numbers[column], code) for column, codes in layer.codes for code in codes]
@@ -79,9 +93,15 @@ def readers(layer: Any) -> list[Any]:
 
 def _feature(layer: Any) -> str:
     """The feature an encoding layer reads: its Input's name (a layer's own name may be Keras' numbering, which
-    another feature shifts), else its name."""
-    source = source_layer(layer)
-    return source.name if type(source).__name__ == "InputLayer" else layer.name
+    another feature shifts), through the one-input operations before it (a user's `keras.ops.nan_to_num`), else its
+    name."""
+    source = layer
+    while type(source).__name__ != "InputLayer":
+        inbound = _inbound(source)
+        if len(inbound) != 1 or (source is not layer and type(source).__name__ not in _ONE_COLUMN_STEPS):
+            return layer.name
+        source = inbound[0]._keras_history.operation
+    return source.name
 
 
 def stood_for(meaning: tuple, earlier: set[tuple]) -> tuple | None:

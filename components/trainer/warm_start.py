@@ -5,7 +5,8 @@ that is the same layers by name with weights of the same shapes, but for the fir
 columns are matched by meaning: retrained on more rows of the same table, a category gains values, a constant
 column starts to vary, an integer column gains codes, and each earlier column's row of the kernel moves to where
 its value now is (a new value starts from the row of the earlier model's unknown-value slot that scored it, or
-from zero; a column gone is dropped), as TensorFlow Estimators' `WarmStartSettings` remapped vocabularies. Any
+from zero; a column gone is dropped), as TensorFlow Estimators' `WarmStartSettings` remapped vocabularies; so is a
+user's functional model of Keras' encodings of its columns, adapted on the data (keras.io's structured data). Any
 other model must have the same inputs (types and shapes; named ones by name, unnamed ones by place, as Keras
 names them anew in each build), the same layers in the same order with weights of the same shapes, and the same
 vocabularies in its lookup layers. A classifier's output columns follow the class
@@ -126,11 +127,14 @@ def carried_weights(
 
 
 def _by_name(earlier: Any, model: Any) -> list[tuple[Any, Any]]:
-    old_layers = {layer.name: layer for layer in earlier.layers}
+    """Each layer of `model` with weights and the earlier model's of its name; not the adapted `Normalization`
+    layers (`start_from` gives them the new data's state): Keras numbers a user's anew when a column is added."""
+    adapted = {*_adapted_normalization(model), *_adapted_normalization(earlier)}
+    old_layers = {layer.name: layer for layer in earlier.layers if layer not in adapted}
     pairs = []
     for new in model.layers:
         old = old_layers.get(new.name)
-        if not new.weights and not (old is not None and old.weights):
+        if new in adapted or (not new.weights and not (old is not None and old.weights)):
             continue
         if old is None:
             raise Incompatible(f"layer {new.name!r} is new (the earlier model has no layer of that name)")
@@ -140,7 +144,7 @@ def _by_name(earlier: Any, model: Any) -> list[tuple[Any, Any]]:
             )
         pairs.append((new, old))
     paired = {new.name for new, _ in pairs}
-    gone = [layer.name for layer in earlier.layers if layer.weights and layer.name not in paired]
+    gone = [layer.name for layer in old_layers.values() if layer.weights and layer.name not in paired]
     if gone:
         raise Incompatible(f"the earlier model's layer {gone[0]!r} has no counterpart")
     return pairs

