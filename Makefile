@@ -27,7 +27,7 @@ run: bytecode
 # everything but the tests marked slow. Under 15 minutes on 2 cores. It includes the docs
 # (tests/docs: `mkdocs build --strict`, the config reference, the kflow commands the pages show).
 # Its files run on TEST_WORKERS pytest-xdist workers, a file's tests on one worker (their module fixtures made once):
-# 9-10.5 minutes of tests on 2 cores, 1.6x faster than one process. TEST_WORKERS=0: one process (a debugger, -x).
+# 9-11 minutes of tests on 2 cores, 1.6x faster than one process. TEST_WORKERS=0: one process (a debugger, -x).
 TEST_WORKERS ?= 2
 test: bytecode
 	$(BIN)/python -m pytest -m "not slow and not containers" -q -n $(TEST_WORKERS) --dist loadfile --durations=15

@@ -43,20 +43,27 @@ ADAPT_BATCH = 250
 ADAPT_RECORDS = 100_000  # the most training records a layer is adapted on (Keras adapts on what it is given)
 
 
-@contextlib.contextmanager
-def names_from_start() -> Iterator[None]:
-    """A build of a user's model whose layers Keras names as in a process's first build (`dense`, not `dense_2`),
-    however many builds came before (prepare's adapting build, the export's plain copy): every build of it names
-    its layers alike, as the states adapted, the logs and an earlier model's file name them. What is named after
-    it is numbered past both."""
+def names_now() -> dict[str, int]:
+    """Keras' count of the automatic names it gave, by prefix (`dense`: 2)."""
     from keras.src.backend.common import global_state
 
-    kept = dict(global_state.get_global_attribute("object_name_uids", default={}) or {})
-    global_state.set_global_attribute("object_name_uids", collections.defaultdict(int))
+    return dict(global_state.get_global_attribute("object_name_uids", default={}) or {})
+
+
+@contextlib.contextmanager
+def names_from(start: dict[str, int]) -> Iterator[None]:
+    """A build of a user's model whose layers Keras names from the count `start` (the count as its module was
+    imported: the layers the module made then keep theirs), however many builds came before (prepare's adapting
+    build, the export's plain copy): every build of it names its layers alike, as the states adapted, the logs and
+    an earlier model's file name them. What is named after it is numbered past both."""
+    from keras.src.backend.common import global_state
+
+    kept = names_now()
+    global_state.set_global_attribute("object_name_uids", collections.defaultdict(int, start))
     try:
         yield
     finally:
-        built = global_state.get_global_attribute("object_name_uids", default={}) or {}
+        built = names_now()
         merged = {prefix: max(kept.get(prefix, 0), built.get(prefix, 0)) for prefix in {*kept, *built}}
         global_state.set_global_attribute("object_name_uids", collections.defaultdict(int, merged))
 

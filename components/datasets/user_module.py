@@ -49,7 +49,8 @@ from kflow.components.datasets.model_adapt import (
     ADAPT_RECORDS,
     ADAPTED_FILE,
     AdaptingBuild,
-    names_from_start,
+    names_from,
+    names_now,
     never_adapted,
 )
 from kflow.components.datasets.model_checks import (
@@ -75,6 +76,7 @@ from kflow.components.datasets.model_graph import (
     unnamed_input_feed,
     with_graph,
 )
+from kflow.components.util.said_once import info_once
 from kflow.pipeline.dsl.artifacts import Model
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,8 @@ MODEL_INPUTS_FILE = "model_inputs.json"  # The named inputs a user's model takes
 # A module that names none of Keras' preprocessing layers that adapt has none to adapt (model_adapt.py): its model is
 # not built an extra time before training to look.
 ADAPTING_LAYERS = re.compile(r"\b(?:Normalization|StringLookup|IntegerLookup|TextVectorization|Discretization)\b")
+# Keras' count of its automatic names as each user module was imported: every build of its model names from there.
+NAMES_AT_IMPORT: dict[str, dict[str, int]] = {}
 
 
 def read_module_source(module: str) -> str:
@@ -138,6 +142,7 @@ def load_module(source: str, origin: str = MODULE_FILE) -> types.ModuleType:
         del sys.modules[name]
         raise ValueError(f"trainer.module: {origin} defines no build_model(schema, options) function")
     SOURCES[name] = source
+    NAMES_AT_IMPORT[name] = names_now()
     return module
 
 
@@ -148,7 +153,11 @@ class UserModuleError(ValueError):
 def failure(error: BaseException) -> str:
     """`KeyError: 'varience'`: the error's type and message, without the bold Keras wraps its messages in (a styling
     escape sequence of Keras' own, not of the data: printed escaped, it read `\x1b[1mKernel shape must ...`)."""
-    return f"{type(error).__name__}: {KERAS_STYLING.sub('', str(error))}"
+    said = f"{type(error).__name__}: {KERAS_STYLING.sub('', str(error))}"
+    if "Shapes used to initialize variables must be fully-defined" in said:  # a width of None reached a Dense
+        said += (" (a layer before it gives no width: a one-hot lookup of no vocabulary, which kflow adapts where the "
+                 "module's own file makes it; else give it its vocabulary=)")  # fmt: skip
+    return said
 
 
 def where(error: BaseException | None, module: types.ModuleType) -> str:
@@ -185,6 +194,13 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
         def build_model(self) -> keras.Model:
             with self._adapting():  # its preprocessing layers never adapted get their state as they are called
                 model = self._with_graph()
+            for layer in all_layers(model):
+                if never_adapted(layer):
+                    info_once(log, f"{where(None, module)}: the model's {type(layer).__name__} {layer.name!r} is never "
+                              "adapted: kflow adapts such a layer given no state where the module's own file makes it "
+                              "and the data's columns reach it as the model is built (not in tf_idf mode, nor in a "
+                              "subclassed model's call); give it its state (vocabulary=, mean= and variance=, "
+                              "bin_boundaries=)", logging.WARNING)  # fmt: skip
             own_loss = module.loss() if hasattr(module, "loss") else self.compiled_loss
             own_loss, problem = self._on_labels(own_loss)
             if problem:
@@ -216,8 +232,8 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
 
         def _with_graph(self) -> keras.Model:
             """The module's model, made functional (model_graph.py), its compile state taken (model_compile.py), its
-            layers named alike in every build (model_adapt.names_from_start)."""
-            with names_from_start():
+            layers named alike in every build (model_adapt.names_from)."""
+            with names_from(NAMES_AT_IMPORT.get(module.__name__, {})):
                 return self._functional()
 
         def _functional(self) -> keras.Model:
@@ -264,15 +280,10 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             try:
                 adapting = self._adapting()
                 with adapting:
-                    model = self._with_graph()
+                    self._with_graph()
             finally:
                 self.adapt_from = None
             self.adapted_layers = adapting.states
-            for layer in all_layers(model):
-                if never_adapted(layer):
-                    log.warning("%s: the model's %s %r is never adapted: kflow adapts a layer given no state that the "
-                                "data's columns reach as the model is built (not in tf_idf mode)", where(None, module),
-                                type(layer).__name__, layer.name)  # fmt: skip
             adapted = Path(assets_dir) / ADAPTED_FILE
             adapted.unlink(missing_ok=True)
             if self.adapted_layers:

@@ -14,7 +14,8 @@ remapped a vocabulary's rows (`VocabInfo`).
 
 A meaning is a tuple: ("category", feature, value), ("category_oov", feature, index, slots), ("word", feature,
 token), ("date", feature, part), ("number", feature), ("code", feature, code), ("code_other", feature), ("missing",
-feature), ("bin", feature, index), a feature named by the Input layer it comes in by. Its
+feature), ("bin", feature, index: the bins' boundaries are the data's), a feature named by the Input layer it comes
+in by. Its
 `earlier` meaning (`stood_for`) is what the same value was read as by a model that lacked it: a new category value
 was its feature's single out-of-vocabulary slot, a new integer code its column's "other" slot.
 """
@@ -24,15 +25,35 @@ from __future__ import annotations
 from typing import Any
 
 _WIDE_MODES = ("one_hot", "multi_hot", "count")  # a column a value (not `int`'s index, nor `tf_idf`'s weights)
-# What may stand between a user's encoding layer and its column's Input (a missing number filled, a type cast).
-_ONE_COLUMN_STEPS = ("NanToNum", "Cast", "Where")
+_KFLOWS = ("lookup_", "words_", "date_")  # kflow's own encodings, named by the feature they read
 
 
 def first_dense_columns(model: Any) -> tuple[str, list[tuple]] | None:
     """(the name of the model's first Dense, the meaning of each column it reads, in order) where that input is a
     concatenation of the features' encodings (tabular_mlp's `features`, a user's) or one feature's encoding (a table
-    of one column), read by that Dense alone (another layer reading the same columns would keep its rows by
+    of one column), each read by that Dense alone (another layer reading the same columns would keep its rows by
     position); None where a part is not one of the encodings above (a Transform's own layers, an embedding)."""
+    read = _first_dense(model)
+    if read is None:
+        return None
+    dense, tensor, parts = read
+    columns = _columns(parts)
+    if columns is None or len(columns) != int(tensor.shape[-1]) or len(set(columns)) != len(columns):
+        return None  # a part read otherwise, or two columns of one meaning (a Transform's own computed numbers)
+    return dense.name, columns
+
+
+def encodings_read(model: Any) -> set[Any]:
+    """The layers of `model` whose outputs `first_dense_columns` reads the meanings of (a lookup, a vectorizer)."""
+    read = _first_dense(model)
+    if read is None:
+        return set()
+    layers = {tensor._keras_history.operation for tensor in map(_through_preprocessing, read[2])}
+    return layers | {source_layer(layer) for layer in layers if type(layer).__name__ == "Flatten"}
+
+
+def _first_dense(model: Any) -> tuple[Any, Any, list[Any]] | None:
+    """(the model's first Dense, the tensor it reads, the encodings that tensor concatenates), or None."""
     try:
         dense = next((layer for layer in model.layers if type(layer).__name__ == "Dense"), None)
         if dense is None:
@@ -42,12 +63,11 @@ def first_dense_columns(model: Any) -> tuple[str, list[tuple]] | None:
         if len(readers(source)) != 1:
             return None
         parts = _inbound(source) if type(source).__name__ == "Concatenate" else [tensor]
-        columns = _columns(parts)
+        if len(parts) > 1 and any(len(readers(part._keras_history.operation)) != 1 for part in parts):
+            return None  # a part another layer reads too: its rows there keep their places
     except (ValueError, AttributeError, IndexError):  # a subclassed model: no graph to read
         return None
-    if columns is None or len(columns) != int(tensor.shape[-1]) or len(set(columns)) != len(columns):
-        return None  # a part read otherwise, or two columns of one meaning (a Transform's own computed numbers)
-    return dense.name, columns
+    return dense, tensor, parts
 
 
 def _columns(parts: list[Any]) -> list[tuple] | None:
@@ -62,6 +82,8 @@ def _columns(parts: list[Any]) -> list[tuple] | None:
             columns += [("category_oov", feature, index, slots) for index in range(slots)]
             columns += [("category", feature, str(value)) for value in vocabulary[slots:]]
         elif kind == "Flatten" and type(source_layer(layer)).__name__ == "TextVectorization":
+            if source_layer(layer).output_mode not in _WIDE_MODES:
+                return None
             words = source_layer(layer)
             columns += [("word", _feature(words), str(token)) for token in words.get_vocabulary()]
         elif kind == "TextVectorization" and layer.output_mode in _WIDE_MODES:  # a user's, read as it comes
@@ -83,6 +105,8 @@ def _columns(parts: list[Any]) -> list[tuple] | None:
             columns += [("missing", numbers[column]) for column in layer.columns]
         else:
             return None
+    if any(meaning[1] is None for meaning in columns):
+        return None  # an encoding of no one column
     return columns
 
 
@@ -91,17 +115,28 @@ def readers(layer: Any) -> list[Any]:
     return [node.operation for node in layer._outbound_nodes if hasattr(node.operation, "weights")]
 
 
-def _feature(layer: Any) -> str:
-    """The feature an encoding layer reads: its Input's name (a layer's own name may be Keras' numbering, which
-    another feature shifts), through the one-input operations before it (a user's `keras.ops.nan_to_num`), else its
-    name."""
-    source = layer
-    while type(source).__name__ != "InputLayer":
-        inbound = _inbound(source)
-        if len(inbound) != 1 or (source is not layer and type(source).__name__ not in _ONE_COLUMN_STEPS):
-            return layer.name
-        source = inbound[0]._keras_history.operation
-    return source.name
+def _feature(layer: Any) -> str | None:
+    """The feature an encoding layer reads: the one Input it comes from through operations of no state before it
+    (a user's `keras.ops.nan_to_num`, `ops.where(ops.isnan(x), 0.0, x)`, a cast), as a layer's own name may be Keras'
+    numbering, which another feature shifts; else kflow's own layer's name (`lookup_<feature>`), else None."""
+    import keras
+
+    if type(layer).__name__ == "InputLayer":
+        return layer.name
+    found, todo, seen = set(), [layer], set()
+    while todo:
+        for tensor in _inbound(todo.pop()):
+            source = tensor._keras_history.operation
+            if type(source).__name__ == "InputLayer":
+                found.add(source.name)
+            elif isinstance(source, keras.layers.Layer):
+                found.add(None)  # another layer's output: what it means is that layer's
+            elif id(source) not in seen:
+                seen.add(id(source))
+                todo.append(source)
+    if len(found) == 1 and None not in found:
+        return found.pop()
+    return layer.name if layer.name.startswith(_KFLOWS) else None
 
 
 def stood_for(meaning: tuple, earlier: set[tuple]) -> tuple | None:

@@ -27,7 +27,13 @@ from typing import Any
 import numpy as np
 
 from kflow.components.models import load_trained
-from kflow.components.models.tabular_columns import first_dense_columns, readers, source_layer, stood_for
+from kflow.components.models.tabular_columns import (
+    encodings_read,
+    first_dense_columns,
+    readers,
+    source_layer,
+    stood_for,
+)
 from kflow.components.util.predictions import class_names
 from kflow.pipeline.dsl.artifacts import Model
 
@@ -99,6 +105,9 @@ def carried_weights(
     dense, before, now = (reading_now[0], reading_before[1], reading_now[1]) if mapped else (None, None, None)
     tokens = {} if mapped else _embedded_vocabularies(earlier, model)
     if mapped:
+        problem = _lookups_beside(earlier, model)
+        if problem:
+            raise Incompatible(problem)
         pairs = _by_name(earlier, model)
     else:
         skipped = {*tokens, *(lookup for lookup, _, _ in tokens.values())} | ({output.name} if new_classes else set())
@@ -148,6 +157,22 @@ def _by_name(earlier: Any, model: Any) -> list[tuple[Any, Any]]:
     if gone:
         raise Incompatible(f"the earlier model's layer {gone[0]!r} has no counterpart")
     return pairs
+
+
+def _lookups_beside(earlier: Any, model: Any) -> str | None:
+    """The first vocabulary change of a lookup whose columns the first Dense's mapping does not read (a wide path's:
+    the weights that read it keep their places), or None."""
+    read_before, read_now = encodings_read(earlier), encodings_read(model)
+    old = {layer.name: layer for layer in earlier.layers
+           if hasattr(layer, "get_vocabulary") and layer not in read_before}  # fmt: skip
+    for layer in model.layers:
+        if hasattr(layer, "get_vocabulary") and layer not in read_now:
+            if layer.name not in old:
+                return f"layer {layer.name!r} is new (the earlier model has no lookup of that name)"
+            problem = _vocabulary_change(old[layer.name], layer, layer.name)
+            if problem:
+                return problem
+    return None
 
 
 def _output_dense(model: Any) -> Any | None:

@@ -121,8 +121,8 @@ def test_retrained_on_the_grown_table_it_warm_starts_its_columns_mapped_by_meani
         train(examples=examples, schema=schema, model=Model(tmp_path / "model"), model_run=ModelRun(tmp_path / "run"),
               warm_start="latest_blessed", warm_start_model_uri=str(first.uri), **options)  # fmt: skip
     (said,) = [record.getMessage() for record in caplog.records if "warm-started from" in record.getMessage()]
-    mapped = re.search(r"dense's input columns mapped by meaning: (\d+) kept.*, (\d+) new \(", said)
-    assert mapped and int(mapped[1]) > 0 and int(mapped[2]) > 0, said  # values first seen in the grown table
+    mapped = re.search(r"dense(_\d+)?'s input columns mapped by meaning: (\d+) kept.*, (\d+) new \(", said)
+    assert mapped and int(mapped[2]) > 0 and int(mapped[3]) > 0, said  # values first seen in the grown table
 
 
 @pytest.mark.real_data
@@ -270,3 +270,61 @@ def test_a_declared_sequential_is_adapted_on_the_number_matrix_and_a_subclassed_
     x, _ = next(task.dataset(examples, "train", batch_size=16, training=False, seed=0).as_numpy_iterator())
     assert np.asarray(model.predict_on_batch(x)).shape == (16, 3)
     assert not (tmp_path / "subclassed" / ADAPTED_FILE).exists()
+
+
+def test_a_layer_made_in_a_module_it_imports_is_said_never_adapted(cps1985, tmp_path, monkeypatch, caplog):
+    """kflow looks for the layers it adapts in the module's own file (`prepare` builds the model once more only for
+    those): a Normalization made by a helper module is left as it is (raw numbers through), and said, once a layer,
+    naming it (before: silently)."""
+    from tests.components.trainer.test_user_model import user_task
+
+    (tmp_path / "encoders.py").write_text(
+        "import keras\n\n\ndef number(column):\n    return keras.layers.Normalization()(column)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source = """\
+import keras
+from encoders import number
+
+
+def build_model(schema, options):
+    inputs = {f["name"]: keras.Input(shape=(1,), name=f["name"]) for f in options["features"] if f["kind"] == "numeric"}
+    x = keras.layers.Dense(8, activation="relu")(keras.layers.concatenate([number(x) for x in inputs.values()]))
+    return keras.Model(inputs, keras.layers.Dense(len(options["head"]["classes"]), activation="softmax")(x))
+"""
+    examples, schema = cps1985
+    with caplog.at_level(logging.WARNING):
+        task = user_task(examples, schema, source, tmp_path)
+        kept = [layer.name for layer in task.build_model().layers if type(layer).__name__ == "Normalization"]
+        task.build_model()
+    said = [record.getMessage() for record in caplog.records if "is never adapted" in record.getMessage()]
+    assert len(kept) > 1 and len(said) == len(kept), said
+    assert f"the model's Normalization {kept[0]!r} is never adapted: kflow adapts such a layer" in said[0], said
+
+
+def test_a_one_hot_lookup_of_no_vocabulary_made_elsewhere_is_one_line_saying_why(cps1985, tmp_path, monkeypatch):
+    """A one-hot lookup never adapted has no width: the Dense after it fails as Keras builds it, a message that
+    named only the Dense's kernel."""
+    from kflow.components.datasets.user_module import UserModuleError
+    from tests.components.trainer.test_user_model import user_task
+
+    (tmp_path / "lookups.py").write_text(
+        "import keras\n\n\ndef category(column):\n    return keras.layers.StringLookup(output_mode='one_hot')(column)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source = """\
+import keras
+from lookups import category
+
+
+def build_model(schema, options):
+    inputs = {f["name"]: keras.Input(shape=(1,), name=f["name"], dtype="string") for f in options["features"]
+              if f["kind"] == "categorical"}
+    x = keras.layers.Dense(8, activation="relu")(keras.layers.concatenate([category(x) for x in inputs.values()]))
+    return keras.Model(inputs, keras.layers.Dense(len(options["head"]["classes"]), activation="softmax")(x))
+"""
+    examples, schema = cps1985
+    with pytest.raises(UserModuleError) as refused:
+        user_task(examples, schema, source, tmp_path).build_model()
+    message = str(refused.value)
+    assert "\n" not in message and "a one-hot lookup of no vocabulary" in message, message

@@ -184,3 +184,26 @@ def test_a_sigmoid_heads_own_loss_gets_its_one_probability(cancer, tmp_path):
     # The task's own loss on the two columns is the same binary cross-entropy.
     plain = user_task(examples, schema, module_source(head=SIGMOID), tmp_path / "plain")
     np.testing.assert_allclose(plain.loss()(y, probabilities), expected, rtol=1e-4)
+
+
+# A layer made as the module is imported (a shared head, an encoder), beside those build_model makes: Keras named
+# both `dense` once every build named its layers from an empty count (`The name "dense" is used 2 times`).
+MODULE_LEVEL_LAYER = """\
+import keras
+
+HEAD = keras.layers.Dense(3, activation="softmax")
+
+
+def build_model(schema, options):
+    inputs = {f["name"]: keras.Input(shape=(1,), name=f["name"]) for f in options["features"]}
+    hidden = keras.layers.Dense(8, activation="relu")(keras.layers.concatenate(list(inputs.values())))
+    return keras.Model(inputs, HEAD(hidden))
+"""
+
+
+def test_a_layer_made_at_import_keeps_its_name_and_every_build_names_the_others_alike(iris, tmp_path):
+    examples, schema = iris
+    task = user_task(examples, schema, MODULE_LEVEL_LAYER, tmp_path)
+    names = [[layer.name for layer in task.build_model().layers] for _ in range(2)]
+    assert names[0] == names[1] and len(set(names[0])) == len(names[0]), names
+    assert sum(name.startswith("dense") for name in names[0]) == 2, names

@@ -260,3 +260,34 @@ def test_a_users_structured_data_model_maps_its_columns_by_meaning_as_its_table_
     with_age = {**manager, "age": np.array([[50.0]], "float32")}
     # A new value scores as the earlier model read it: unknown.
     np.testing.assert_allclose(scores(model, with_age), scores(earlier, manager), atol=1e-5)
+
+
+def two_numbers(names: tuple[str, ...], wide: list[str] | None = None) -> keras.Model:
+    """Each number column filled by `ops.where(ops.isnan(x), 0, x)` and normalised; with `wide`, a lookup of a
+    string column beside the hidden layer, read by the output alone (a wide path: its rows keep their places)."""
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(len(names))
+    inputs = {name: keras.Input(shape=(1,), name=name) for name in names}
+    encoded = [keras.layers.Normalization(mean=1.0, variance=4.0)(keras.ops.where(keras.ops.isnan(x), 0.0, x))
+               for x in inputs.values()]  # fmt: skip
+    x = keras.layers.Dense(3)(keras.layers.concatenate(encoded))
+    if wide is not None:
+        inputs["kind"] = keras.Input(shape=(1,), name="kind", dtype="string")
+        kind = keras.layers.StringLookup(vocabulary=wide, output_mode="one_hot")(inputs["kind"])
+        x = keras.layers.concatenate([x, kind])
+    return keras.Model(inputs, keras.layers.Dense(2)(x))
+
+
+def test_a_number_filled_by_where_is_mapped_by_its_column_and_a_wide_lookups_new_order_refused():
+    """Review: `ops.where` reads two tensors of one column, and Keras numbers the Normalization layers anew when a
+    column comes first: a row followed the layer's number (a's row went to c). A lookup the mapping does not read
+    (the wide path's) was not compared: a reorder swapped its rows in the output layer silently."""
+    earlier, model = two_numbers(("a", "b")), two_numbers(("c", "a", "b"))
+    output = earlier.layers[-1].get_weights()
+    hidden_before = [layer for layer in earlier.layers if type(layer).__name__ == "Dense"][0].get_weights()[0]
+    assert warm(earlier, model, None, None) == ["dense's input columns mapped by meaning: 2 kept, 1 new (c), 0 gone"]
+    hidden_now = [layer for layer in model.layers if type(layer).__name__ == "Dense"][0].get_weights()[0]
+    np.testing.assert_array_equal(hidden_now, np.concatenate([np.zeros((1, 3), "float32"), hidden_before]))
+    np.testing.assert_array_equal(model.layers[-1].get_weights()[0], output[0])
+    with pytest.raises(Incompatible, match="layer 'string_lookup' has another vocabulary"):
+        warm(two_numbers(("a", "b"), wide=["u", "v"]), two_numbers(("a", "b"), wide=["v", "u"]), None, None)
