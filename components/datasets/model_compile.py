@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kflow.components.util.said_once import info_once
+from kflow.components.util.said_once import say_once
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def taken_compile(model: Any, module_name: str, has_own_loss: bool) -> Any:
     if (model.get_compile_config() or {}).get("metrics"):
         parts.append("its metrics give way to the module's metrics() or the task's")
     if parts:
-        info_once(log, f"{module_name} compiled its model: {'; '.join(parts)}")
+        say_once(log, f"{module_name} compiled its model: {'; '.join(parts)}")
     model.compiled = False  # what Keras' compile set, unset: kflow compiles the model it trains itself
     model.optimizer = None
     model.loss = None
@@ -125,7 +125,7 @@ def on_class_indices(loss: Any) -> tuple[Any, str | None]:
     if isinstance(loss, keras.losses.CategoricalCrossentropy):
         config = loss.get_config()
         if config.get("label_smoothing"):
-            info_once(log, f"{loss.name}'s label_smoothing ({config['label_smoothing']:g}) is dropped: kflow's "
+            say_once(log, f"{loss.name}'s label_smoothing ({config['label_smoothing']:g}) is dropped: kflow's "
                            "labels are class indices, trained with SparseCategoricalCrossentropy")  # fmt: skip
         return keras.losses.SparseCategoricalCrossentropy(from_logits=config.get("from_logits", False)), None
     if isinstance(loss, (keras.losses.CategoricalFocalCrossentropy, keras.losses.CategoricalHinge,

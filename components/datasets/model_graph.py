@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kflow.components.util.said_once import info_once
+from kflow.components.util.said_once import say_once
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ def on_number_columns(model: Any, columns: list[dict[str, Any]]) -> Any:
         )
     inputs, matrix = number_matrix(numbers)
     left_out = f"; left out: {', '.join(others)}" if others else ""
-    info_once(log, f"the model takes the table's {len(numbers)} number column(s) as one matrix, missing values "
+    say_once(log, f"the model takes the table's {len(numbers)} number column(s) as one matrix, missing values "
                    f"filled with their Split-train means{left_out}")  # fmt: skip
     return keras.Model(inputs, model(matrix), name=model.name)
 

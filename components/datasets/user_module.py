@@ -76,7 +76,7 @@ from kflow.components.datasets.model_graph import (
     unnamed_input_feed,
     with_graph,
 )
-from kflow.components.util.said_once import info_once
+from kflow.components.util.said_once import say_once
 from kflow.pipeline.dsl.artifacts import Model
 
 log = logging.getLogger(__name__)
@@ -196,7 +196,7 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
                 model = self._with_graph()
             for layer in all_layers(model):
                 if never_adapted(layer):
-                    info_once(log, f"{where(None, module)}: the model's {type(layer).__name__} {layer.name!r} is never "
+                    say_once(log, f"{where(None, module)}: the model's {type(layer).__name__} {layer.name!r} is never "
                               "adapted: kflow adapts such a layer given no state where the module's own file makes it "
                               "and the data's columns reach it as the model is built (not in tf_idf mode, nor in a "
                               "subclassed model's call); give it its state (vocabulary=, mean= and variance=, "

@@ -37,7 +37,10 @@ def first_dense_columns(model: Any) -> tuple[str, list[tuple]] | None:
     if read is None:
         return None
     dense, tensor, parts = read
-    columns = _columns(parts)
+    try:
+        columns = _columns(parts)
+    except (ValueError, AttributeError, IndexError):  # a part of no graph to read back (an op called twice)
+        return None
     if columns is None or len(columns) != int(tensor.shape[-1]) or len(set(columns)) != len(columns):
         return None  # a part read otherwise, or two columns of one meaning (a Transform's own computed numbers)
     return dense.name, columns
@@ -48,8 +51,11 @@ def encodings_read(model: Any) -> set[Any]:
     read = _first_dense(model)
     if read is None:
         return set()
-    layers = {tensor._keras_history.operation for tensor in map(_through_preprocessing, read[2])}
-    return layers | {source_layer(layer) for layer in layers if type(layer).__name__ == "Flatten"}
+    try:
+        layers = {tensor._keras_history.operation for tensor in map(_through_preprocessing, read[2])}
+        return layers | {source_layer(layer) for layer in layers if type(layer).__name__ == "Flatten"}
+    except (ValueError, AttributeError, IndexError):
+        return set()
 
 
 def _first_dense(model: Any) -> tuple[Any, Any, list[Any]] | None:

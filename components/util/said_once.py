@@ -8,7 +8,7 @@ import logging
 _said: set[tuple[str, str]] = set()
 
 
-def info_once(log: logging.Logger, message: str, level: int = logging.INFO) -> None:
+def say_once(log: logging.Logger, message: str, level: int = logging.INFO) -> None:
     if (log.name, message) not in _said:
         _said.add((log.name, message))
         log.log(level, "%s", message)
