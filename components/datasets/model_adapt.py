@@ -18,6 +18,9 @@ given what reaches it; then the call goes on, as after the example's `adapt`. Th
 (`Task.prepare`, on every process of a cluster alike); the layers' states (a mean and a variance, a vocabulary, bin
 boundaries) go into the model's assets (ADAPTED_FILE), and every later build (a worker's, the export's) gives each
 layer its state at the same call. model.keras and the serving SavedModel keep them, as any adapted layer's.
+A `keras.utils.FeatureSpace` (keras.io's structured data examples) refuses to give its inputs or encodings until it
+is adapted: a FeatureSpace of the data's columns is adapted there, as `space.adapt(dataset)` would be, on the same
+records, its preprocessors' states kept and given back in the same way.
 
 Not adapted: the layers of a subclassed model (Keras calls them in a graph it traces, not on the model's symbolic
 inputs; a `Normalization()` never adapted there fails in Keras itself), and a lookup in `tf_idf` mode (its idf
@@ -119,12 +122,14 @@ class AdaptingBuild:
             self.names.update({name: name for name in names if name not in self.names})
         self.unnamed = functools.cache(unnamed) if unnamed is not None else None
         self.calls = 0
-        self.saved: dict[type, Any] = {}
+        self.saved: dict[tuple[type, str], Any] = {}
 
     def __enter__(self) -> AdaptingBuild:
+        from keras.utils import FeatureSpace
+
         for cls in adapting_classes():
             original = cls.__call__
-            self.saved[cls] = cls.__dict__.get("__call__")
+            self.saved[(cls, "__call__")] = cls.__dict__.get("__call__")
 
             def call(layer: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
                 if args and _symbolic(args[0]) and never_adapted(layer):
@@ -132,14 +137,54 @@ class AdaptingBuild:
                 return _original(layer, *args, **kwargs)
 
             cls.__call__ = call
+        # keras.io's FeatureSpace checks that it was adapted before it gives its inputs or encodings: adapted there.
+        checked = FeatureSpace._check_if_adapted
+        self.saved[(FeatureSpace, "_check_if_adapted")] = checked
+
+        def check(space: Any) -> None:
+            if not space._is_adapted and space._list_adaptable_preprocessors():
+                self._on_feature_space(space)
+            return checked(space)
+
+        FeatureSpace._check_if_adapted = check
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        for cls, own in self.saved.items():
+        for (cls, attribute), own in self.saved.items():
             if own is None:
-                del cls.__call__
+                delattr(cls, attribute)
             else:
-                cls.__call__ = own
+                setattr(cls, attribute, own)
+
+    def _on_feature_space(self, space: Any) -> None:
+        """A FeatureSpace of the data's columns (its features named by them), adapted as `space.adapt(dataset)`
+        would be on the first records, or given its preprocessors' states; else left for Keras to refuse."""
+        names = self.names.values() if self.names is not None else ()
+        adaptable = space._list_adaptable_preprocessors()
+        if not set(adaptable) <= set(names):
+            return
+        index, self.calls = self.calls, self.calls + 1
+        if index < len(self.states):
+            state = self.states[index]
+            if state["class"] != "FeatureSpace" or sorted(state["features"]) != sorted(adaptable):
+                raise ValueError(f"the module builds another model than the one adapted: {space.name!r} is no "
+                                 f"{state['class']} of the same features")  # fmt: skip
+            for name in adaptable:
+                give_state(space.preprocessors[name], state["features"][name], (None, 1))
+            space._is_adapted = True
+        elif self.batches is not None:
+            import tensorflow as tf
+
+            columns: dict[str, list[np.ndarray]] = {name: [] for name in adaptable}
+            for x in self.batches():
+                for name in adaptable:
+                    columns[name].append(_fed(space.inputs[name], x[name]))
+            data = {name: np.concatenate(parts) for name, parts in columns.items()}
+            space.adapt(tf.data.Dataset.from_tensor_slices(data).batch(ADAPT_BATCH))
+            features = {name: finite_state(space.preprocessors[name]) for name in adaptable}
+            self.states.append({"class": "FeatureSpace", "name": space.name, "features": features})
+            log.info("adapted the model's FeatureSpace %r on the first %s training records: %d features",
+                     space.name, f"{len(next(iter(data.values()))):,}", len(features))  # fmt: skip
 
     def _on_call(self, layer: Any, tensor: Any) -> None:
         if getattr(layer, "output_mode", getattr(layer, "_output_mode", None)) == "tf_idf":
@@ -157,12 +202,7 @@ class AdaptingBuild:
         elif self.batches is not None:
             inputs = LayerInputs(stages, self.batches)
             layer.adapt(inputs.dataset())
-            state = state_of(layer)
-            for key in ("mean", "variance", "bin_boundaries"):
-                if key in state and not np.all(np.isfinite(state[key])):
-                    raise ValueError(f"{type(layer).__name__} {layer.name!r} adapted to a {key} that is not a number: "
-                                     "what reaches it holds missing values (NaN, as the task gives a missing number); "
-                                     "fill them before it (keras.ops.nan_to_num)")  # fmt: skip
+            state = finite_state(layer)
             self.states.append({"class": type(layer).__name__, "name": layer.name, **state})
             log.info("adapted the model's %s %r on the first %s training records: %s", type(layer).__name__,
                      layer.name, f"{inputs.taken:,}", _said(self.states[-1]))  # fmt: skip
@@ -204,6 +244,17 @@ def state_of(layer: Any) -> dict[str, Any]:
         return {"bin_boundaries": [float(value) for value in layer.bin_boundaries]}
     vocabulary = layer.get_vocabulary(include_special_tokens=False)
     return {"vocabulary": [value.item() if isinstance(value, np.generic) else value for value in vocabulary]}
+
+
+def finite_state(layer: Any) -> dict[str, Any]:
+    """`state_of` an adapted layer, refused where a missing number made it NaN (the model would train to NaN)."""
+    state = state_of(layer)
+    for key in ("mean", "variance", "bin_boundaries"):
+        if key in state and not np.all(np.isfinite(state[key])):
+            raise ValueError(f"{type(layer).__name__} {layer.name!r} adapted to a {key} that is not a number: "
+                             "what reaches it holds missing values (NaN, as the task gives a missing number); "
+                             "fill them before it (keras.ops.nan_to_num)")  # fmt: skip
+    return state
 
 
 def give_state(layer: Any, state: dict[str, Any], input_shape: Any) -> None:

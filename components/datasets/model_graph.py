@@ -66,6 +66,10 @@ def with_graph(model: Any, task: Any) -> Any:
     if columns and _takes_one_unnamed_input(model):
         return on_number_columns(model, columns) if len(columns) > 1 else _on_its_column(model, task, columns[0])
     if has_graph(model):
+        if isinstance(model.input, dict) and type(model.input) is not dict:
+            # A FeatureSpace's inputs are a dict Keras tracks (TrackedDict): a model of them warned at every call
+            # that the plain dict of columns it is given `doesn't match the expected structure`.
+            return keras.Model(dict(model.input), model.output, name=model.name)
         return model
     if isinstance(model, keras.Sequential):
         try:  # Built from its keras.Input: the graph Keras keeps inside it (Sequential._functional).

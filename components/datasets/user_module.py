@@ -85,7 +85,9 @@ KERAS_STYLING = re.compile(r"\x1b\[[01]m")  # keras.src.utils.traceback_utils: b
 MODEL_INPUTS_FILE = "model_inputs.json"  # The named inputs a user's model takes, beside its module in the assets.
 # A module that names none of Keras' preprocessing layers that adapt has none to adapt (model_adapt.py): its model is
 # not built an extra time before training to look.
-ADAPTING_LAYERS = re.compile(r"\b(?:Normalization|StringLookup|IntegerLookup|TextVectorization|Discretization)\b")
+ADAPTING_LAYERS = re.compile(
+    r"\b(?:Normalization|StringLookup|IntegerLookup|TextVectorization|Discretization|FeatureSpace)\b"
+)
 # Keras' count of its automatic names as each user module was imported: every build of its model names from there.
 NAMES_AT_IMPORT: dict[str, dict[str, int]] = {}
 

@@ -328,3 +328,59 @@ def build_model(schema, options):
         user_task(examples, schema, source, tmp_path).build_model()
     message = str(refused.value)
     assert "\n" not in message and "a one-hot lookup of no vocabulary" in message, message
+
+
+# keras.io's "Structured data classification with FeatureSpace", less its `feature_space.adapt(train_ds)`: a
+# FeatureSpace of the table's columns, numbers normalised, ages in bins, strings one-hot, a crossing of two.
+FEATURE_SPACE = """\
+import keras
+from keras.utils import FeatureSpace
+
+
+def build_model(schema, options):
+    features = {}
+    for feature in options["features"]:
+        name, kind = feature["name"], feature["kind"]
+        if name == "age":
+            features[name] = FeatureSpace.float_discretized(num_bins=8)
+        elif kind == "numeric":
+            features[name] = FeatureSpace.float_normalized()
+        elif kind == "categorical":
+            features[name] = FeatureSpace.string_categorical(num_oov_indices=1)
+    feature_space = FeatureSpace(
+        features=features,
+        crosses=[FeatureSpace.cross(feature_names=("gender", "sector"), crossing_dim=16)],
+        output_mode="concat",
+    )
+    encoded_features = feature_space.get_encoded_features()
+    x = keras.layers.Dense(32, activation="relu")(encoded_features)
+    x = keras.layers.Dropout(0.5)(x)
+    predictions = keras.layers.Dense(len(options["head"]["classes"]), activation="softmax")(x)
+    return keras.Model(inputs=feature_space.get_inputs(), outputs=predictions)
+"""
+
+
+@pytest.mark.filterwarnings("error::UserWarning")  # Keras' own: its model of a FeatureSpace's tracked dict of inputs
+def test_keras_ios_feature_space_is_adapted_on_the_training_split(cps1985, tmp_path, caplog):
+    """Before: `You need to call .adapt(dataset) on the FeatureSpace before you can start using it`, at build. Now
+    adapted on Split-train's first records as `feature_space.adapt(dataset)` would be, its preprocessors' states in
+    the assets for every later build (the export's: the model it saves holds them). Keras warned at every call that
+    the columns `doesn't match the expected structure` (a FeatureSpace's inputs are a dict Keras tracks)."""
+    examples, schema = cps1985
+    with caplog.at_level(logging.INFO, logger="kflow.components"):
+        metrics = trained_and_evaluated(tmp_path, examples, schema, "csv", FEATURE_SPACE, epochs=20, batch_size=32,
+                                        learning_rate=0.01)  # fmt: skip
+    assert metrics["accuracy"] > 0.4, metrics  # six occupations, the most frequent a third of the workers
+    model = Model(tmp_path / "model")
+    task = task_for_model(model, model.training_schema_file)
+    features = {feature["name"]: feature for feature in task.model_context()["features"]}
+    (adapted,) = json.loads((model.assets_uri / ADAPTED_FILE).read_text())
+    assert adapted["class"] == "FeatureSpace" and set(adapted["features"]) == set(features), adapted
+    assert np.isclose(adapted["features"]["wage"]["mean"][0], features["wage"]["mean"], rtol=1e-4)
+    assert sorted(adapted["features"]["sector"]["vocabulary"]) == sorted(features["sector"]["vocabulary"])
+    from kflow.components.models import load_trained
+
+    saved = [np.asarray(layer.adapt_mean)[0] for layer in all_layers(load_trained(model.keras_file, task.model_name))
+             if type(layer).__name__ == "Normalization"]  # fmt: skip
+    assert np.isclose(saved, adapted["features"]["wage"]["mean"][0], rtol=1e-6).sum() == 1, saved
+    assert any("adapted the model's FeatureSpace" in record.getMessage() for record in caplog.records)
