@@ -35,7 +35,7 @@ def first_dense_columns(model: Any) -> tuple[str, list[tuple]] | None:
     position); None where a part is not one of the encodings above (a Transform's own layers, an embedding)."""
     read = _first_dense(model)
     if read is None:
-        return None
+        return _number_matrix_columns(model)
     dense, tensor, parts = read
     try:
         columns = _columns(parts)
@@ -44,6 +44,41 @@ def first_dense_columns(model: Any) -> tuple[str, list[tuple]] | None:
     if columns is None or len(columns) != int(tensor.shape[-1]) or len(set(columns)) != len(columns):
         return None  # a part read otherwise, or two columns of one meaning (a Transform's own computed numbers)
     return dense.name, columns
+
+
+# Layers that compute each value of a row from that value alone (a Normalization's state is the new data's: the
+# warm start does not carry it), through which a row of the first Dense still reads one number column.
+_VALUE_BY_VALUE = ("Normalization", "Dropout", "GaussianNoise", "GaussianDropout", "Activation", "Rescaling")
+
+
+def _number_matrix_columns(model: Any) -> tuple[str, list[tuple]] | None:
+    """(the first Dense, a number a column) of a model of one unnamed input kflow feeds the table's number columns
+    as one matrix (`fill_numbers`, components/datasets/model_graph.py: tensorflow.org's "Basic regression"
+    Sequential), where that Dense reads the matrix alone, through layers of one value a value; else None."""
+    try:
+        fill = next((layer for layer in model.layers if layer.name == "fill_numbers"), None)
+        if fill is None or type(fill).__name__ != "FillMissing" or not _one_reader(fill):
+            return None
+        nested = readers(fill)[0]
+        dense = next((layer for layer in getattr(nested, "layers", []) if type(layer).__name__ == "Dense"), None)
+        if dense is None or len(nested.inputs) != 1:
+            return None
+        layer = source_layer(dense)
+        while type(layer).__name__ != "InputLayer":
+            if type(layer).__name__ not in _VALUE_BY_VALUE or not _one_reader(layer):
+                return None  # a layer of its own weights a row, or another reader (its rows keep their places)
+            layer = source_layer(layer)
+        if not _one_reader(layer):
+            return None
+        return dense.name, [("number", name) for name in _block_inputs(source_layer(fill))]
+    except (ValueError, AttributeError, IndexError, TypeError):  # a subclassed model: no graph to read
+        return None
+
+
+def _one_reader(layer: Any) -> bool:
+    """Whether one layer reads `layer`'s output (a loaded Sequential's layers have a node a build of it, each the
+    same reader's)."""
+    return len({id(reader) for reader in readers(layer)}) == 1
 
 
 def encodings_read(model: Any) -> set[Any]:

@@ -6,7 +6,8 @@ columns are matched by meaning: retrained on more rows of the same table, a cate
 column starts to vary, an integer column gains codes, and each earlier column's row of the kernel moves to where
 its value now is (a new value starts from the row of the earlier model's unknown-value slot that scored it, or
 from zero; a column gone is dropped), as TensorFlow Estimators' `WarmStartSettings` remapped vocabularies; so is a
-user's functional model of Keras' encodings of its columns, adapted on the data (keras.io's structured data). Any
+user's functional model of Keras' encodings of its columns, adapted on the data (keras.io's structured data), and a
+user's Sequential kflow feeds the table's number columns as one matrix (tensorflow.org's "Basic regression"). Any
 other model must have the same inputs (types and shapes; named ones by name, unnamed ones by place, as Keras
 names them anew in each build), the same layers in the same order with weights of the same shapes, and the same
 vocabularies in its lookup layers. A classifier's output columns follow the class
@@ -108,7 +109,8 @@ def carried_weights(
         problem = _lookups_beside(earlier, model)
         if problem:
             raise Incompatible(problem)
-        pairs = _by_name(earlier, model)
+        pairs = [pair for new, old in _by_name(earlier, model)
+                 for pair in (_by_name(old, new) if _holds(new, dense) else [(new, old)])]  # fmt: skip
     else:
         skipped = {*tokens, *(lookup for lookup, _, _ in tokens.values())} | ({output.name} if new_classes else set())
         problem = incompatibility(earlier, model, skipped)
@@ -157,6 +159,12 @@ def _by_name(earlier: Any, model: Any) -> list[tuple[Any, Any]]:
     if gone:
         raise Incompatible(f"the earlier model's layer {gone[0]!r} has no counterpart")
     return pairs
+
+
+def _holds(layer: Any, name: str) -> bool:
+    """Whether `layer` is a nested model holding the layer `name` (a user's Sequential kflow feeds a table's number
+    matrix, tabular_columns._number_matrix_columns): its layers are paired one by one, the first Dense mapped."""
+    return any(inner.name == name for inner in getattr(layer, "layers", []))
 
 
 def _lookups_beside(earlier: Any, model: Any) -> str | None:

@@ -291,3 +291,37 @@ def test_a_number_filled_by_where_is_mapped_by_its_column_and_a_wide_lookups_new
     np.testing.assert_array_equal(model.layers[-1].get_weights()[0], output[0])
     with pytest.raises(Incompatible, match="layer 'string_lookup' has another vocabulary"):
         warm(two_numbers(("a", "b"), wide=["u", "v"]), two_numbers(("a", "b"), wide=["v", "u"]), None, None)
+
+
+def basic_regression(names: tuple[str, ...], rows: np.ndarray) -> keras.Model:
+    """tensorflow.org's "Basic regression" Sequential (its Normalization adapted on `rows`, as kflow adapts it) as
+    kflow feeds it a table's number columns `names`: one matrix (model_graph.on_number_columns)."""
+    from kflow.components.datasets.model_graph import on_number_columns
+
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(len(names))
+    normalizer = keras.layers.Normalization(axis=-1)
+    normalizer.adapt(rows)
+    sequential = keras.Sequential([normalizer, keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
+    return on_number_columns(sequential, [{"name": name, "kind": "numeric", "mean": 1.0} for name in names])
+
+
+def test_a_sequential_fed_the_number_matrix_maps_its_rows_by_column_as_a_column_comes_in():
+    """The table gains a number column (constant in the earlier rows): the matrix kflow feeds the user's Sequential
+    widens, its first Dense reads one row more, placed by the task's order of the columns. Before, the warm start was
+    refused (`the inputs differ`)."""
+    rows = np.array([[4.0, 3504.0], [8.0, 3693.0], [6.0, 2372.0], [4.0, 1835.0]], "float32")
+    earlier = basic_regression(("cylinders", "weight"), rows)
+    model = basic_regression(("cylinders", "acceleration", "weight"), np.insert(rows, 1, [12.0, 11.5, 15, 20], 1))
+    assert warm(earlier, model, None, None) == [
+        "dense's input columns mapped by meaning: 2 kept, 1 new (acceleration), 0 gone"
+    ]
+    # With the earlier data's normalisation (the new data's is the model's own), every car scores as before.
+    (normalizer,) = [layer for layer in model.layers[-1].layers if type(layer).__name__ == "Normalization"]
+    (old,) = [layer for layer in earlier.layers[-1].layers if type(layer).__name__ == "Normalization"]
+    normalizer.adapt_mean.assign(np.insert(np.asarray(old.adapt_mean), 1, 0.0, -1))
+    normalizer.adapt_variance.assign(np.insert(np.asarray(old.adapt_variance), 1, 1.0, -1))
+    normalizer.finalize_state()
+    known = {"cylinders": rows[:, :1], "weight": rows[:, 1:]}
+    np.testing.assert_allclose(scores(model, {**known, "acceleration": np.full((4, 1), 14.0, "float32")}),
+                               scores(earlier, known), rtol=1e-5)  # fmt: skip
