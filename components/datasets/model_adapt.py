@@ -181,7 +181,7 @@ class AdaptingBuild:
                     columns[name].append(_fed(space.inputs[name], x[name]))
             data = {name: np.concatenate(parts) for name, parts in columns.items()}
             space.adapt(tf.data.Dataset.from_tensor_slices(data).batch(ADAPT_BATCH))
-            features = {name: finite_state(space.preprocessors[name]) for name in adaptable}
+            features = _finite_features(space, adaptable)
             self.states.append({"class": "FeatureSpace", "name": space.name, "features": features})
             log.info("adapted the model's FeatureSpace %r on the first %s training records: %d features",
                      space.name, f"{len(next(iter(data.values()))):,}", len(features))  # fmt: skip
@@ -249,12 +249,33 @@ def state_of(layer: Any) -> dict[str, Any]:
 def finite_state(layer: Any) -> dict[str, Any]:
     """`state_of` an adapted layer, refused where a missing number made it NaN (the model would train to NaN)."""
     state = state_of(layer)
-    for key in ("mean", "variance", "bin_boundaries"):
-        if key in state and not np.all(np.isfinite(state[key])):
-            raise ValueError(f"{type(layer).__name__} {layer.name!r} adapted to a {key} that is not a number: "
-                             "what reaches it holds missing values (NaN, as the task gives a missing number); "
-                             "fill them before it (keras.ops.nan_to_num)")  # fmt: skip
+    key = _not_finite(state)
+    if key is not None:
+        raise ValueError(f"{type(layer).__name__} {layer.name!r} adapted to a {key} that is not a number: "
+                         "what reaches it holds missing values (NaN, as the task gives a missing number); "
+                         "fill them before it (keras.ops.nan_to_num)")  # fmt: skip
     return state
+
+
+def _not_finite(state: dict[str, Any]) -> str | None:
+    """The first part of a layer's state (`state_of`) that holds NaN or an infinity, or None."""
+    return next((key for key in ("mean", "variance", "bin_boundaries")
+                 if key in state and not np.all(np.isfinite(state[key]))), None)  # fmt: skip
+
+
+def _finite_features(space: Any, names: list[str]) -> dict[str, dict[str, Any]]:
+    """{feature: `state_of` its preprocessor} of an adapted FeatureSpace, refused naming every feature whose state a
+    missing number made NaN: a FeatureSpace has no place to fill them."""
+    states = {name: state_of(space.preprocessors[name]) for name in names}
+    missing = [name for name, state in states.items() if _not_finite(state) is not None]
+    if missing:
+        one = len(missing) == 1
+        beside = "a keras.Input(name=column), keras.ops.nan_to_num, a Normalization(), concatenated with its encodings"
+        raise ValueError(f"FeatureSpace {space.name!r} adapted to states that are not numbers: "
+                         f"{', '.join(map(repr, missing))} hold{'s' if one else ''} missing values (NaN, as the task "
+                         f"gives a missing number), which a FeatureSpace passes on; leave {'it' if one else 'them'} "
+                         f"out of it, or encode {'it' if one else 'each'} beside it: {beside}")  # fmt: skip
+    return states
 
 
 def give_state(layer: Any, state: dict[str, Any], input_shape: Any) -> None:

