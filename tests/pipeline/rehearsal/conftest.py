@@ -9,12 +9,6 @@ from kflow.pipeline.rehearsal import podman
 from tests.conftest import REPO
 
 
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", "containers: runs the kflow image with podman (make image); left out of make test, run by test-all"
-    )
-
-
 @pytest.fixture(scope="session")
 def image():
     """The image, built again (make image: ~15 s when only the code changed) when it holds other code than this
