@@ -86,13 +86,20 @@ def write_serving(
     if names:  # safe names for the signature's arguments, whatever the model's Input layers are called
         signature = [{key: keras.InputSpec(shape=spec.shape, dtype=spec.dtype, name=names[key])
                       for key, spec in signature[0].items()}]  # fmt: skip
-    archive.track_and_add_endpoint("serve", served, signature)  # the first: serving_default
+    # Called in inference mode, as `predict` calls it: a layer's `training` defaults to what its `call` says, True
+    # for Keras' random augmentations (keras.io's RandomFlip, RandomRotation): each request was augmented anew.
+    archive.track(served)
+
+    def serve(inputs: Any) -> Any:  # one argument, the model's inputs (a functional model's, Keras' export's)
+        return served(inputs, training=False)
+
+    archive.add_endpoint("serve", serve, signature)  # the first: serving_default
     if parse is not None:
         taken = list(served.input) if isinstance(served.input, dict) else None
 
         def from_examples(examples: tf.Tensor) -> Any:
             inputs = parse(examples)
-            return served({name: inputs[name] for name in taken} if taken is not None else inputs)
+            return served({name: inputs[name] for name in taken} if taken is not None else inputs, training=False)
 
         try:
             archive.add_endpoint(EXAMPLES_SIGNATURE, from_examples, [tf.TensorSpec([None], tf.string, name="examples")])
