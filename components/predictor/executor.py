@@ -36,6 +36,7 @@ from kflow.components.util.predictions import (
     CSV,
     JSONL,
     TFRECORD,
+    UNSCORED,
     class_names,
     serving_input_names,
 )
@@ -106,14 +107,18 @@ def run(
             | "WriteTFRecord"
             >> beam.io.WriteToTFRecord(str(folder / TFRECORD), compression_type=CompressionTypes.GZIP, **single)
         )
+    count = unscored = 0
     with (folder / JSONL).open() as lines:
-        count = sum(1 for _ in lines)
+        for line in lines:
+            count += 1
+            unscored += '"unscored": ' in line  # predictions.UNSCORED: no class, no value
     predictions.write_json(
         InferenceResult.RECORD,
         {
             "inferred": True,
             "split": split,
             "count": count,
+            "unscored": unscored,
             "model": model.uri,
             "examples": examples.uri,
             "key": key_feature or "<shard file>#<index>",
@@ -123,7 +128,9 @@ def run(
     )
     # No folder: `kflow predict` writes into a staging folder it renames at the end, and says the final one itself.
     log.info("predict: %d record(s) of split %s scored", count, split)
-    return {"count": count, "split": split}
+    if unscored:
+        log.warning("predict: %d of them have no class or value: %s", unscored, UNSCORED)
+    return {"count": count, "split": split, "unscored": unscored}
 
 
 class ColumnsRefused(ValueError):

@@ -61,20 +61,29 @@ def prediction_entry(key: str, output: np.ndarray, classes: list[str], label: An
     """{"key", ["label",] "predicted_class", "scores": {class: probability}} or {"key", ["label",] "prediction"};
     `label` (a class index or a number, None when missing) only for labelled data."""
     entry: dict[str, Any] = {"key": key}
+    scored = bool(np.all(np.isfinite(output)))
     if classes:
         if output.ndim != 1 or len(output) != len(classes):
             raise ValueError(f"the model gives {output.shape} outputs a record; its task has {len(classes)} classes")
         if label is not ...:
             entry["label"] = None if label is None else classes[int(label)]
-        entry["predicted_class"] = classes[int(np.argmax(output))]
-        entry["scores"] = {name: float(score) for name, score in zip(classes, output, strict=True)}
-        return entry
-    if output.size != 1:
-        raise ValueError(f"the model gives {output.shape} outputs a record: only classes or one number are scored")
-    if label is not ...:
-        entry["label"] = None if label is None else float(label)
-    entry["prediction"] = float(output.reshape(-1)[0])
+        # NaN scores are no class: argmax of them was the first class, said as confidently as any other.
+        entry["predicted_class"] = classes[int(np.argmax(output))] if scored else None
+        entry["scores"] = {name: float(score) for name, score in zip(classes, output, strict=True)} if scored else None
+    else:
+        if output.size != 1:
+            raise ValueError(f"the model gives {output.shape} outputs a record: only classes or one number are scored")
+        if label is not ...:
+            entry["label"] = None if label is None else float(label)
+        entry["prediction"] = float(output.reshape(-1)[0]) if scored else None
+    if not scored:
+        entry["unscored"] = UNSCORED
     return entry
+
+
+# Why an entry has no class or value: what the model gave for its record is no number (a missing value its layers
+# pass on as NaN, most often: keras.ops.nan_to_num fills one).
+UNSCORED = "the model's output is not a number (NaN or infinite): most often a missing value its layers do not fill"
 
 
 def prediction_example(entry: dict[str, Any]) -> tf.train.Example:
@@ -86,7 +95,9 @@ def prediction_example(entry: dict[str, Any]) -> tf.train.Example:
             features["label"].bytes_list.value.append(entry["label"].encode())
         else:
             features["label"].float_list.value.append(entry["label"])
-    if "scores" in entry:
+    if entry.get("unscored"):
+        features["unscored"].bytes_list.value.append(entry["unscored"].encode())
+    elif "scores" in entry:
         features["predicted_class"].bytes_list.value.append(entry["predicted_class"].encode())
         features["scores"].float_list.value.extend(entry["scores"].values())
     else:
@@ -103,6 +114,8 @@ def csv_row(entry: dict[str, Any], classes: list[str]) -> list[Any]:
     row = [entry["key"]]
     if "label" in entry:
         row.append("" if entry["label"] is None else entry["label"])
+    if entry.get("unscored"):  # empty cells: no class, no score
+        return [*row, *([""] * (1 + len(classes)) if classes else [""])]
     if classes:
         return [*row, entry["predicted_class"], *(entry["scores"][name] for name in classes)]
     return [*row, entry["prediction"]]

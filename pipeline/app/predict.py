@@ -27,7 +27,7 @@ from typing import Any
 from kflow.components.datasets import DATASETS, get_dataset
 from kflow.components.datasets.tabular.examples import ROW_NAME_COLUMNS, SOURCE_ROW
 from kflow.components.ingest import ingest_records
-from kflow.components.util.predictions import CSV, JSONL, TFRECORD
+from kflow.components.util.predictions import CSV, JSONL, TFRECORD, UNSCORED
 from kflow.pipeline.app.held_lines import held_lines
 from kflow.pipeline.app.model_choice import choose_model
 from kflow.pipeline.app.scored_dates import unread_dates
@@ -119,6 +119,7 @@ def predict(
                 if predictions.record["key"] == SOURCE_ROW or getattr(node, "keys_by_place", False)
                 else predictions.record["key"],
                 "scored": scored["count"],
+                "unscored": scored.get("unscored", 0),
                 "rejected": ingested.get("rejected", 0),
                 "examples": str(output / "examples"),
                 "predictions": {name: str(output / "predictions" / f"Split-{SPLIT}" / name) for name in FILES},
@@ -370,6 +371,8 @@ def predict_command(args: Any) -> int:
     rejects = Path(args.output) / "rejects" / "rejects.jsonl"
     rejected = f"; {record['rejected']} row(s) rejected: {rejects}" if record["rejected"] else ""
     print(f"scored {record['scored']} row(s) of {record['data']} with {record['model_origin']}{rejected}")
+    if record.get("unscored"):
+        print(f"{record['unscored']} of them not scored ('unscored' in the predictions, empty cells): {UNSCORED}")
     print(f"predictions (key: {record['key']}): {record['predictions'][CSV]} (and .jsonl, .tfrecord.gz)")
     print(f"scored data (Examples): {record['examples']}")
     if record["skew"].get("skewed"):

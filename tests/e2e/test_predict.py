@@ -513,3 +513,51 @@ def test_decimals_in_a_column_of_whole_numbers_in_training_are_scored_unless_dec
     assert main(["predict", str(tmp_path / "declared.yaml"), "--data", str(tmp_path / "halves.csv"),
                  "-o", str(tmp_path / "declared")]) == 2  # fmt: skip
     assert "--data: " in capsys.readouterr().err
+
+
+# A model of iris' four measurements that fills nothing: a missing one reaches its Dense as NaN.
+UNFILLED = """\
+import keras
+
+
+def build_model(schema, options):
+    inputs = {name: keras.Input(shape=(1,), name=name)
+              for name in ("sepal_length", "sepal_width", "petal_length", "petal_width")}
+    hidden = keras.layers.Dense(8, activation="relu")(keras.layers.concatenate(list(inputs.values())))
+    return keras.Model(inputs, keras.layers.Dense(3, activation="softmax")(hidden))
+"""
+
+
+def test_a_row_the_model_gives_no_number_for_is_said_unscored_not_given_the_first_class(tmp_path, capsys):
+    """A user trial: keras.io's FeatureSpace model scored a row with a missing value NaN, written as its first class
+    (`No,nan,nan`; argmax of NaN), in a predictions.jsonl that was no JSON (`NaN`), exit 0, no word. Such a row has
+    no class and no scores, says why, and is counted; the other rows are scored as before."""
+    import pandas as pd
+
+    (tmp_path / "unfilled.py").write_text(UNFILLED)
+    config = {"name": "unfilled", "pipeline_root": str(tmp_path / "runs"),
+              "trainer": {"epochs": 3, "module": "unfilled.py"},
+              "data": {"dataset": "csv", "source": {"path": str(IRIS)}, "label": "species"}}  # fmt: skip
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    assert main(["run", str(tmp_path / "c.yaml"), "-q"]) == 0
+    new = pd.read_csv(IRIS).drop(columns="species").head(4)
+    new.loc[1, "petal_length"] = None
+    new.to_csv(tmp_path / "new.csv", index=False)
+    capsys.readouterr()
+    out = tmp_path / "scored"
+    assert main(["predict", str(tmp_path / "c.yaml"), "--data", str(tmp_path / "new.csv"), "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "1 of them not scored ('unscored' in the predictions, empty cells): the model's output is not a" in said
+    folder = out / "predictions" / "Split-score"
+
+    def no_nan(constant):
+        raise AssertionError(f"{constant} is no JSON")
+
+    lines = (folder / "predictions.jsonl").read_text().splitlines()
+    entries = {entry["key"]: entry for entry in (json.loads(line, parse_constant=no_nan) for line in lines)}
+    assert len(entries) == 4 and entries["new.csv:3"]["predicted_class"] is None, entries
+    assert entries["new.csv:3"]["scores"] is None and "not a number" in entries["new.csv:3"]["unscored"]
+    assert all(entry["predicted_class"] in CLASSES for key, entry in entries.items() if key != "new.csv:3")
+    rows = {row["key"]: row for row in csv.DictReader((folder / "predictions.csv").open())}
+    assert rows["new.csv:3"]["predicted_class"] == "" and rows["new.csv:3"]["score_setosa"] == "", rows
+    assert json.loads((out / "predict.json").read_text())["unscored"] == 1
