@@ -9,6 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from kflow.pipeline.app.config_loading import default_split
 from kflow.pipeline.app.dataset_training import with_dataset_training
 from kflow.pipeline.app.pod_paths import node_path_warnings
 from kflow.pipeline.app.runtime_parameters import run_arguments, runtime_parameters
@@ -23,7 +24,7 @@ from kflow.pipeline.kubeflow.baselines import store_path
 
 def _compile_config(path: str, overrides: list[str], image: str | None) -> tuple[PipelineConfig, KubeflowSettings]:
     """The config to compile, with its dataset's training recipe (dataset_training.py), and its `kubeflow` section."""
-    config, settings = load_compile_config(path, overrides, image, require_image=False)
+    config, settings = load_compile_config(path, overrides, image, require_image=False, split_default=default_split)
     return with_dataset_training(config), settings
 
 

@@ -21,11 +21,22 @@ _NEEDED = {"data", "components"}
 
 def load_for_command(path: str | Path, overrides: Iterable[str] = ()) -> PipelineConfig:
     """The validated config of `path` with its dataset's training recipe; a ConfigError names every problem."""
-    raw = read_config_file(path, list(overrides))
+    raw = read_config_file(path, list(overrides), default_split)
     try:
         return with_dataset_training(validate_config(raw, str(path)))
     except ConfigError as error:
         raise ConfigError(error.problems + _data_problems(raw, error.problems), error.source) from None
+
+
+def default_split(dataset: str) -> dict[str, int] | None:
+    """The dataset's `data.split` where a config gives none; None for a dataset the registry lacks (refused naming
+    data.dataset by the checks): what an override of one share (`--set data.split.train=5`) changes."""
+    from kflow.components.datasets import get_dataset
+
+    try:
+        return get_dataset(dataset).default_split
+    except ValueError:
+        return None
 
 
 def _data_problems(raw: dict, problems: list[str]) -> list[str]:

@@ -342,11 +342,12 @@ def as_scoring(message: str) -> str:
 def predict_command(args: Any) -> int:
     """`kflow predict`: prints where the predictions are. What refuses the command's input (its flags, the config,
     the data) is one line and exit 2; a failure while scoring (the model's) one line and exit 1."""
+    from kflow.pipeline.app.config_loading import default_split
     from kflow.pipeline.dsl.config import load_config
     from kflow.pipeline.dsl.printable import printable
 
     overrides = list(args.overrides) + ([f"pipeline_root={args.pipeline_root}"] if args.pipeline_root else [])
-    config = load_config(args.config, overrides)
+    config = load_config(args.config, overrides, default_split)
     if args.batch_size < 1:
         raise ConfigError([f"--batch-size: must be ≥ 1 (got {args.batch_size})"])
     # As the `kflow` program, SIGINT and SIGTERM cancel (a host process keeps its own signals).

@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from kflow.pipeline.app.commands import compile_config
+from kflow.pipeline.app.config_loading import default_split
 from kflow.pipeline.dsl.config import load_config
 from kflow.pipeline.rehearsal import podman
 from kflow.pipeline.rehearsal.container_pods import RehearsalCluster
@@ -36,7 +37,7 @@ def rehearsal_folders(config_path: str, overrides: list[str], root: str | None) 
     `<pipeline_root>/rehearsals/<name>/<time>`, the PVCs beside it for the next rehearsal (the baselines' store)."""
     if root:
         return Path(root).resolve(), Path(root).resolve() / "volumes"
-    config = load_config(config_path, overrides)
+    config = load_config(config_path, overrides, default_split)
     pipeline = (Path(config.pipeline_root) / "rehearsals" / config.name).resolve()
     return pipeline / time.strftime("%Y%m%d-%H%M%S"), pipeline / "volumes"
 

@@ -16,6 +16,7 @@ from pydantic import Field
 from kflow.pipeline.dsl.config import (
     ConfigError,
     PipelineConfig,
+    SplitDefault,
     as_data,
     config_schema,
     read_config_file,
@@ -48,12 +49,18 @@ class KubeflowSettings(KubeflowSection):
 
 
 def load_compile_config(
-    path: str | Path, overrides: list[str] = (), image: str | None = None, *, require_image: bool = True
+    path: str | Path,
+    overrides: list[str] = (),
+    image: str | None = None,
+    *,
+    require_image: bool = True,
+    split_default: SplitDefault | None = None,
 ) -> tuple[PipelineConfig, KubeflowSettings]:
     """Reads a config for compilation: the pipeline config and its validated `kubeflow` section. `require_image=False`
-    leaves a missing image to the caller, to say with the config's other problems (IMAGE_REQUIRED)."""
+    leaves a missing image to the caller, to say with the config's other problems (IMAGE_REQUIRED); `split_default`:
+    read_config_file's."""
     source = str(path)
-    raw = read_config_file(path, overrides)
+    raw = read_config_file(path, overrides, split_default)
     section = raw.pop("kubeflow", None)
     if image is not None:
         section = {**(section or {}), "image": image}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -149,13 +149,24 @@ def config_schema() -> dict[str, Any]:
     return copy.deepcopy(generated_schema())
 
 
-def load_config(path: str | Path, overrides: Iterable[str] = ()) -> PipelineConfig:
+# A dataset's `data.split` where a config gives none, by the dataset's name (None: no such dataset). The registry
+# that knows it is above this layer: a command passes it (config_loading.default_split, in pipeline/app).
+SplitDefault = Callable[[str], "dict[str, int] | None"]
+
+
+def load_config(
+    path: str | Path, overrides: Iterable[str] = (), split_default: SplitDefault | None = None
+) -> PipelineConfig:
     """Reads a YAML config, applies `a.b=value` overrides, validates it and fills defaults."""
-    return validate_config(read_config_file(path, overrides), str(path))
+    return validate_config(read_config_file(path, overrides, split_default), str(path))
 
 
-def read_config_file(path: str | Path, overrides: Iterable[str] = ()) -> dict[str, Any]:
-    """The YAML mapping of a config file with `a.b=value` overrides applied, not yet validated."""
+def read_config_file(
+    path: str | Path, overrides: Iterable[str] = (), split_default: SplitDefault | None = None
+) -> dict[str, Any]:
+    """The YAML mapping of a config file with `a.b=value` overrides applied, not yet validated. An override of one
+    share of a split the config leaves out (`data.split.train=5`) changes the dataset's default split
+    (`split_default`), its other shares kept, as an override of one field of a section keeps the others' defaults."""
     source = str(path)
     try:
         raw = read_yaml(Path(path).read_text(encoding="utf-8"))
@@ -173,14 +184,37 @@ def read_config_file(path: str | Path, overrides: Iterable[str] = ()) -> dict[st
         raise ConfigError(["(top level): must be a mapping of fields"], source)
     anchor_input_paths(raw, Path(path).resolve().parent)
     overrides = list(overrides)
+    by_share = False  # whether data.split holds only the shares overrides set, the dataset's default left out
     for override in overrides:  # Their paths are relative to the current directory, as on a command line.
+        by_share = _split_by_share(raw, override, by_share)
         apply_override(raw, override)
+    if by_share and split_default is not None:
+        _with_default_split(raw["data"], split_default)
     # Anchored too, so a run records where it read whatever the folder it ran from (diff compared '/…/a.csv' with
     # 'data/a.csv', a user trial).
     given = [override.partition("=")[0].strip() for override in overrides]
     anchor_input_paths(raw, Path.cwd(), [field for field in INPUT_PATHS if any(
         field == key or field.startswith(f"{key}.") for key in given)])  # fmt: skip
     return raw
+
+
+def _split_by_share(raw: dict[str, Any], override: str, by_share: bool) -> bool:
+    """Whether, `override` applied, data.split holds only shares overrides set: `data.split.<share>=…` where the
+    config leaves data.split out (a whole `data.split={…}` or `data={…}` is the split as given)."""
+    key = override.partition("=")[0].strip()
+    if key in ("data", "data.split"):
+        return False
+    data = raw.get("data")
+    return by_share or (key.startswith("data.split.") and not (isinstance(data, dict) and "split" in data))
+
+
+def _with_default_split(data: dict[str, Any], split_default: SplitDefault) -> None:
+    """`data.split`'s shares set by overrides over the dataset's default split ({train: 5} → {train: 5, eval: 1,
+    test: 1} for csv); left as it is for a dataset the registry lacks (refused naming data.dataset)."""
+    dataset, split = data.get("dataset"), data.get("split")
+    default = split_default(dataset) if isinstance(dataset, str) else None
+    if default and isinstance(split, dict):
+        data["split"] = {**default, **split}
 
 
 # The fields that name what a run reads: relative values in a config file are relative to its folder, so the

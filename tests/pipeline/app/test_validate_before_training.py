@@ -289,3 +289,19 @@ def test_a_split_name_typo_is_one_line_naming_it_not_the_lines_it_causes(diabete
     for name in ("valid", "test2", "holdout"):
         code, err = _validate(diabetes, capsys, data={"split": {"train": 8, "eval": 1, "test": 1, name: 1}})
         assert code == 0, (name, err)
+
+
+def test_a_misspelled_label_of_a_tab_separated_file_is_refused_as_the_label(tmp_path, capsys):
+    """A user's trial: scikit-learn's wine as a .tsv, `--set data.label=Target` (the column is `target`) was told to
+    set data.csv.delimiter to "\t" (the tab was found only for a label the header named), and only then that the
+    label was wrong. The tab is read from the file whatever the label: the label's own line, at once."""
+    from sklearn.datasets import load_wine
+
+    load_wine(as_frame=True).frame.to_csv(tmp_path / "wine.tsv", sep="\t", index=False)
+    config = {"name": "v", "data": {"dataset": "csv", "source": {"path": "wine.tsv"}, "label": "target"}}
+    (tmp_path / "v.yaml").write_text(yaml.safe_dump(config))
+    code = main(["validate", str(tmp_path / "v.yaml"), "--set", "data.label=Target"])
+    err = capsys.readouterr().err
+    assert code == 2 and "data.label: 'Target' is not a column of the data; did you mean target?" in err, err
+    assert "delimiter" not in err, err
+    assert main(["validate", str(tmp_path / "v.yaml")]) == 0, capsys.readouterr().err

@@ -75,6 +75,35 @@ def test_errors_name_the_offending_field(tmp_path, override, message):
     assert any(problem.startswith(message) for problem in caught.value.problems), caught.value.problems
 
 
+def test_an_override_of_one_share_keeps_the_dataset_s_default_split_s_others(tmp_path, capsys):
+    """`--set data.split.train=5` on a config that leaves data.split out was refused, 'data.split.eval: is required':
+    the override made the split {train: 5}, the dataset's default filled in only for a split left out. Now it
+    changes that share of the default (scikit-learn's wine as a CSV: {train: 5, eval: 1, test: 1}; mnist, which
+    keeps its source's test split: {train: 5, eval: 1}); a split given whole is the split as given, and a share
+    out of range is still refused naming it."""
+    from sklearn.datasets import load_wine
+
+    from kflow.pipeline.app.config_loading import load_for_command
+    from kflow.pipeline.app.sections import ingest_parameters
+    from kflow.pipeline.cli.main import main
+
+    load_wine(as_frame=True).frame.to_csv(tmp_path / "wine.csv", index=False)
+    wine = {"dataset": "csv", "source": {"path": "wine.csv"}, "label": "target"}
+    path = write(tmp_path, {"name": "wine", "data": wine})
+    config = load_for_command(path, ["data.split.train=5"])
+    assert ingest_parameters(config)["split"] == {"train": 5, "eval": 1, "test": 1}
+    assert main(["validate", str(path), "--set", "data.split.train=5"]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert load_for_command(write(tmp_path, MINIMAL), ["data.split.train=5"]).data.split == {"train": 5, "eval": 1}
+    for override, said in [
+        ("data.split.train=-1", "data.split.train: must be ≥ 1 (got -1)"),
+        ("data.split.train=five", 'data.split.train: must be an integer (got "five")'),
+        ("data.split={train: 5}", "data.split.eval: is required"),
+    ]:
+        assert main(["validate", str(path), "--set", override]) == 2
+        assert said in capsys.readouterr().err
+
+
 def test_a_missing_required_field_is_named(tmp_path):
     with pytest.raises(ConfigError) as caught:
         load_config(write(tmp_path, {"name": "x", "data": {}}))

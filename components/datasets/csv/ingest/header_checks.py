@@ -32,14 +32,21 @@ def check_fields(scan: Any, dialect: Dialect) -> None:
 
 
 def fields_delimiter(scan: Any, dialect: Dialect) -> str | None:
-    """Another mark that cuts the lines as written into the header's fields, when none of the sampled records has
-    them: a `;` file whose header names a column "radius, mean" reads as 2 columns by ',', its records as 7."""
+    """Another mark that cuts the header and most sampled lines as written alike (as csv.Sniffer finds a file's
+    delimiter), whatever columns the config names: where the header reads as one column (a tab-separated file read
+    with ',', its label misspelled: then the label is refused, not the delimiter), or where none of the sampled
+    records has the header's fields (a `;` file whose header names a column "radius, mean" reads as 2 columns by
+    ',', its records as 7)."""
     rows = scan.sample
-    if len(rows) < 2 or not dialect.delimited or any(len(row) == len(scan.header) for row in rows):
+    one_column = len(scan.header) == 1 and len(rows) >= 1
+    if not dialect.delimited or not (one_column or len(rows) >= 2):
+        return None
+    if not one_column and any(len(row) == len(scan.header) for row in rows):
         return None
     lines = [dialect.delimiter.join(row) for row in rows]
     header = dialect.delimiter.join(scan.header)
-    return next((mark for mark in ";\t|," if mark != dialect.delimiter and _cuts_alike(header, lines, mark)), None)
+    marks = [mark for mark in ";\t|," if mark not in (dialect.delimiter, dialect.decimal)]
+    return next((mark for mark in marks if _cuts_alike(header, lines, mark)), None)
 
 
 def _cuts_alike(header: str, lines: list[str], mark: str) -> bool:
@@ -136,7 +143,8 @@ def _names_cut(header: str, mark: str) -> set[str]:
 
 
 def check_delimiter(header: list[str], dialect: Dialect, label: Any) -> None:
-    """Refuses a header read as one column that another delimiter would cut, when the label is not that column."""
+    """Refuses a header read as one column that another delimiter would cut, when the label is not that column: a
+    file whose records that delimiter does not cut alike (`fields_delimiter` reads the others so)."""
     if len(header) != 1 or label is None or label in header or not dialect.delimited:
         return
     other = next((mark for mark in ";\t|," if mark != dialect.delimiter and mark in header[0]), None)

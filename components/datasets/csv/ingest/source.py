@@ -132,8 +132,9 @@ def scan_delimited(files: list[str], dialect: Dialect, **sample: Any) -> tuple[S
     """`scan_files`, with what the config leaves out of the dialect read from the files: the encoding (UTF-8, else
     cp1252: `_scan_encoded`), the delimiter that cuts a header read as one column into columns holding every column
     the config names (`sample["named"]`: the label, the key, the declared ones; kflow predict's, the model's
-    inputs), when there is one (a tab-separated file, Excel's "Unicode Text", a `;` file given ','), and the decimal
-    mark (decimal_mark.py). (The scan, the dialect it was read with, what was read so, for the log.)"""
+    inputs), else one that cuts the header as it cuts the records whatever the config names (fields_delimiter), when
+    there is one (a tab-separated file, Excel's "Unicode Text", a `;` file given ','), and the decimal mark
+    (decimal_mark.py). (The scan, the dialect it was read with, what was read so, for the log.)"""
     if dialect.sheet is None and (books := [path for path in files if is_workbook(path)]):
         dialect = replace(dialect, sheet=sheet_naming(books[0], sample.get("named") or frozenset()))
     scan, dialect, readings = _scan_encoded(files, dialect, sample)

@@ -279,9 +279,10 @@ def test_lines_above_the_header_are_passed_over_when_the_config_names_its_column
 
 
 def test_a_tab_separated_file_is_read_with_tabs_and_said(tmp_path, wine):
-    """A `.tsv` under the default ',': its header reads as one column that tabs cut into columns naming the label,
-    so it is read with tabs, every record, said in one line; a label the header does not name gets the line that
-    says what to set, the tab written as YAML reads it."""
+    """A `.tsv` under the default ',': its header reads as one column that tabs cut as they cut its records, so it
+    is read with tabs, every record, said in one line; a label the header does not name is refused as a label
+    (before: as a delimiter to set, then the label). A header with no record to tell the tab by gets the line
+    that says what to set, the tab written as YAML reads it."""
     path = tmp_path / "wine.tsv"
     wine.to_csv(path, index=False, sep="\t")
     facts = inspect(path)
@@ -290,6 +291,10 @@ def test_a_tab_separated_file_is_read_with_tabs_and_said(tmp_path, wine):
     assert (summary["read"], summary["rejected"]) == (178, 0)
     records = [record for split in read_records(examples).values() for record in split]
     assert np.isclose(sum(record["alcohol"] for record in records), wine["alcohol"].sum(), rtol=1e-5)
-    with pytest.raises(ValueError, match=r'its names look separated by .\\t.: set data.csv.delimiter: "\\t"$'):
+    with pytest.raises(ValueError, match=r"^data.label: 'grape' is not a column of the data \(columns: alcohol, "):
         csv_source.inspect_source(source_path=str(path), label="grape")
     assert inspect(path, delimiter="\t").header == list(wine)
+    bare = tmp_path / "header.tsv"
+    wine.head(0).to_csv(bare, index=False, sep="\t")
+    with pytest.raises(ValueError, match=r'its names look separated by .\\t.: set data.csv.delimiter: "\\t"$'):
+        csv_source.inspect_source(source_path=str(bare), label="grape")
