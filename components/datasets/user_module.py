@@ -78,6 +78,7 @@ from kflow.components.datasets.model_graph import (
     unnamed_input_feed,
     with_graph,
 )
+from kflow.components.datasets.module_source_checks import import_problems, signature_problems
 from kflow.components.util.said_once import say_once
 from kflow.pipeline.dsl.artifacts import Model
 
@@ -112,7 +113,8 @@ def read_module_source(module: str) -> str:
 
 def module_problems(module: str, function: str = "build_model", arguments: str = "schema, options") -> list[str]:
     """Why `module` cannot serve as trainer.module (or another field whose module defines `function`), without
-    running it: unreadable, bad syntax, no such function."""
+    running it: unreadable, bad syntax, no such function, one kflow cannot call as it will, a top-level import of a
+    package not installed (module_source_checks.py)."""
     try:
         source = read_module_source(module)
     except ValueError as error:
@@ -123,7 +125,7 @@ def module_problems(module: str, function: str = "build_model", arguments: str =
         return [f"{module} line {error.lineno}: {error.msg}"]
     if not any(isinstance(node, ast.FunctionDef) and node.name == function for node in tree.body):
         return [f"{module} defines no {function}({arguments}) function"]
-    return []
+    return signature_problems(tree, module, function, arguments) + import_problems(tree, module)
 
 
 def load_module(source: str, origin: str = MODULE_FILE) -> types.ModuleType:
@@ -139,9 +141,11 @@ def load_module(source: str, origin: str = MODULE_FILE) -> types.ModuleType:
     sys.modules[name] = module  # Before exec: decorators such as register_keras_serializable look it up.
     try:
         exec(compile(source, origin, "exec"), module.__dict__)  # noqa: S102 - the user's own model code.
-    except Exception:
+    except Exception as error:
         del sys.modules[name]
-        raise
+        frames = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == origin]
+        line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else (frames or [None])[-1]
+        raise UserModuleError(f"trainer.module: {origin}:{line or 1}: {failure(error)}") from error
     if not callable(getattr(module, "build_model", None)):
         del sys.modules[name]
         raise ValueError(f"trainer.module: {origin} defines no build_model(schema, options) function")
