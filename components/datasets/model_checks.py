@@ -13,6 +13,8 @@ import ast
 import types
 from typing import Any
 
+from kflow.components.datasets.model_compile import takes_logits
+
 FIX_LAYER = (
     "write it as a layer class with get_config, registered with @keras.saving.register_keras_serializable() "
     "(docs/your-data.md, 'Your own model')"
@@ -188,7 +190,7 @@ def contract_problem(model: Any, task: Any, loss: Any = None) -> tuple[str, Any]
         ), head
     elif expected == 1 and activation == "softmax":
         return f"{named} ends in a softmax, whose one output is always 1; a regression ends in no activation", head
-    from_logits = (loss.get_config() or {}).get("from_logits") if loss is not None else None
+    from_logits = takes_logits(loss)
     if from_logits and activation in ("softmax", "sigmoid"):
         return (
             f"{named} ends in a {activation} (probabilities) but the module's loss takes logits "

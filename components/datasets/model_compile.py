@@ -4,10 +4,11 @@ Keras code often compiles a model where it builds it (tensorflow.org's `build_an
 `_build_keras_model`). kflow compiles every model itself: the optimizer, its learning rate and schedule are the
 Trainer's settings (`trainer.optimizer`: `name`, `learning_rate`, `schedule`), declared once there. A
 compiled model's loss is the user's choice of what to minimise, so it is kept where the module has no `loss()` of
-its own (which comes first). Its optimizer and metrics give way to the Trainer's settings and the task's (or the
-module's) metrics, which the log says once. The model's own compile state is then dropped: kflow wraps some models
-(a Sequential on a table, a sigmoid head), and a nested model still compiled saves a second optimizer, never
-stepped, which Keras warns about at every load.
+its own (which comes first): one of keras.losses or a function of the user's own (keras.io's custom losses, a
+`focal(y_true, y_pred)`), which kflow wraps as `compile` does. Its optimizer and metrics give way to the Trainer's
+settings and the task's (or the module's) metrics, which the log says once. The model's own compile state is then
+dropped: kflow wraps some models (a Sequential on a table, a sigmoid head), and a nested model still compiled saves
+a second optimizer, never stepped, which Keras warns about at every load.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ def taken_compile(model: Any, module_name: str, has_own_loss: bool) -> Any:
         parts.append(f"its optimizer, {type(optimizer).__name__}{f'(learning_rate={rate:g})' if rate else ''}, "
                      "gives way to trainer.optimizer (name, learning_rate)")  # fmt: skip
     if given is not None and loss is None and not has_own_loss:
-        parts.append(f"its loss {given!r} is not one loss of keras.losses: the task's loss is used (give the module "
-                     "a loss() returning a keras.losses.Loss)")  # fmt: skip
+        parts.append(f"its loss {given!r} is not one loss (one of keras.losses or a function of (y_true, y_pred)): "
+                     "the task's loss is used (give the module a loss() returning one)")  # fmt: skip
     elif loss is not None:
         parts.append(f"its loss, {loss.name}, is kept")
     if (model.get_compile_config() or {}).get("metrics"):
@@ -49,8 +50,8 @@ def taken_compile(model: Any, module_name: str, has_own_loss: bool) -> Any:
 
 
 def loss_object(given: Any) -> Any:
-    """A Keras loss as `compile` takes one (an instance, a name, a function of keras.losses) as a Loss instance;
-    None for a list or dict (several outputs) or a function of the user's own."""
+    """A Keras loss as `compile` takes one (an instance, a name, a function of keras.losses, a function of the user's
+    own) as a Loss instance; None for a list or dict (several outputs) or what is no loss."""
     import keras
 
     if isinstance(given, keras.losses.Loss):
@@ -59,6 +60,19 @@ def loss_object(given: Any) -> Any:
         function = keras.losses.get(given)
     except (ValueError, TypeError):
         return None
+    kept = _keras_loss(function)
+    if kept is None and callable(function) and not isinstance(function, type):
+        # A function of the user's own, wrapped as compile wraps it: a Loss whose config says nothing of logits.
+        from keras.src.losses.losses import LossFunctionWrapper
+
+        return LossFunctionWrapper(function, name=getattr(function, "__name__", None))
+    return kept
+
+
+def _keras_loss(function: Any) -> Any:
+    """`keras.losses.get`'s answer as a Loss instance of keras.losses (None: none of theirs)."""
+    import keras
+
     if isinstance(function, keras.losses.Loss):  # a class or its name (`"MeanSquaredError"`): made by get
         return function
     for kind in vars(keras.losses).values():
@@ -89,9 +103,16 @@ def ends_in_logits(model: Any, loss: Any, task: Any) -> bool:
     (model_checks.contract_problem)."""
     from kflow.components.datasets.model_checks import activation_of, output_layer
 
-    return bool(predicts_classes(task) and loss is not None and (loss.get_config() or {}).get("from_logits")) and (
+    return bool(predicts_classes(task) and takes_logits(loss)) and (
         len(model.outputs) == 1 and activation_of(output_layer(model)) not in ("softmax", "sigmoid")
     )
+
+
+def takes_logits(loss: Any) -> bool:
+    """The loss says it takes logits (`from_logits=True` in its config). A function of the user's own (wrapped:
+    loss_object) says nothing of them: its model must end in probabilities, as the task's loss reads them."""
+    get_config = getattr(loss, "get_config", None)
+    return bool(callable(get_config) and (get_config() or {}).get("from_logits"))
 
 
 def predicts_classes(task: Any) -> bool:

@@ -3,7 +3,8 @@
 The contract (docs/your-data.md, "Your own model"):
 
     def build_model(schema, options) -> keras.Model      # required; compiled or not (kflow compiles it)
-    def loss() -> keras.losses.Loss                      # optional; else the compiled model's loss, or the task's
+    def loss() -> keras.losses.Loss                      # optional (or a function f(y_true, y_pred)); else the
+                                                         # compiled model's loss, or the task's
     def metrics() -> list[keras.metrics.Metric]          # optional; else the task's metrics
 
 `schema` is the TFMD `Schema` proto of the Examples; `options` holds `trainer.model_options` and
@@ -64,6 +65,7 @@ from kflow.components.datasets.model_checks import (
 )
 from kflow.components.datasets.model_compile import (
     ends_in_logits,
+    loss_object,
     on_class_indices,
     on_probabilities,
     predicts_classes,
@@ -76,6 +78,7 @@ from kflow.components.datasets.model_graph import (
     unnamed_input_feed,
     with_graph,
 )
+from kflow.components.datasets.module_source_checks import import_problems, signature_problems
 from kflow.components.util.said_once import say_once
 from kflow.pipeline.dsl.artifacts import Model
 
@@ -110,7 +113,8 @@ def read_module_source(module: str) -> str:
 
 def module_problems(module: str, function: str = "build_model", arguments: str = "schema, options") -> list[str]:
     """Why `module` cannot serve as trainer.module (or another field whose module defines `function`), without
-    running it: unreadable, bad syntax, no such function."""
+    running it: unreadable, bad syntax, no such function, one kflow cannot call as it will, a top-level import of a
+    package not installed (module_source_checks.py)."""
     try:
         source = read_module_source(module)
     except ValueError as error:
@@ -121,7 +125,7 @@ def module_problems(module: str, function: str = "build_model", arguments: str =
         return [f"{module} line {error.lineno}: {error.msg}"]
     if not any(isinstance(node, ast.FunctionDef) and node.name == function for node in tree.body):
         return [f"{module} defines no {function}({arguments}) function"]
-    return []
+    return signature_problems(tree, module, function, arguments) + import_problems(tree, module)
 
 
 def load_module(source: str, origin: str = MODULE_FILE) -> types.ModuleType:
@@ -137,9 +141,11 @@ def load_module(source: str, origin: str = MODULE_FILE) -> types.ModuleType:
     sys.modules[name] = module  # Before exec: decorators such as register_keras_serializable look it up.
     try:
         exec(compile(source, origin, "exec"), module.__dict__)  # noqa: S102 - the user's own model code.
-    except Exception:
+    except Exception as error:
         del sys.modules[name]
-        raise
+        frames = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == origin]
+        line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else (frames or [None])[-1]
+        raise UserModuleError(f"trainer.module: {origin}:{line or 1}: {failure(error)}") from error
     if not callable(getattr(module, "build_model", None)):
         del sys.modules[name]
         raise ValueError(f"trainer.module: {origin} defines no build_model(schema, options) function")
@@ -203,7 +209,7 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
                               "and the data's columns reach it as the model is built (not in tf_idf mode, nor in a "
                               "subclassed model's call); give it its state (vocabulary=, mean= and variance=, "
                               "bin_boundaries=)", logging.WARNING)  # fmt: skip
-            own_loss = module.loss() if hasattr(module, "loss") else self.compiled_loss
+            own_loss = self._module_loss() if hasattr(module, "loss") else self.compiled_loss
             own_loss, problem = self._on_labels(own_loss)
             if problem:
                 raise UserModuleError(f"{where(None, module)}: {problem}")
@@ -321,7 +327,7 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
 
         def loss(self) -> keras.losses.Loss:
             if hasattr(module, "loss"):
-                loss = module.loss()
+                loss = self._module_loss()
             elif self.compiled_loss is not None:  # build_model compiled its model with it (model_compile.py)
                 loss = self.compiled_loss
             else:
@@ -336,12 +342,31 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
                 return OnPositiveClass(loss)
             return OnClassPair(loss) if self.softmax_pair_head else loss
 
+        def _module_loss(self) -> keras.losses.Loss:
+            """The module's loss(), as a Loss (a function of its own wrapped: model_compile.loss_object); what it
+            raises or returns that is no loss is one line naming the module's line."""
+            try:
+                given = module.loss()
+            except Exception as error:
+                raise UserModuleError(f"{where(error, module)}: loss() failed: {failure(error)}") from error
+            loss = loss_object(given)
+            if loss is None:
+                line = f"trainer.module: {module.__file__}:{module.loss.__code__.co_firstlineno}"
+                raise UserModuleError(f"{line}: loss() returned {given!r}, not a loss (a keras.losses.Loss, its "
+                                      "name, or a function of (y_true, y_pred))")  # fmt: skip
+            return loss
+
         def _on_labels(self, loss: Any) -> tuple[Any, str | None]:
             """The module's loss on the task's labels: a classifier's are class indices (on_class_indices)."""
             return on_class_indices(loss) if predicts_classes(self) and loss is not None else (loss, None)
 
         def metrics(self) -> list[keras.metrics.Metric]:
-            return list(module.metrics()) if hasattr(module, "metrics") else super().metrics()
+            if not hasattr(module, "metrics"):
+                return super().metrics()
+            try:
+                return list(module.metrics())
+            except Exception as error:
+                raise UserModuleError(f"{where(error, module)}: metrics() failed: {failure(error)}") from error
 
     class OnPositiveClass(keras.losses.Loss):
         """The module's loss on the second class's probability p of [1 - p, p] (a sigmoid head's own output)."""

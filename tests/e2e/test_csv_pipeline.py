@@ -239,6 +239,31 @@ def test_an_unusable_trainer_module_is_refused_naming_the_field(run_kflow, modul
     assert "trainer.module: " in done.stderr and message in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("source", "line"),
+    [("import keras\n\n\ndef build_model(hp):\n    return None\n",
+      "my_model.py:4: build_model(hp) takes 1 positional argument(s), not 2; kflow calls build_model(schema, options)"),
+     ("import keras\nimport tensorflow_decision_forests as tfdf\n\n\ndef build_model(schema, options):\n"
+      "    return None\n",
+      "my_model.py:2: imports tensorflow_decision_forests, which is not installed here")],
+    ids=["keras_tuner_signature", "not_installed"],
+)  # fmt: skip
+def test_validate_refuses_a_trainer_module_that_run_would_refuse_in_the_same_line(run_kflow, tmp_path, source, line):
+    """Before: validate exited 0 and run failed at train, after the data steps (a raw ModuleNotFoundError)."""
+    module = tmp_path / "my_model.py"
+    module.write_text(source)
+    said = []
+    for command in ("validate", "run"):
+        done = run_kflow(command, "pipeline/configs/demo.yaml", "--set", f"trainer.module={module}",
+                         "--set", f"pipeline_root={tmp_path / 'runs'}")  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        refusals = [text for text in done.stderr.splitlines() if "trainer.module: " in text]
+        assert len(refusals) == 1 and line in refusals[0], done.stderr
+        said.append(refusals[0])
+    assert said[0] == said[1]
+    assert not (tmp_path / "runs").exists()  # no data step ran
+
+
 DATAFLOW = "beam.runner=DataflowRunner"  # Unusable here (no project, no network): whatever runs on it fails.
 
 

@@ -207,3 +207,53 @@ def test_a_layer_made_at_import_keeps_its_name_and_every_build_names_the_others_
     names = [[layer.name for layer in task.build_model().layers] for _ in range(2)]
     assert names[0] == names[1] and len(set(names[0])) == len(names[0]), names
     assert sum(name.startswith("dense") for name in names[0]) == 2, names
+
+
+# --- a loss function of the module's own (keras.io's custom losses) ---------------------------------------------------
+
+FOCAL = """
+
+def focal(y_true, y_pred):
+    y_true = keras.ops.cast(keras.ops.reshape(y_true, (-1,)), "int32")
+    p = keras.ops.take_along_axis(y_pred, keras.ops.expand_dims(y_true, -1), axis=-1)[:, 0]
+    return -keras.ops.mean((1 - keras.ops.clip(p, 1e-7, 1.0)) ** 2 * keras.ops.log(keras.ops.clip(p, 1e-7, 1.0)))
+"""
+COMPILED = "    model = keras.Model(inputs, outputs)\n    model.compile(optimizer='adam', loss=focal)\n    return model"
+
+
+@pytest.mark.parametrize("where_given", ["loss", "compile"])
+def test_a_loss_function_of_the_modules_own_is_the_loss_trained(iris, tmp_path, where_given):
+    """Returned by loss() (before: `'function' object has no attribute 'get_config'`) or compiled in build_model
+    (before: the task's loss was trained instead, said in the log)."""
+    examples, schema = iris
+    if where_given == "loss":
+        source = module_source(extra=FOCAL + "\n\ndef loss():\n    return focal\n")
+    else:
+        source = module_source(extra=FOCAL).replace("    return keras.Model(inputs, outputs)", COMPILED)
+        assert "loss=focal" in source
+    task = user_task(examples, schema, source, tmp_path)
+    model = task.build_model()
+    x, y = next(task.dataset(examples, "eval", batch_size=16, training=False, seed=0).as_numpy_iterator())
+    probabilities = model.predict_on_batch(x)
+    np.testing.assert_allclose(task.loss()(y, probabilities), task.user_module.focal(y, probabilities), rtol=1e-6)
+    model, model_run = Model(tmp_path / "model"), ModelRun(tmp_path / "run")
+    train(examples=examples, schema=schema, model=model, model_run=model_run, dataset="csv", module="my_model.py",
+          module_source=source, epochs=2, batch_size=32)  # fmt: skip
+    assert model.keras_file.exists() and len(model_run.history["per_epoch"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("returned", "said", "line"),
+    [("keras.losses.LossFunctionWrapper(abs)", "loss() failed: AttributeError: module 'keras.losses' has no "
+      "attribute 'LossFunctionWrapper'", "return keras.losses.LossFunctionWrapper(abs)"),
+     ("[1, 2]", "loss() returned [1, 2], not a loss", "def loss():")],
+    ids=["raises", "no_loss"],
+)  # fmt: skip
+def test_a_loss_that_fails_or_is_no_loss_is_one_line_naming_its_line(iris, tmp_path, returned, said, line):
+    examples, schema = iris
+    source = module_source(extra=f"\n\ndef loss():\n    return {returned}\n")
+    task = user_task(examples, schema, source, tmp_path)
+    with pytest.raises(UserModuleError) as refused:
+        task.build_model()
+    assert said in str(refused.value)
+    assert refusal_line(str(refused.value), source).strip() == line
