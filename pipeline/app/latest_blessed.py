@@ -1,8 +1,9 @@
 """`evaluator.baseline: latest_blessed` in `kflow run`: TFX's LatestBlessedModelResolver over the local run records.
 
 The baseline is the model of the newest earlier run (by run sequence) that blessed it and trained a
-comparable model: the same pipeline name, dataset, task and label (`model_identity`), so two configs with
-one name in one root never take each other's baselines. Models are told apart by their fingerprint (code,
+comparable model: the same pipeline name, dataset, task, label and `data.source.path` (`model_identity`), so two
+configs with one name in one root, or one config run on several tables, never take each other's baselines.
+Models are told apart by their fingerprint (code,
 parameters, data bytes, user module), not by config equality: when the newest blessed model is the very
 model being evaluated (the Trainer was cached, or trained again under `--no-cache`), comparing it with itself
 says nothing, so it keeps what it was blessed against, and a re-run stays fully cached: a reason for no
@@ -31,16 +32,22 @@ RESOLVED = ("baseline_model_uri", "baseline_module_digest", "no_baseline_reason"
 COMPARABLE = ("dataset", "problem_type", "label")  # What makes two models of a pipeline comparable.
 
 
-def model_identity(config: dict[str, Any]) -> dict[str, Any]:
+def model_identity(config: dict[str, Any], table: bool = False) -> dict[str, Any]:
+    """What makes two runs' models comparable: the pipeline's name and COMPARABLE; with `table`, also the data they
+    were trained on, `data.source.path` (a baseline, a warm start: one config run on several tables, table.yaml with
+    --set data.source.path, must not take one table's model for another's)."""
     config = copy.deepcopy(config)
     rename_fields(config, warn=False)  # A run recorded before a field was renamed (data.task) is the same config.
     data = config.get("data") or {}
-    return {"name": config.get("name"), **{key: data.get(key) for key in COMPARABLE}}
+    identity = {"name": config.get("name"), **{key: data.get(key) for key in COMPARABLE}}
+    if table:
+        identity["data.source.path"] = (data.get("source") or {}).get("path")
+    return identity
 
 
 def latest_blessed(pipeline_dir: Path, config: dict[str, Any], model_input: str) -> Callable[[dict[str, str]], dict]:
     """The Evaluator's run-time parameters: the baseline for the model on its `model_input`."""
-    identity = model_identity(config)
+    identity = model_identity(config, table=True)
     return lambda input_fingerprints: find_baseline(pipeline_dir, identity, input_fingerprints[model_input])
 
 
@@ -51,7 +58,7 @@ def find_baseline(pipeline_dir: Path, identity: dict[str, Any], model_fingerprin
         if found is None:
             continue
         execution, model, blessing = found
-        if model_identity(run.metadata.get("config") or {}) != identity:
+        if model_identity(run.metadata.get("config") or {}, table="data.source.path" in identity) != identity:
             others += 1
             continue
         if model.fingerprint and model.fingerprint == model_fingerprint:
@@ -68,11 +75,11 @@ def find_baseline(pipeline_dir: Path, identity: dict[str, Any], model_fingerprin
     # it keeps these parameters (above), and "no earlier run blessed a model" would then be false.
     reason = f"no earlier run of {identity['name']!r} blessed a model"
     if others:
-        described = ", ".join(f"{key} {identity[key]!r}" for key in COMPARABLE if identity[key] is not None)
+        described = ", ".join(f"{key} {value!r}" for key, value in identity.items() if key != "name" and value)
         reason += f" of {described}"
     reason += " other than this one"
     if others:
-        reason += f" ({others} blessed model(s) of another config of that name passed over)"
+        reason += f" ({others} blessed model(s) of another config or table of that name passed over)"
     return {"baseline_model_uri": None, "baseline_module_digest": None, "no_baseline_reason": reason}
 
 

@@ -1,7 +1,8 @@
 """`trainer.warm_start` in `kflow run`: which earlier model the Trainer starts from, resolved when it is about to run.
 
-    latest_blessed   the newest blessed model of this pipeline (the same name, dataset, task and label:
-                     latest_blessed.model_identity) that was trained on other data than this run's Examples
+    latest_blessed   the newest blessed model of this pipeline (the same name, dataset, task, label and
+                     data.source.path: latest_blessed.model_identity) that was trained on other data than this
+                     run's Examples (the same file grown, a new span); a model of another file: by its run id
     <run id>         the model the `train` node of that run of this pipeline trained (or reused)
 
 "Other data" keeps a re-run cached: the model a run blesses is the latest blessed one for the next run, and a
@@ -31,7 +32,7 @@ def warm_start_resolver(pipeline_dir: Path, config: PipelineConfig) -> Callable[
     if not setting:
         return None
     if setting == "latest_blessed":
-        identity = model_identity(config.to_dict())
+        identity = model_identity(config.to_dict(), table=True)
         return lambda inputs: newest_blessed(pipeline_dir, identity, inputs.get("examples"))
     try:
         uri = run_model(pipeline_dir, setting)
@@ -57,13 +58,15 @@ def run_model(pipeline_dir: Path, run_id: str) -> str:
 def newest_blessed(pipeline_dir: Path, identity: dict[str, Any], examples: str | None) -> dict[str, Any]:
     for run in earlier_runs(pipeline_dir):
         found = blessed_model(run)
-        if found is None or model_identity(run.metadata.get("config") or {}) != identity:
+        if found is None or model_identity(run.metadata.get("config") or {}, table=True) != identity:
             continue
         _, model, _ = found
         if examples is not None and _trained_on(run, model.uri) == examples:
             continue  # trained on these very Examples: this run's own model, or one a re-run would train again
         return {"warm_start_model_uri": model.uri, "warm_start_reason": None}
     reason = f"no earlier run of {identity['name']!r} blessed a model trained on other data"
+    if identity.get("data.source.path"):  # a model of another table is no start (give its run id to start from it)
+        reason = f"{reason} of data.source.path {identity['data.source.path']!r}"
     return {"warm_start_model_uri": None, "warm_start_reason": reason}
 
 

@@ -47,7 +47,8 @@ def build_kfp_pipeline(
     store = store_path(settings.cluster.shared_mount_path, pipeline.name)
     # What the models are trained for, as `kflow run` matches baselines: recorded with a blessed model, matched by the
     # resolver, so two configs of one name never take each other's baselines.
-    identity = json.dumps(model_identity(pipeline.metadata.get("config") or {"name": pipeline.name}), sort_keys=True)
+    config = pipeline.metadata.get("config") or {"name": pipeline.name}
+    identity = json.dumps(model_identity(config, table=True), sort_keys=True)
     components = {
         node.id: build_container_component(
             node, settings, (baselines[node.id], store, identity) if node.id in baselines else None

@@ -52,13 +52,17 @@ STORE_FOLDER = "kflow-baselines"
 COMPARABLE = ("dataset", "problem_type", "label")  # as pipeline/app/latest_blessed.py: what makes models comparable
 
 
-def model_identity(config: dict) -> dict:
-    """What a blessed model was trained for: the pipeline name, dataset, task and label, read from the config as
-    `kflow run` reads it (pipeline/app/latest_blessed.py; a test holds the two equal)."""
+def model_identity(config: dict, table: bool = False) -> dict:
+    """What a blessed model was trained for: the pipeline name, dataset, task and label, with `table` its
+    data.source.path, read from the config as `kflow run` reads it (pipeline/app/latest_blessed.py; a test holds the
+    two equal)."""
     config = copy.deepcopy(config)
     rename_fields(config, warn=False)  # A config written before a field was renamed (data.task) is the same config.
     data = config.get("data") or {}
-    return {"name": config.get("name"), **{key: data.get(key) for key in COMPARABLE}}
+    identity = {"name": config.get("name"), **{key: data.get(key) for key in COMPARABLE}}
+    if table:
+        identity["data.source.path"] = (data.get("source") or {}).get("path")
+    return identity
 
 
 def store_path(shared_mount_path: str, pipeline_name: str) -> str:

@@ -90,8 +90,32 @@ def test_a_model_is_known_by_its_fingerprint_and_a_config_by_its_identity(tmp_pa
     assert alone["baseline_model_uri"] is None
     assert alone["no_baseline_reason"] == (
         "no earlier run of 'iris' blessed a model of dataset 'csv', problem_type 'classification', label 'colour' "
-        "other than this one (3 blessed model(s) of another config of that name passed over)"
+        "other than this one (3 blessed model(s) of another config or table of that name passed over)"
     )
+
+
+def test_one_config_run_on_several_tables_takes_each_tables_own_baseline(tmp_path):
+    """A user trial: table.yaml on breast cancer, then on birthwt (both labelled `target`), then on breast cancer
+    again: its baseline was birthwt's model (`reads columns this data lacks`: no comparison), and birthwt's first
+    run warm-started from the breast cancer model (0 columns kept). The table (data.source.path) is the model's."""
+    cancer, birthwt, third = ({"name": "table", "data": {"dataset": "csv", "label": "target", "source": {"path": path}}}
+                              for path in ("/data/cancer.csv", "/data/birthwt.csv", "/data/third.csv"))  # fmt: skip
+    fake_run(tmp_path, "20260101-000000-aaaa", blessed=True, config=cancer, model_fingerprint="c1")
+    fake_run(tmp_path, "20260102-000000-bbbb", blessed=True, config=birthwt, model_fingerprint="b1")
+    again = find_baseline(tmp_path, model_identity(cancer, table=True), "c2")
+    assert again["baseline_model_uri"].startswith(str(tmp_path / "20260101")), again
+    alone = find_baseline(tmp_path, model_identity(third, table=True), "t1")
+    assert alone["baseline_model_uri"] is None and alone["no_baseline_reason"] == (
+        "no earlier run of 'table' blessed a model of dataset 'csv', label 'target', data.source.path "
+        "'/data/third.csv' other than this one (2 blessed model(s) of another config or table of that name passed over)"
+    )
+    from kflow.pipeline.app.warm_start import newest_blessed
+
+    started = newest_blessed(tmp_path, model_identity(cancer, table=True), None)["warm_start_model_uri"]
+    assert started.startswith(str(tmp_path / "20260101")), started
+    scratch = newest_blessed(tmp_path, model_identity(third, table=True), None)
+    assert scratch == {"warm_start_model_uri": None, "warm_start_reason": "no earlier run of 'table' blessed a model "
+                       "trained on other data of data.source.path '/data/third.csv'"}  # fmt: skip
 
 
 def test_a_kept_baseline_that_is_gone_gives_way_to_an_older_blessed_model_or_none(tmp_path):

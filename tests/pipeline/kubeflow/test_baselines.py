@@ -114,7 +114,9 @@ def test_a_baseline_is_of_the_same_name_dataset_task_and_label_as_the_model(tmp_
     classify, classify_records = compiled_identities(tmp_path, "classify")
     regress, regress_records = compiled_identities(tmp_path, "regress", *REGRESSION)
     assert classify == classify_records and regress == regress_records  # the resolver matches what is recorded
-    assert json.loads(regress) == {
+    regress_identity = json.loads(regress)
+    assert regress_identity.pop("data.source.path").endswith("iris.csv")  # the table it trains on
+    assert regress_identity == {
         "name": "iris",
         "dataset": "csv",
         "problem_type": "regression",
@@ -124,7 +126,8 @@ def test_a_baseline_is_of_the_same_name_dataset_task_and_label_as_the_model(tmp_
     from kflow.pipeline.app.latest_blessed import model_identity
 
     config = {"name": "iris", "data": {"dataset": "csv", "task": "classification", "label": "species"}}
-    assert baselines.model_identity(config) == model_identity(config) == json.loads(classify)
+    config["data"]["source"] = {"path": json.loads(classify)["data.source.path"]}
+    assert baselines.model_identity(config, table=True) == model_identity(config, table=True) == json.loads(classify)
 
     store = tmp_path / "store"
     # The classification's evaluate task blesses its model and records it, through the real entrypoint's option.
