@@ -105,6 +105,8 @@ def carried_weights(
     mapped = reading_before is not None and reading_now is not None and reading_before[0] == reading_now[0]
     dense, before, now = (reading_now[0], reading_before[1], reading_now[1]) if mapped else (None, None, None)
     tokens = {} if mapped else _embedded_vocabularies(earlier, model)
+    if mapped and not set(before) & set(now):
+        raise Incompatible(f"none of the input columns of {dense!r} is the earlier model's (another table's model?)")
     if mapped:
         problem = _lookups_beside(earlier, model)
         if problem:

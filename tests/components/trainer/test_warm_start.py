@@ -325,3 +325,11 @@ def test_a_sequential_fed_the_number_matrix_maps_its_rows_by_column_as_a_column_
     known = {"cylinders": rows[:, :1], "weight": rows[:, 1:]}
     np.testing.assert_allclose(scores(model, {**known, "acceleration": np.full((4, 1), 14.0, "float32")}),
                                scores(earlier, known), rtol=1e-5)  # fmt: skip
+
+
+def test_a_model_of_another_tables_columns_is_refused():
+    """A user trial: birthwt warm-started from a breast cancer model, `0 kept, 48 new, 30 gone`, its deeper layers
+    carried as if they meant something there."""
+    rows = np.array([[4.0, 3504.0], [8.0, 3693.0]], "float32")
+    with pytest.raises(Incompatible, match="none of the input columns of 'dense' is the earlier model's"):
+        warm(basic_regression(("cylinders", "weight"), rows), basic_regression(("age", "lwt"), rows), None, None)
