@@ -133,7 +133,7 @@ def run(
                     metrics["baseline"] = {"model": baseline_model_uri, **_scalars(baseline_metrics)}
         evaluation.write_json("metrics.json", metrics)
         log.info("evaluate: %s split, %d examples: %s", split, metrics["example_count"], _scalars(overall.result()))
-        for caveat in caveats(metrics):
+        for caveat in caveats(metrics, _mean_error(overall) if "r2" in metrics else None):
             log.warning("evaluate: %s", caveat)
 
         checks = run_checks(thresholds, metrics, baseline_metrics)
@@ -361,3 +361,12 @@ def _scalars(metrics: dict[str, Any]) -> dict[str, float]:
         for key, value in metrics.items()
         if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "seed"
     }
+
+
+def _mean_error(overall: Any) -> float | None:
+    """A regression's mean of predictions less labels over the split (its offset), where its metrics keep them."""
+    if not hasattr(overall, "arrays"):
+        return None
+    outputs, labels = overall.arrays()
+    errors = np.asarray(outputs, np.float64).ravel() - np.asarray(labels, np.float64).ravel()
+    return float(np.mean(errors)) if errors.size else None
