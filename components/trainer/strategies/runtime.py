@@ -65,6 +65,11 @@ def replica_loss(loss_object, y, predictions, sample_weight, global_batch: int |
     """The replica's share of the batch loss: per-example losses averaged over the GLOBAL batch
     (`global_batch=None`: over this batch), or a weighted loss's sum over the global weight."""
     per_example = tf.cast(loss_object(y, predictions, sample_weight), tf.float32)
+    if per_example.shape.rank == 0 and sample_weight is None:
+        # A loss function of the user's own that averages its batch itself (keras.io's focal loss: reduce_mean):
+        # this batch's mean already (compute_average_loss refuses a number of rank 0).
+        local = tf.cast(tf.shape(predictions)[0], tf.float32)
+        return per_example * local / (tf.cast(global_batch, tf.float32) if global_batch is not None else local)
     if sample_weight is not None:
         # A weighted mean over the global batch (e.g. masked tokens): divide by the global weight sum.
         weight = tf.reduce_sum(tf.cast(sample_weight, tf.float32) * tf.ones_like(per_example))
