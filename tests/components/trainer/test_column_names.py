@@ -1,8 +1,9 @@
 """A user's functional model on a table's columns as they are named: scikit-learn's wine, whose column
-`od280/od315_of_diluted_wines` Keras refuses as a layer name."""
+`od280/od315_of_diluted_wines` Keras refuses as a layer name, and a model that takes only some of its columns."""
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -22,6 +23,14 @@ DOCS_MODULE = HEADER + re.search(
     re.S,
 ).group(1)
 NAMED_BY_COLUMN = DOCS_MODULE.replace('name=feature["input_name"]', "name=name")
+TWO_COLUMNS = (
+    HEADER
+    + """def build_model(schema, options):
+    inputs = {name: keras.Input(shape=(1,), name=name) for name in ("alcohol", "magnesium")}
+    x = layers.Normalization()(layers.concatenate(list(inputs.values())))
+    return keras.Model(inputs, layers.Dense(len(options["head"]["classes"]), activation="softmax")(x))
+"""
+)
 
 
 def wine_examples(folder):
@@ -52,3 +61,12 @@ def test_an_input_named_by_such_a_column_is_one_line_saying_what_to_name_it(wine
     said = str(refused.value)
     assert said.startswith("trainer.module: my_model.py:") and "\n" not in said, said
     assert "cannot contain character `/`" in said and 'name the keras.Input feature["input_name"]' in said, said
+
+
+def test_a_model_of_some_columns_says_once_which_it_leaves_out(wine, tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="kflow.components"):
+        trained_and_evaluated(tmp_path, *wine, "csv", TWO_COLUMNS, epochs=1, batch_size=16)
+    said = [record.getMessage() for record in caplog.records if "left out:" in record.getMessage()]
+    assert len(said) == 1, said
+    assert said[0].startswith("the model takes 2 of the table's 13 column(s) by name, alcohol, magnesium; left out:")
+    assert "od280/od315_of_diluted_wines (numeric)" in said[0] and "malic_acid (numeric)" in said[0], said
