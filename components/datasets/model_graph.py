@@ -17,8 +17,8 @@ A model of one unnamed input (a Sequential, or a functional model on one `keras.
 that column as the task gives it; on a table of several columns, the table's number columns as one matrix,
 `[batch, numbers]` in the order of the task's features, a missing value filled with the column's Split-train mean:
 what numpy-minded Keras code (tensorflow.org's "Basic regression", keras.io's regression examples) feeds a
-Sequential. Its strings, dates and words are left out, as any model that takes only some columns is fed only those;
-its declared width must be the number of those columns, its dtype a number's.
+Sequential. Its strings, dates and words are left out, as any model that takes only some columns is fed only those
+(the log says which, once); its declared width must be the number of those columns, its dtype a number's.
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ def with_graph(model: Any, task: Any) -> Any:
     if columns and _takes_one_unnamed_input(model):
         return on_number_columns(model, columns) if len(columns) > 1 else _on_its_column(model, task, columns[0])
     if has_graph(model):
+        if isinstance(model.input, dict) and columns:
+            say_columns_left_out(list(model.input), columns)
         if isinstance(model.input, dict) and type(model.input) is not dict:
             # A FeatureSpace's inputs are a dict Keras tracks (TrackedDict): a model of them warned at every call
             # that the plain dict of columns it is given `doesn't match the expected structure`.
@@ -110,6 +112,15 @@ def on_number_columns(model: Any, columns: list[dict[str, Any]]) -> Any:
     say_once(log, f"the model takes the table's {len(numbers)} number column(s) as one matrix, missing values "
                    f"filled with their Split-train means{left_out}")  # fmt: skip
     return keras.Model(inputs, model(matrix), name=model.name)
+
+
+def say_columns_left_out(taken: list[str], columns: list[dict[str, Any]]) -> None:
+    """Says once which of a table's `columns` a model of named inputs does not take (`taken`): it is fed only its
+    own (UserModuleTask.dataset), as a model of one unnamed input its number columns (on_number_columns)."""
+    others = [f"{column['name']} ({column['kind']})" for column in columns if column["name"] not in set(taken)]
+    if others:
+        say_once(log, f"the model takes {len(columns) - len(others)} of the table's {len(columns)} column(s) by name, "
+                      f"{', '.join(taken)}; left out: {', '.join(others)}")  # fmt: skip
 
 
 def number_matrix(numbers: list[dict[str, Any]]) -> tuple[dict[str, Any], Any]:

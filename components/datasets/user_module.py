@@ -165,6 +165,9 @@ def failure(error: BaseException) -> str:
     if "Shapes used to initialize variables must be fully-defined" in said:  # a width of None reached a Dense
         said += (" (a layer before it gives no width: a one-hot lookup of no vocabulary, which kflow adapts where the "
                  "module's own file makes it; else give it its vocabulary=)")  # fmt: skip
+    if "cannot contain character `/`" in said:  # keras.Input(name=column) of a column such as wine's 'od280/od315'
+        said += (' (a column name Keras refuses as a layer name: name the keras.Input feature["input_name"], '
+                 'kflow\'s safe name for it, and key the inputs dict by feature["name"])')  # fmt: skip
     return said
 
 

@@ -5,7 +5,8 @@ starts the trial's process (trial.py) with them, at most `parallel_trials` at a 
 each ended. The study lives in a journal file in the output (`study.journal`, Optuna's JournalStorage), which the
 trial processes open too: they report each epoch's objective there, and the pruner, reading every trial's
 reports, says when a trial falls behind. A trial that fails is recorded and told as failed; the search fails only
-when no trial completes.
+when no trial completes, and stops at the first trial the module refuses before training while none has trained
+(every trial would be refused the same: one line, the module's).
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ def run(
         with TrialProcesses(parallel=parallel_trials) as processes:
             while True:
                 in_time = max_time is None or time.monotonic() - started < max_time
-                while in_time and len(asked) < max_trials and len(processes.running) < parallel_trials:
+                refused = _refused(records)
+                while in_time and not refused and len(asked) < max_trials and len(processes.running) < parallel_trials:
                     trial = study.ask(space)
                     settings = settings_of(trial.params, search_space)
                     asked[trial.number] = (trial, settings)
@@ -109,7 +111,16 @@ def run(
                 records.append(_tell(study, ended, *asked[ended.number], output, objective_metric))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)  # the trials' models and checkpoints: only their records stay
-    return finish(hyperparameters, records, objective, trainer)
+    return finish(hyperparameters, records, objective, trainer, _refused(records))
+
+
+def _refused(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first trial the module refused before training (its model not built: a name Keras refuses, a loss() that
+    fails), while no trial has trained: every trial builds the same module on the same data, so the search stops
+    there. Once a trial trains, a refusal is its settings' own and the search goes on, as after any failed trial."""
+    if any(record["epochs"] or record["state"] != "failed" for record in records):
+        return None
+    return next((record for record in records if record.get("refused")), None)
 
 
 def _tell(study: optuna.Study, ended: TrialProcess, trial: optuna.Trial, settings: dict, output: Path, metric: str):

@@ -22,15 +22,23 @@ STATES = {
 }
 
 
-def finish(output: HyperParameters, records: list[dict], objective: dict[str, str], trainer: dict) -> dict[str, Any]:
+def finish(
+    output: HyperParameters, records: list[dict], objective: dict[str, str], trainer: dict, refused: dict | None = None
+) -> dict[str, Any]:
     """Writes the trials, the plot and the best settings; returns the search's summary. A ValueError when no trial
-    completed (the trials' records and plot are written first, to look into)."""
+    completed (the trials' records and plot are written first, to look into): the module's one line where the
+    search stopped at a trial it `refused` before training (executor._refused)."""
     metric, direction = objective["metric"], objective["direction"]
     records = sorted(records, key=lambda record: record["number"])
     write_trials(output, records)
     plot_objective(output, records, metric, direction)
     counts = {state: sum(record["state"] == state for record in records) for state in STATES}
     completed = [record for record in records if record["state"] == "completed"]
+    if not completed and refused is not None:
+        raise ValueError(
+            f"{refused['error'].removeprefix('UserModuleError: ')} (the search stopped at trial {refused['number']}, "
+            "refused before training: every trial builds this module on the same data)"
+        )
     if not completed:
         errors = [record["error"] for record in records if record["error"]]
         raise ValueError(

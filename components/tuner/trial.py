@@ -106,8 +106,12 @@ def run_trial(spec: dict[str, Any]) -> dict[str, Any]:
         pass  # completed
     except optuna.TrialPruned:
         result["state"] = "pruned"
-    except Exception as error:  # Recorded, not fatal: the search goes on with the other trials.
+    except Exception as error:  # Recorded, not fatal: the search goes on with the other trials (but a refusal).
+        from kflow.components.datasets.user_module import UserModuleError
+
         result.update(state="failed", error=f"{type(error).__name__}: {error}")
+        # The module refused before training (its model not built): the tuner may stop the search (executor.py).
+        result["refused"] = isinstance(error, UserModuleError) and not curve
         (folder / "error.log").write_text(traceback.format_exc())
     result.update(
         curve=curve,

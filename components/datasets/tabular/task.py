@@ -46,7 +46,7 @@ from kflow.components.datasets.tabular.plan import (
 from kflow.components.datasets.tabular.preprocessing import GRAPH_MODEL_FILE, load_preprocessing
 from kflow.components.datasets.task import LearntByTransform, Task
 from kflow.components.models import build_model
-from kflow.components.models.tabular_mlp import build_tabular_mlp_on
+from kflow.components.models.tabular_mlp import build_tabular_mlp_on, layer_name
 from kflow.components.util.schema import annotation_tags
 from kflow.pipeline.dsl.artifacts import Examples, TransformGraph
 
@@ -312,8 +312,12 @@ class TabularTask(LearntByTransform, Task):
         return [kinds[name](name=name) for name in TRAINING_METRICS[self.kind]]  # kflow validate checks by these
 
     def model_context(self) -> dict[str, Any]:
-        prepared = self._prepared()
-        return {"label": self.label, "task": self.kind, "features": prepared["features"], "head": prepared["head"]}
+        """What a user's build_model gets in `options`: each feature with its `input_name`, a name Keras takes for
+        its `keras.Input` (wine's 'od280/od315_of_diluted_wines' is refused as a layer name); the model's inputs
+        dict is keyed by the feature's `name`, the column it is fed."""
+        prepared, taken = self._prepared(), set()
+        features = [{**spec, "input_name": layer_name(spec["name"], taken)} for spec in prepared["features"]]
+        return {"label": self.label, "task": self.kind, "features": features, "head": prepared["head"]}
 
     def serving_classes(self) -> list[str] | None:
         return self.classes if self.kind == "classification" else None

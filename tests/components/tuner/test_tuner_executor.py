@@ -108,6 +108,27 @@ def test_a_search_records_every_trial_prunes_and_reads_no_test_split(iris, tmp_p
     assert (output.path / "trials" / str(failed[0]["number"]) / "error.log").is_file()
 
 
+def test_a_module_refused_before_training_stops_the_search_at_its_first_trial(tmp_path):
+    """The docs' table model as written before, keras.Input(name=column), on wine's 'od280/od315_of_diluted_wines',
+    which Keras refuses as a layer name: every trial would be refused the same, before training. Before, each of the
+    trials ran into it (~10 s each) and the search failed with 'no trial of the search completed'."""
+    from kflow.components.tuner.executor import run
+    from tests.components.trainer.test_column_names import NAMED_BY_COLUMN, wine_examples
+
+    examples, schema = wine_examples(tmp_path)
+    output = HyperParameters(tmp_path / "hyperparameters")
+    with pytest.raises(ValueError) as stopped:
+        run(examples=examples, schema=schema, hyperparameters=output, working_dir=tmp_path / "work",
+            search_space={"trainer.model_options.units": {"int": [4, 64]}}, algorithm="random", max_trials=3,
+            max_time=None, objective_metric="val_loss", objective_direction=None, parallel_trials=1, seed=0,
+            trainer=trainer_parameters(model_name=None, module="tunable.py", module_source=NAMED_BY_COLUMN),
+            trainer_executor="kflow.components.trainer.executor:run")  # fmt: skip
+    said = str(stopped.value)
+    assert said.startswith("trainer.module: tunable.py:") and "cannot contain character `/`" in said, said
+    assert "the search stopped at trial 0" in said and "\n" not in said, said
+    assert [trial["state"] for trial in output.trials] == ["failed"]
+
+
 def trial_processes(folder: Path) -> list[int]:
     """The pids of the trial processes whose spec is under `folder`, read from /proc."""
     found = []
