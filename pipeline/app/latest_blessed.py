@@ -40,8 +40,9 @@ def model_identity(config: dict[str, Any], table: bool = False) -> dict[str, Any
     rename_fields(config, warn=False)  # A run recorded before a field was renamed (data.task) is the same config.
     data = config.get("data") or {}
     identity = {"name": config.get("name"), **{key: data.get(key) for key in COMPARABLE}}
-    if table:
-        identity["data.source.path"] = (data.get("source") or {}).get("path")
+    path = (data.get("source") or {}).get("path")
+    if table and path:  # a dataset of no source file (MNIST's own) is the same data wherever it runs
+        identity["data.source.path"] = path
     return identity
 
 
