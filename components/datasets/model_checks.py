@@ -1,8 +1,9 @@
 """The checks of a user's model (`trainer.module`) before its first training step, each naming the layer at fault and
 the line of the module that created it (components/datasets/user_module.py runs them):
 
-- `contract_problem`: the model against the task: its named inputs, its outputs' units, its last activation against
-  the loss (a binary task may end in `Dense(1, activation="sigmoid")`: `is_sigmoid_binary_head`);
+- `contract_problem`: the model against the task: its named inputs, the image shape its input declares
+  (`image_input_problem`), its outputs' units, its last activation against the loss (a binary task may end in
+  `Dense(1, activation="sigmoid")`: `is_sigmoid_binary_head`);
 - `saving_problem`: what would fail only after training, when the Evaluator loads the saved model with Keras'
   safe_mode: a `Lambda` layer, a custom class that is not registered, a config that does not load back.
 """
@@ -138,6 +139,9 @@ def contract_problem(model: Any, task: Any, loss: Any = None) -> tuple[str, Any]
     says), its outputs against the task's classes or single number (`task.output_size`), its last activation
     against what the task's loss, Evaluator and serving read (class probabilities; a number) and against the
     module's own `loss`, its loss() or the one build_model compiled the model with (from_logits)."""
+    found = image_input_problem(model, task)
+    if found:
+        return found
     features = getattr(task, "input_features", None)
     structure = model.input
     if features is not None and isinstance(structure, dict):
@@ -197,6 +201,38 @@ def contract_problem(model: Any, task: Any, loss: Any = None) -> tuple[str, Any]
             "(from_logits=True): drop from_logits"
         ), head
     return None
+
+
+def image_input_problem(model: Any, task: Any) -> tuple[str, Any] | None:
+    """A model of one input whose declared shape is not the task's images' (keras.io's MNIST convnet, its
+    `keras.Input(shape=(28, 28, 1))`, on a folder of 32×32 images), and its Input layer; compared channels last, as
+    Keras adds a grey image's trailing 1. Before: Keras' `expected shape=(None, 28, 28, 1), found shape=(None, 32,
+    32)` at the first step. The size is the data's: `kflow validate`, before any data step, cannot know it."""
+    given = getattr(task, "image_shape", None)
+    if given is None or isinstance(model.input, dict) or len(model.inputs) != 1:
+        return None
+    declared = tuple(model.inputs[0].shape[1:])
+    wanted, given = _channels_last(declared), _channels_last(tuple(given))
+    if len(wanted) == len(given) and all(w is None or w == g for w, g in zip(wanted, given, strict=True)):
+        return None
+    layer = next((each for each in all_layers(model) if type(each).__name__ == "InputLayer"), None)
+    fix = 'build it as keras.Input(shape=options["image_shape"])'
+    if getattr(task, "name", None) == "images" and len(wanted) == 3 and None not in wanted:
+        made = f"size: [{wanted[0]}, {wanted[1]}]" + (f", channels: {wanted[2]}" if wanted[2] != given[2] else "")
+        fix += f", or have the images made {_dims(wanted)} (data.image: {{{made}}} in the config)"
+    return (
+        f"the model's input takes images of {_dims(wanted)}; this data's are {_dims(given)} "
+        f'(options["image_shape"]: {list(given)}): {fix}'
+    ), layer
+
+
+def _channels_last(shape: tuple) -> tuple:
+    """(height, width) → (height, width, 1), as Keras takes grey images; any other shape as it is."""
+    return (*shape, 1) if len(shape) == 2 else shape
+
+
+def _dims(shape: tuple) -> str:
+    return "×".join("?" if dim is None else str(dim) for dim in shape)
 
 
 def saving_problem(model: Any) -> tuple[str, Any] | None:

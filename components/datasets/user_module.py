@@ -21,7 +21,8 @@ loads the saved model with Keras' safe_mode (`saving_problem`: a `Lambda` layer,
 registered, a config that does not load back). A refusal names the layer and the line of the module that created
 it. A binary classification model may end in the usual Keras head, `Dense(1, activation="sigmoid")`: kflow adds
 `ClassProbabilities` after it (components/models/heads.py), so the task's loss, metrics, Evaluator and serving
-read two class probabilities as from a softmax head, and a loss() of the module gets the one probability.
+read two class probabilities as from a softmax head; a loss() of the module, and its metrics of one probability
+(keras.io's BinaryAccuracy, AUC: heads.on_positive_class), get the one probability.
 
 The module's source, not its path, is what the Trainer gets (`module_source`): the cache key
 sees every edit, worker processes and pods import the same code, and a compiled pipeline.yaml
@@ -186,7 +187,7 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
     """A subclass of `task_class` whose model (and loss and metrics, when the module has them) come from `module`."""
     import keras
 
-    from kflow.components.models.heads import ClassProbabilities, PositiveClassProbability
+    from kflow.components.models.heads import ClassProbabilities, PositiveClassProbability, on_positive_class
 
     class UserModuleTask(task_class):
         user_module = module
@@ -367,9 +368,10 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             if not hasattr(module, "metrics"):
                 return super().metrics()
             try:
-                return list(module.metrics())
+                given = list(module.metrics())
             except Exception as error:
                 raise UserModuleError(f"{where(error, module)}: metrics() failed: {failure(error)}") from error
+            return on_positive_class(given) if self.sigmoid_head else given  # keras.io's binary metrics read p
 
     class OnPositiveClass(keras.losses.Loss):
         """The module's loss on the second class's probability p of [1 - p, p] (a sigmoid head's own output)."""

@@ -11,6 +11,11 @@ insincere?) and a model ending in keras.io's binary head, `Dense(2, activation="
 with a Transformer): the second column, p, is what that task's binary cross-entropy, metrics and serving read, and
 the binary cross-entropy of p is the sparse categorical cross-entropy of the pair.
 
+`on_positive_class` gives the metrics of a module's `metrics()` on a sigmoid head what its model returns, p: keras.io's
+binary metrics (`BinaryAccuracy`, `AUC`, `Precision`, ...) read one probability, and fed the two columns they failed
+mid-fit with raw TensorFlow errors (`Dimensions must be equal ... [32], [32,2]`). The metrics of class probabilities
+(`SparseCategoricalAccuracy`, ...) still read the two columns, as kflow's own.
+
 Registered, so a saved model.keras holding either loads with safe_mode on wherever this module is imported
 (`user_module.load_module` imports it).
 """
@@ -40,3 +45,47 @@ class PositiveClassProbability(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         return (*input_shape[:-1], 1)
+
+
+@keras.saving.register_keras_serializable(package="kflow")
+class OnPositiveClass(keras.metrics.Metric):
+    """A metric of one probability fed p of the [1 - p, p] kflow made of a sigmoid head; its name and result its own."""
+
+    def __init__(self, metric: keras.metrics.Metric, **kwargs):
+        super().__init__(name=metric.name, dtype=metric.dtype)
+        self.metric = metric
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        return self.metric.update_state(y_true, y_pred[..., 1:], sample_weight=sample_weight)
+
+    def result(self):
+        return self.metric.result()
+
+    def reset_state(self):
+        self.metric.reset_state()
+
+    def get_config(self):
+        return {"metric": keras.saving.serialize_keras_object(self.metric)}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(keras.saving.deserialize_keras_object(config["metric"]))
+
+
+def of_class_probabilities() -> tuple[type, ...]:
+    """Keras' metrics that read a probability per class (kflow's labels: class indices)."""
+    m = keras.metrics
+    return (m.SparseCategoricalAccuracy, m.SparseTopKCategoricalAccuracy, m.SparseCategoricalCrossentropy,
+            m.CategoricalAccuracy, m.TopKCategoricalAccuracy, m.CategoricalCrossentropy, m.CategoricalHinge,
+            m.KLDivergence, m.OneHotIoU, m.OneHotMeanIoU, m.FBetaScore)  # fmt: skip
+
+
+def on_positive_class(metrics: list) -> list:
+    """A sigmoid head's metrics: each Keras metric of one probability fed p (OnPositiveClass); the metrics of class
+    probabilities, and a name or function Keras' compile resolves by the shapes it sees, as they are."""
+    return [
+        OnPositiveClass(metric)
+        if isinstance(metric, keras.metrics.Metric) and not isinstance(metric, of_class_probabilities())
+        else metric
+        for metric in metrics
+    ]

@@ -186,6 +186,29 @@ def test_a_sigmoid_heads_own_loss_gets_its_one_probability(cancer, tmp_path):
     np.testing.assert_allclose(plain.loss()(y, probabilities), expected, rtol=1e-4)
 
 
+# keras.io's binary metrics on its sigmoid model: they read the one probability p, not the two columns kflow makes of
+# it (before: "Dimensions must be equal, but are 32 and 2", and AUC's "segment_ids and data should have same leading
+# dimension", mid-fit).
+BINARY_METRICS = """
+
+def metrics():
+    return [keras.metrics.BinaryAccuracy(), keras.metrics.AUC(), keras.metrics.Precision()]
+"""
+
+
+def test_keras_binary_metrics_of_a_sigmoid_model_read_its_one_probability(cancer, tmp_path):
+    examples, schema = cancer
+    model_run = ModelRun(tmp_path / "run")
+    train(examples=examples, schema=schema, model=Model(tmp_path / "model"), model_run=model_run, dataset="csv",
+          module="my_model.py", module_source=module_source(head=SIGMOID, extra=BINARY_METRICS), epochs=3,
+          batch_size=32, learning_rate=0.01, seed=1)  # fmt: skip
+    last = model_run.history["per_epoch"][-1]
+    for name in ("binary_accuracy", "auc", "precision"):
+        for key in (name, f"val_{name}"):
+            assert 0.0 <= last[key] <= 1.0, (key, last)
+    assert last["val_auc"] > 0.9 and last["val_binary_accuracy"] > 0.8, last
+
+
 # A layer made as the module is imported (a shared head, an encoder), beside those build_model makes: Keras named
 # both `dense` once every build named its layers from an empty count (`The name "dense" is used 2 times`).
 MODULE_LEVEL_LAYER = """\

@@ -186,6 +186,23 @@ def test_such_a_model_warm_starts_from_its_earlier_build(digits, tmp_path, caplo
     assert warm.history["per_epoch"][0]["loss"] < scratch.history["per_epoch"][0]["loss"]
 
 
+def test_an_image_input_of_another_size_is_one_line_naming_its_line_before_training(digits, tmp_path):
+    """keras.io's convnet, its `keras.Input(shape=(28, 28, 1))` as written there, on a folder of 8×8 digits: Keras
+    failed at the first step (`expected shape=(None, 28, 28, 1), found shape=(None, 8, 8)`), naming no line of the
+    module and no fix. Now one line names the Input's line, the data's image shape and both fixes."""
+    examples, schema = digits
+    model_run = ModelRun(tmp_path / "run")
+    with pytest.raises(UserModuleError) as refused:
+        train(dataset="images", examples=examples, schema=schema, model=Model(tmp_path / "model"), model_run=model_run,
+              module="my_model.py", module_source=KERAS_IO_CONVNET, epochs=1, batch_size=32, seed=1)  # fmt: skip
+    message = str(refused.value)
+    line = int(message.removeprefix("trainer.module: my_model.py:").split(":")[0])
+    assert KERAS_IO_CONVNET.splitlines()[line - 1].strip() == "keras.Input(shape=input_shape),", message
+    assert "\n" not in message and "this data's are 8×8×1" in message, message
+    assert 'keras.Input(shape=options["image_shape"])' in message and "data.image: {size: [28, 28]}" in message
+    assert not (model_run.path / "history.json").exists()  # refused before the first step
+
+
 def test_an_error_of_keras_in_the_module_is_one_plain_line(digits, tmp_path):
     """Keras bolds its errors' messages with terminal escapes, which a one-line error showed as `\\x1b[1m`."""
     from kflow.components.datasets.images.task import ImagesTask
