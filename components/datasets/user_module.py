@@ -367,8 +367,9 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
         def metrics(self) -> list[keras.metrics.Metric]:
             if not hasattr(module, "metrics"):
                 return super().metrics()
-            try:
-                given = list(module.metrics())
+            try:  # named as in a process of their own: AUC is `auc` however many were made before (`auc_3`)
+                with names_from({}):
+                    given = list(module.metrics())
             except Exception as error:
                 raise UserModuleError(f"{where(error, module)}: metrics() failed: {failure(error)}") from error
             return on_positive_class(given) if self.sigmoid_head else given  # keras.io's binary metrics read p

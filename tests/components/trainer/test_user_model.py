@@ -209,6 +209,17 @@ def test_keras_binary_metrics_of_a_sigmoid_model_read_its_one_probability(cancer
     assert last["val_auc"] > 0.9 and last["val_binary_accuracy"] > 0.8, last
 
 
+def test_a_modules_metrics_are_named_as_in_a_process_of_their_own(cancer, tmp_path):
+    """Keras numbers a metric's default name by the process' count: after another AUC (an earlier test, a tuner's
+    earlier trial in the same worker), the history said `auc_1`, not the `auc` a fresh process says (make test)."""
+    import keras
+
+    keras.metrics.AUC(), keras.metrics.AUC()  # noqa: B018 - made before, as an earlier test or trial made them
+    examples, schema = cancer
+    task = user_task(examples, schema, module_source(head=SIGMOID, extra=BINARY_METRICS), tmp_path)
+    assert [metric.name for metric in task.metrics()] == ["binary_accuracy", "auc", "precision"]
+
+
 # A layer made as the module is imported (a shared head, an encoder), beside those build_model makes: Keras named
 # both `dense` once every build named its layers from an empty count (`The name "dense" is used 2 times`).
 MODULE_LEVEL_LAYER = """\
