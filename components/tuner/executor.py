@@ -5,8 +5,8 @@ starts the trial's process (trial.py) with them, at most `parallel_trials` at a 
 each ended. The study lives in a journal file in the output (`study.journal`, Optuna's JournalStorage), which the
 trial processes open too: they report each epoch's objective there, and the pruner, reading every trial's
 reports, says when a trial falls behind. A trial that fails is recorded and told as failed; the search fails only
-when no trial completes, and stops at the first trial the module refuses before training while none has trained
-(every trial would be refused the same: one line, the module's).
+when no trial completes, and stops once the module refused two trials of different settings before training, with
+the same words, while none has trained (every trial would be refused the same: one line, the module's).
 """
 
 from __future__ import annotations
@@ -115,12 +115,24 @@ def run(
 
 
 def _refused(records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The first trial the module refused before training (its model not built: a name Keras refuses, a loss() that
-    fails), while no trial has trained: every trial builds the same module on the same data, so the search stops
-    there. Once a trial trains, a refusal is its settings' own and the search goes on, as after any failed trial."""
+    """The trial at which the search stops, refused by the module before training (its model not built: a name
+    Keras refuses, a loss() that fails), or None. It stops only while no trial has trained, and once two trials of
+    different settings were refused with the same words: then the refusal is the module's on this data, whatever
+    the settings. A refusal of some settings only (a `units: 0` in the space) lets the others try; once a trial
+    trains, every refusal is its settings' own, as any failed trial."""
     if any(record["epochs"] or record["state"] != "failed" for record in records):
         return None
-    return next((record for record in records if record.get("refused")), None)
+    refusals = [record for record in records if record.get("refused")]
+    for later in refusals:
+        for earlier in refusals:
+            if earlier["number"] < later["number"] and _alike(earlier, later):
+                return later
+    return None
+
+
+def _alike(earlier: dict[str, Any], later: dict[str, Any]) -> bool:
+    """Two refusals whose words are the same and whose settings are not."""
+    return earlier["error"] == later["error"] and earlier["settings"] != later["settings"]
 
 
 def _tell(study: optuna.Study, ended: TrialProcess, trial: optuna.Trial, settings: dict, output: Path, metric: str):

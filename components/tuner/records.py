@@ -37,7 +37,7 @@ def finish(
     if not completed and refused is not None:
         raise ValueError(
             f"{refused['error'].removeprefix('UserModuleError: ')} (the search stopped at trial {refused['number']}, "
-            "refused before training: every trial builds this module on the same data)"
+            "refused before training with other settings alike: the module refuses this data whatever the settings)"
         )
     if not completed:
         errors = [record["error"] for record in records if record["error"]]

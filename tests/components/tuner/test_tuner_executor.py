@@ -108,10 +108,11 @@ def test_a_search_records_every_trial_prunes_and_reads_no_test_split(iris, tmp_p
     assert (output.path / "trials" / str(failed[0]["number"]) / "error.log").is_file()
 
 
-def test_a_module_refused_before_training_stops_the_search_at_its_first_trial(tmp_path):
+def test_a_module_refused_before_training_stops_the_search_at_its_second_trial(tmp_path):
     """The docs' table model as written before, keras.Input(name=column), on wine's 'od280/od315_of_diluted_wines',
     which Keras refuses as a layer name: every trial would be refused the same, before training. Before, each of the
-    trials ran into it (~10 s each) and the search failed with 'no trial of the search completed'."""
+    trials ran into it (~10 s each) and the search failed with 'no trial of the search completed'. Two trials of
+    different settings refused alike stop it (one could be its settings' own: test_refusals_of_some_settings...)."""
     from kflow.components.tuner.executor import run
     from tests.components.trainer.test_column_names import NAMED_BY_COLUMN, wine_examples
 
@@ -119,14 +120,58 @@ def test_a_module_refused_before_training_stops_the_search_at_its_first_trial(tm
     output = HyperParameters(tmp_path / "hyperparameters")
     with pytest.raises(ValueError) as stopped:
         run(examples=examples, schema=schema, hyperparameters=output, working_dir=tmp_path / "work",
-            search_space={"trainer.model_options.units": {"int": [4, 64]}}, algorithm="random", max_trials=3,
+            search_space={"trainer.model_options.units": {"int": [4, 64]}}, algorithm="random", max_trials=4,
             max_time=None, objective_metric="val_loss", objective_direction=None, parallel_trials=1, seed=0,
             trainer=trainer_parameters(model_name=None, module="tunable.py", module_source=NAMED_BY_COLUMN),
             trainer_executor="kflow.components.trainer.executor:run")  # fmt: skip
     said = str(stopped.value)
     assert said.startswith("trainer.module: tunable.py:") and "cannot contain character `/`" in said, said
-    assert "the search stopped at trial 0" in said and "\n" not in said, said
-    assert [trial["state"] for trial in output.trials] == ["failed"]
+    assert "the search stopped at trial 1" in said and "\n" not in said, said
+    assert [trial["state"] for trial in output.trials] == ["failed", "failed"]
+
+
+def refusal(number: int, units: int, error: str = "UserModuleError: m.py:3: units must be positive") -> dict:
+    return {"number": number, "settings": {"trainer.model_options.units": units}, "state": "failed", "epochs": 0,
+            "error": error, "refused": True}  # fmt: skip
+
+
+def test_refusals_of_some_settings_only_let_the_others_try():
+    """A refusal that may be its settings' own (units: 0 in the space) does not stop the search: only two trials of
+    different settings refused with the same words do; and none once a trial has trained."""
+    from kflow.components.tuner.executor import _refused
+
+    assert _refused([refusal(0, 0)]) is None
+    assert _refused([refusal(0, 0), refusal(1, 0)]) is None  # the same settings again
+    assert _refused([refusal(0, 0), refusal(1, 8, "UserModuleError: m.py:3: other")]) is None
+    assert _refused([refusal(0, 0), refusal(2, 8)])["number"] == 2
+    assert _refused([refusal(1, 8), refusal(0, 0)])["number"] == 1  # ended out of order (parallel trials)
+    trained = {"number": 1, "settings": {}, "state": "completed", "epochs": 2, "error": None}
+    assert _refused([refusal(0, 0), trained, refusal(2, 8)]) is None
+
+
+@pytest.mark.slow  # ~50 s: four trials
+def test_a_search_space_holding_a_value_the_module_refuses_trains_the_others(tmp_path):
+    """units: 0, which Keras refuses (`Dense(0)`), beside 8 in the space: its trials are refused, the others train,
+    and the best is one of them. Before, the first refused trial stopped the search."""
+    from kflow.components.tuner.executor import run
+    from tests.components.trainer.test_column_names import DOCS_MODULE, wine_examples
+
+    units_module = DOCS_MODULE.replace("layers.Dense(32,", 'layers.Dense(options["units"],')
+    assert 'options["units"]' in units_module
+    examples, schema = wine_examples(tmp_path)
+    output = HyperParameters(tmp_path / "hyperparameters")
+    summary = run(examples=examples, schema=schema, hyperparameters=output, working_dir=tmp_path / "work",
+                  search_space={"trainer.model_options.units": {"choice": [0, 8]}}, algorithm="random", max_trials=4,
+                  max_time=None, objective_metric="val_loss", objective_direction=None, parallel_trials=1, seed=1,
+                  trainer=trainer_parameters(model_name=None, module="units.py", module_source=units_module, epochs=2),
+                  trainer_executor="kflow.components.trainer.executor:run")  # fmt: skip
+    states = {
+        trial["number"]: (trial["state"], trial["settings"]["trainer.model_options.units"]) for trial in output.trials
+    }
+    assert {units for state, units in states.values() if state == "failed"} == {0}, states
+    assert {units for state, units in states.values() if state == "completed"} == {8}, states
+    assert len(states) == 4 and summary["trials_failed"] >= 1 and summary["trials_completed"] >= 1, states
+    assert states[summary["best_trial"]] == ("completed", 8)
 
 
 def trial_processes(folder: Path) -> list[int]:
