@@ -21,8 +21,8 @@ loads the saved model with Keras' safe_mode (`saving_problem`: a `Lambda` layer,
 registered, a config that does not load back). A refusal names the layer and the line of the module that created
 it. A binary classification model may end in the usual Keras head, `Dense(1, activation="sigmoid")`: kflow adds
 `ClassProbabilities` after it (components/models/heads.py), so the task's loss, metrics, Evaluator and serving
-read two class probabilities as from a softmax head; a loss() of the module, and its metrics of one probability
-(keras.io's BinaryAccuracy, AUC: heads.on_positive_class), get the one probability.
+read two class probabilities as from a softmax head; a loss() of the module and its metrics get what they read
+(heads.on_positive_class, heads.on_class_pair).
 
 The module's source, not its path, is what the Trainer gets (`module_source`): the cache key
 sees every edit, worker processes and pods import the same code, and a compiled pipeline.yaml
@@ -131,8 +131,7 @@ def module_problems(module: str, function: str = "build_model", arguments: str =
 
 def load_module(source: str, origin: str = MODULE_FILE) -> types.ModuleType:
     """Imports `source` as a module named after its content (the same source is imported once per process)."""
-    # Registers the layers kflow adds to a user's model (a sigmoid head's ClassProbabilities) before one loads.
-    import kflow.components.models.heads  # noqa: F401
+    import kflow.components.models.heads  # noqa: F401 - registers the layers kflow adds to a user's model
 
     name = f"kflow_user_module_{hashlib.sha256(source.encode()).hexdigest()[:12]}"
     if name in sys.modules:
@@ -187,7 +186,7 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
     """A subclass of `task_class` whose model (and loss and metrics, when the module has them) come from `module`."""
     import keras
 
-    from kflow.components.models.heads import ClassProbabilities, PositiveClassProbability, on_positive_class
+    from kflow.components.models import heads
 
     class UserModuleTask(task_class):
         user_module = module
@@ -235,10 +234,10 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             self.sigmoid_head = is_sigmoid_binary_head(model, self)
             self.softmax_pair_head = is_softmax_pair_head(model, self)
             if self.sigmoid_head:
-                model = keras.Model(model.input, ClassProbabilities(name="class_probabilities")(model.output),
+                model = keras.Model(model.input, heads.ClassProbabilities(name="class_probabilities")(model.output),
                                     name=model.name)  # fmt: skip
             elif self.softmax_pair_head:
-                head = PositiveClassProbability(name="positive_class_probability")
+                head = heads.PositiveClassProbability(name="positive_class_probability")
                 model = keras.Model(model.input, head(model.output), name=model.name)
             return model
 
@@ -372,7 +371,9 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
                     given = list(module.metrics())
             except Exception as error:
                 raise UserModuleError(f"{where(error, module)}: metrics() failed: {failure(error)}") from error
-            return on_positive_class(given) if self.sigmoid_head else given  # keras.io's binary metrics read p
+            if self.sigmoid_head:  # keras.io's binary metrics read p
+                return heads.on_positive_class(given)
+            return heads.on_class_pair(given) if self.softmax_pair_head else given  # SparseCategorical*: the pair
 
     class OnPositiveClass(keras.losses.Loss):
         """The module's loss on the second class's probability p of [1 - p, p] (a sigmoid head's own output)."""

@@ -14,7 +14,8 @@ the binary cross-entropy of p is the sparse categorical cross-entropy of the pai
 `on_positive_class` gives the metrics of a module's `metrics()` on a sigmoid head what its model returns, p: keras.io's
 binary metrics (`BinaryAccuracy`, `AUC`, `Precision`, ...) read one probability, and fed the two columns they failed
 mid-fit with raw TensorFlow errors (`Dimensions must be equal ... [32], [32,2]`). The metrics of class probabilities
-(`SparseCategoricalAccuracy`, ...) still read the two columns, as kflow's own.
+(`SparseCategoricalAccuracy`, ...) still read the two columns, as kflow's own. `on_class_pair` is its mirror for a
+softmax pair head: its metrics of class probabilities are fed the pair back.
 
 Registered, so a saved model.keras holding either loads with safe_mode on wherever this module is imported
 (`user_module.load_module` imports it).
@@ -47,16 +48,18 @@ class PositiveClassProbability(keras.layers.Layer):
         return (*input_shape[:-1], 1)
 
 
-@keras.saving.register_keras_serializable(package="kflow")
-class OnPositiveClass(keras.metrics.Metric):
-    """A metric of one probability fed p of the [1 - p, p] kflow made of a sigmoid head; its name and result its own."""
+class _FedHeadOutput(keras.metrics.Metric):
+    """A module's metric fed what it reads of the head's output (`fed`); its name and result its own."""
 
     def __init__(self, metric: keras.metrics.Metric, **kwargs):
         super().__init__(name=metric.name, dtype=metric.dtype)
         self.metric = metric
 
+    def fed(self, y_pred):
+        raise NotImplementedError
+
     def update_state(self, y_true, y_pred, sample_weight=None):
-        return self.metric.update_state(y_true, y_pred[..., 1:], sample_weight=sample_weight)
+        return self.metric.update_state(y_true, self.fed(y_pred), sample_weight=sample_weight)
 
     def result(self):
         return self.metric.result()
@@ -70,6 +73,22 @@ class OnPositiveClass(keras.metrics.Metric):
     @classmethod
     def from_config(cls, config):
         return cls(keras.saving.deserialize_keras_object(config["metric"]))
+
+
+@keras.saving.register_keras_serializable(package="kflow")
+class OnPositiveClass(_FedHeadOutput):
+    """A metric of one probability fed p of the [1 - p, p] kflow made of a sigmoid head."""
+
+    def fed(self, y_pred):
+        return y_pred[..., 1:]
+
+
+@keras.saving.register_keras_serializable(package="kflow")
+class OnClassPair(_FedHeadOutput):
+    """A metric of class probabilities fed [1 - p, p], the pair a softmax head gave before kflow took its p."""
+
+    def fed(self, y_pred):
+        return keras.ops.concatenate([1.0 - y_pred, y_pred], axis=-1)
 
 
 def of_class_probabilities() -> tuple[type, ...]:
@@ -89,3 +108,10 @@ def on_positive_class(metrics: list) -> list:
         else metric
         for metric in metrics
     ]
+
+
+def on_class_pair(metrics: list) -> list:
+    """A softmax pair head's metrics: each Keras metric of class probabilities fed the pair (OnClassPair), which
+    fed p alone read one class (`SparseCategoricalAccuracy` of any p: the share of negatives, silently); the metrics
+    of one probability read p, as the task's own."""
+    return [OnClassPair(metric) if isinstance(metric, of_class_probabilities()) else metric for metric in metrics]
