@@ -288,17 +288,7 @@ def test_tensorflow_orgs_text_classifier_of_one_logit_gives_the_tasks_probabilit
     np.testing.assert_allclose(p, 1 / (1 + np.exp(-logit)), rtol=1e-5)
     expected = keras.losses.BinaryCrossentropy(from_logits=True, reduction=None)(y, logit)
     np.testing.assert_allclose(users.loss()(y, p), expected, rtol=1e-3)
-    # The module's metrics: SparseCategoricalAccuracy reads the pair (fed p alone, its argmax was always class 0:
-    # the share of negatives, silently), AUC the one probability.
-    accuracy, auc = users.metrics()
-    accuracy.update_state(y, p)
-    auc.update_state(y, p)
-    assert float(accuracy.result()) == pytest.approx(float(np.mean(np.argmax(pair, axis=-1) == y.reshape(-1))))
-    assert float(auc.result()) == pytest.approx(float(keras.metrics.AUC()(y, pair[:, 1:])), abs=1e-6)
     keras.utils.set_random_seed(0)
-    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=users.loss(), metrics=users.metrics())
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=users.loss())
     history = model.fit(users.dataset(examples, "train", batch_size=32, training=True, seed=0), epochs=5, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0] / 2, history.history
-    assert history.history["sparse_categorical_accuracy"][-1] > 0.8 and history.history["auc"][-1] > 0.8, (
-        history.history
-    )
