@@ -46,8 +46,11 @@ def test_validate_exits_0_or_2_with_a_line_naming_a_field_on_any_generated_confi
     # what a busy 2-core machine takes.
     assert sum(outcomes.values()) >= EXAMPLES and elapsed < 0.4 * EXAMPLES
     # The generator reaches valid configs, not only refusals: about 7 % of them (6-15 in 150 draws seen); 1 in 75 keeps
-    # a fresh draw outside CI (new configs each run) from failing by chance (6 of 150 failed a 1-in-20 bound).
-    assert outcomes["valid"] >= max(1, EXAMPLES // 75), outcomes
+    # a fresh draw outside CI (new configs each run) from failing by chance (6 of 150 failed a 1-in-20 bound). Where
+    # fresh and fewer than 150, no valid one is a chance of 0.93^n (1.3 % of make test's 60 draws, seen once), not a
+    # failure: CI's fixed draws, and make test-all's 500, hold it.
+    if FUZZ.derandomize or EXAMPLES >= 150:
+        assert outcomes["valid"] >= max(1, EXAMPLES // 75), outcomes
 
 
 def test_generated_configs_that_validate_run_their_ingest_without_a_config_error(tmp_path):
