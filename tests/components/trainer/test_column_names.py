@@ -48,6 +48,7 @@ def wine(tmp_path_factory):
     return wine_examples(tmp_path_factory.mktemp("wine"))
 
 
+@pytest.mark.slow  # ~12 s; make test trains wine by column: test_a_model_of_some_columns_says_once_which_...
 def test_the_docs_table_model_trains_on_wines_column_keras_refuses_as_a_layer_name(wine, tmp_path):
     assert 'name=feature["input_name"]' in DOCS_MODULE
     metrics = trained_and_evaluated(tmp_path, *wine, "csv", DOCS_MODULE, epochs=3, batch_size=16)

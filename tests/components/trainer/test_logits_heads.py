@@ -56,6 +56,7 @@ EXTRA"""
 
 
 @pytest.mark.real_data
+@pytest.mark.slow  # ~7 s; make test trains a table's logits below
 def test_tensorflow_orgs_quickstart_trains_on_its_logits_and_serves_probabilities(tmp_path):
     examples, schema = mnist_sample(tmp_path)
     metrics = trained_and_evaluated(tmp_path, examples, schema, "mnist", QUICKSTART, epochs=3, batch_size=64)

@@ -177,6 +177,7 @@ def build_model(schema, options):
 """
 
 
+@pytest.mark.slow  # ~7 s; make test trains a sigmoid head in test_user_model.py
 def test_keras_ios_fraud_detection_sequential_of_one_sigmoid_trains_on_two_classes(tmp_path):
     """Its head, Dense(1, activation="sigmoid"), sits inside the Sequential kflow wraps: read through it, it is the
     usual binary head (ClassProbabilities), where the wrapper's own last layer, the Sequential, hid it and the model

@@ -410,6 +410,7 @@ def test_a_feature_space_of_missing_numbers_is_one_line_naming_them_and_its_way_
 
 
 @pytest.mark.filterwarnings("error::UserWarning")  # Keras' own: its model of a FeatureSpace's tracked dict of inputs
+@pytest.mark.slow  # ~7 s; make test adapts a FeatureSpace in test_a_feature_space_of_missing_numbers_...
 def test_keras_ios_feature_space_is_adapted_on_the_training_split(cps1985, tmp_path, caplog):
     """Before: `You need to call .adapt(dataset) on the FeatureSpace before you can start using it`, at build. Now
     adapted on Split-train's first records as `feature_space.adapt(dataset)` would be, its preprocessors' states in

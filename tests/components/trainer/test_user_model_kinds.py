@@ -124,7 +124,8 @@ def digits(tmp_path_factory):
     return examples, schema
 
 
-@pytest.mark.parametrize("kind", ["sequential_without_input", "subclassed"])
+# sequential_without_input (~5 s) in make test-all only: make test trains it in test_such_a_model_warm_starts_...
+@pytest.mark.parametrize("kind", [pytest.param("sequential_without_input", marks=pytest.mark.slow), "subclassed"])
 def test_a_sequential_without_input_and_a_subclassed_model_train_on_images(digits, tmp_path, kind):
     examples, schema = digits
     metrics = trained_and_evaluated(tmp_path, examples, schema, "images", UNBUILT_AND_SUBCLASSED, epochs=8,
