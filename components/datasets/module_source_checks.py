@@ -75,3 +75,55 @@ def import_problems(tree: ast.Module, module: str) -> list[str]:
                 problems.append(f"{module}:{node.lineno}: imports {package}, which is not installed here "
                                 f"(ModuleNotFoundError: No module named {package!r})")  # fmt: skip
     return problems
+
+
+def defines(tree: ast.Module, name: str) -> bool:
+    """Whether the module defines `name` at its top level, as kflow finds it (a `def`, or a name bound to a value
+    of its own); `from keras import metrics`, a module, is not a `metrics()` of the module's."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == name:
+            return True
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(target, ast.Name) and target.id == name for target in targets):
+                return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] not in ("keras", "tensorflow"):
+            if any((alias.asname or alias.name) == name for alias in node.names):
+                return True
+    return False
+
+
+def options_read(tree: ast.Module, function: str = "build_model") -> set[str] | None:
+    """The keys `function` reads of its options (its second parameter) by name: `options["units"]`,
+    `options.get("units", 16)`, `"units" in options`. None where it uses them otherwise too (passes them on,
+    `**options`, a key of a variable, a loop over them): then any key may be read."""
+    node = next((n for n in reversed(tree.body) if isinstance(n, ast.FunctionDef) and n.name == function), None)
+    positional = [*node.args.posonlyargs, *node.args.args] if node is not None else []
+    if len(positional) < 2:
+        return None
+    name, keys = positional[1].arg, set()
+    parents = {child: parent for parent in ast.walk(node) for child in ast.iter_child_nodes(parent)}
+    for use in ast.walk(node):
+        if not (isinstance(use, ast.Name) and use.id == name) or use is positional[1]:
+            continue
+        parent = parents.get(use)
+        key = _key_read(use, parent, parents.get(parent))
+        if key is None:
+            return None
+        keys.add(key)
+    return keys
+
+
+def _key_read(use: ast.Name, parent: ast.AST | None, grandparent: ast.AST | None) -> str | None:
+    """The literal key this use of the options reads (None: it is used otherwise)."""
+    if isinstance(parent, ast.Subscript) and parent.value is use and isinstance(parent.ctx, ast.Load):
+        return _literal(parent.slice)
+    if isinstance(parent, ast.Attribute) and parent.attr == "get" and isinstance(grandparent, ast.Call):
+        return _literal(grandparent.args[0]) if grandparent.args else None
+    if isinstance(parent, ast.Compare) and parent.comparators == [use] and len(parent.ops) == 1:
+        return _literal(parent.left) if isinstance(parent.ops[0], ast.In | ast.NotIn) else None
+    return None
+
+
+def _literal(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None

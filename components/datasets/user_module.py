@@ -212,7 +212,7 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
                               "and the data's columns reach it as the model is built (not in tf_idf mode, nor in a "
                               "subclassed model's call); give it its state (vocabulary=, mean= and variance=, "
                               "bin_boundaries=)", logging.WARNING)  # fmt: skip
-            own_loss = self._module_loss() if hasattr(module, "loss") else self.compiled_loss
+            own_loss = self._module_loss() if callable(getattr(module, "loss", None)) else self.compiled_loss
             own_loss, problem = self._on_labels(own_loss)
             if problem:
                 raise UserModuleError(f"{where(None, module)}: {problem}")
@@ -256,7 +256,7 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             if not isinstance(model, keras.Model):
                 returned = type(model).__name__
                 raise UserModuleError(f"{where(None, module)}: build_model returned {returned}, not a Keras model")
-            self.compiled_loss = taken_compile(model, self.model_name, hasattr(module, "loss"))
+            self.compiled_loss = taken_compile(model, self.model_name, callable(getattr(module, "loss", None)))
             try:  # A Sequential or a subclassed model: made functional, as kflow reads a model's graph
                 return with_graph(model, self)
             except NumberColumnsMismatch as refused:
@@ -329,7 +329,7 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             return batches.map(lambda x, *rest: ({name: x[name] for name in names}, *rest))
 
         def loss(self) -> keras.losses.Loss:
-            if hasattr(module, "loss"):
+            if callable(getattr(module, "loss", None)):
                 loss = self._module_loss()
             elif self.compiled_loss is not None:  # build_model compiled its model with it (model_compile.py)
                 loss = self.compiled_loss
@@ -364,7 +364,7 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             return on_class_indices(loss) if predicts_classes(self) and loss is not None else (loss, None)
 
         def metrics(self) -> list[keras.metrics.Metric]:
-            if not hasattr(module, "metrics"):
+            if not callable(getattr(module, "metrics", None)):  # `from keras import metrics`: no metrics()
                 return super().metrics()
             try:  # named as in a process of their own: AUC is `auc` however many were made before (`auc_3`)
                 with names_from({}):

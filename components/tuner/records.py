@@ -36,8 +36,8 @@ def finish(
     completed = [record for record in records if record["state"] == "completed"]
     if not completed and refused is not None:
         raise ValueError(
-            f"{refused['error'].removeprefix('UserModuleError: ')} (the search stopped at trial {refused['number']}, "
-            "refused before training with other settings alike: the module refuses this data whatever the settings)"
+            f"{refused['error'].split(': ', 1)[-1]} (the search stopped at trial {refused['number']}: trials of "
+            "other settings failed alike before their first score, as every trial would)"
         )
     if not completed:
         errors = [record["error"] for record in records if record["error"]]

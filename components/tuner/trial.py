@@ -30,6 +30,10 @@ class TrialTrained(Exception):
     """Raised after a trial's last epoch is scored, to end the Trainer before it exports a model nobody reads."""
 
 
+class ObjectiveNotReported(ValueError):
+    """The training reports no objective.metric: the search's own mistake, not its settings' (a refusal)."""
+
+
 def examples_view(examples_uri: str, folder: Path) -> Path:
     """A folder of links to the Examples' Split-train, Split-eval and their other files (stats.json, ...), not to
     any other split: what a trial reads holds no test split."""
@@ -74,10 +78,12 @@ def run_trial(spec: dict[str, Any]) -> dict[str, Any]:
     epochs = int(spec["parameters"].get("epochs") or 1)
 
     def hear(epoch: int, metrics: dict[str, float]) -> None:
-        curve.append({"epoch": epoch, **{name: float(value) for name, value in metrics.items()}})
-        if metric not in metrics:
+        if metric not in metrics:  # before its epoch is counted: no trial of this search would have a score
             known = ", ".join(sorted(name for name in metrics if name.startswith("val_")))
-            raise ValueError(f"objective.metric {metric!r} is not a validation metric of this training ({known})")
+            raise ObjectiveNotReported(
+                f"objective.metric {metric!r} is not a validation metric of this training ({known})"
+            )
+        curve.append({"epoch": epoch, **{name: float(value) for name, value in metrics.items()}})
         trial.report(float(metrics[metric]), epoch)
         # After the last epoch there is nothing left to save: the trial completes (Hyperband's top rung is the last
         # epoch, where its pruner would otherwise stop a trial that has run all its epochs).
@@ -110,8 +116,9 @@ def run_trial(spec: dict[str, Any]) -> dict[str, Any]:
         from kflow.components.datasets.user_module import UserModuleError
 
         result.update(state="failed", error=f"{type(error).__name__}: {error}")
-        # The module refused before training (its model not built): the tuner may stop the search (executor.py).
-        result["refused"] = isinstance(error, UserModuleError) and not curve
+        # The module refused before training (its model not built), or the objective is not reported: the tuner
+        # may stop the search (executor.py).
+        result["refused"] = isinstance(error, UserModuleError | ObjectiveNotReported) and not curve
         (folder / "error.log").write_text(traceback.format_exc())
     result.update(
         curve=curve,

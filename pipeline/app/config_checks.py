@@ -276,7 +276,7 @@ def _validation_metrics(config: PipelineConfig, problem_type: str | None) -> lis
     after every trial; the Trainer after the ingest)."""
     from kflow.components.datasets.tabular.dataset import TRAINING_METRICS
 
-    if problem_type not in TRAINING_METRICS or config.trainer.module:  # a module's metrics() names its own
+    if problem_type not in TRAINING_METRICS or _module_metrics(config):
         return []
     known = ["val_loss", *(f"val_{name}" for name in TRAINING_METRICS[problem_type])]
     watched = {"trainer.early_stopping_monitor": config.trainer.early_stopping_monitor}
@@ -287,6 +287,18 @@ def _validation_metrics(config: PipelineConfig, problem_type: str | None) -> lis
         for field, metric in watched.items()
         if metric is not None and metric not in known
     ]
+
+
+def _module_metrics(config: PipelineConfig) -> bool:
+    """Whether trainer.module names its own validation metrics (its metrics()), or may: one validate cannot read.
+    A module without metrics() trains with the task's."""
+    from kflow.components.datasets.module_source_checks import defines
+    from kflow.pipeline.app.trainer_checks import module_tree
+
+    if not config.trainer.module:
+        return False
+    tree = module_tree(config)
+    return tree is None or defines(tree, "metrics")
 
 
 def _spans(config: PipelineConfig) -> list[str]:

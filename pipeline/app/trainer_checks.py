@@ -4,6 +4,8 @@ the Trainer refuses when it parses its parameters."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets import DATASETS, get_dataset
@@ -39,7 +41,7 @@ def model_problems(config: PipelineConfig) -> list[str]:
     refused them after the ingest: a TypeError from the model's builder, or the task's unknown options)."""
     dataset = get_dataset(config.data.dataset)
     if config.trainer.module:  # the user's build_model decides what it takes
-        return []
+        return _module_options(config)
     model, problems = config.trainer.model, []
     if model and dataset.models and model not in dataset.models:
         problems.append(f"trainer.model: {model} does not train on {dataset.name} (its models: "
@@ -62,6 +64,38 @@ def model_problems(config: PipelineConfig) -> list[str]:
         ]
         problems += _searched_options(config, searched)
     return problems
+
+
+def module_tree(config: PipelineConfig) -> ast.Module | None:
+    """The syntax of trainer.module (None: no module, or one refused as it is: _trainer_settings says why)."""
+    from kflow.components.datasets.user_module import module_problems, read_module_source
+
+    module = config.trainer.module
+    if not module or module_problems(module):
+        return None
+    return ast.parse(read_module_source(module), module)
+
+
+def _module_options(config: PipelineConfig) -> list[str]:
+    """A model option set or searched that the module's build_model never reads, where it reads its options by
+    name only (module_source_checks.options_read): every run or trial trained without it, silently."""
+    from kflow.components.datasets.module_source_checks import options_read
+
+    tree = module_tree(config)
+    read = options_read(tree) if tree is not None else None
+    if read is None:
+        return []
+    prefix = "trainer.model_options."
+    searched = tuner.search_space if (tuner := given(config.tuner)) is not None else {}
+    fields = [(f"{prefix}{name}", name) for name in config.trainer.model_options]
+    fields += [(f"tuner.search_space.{key}", key.removeprefix(prefix)) for key in searched if key.startswith(prefix)]
+    module = Path(config.trainer.module).name
+    return [
+        f"{field}: {module}'s build_model never reads options[{name!r}]{did_you_mean(name, read)} (it reads: "
+        f"{', '.join(sorted(read)) or 'none'})"
+        for field, name in fields
+        if name not in read
+    ]
 
 
 def _searched_options(config: PipelineConfig, searched: dict[str, Any]) -> list[str]:

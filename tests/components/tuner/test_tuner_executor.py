@@ -126,7 +126,7 @@ def test_a_module_refused_before_training_stops_the_search_at_its_second_trial(t
             trainer_executor="kflow.components.trainer.executor:run")  # fmt: skip
     said = str(stopped.value)
     assert said.startswith("trainer.module: tunable.py:") and "cannot contain character `/`" in said, said
-    assert "the search stopped at trial 1" in said and "\n" not in said, said
+    assert "the search stopped at trial 1:" in said and "\n" not in said, said
     assert [trial["state"] for trial in output.trials] == ["failed", "failed"]
 
 
@@ -241,3 +241,30 @@ def test_a_regressions_errors_are_minimised_and_its_r2_maximised():
     assert {direction_of(metric, None) for metric in lower} == {"minimize"}
     assert {direction_of(metric, None) for metric in higher} == {"maximize"}
     assert direction_of("val_rmse", "maximize") == "maximize"  # as given
+
+
+@pytest.mark.slow  # ~20 s: two trials of one epoch
+def test_an_objective_the_modules_metrics_do_not_report_stops_the_search_at_its_second_trial(iris, tmp_path):
+    """A module whose metrics() name their own (`acc`), searched for val_accuracy, which validate cannot know: every
+    trial failed after its first epoch, and the search went on through all of them."""
+    from kflow.components.tuner.executor import run
+
+    module = (
+        "import keras\n\n\ndef build_model(schema, options):\n"
+        "    inputs = {f['name']: keras.Input(shape=(1,), name=f['input_name']) for f in options['features']}\n"
+        "    joined = keras.layers.concatenate(list(inputs.values()))\n"
+        "    return keras.Model(inputs, keras.layers.Dense(3, activation='softmax')(joined))\n\n\n"
+        "def metrics():\n    return [keras.metrics.SparseCategoricalAccuracy(name='acc')]\n"
+    )
+    examples, schema = iris
+    output = HyperParameters(tmp_path / "hyperparameters")
+    with pytest.raises(ValueError) as stopped:
+        run(examples=examples, schema=schema, hyperparameters=output, working_dir=tmp_path / "work",
+            search_space={"trainer.optimizer.learning_rate": {"log_uniform": [1e-4, 0.1]}}, algorithm="random",
+            max_trials=5, max_time=None, objective_metric="val_accuracy", objective_direction=None, parallel_trials=1,
+            seed=0, trainer=trainer_parameters(model_name=None, module="acc.py", module_source=module, epochs=3),
+            trainer_executor="kflow.components.trainer.executor:run")  # fmt: skip
+    said = str(stopped.value)
+    assert said.startswith("objective.metric 'val_accuracy' is not a validation metric of this training (val_acc,")
+    assert "the search stopped at trial 1:" in said, said
+    assert [trial["state"] for trial in output.trials] == ["failed", "failed"]
