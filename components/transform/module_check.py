@@ -25,6 +25,7 @@ def load_preprocessing_module(source: str, origin: str) -> types.ModuleType:
         return sys.modules[name]
     module = types.ModuleType(name)
     module.__file__ = origin
+    module.__kflow_source__ = source  # the lines of the layers it makes (preprocessing_trace._where)
     sys.modules[name] = module
     try:
         exec(compile(source, origin, "exec"), module.__dict__)  # noqa: S102 - the user's own preprocessing code.

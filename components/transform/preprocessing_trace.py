@@ -8,6 +8,8 @@ that is no column, a wrong return value or an exception in the function is said 
 
 from __future__ import annotations
 
+import ast
+import re
 import traceback
 from typing import Any
 
@@ -16,6 +18,15 @@ import numpy as np
 
 from kflow.components.transform.module_check import FUNCTION, load_preprocessing_module
 from kflow.pipeline.dsl.config_validation import did_you_mean
+
+KERAS_STYLING = re.compile(r"\x1b\[[01]m")  # the bold Keras wraps its messages in
+# What fails whatever the data, by a phrase of its message, and what to do instead.
+WAYS_OUT = {
+    "KerasTensor cannot be used as input to a TensorFlow function": "`inputs` are Keras tensors: use keras.ops or "
+    "Keras layers on them (TextVectorization lowercases and splits text itself: vocabulary=analyzers.tokens(x))",
+    "must set the layer's vocabulary": "a layer is adapted here by the analyzers, not adapt(): give it "
+    "vocabulary=analyzers.tokens(x) (TextVectorization) or analyzers.vocabulary(x) (StringLookup)",
+}
 
 
 class PreprocessingError(ValueError):
@@ -53,6 +64,12 @@ class Analyzers:
         frequency_threshold times); never empty (a placeholder when nothing qualifies)."""
         return self._ask("vocabulary", x, top_k=top_k, frequency_threshold=frequency_threshold)
 
+    def tokens(self, x: Any, top_k: int | None = None, frequency_threshold: int = 1, ngrams: int = 1) -> list[str]:
+        """The most frequent words of a text tensor as `TextVectorization` makes them by default (ASCII lowercase,
+        punctuation stripped, split on whitespace; with `ngrams` n, its 1- to n-grams too), for its `vocabulary=`:
+        TFT's `compute_and_apply_vocabulary` of split text. Never empty (a placeholder when nothing qualifies)."""
+        return self._ask("tokens", x, top_k=top_k, frequency_threshold=frequency_threshold, ngrams=int(ngrams))
+
     def quantiles(self, x: Any, num_buckets: int) -> list[float]:
         """Bucket boundaries splitting the values into num_buckets of about equal count (Beam's approximate
         quantiles: each boundary's rank within 0.1 % of the rows of the exact one's)."""
@@ -81,13 +98,18 @@ def answer(kind: str, values: np.ndarray, options: dict[str, Any]) -> Any:
     """An analyzer's value on values held in memory (the traced sample's)."""
     if values.dtype.kind in "SUO":
         values = np.array([v for v in values if v], dtype=object)
-        if kind != "vocabulary":
+        if kind not in ("vocabulary", "tokens"):
             raise Misuse(f"analyzers.{kind} takes numbers, got strings")
-    elif kind == "vocabulary":
-        raise Misuse("analyzers.vocabulary takes strings, got numbers")
+    elif kind in ("vocabulary", "tokens"):
+        raise Misuse(f"analyzers.{kind} takes strings, got numbers")
     else:
         values = values[np.isfinite(values.astype(np.float64))].astype(np.float64)
-    if kind == "vocabulary":
+    if kind == "tokens":  # the words of each text, counted as the Beam pass counts them (counts._tokens)
+        from kflow.components.transform.counts import _tokens
+
+        texts = [v if isinstance(v, bytes) else str(v).encode() for v in values]
+        values = np.array(_tokens({"text": texts}, "text", options["ngrams"]), dtype=object)
+    if kind in ("vocabulary", "tokens"):
         found, counts = np.unique(values, return_counts=True) if len(values) else ([], [])
         ranked = sorted(zip(found, counts, strict=True), key=lambda item: (-item[1], item[0]))
         ranked = [_text(v) for v, n in ranked if n >= options["frequency_threshold"]][: options["top_k"]]
@@ -167,15 +189,45 @@ def _refuse_non_finite(produced: dict[str, Any]) -> None:
 def _where(error: BaseException, origin: str, function: Any = None) -> str:
     """`my_preprocessing.py:LINE`: the module's deepest frame in `error`'s traceback, else preprocessing_fn's line
     (a wrong return value), else the file alone."""
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == origin]
+    # The function's code names the file it was first compiled under (a module loads once per process: validate's
+    # check at the start of `kflow run` may have loaded it before the Transform).
+    filename = function.__code__.co_filename if function is not None else origin
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename in (filename, origin)]
     if frames:
         return f"{origin}:{frames[-1].lineno}"
+    called = re.match(r"Exception encountered when calling (\w+)\.call", KERAS_STYLING.sub("", str(error)))
+    if called and function is not None:  # a layer failed in Keras' call, not in the module: the line that made it
+        lines = _calls_of(function.__globals__.get("__kflow_source__", ""), called.group(1))
+        if lines:
+            return f"{origin}:{lines[0]}"
     return f"{origin}:{function.__code__.co_firstlineno}" if function is not None else origin
 
 
+def _calls_of(source: str, callee: str) -> list[int]:
+    """The lines of the calls of `callee` (`TextVectorization(…)`, `keras.layers.TextVectorization(…)`) in source."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return sorted(
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and callee in (getattr(node.func, "attr", None), getattr(node.func, "id", None))
+    )
+
+
 def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else ""
+    """The error's first line; of an error Keras wraps ("Exception encountered when calling X.call()."), its
+    reason's, without Keras' bold, and a way out where kflow knows one."""
+    lines = [line.strip() for line in KERAS_STYLING.sub("", str(error)).strip().splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].startswith("Exception encountered when calling"):
+        lines = [f"{lines[0].removeprefix('Exception encountered when calling ').rstrip('.')}: {lines[1]}"]
+    said = lines[0] if lines else ""
+    for cause, way_out in WAYS_OUT.items():
+        if cause in said:  # up to the end of the sentence that says it, and the way out
+            end = said.find(". ", said.index(cause))
+            return f"{said if end < 0 else said[: end + 1]} ({way_out})"
+    return said
 
 
 def load_module(source: str, origin: str) -> Any:
@@ -203,12 +255,26 @@ def preprocessing_problem(module: str, types: dict[str, str]) -> str | None:
     from pathlib import Path
     from types import SimpleNamespace
 
+    origin = Path(module).name  # as the Transform names it: the same line from validate and run
     try:
-        function = getattr(load_module(Path(module).read_text(), module), FUNCTION)
-        call_preprocessing_fn(function, SimpleNamespace(types=types), None, module)
+        function = getattr(load_module(Path(module).read_text(), origin), FUNCTION)
+        traced = call_preprocessing_fn(function, SimpleNamespace(types=types), None, origin)
+        row = {name: np.array([["a"]] if kind == "string" else [[0.0]], dtype=object if kind == "string" else "float32")
+               for name, kind in types.items()}  # fmt: skip
+        try:  # a layer that holds no state (no vocabulary: adapt() expected) fails on any row
+            keras.Model(traced.inputs, traced.outputs)(row)
+        except Exception as error:
+            if any(cause in str(error) for cause in WAYS_OUT):
+                raise PreprocessingError(
+                    f"transform.module: {_where(error, origin, function)}: {type(error).__name__}: {_first_line(error)}"
+                ) from error
     except (PreprocessingError, ValueError) as error:
-        # Only what fails whatever the data: a column it lacks, a misuse, a name the code never defined or a module
-        # it cannot import. Anything else may come of the placeholder values (a division by max - min, a
-        # vocabulary's index); the Transform traces the real sample.
-        return str(error) if isinstance(error.__cause__, NoColumn | Misuse | NameError | ImportError) else None
+        # Only what fails whatever the data: a column it lacks, a misuse, a name the code never defined, a module
+        # it cannot import, a TensorFlow function of a Keras tensor, a layer of no state. Anything else may come of
+        # the placeholder values (a division by max - min, a vocabulary's index); the Transform traces the sample.
+        cause = error.__cause__
+        data_free = isinstance(cause, NoColumn | Misuse | NameError | ImportError) or any(
+            phrase in str(cause) for phrase in WAYS_OUT
+        )
+        return str(error) if data_free else None
     return None

@@ -93,7 +93,7 @@ def _value(kind: str, result: Any) -> Any:
     if kind in ("mean", "variance", "min", "max"):
         value = result[kind]
         return {"mean": 0.0, "variance": 1.0}.get(kind, 0.0) if value is None or not result["count"] else value
-    if kind == "vocabulary":
+    if kind in ("vocabulary", "tokens"):
         return [value for value, _ in result["ranked"]] or ["[none]"]
     return result or [0.0]
 

