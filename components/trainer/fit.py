@@ -47,6 +47,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
     """Fits `task`'s model on Split-train (validating on Split-eval), exports it, writes the history; returns it."""
     working_dir = Path(working_dir)
     global_batch = config.batch_size
+    runtime.check_batch(global_batch)  # mirrored's replicas too: else a raw AddN shape error mid-step
     dataset, train_count, eval_count, steps_per_epoch = read_splits(task, examples, config)
     per_call = fit_steps_per_call(config.steps_per_execution, steps_per_epoch, config.steps_per_epoch is not None)
     batch_spec = functools.cache(lambda: dataset("train", False, global_batch).element_spec)  # one batch's specs

@@ -31,9 +31,38 @@ def strategy_problems(config: PipelineConfig) -> list[str]:
             problems.append(
                 f"trainer.strategy: {name} trains on {strategy.backend}, where {dataset.name} cannot: {limit}"
             )
-        return problems or _trainer_settings(config)
+        return problems or _batch_problems(config, strategy) or _trainer_settings(config)
     choices = ", ".join(STRATEGIES)
     return [f"trainer.strategy: unknown strategy {name!r}{did_you_mean(name, STRATEGIES)} (registered: {choices})"]
+
+
+# The strategies whose replicas each take an equal share of the global batch (check_batch of their runtimes).
+SPLIT_BATCH = {"mirrored", "multi_worker_mirrored", "keras_data_parallel", "jax_data_parallel"}
+
+
+def _batch_problems(config: PipelineConfig, strategy: Any) -> list[str]:
+    """A trainer.batch_size (set, or searched) that the strategy's replicas cannot share equally: each worker
+    refused it at its start and the cluster was restarted on it (mirrored: a raw shape error mid-step)."""
+    if strategy.name not in SPLIT_BATCH:
+        return []
+    trainer = config.trainer
+    workers = trainer.workers if strategy.multi_process else 1
+    devices = (trainer.devices or 1) if strategy.devices else 1
+    replicas = workers * devices
+    if replicas < 2:
+        return []
+    made = f"{workers} worker(s) × {devices} device(s)"
+    domain = tuner.search_space.get("trainer.batch_size") if (tuner := given(config.tuner)) else None
+    sizes = [("trainer.batch_size", trainer.batch_size)]
+    sizes += [(f"tuner.search_space.trainer.batch_size.{kind}", value)
+              for kind, values in (as_data(domain) if domain is not None else {}).items()
+              for value in (values if isinstance(values, list) else [])]  # fmt: skip
+    return [
+        f"{field}: {size} is not a multiple of the {replicas} replicas of strategy {strategy.name} ({made}), which "
+        f"share each batch equally; take {size - size % replicas or replicas} or {size - size % replicas + replicas}"
+        for field, size in sizes
+        if isinstance(size, int) and size % replicas
+    ]
 
 
 def model_problems(config: PipelineConfig) -> list[str]:
