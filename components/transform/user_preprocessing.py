@@ -67,6 +67,10 @@ def user_graph(
         "left_out": {},
         "inputs": {name: kind for name, kind in task.types.items() if name in read},
         "outputs": sorted(final.outputs),
+        # The columns read as free text (a tokens analyzer's): new data is told their words, not their values.
+        "texts": sorted(
+            {name for kind, x, _ in traced.calls if kind == "tokens" for name in _read_inputs(traced.inputs, {"x": x})}
+        ),
     }
     return plan, [*analyzers, *labels], results, preprocessing
 

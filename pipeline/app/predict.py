@@ -214,7 +214,8 @@ def _read_as_words(model: Model) -> set[str]:
     if not model.training_schema_file.is_file():
         return set()
     plan = getattr(task_for_model(model, model.training_schema_file), "preprocessing", None) or {}
-    return {spec["name"] for spec in plan.get("features", []) if spec.get("kind") == "text"}
+    texts = {spec["name"] for spec in plan.get("features", []) if spec.get("kind") == "text"}
+    return texts | set(plan.get("texts", []))  # a preprocessing_fn's (its tokens analyzers' columns)
 
 
 def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | None, data_format: str | None) -> Any:

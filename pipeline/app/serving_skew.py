@@ -147,10 +147,17 @@ def describe_unseen(unseen: dict[str, dict[str, int]]) -> str:
     """`region: 'ZZ' (5 rows); type: 'Mansion' (3 rows), …` (at most three values a feature)."""
     return "; ".join(
         f"{name}: "
-        + ", ".join(f"{value!r} ({count} row{'s' if count != 1 else ''})" for value, count in list(values.items())[:3])
+        + ", ".join(
+            f"{_short(value)!r} ({count} row{'s' if count != 1 else ''})" for value, count in list(values.items())[:3]
+        )  # fmt: skip
         + (f" and {len(values) - 3} more" if len(values) > 3 else "")
         for name, values in unseen.items()
     )
+
+
+def _short(value: str, most: int = 40) -> str:
+    """A value as a line shows it: its first `most` characters (a free text's whole value is a paragraph)."""
+    return value if len(value) <= most else value[: most - 1] + "…"
 
 
 def _present(statistics: Any) -> str:

@@ -161,7 +161,8 @@ class TabularTask(LearntByTransform, Task):
                 "transform.module builds the model's inputs, which only trainer.model tabular_mlp takes "
                 "(not trainer.module or another model)"
             )
-        self.preprocessing = {key: analyzers[key] for key in ("label", "features", "head", "left_out", "inputs")}
+        keys = ("label", "features", "head", "left_out", "inputs", "texts")  # texts: a preprocessing_fn's free texts
+        self.preprocessing = {key: analyzers[key] for key in keys if key in analyzers}
         self._keep_model_inputs()
         shutil.copyfile(graph.model_file, assets_dir / GRAPH_MODEL_FILE)
         (assets_dir / PREPROCESSING_FILE).write_text(json.dumps(self.preprocessing, indent=1) + "\n")

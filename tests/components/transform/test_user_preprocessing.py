@@ -244,3 +244,5 @@ def test_a_free_text_columns_words_are_its_tokens_vocabulary_as_keras_adapt_coun
     least = min(counts[word] for word in vocabulary)
     assert {word for word, count in counts.items() if count > least} <= set(vocabulary)
     assert [counts[word] for word in vocabulary] == sorted((counts[word] for word in vocabulary), reverse=True)
+    # The column read as free text, for `kflow predict` to tell new data's words, not its values, as unseen.
+    assert graph.analyzers["texts"] == ["Summary"]
