@@ -122,5 +122,5 @@ def test_unseen_values_are_only_those_of_a_complete_training_list():
     assert found == {"city": {"rome": 2, "nice": 1}}
     assert describe_unseen(found) == "city: 'rome' (2 rows), 'nice' (1 row)"
     long = "a binder of 1,272 patients' records was stolen from a car"  # a free text's value: a line shows its start
-    assert describe_unseen({"text": {long: 1}}) == "text: 'a binder of 1,272 patients' records was…' (1 row)"
+    assert describe_unseen({"text": {long: 1}}) == """text: "a binder of 1,272 patients' records was…" (1 row)"""
     assert unseen_values(scored, trained, {"city"}) == {}
