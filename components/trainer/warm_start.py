@@ -39,6 +39,9 @@ from kflow.components.util.predictions import class_names
 from kflow.pipeline.dsl.artifacts import Model
 
 log = logging.getLogger("kflow.trainer")
+# Why a Trainer under latest_blessed has no model and no reason: nothing resolved it (kflow run's standard pipeline
+# does, pipeline/app/warm_start.py; a compiled pipeline's tasks do not).
+NOT_RESOLVED = "no earlier model was resolved for this run (kflow run resolves it; a compiled pipeline does not)"
 
 
 def warm_start(keras_model: Any, config: Any, task: Any) -> str | None:
@@ -49,7 +52,8 @@ def warm_start(keras_model: Any, config: Any, task: Any) -> str | None:
     if uri is None:
         if config.warm_start != "latest_blessed":
             raise ValueError(f"trainer.warm_start: run {config.warm_start!r} was not resolved to a model")
-        log.info("train: from scratch (trainer.warm_start: latest_blessed): %s", config.warm_start_reason)
+        reason = config.warm_start_reason or NOT_RESOLVED  # none given: a compiled pipeline's Trainer
+        log.info("train: from scratch (trainer.warm_start: latest_blessed): %s", reason)
         return None
     artifact = Model(uri)
     earlier = load_trained(artifact.keras_file, task.model_name)

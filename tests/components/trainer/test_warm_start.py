@@ -388,3 +388,19 @@ def test_a_model_of_another_tables_columns_is_refused():
     rows = np.array([[4.0, 3504.0], [8.0, 3693.0]], "float32")
     with pytest.raises(Incompatible, match="none of the input columns of 'dense' is the earlier model's"):
         warm(basic_regression(("cylinders", "weight"), rows), basic_regression(("age", "lwt"), rows), None, None)
+
+
+def test_a_latest_blessed_warm_start_no_task_resolved_says_why_it_trains_from_scratch(caplog):
+    """A compiled pipeline's Trainer: latest_blessed, and no model nor reason (no task resolves one: `kflow compile`
+    says so). Its log said `train: from scratch (trainer.warm_start: latest_blessed): None`."""
+    from types import SimpleNamespace
+
+    from kflow.components.trainer.warm_start import warm_start
+
+    config = SimpleNamespace(warm_start="latest_blessed", warm_start_model_uri=None, warm_start_reason=None)
+    with caplog.at_level("INFO", logger="kflow.trainer"):
+        assert warm_start(None, config, None) is None
+    assert caplog.messages == [
+        "train: from scratch (trainer.warm_start: latest_blessed): no earlier model was resolved for this run "
+        "(kflow run resolves it; a compiled pipeline does not)"
+    ]
