@@ -39,6 +39,9 @@ from kflow.components.util.predictions import class_names
 from kflow.pipeline.dsl.artifacts import Model
 
 log = logging.getLogger("kflow.trainer")
+# Why a Trainer under latest_blessed has no model and no reason: nothing resolved it (kflow run's standard pipeline
+# does, pipeline/app/warm_start.py; a compiled pipeline's tasks do not).
+NOT_RESOLVED = "no earlier model was resolved for this run (kflow run resolves it; a compiled pipeline does not)"
 
 
 def warm_start(keras_model: Any, config: Any, task: Any) -> str | None:
@@ -49,7 +52,8 @@ def warm_start(keras_model: Any, config: Any, task: Any) -> str | None:
     if uri is None:
         if config.warm_start != "latest_blessed":
             raise ValueError(f"trainer.warm_start: run {config.warm_start!r} was not resolved to a model")
-        log.info("train: from scratch (trainer.warm_start: latest_blessed): %s", config.warm_start_reason)
+        reason = config.warm_start_reason or NOT_RESOLVED  # none given: a compiled pipeline's Trainer
+        log.info("train: from scratch (trainer.warm_start: latest_blessed): %s", reason)
         return None
     artifact = Model(uri)
     earlier = load_trained(artifact.keras_file, task.model_name)
@@ -335,10 +339,9 @@ def _vocabulary_change(old: Any, new: Any, name: str) -> str | None:
         old_values, new_values = list(map(str, old.get_vocabulary())), list(map(str, new.get_vocabulary()))
         if old_values == new_values:
             return None
-        added = [value for value in new_values if value not in set(old_values)]
-        if added:
-            return f"layer {name!r} has new values in its vocabulary: {', '.join(added[:5])}"
-        return f"layer {name!r} has another vocabulary: {new_values[:6]}, the earlier model's {old_values[:6]}"
+        return (
+            f"layer {name!r} has another vocabulary: {_vocabulary_diff(old_values, new_values)}; {VOCABULARY_WAY_OUT}"
+        )
     if hasattr(new, "layers") and hasattr(old, "layers"):
         inner = {layer.name: layer for layer in old.layers}
         if [type(layer) for layer in old.layers] == [type(layer) for layer in new.layers]:
@@ -351,3 +354,32 @@ def _vocabulary_change(old: Any, new: Any, name: str) -> str | None:
             if problem:
                 return problem
     return None
+
+
+# The way out of a lookup's vocabulary changed (a preprocessing_fn's analyzers.vocabulary, a lookup adapted anew).
+VOCABULARY_WAY_OUT = (
+    "weights read its values by place: give the lookup a fixed vocabulary=[...] to keep it (analyzers.vocabulary's "
+    "and adapt()'s follow the data's counts), or set trainer.warm_start: none to train from scratch"
+)
+
+
+def _vocabulary_diff(before: list[str], now: list[str]) -> str:
+    """What differs between a lookup's two vocabularies, each part counted with a few of its values: the values new,
+    those gone, those kept whose order changed (a vocabulary ordered by counts reorders as the data grows)."""
+    known, current = set(before), set(now)
+    added = [value for value in now if value not in known]
+    gone = [value for value in before if value not in current]
+    kept_before, kept_now = [value for value in before if value in current], [value for value in now if value in known]
+    moved = [value for value, was in zip(kept_now, kept_before, strict=False) if value != was]
+    parts = [f"{len(values)} {what}{_few(values)}" for what, values in (("new", added), ("gone", gone)) if values]
+    if moved and parts:
+        parts.append(f"{len(moved)} of the {len(kept_now)} kept in another order{_few(moved)}")
+    elif moved:
+        parts.append(f"the same {len(now)} values, {len(moved)} in another order{_few(moved)}")
+    return ", ".join(parts) or f"{len(now)} values, the earlier model's {len(before)}"
+
+
+def _few(values: list[str], shown: int = 3, width: int = 24) -> str:
+    """('a', 'b', 'c', …): the first `shown` values, each cut to `width` characters."""
+    said = [repr(value if len(value) <= width else value[: width - 1] + "…") for value in values[:shown]]
+    return f" ({', '.join(said)}{', …' if len(values) > shown else ''})"

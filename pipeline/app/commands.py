@@ -77,7 +77,17 @@ def compile_config(config_path: str, output: str | Path, overrides: list[str], i
             "(kflow manifests writes it; evaluator.baseline: none compiles without it)",
             file=sys.stderr,
         )
+    if config.components is None and config.trainer.warm_start == "latest_blessed":
+        print(COMPILED_WARM_START, file=sys.stderr)
     return compile_pipeline(pipeline, settings, output, runtime, baselines)
+
+
+# What a compiled Trainer does under trainer.warm_start: latest_blessed: no task resolves it (pipeline/app/warm_start.py
+# resolves it among the local runs, when `kflow run` is about to train), so warm_start_model_uri stays unset.
+COMPILED_WARM_START = (
+    "train: trains from scratch on every run: a compiled pipeline resolves no earlier model for trainer.warm_start: "
+    "latest_blessed (kflow run resolves it among its local runs; trainer.warm_start: none compiles without this note)"
+)
 
 
 # Read by the pods, not at compile time (trainer.module travels in pipeline.yaml as its source).

@@ -10,7 +10,7 @@ Trainer resolved to it would train again on unchanged data, again and again; so 
 Examples is passed over, and a re-run of an unchanged span resolves what it resolved before. Resolved into the
 Trainer's parameters `warm_start_model_uri` (in its cache key) and `warm_start_reason` (why none, said in the log).
 The Trainer checks that the model is compatible (components/trainer/warm_start.py). A compiled pipeline resolves
-nothing: its Trainer trains from scratch under latest_blessed.
+nothing: its Trainer trains from scratch under latest_blessed, as `kflow compile` notes (commands.COMPILED_WARM_START).
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ unknown slot, its column's other code), a new column not at all. Real Keras mode
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -132,7 +134,7 @@ def test_a_lone_category_maps_its_values_and_a_model_reading_it_twice_needs_the_
     assert warm(earlier, plain(["a", "b", "c"]), None, None) == [
         "hidden's input columns mapped by meaning: 3 kept, 1 new (word='c'), 0 gone"
     ]
-    with pytest.raises(Incompatible, match="layer 'lookup' has new values in its vocabulary: c"):
+    with pytest.raises(Incompatible, match=r"layer 'lookup' has another vocabulary: 1 new \('c'\); weights read"):
         warm(plain(["a", "b"], wide=True), plain(["a", "b", "c"], wide=True), None, None)
 
 
@@ -191,6 +193,59 @@ def test_a_lookup_inside_a_nested_preprocessing_model_is_compared_too():
     assert warm(nested(["red", "green"]), nested(["red", "green"]), None, None) == []
     with pytest.raises(Incompatible, match=r"layer 'preprocessing/lookup' has another vocabulary"):
         warm(nested(["red", "green"]), nested(["green", "red"]), None, None)
+
+
+def counted_vocabulary_model(purposes: list[str], top_k: int = 4) -> keras.Model:
+    """A user's model on a Transform of its own: preprocessing_fn's `StringLookup(vocabulary=analyzers.vocabulary(x,
+    top_k=top_k))` of the `purposes` (kflow's analyzer, counted on them), its preprocessing model embedded whole."""
+    from types import SimpleNamespace
+
+    from kflow.components.transform.preprocessing_trace import call_preprocessing_fn
+
+    def preprocessing_fn(inputs, analyzers):
+        purpose = inputs["purpose"]
+        vocabulary = analyzers.vocabulary(purpose, top_k=top_k)
+        return {"purpose": keras.layers.StringLookup(vocabulary=vocabulary, output_mode="one_hot")(purpose)}
+
+    sample = {"purpose": np.array([[purpose] for purpose in purposes], dtype=object)}
+    traced = call_preprocessing_fn(preprocessing_fn, SimpleNamespace(types={"purpose": "string"}), sample, "fn.py")
+    preprocessing = keras.Model(traced.inputs, traced.outputs, name="preprocessing")
+    inputs = {"purpose": keras.Input(shape=(1,), dtype="string", name="purpose")}
+    hidden = keras.layers.Dense(3, name="hidden")(preprocessing(inputs)["purpose"])
+    return keras.Model(inputs, keras.layers.Dense(2, name="out")(hidden))
+
+
+def test_a_counted_vocabulary_that_changed_says_what_differs_and_the_way_out_in_one_line():
+    """A user trial: the table grew, analyzers.vocabulary's most frequent order changed, and the refusal was two
+    truncated lists (`another vocabulary: ['[UNK]', 'card', …], the earlier model's [...]`) and no way out."""
+    earlier = ["debt"] * 5 + ["card"] * 4 + ["home"] * 3 + ["car"] * 2 + ["wedding"]
+    way_out = (
+        "; weights read its values by place: give the lookup a fixed vocabulary=[...] to keep it "
+        "(analyzers.vocabulary's and adapt()'s follow the data's counts), or set trainer.warm_start: none to train "
+        "from scratch"
+    )
+    reordered = [*earlier, *["card"] * 3]  # card passes debt
+    with pytest.raises(Incompatible) as refused:
+        warm(counted_vocabulary_model(earlier), counted_vocabulary_model(reordered), None, None)
+    assert re.fullmatch(r"layer 'preprocessing/string_lookup(_\d+)?' has another vocabulary: (.*)", str(refused.value))
+    said = str(refused.value).split(": ", 1)[1]
+    assert said == f"the same 5 values, 2 in another order ('card', 'debt'){way_out}"
+    grown = [*earlier, *["card"] * 3, *["home"] * 3, *["moving"] * 5]  # moving enters the top 4, car leaves it
+    with pytest.raises(Incompatible) as refused:
+        warm(counted_vocabulary_model(earlier), counted_vocabulary_model(grown), None, None)
+    said = str(refused.value).split(": ", 1)[1]
+    assert (
+        said == f"1 new ('moving'), 1 gone ('car'), 3 of the 4 kept in another order ('card', 'home', 'debt'){way_out}"
+    )
+    assert "\n" not in said
+    many = [*earlier, *[f"purpose_number_{index:02d}_of_a_long_name" for index in range(8)]]  # a few said of 8
+    with pytest.raises(Incompatible) as refused:
+        warm(counted_vocabulary_model(earlier, 20), counted_vocabulary_model(many, 20), None, None)
+    said = str(refused.value).split(": ", 1)[1]
+    assert (
+        said
+        == f"8 new ('purpose_number_00_of_a_…', 'purpose_number_01_of_a_…', 'purpose_number_02_of_a_…', …){way_out}"
+    )
 
 
 def test_an_adapted_normalization_keeps_the_new_datas_mean_and_variance():
@@ -333,3 +388,19 @@ def test_a_model_of_another_tables_columns_is_refused():
     rows = np.array([[4.0, 3504.0], [8.0, 3693.0]], "float32")
     with pytest.raises(Incompatible, match="none of the input columns of 'dense' is the earlier model's"):
         warm(basic_regression(("cylinders", "weight"), rows), basic_regression(("age", "lwt"), rows), None, None)
+
+
+def test_a_latest_blessed_warm_start_no_task_resolved_says_why_it_trains_from_scratch(caplog):
+    """A compiled pipeline's Trainer: latest_blessed, and no model nor reason (no task resolves one: `kflow compile`
+    says so). Its log said `train: from scratch (trainer.warm_start: latest_blessed): None`."""
+    from types import SimpleNamespace
+
+    from kflow.components.trainer.warm_start import warm_start
+
+    config = SimpleNamespace(warm_start="latest_blessed", warm_start_model_uri=None, warm_start_reason=None)
+    with caplog.at_level("INFO", logger="kflow.trainer"):
+        assert warm_start(None, config, None) is None
+    assert caplog.messages == [
+        "train: from scratch (trainer.warm_start: latest_blessed): no earlier model was resolved for this run "
+        "(kflow run resolves it; a compiled pipeline does not)"
+    ]

@@ -115,6 +115,27 @@ def test_a_latest_blessed_baseline_compiles_to_an_uncached_resolver_task_feeding
     assert "--record-blessed-model" not in ir["deploymentSpec"]["executors"]["exec-evaluate"]["container"]["args"]
 
 
+def test_compile_says_a_latest_blessed_warm_start_trains_from_scratch_as_it_says_the_baseline(tmp_path, capsys):
+    """A user trial: a config of trainer.warm_start: latest_blessed compiled with a note for the evaluator's baseline
+    only, while its Trainer, which no task resolves an earlier model for, trains from scratch on every run."""
+    baseline = "evaluate: compares with the latest blessed model, kept on the volume claim 'kflow-shared' at "
+    assert compile_cli(DEMO, tmp_path / "p.yaml", "--set", "trainer.warm_start=latest_blessed") == 0
+    notes = capsys.readouterr().err.splitlines()
+    assert [note for note in notes if note.startswith(baseline)] and notes[-1] == (
+        "train: trains from scratch on every run: a compiled pipeline resolves no earlier model for "
+        "trainer.warm_start: latest_blessed (kflow run resolves it among its local runs; trainer.warm_start: none "
+        "compiles without this note)"
+    )
+    ir, _ = load_ir(tmp_path / "p.yaml")  # what the note says: the train task gets the setting, never a model
+    train = ir["root"]["dag"]["tasks"]["train"]["inputs"]["parameters"]
+    assert train["warm_start"]["runtimeValue"]["constant"] == "latest_blessed" and "warm_start_model_uri" not in train
+    assert not any(
+        name.startswith("warm_start_") for name in ir["components"]["comp-train"]["inputDefinitions"]["parameters"]
+    )
+    assert compile_cli(DEMO, tmp_path / "none.yaml") == 0
+    assert not [note for note in capsys.readouterr().err.splitlines() if note.startswith("train:")]
+
+
 def test_tasks_are_wired_typed_and_run_the_entrypoint(tmp_path):
     assert compile_cli(DEMO, tmp_path / "p.yaml", "--image", "registry.example/kflow:1.2.3") == 0
     ir, _ = load_ir(tmp_path / "p.yaml")
