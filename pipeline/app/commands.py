@@ -38,6 +38,13 @@ def _compiled_pipeline(config: PipelineConfig, settings: KubeflowSettings) -> Pi
         "could read it): give it to the tasks as an environment variable from a Kubernetes Secret"
         for field in credential_fields(config)
     ]
+    warm_start = config.trainer.warm_start if config.components is None else None
+    if warm_start not in (None, "none", "latest_blessed"):  # a run id: resolved among this machine's runs only
+        problems.append(
+            f"trainer.warm_start: run {warm_start!r} is one of this machine's runs, which a compiled pipeline's pods "
+            "cannot read (its Trainer failed: 'was not resolved to a model'): compile with trainer.warm_start: none, "
+            "or latest_blessed (trains from scratch there)"
+        )
     try:
         pipeline = build_pipeline(config, local_data=_readable_here(config))
     except ConfigError as error:

@@ -427,3 +427,14 @@ def _problems(err: str) -> list[str]:
     """A ConfigError's problem lines as the CLI prints them: one after `kflow: FILE: `, or several indented."""
     first, *rest = err.strip().splitlines()
     return [line.strip() for line in rest] if first.endswith("invalid config:") else [first.split(": ", 2)[2]]
+
+
+def test_compile_refuses_a_warm_start_from_a_run_id_which_the_pods_cannot_resolve(tmp_path, capsys):
+    """A run id names a model among this machine's runs: compiled, the Trainer's pod failed ('was not resolved to a
+    model'). Refused at compile, with what compiles."""
+    assert compile_cli(DEMO, tmp_path / "p.yaml", "--set", "trainer.warm_start=20261128-042430-309093-27a5") == 2
+    said = capsys.readouterr().err
+    assert (
+        "trainer.warm_start: run '20261128-042430-309093-27a5' is one of this machine's runs, which a compiled " in said
+    )
+    assert not (tmp_path / "p.yaml").exists()
