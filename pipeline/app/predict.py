@@ -296,13 +296,18 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
 
 def _image_scoring_ingest(config: PipelineConfig, shape: tuple[int, ...], data: str) -> Any:
     """The images ingest set to read every image file under `data` (or the one file), keyed by its path, made the
-    size and channels the model was trained on (an MNIST model's too), with the config's fit and convert."""
+    size and channels the model was trained on (an MNIST model's too), with the config's ingest settings as a table's
+    scoring takes them: data.image's fit and convert, data.filters.max_invalid_fraction, beam_args, shards."""
     from kflow.components.datasets.images.ingest.source import UNLABELLED
 
     cls = get_dataset(IMAGES).ingest_component()
-    options = (ingest_parameters(config).get("image") or {}) if config.data.dataset == IMAGES else {}
-    image = {**options, "size": list(shape[:2]), "channels": 1 if len(shape) == 2 else shape[2]}
-    parameters = {"source_path": data, "source_format": UNLABELLED, "image": image, "split": {SPLIT: 1}}
+    # Every setting of the config's ingest that the images ingest takes (those every ingest takes whatever the dataset,
+    # data.image of an images config), less what scoring sets: the data, no label, no cap, one split.
+    parameters = {name: value for name, value in ingest_parameters(config).items() if name in cls.spec.parameters}
+    image = {**(parameters.get("image") or {}), "size": list(shape[:2]), "channels": 1 if len(shape) == 2 else shape[2]}
+    parameters.update(source_path=data, source_format=UNLABELLED, image=image, split={SPLIT: 1}, max_records=None)
+    for reading_of_training in ("label", "tfds"):  # a table's label column, a TFDS dataset: the training data's
+        parameters.pop(reading_of_training, None)
     if not Path(data).exists() and not glob.glob(data):  # a glob pattern of TFRecord or Parquet files of images
         raise ConfigError([f"--data: {data} does not exist"])
     return cls("score_ingest", parameters=parameters)

@@ -7,6 +7,7 @@ from typing import Any
 
 from kflow.pipeline.cli.test_data import format_test_data, run_spans, test_data_difference
 from kflow.pipeline.cli.trained_with import format_settings, tuned_settings
+from kflow.pipeline.dsl.artifacts import Model
 from kflow.pipeline.runners.plan import changes, execution_facts
 from kflow.pipeline.runners.run_record import RUN_FILE, Execution, Run, earlier_runs
 
@@ -51,13 +52,34 @@ def _row(run: Run) -> dict[str, Any]:
 
 
 def _data_read(run: Run) -> str:
-    """What the run learnt from: its source's file or folder name and the label, as `iris.csv (species)`."""
-    for execution in run.executions.values():
-        source = execution.parameters.get("source_path")
-        if source:
-            label = execution.parameters.get("label")
-            return Path(str(source).rstrip("/")).name + (f" ({label})" if label else "")
-    return ""
+    """What the run learnt from: its source's file or folder name and the label, as `iris.csv (species)`: the ingest
+    upstream of a trainer, else one with a label, else the first; not a declared pipeline's ingest of rows to score
+    (label: null), wherever it ran."""
+    ingests = [e for e in run.executions.values() if e.parameters.get("source_path")]
+    trainers = [e for e in run.executions.values() if any(r.type == Model.type_name for r in e.outputs.values())]
+    upstream = _upstream(run, trainers)
+    trained_on = [e for e in ingests if e.node_id in upstream]
+    labelled = [e for e in ingests if e.parameters.get("label")]
+    if not ingests:
+        return ""
+    chosen = (trained_on or labelled or ingests)[0]
+    label = chosen.parameters.get("label")
+    return Path(str(chosen.parameters["source_path"]).rstrip("/")).name + (f" ({label})" if label else "")
+
+
+def _upstream(run: Run, executions: list[Execution]) -> set[str]:
+    """The nodes whose outputs those executions read, directly or through others."""
+    # A published artifact's folder is <run>/<node>/<output>: the node that produced each input, also where the
+    # output is an earlier run's (cached).
+    producers = {ref.uri: e.node_id for e in run.executions.values() for ref in e.outputs.values()}
+    seen, todo = set(), list(executions)
+    while todo:
+        for ref in todo.pop().inputs.values():
+            node = producers.get(ref.uri, Path(ref.uri).parent.name)
+            if node not in seen and node in run.executions:
+                seen.add(node)
+                todo.append(run.executions[node])
+    return seen
 
 
 def _tuned(settings: dict[str, dict[str, Any]]) -> str:

@@ -72,8 +72,17 @@ def test_a_tfds_image_dataset_trains_to_090_reruns_cached_and_scores_new_image_f
         folder.mkdir(parents=True, exist_ok=True)
         pixels = (digits.images[index] * 16).clip(0, 255).astype("uint8")
         Image.fromarray(pixels, "L").convert("RGB").resize((16, 16)).save(folder / f"{index}.png")  # not 8×8 grey
-    done = run_kflow("predict", config, "--data", tmp_path / "new", "-o", tmp_path / "scored")
+    # Four notes named .png among them: 1.3% invalid, more than the config's ingest allows (data.filters' default
+    # 1%), said with the fraction in force; raised by --set as for a table, the 297 images are scored.
+    for index in range(4):
+        (tmp_path / "new" / f"notes-{index}.png").write_text("scanned on Monday\n")
+    done = run_kflow("predict", config, "--data", tmp_path / "new", "-o", tmp_path / "refused")
+    assert done.returncode == 2 and "more than data.filters.max_invalid_fraction=0.01 allows" in done.stderr
+    assert "(raise data.filters.max_invalid_fraction to score the others)" in done.stderr, done.stderr[-3000:]
+    done = run_kflow("predict", config, "--data", tmp_path / "new", "-o", tmp_path / "scored",
+                     "--set", "data.filters.max_invalid_fraction=0.5")  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "scored 297 row(s)" in done.stdout and "4 row(s) rejected" in done.stdout, done.stdout
     with (tmp_path / "scored" / "predictions" / "Split-score" / "predictions.csv").open() as file:
         rows = list(csv.DictReader(file))
     assert len(rows) == len({row["key"] for row in rows}) == 297

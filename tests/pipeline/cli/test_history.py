@@ -213,6 +213,57 @@ def test_runs_names_the_data_where_the_runs_of_a_pipeline_read_different_tables(
     ]
 
 
+def fitted(*, examples, model):
+    """A toy executor standing for a Trainer."""
+    (model.path / "weights.txt").write_text((examples.path / "value.txt").read_text())
+    return {}
+
+
+def scored(*, model, examples, predictions):
+    """A toy executor standing for the Predictor."""
+    (predictions.path / "predictions.txt").write_text((examples.path / "value.txt").read_text())
+    return {}
+
+
+def test_runs_names_the_data_the_model_learnt_from_not_the_rows_a_declared_pipeline_scored(tmp_path):
+    """A declared pipeline trains on one ingest and scores another (label: null, feeding a predict node): `kflow runs`
+    named the scoring file, the first ingest to run (a user trial: dia_new.csv for diamonds.csv (price)); it names
+    the ingest upstream of the trainer, and tells runs apart by their training data though they scored one file."""
+    from kflow.pipeline import api
+    from kflow.pipeline.cli.history import format_runs, list_runs
+    from kflow.pipeline.dsl.artifacts import Examples, InferenceResult, Model
+    from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
+
+    class Ingest(Component):
+        spec = ComponentSpec(
+            outputs={"numbers": Examples},
+            parameters={"source_path": Parameter(str), "label": Parameter(str, optional=True)},
+            executor=f"{__name__}:read",
+        )
+
+    class Train(Component):
+        spec = ComponentSpec(inputs={"examples": Examples}, outputs={"model": Model}, executor=f"{__name__}:fitted")
+
+    class Predict(Component):
+        spec = ComponentSpec(
+            inputs={"model": Model, "examples": Examples},
+            outputs={"predictions": InferenceResult},
+            executor=f"{__name__}:scored",
+        )
+
+    for table in ("diamonds.csv", "diamonds-2025.csv"):
+        new_rows = Ingest("new_rows", parameters={"source_path": "/data/dia_new.csv", "label": None})
+        ingest = Ingest("ingest", parameters={"source_path": f"/data/{table}", "label": "price"})
+        train = Train("train", examples=ingest.outputs["numbers"])
+        predict = Predict("predict", model=train.outputs["model"], examples=new_rows.outputs["numbers"])
+        api.run(api.Pipeline("diamonds", [new_rows, ingest, train, predict]), tmp_path / "runs")
+    rows = list_runs(tmp_path / "runs")
+    assert [row["data"] for row in rows] == ["diamonds-2025.csv (price)", "diamonds.csv (price)"]
+    header, *lines = format_runs(rows).splitlines()
+    assert "data (label)" in header
+    assert [line.split()[6:8] for line in lines] == [["diamonds-2025.csv", "(price)"], ["diamonds.csv", "(price)"]]
+
+
 def test_diff_says_an_option_set_where_there_were_none_by_its_own_field(tmp_path):
     """model_options {} → {dropout: 0.2} is one change, `trainer.model_options.dropout: None → 0.2`; diff also said
     `trainer.model_options: {} → None` (a user trial)."""

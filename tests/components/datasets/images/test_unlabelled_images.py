@@ -69,3 +69,43 @@ def _labelled_schema(tmp_path):
     path = tmp_path / "trained.pbtxt"
     path.write_text(image_schema((8, 8), [str(digit) for digit in range(10)]))
     return path
+
+
+def test_scoring_images_takes_the_configs_invalid_fraction_and_beam_options_as_a_tables_scoring_does(
+    new_images, tmp_path
+):
+    """`kflow predict` of an image model reads the folder with the config's ingest settings (from the file or --set):
+    one text file among 32 is more than the default 1% allows, and the refusal names the fraction in force; raised,
+    the 31 images are scored. An MNIST config's settings are taken alike."""
+    import yaml
+
+    from kflow.pipeline.app.config_loading import default_split
+    from kflow.pipeline.app.predict import DataRefused, _image_scoring_ingest, _ingest
+    from kflow.pipeline.dsl.config import load_config
+
+    data = {"dataset": "images", "source": {"path": "digits"}, "image": {"fit": "pad"}}
+    path = tmp_path / "images.yaml"
+    path.write_text(yaml.safe_dump({"name": "images", "data": data, "beam": {"options": {"direct_num_workers": 1}}}))
+
+    def scoring(*overrides, config=path):
+        return _image_scoring_ingest(load_config(config, overrides, default_split), (8, 8), str(new_images))
+
+    with pytest.raises(DataRefused, match=r"more than data\.filters\.max_invalid_fraction=0\.01 allows"):
+        _ingest(scoring(), tmp_path / "default")
+    with pytest.raises(DataRefused, match=r"more than data\.filters\.max_invalid_fraction=0\.02 allows"):
+        _ingest(scoring("data.filters.max_invalid_fraction=0.02"), tmp_path / "set")
+
+    node = scoring("data.filters.max_invalid_fraction=0.5")
+    assert node.parameters["image"] == {"fit": "pad", "size": [8, 8], "channels": 1}
+    assert node.parameters["beam_args"] == ["--direct_num_workers=1"]
+    summary = _ingest(node, tmp_path / "raised")
+    assert (summary["read"], summary["score"], summary["rejected"]) == (32, 31, 1)
+
+    mnist = tmp_path / "mnist.yaml"
+    mnist.write_text(
+        yaml.safe_dump({"name": "mnist", "data": {"dataset": "mnist", "filters": {"max_invalid_fraction": 0.3}}})
+    )
+    parameters = scoring(config=mnist).parameters
+    assert (parameters["max_invalid_fraction"], parameters["source_path"], parameters["split"]) == (
+        0.3, str(new_images), {"score": 1},
+    )  # fmt: skip
