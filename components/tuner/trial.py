@@ -60,6 +60,18 @@ def trial_value(curve: list[dict[str, float]], metric: str, direction: str, best
     return min(values) if direction == "minimize" else max(values)
 
 
+def _cluster_curve(history: Path) -> list[dict[str, float]]:
+    """The epochs' metrics a training's history.json holds (`per_epoch`), as the listener hears them."""
+    if not history.is_file():
+        return []
+    epochs = json.loads(history.read_text()).get("per_epoch") or []
+    return [
+        {"epoch": int(epoch["epoch"]), **{name: float(value) for name, value in epoch.items()
+                                          if name != "epoch" and isinstance(value, int | float)}}
+        for epoch in epochs
+    ]  # fmt: skip
+
+
 def run_trial(spec: dict[str, Any]) -> dict[str, Any]:
     import optuna
 
@@ -108,6 +120,9 @@ def run_trial(spec: dict[str, Any]) -> dict[str, Any]:
                 working_dir=folder / "work",
                 **spec["parameters"],
             )
+        # A local cluster trains in its own processes, whose epochs reach no listener here: the trial is scored on
+        # the history its training wrote (unpruned, as docs/tuning.md says).
+        curve = curve or _cluster_curve(folder / "model_run" / "history.json")
     except TrialTrained:
         pass  # completed
     except optuna.TrialPruned:

@@ -268,3 +268,20 @@ def test_an_objective_the_modules_metrics_do_not_report_stops_the_search_at_its_
     assert said.startswith("objective.metric 'val_accuracy' is not a validation metric of this training (val_acc,")
     assert "the search stopped at trial 1:" in said, said
     assert [trial["state"] for trial in output.trials] == ["failed", "failed"]
+
+
+@pytest.mark.slow  # ~60 s: two trials, each a cluster of two workers
+def test_trials_under_a_local_cluster_are_scored_on_the_history_their_training_wrote(iris, tmp_path):
+    """A user trial: under multi_worker_mirrored every trial trained to its end and was then recorded failed
+    ('ended the training as no number'): the cluster's epochs reach no listener in the trial's process."""
+    from kflow.components.tuner.executor import run
+
+    examples, schema = iris
+    output = HyperParameters(tmp_path / "hyperparameters")
+    summary = run(examples=examples, schema=schema, hyperparameters=output, working_dir=tmp_path / "work",
+                  search_space={"trainer.optimizer.learning_rate": {"choice": [0.001, 0.05]}}, algorithm="random",
+                  max_trials=2, max_time=None, objective_metric="val_loss", objective_direction=None, parallel_trials=1,
+                  seed=0, trainer=trainer_parameters(strategy="multi_worker_mirrored", workers=2, epochs=2),
+                  trainer_executor="kflow.components.trainer.executor:run")  # fmt: skip
+    assert summary["trials_completed"] == 2, output.trials
+    assert all(len(trial["curve"]) == 2 and trial["value"] == trial["curve"][-1]["val_loss"] for trial in output.trials)
