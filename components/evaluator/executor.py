@@ -278,6 +278,11 @@ class _Measure:
         for spec in [spec for spec in slices if taken is not None and spec["by"] not in (*taken, "label")]:
             log.warning("evaluate: no slices by %r: the model does not take it (trainer.module)", spec["by"])
         slices = [spec for spec in slices if taken is None or spec["by"] in (*taken, "label")]
+        read = getattr(task_object, "types", None)  # a table's features its preprocessing reads (a preprocessing_fn's)
+        for spec in [spec for spec in slices if read is not None and spec["by"] not in (*read, "label")]:
+            log.warning("evaluate: no slices by %r: the model's preprocessing does not read it (transform.module)",
+                        spec["by"])  # fmt: skip
+        slices = [spec for spec in slices if read is None or spec["by"] in (*read, "label")]
         keras_model = load_trained(model.keras_file, task_object.model_name)
         batches = task_object.dataset(self.examples, self.split, batch_size=1, training=False, seed=self.seed)
         check_inputs(model, keras_model, batches)
