@@ -40,6 +40,35 @@ def is_chatter(line: bytes) -> bool:
     return native.group(2) in (b"I", b"W") or bool(_CPU_ONLY_ERRORS.search(native.group(3)))
 
 
+class RemoteFunctionRemovals:
+    """Drops TensorFlow's notice that a connected cluster's task never held a function the client removes (a
+    tf.data dataset made in a parameter-server chief, freed: `Failed to remove function remotely due to Tried to
+    remove non-existent function ...`, and the gRPC lines that follow it, up to `This could happen if the remote
+    target has been disconnected from the client.`): nothing failed, the run goes on. Every other E line passes."""
+
+    _FIRST = b"Failed to remove function remotely due to Tried to remove non-existent function"
+    _LAST = b"This could happen if the remote target has been disconnected from the client."
+    _MAX_HELD = 8  # lines after the first: a notice that never ends lets the rest through
+
+    def __init__(self) -> None:
+        self.dropping, self.prefix = 0, b""
+
+    def feed(self, piece: bytes) -> list[bytes]:
+        native = _NATIVE.match(piece)
+        if native is not None and self._FIRST in native.group(3):
+            self.dropping, self.prefix = 1, native.group(1) or b""
+            return []
+        # Its next lines, of the same process (a cluster's processes share the descriptor, each line its prefix).
+        if self.dropping and self.prefix and not piece.startswith(self.prefix):
+            return [piece]  # another process's line, inside the notice: it passes, the notice's rest is dropped
+        if self.dropping and native is None and self.dropping <= self._MAX_HELD:
+            last = piece[len(self.prefix) :].startswith(self._LAST)
+            self.dropping = 0 if last else self.dropping + 1
+            return []
+        self.dropping = 0
+        return [piece]
+
+
 class BeamWorkerTracebacks:
     """Drops the tracebacks Beam's SDK worker prints raw to stderr (`sdk_worker._execute`: `print(traceback)`, then
     logs it, then raises it again): the failed component's one line names its error log, which holds it. Other
@@ -87,11 +116,17 @@ def filter_native_stderr() -> None:
     def pump() -> None:
         # Pieces end at "\n" or at "\r", so a progress bar's in-place updates pass at once, not at its end.
         pending = b""
-        tracebacks = BeamWorkerTracebacks()
+        tracebacks, removals = BeamWorkerTracebacks(), RemoteFunctionRemovals()
         while chunk := os.read(read_end, 65536):
             pieces = _PIECES.findall(pending + chunk)
             pending = pieces.pop() if pieces and not pieces[-1].endswith((b"\n", b"\r")) else b""
-            kept = [line for piece in pieces if not is_chatter(piece) for line in tracebacks.feed(piece)]
+            kept = [
+                line
+                for piece in pieces
+                if not is_chatter(piece)
+                for kept_piece in removals.feed(piece)
+                for line in tracebacks.feed(kept_piece)
+            ]
             os.write(original, b"".join(kept))
         os.write(original, b"".join(tracebacks.flush()))
         if pending and not is_chatter(pending):
