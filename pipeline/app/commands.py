@@ -86,6 +86,9 @@ def compile_config(config_path: str, output: str | Path, overrides: list[str], i
         )
     if config.components is None and config.trainer.warm_start == "latest_blessed":
         print(COMPILED_WARM_START, file=sys.stderr)
+    spans = _compiled_spans(config)
+    if spans:
+        print(spans, file=sys.stderr)
     return compile_pipeline(pipeline, settings, output, runtime, baselines)
 
 
@@ -95,6 +98,23 @@ COMPILED_WARM_START = (
     "train: trains from scratch on every run: a compiled pipeline resolves no earlier model for trainer.warm_start: "
     "latest_blessed (kflow run resolves it among its local runs; trainer.warm_start: none compiles without this note)"
 )
+
+
+def _compiled_spans(config: PipelineConfig) -> str | None:
+    """The note of a compiled pipeline of spans: it reads the spans found now, in every run (a schedule's too)."""
+    from kflow.pipeline.app.span_pipeline import resolve_spans
+
+    if config.data is None or config.data.source is None or "://" in str(config.data.source.path):
+        return None
+    try:
+        resolved = resolve_spans(config)
+    except (ValueError, OSError):
+        return None
+    if not resolved:
+        return None
+    chosen = ", ".join(span.name for span in resolved[1])
+    return (f"ingest: reads the spans found now (span {chosen}) in every run, a scheduled one too: a newer span is read "
+            "once the pipeline is compiled again (kflow run finds them at each run)")  # fmt: skip
 
 
 # Read by the pods, not at compile time (trainer.module travels in pipeline.yaml as its source).

@@ -60,3 +60,13 @@ def test_validate_refuses_bad_spans_in_one_line(tmp_path, capsys, pattern, spans
     assert main(["validate", str(write(tmp_path, spans=spans, pattern=pattern))]) == 2
     error = capsys.readouterr().err
     assert message in error and len(error.strip().splitlines()) == 1
+
+
+def test_compile_says_the_pipeline_reads_the_spans_found_now(tmp_path, capsys):
+    """A user trial: a compiled pipeline of spans (scheduled with kflow submit --schedule) kept retraining on the
+    spans found when it was compiled, without a word."""
+    config = write(tmp_path, spans="{last: 2}")
+    assert main(["compile", str(config), "-o", str(tmp_path / "p.yaml"), "--image", "registry.example/kflow:1"]) == 0
+    notes = capsys.readouterr().err.splitlines()
+    assert "ingest: reads the spans found now (span 2, 3) in every run, a scheduled one too: a newer span is read " \
+           "once the pipeline is compiled again (kflow run finds them at each run)" in notes, notes  # fmt: skip
