@@ -158,9 +158,11 @@ def check_columns(task: Task, scored: Any) -> list[str]:
         if (want, have) == ("int", "float") and annotation_tags(trained, name).get("kflow_type") == "int":
             widened.append(name)
         elif want and have and want != have:
+            kind = annotation_tags(trained, name).get("kflow_type")
             raise ColumnsRefused(
-                f"the data's column {name!r} holds {have} values; the model was trained on {want} ones "
-                f"(declare it in the ingest's columns: {{{name}: {annotation_tags(trained, name).get('kflow_type')}}})"
+                f"the data's column {name!r} holds {have} values; the model was trained on {want} ones (a table's: "
+                f"declare it in the ingest's columns, {{{name}: {kind}}}; TFRecords hold each feature's type, which "
+                f"their ingest takes as it is: write {name!r} as the training records held it)"
             )
     return widened
 
