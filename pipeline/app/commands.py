@@ -113,8 +113,8 @@ def _compiled_spans(config: PipelineConfig) -> str | None:
     if not resolved:
         return None
     chosen = ", ".join(span.name for span in resolved[1])
-    return (f"ingest: reads the spans found now (span {chosen}) in every run, a scheduled one too: a newer span is read "
-            "once the pipeline is compiled again (kflow run finds them at each run)")  # fmt: skip
+    return (f"ingest: reads the spans found now (span {chosen}) in every run, a scheduled one too: a newer span is "
+            "read once the pipeline is compiled again (kflow run finds them at each run)")  # fmt: skip
 
 
 # Read by the pods, not at compile time (trainer.module travels in pipeline.yaml as its source).

@@ -4,6 +4,7 @@
                      data.source.path: latest_blessed.model_identity) that was trained on other data than this
                      run's Examples (the same file grown, a new span); a model of another file: by its run id
     <run id>         the model the `train` node of that run of this pipeline trained (or reused)
+    <path>           a Model folder (runs/<pipeline>/<run id>/train/model, of any pipeline: a value with a "/")
 
 "Other data" keeps a re-run cached: the model a run blesses is the latest blessed one for the next run, and a
 Trainer resolved to it would train again on unchanged data, again and again; so the model trained on these very
@@ -35,10 +36,21 @@ def warm_start_resolver(pipeline_dir: Path, config: PipelineConfig) -> Callable[
         identity = model_identity(config.to_dict(), table=True)
         return lambda inputs: newest_blessed(pipeline_dir, identity, inputs.get("examples"))
     try:
-        uri = run_model(pipeline_dir, setting)
+        uri = model_folder(setting) if "/" in setting else run_model(pipeline_dir, setting)
     except ValueError as error:
         raise ConfigError([str(error)], config.source) from None
     return lambda _inputs: {"warm_start_model_uri": uri, "warm_start_reason": None}
+
+
+def model_folder(path: str) -> str:
+    """A Model folder given by its path (another pipeline's, a copied one); ValueError (one line) otherwise."""
+    folder = Path(path).expanduser()
+    if not Model(folder).keras_file.is_file():
+        raise ValueError(
+            f"trainer.warm_start: {path} holds no trained model (model.keras): give a Model folder, such as "
+            "runs/<pipeline>/<run id>/train/model, or a run id of this pipeline"
+        )
+    return str(folder.resolve())
 
 
 def run_model(pipeline_dir: Path, run_id: str) -> str:

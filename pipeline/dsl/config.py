@@ -219,8 +219,9 @@ def _with_default_split(data: dict[str, Any], split_default: SplitDefault) -> No
 
 # The fields that name what a run reads: relative values in a config file are relative to its folder, so the
 # config works from any directory. pipeline_root, what a run writes, stays relative to the current directory.
-INPUT_PATHS = ("data.source.path", "data.schema", "trainer.module", "evaluator.baseline", "transform.module")
-_NOT_PATHS = {"evaluator.baseline": ("latest_blessed", "none")}
+INPUT_PATHS = ("data.source.path", "data.schema", "trainer.module", "evaluator.baseline", "transform.module",
+               "trainer.warm_start")  # fmt: skip
+_NOT_PATHS = {"evaluator.baseline": ("latest_blessed", "none"), "trainer.warm_start": ("latest_blessed", "none")}
 
 
 def anchor_input_paths(raw: dict[str, Any], folder: Path, fields: Iterable[str] = INPUT_PATHS) -> None:
@@ -243,7 +244,9 @@ def _section_of(raw: dict[str, Any], dotted: str) -> tuple[dict[str, Any] | None
 def is_relative_local_path(value: str, field: str) -> bool:
     if not value or value in _NOT_PATHS.get(field, ()) or "://" in value or value.startswith(("/", "~")):
         return False
-    # trainer.module is a .py file or an importable `package.module`.
+    # trainer.module is a .py file or an importable `package.module`; trainer.warm_start a run id or a folder's path.
+    if field == "trainer.warm_start":
+        return "/" in value
     return field != "trainer.module" or value.endswith(".py") or "/" in value
 
 

@@ -114,7 +114,8 @@ class TrainerSection(Section):
     seed: int = 42
     warm_start: str | None = Field(None, min_length=1)
     """latest_blessed: start from the newest blessed model of this pipeline trained on other data; a run id (of
-    runs/<pipeline>/): start from that run's model. The earlier model must be compatible: its layers (a table's by
+    runs/<pipeline>/): start from that run's model; a Model folder's path (a value with a "/", relative to the
+    config's folder): that model, of any pipeline. The earlier model must be compatible: its layers (a table's by
     name, others in order) with weights of the same shapes, but a table's first hidden layer, a text model's
     embedding and a classifier's output, whose rows follow their columns', tokens' and classes' meaning as the data
     grows (docs/training.md, 'Warm start'); it then trains for this section's epochs. null: from scratch."""

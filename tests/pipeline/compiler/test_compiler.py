@@ -435,6 +435,7 @@ def test_compile_refuses_a_warm_start_from_a_run_id_which_the_pods_cannot_resolv
     assert compile_cli(DEMO, tmp_path / "p.yaml", "--set", "trainer.warm_start=20261128-042430-309093-27a5") == 2
     said = capsys.readouterr().err
     assert (
-        "trainer.warm_start: run '20261128-042430-309093-27a5' is one of this machine's runs, which a compiled " in said
+        "trainer.warm_start: run '20261128-042430-309093-27a5', one of this machine's, is resolved by kflow run "
+        in said
     )
     assert not (tmp_path / "p.yaml").exists()
