@@ -20,6 +20,7 @@ that code only if it is unchanged) and `no_baseline_reason` (said in the verdict
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,14 +54,15 @@ def latest_blessed(pipeline_dir: Path, config: dict[str, Any], model_input: str)
 
 
 def find_baseline(pipeline_dir: Path, identity: dict[str, Any], model_fingerprint: str) -> dict[str, Any]:
-    others = 0
+    others = []
     for run in earlier_runs(pipeline_dir):
         found = blessed_model(run)
         if found is None:
             continue
         execution, model, blessing = found
-        if model_identity(run.metadata.get("config") or {}, table="data.source.path" in identity) != identity:
-            others += 1
+        other = model_identity(run.metadata.get("config") or {}, table="data.source.path" in identity)
+        if other != identity:
+            others.append(other)
             continue
         if model.fingerprint and model.fingerprint == model_fingerprint:
             kept = {name: execution.parameters.get(name) for name in RESOLVED}
@@ -76,12 +78,32 @@ def find_baseline(pipeline_dir: Path, identity: dict[str, Any], model_fingerprin
     # it keeps these parameters (above), and "no earlier run blessed a model" would then be false.
     reason = f"no earlier run of {identity['name']!r} blessed a model"
     if others:
-        described = ", ".join(f"{key} {value!r}" for key, value in identity.items() if key != "name" and value)
-        reason += f" of {described}"
+        reason += f" of {described(identity)}"
     reason += " other than this one"
     if others:
-        reason += f" ({others} blessed model(s) of another config or table of that name passed over)"
+        reason += f" ({passed_over(identity, others)})"
     return {"baseline_model_uri": None, "baseline_module_digest": None, "no_baseline_reason": reason}
+
+
+def described(identity: dict[str, Any]) -> str:
+    """`dataset 'csv', label 'grade'`: what of `identity` is set, beside the pipeline's name."""
+    return ", ".join(f"{key} {value!r}" for key, value in identity.items() if key != "name" and value)
+
+
+def passed_over(identity: dict[str, Any], others: list[dict[str, Any]]) -> str:
+    """`3 blessed model(s) of label 'grade' passed over`: the blessed models whose identity (`others`) is not
+    `identity`, by what sets them apart (another label, task, dataset or data file)."""
+    apart = Counter(_apart(identity, other) for other in others).most_common()
+    if len(apart) == 1:
+        return f"{len(others)} blessed model(s) of {apart[0][0]} passed over"
+    return f"{len(others)} blessed model(s) passed over: {'; '.join(f'{n} of {what}' for what, n in apart)}"
+
+
+def _apart(identity: dict[str, Any], other: dict[str, Any]) -> str:
+    """`label 'grade'`, `problem_type not set`: what of `other` differs from `identity`."""
+    keys = [key for key in dict.fromkeys([*identity, *other]) if other.get(key) != identity.get(key)]
+    said = [f"{key} {other[key]!r}" if other.get(key) is not None else f"{key} not set" for key in keys]
+    return ", ".join(said) or "another config"
 
 
 def blessed_model(run: Run) -> tuple[Execution, ArtifactRef, ModelBlessing] | None:

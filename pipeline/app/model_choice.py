@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kflow.pipeline.app.latest_blessed import blessed_model, model_identity
+from kflow.pipeline.app.latest_blessed import blessed_model, described, model_identity, passed_over
 from kflow.pipeline.dsl.artifacts import Model
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 from kflow.pipeline.runners.run_record import RUN_FILE, Run, earlier_runs
@@ -60,10 +60,15 @@ def _latest_blessed(config: PipelineConfig, pipeline_dir: Path) -> ChosenModel:
     settings = config.to_dict()
     identity, source = model_identity(settings), _source_path(settings)
     other: tuple[ChosenModel, str | None] | None = None
+    others = []  # the identities of the blessed models of another label, task or dataset
     for run in earlier_runs(pipeline_dir):
         found = blessed_model(run)
         run_config = run.metadata.get("config") or {}
-        if found is None or model_identity(run_config) != identity:
+        if found is None:
+            continue
+        run_identity = model_identity(run_config)
+        if run_identity != identity:
+            others.append(run_identity)  # said when no blessed model is of the config's identity
             continue
         execution, model, _ = found
         origin = f"the latest blessed model (run {run.run_id}, blessed by {execution.node_id})"
@@ -75,12 +80,12 @@ def _latest_blessed(config: PipelineConfig, pipeline_dir: Path) -> ChosenModel:
         chosen, trained_on = other
         said = f"{chosen.origin[:-1]}, trained on {trained_on}: no blessed model was trained on {source})"
         return replace(chosen, origin=said)
-    raise ConfigError(
-        [
-            f"--model: no run of {config.name!r} under {pipeline_dir} blessed a model: run the pipeline first, or give "
-            "--model RUN_ID|RUN_FOLDER|MODEL_FOLDER"
-        ]
-    )
+    said = f"--model: no run of {config.name!r} under {pipeline_dir} blessed a model"
+    if others:  # runs the user sees blessed in `kflow runs`, of another label (--set data.label=…) or task
+        said += f" of {described(identity)} ({passed_over(identity, others)}: give --model RUN_ID to score with one)"
+    else:
+        said += ": run the pipeline first, or give --model RUN_ID|RUN_FOLDER|MODEL_FOLDER"
+    raise ConfigError([said])
 
 
 def _source_path(settings: dict[str, Any]) -> str | None:

@@ -90,7 +90,7 @@ def test_a_model_is_known_by_its_fingerprint_and_a_config_by_its_identity(tmp_pa
     assert alone["baseline_model_uri"] is None
     assert alone["no_baseline_reason"] == (
         "no earlier run of 'iris' blessed a model of dataset 'csv', problem_type 'classification', label 'colour' "
-        "other than this one (3 blessed model(s) of another config or table of that name passed over)"
+        "other than this one (3 blessed model(s) passed over: 2 of label 'species'; 1 of label 'cultivar')"
     )
 
 
@@ -107,7 +107,8 @@ def test_one_config_run_on_several_tables_takes_each_tables_own_baseline(tmp_pat
     alone = find_baseline(tmp_path, model_identity(third, table=True), "t1")
     assert alone["baseline_model_uri"] is None and alone["no_baseline_reason"] == (
         "no earlier run of 'table' blessed a model of dataset 'csv', label 'target', data.source.path "
-        "'/data/third.csv' other than this one (2 blessed model(s) of another config or table of that name passed over)"
+        "'/data/third.csv' other than this one (2 blessed model(s) passed over: 1 of data.source.path "
+        "'/data/birthwt.csv'; 1 of data.source.path '/data/cancer.csv')"
     )
     from kflow.pipeline.app.warm_start import newest_blessed
 

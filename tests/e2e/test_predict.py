@@ -18,6 +18,7 @@ import yaml
 from kflow.components.datasets.task import task_for_model
 from kflow.components.evaluator.executor import _Measure
 from kflow.components.models import load_trained
+from kflow.pipeline.app.latest_blessed import blessed_model
 from kflow.pipeline.cli.main import main
 from kflow.pipeline.dsl.artifacts import Examples, Model, ModelEvaluation, Schema
 from kflow.pipeline.runners.run_record import Run
@@ -215,6 +216,30 @@ def test_no_blessed_model_is_one_line(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1, err
     assert "--model: no run of 'nothing-yet'" in err and "blessed a model" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "wanted", "theirs"),
+    [("data.label=petal_width", "problem_type 'classification', label 'petal_width'", "label 'species'"),
+     ("data.problem_type=regression", "problem_type 'regression', label 'species'", "problem_type 'classification'")],
+)  # fmt: skip
+def test_blessed_models_of_another_label_or_task_are_counted_in_the_refusal(trained, tmp_path, capsys, change, wanted,
+                                                                             theirs):  # fmt: skip
+    """A user trial: `kflow predict loans.yaml --set data.label=state` said no run blessed a model, 'run the pipeline
+    first', while `kflow runs` listed the blessed runs of label grade. The line says what it wanted, how many
+    blessed models it passed over and why, and how to score with one of them."""
+    root, _, _ = trained
+    runs = [Run.load(path.parent) for path in (root / "runs" / "iris-predict").glob("*/run.json")]
+    blessed = sum(blessed_model(run) is not None for run in runs)  # the two runs: the first's model, and cached
+    assert blessed == 2
+    out = tmp_path / "out"
+    code = main(["predict", str(root / "iris.yaml"), "--set", change, "--data", str(IRIS), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and not out.exists(), err
+    said = (f"blessed a model of dataset 'csv', {wanted} ({blessed} blessed model(s) of {theirs} passed over: give "
+            "--model RUN_ID to score with one)")  # fmt: skip
+    assert "--model: no run of 'iris-predict' under " in err and said in err, err
+    assert "run the pipeline first" not in err, err
 
 
 @pytest.mark.slow  # two short trainings (~20 s)
