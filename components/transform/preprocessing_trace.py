@@ -256,12 +256,14 @@ def _safe(name: str) -> str:
 KEYS_ARE_NOT_NAMES = "When providing `inputs` as a dict, all keys in the dict must match the names of the corresponding"
 
 
+# Set once, for the process (as tabular_mlp.py does): catch_warnings is not thread-safe, and the local runner runs
+# a wave's nodes in threads.
+warnings.filterwarnings("ignore", message=re.escape(KEYS_ARE_NOT_NAMES), category=UserWarning)
+
+
 def column_model(inputs: dict[str, Any], outputs: Any, **options: Any) -> keras.Model:
-    """keras.Model(inputs, outputs) of `call_preprocessing_fn`'s inputs, without that warning alone (not set for the
-    whole process: a user's own model keyed by names its inputs lack is still warned of)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=re.escape(KEYS_ARE_NOT_NAMES), category=UserWarning)
-        return keras.Model(inputs, outputs, **options)
+    """keras.Model(inputs, outputs) of `call_preprocessing_fn`'s inputs (keyed by the columns, named safely)."""
+    return keras.Model(inputs, outputs, **options)
 
 
 def preprocessing_problem(module: str, types: dict[str, str]) -> str | None:
