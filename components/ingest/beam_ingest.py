@@ -265,7 +265,7 @@ class _MergeHistograms(beam.CombineFn):
 
 def _keys_at_cuts(path: str, wanted: dict[str, list[tuple[int, str, int, int]]]):
     """(group, bucket, sort key) of the staged records in a bucket where a cut falls."""
-    buckets = {(group, bucket) for group, cuts in wanted.items() for _, _, bucket, _ in cuts}
+    buckets = {(group, bucket) for group, cuts in wanted.items() for _, _, bucket, _ in cuts if bucket >= 0}
     cut_buckets = np.array(sorted({bucket for _, bucket in buckets}), np.uint64)
     for hashes, keys, groups in read_chunk_keys(path):
         in_cut_bucket = np.isin(hashes >> np.uint64(64 - BUCKET_BITS), cut_buckets)

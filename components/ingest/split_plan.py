@@ -8,7 +8,7 @@ import bisect
 import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -18,6 +18,10 @@ SHARD_BYTES = 256 * 2**20  # Serialised Examples per shard when the count is aut
 PARALLEL_SHARD_BYTES = 16 * 2**20
 _FIBONACCI, _UINT64 = 0x9E3779B97F4A7C15, (1 << 64) - 1
 BUCKET_BITS = 16
+# A table of at least this many records is cut by fixed ranges of the hash (TFX ExampleGen's hash buckets): each
+# record's split is its own hash's, so it stays in its split as the table grows (a retrain's test split holds none
+# of the earlier model's training rows). A smaller table is cut by quota, its splits' shares exact to a record.
+STABLE_AT = 500
 SortKey = tuple[int, str]
 
 
@@ -49,7 +53,10 @@ def split_cuts(wanted: dict[str, list[tuple[int, str, int, int]]], keys_at_cuts:
         keys.sort()
     return SplitCuts(
         {
-            group: tuple((in_bucket[(group, bucket)][offset], split) for _, split, bucket, offset in cuts)
+            group: tuple(
+                ((offset, "") if bucket < 0 else in_bucket[(group, bucket)][offset], split)  # bucket -1: a fixed range
+                for _, split, bucket, offset in cuts
+            )
             for group, cuts in wanted.items()
         }
     )
@@ -80,15 +87,21 @@ def shard_counts(
 class StratifiedPlan:
     """Assigns each record to a split: per group (label), by quota over the records ordered by a hash of their key.
 
-    Within a group of n records ordered by `sort_key_of`, the first n·w₁/W go to the first split (names sorted),
-    and so on, each rounded down or up so that the splits' totals are the whole's shares to a record (`counts`):
-    each split's group ratio matches the whole's to a record, and a record's split depends on neither the file
-    order nor the other records of its group (another group's size can move its group's cut by one record). A
+    With `stable` (a table's), groups of STABLE_AT records or more in all are each cut by fixed ranges of the hash
+    (`fixed_ranges`): a record's split is its hash's alone, whatever the file order and the other records, so it
+    keeps its split as the table grows; the splits' sizes are the shares give or take the hash's chance (a binomial
+    spread). Else, within a group of n records ordered by `sort_key_of`, the first n·w₁/W go to the first split
+    (names sorted), and so on, each rounded down or up so that the splits' totals are the whole's shares to a record
+    (`counts`): 5 classes of 3 rows still give eval and test a row; such a record's split depends on the other
+    records of its group (a cut moves as the group grows) but not on the file order. A
     key's part before its first "|" is hashed; the rest breaks ties (e.g. the position that makes a repeated
     record's key unique), so equal records stay together.
     """
 
     weights: dict[str, int]
+    # Whether the groups of STABLE_AT records or more in all are cut by fixed hash ranges (tables: data that grows
+    # and is retrained on); else by quota (a dataset of fixed size: Quora's sample, an image folder).
+    stable: bool = field(default=False, kw_only=True)
 
     def weights_of(self, group: str) -> dict[str, int]:
         """The shares `group`'s records are cut by: every group's are the same here."""
@@ -133,10 +146,22 @@ class StratifiedPlan:
                 counts[group][largest] += rest
         return counts
 
+    def fixed_ranges(self, group: str) -> list[tuple[int, str]]:
+        """[(the first hash of a split's range, split), ...]: `group`'s splits by fixed shares of the hash's range."""
+        weights = {split: weight for split, weight in sorted(self.weights_of(group).items()) if weight > 0}
+        total, below, ranges = sum(weights.values()), 0, []
+        for split, weight in weights.items():
+            ranges.append(((below << 64) // total, split))
+            below += weight
+        return ranges
+
     def ranks(self, group_counts: dict[str, int]) -> dict[str, list[tuple[int, str]]]:
-        """{group: [(rank of a split's first record, split), ...]} for the splits that get records (names sorted)."""
+        """{group: [(rank of a split's first record, split), ...]} for the splits that get records (names sorted), of
+        the groups cut by quota (none where they are cut by hash ranges)."""
         starts = {}
-        for group, counts in self.counts(group_counts).items():
+        stable = self.stable and sum(group_counts.values()) >= STABLE_AT
+        small = {} if stable else group_counts
+        for group, counts in self.counts(small).items():
             starts[group], start = [], 0
             for split in sorted(counts):
                 if counts[split]:
@@ -145,10 +170,14 @@ class StratifiedPlan:
         return starts
 
     def cut_ranks(self, histogram: dict[str, np.ndarray]) -> dict[str, list[tuple[int, str, int, int]]]:
-        """{group: [(rank, split, hash bucket holding that rank, rank within the bucket), ...]}."""
+        """{group: [(rank, split, hash bucket holding that rank, rank within the bucket), ...]}; a group cut by fixed
+        hash ranges: [(-1, split, -1, the range's first hash), ...]."""
         wanted = {}
         ranks = self.ranks({group: int(counts.sum()) for group, counts in histogram.items()})
         for group, counts in histogram.items():
+            if group not in ranks:
+                wanted[group] = [(-1, split, -1, first) for first, split in self.fixed_ranges(group)]
+                continue
             below = np.cumsum(counts) - counts  # Records in the buckets before each bucket.
             cuts = []
             for rank, split in ranks[group]:
@@ -165,6 +194,9 @@ class StratifiedPlan:
         cuts = {}
         ranks = self.ranks({group: len(keys) for group, keys in by_group.items()})
         for group, keys in by_group.items():
+            if group not in ranks:
+                cuts[group] = tuple(((first, ""), split) for first, split in self.fixed_ranges(group))
+                continue
             keys.sort()
             cuts[group] = tuple((keys[rank], split) for rank, split in ranks[group])
         return SplitCuts(cuts)

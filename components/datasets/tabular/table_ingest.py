@@ -111,7 +111,7 @@ def ingest_table(reader_class: type[TableReader], parameters: dict[str, Any]) ->
                 process_chunk=table.process_chunk,
                 splits=tuple(table.splits),
                 read=table.read,
-                plan=StratifiedPlan(dict(shares)) if shares is not None else None,
+                plan=StratifiedPlan(dict(shares), stable=True) if shares is not None else None,
                 staging=staging,
             )
             table = reader.again(table, stats, job)

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 
 import numpy as np
 import tensorflow as tf
 
 from kflow.components.ingest import beam_ingest, ingest_options, split_plan
 from kflow.components.ingest.ingest_staging import Staging
-from kflow.components.ingest.split_plan import StratifiedPlan
+from kflow.components.ingest.split_plan import STABLE_AT, StratifiedPlan
 from kflow.pipeline.dsl.artifacts import Examples, Rejects
 
 
@@ -41,21 +42,50 @@ def histogram_cuts(plan: StratifiedPlan, items: list[tuple[str, str]], chunk: in
 
 def test_the_histogram_split_equals_sorting_every_key():
     rng = random.Random(3)
-    # Three groups of unequal sizes; a fifth of the records repeat a content hash (ties broken by position).
+    # Groups of unequal sizes; a fifth of the records repeat a content hash (ties broken by position).
     items = [(f"{rng.getrandbits(40):x}|row{i}", rng.choice("aab")) for i in range(5000)]
     items += [(f"same|row{i}", "c") for i in range(700)]
     rng.shuffle(items)
-    plan = StratifiedPlan({"train": 8, "eval": 1, "test": 1})
-    whole = plan(items)
-    chunked = histogram_cuts(plan, items, chunk=333)
-    assert chunked == whole
-    counts = {group: {"train": 0, "eval": 0, "test": 0} for group in "abc"}
-    for key, group in items:
-        counts[group][chunked(key, group)] += 1
-    for by_split in counts.values():  # Quotas in name order: eval, test, train.
-        total = sum(by_split.values())
-        assert by_split["eval"] == round(total / 10)
-        assert by_split["test"] == round(total * 2 / 10) - round(total / 10)
+    for stable in (False, True):  # by quota (an image folder's, Quora's), by hash ranges (a table's)
+        plan = StratifiedPlan({"train": 8, "eval": 1, "test": 1}, stable=stable)
+        whole = plan(items)
+        chunked = histogram_cuts(plan, items, chunk=333)
+        assert chunked == whole
+        counts = {group: {"train": 0, "eval": 0, "test": 0} for group in "abc"}
+        for key, group in items:
+            counts[group][chunked(key, group)] += 1
+        for group in "ab":
+            by_split, total = counts[group], sum(counts[group].values())
+            if not stable:  # Quotas in name order: eval, test, train.
+                assert by_split["eval"] == round(total / 10)
+                assert by_split["test"] == round(total * 2 / 10) - round(total / 10)
+            else:  # a share give or take the hash's chance: within 4 binomial deviations
+                for split, share in (("eval", 0.1), ("test", 0.1), ("train", 0.8)):
+                    assert abs(by_split[split] - total * share) < 4 * (total * share * (1 - share)) ** 0.5, counts
+        if stable:
+            assert sorted(counts["c"].values()) == [0, 0, 700]  # equal records stay together
+
+
+def test_a_small_tables_splits_are_its_shares_to_a_record():
+    """Below STABLE_AT records a table is cut by quota: 5 classes of 3 rows still give eval and test rows."""
+    items = [(f"row{i}", "abcde"[i % 5]) for i in range(15)]
+    assert len(items) < STABLE_AT
+    split = StratifiedPlan({"train": 8, "eval": 1, "test": 1}, stable=True)(items)
+    got = Counter(split(key, group) for key, group in items)
+    assert got == {"train": 12, "eval": 2, "test": 1}
+
+
+def test_a_record_of_a_large_group_keeps_its_split_as_the_table_grows():
+    """TFX ExampleGen's hash buckets: a record's split is its hash's, so a retrain on the grown table tests on none
+    of the rows the earlier model trained on (a user trial: a table of 1,200 rows grown to 2,400, cut by quota, moved
+    9 of the earlier training rows into the new test split, where the earlier model was the baseline)."""
+    rng = random.Random(7)
+    first = [(f"{rng.getrandbits(40):x}|row{i}", rng.choice("ab")) for i in range(1200)]
+    grown = first + [(f"{rng.getrandbits(40):x}|new{i}", rng.choice("ab")) for i in range(1200)]
+    plan = StratifiedPlan({"train": 8, "eval": 1, "test": 1}, stable=True)  # a table's
+    before, after = histogram_cuts(plan, first, chunk=250), histogram_cuts(plan, grown, chunk=250)
+    moved = [key for key, group in first if before(key, group) != after(key, group)]
+    assert moved == []
 
 
 def test_a_temp_location_holds_the_staged_records_until_the_run_ends(tmp_path):
