@@ -13,7 +13,6 @@ renamed when complete, so it never holds half a result.
 from __future__ import annotations
 
 import contextlib
-import glob
 import json
 import logging
 import os
@@ -29,6 +28,7 @@ from kflow.components.datasets.tabular.examples import ROW_NAME_COLUMNS, SOURCE_
 from kflow.components.ingest import ingest_records
 from kflow.components.util.predictions import CSV, JSONL, TFRECORD, UNSCORED
 from kflow.pipeline.app.held_lines import held_lines
+from kflow.pipeline.app.image_scoring import IMAGES, described, image_scoring_ingest
 from kflow.pipeline.app.model_choice import choose_model
 from kflow.pipeline.app.scored_dates import unread_dates
 from kflow.pipeline.app.sections import absolute, ingest_parameters
@@ -42,7 +42,6 @@ from kflow.pipeline.runners.node_runner import logged_as_published
 log = logging.getLogger("kflow.predict")
 
 SPLIT = "score"
-IMAGES = "images"  # the dataset whose ingest reads image files: any image model's data to score
 FILES = (CSV, JSONL, TFRECORD)
 LEAVE_ONE_OUT = 40
 
@@ -128,6 +127,8 @@ def predict(
                 },
                 "unread_dates": unread,
             }
+            if node.parameters.get("image"):  # how the images were made: as the model's training images were
+                record["image"] = node.parameters["image"]
             (staging / "predict.json").write_text(json.dumps(record, indent=2) + "\n")
             if output.exists():
                 output.rmdir()  # empty, checked above
@@ -237,7 +238,7 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
         )
     task = task_for_model(model, model.training_schema_file)
     if hasattr(task, "image_shape") and data_format in (None, IMAGES):
-        return _image_scoring_ingest(config, task.image_shape, data)
+        return image_scoring_ingest(config, task.image_shape, data, SPLIT, task.schema)
     cls = get_dataset(dataset).ingest_component()
     spec = cls.spec.parameters
     score_format = getattr(cls, "score_format", None)
@@ -291,25 +292,6 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
         for name in needed
         if (kind := annotation_tags(trained, name).get("kflow_type", "string"))
     }
-    return cls("score_ingest", parameters=parameters)
-
-
-def _image_scoring_ingest(config: PipelineConfig, shape: tuple[int, ...], data: str) -> Any:
-    """The images ingest set to read every image file under `data` (or the one file), keyed by its path, made the
-    size and channels the model was trained on (an MNIST model's too), with the config's ingest settings as a table's
-    scoring takes them: data.image's fit and convert, data.filters.max_invalid_fraction, beam_args, shards."""
-    from kflow.components.datasets.images.ingest.source import UNLABELLED
-
-    cls = get_dataset(IMAGES).ingest_component()
-    # Every setting of the config's ingest that the images ingest takes (those every ingest takes whatever the dataset,
-    # data.image of an images config), less what scoring sets: the data, no label, no cap, one split.
-    parameters = {name: value for name, value in ingest_parameters(config).items() if name in cls.spec.parameters}
-    image = {**(parameters.get("image") or {}), "size": list(shape[:2]), "channels": 1 if len(shape) == 2 else shape[2]}
-    parameters.update(source_path=data, source_format=UNLABELLED, image=image, split={SPLIT: 1}, max_records=None)
-    for reading_of_training in ("label", "tfds"):  # a table's label column, a TFDS dataset: the training data's
-        parameters.pop(reading_of_training, None)
-    if not Path(data).exists() and not glob.glob(data):  # a glob pattern of TFRecord or Parquet files of images
-        raise ConfigError([f"--data: {data} does not exist"])
     return cls("score_ingest", parameters=parameters)
 
 
@@ -382,6 +364,8 @@ def predict_command(args: Any) -> int:
         print(f"{record['unscored']} of them not scored ('unscored' in the predictions, empty cells): {UNSCORED}")
     print(f"predictions (key: {record['key']}): {record['predictions'][CSV]} (and .jsonl, .tfrecord.gz)")
     print(f"scored data (Examples): {record['examples']}")
+    if record.get("image"):
+        print(f"images made: {described(record['image'])}")
     if record["skew"].get("skewed"):
         print(f"skew from the training data: {record['skew']['message']} ({Path(args.output) / 'skew.json'})")
     if record["skew"].get("unseen"):

@@ -7,8 +7,10 @@ from __future__ import annotations
 import csv
 import json
 import random
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -149,6 +151,48 @@ def test_without_a_key_column_each_row_is_keyed_by_its_file_and_line(trained, tm
     with (tmp_path / "out" / "predictions" / "Split-score" / "predictions.csv").open() as table:
         keys = sorted(row["key"] for row in csv.DictReader(table))
     assert keys == sorted(f"batch.csv:{line}" for line in range(2, 7))
+
+
+def test_kflows_own_examples_score_again_keyed_by_the_place_they_record(trained, tmp_path, caplog):
+    """Examples kflow wrote (predict's OUT/examples, an ingest's splits) as --data: predict's hold __source_row__,
+    each record's place in the CSV it read; read back as TFRecord they were refused ('the name kflow gives each
+    record's place'), exit 2. Now that place keys them again, so the scores join the first ones by key; repeated (the
+    same Examples twice), each record is keyed by its place in these files. An ingest's Split-test scores too."""
+    root, rows, run = trained
+    with (tmp_path / "batch.csv").open("w", newline="") as table:  # no id: keyed by batch.csv:LINE
+        writer = csv.writer(table)
+        writer.writerow(FEATURES)
+        writer.writerows([row[feature] for feature in FEATURES] for row in rows[:12])
+    unkeyed = ["--set", "data.key=null"]
+
+    def scored(*args):
+        out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
+        assert main(["predict", str(root / "iris.yaml"), *map(str, args), "-o", str(out), "-q"]) == 0
+        with (out / "predictions" / "Split-score" / "predictions.csv").open() as table:
+            return out, list(csv.DictReader(table))
+
+    first, predicted = scored("--data", tmp_path / "batch.csv", *unkeyed)
+    assert sorted(row["key"] for row in predicted) == sorted(f"batch.csv:{line}" for line in range(2, 14))
+    examples = first / "examples" / "Split-score"
+    _, again = scored("--data", f"{examples}/*.gz", "--format", "tfrecord", *unkeyed)
+    assert sorted(again, key=lambda row: row["key"]) == sorted(predicted, key=lambda row: row["key"])
+
+    (tmp_path / "twice").mkdir()
+    for copy in ("a", "b"):
+        shutil.copy(next(examples.glob("*.gz")), tmp_path / "twice" / f"{copy}.gz")
+    with caplog.at_level("WARNING", logger="kflow"):
+        _, twice = scored("--data", tmp_path / "twice", "--format", "tfrecord", *unkeyed)
+    assert "'__source_row__' (kflow's record of each record's place in the source it was first read from) " \
+           "repeats values: each record is keyed by its place here (FILE#INDEX) instead" in caplog.text  # fmt: skip
+    assert sorted(row["key"] for row in twice) == sorted(f"{copy}.gz#{n}" for copy in "ab" for n in range(12))
+
+    test_keys, expected, _ = _evaluator_outputs(run)  # the ingest's Split-test: labelled, keyed by id
+    split = Path(run.executions["ingest"].outputs["examples"].uri) / "Split-test"
+    _, tested = scored("--data", f"{split}/*.gz", "--format", "tfrecord")
+    by_key = {row["key"]: row for row in tested}
+    assert len(tested) == len(by_key) == len(test_keys) and set(by_key) == set(test_keys)
+    for key, outputs in zip(test_keys, expected, strict=True):
+        np.testing.assert_allclose([float(by_key[key][f"score_{name}"]) for name in CLASSES], outputs, atol=1e-5)
 
 
 @pytest.mark.parametrize("data_format", ["csv", "parquet"])

@@ -45,6 +45,7 @@ class Table:
     process_chunk: Any
     splits: dict[str, int] | tuple[str, ...]
     numbered: str | None = None  # The first column when its values count the rows (SourceFacts.numbered).
+    key: str | None = None  # The key the reader found in the data itself (a TFRecord's SOURCE_ROW), else the reader's
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def ingest_table(reader_class: type[TableReader], parameters: dict[str, Any]) ->
         table: Table | None = reader.scan(job, staging)
         first = True
         while table is not None:
-            write_schema(job, table, reader.key, say=first)  # read again (a column widened): said once
+            write_schema(job, table, table.key or reader.key, say=first)  # read again (a column widened): said once
             first = False
             if table.read == 0:
                 verb, empty = (

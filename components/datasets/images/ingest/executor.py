@@ -114,7 +114,7 @@ def run(
         "×".join(map(str, image_format.shape(channels))), image_format.fit,
     )  # fmt: skip
     job.schema.path.mkdir(parents=True, exist_ok=True)
-    job.schema.file.write_text(image_schema(image_format.shape(channels), classes if labelled else None))
+    job.schema.file.write_text(image_schema(image_format.shape(channels), classes if labelled else None, image_format))
     chunks = [tuple(files[start : start + CHUNK_FILES]) for start in range(0, len(files), CHUNK_FILES)]
     return job.write(
         chunks=chunks,
@@ -158,7 +158,7 @@ def _run_tfds(job: IngestJob, image_format: ImageFormat, options: dict[str, Any]
         dataset.label, len(dataset.classes), sizes, "×".join(map(str, shape)), image_format.fit,
     )  # fmt: skip
     job.schema.path.mkdir(parents=True, exist_ok=True)
-    job.schema.file.write_text(image_schema(shape, list(dataset.classes)))
+    job.schema.file.write_text(image_schema(shape, list(dataset.classes), image_format))
     converter = ImageConverter(image_format, channels, {name: index for index, name in enumerate(dataset.classes)})
     return job.write(
         chunks=tfds_chunks(sizes, dataset.options, CHUNK_FILES),
@@ -184,7 +184,7 @@ def _run_table(job: IngestJob, image_format: ImageFormat, kind: str, label: str 
         "×".join(map(str, shape)), image_format.fit,
     )  # fmt: skip
     job.schema.path.mkdir(parents=True, exist_ok=True)
-    job.schema.file.write_text(image_schema(shape, list(table.classes) if labelled else None))
+    job.schema.file.write_text(image_schema(shape, list(table.classes) if labelled else None, image_format))
     chunks = table.chunks(job.max_records)
     converter = ImageConverter(image_format, channels, {name: index for index, name in enumerate(table.classes)})
     return job.write(
@@ -216,9 +216,11 @@ def channels_of(modes: Iterable[str]) -> int:
     return 1 if all(mode in GREY_MODES for mode in modes) else 3
 
 
-def image_schema(shape: tuple[int, ...], classes: list[str] | None) -> str:
-    """The TFMD schema (text) of the Examples: MNIST's features, the size and the class names from the data; for
-    images to score (`classes` None), no label, and the key (each image's path) tagged role=key."""
+def image_schema(shape: tuple[int, ...], classes: list[str] | None, image_format: ImageFormat | None = None) -> str:
+    """The TFMD schema (text) of the Examples: MNIST's features, the size and the class names from the data, and how
+    the images were made (`image_format`: fit, background, convert, which the model's copy of the schema carries to
+    `kflow predict`); for images to score (`classes` None), no label, and the key (each image's path) tagged
+    role=key."""
     from google.protobuf import text_format
     from tensorflow_metadata.proto.v0 import schema_pb2
 
@@ -229,6 +231,7 @@ def image_schema(shape: tuple[int, ...], classes: list[str] | None) -> str:
         feature.presence.min_fraction, feature.presence.min_count = 1.0, 1
         feature.value_count.min = feature.value_count.max = 1
     image_tags = ["image", f"shape={','.join(map(str, shape))}", "dtype=uint8"]
+    image_tags += image_format.recorded() if image_format is not None else []
     proto.feature[0].annotation.tag.extend(image_tags)
     if classes is None:
         proto.feature[1].annotation.tag.extend(["role=key", "kflow_type=string"])

@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 
 FITS = ("resize", "pad", "exact")
 IMAGE_OPTIONS = ("size", "channels", "fit", "convert", "background")
+RECORDED = ("fit", "background", "convert")  # what the schema records beside the shape (ImageFormat.recorded)
 # What shows through an image's transparent pixels (executor.flattened), as RGBA: white, as a page or an image
 # viewer shows them (on Adwaita's 48×48 icons, 10 epochs, seeds 42, 1, 2: test accuracy 0.55-0.68 on white, 0.54-0.55 on
 # black; 0.55 with the transparency dropped, seed 42).
@@ -109,6 +110,21 @@ class ImageFormat:
             return self
         height, width = bounded(*common_size(files, self.fit, headers))
         return replace(self, height=height, width=width)
+
+    def recorded(self) -> list[str]:
+        """How every image was made beyond its shape, as the schema's `image` feature records it (annotation tags,
+        beside `shape=`): the schema goes with the trained model (assets/schema.pbtxt), and `kflow predict` makes new
+        images the same way (`recorded_options`)."""
+        return [f"fit={self.fit}", f"background={self.background}", f"convert={str(self.convert).lower()}"]
+
+
+def recorded_options(tags: dict[str, str]) -> dict[str, Any]:
+    """The data.image options the schema's `image` feature tags record (`ImageFormat.recorded`): {} for Examples made
+    before they were recorded (or MNIST's pixels, never fitted)."""
+    options: dict[str, Any] = {name: tags[name] for name in RECORDED if name in tags}
+    if "convert" in options:
+        options["convert"] = options["convert"] == "true"
+    return options
 
 
 # The longest side an inferred size keeps (Keras' image_dataset_from_directory makes every image 256×256 unless told):

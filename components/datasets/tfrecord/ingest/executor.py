@@ -82,8 +82,13 @@ class TfRecordReader(TableReader):
             if is_gzip(path)
         }
         label, key = self.label, self.key
-        found = scan(files, self.infer_records, job.max_records, key, readable, label)
+        # Data to score without a key: kflow's own Examples (predict's, a scoring ingest's) hold each record's place
+        # in the source it was first read from (SOURCE_ROW), kept as the key where it names every record once.
+        places = SOURCE_ROW if label is None and key is None else None
+        found = scan(files, self.infer_records, job.max_records, key, readable, label, places)
         types = found.types
+        if places in types:
+            key = recorded_places(found)
         refuse_what_is_no_table(found, label, files)
         problem_type = None if label is None else self.problem_type  # data to score: no label, no task
         if label in types and problem_type is None:  # as a CSV's: a float label was 400 "classes" of 442 rows
@@ -97,7 +102,9 @@ class TfRecordReader(TableReader):
         log.info("tfrecord ingest: %d records in %d file(s); feature types %s", found.read, len(files), types)
         chunks = [replace(chunk, split=assignment[chunk.source] if assignment else None) for chunk in found.chunks]
         processor = RecordProcessor(types, label, problem_type, key)
-        return Table(files, types, label, problem_type, found.read, chunks, processor, split)
+        if places in types and key is None:  # each record keyed by its place here: the old one is replaced
+            types = {name: kind for name, kind in types.items() if name != SOURCE_ROW}
+        return Table(files, types, label, problem_type, found.read, chunks, processor, split, key=key)
 
 
 def source_files(*, source_path: str | None = None, **_: Any) -> list[Path]:
@@ -163,6 +170,7 @@ class Scan:
     # {feature: (its values' count, the first record's numbers)} of the features of one count in every sampled record
     lists: dict[str, tuple[int, list]] = field(default_factory=dict)
     sampled: int = 0  # the records read as Examples to learn the above from
+    keyed: int = 0  # the records that hold a value of the key (the declared one, or the `places` feature)
 
 
 def scan(
@@ -172,11 +180,14 @@ def scan(
     key: str | None,
     readable: dict[str, str],
     label: str | None = None,
+    places: str | None = None,
 ) -> Scan:
     """One pass over the files: the records (a broken record counts once and ends its file) cut into chunks,
     the feature types, the `label`'s values in the sampled records, and the records whose key an earlier record
-    has (parsed only when a key is declared; found with 16 bytes a record: `components/ingest/repeats.py`)."""
+    has (parsed only when a key is declared, or the feature `places` is among the sampled ones, the key it may be;
+    found with 16 bytes a record: `components/ingest/repeats.py`)."""
     found, keys = Scan(), RepeatFinder()
+    wanted = key if key is not None else places
     firsts = []  # Each chunk's first record, counted over all files.
     for path in files:
         chunk: dict[str, Any] | None = None
@@ -188,15 +199,16 @@ def scan(
                 firsts.append(found.read)
             found.read += 1
             chunk["count"] += 1
-            if record is not None and (found.sampled < infer_records or key is not None):
+            if record is not None and (found.sampled < infer_records or key is not None or wanted in found.types):
                 try:
                     example = Example.FromString(record)
                 except Exception:  # noqa: BLE001 - protobuf raises DecodeError and others; the worker rejects it.
                     example = None
                 if example is not None and found.sampled < infer_records:
                     learn(found, example, label)
-                if example is not None and key is not None and example.features.feature[key].WhichOneof("kind"):
-                    keys.add(_value(example, key).encode(), found.read - 1)
+                if example is not None and wanted is not None and _holds(example, wanted):
+                    keys.add(_value(example, wanted).encode(), found.read - 1)
+                    found.keyed += 1
             if chunk["count"] == CHUNK_RECORDS:
                 found.chunks.append(_chunk(readable.get(path, path), path, chunk))
                 chunk = None
@@ -209,6 +221,24 @@ def scan(
         for chunk, first, inside in zip(found.chunks, firsts, keys.repeats_within(ranges), strict=True)
     ]
     return found
+
+
+def recorded_places(found: Scan) -> str | None:
+    """SOURCE_ROW, where every record holds one and none repeats another's: the records' key, as it keyed their
+    predictions when kflow first read them; else None (said in the log): each record is keyed by its place here."""
+    repeated = any(chunk.duplicate_indices for chunk in found.chunks)
+    if found.keyed == found.read and not repeated:
+        log.info(
+            "tfrecord ingest: %r, kflow's record of each record's place in the source it was first read from, keys "
+            "the records (kflow's own Examples: scored by kflow predict, or read by an ingest)", SOURCE_ROW,
+        )  # fmt: skip
+        return SOURCE_ROW
+    log.warning(
+        "tfrecord ingest: %r (kflow's record of each record's place in the source it was first read from) %s: each "
+        "record is keyed by its place here (FILE#INDEX) instead", SOURCE_ROW,
+        "repeats values" if repeated else f"is missing from {found.read - found.keyed} record(s)",
+    )  # fmt: skip
+    return None
 
 
 def learn(found: Scan, example: Any, label: str | None) -> None:

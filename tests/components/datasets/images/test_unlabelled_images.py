@@ -80,7 +80,8 @@ def test_scoring_images_takes_the_configs_invalid_fraction_and_beam_options_as_a
     import yaml
 
     from kflow.pipeline.app.config_loading import default_split
-    from kflow.pipeline.app.predict import DataRefused, _image_scoring_ingest, _ingest
+    from kflow.pipeline.app.image_scoring import image_scoring_ingest
+    from kflow.pipeline.app.predict import DataRefused, _ingest
     from kflow.pipeline.dsl.config import load_config
 
     data = {"dataset": "images", "source": {"path": "digits"}, "image": {"fit": "pad"}}
@@ -88,7 +89,7 @@ def test_scoring_images_takes_the_configs_invalid_fraction_and_beam_options_as_a
     path.write_text(yaml.safe_dump({"name": "images", "data": data, "beam": {"options": {"direct_num_workers": 1}}}))
 
     def scoring(*overrides, config=path):
-        return _image_scoring_ingest(load_config(config, overrides, default_split), (8, 8), str(new_images))
+        return image_scoring_ingest(load_config(config, overrides, default_split), (8, 8), str(new_images))
 
     with pytest.raises(DataRefused, match=r"more than data\.filters\.max_invalid_fraction=0\.01 allows"):
         _ingest(scoring(), tmp_path / "default")
