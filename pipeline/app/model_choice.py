@@ -74,6 +74,12 @@ def _latest_blessed(config: PipelineConfig, pipeline_dir: Path) -> ChosenModel:
         origin = f"the latest blessed model (run {run.run_id}, blessed by {execution.node_id})"
         chosen = ChosenModel(Model(model.uri), origin, str(run.run_dir))
         if _source_path(run_config) == source:
+            if other is not None:  # a newer one, of another table (retrained with --set data.source.path=…)
+                newer, trained_on = other
+                newer_run = Path(newer.run_dir).name
+                said = (f"{chosen.origin[:-1]}; a newer one, run {newer_run}, was trained on {trained_on}: "
+                        f"--model {newer_run} scores with it)")  # fmt: skip
+                return replace(chosen, origin=said)
             return chosen
         other = other or (chosen, _source_path(run_config))
     if other is not None:

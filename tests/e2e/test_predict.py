@@ -290,7 +290,8 @@ def test_blessed_models_of_another_label_or_task_are_counted_in_the_refusal(trai
 def test_the_latest_blessed_model_is_the_one_trained_on_the_configs_table(tmp_path, capsys):
     """One config run on two tables (table.yaml with --set data.source.path, the same label): predict for the first
     table scores with its model, not with the later run's on the other table (a user trial: the iris model chosen
-    for penguins, refused for lacking iris' columns)."""
+    for penguins, refused for lacking iris' columns), and says the newer one and how to score with it (another
+    trial: retrained on a bigger export, predict said 'the latest blessed model' of the older one, no word)."""
     import pandas as pd
 
     iris = pd.read_csv(IRIS)
@@ -310,7 +311,8 @@ def test_the_latest_blessed_model_is_the_one_trained_on_the_configs_table(tmp_pa
     out = tmp_path / "scored"
     assert main(["predict", str(tmp_path / "c.yaml"), "--data", str(tmp_path / "new.csv"), "-o", str(out)]) == 0
     said = capsys.readouterr().out
-    assert f"run {first_run}" in said and second_run not in said, said
+    assert f"with the latest blessed model (run {first_run}, blessed by evaluate; a newer one, run {second_run}, was " \
+           f"trained on {tmp_path / 'second.csv'}: --model {second_run} scores with it)" in said, said  # fmt: skip
     assert sum(1 for _ in (out / "predictions" / "Split-score" / "predictions.csv").open()) == 6
 
 
