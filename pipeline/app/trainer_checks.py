@@ -69,8 +69,8 @@ def model_problems(config: PipelineConfig) -> list[str]:
     """A registered model that does not train on the dataset's task, or model options neither takes (the Trainer
     refused them after the ingest: a TypeError from the model's builder, or the task's unknown options)."""
     dataset = get_dataset(config.data.dataset)
-    if config.trainer.module:  # the user's build_model decides what it takes
-        return _module_options(config)
+    if config.trainer.module:  # the user's build_model decides what it takes, but the task's own options
+        return _module_options(config, set(dataset.model_options or ()))
     model, problems = config.trainer.model, []
     if model and dataset.models and model not in dataset.models:
         problems.append(f"trainer.model: {model} does not train on {dataset.name} (its models: "
@@ -105,9 +105,10 @@ def module_tree(config: PipelineConfig) -> ast.Module | None:
     return ast.parse(read_module_source(module), module)
 
 
-def _module_options(config: PipelineConfig) -> list[str]:
+def _module_options(config: PipelineConfig, dataset_options: set[str]) -> list[str]:
     """A model option set or searched that the module's build_model never reads, where it reads its options by
-    name only (module_source_checks.options_read): every run or trial trained without it, silently."""
+    name only (module_source_checks.options_read): every run or trial trained without it, silently. The dataset's
+    own options (Quora's max_tokens, a table's class_weighting: its task reads them) are not the module's to read."""
     from kflow.components.datasets.module_source_checks import options_read
 
     tree = module_tree(config)
@@ -123,7 +124,7 @@ def _module_options(config: PipelineConfig) -> list[str]:
         f"{field}: {module}'s build_model never reads options[{name!r}]{did_you_mean(name, read)} (it reads: "
         f"{', '.join(sorted(read)) or 'none'})"
         for field, name in fields
-        if name not in read
+        if name not in read and name not in dataset_options
     ]
 
 
