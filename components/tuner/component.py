@@ -38,6 +38,7 @@ class Tuner(Component):
             "objective_metric": declared_parameter(ObjectiveSection, "metric", str),
             "objective_direction": Parameter(str, default=None, description="minimize or maximize; null: by name"),
             "parallel_trials": declared_parameter(TunerSection, "parallel_trials", int, affects_output=False),
+            "trial_epochs": Parameter(int, default=None, description="each trial's epochs; null: the trainer's"),
             "seed": declared_parameter(TunerSection, "seed", int),
             "trainer": Parameter(dict, description="the Trainer's parameters the trials start from"),
             "trainer_executor": Parameter(str, default=TRAINER_EXECUTOR, description="what trains a trial"),

@@ -20,7 +20,13 @@ from typing import Any
 import optuna
 
 from kflow.components.tuner.records import STATES, finish, shown
-from kflow.components.tuner.search_space import direction_of, distributions, sampler_and_pruner, settings_of
+from kflow.components.tuner.search_space import (
+    direction_of,
+    distributions,
+    sampler_and_pruner,
+    settings_of,
+    trial_trainer,
+)
 from kflow.components.tuner.trial_processes import TrialProcess, TrialProcesses
 from kflow.components.util.corrupt_examples import reads_examples
 from kflow.components.util.tuned_settings import apply_settings
@@ -49,6 +55,7 @@ def run(
     seed: int,
     trainer: dict[str, Any],
     trainer_executor: str,
+    trial_epochs: int | None = None,
 ) -> dict[str, Any]:
     """Runs up to `max_trials` trials (none started after `max_time` seconds) and writes the best settings, the
     trials and the objective's plot into `hyperparameters`; returns the best trial's number and objective and the
@@ -60,7 +67,8 @@ def run(
     output.mkdir(parents=True, exist_ok=True)
     journal = str(output / "study.journal")
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(journal))
-    sampler, pruner = sampler_and_pruner(algorithm, seed, int(trainer.get("epochs") or 1))
+    trials = trial_trainer(trainer, trial_epochs)  # what each trial trains with, but its settings
+    sampler, pruner = sampler_and_pruner(algorithm, seed, int(trials.get("epochs") or 1))
     study = optuna.create_study(
         study_name="tuner", storage=storage, sampler=sampler, pruner=pruner, direction=direction
     )
@@ -68,11 +76,12 @@ def run(
     scratch = Path(scratch_dir("tuner")) if working_dir is None else Path(working_dir) / "trials"
     shutil.rmtree(scratch, ignore_errors=True)  # a re-run searches afresh (the journal is the new output's)
     log.info(
-        "tune: %s over %s, %d trials (%d at a time)%s, %s %s",
+        "tune: %s over %s, %d trials (%d at a time)%s%s, %s %s",
         algorithm,
         ", ".join(search_space),
         max_trials,
         parallel_trials,
+        f" of {trial_epochs} epoch(s) each (the Trainer then trains {trainer.get('epochs')})" if trial_epochs else "",
         f", none started after {max_time:g} s" if max_time else "",
         direction,
         objective_metric,
@@ -94,7 +103,7 @@ def run(
                         "schema": schema.uri,
                         "anomalies": anomalies.uri if anomalies is not None else None,
                         "transform_graph": transform_graph.uri if transform_graph is not None else None,
-                        "parameters": apply_settings(trainer, settings),
+                        "parameters": apply_settings(trials, settings),
                         "trainer_executor": trainer_executor,
                         "storage": journal,
                         "study": study.study_name,

@@ -71,7 +71,7 @@ def run_trial_task(
     """One trial of the run's study, trained in this process; told to the study with its record."""
     import optuna
 
-    from kflow.components.tuner.search_space import distributions, settings_of
+    from kflow.components.tuner.search_space import distributions, settings_of, trial_trainer
     from kflow.components.tuner.trial import run_trial
     from kflow.components.util.tuned_settings import apply_settings
     from kflow.pipeline.dsl.scratch import scratch_dir
@@ -90,7 +90,7 @@ def run_trial_task(
         "schema": schema.uri,
         "anomalies": anomalies.uri if anomalies is not None else None,
         "transform_graph": transform_graph.uri if transform_graph is not None else None,
-        "parameters": apply_settings(search["trainer"], settings),
+        "parameters": apply_settings(trial_trainer(search["trainer"], search.get("trial_epochs")), settings),
         "trainer_executor": search["trainer_executor"],
         "storage": str(journal_of(study_dir, run_id)),
         "study": study.study_name,
@@ -150,10 +150,10 @@ def _study(journal: Path, search: dict[str, Any], seed_offset: int) -> Any:
     that tasks sampling at random at the same time do not draw the same settings."""
     import optuna
 
-    from kflow.components.tuner.search_space import sampler_and_pruner
+    from kflow.components.tuner.search_space import sampler_and_pruner, trial_trainer
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    epochs = int(search["trainer"].get("epochs") or 1)
+    epochs = int(trial_trainer(search["trainer"], search.get("trial_epochs")).get("epochs") or 1)
     sampler, pruner = sampler_and_pruner(search["algorithm"], search["seed"] + seed_offset, epochs)
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal)))
     direction = _objective(search)["direction"]

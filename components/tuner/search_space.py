@@ -65,6 +65,12 @@ def direction_of(metric: str, direction: str | None) -> str:
 ALGORITHMS = ("random", "tpe", "hyperband", "successive_halving")
 
 
+def trial_trainer(trainer: dict[str, Any], trial_epochs: int | None) -> dict[str, Any]:
+    """The Trainer's parameters a trial starts from: the trainer's, with tuner.trial_epochs for its epochs where set
+    (the best settings are then written with the trainer's own epochs: the Trainer trains them longer)."""
+    return {**trainer, "epochs": int(trial_epochs)} if trial_epochs else trainer
+
+
 def sampler_and_pruner(algorithm: str, seed: int, max_epochs: int) -> tuple[Any, Any]:
     """Optuna's sampler and pruner for `algorithm`: random or TPE sampling without pruning, or TPE with the
     Hyperband or successive-halving pruner, whose resource is the epoch (from 1 to the trainer's epochs). TPE's

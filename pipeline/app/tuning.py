@@ -41,6 +41,7 @@ def tuner_parameters(config: PipelineConfig) -> dict[str, Any]:
         "objective_metric": tuner.objective.metric,
         "objective_direction": tuner.objective.direction,
         "parallel_trials": tuner.parallel_trials,
+        "trial_epochs": tuner.trial_epochs,
         "seed": tuner.seed,
         "trainer": trainer,
     }

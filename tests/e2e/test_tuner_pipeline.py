@@ -42,17 +42,20 @@ def kflow(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_the_trainer_trains_with_the_best_settings_and_show_and_runs_say_them(tmp_path):
-    done = kflow("run", str(write_config(tmp_path)))
+    # Short trials (tuner.trial_epochs, KerasTuner's search(epochs=...)), then the Trainer's trainer.epochs.
+    done = kflow("run", str(write_config(tmp_path, trial_epochs=1)))
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "2 trials (2 at a time) of 1 epoch(s) each (the Trainer then trains 3)" in done.stderr
     (run_dir,) = (path.parent for path in (tmp_path / "runs" / "iris-tune").glob("*/run.json"))
     best = json.loads((run_dir / "tune" / "hyperparameters" / "best.json").read_text())
     trials = json.loads((run_dir / "tune" / "hyperparameters" / "trials.json").read_text())
     assert len(trials) == 2 and best["trial"] in (0, 1)
+    assert [len(trial["curve"]) for trial in trials] == [1, 1], trials
     metadata = json.loads((run_dir / "train" / "model" / "metadata.json").read_text())
     assert metadata == {"hyperparameters": best["settings"]}
-    # The Trainer's own record: it trained with the best trial's batch size.
+    # The Trainer's own record: it trained with the best trial's batch size, for trainer.epochs.
     history = json.loads((run_dir / "train" / "model_run" / "history.json").read_text())
-    assert history["batch_size"] == best["settings"]["trainer.batch_size"]
+    assert history["batch_size"] == best["settings"]["trainer.batch_size"] and history["epochs"] == 3
     rate = best["settings"]["trainer.optimizer.learning_rate"]
     # The Evaluator's report of this run names the tuned settings under "Trained with".
     report = (run_dir / "evaluate" / "evaluation" / "report.html").read_text()

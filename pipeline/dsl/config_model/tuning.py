@@ -67,6 +67,9 @@ class TunerSection(Section):
     max_time: float | None = Field(None, gt=0)
     """seconds after which no trial starts (those running finish); null: no limit"""
     objective: ObjectiveSection = section(ObjectiveSection)
+    trial_epochs: int | None = Field(None, ge=1)
+    """each trial's epochs (KerasTuner's search(epochs=...)): short trials, then the Trainer trains the best settings
+    for trainer.epochs; null: trainer.epochs (Hyperband's and successive halving's most epochs a trial)"""
     parallel_trials: int = Field(1, ge=1, le=64)
     """trials at a time: processes locally, parallel tasks of the compiled pipeline on Kubeflow"""
     seed: int = 0
@@ -88,6 +91,11 @@ def search_space_problems(raw: dict[str, Any]) -> list[str]:
     space = tuner.get("search_space") if isinstance(tuner, dict) else None
     if not isinstance(space, dict):
         return []
+    if tuner.get("trial_epochs") is not None and "trainer.epochs" in space:
+        return [
+            "tuner.trial_epochs: sets every trial's epochs, which the search space searches too (trainer.epochs): "
+            "keep one"
+        ]
     known = tunable_fields()
     problems = []
     for key in space:

@@ -125,3 +125,11 @@ def test_a_declared_tuner_node_takes_the_section_and_feeds_a_trainer(tmp_path):
     assert pipeline.node("search").parameters["max_trials"] == 4
     assert pipeline.node("search").parameters["search_space"] == SPACE
     assert pipeline.node("train").inputs["hyperparameters"].producer == "search"
+
+
+def test_trial_epochs_and_a_searched_trainer_epochs_are_one_line_keep_one(tmp_path):
+    path = write_config(tmp_path)
+    both = "tuner.search_space={trainer.epochs: {int: [1, 5]}}"
+    code, _, err = kflow_in_process("validate", str(path), "--set", both, "--set", "tuner.trial_epochs=2")
+    assert code == 2 and "tuner.trial_epochs: sets every trial's epochs, which the search space searches too" in err
+    assert kflow_in_process("validate", str(path), "--set", "tuner.trial_epochs=2")[0] == 0
