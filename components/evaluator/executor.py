@@ -278,11 +278,13 @@ class _Measure:
         for spec in [spec for spec in slices if taken is not None and spec["by"] not in (*taken, "label")]:
             log.warning("evaluate: no slices by %r: the model does not take it (trainer.module)", spec["by"])
         slices = [spec for spec in slices if taken is None or spec["by"] in (*taken, "label")]
+        self.fed = None
         read = getattr(task_object, "types", None)  # a table's features its preprocessing reads (a preprocessing_fn's)
-        for spec in [spec for spec in slices if read is not None and spec["by"] not in (*read, "label")]:
-            log.warning("evaluate: no slices by %r: the model's preprocessing does not read it (transform.module)",
-                        spec["by"])  # fmt: skip
-        slices = [spec for spec in slices if read is None or spec["by"] in (*read, "label")]
+        unread = [spec["by"] for spec in slices if read is not None and spec["by"] not in (*read, "label")]
+        if unread and taken is None:  # sliced by the Examples' column itself, as TFMA slices: parsed, not fed
+            columns = type(task_object)(task_object.schema).types
+            self.fed = set(read)
+            task_object.types = {**read, **{by: columns[by] for by in unread if by in columns}}
         keras_model = load_trained(model.keras_file, task_object.model_name)
         batches = task_object.dataset(self.examples, self.split, batch_size=1, training=False, seed=self.seed)
         check_inputs(model, keras_model, batches)
@@ -300,9 +302,10 @@ class _Measure:
         for batch in batches.as_numpy_iterator():
             x, y = batch[0], batch[1]
             weight = batch[2] if len(batch) > 2 else None
-            outputs = np.asarray(keras_model.predict_on_batch(x), dtype=np.float64)
+            fed = x if self.fed is None else {name: value for name, value in x.items() if name in self.fed}
+            outputs = np.asarray(keras_model.predict_on_batch(fed), dtype=np.float64)
             if sample is not None:
-                sample.add(keras_model, x, outputs)
+                sample.add(keras_model, fed, outputs)
             overall.update(x, y, outputs, weight)
             for spec in slices:
                 keys = overall.slice_keys(spec["by"], x, y, spec.get("boundaries") or [])
