@@ -24,10 +24,22 @@ def caveats(metrics: dict[str, Any], mean_error: float | None = None) -> list[st
     counts, accuracy = metrics.get("per_class_count") or {}, metrics.get("accuracy")
     if counts and isinstance(accuracy, float) and count:
         majority, most = max(counts.items(), key=lambda item: item[1])
-        if accuracy < most / count:
+        answered = _answered(metrics)
+        if len(counts) > 1 and len(answered) == 1:  # a user trial's: blessed at exactly the majority's share
+            said.append(f"the model answers {answered[0]!r} for every example of the split (accuracy {accuracy:.3g}, "
+                        f"macro recall {metrics.get('macro_recall') or 0:.3g}): it has learnt no class apart (set "
+                        "evaluator.thresholds.macro_recall.lower_bound to refuse such a model)")  # fmt: skip
+        elif accuracy < most / count - 1e-9:
             said.append(f"accuracy {accuracy:.3g} is below always answering {majority!r} ({most / count:.3g}) (set "
                         "evaluator.thresholds.accuracy.lower_bound to refuse such a model)")  # fmt: skip
     return said
+
+
+def _answered(metrics: dict[str, Any]) -> list[str]:
+    """The classes the model answered for some example (the confusion matrix's columns that hold any)."""
+    matrix = metrics.get("confusion_matrix") or {}
+    rows, categories = matrix.get("matrix") or [], matrix.get("categories") or []
+    return [name for name, column in zip(categories, zip(*rows, strict=False), strict=False) if sum(column)]
 
 
 def _offset(metrics: dict[str, Any], mean_error: float | None) -> str:
