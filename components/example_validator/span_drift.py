@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from kflow.components.util.drift import compare
-from kflow.components.util.statistics_proto import read_split
+from kflow.components.util.statistics_proto import common_stats, feature_stats, read_split
 from kflow.pipeline.dsl.artifacts import ExampleStatistics
 
 log = logging.getLogger(__name__)
@@ -35,17 +35,24 @@ def span_drift(
     if on_drift not in ON_DRIFT:
         raise ValueError(f"data.on_drift: must be fail or warn, got {on_drift!r}")
     split = "train" if "train" in newest.splits and "train" in previous.splits else newest.splits[0]
+    new_split, old_split = read_split(newest, split), read_split(previous, split)
     features = compare(
-        read_split(newest, split),
-        read_split(previous, split),
+        new_split,
+        old_split,
         l_infinity_threshold=l_infinity_threshold,
         jensen_shannon_threshold=jensen_shannon_threshold,
     )
     drifted = [feature for feature in features if feature.drifted]
+    # A column one span holds and the other does not (a user trial's span without `Job`: trained on with half of
+    # it missing, said nowhere): the most a column can drift, said as TFDV's dropped or new column.
+    gone, added = _held(old_split) - _held(new_split), _held(new_split) - _held(old_split)
+    presence = [(name, f"in span {spans[1]}, in no record of span {spans[0]}") for name in sorted(gone)]
+    presence += [(name, f"in span {spans[0]}, in no record of span {spans[1]}") for name in sorted(added)]
     message = ""
-    if drifted:
-        shown = "; ".join(f"{feature.feature}: {feature.describe()}" for feature in drifted)
-        message = f"span {spans[0]} drifted from span {spans[1]} in {len(drifted)} feature(s): {shown}"
+    if drifted or presence:
+        shown = "; ".join([f"{feature.feature}: {feature.describe()}" for feature in drifted]
+                          + [f"{name}: {said}" for name, said in presence])  # fmt: skip
+        message = f"span {spans[0]} drifted from span {spans[1]} in {len(drifted) + len(presence)} feature(s): {shown}"
         log.warning("validate: %s (on_drift: %s)", message, on_drift)
     else:
         log.info("validate: span %s against span %s: no feature drifted", spans[0], spans[1])
@@ -53,11 +60,17 @@ def span_drift(
         "spans": list(spans),
         "split": split,
         "features": [feature.to_json() for feature in features],
-        "drifted": [feature.feature for feature in drifted],
+        "drifted": [feature.feature for feature in drifted] + [name for name, _ in presence],
+        "presence": [{"feature": name, "description": said, "dropped": name in gone} for name, said in presence],
         "on_drift": on_drift,
-        "blocking": bool(drifted) and on_drift == "fail",
+        "blocking": bool(drifted or presence) and on_drift == "fail",
         "message": message,
     }
+
+
+def _held(split: Any) -> set[str]:
+    """The features some record of the split holds a value of."""
+    return {name for name, feature in feature_stats(split).items() if common_stats(feature).num_non_missing}
 
 
 def drift_anomalies(verdict: dict[str, Any]) -> list[dict[str, Any]]:
@@ -76,4 +89,13 @@ def drift_anomalies(verdict: dict[str, Any]) -> list[dict[str, Any]]:
         }
         for entry in verdict["features"]
         if entry["drifted"]
+    ] + [
+        {
+            "feature": entry["feature"],
+            "kind": "span_drift",
+            "description": entry["description"],
+            "severity": "warning",
+            "tfmd": "SCHEMA_MISSING_COLUMN" if entry["dropped"] else "SCHEMA_NEW_COLUMN",
+        }
+        for entry in verdict.get("presence", [])
     ]

