@@ -20,6 +20,7 @@ warning line. MLflow is an optional extra (`pip install 'kflow[mlflow]'`), impor
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -53,7 +54,7 @@ def track_run(settings: dict[str, Any], run: Run) -> str:
     # Bounded waits: MLflow's own defaults retry a dead server for minutes.
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(int(settings.get("timeout", 30))))
-    uri = settings["uri"]
+    uri, stack = settings["uri"], contextlib.ExitStack()
     if _is_folder(uri):  # asked for by name: MLflow 3 keeps its folder store in maintenance, refused unless allowed
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
     try:
@@ -62,7 +63,11 @@ def track_run(settings: dict[str, Any], run: Run) -> str:
     except ImportError:
         raise TrackingError("tracking.mlflow needs MLflow: pip install 'kflow[mlflow]'") from None
     try:
-        client = MlflowClient(tracking_uri=uri)  # a URI MLflow cannot use fails here already
+        # The registry is the store's own, also where MLflow resolves a model version's source by its process-wide
+        # URIs: their default, MLflow 3's sqlite:///mlflow.db in the current folder, was left beside every run a
+        # folder store tracked (a user trial).
+        client = MlflowClient(tracking_uri=uri, registry_uri=uri)  # a URI MLflow cannot use fails here already
+        stack.enter_context(_process_uris(uri))
         experiment = settings.get("experiment") or run.pipeline
         found = client.get_experiment_by_name(experiment)
         experiment_id = found.experiment_id if found else client.create_experiment(experiment, _artifacts_at(uri))
@@ -89,12 +94,31 @@ def track_run(settings: dict[str, Any], run: Run) -> str:
     except Exception as error:  # MLflow's errors (RestException, connection errors) are many; say one line.
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise TrackingError(f"MLflow at {redact_urls(settings['uri'])}: {redact_urls(first)}") from None
+    finally:
+        stack.close()
     log.info(
         "tracking: logged run %s to MLflow at %s as run %s (experiment %r)%s",
         run.run_id, redact_urls(settings["uri"]), run_id, experiment,
         "".join(f"; registered {name} version {version}" for name, version in registered),
     )  # fmt: skip
     return run_id
+
+
+@contextlib.contextmanager
+def _process_uris(uri: str) -> Iterator[None]:
+    """MLflow's process-wide tracking and registry URIs (its environment variables, which a URI set in code would
+    override: kflow sets none) as `uri` while it logs, then as they were."""
+    names = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
+    before = {name: os.environ.get(name) for name in names}
+    os.environ.update(dict.fromkeys(names, uri))
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _is_folder(uri: str) -> bool:
@@ -153,6 +177,10 @@ def flat_params(config: dict[str, Any], prefix: str = "") -> Iterator[tuple[str,
             yield name, text[:_PARAM_CHARS]
 
 
+# An epoch's numbers that are not the model's: named apart from the training's own of the same name.
+EPOCH_OWN = {"seconds": "epoch_seconds", "examples_per_second": "epoch_examples_per_second"}
+
+
 def run_metrics(run: Run) -> Iterator[tuple[str, float, int]]:
     """(key, value, step) of every number the run's components report."""
     for node, execution in run.executions.items():
@@ -161,14 +189,16 @@ def run_metrics(run: Run) -> Iterator[tuple[str, float, int]]:
             for model_run in _finished_outputs(execution, ModelRun)
             for epoch in _history(model_run).get("per_epoch", [])
         ]
-        # A summary number that is also per epoch (the final loss) is the last point of that curve, not a step 0.
-        per_epoch = {key for epoch in epochs for key in epoch}
+        # A summary number that is also per epoch (the final loss) is the last point of that curve, not a step 0; an
+        # epoch's own time and speed are not the training's (a user trial: train.examples_per_second's last point
+        # was the third epoch's 13,678, the training's 2,210): logged apart, as epoch_seconds, epoch_examples_...
+        per_epoch = {key for epoch in epochs for key in epoch if key not in EPOCH_OWN}
         yield from _numbers(node, {k: v for k, v in execution.summary.items() if k not in per_epoch})
         for epoch in epochs:
             step = int(epoch.get("epoch", 0))
             for key, value in epoch.items():
                 if key not in ("epoch", "step") and _is_number(value):
-                    yield f"{node}.{key}", float(value), step
+                    yield f"{node}.{EPOCH_OWN.get(key, key)}", float(value), step
         if not execution.finished:
             continue
         for evaluation in execution.outputs_of_type(ModelEvaluation):

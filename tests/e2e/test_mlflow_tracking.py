@@ -216,3 +216,56 @@ def test_a_folder_or_a_sqlite_file_is_a_store_and_keeps_the_artifacts_beside_it(
     assert not list(elsewhere.iterdir())  # nothing under the folder the run started in
     if store == "sqlite":
         assert logged.info.artifact_uri.startswith((tmp_path / "mlartifacts").as_uri()), logged.info.artifact_uri
+
+
+def test_a_folder_stores_registry_is_its_own_not_a_database_in_the_current_folder(tmp_path, monkeypatch):
+    """A user trial: a run tracked to a folder store left a SQLite mlflow.db (950 KB, a Default experiment) in the
+    folder it ran from: registering the blessed model used MLflow 3's default registry, sqlite:///mlflow.db."""
+    from kflow.pipeline.runners.mlflow_tracking import track_run
+    from kflow.pipeline.runners.run_record import Run
+    from tests.e2e.test_evaluator_gate import fake_run
+
+    run_dir = fake_run(tmp_path / "runs" / "iris", "20261202-000000-000000-aaaa", blessed=True, model_fingerprint="m1")
+    record = json.loads((run_dir / "run.json").read_text())
+    (run_dir / "run.json").write_text(json.dumps({**record, "pipeline": "iris", "status": "succeeded"}))
+    serving = run_dir / "train" / "model" / "Format-Serving"
+    serving.mkdir()
+    (serving / "saved_model.pb").write_bytes(b"a SavedModel's bytes")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    store = str(tmp_path / "store")
+    run_id = track_run({"uri": store}, Run.load(run_dir))
+    assert not list(elsewhere.iterdir())  # no mlflow.db, no mlruns/
+    client = mlflow.MlflowClient(tracking_uri=store, registry_uri=store)
+    (version,) = client.search_model_versions("name = 'iris'")
+    assert version.run_id == run_id and version.tags["kflow_model_fingerprint"] == "m1"
+
+
+def test_an_epochs_time_and_speed_are_logged_apart_from_the_trainings(tmp_path):
+    """A user trial: the summary's examples_per_second (2,210) was overwritten in MLflow by the epochs' of the same
+    key (the last, 13,678); the epochs' now are epoch_examples_per_second and epoch_seconds, the loss one curve."""
+    from kflow.pipeline.runners.mlflow_tracking import run_metrics
+    from kflow.pipeline.runners.run_record import Run
+
+    run_dir = tmp_path / "20261202-000000-000000-aaaa"
+    model_run = run_dir / "train" / "model_run"
+    model_run.mkdir(parents=True)
+    epochs = [{"epoch": 1, "loss": 0.9, "seconds": 4.1, "examples_per_second": 1175.0},
+              {"epoch": 2, "loss": 0.5, "seconds": 0.2, "examples_per_second": 13678.0}]  # fmt: skip
+    (model_run / "history.json").write_text(json.dumps({"per_epoch": epochs}))
+    summary = {"loss": 0.5, "seconds": 5.5, "examples_per_second": 2210.0}
+    train = {
+        "status": "succeeded",
+        "summary": summary,
+        "outputs": {"model_run": {"type": "ModelRun", "uri": str(model_run)}},
+    }
+    (run_dir / "run.json").write_text(
+        json.dumps({"run_id": run_dir.name, "pipeline": "toy", "components": {"train": train}})
+    )
+    logged = {}
+    for key, value, step in run_metrics(Run.load(run_dir)):
+        logged.setdefault(key, []).append((step, value))
+    assert logged["train.examples_per_second"] == [(0, 2210.0)] and logged["train.seconds"] == [(0, 5.5)]
+    assert logged["train.epoch_examples_per_second"] == [(1, 1175.0), (2, 13678.0)]
+    assert logged["train.loss"] == [(1, 0.9), (2, 0.5)]  # the summary's loss is the curve's last point
