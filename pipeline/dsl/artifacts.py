@@ -49,6 +49,11 @@ class Artifact:
         """A split's folder, as TFX lays out its per-split artifacts (Examples, statistics, anomalies, predictions)."""
         return self.path / f"Split-{split}"
 
+    def gone_elsewhere(self) -> str | None:
+        """Why what this artifact records outside its own folder no longer holds (a cached execution is then run
+        again), or None: its folder alone is checked by its manifest."""
+        return None
+
     METADATA_FILE = "metadata.json"
 
     @property
@@ -389,6 +394,18 @@ class PushedModel(Artifact):
     @property
     def pushed(self) -> bool:
         return bool(self.record["pushed"])
+
+    def gone_elsewhere(self) -> str | None:
+        """The pushed model's folder gone from a local destination (deleted, a fresh volume): a cached Pusher said
+        `pushed=True` of a model nobody served (a user trial). An object store's is not checked here."""
+        try:
+            record = self.record
+        except (OSError, ValueError):
+            return None
+        folder = str(record.get("serving_dir") or "")
+        if record.get("pushed") and folder and "://" not in folder and not Path(folder).is_dir():
+            return f"the model it pushed to {folder} is gone"
+        return None
 
 
 # Every type above, by name (run records name their artifacts' types); defined last, so only this module's.

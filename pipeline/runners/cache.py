@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kflow.pipeline.dsl.artifacts import ARTIFACT_TYPES, Artifact
 from kflow.pipeline.dsl.component import Component
 from kflow.pipeline.dsl.durable import open_lock
 from kflow.pipeline.runners.manifest import manifest_problem
@@ -66,10 +67,17 @@ def find_cached(
             continue
         checked |= folders
         problem = next(filter(None, (manifest_problem(folder, hashes=verify_hashes) for folder in folders)), None)
+        problem = problem or next(
+            filter(None, (_artifact(ref).gone_elsewhere() for ref in execution.outputs.values())), None
+        )
         if problem is None:
             return execution, source_run
         log.warning("%s: not reusing the outputs of run %s: %s", node_id, source_run, problem)
     return None
+
+
+def _artifact(ref: Any) -> Artifact:
+    return ARTIFACT_TYPES.get(ref.type, Artifact)(ref.uri)
 
 
 @contextmanager

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -434,6 +436,14 @@ def test_the_bulk_inferrer_scores_iris_with_the_blessed_model_as_the_evaluator_d
     assert scored.returncode == 0, scored.stderr[-3000:]
     skew = json.loads((tmp_path / "scored" / "skew.json").read_text())
     assert skew["compared"] and skew["training_statistics"].startswith(str(run_dir / "statistics"))
+    # The served folder removed, a re-run pushes again: a cached Pusher said pushed=True of a model gone from its
+    # destination (a user trial); the rest stays cached.
+    shutil.rmtree(tmp_path / "serving")
+    again = run_kflow("run", path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "push: not reusing the outputs of run" in again.stderr and "is gone" in again.stderr, again.stderr[-2000:]
+    assert (tmp_path / "serving").is_dir() and len(list((tmp_path / "serving").iterdir())) == 1
+    assert re.search(r"\btrain +cached", again.stdout), again.stdout
 
 
 @pytest.mark.slow  # About 25 s; make test has the schema and validator halves (test_data_checks.py).
