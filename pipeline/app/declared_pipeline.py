@@ -17,11 +17,19 @@ under its path in the file (`components.train.inputs.examples: …`), as `kflow 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets import DATASETS, get_dataset
 from kflow.pipeline.app.config_checks import check_config
-from kflow.pipeline.app.sections import absolute, evaluator_parameters, ingest_parameters, trainer_parameters
+from kflow.pipeline.app.latest_blessed import latest_blessed
+from kflow.pipeline.app.sections import (
+    absolute,
+    baseline_parameters,
+    evaluator_parameters,
+    ingest_parameters,
+    trainer_parameters,
+)
 from kflow.pipeline.app.transform_section import transform_parameters
 from kflow.pipeline.app.tuning import tuner_parameters
 from kflow.pipeline.dsl.component import Channel, Component, load_component
@@ -72,8 +80,11 @@ def component_class(type_name: str, config: PipelineConfig) -> type[Component]:
         raise ValueError(f"cannot import {type_name!r}: {error}") from None
 
 
-def build_declared_pipeline(config: PipelineConfig, *, local_data: bool = True) -> Pipeline:
-    """The DAG of `config.components`; one ConfigError lists every problem, each with its path."""
+def build_declared_pipeline(
+    config: PipelineConfig, *, local_data: bool = True, pipeline_dir: Path | None = None
+) -> Pipeline:
+    """The DAG of `config.components`; one ConfigError lists every problem, each with its path. `pipeline_dir`
+    (`kflow run`, `kflow plan`): where an evaluator's `evaluator.baseline: latest_blessed` is looked for."""
     if config.data:
         check_config(config, local_data=local_data)  # The sections are the nodes' defaults: they must be valid too.
     entries = list(config.components or [])
@@ -93,7 +104,7 @@ def build_declared_pipeline(config: PipelineConfig, *, local_data: bool = True) 
     nodes: dict[str, Component] = {}
     for node_id in _dependency_order(entries):
         entry, label = by_id[node_id]
-        node, node_problems = _build_node(entry, label, classes[node_id], nodes, config)
+        node, node_problems = _build_node(entry, label, classes[node_id], nodes, config, pipeline_dir)
         problems += node_problems
         if node is not None:
             nodes[node_id] = node
@@ -200,7 +211,12 @@ def _dependency_order(entries: list[ComponentEntry]) -> list[str]:
 
 
 def _build_node(
-    entry: ComponentEntry, label: str, cls: type[Component], built: dict[str, Component], config: PipelineConfig
+    entry: ComponentEntry,
+    label: str,
+    cls: type[Component],
+    built: dict[str, Component],
+    config: PipelineConfig,
+    pipeline_dir: Path | None = None,
 ) -> tuple[Component | None, list[str]]:
     """The node of one entry, or None and the problems that keep it from being built."""
     spec, problems = cls.spec, []
@@ -225,6 +241,14 @@ def _build_node(
     if run_if is not None and run_if.type.type_name != "ModelBlessing":
         problems.append(f"{label}.run_if: wants a ModelBlessing output, but {entry.run_if} is {run_if.type.type_name}")
     parameters = {**_defaults(entry.type, config, spec), **entry.parameters}
+    resolver = None
+    if entry.type == "evaluator" and "baseline_model" not in entry.inputs:  # evaluator.baseline, as the standard's
+        try:
+            parameters = {**baseline_parameters(config), **parameters}
+        except ConfigError as error:
+            problems += error.problems
+        if pipeline_dir is not None and config.evaluator.baseline == "latest_blessed":
+            resolver = latest_blessed(pipeline_dir, config.to_dict(), "model")
     for name, value in list(parameters.items()):
         if name not in spec.parameters:
             problems.append(
@@ -247,7 +271,7 @@ def _build_node(
     if problems:
         return None, problems
     try:
-        node = cls(entry.id, parameters=parameters, run_if=run_if, **channels)
+        node = cls(entry.id, parameters=parameters, run_if=run_if, run_time_parameters=resolver, **channels)
     except (ValueError, TypeError) as error:
         return None, [f"{label}: {error}"]
     return node, [f"{label}.parameters: {problem}" for problem in node.check_parameters()]

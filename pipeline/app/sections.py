@@ -11,7 +11,7 @@ from typing import Any
 
 from kflow.components.datasets import get_dataset
 from kflow.pipeline.app.dataset_settings import dataset_settings
-from kflow.pipeline.dsl.config import PipelineConfig, as_data
+from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, as_data
 from kflow.pipeline.dsl.config_model import OptimizerSection, given
 
 EVALUATOR_FIELDS = ("split", "batch_size", "thresholds", "slices", "seed", "require_baseline")
@@ -102,6 +102,25 @@ def evaluator_parameters(config: PipelineConfig) -> dict[str, Any]:
     """The `evaluator` section's fields the Evaluator takes as they are (the baseline is resolved apart)."""
     evaluator = as_data(config.evaluator)
     return {**{key: evaluator[key] for key in EVALUATOR_FIELDS}, "report_title": config.name}
+
+
+def baseline_parameters(config: PipelineConfig) -> dict[str, Any]:
+    """The Evaluator's baseline from `evaluator.baseline` when it is `none` or a Model folder."""
+    baseline = config.evaluator.baseline
+    if baseline == "latest_blessed":
+        return {"baseline_model_uri": None}  # Until the run resolves it.
+    if baseline == "none":
+        return {"baseline_model_uri": None, "no_baseline_reason": "evaluator.baseline is none"}
+    path = Path(baseline).expanduser().resolve()
+    if not (path / "model.keras").is_file():
+        raise ConfigError(
+            [
+                f"evaluator.baseline: {baseline!r} is not a Model folder (no model.keras); "
+                "use latest_blessed, none or a Model artifact path such as runs/demo/<run_id>/train/model"
+            ],
+            config.source,
+        )
+    return {"baseline_model_uri": str(path)}
 
 
 def absolute(path: str | None) -> str | None:

@@ -8,7 +8,6 @@ its data (csv) adds `statistics`, `schema` and `validate` between ingest and tra
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from kflow.components.datasets import get_dataset
 from kflow.components.evaluator import Evaluator
@@ -19,13 +18,19 @@ from kflow.components.trainer import Trainer
 from kflow.pipeline.app.config_checks import check_config
 from kflow.pipeline.app.declared_pipeline import build_declared_pipeline
 from kflow.pipeline.app.latest_blessed import latest_blessed
-from kflow.pipeline.app.sections import absolute, evaluator_parameters, ingest_parameters, trainer_parameters
+from kflow.pipeline.app.sections import (
+    absolute,
+    baseline_parameters,
+    evaluator_parameters,
+    ingest_parameters,
+    trainer_parameters,
+)
 from kflow.pipeline.app.span_pipeline import SpanIngest, drift_parameters, span_ingest
 from kflow.pipeline.app.transform_section import transform_node
 from kflow.pipeline.app.tuning import trains_with_tuner, tune_node
 from kflow.pipeline.app.warm_start import warm_start_resolver
 from kflow.pipeline.dsl.component import Component
-from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
+from kflow.pipeline.dsl.config import PipelineConfig
 from kflow.pipeline.dsl.dag import Pipeline
 
 
@@ -38,10 +43,10 @@ def build_pipeline(config: PipelineConfig, *, local_runs: bool = False, local_da
     resolves it in a task of its own (`run_time_baselines`). `local_data=False` (compiling: the pods read the
     data) skips the checks that read the data's source here (config_checks.check_config).
     """
-    if config.components is not None:
-        return build_declared_pipeline(config, local_data=local_data)
-    check_config(config, local_data=local_data)
     pipeline_dir = Path(config.pipeline_root).expanduser().resolve() / config.name
+    if config.components is not None:
+        return build_declared_pipeline(config, local_data=local_data, pipeline_dir=pipeline_dir if local_runs else None)
+    check_config(config, local_data=local_data)
     dataset = get_dataset(config.data.dataset)
     spans = span_ingest(config, dataset.ingest_component(), dataset.validates_data)  # {SPAN}: span_pipeline.py
     ingest = spans.ingest if spans else dataset.ingest_component()("ingest", parameters=ingest_parameters(config))
@@ -119,25 +124,6 @@ def data_checks(config: PipelineConfig, ingest: Component, spans: SpanIngest | N
         parameters={"on_anomaly": config.data.on_anomaly or "fail", **drift_parameters(config, spans)},
     )
     return [statistics, schema, validate]
-
-
-def baseline_parameters(config: PipelineConfig) -> dict[str, Any]:
-    """The Evaluator's baseline from `evaluator.baseline` when it is `none` or a Model folder."""
-    baseline = config.evaluator.baseline
-    if baseline == "latest_blessed":
-        return {"baseline_model_uri": None}  # Until the run resolves it.
-    if baseline == "none":
-        return {"baseline_model_uri": None, "no_baseline_reason": "evaluator.baseline is none"}
-    path = Path(baseline).expanduser().resolve()
-    if not (path / "model.keras").is_file():
-        raise ConfigError(
-            [
-                f"evaluator.baseline: {baseline!r} is not a Model folder (no model.keras); "
-                "use latest_blessed, none or a Model artifact path such as runs/demo/<run_id>/train/model"
-            ],
-            config.source,
-        )
-    return {"baseline_model_uri": str(path)}
 
 
 def run_time_baselines(config: PipelineConfig) -> dict[str, str]:

@@ -341,3 +341,34 @@ def test_log_lines_of_nodes_running_at_once_name_their_node(caplog):
         "[b] evaluate: accuracy 0.50",
         "a line of no node",
     ]
+
+
+def test_a_declared_evaluator_takes_evaluator_baseline_as_the_standard_pipelines_does(tmp_path):
+    """A user trial: a declared evaluator ignored evaluator.baseline (latest_blessed, and a Model folder): its change
+    checks passed with no baseline, and under require_baseline no run could ever bless."""
+    model = tmp_path / "earlier" / "train" / "model"
+    model.mkdir(parents=True)
+    (model / "model.keras").write_bytes(b"a model")
+
+    def evaluator_node(baseline):
+        config = {"name": "iris-dag", "pipeline_root": str(tmp_path / "runs"),
+                  "data": {"dataset": "csv", "source": {"path": str(REPO / "pipeline/configs/data/iris.csv")},
+                           "label": "species"},
+                  "evaluator": {"baseline": baseline},
+                  "components": [
+                      {"id": "ingest", "type": "ingest"},
+                      {"id": "train", "type": "trainer", "inputs": {"examples": "ingest.examples",
+                                                                    "schema": "ingest.schema"}},
+                      {"id": "evaluate", "type": "evaluator",
+                       "inputs": {"examples": "ingest.examples", "schema": "ingest.schema",
+                                  "model": "train.model"}}]}  # fmt: skip
+        (tmp_path / "dag.yaml").write_text(yaml.safe_dump(config))
+        pipeline = build_pipeline(load_config(tmp_path / "dag.yaml"), local_runs=True)
+        return {node.id: node for node in pipeline.components}["evaluate"]
+
+    assert evaluator_node(str(model)).parameters["baseline_model_uri"] == str(model.resolve())
+    latest = evaluator_node("latest_blessed")
+    assert latest.parameters["baseline_model_uri"] is None and latest.run_time_parameters is not None
+    assert evaluator_node("none").parameters["no_baseline_reason"] == "evaluator.baseline is none"
+    with pytest.raises(ConfigError, match="evaluator.baseline: .* is not a Model folder"):
+        evaluator_node(str(tmp_path / "earlier"))
