@@ -57,6 +57,10 @@ SECTION_DEFAULTS: dict[str, Callable[[PipelineConfig], dict[str, Any]]] = {
     "evaluator": evaluator_parameters,
     "tuner": tuner_parameters,
     "transform": transform_parameters,
+    # data.on_anomaly, which the Trainer's refusal names as the way out (a user trial set it, and nothing changed)
+    "example_validator": lambda config: (
+        {"on_anomaly": config.data.on_anomaly} if config.data and config.data.on_anomaly else {}
+    ),
 }
 
 

@@ -372,3 +372,23 @@ def test_a_declared_evaluator_takes_evaluator_baseline_as_the_standard_pipelines
     assert evaluator_node("none").parameters["no_baseline_reason"] == "evaluator.baseline is none"
     with pytest.raises(ConfigError, match="evaluator.baseline: .* is not a Model folder"):
         evaluator_node(str(tmp_path / "earlier"))
+
+
+def test_a_declared_example_validator_takes_data_on_anomaly(tmp_path):
+    """The Trainer's refusal of blocking anomalies says 'set data.on_anomaly: warn to train anyway'; a user trial set
+    it in a declared pipeline and nothing changed (only the node's own parameter counted). Its own still wins."""
+    config = {"name": "iris-dag", "pipeline_root": str(tmp_path / "runs"),
+              "data": {"dataset": "csv", "source": {"path": str(REPO / "pipeline/configs/data/iris.csv")},
+                       "label": "species", "on_anomaly": "warn"},
+              "components": [
+                  {"id": "ingest", "type": "ingest"},
+                  {"id": "stats", "type": "statistics_gen", "inputs": {"examples": "ingest.examples"}},
+                  {"id": "validate", "type": "example_validator",
+                   "inputs": {"statistics": "stats.statistics", "schema": "ingest.schema"}}]}  # fmt: skip
+    (tmp_path / "dag.yaml").write_text(yaml.safe_dump(config))
+    nodes = {node.id: node for node in build_pipeline(load_config(tmp_path / "dag.yaml")).components}
+    assert nodes["validate"].parameters["on_anomaly"] == "warn"
+    config["components"][2]["parameters"] = {"on_anomaly": "fail"}
+    (tmp_path / "dag.yaml").write_text(yaml.safe_dump(config))
+    nodes = {node.id: node for node in build_pipeline(load_config(tmp_path / "dag.yaml")).components}
+    assert nodes["validate"].parameters["on_anomaly"] == "fail"
