@@ -274,6 +274,8 @@ def _build_node(
     ]
     if problems:
         return None, problems
+    if any(ref.partition(".")[0] not in built for ref in entry.inputs.values()):
+        return None, []  # an input's node was not built: its own problems are said, not this one's knock-on
     try:
         node = cls(entry.id, parameters=parameters, run_if=run_if, run_time_parameters=resolver, **channels)
     except (ValueError, TypeError) as error:

@@ -392,3 +392,15 @@ def test_a_declared_example_validator_takes_data_on_anomaly(tmp_path):
     (tmp_path / "dag.yaml").write_text(yaml.safe_dump(config))
     nodes = {node.id: node for node in build_pipeline(load_config(tmp_path / "dag.yaml")).components}
     assert nodes["validate"].parameters["on_anomaly"] == "fail"
+
+
+def test_a_node_refused_says_its_own_problem_not_its_consumers_knock_on(tmp_path, capsys):
+    """A user trial: an unknown parameter on the schema node also said 'validate: input 'schema' (Schema) is not
+    wired', which it was, sending the user to the wrong node."""
+    config = yaml.safe_load(toy_config(tmp_path).read_text())
+    config["components"][0]["parameters"]["bogus"] = 1  # produce, which judge, double and add read
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(config))
+    assert main(["validate", str(tmp_path / "bad.yaml")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert any("components.produce.parameters.bogus: Produce has no such parameter" in line for line in lines), lines
+    assert not any("not wired" in line for line in lines), lines
