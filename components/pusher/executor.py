@@ -6,6 +6,7 @@ the file system's own (on a cluster: environment variables from a Kubernetes Sec
 
 from __future__ import annotations
 
+import filecmp
 import logging
 import os
 import secrets
@@ -42,11 +43,35 @@ def run(
     if "://" in push_destination:
         serving_dir, version = publish_uri(model.serving_uri, f"{push_destination.rstrip('/')}/{model_name}")
     else:
-        serving_dir, version = publish(model.serving_uri, Path(push_destination) / model_name)
+        base = Path(push_destination) / model_name
+        same = [number for number in versions(base) if same_files(model.serving_uri, base / str(number))]
+        newest = (versions(base) or [0])[-1]
+        if same and same[-1] == newest:  # a re-run (its Evaluator's code or thresholds edited): served already
+            record = {"pushed": True, "version": newest, "serving_dir": str(base / str(newest)), "model": model.uri,
+                      "reason": f"already version {newest} of {base}"}  # fmt: skip
+            pushed_model.write_json(PushedModel.RECORD, record)
+            log.info("push: %s is already version %d of %s: nothing copied", model.serving_uri, newest, base)
+            return {"pushed": True, "version": newest, "serving_dir": record["serving_dir"], "already": True}
+        serving_dir, version = publish(model.serving_uri, base)
+        if same:  # served again over a newer one: TF Serving serves the highest version
+            log.warning("push: version %d is the model of version %d again, now served over version %d (%s)",
+                        version, same[-1], newest, model.uri)  # fmt: skip
     record = {"pushed": True, "version": version, "serving_dir": str(serving_dir), "model": model.uri}
     pushed_model.write_json(PushedModel.RECORD, record)
     log.info("push: %s → %s (version %d)", model.serving_uri, serving_dir, version)
     return {"pushed": True, "version": version, "serving_dir": str(serving_dir)}
+
+
+def same_files(one: Path, other: Path) -> bool:
+    """Whether two SavedModel folders hold the same files, byte for byte (sizes first: a hash only where they tie)."""
+
+    def listing(folder: Path) -> dict[str, Path]:
+        return {str(path.relative_to(folder)): path for path in folder.rglob("*") if path.is_file()}
+
+    mine, theirs = listing(one), listing(other)
+    if mine.keys() != theirs.keys() or any(mine[name].stat().st_size != theirs[name].stat().st_size for name in mine):
+        return False
+    return all(filecmp.cmp(mine[name], theirs[name], shallow=False) for name in mine)
 
 
 def versions(base: Path) -> list[int]:

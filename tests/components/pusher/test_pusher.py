@@ -13,18 +13,30 @@ from kflow.pipeline.dsl.artifacts import Model, ModelBlessing, PushedModel
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory) -> Model:
-    """A Model artifact holding a real (tiny) SavedModel in Format-Serving/."""
+def models(tmp_path_factory) -> list[Model]:
+    """Model artifacts each holding a real (tiny) SavedModel in Format-Serving/, of another factor (2, 3, 4, 5)."""
     import tensorflow as tf
 
     class Scale(tf.Module):
+        def __init__(self, factor: float):
+            super().__init__()
+            self.factor = tf.Variable(factor)
+
         @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
         def __call__(self, x):
-            return 2.0 * x
+            return self.factor * x
 
-    model = Model(tmp_path_factory.mktemp("model"))
-    tf.saved_model.save(Scale(), str(model.serving_uri))
-    return model
+    made = []
+    for factor in (2.0, 3.0, 4.0, 5.0):
+        model = Model(tmp_path_factory.mktemp("model"))
+        tf.saved_model.save(Scale(factor), str(model.serving_uri))
+        made.append(model)
+    return made
+
+
+@pytest.fixture(scope="module")
+def model(models) -> Model:
+    return models[0]
 
 
 def blessing(tmp_path: Path, blessed: bool) -> ModelBlessing:
@@ -40,15 +52,29 @@ def push(model: Model, tmp_path: Path, **kwargs) -> PushedModel:
     return out
 
 
-def test_each_push_is_the_next_integer_version_holding_the_saved_model(model, tmp_path):
-    first, second = push(model, tmp_path), push(model, tmp_path, blessing=blessing(tmp_path, True))
+def test_each_push_is_the_next_integer_version_holding_the_saved_model(models, tmp_path):
+    first, second = push(models[0], tmp_path), push(models[1], tmp_path, blessing=blessing(tmp_path, True))
     assert (first.record["version"], second.record["version"]) == (1, 2)
     serving = tmp_path / "serving" / "digits"
     assert sorted(p.name for p in serving.iterdir()) == ["1", "2"]
-    assert (serving / "2" / "saved_model.pb").read_bytes() == (model.serving_uri / "saved_model.pb").read_bytes()
+    assert (serving / "2" / "saved_model.pb").read_bytes() == (models[1].serving_uri / "saved_model.pb").read_bytes()
     import tensorflow as tf
 
-    assert tf.saved_model.load(str(serving / "2"))(tf.constant([1.5])).numpy().tolist() == [3.0]
+    assert tf.saved_model.load(str(serving / "2"))(tf.constant([1.5])).numpy().tolist() == [4.5]
+
+
+def test_the_served_model_pushed_again_is_no_new_version_and_an_older_one_is_said(models, tmp_path, caplog):
+    """A user trial: the Evaluator re-run (a threshold edited, the Trainer cached) pushed the same model again as
+    a new version, and an older run's over a newer model: TF Serving then served the older model as the newest."""
+    push(models[0], tmp_path)
+    again = push(models[0], tmp_path)
+    assert again.record["version"] == 1 and again.record["reason"].startswith("already version 1 of")
+    assert sorted(p.name for p in (tmp_path / "serving" / "digits").iterdir()) == ["1"]
+    push(models[1], tmp_path)
+    with caplog.at_level("WARNING", logger="kflow"):
+        older = push(models[0], tmp_path)
+    assert older.record["version"] == 3
+    assert "version 3 is the model of version 1 again, now served over version 2" in caplog.text
 
 
 def test_an_unblessed_model_is_not_pushed_and_the_record_says_why(model, tmp_path):
@@ -65,7 +91,7 @@ def test_a_model_without_a_saved_model_fails_clearly(model, tmp_path):
         push(bare, tmp_path)
 
 
-def test_concurrent_pushers_get_distinct_versions(model, tmp_path):
+def test_concurrent_pushers_get_distinct_versions(models, tmp_path):
     serving = tmp_path / "serving"
     outcomes: list[BaseException | PushedModel] = []
 
@@ -73,7 +99,7 @@ def test_concurrent_pushers_get_distinct_versions(model, tmp_path):
         out = PushedModel(tmp_path / f"pushed-{index}")
         out.path.mkdir()
         try:
-            run(model=model, pushed_model=out, push_destination=str(serving), model_name="digits")
+            run(model=models[index], pushed_model=out, push_destination=str(serving), model_name="digits")
             outcomes.append(out)
         except BaseException as error:  # reported by the assertion below
             outcomes.append(error)
