@@ -81,7 +81,12 @@ def component_class(type_name: str, config: PipelineConfig) -> type[Component]:
     try:
         return load_component(COMPONENT_TYPES.get(type_name, type_name))
     except ImportError as error:
-        raise ValueError(f"cannot import {type_name!r}: {error}") from None
+        hint = ""
+        if isinstance(error, ModuleNotFoundError) and error.name and ":" in type_name:
+            hint = (" (a user component's package is imported as Python imports it: installed, or its folder on "
+                    "PYTHONPATH, e.g. PYTHONPATH=. kflow run …; the image a compiled pipeline runs must hold it "
+                    "too)")  # fmt: skip
+        raise ValueError(f"cannot import {type_name!r}: {error}{hint}") from None
 
 
 def build_declared_pipeline(

@@ -404,3 +404,15 @@ def test_a_node_refused_says_its_own_problem_not_its_consumers_knock_on(tmp_path
     lines = capsys.readouterr().err.strip().splitlines()
     assert any("components.produce.parameters.bogus: Produce has no such parameter" in line for line in lines), lines
     assert not any("not wired" in line for line in lines), lines
+
+
+def test_a_user_component_package_not_importable_says_how_to_make_it_so(tmp_path, capsys):
+    """A user trial: a package beside the config (mycomp/) was 'No module named mycomp', and nothing said that it
+    must be installed or on PYTHONPATH."""
+    config = yaml.safe_load(toy_config(tmp_path).read_text())
+    config["components"][0]["type"] = "mycomp_not_installed.bad:report"
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(config))
+    assert main(["validate", str(tmp_path / "bad.yaml")]) == 2
+    said = capsys.readouterr().err
+    assert "cannot import 'mycomp_not_installed.bad:report': No module named 'mycomp_not_installed'" in said
+    assert "installed, or its folder on PYTHONPATH, e.g. PYTHONPATH=. kflow run" in said
