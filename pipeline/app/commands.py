@@ -39,11 +39,12 @@ def _compiled_pipeline(config: PipelineConfig, settings: KubeflowSettings) -> Pi
         for field in credential_fields(config)
     ]
     warm_start = config.trainer.warm_start if config.components is None else None
-    if warm_start not in (None, "none", "latest_blessed"):  # a run id: resolved among this machine's runs only
+    if warm_start not in (None, "none", "latest_blessed"):  # a run id or a folder: resolved by kflow run only
+        named = f"the model folder {warm_start}" if "/" in warm_start else f"run {warm_start!r}, one of this machine's"
         problems.append(
-            f"trainer.warm_start: run {warm_start!r} is one of this machine's runs, which a compiled pipeline's pods "
-            "cannot read (its Trainer failed: 'was not resolved to a model'): compile with trainer.warm_start: none, "
-            "or latest_blessed (trains from scratch there)"
+            f"trainer.warm_start: {named}, is resolved by kflow run only; a compiled pipeline's Trainer would not "
+            "find it ('was not resolved to a model'): compile with trainer.warm_start: none, or latest_blessed "
+            "(trains from scratch there)"
         )
     try:
         pipeline = build_pipeline(config, local_data=_readable_here(config))
