@@ -131,7 +131,11 @@ def test_free_text_dates_and_an_identifier_train_with_the_shipped_config(tmp_pat
     done, run_dir, metrics = trained(run_kflow, tmp_path, table_config(tmp_path, path, "diagnosis"), *slices)
     assert "the feature 'patient' is left out: an identifier" in done.stderr
     assert "evaluate: no slices by 'country': the model leaves it out (a constant ('Chile' in every" in done.stderr
-    assert "'visit' holds 407 distinct dates or times: read as the time, the season, the weekday" in done.stderr
+    # One visit a row: as many distinct dates as the training split has rows.
+    from kflow.pipeline.dsl.artifacts import Examples
+
+    rows = Examples(run_dir / "ingest" / "examples").recorded_counts["train"]
+    assert f"'visit' holds {rows} distinct dates or times: read as the time, the season, the weekday" in done.stderr
     preprocessing = json.loads((run_dir / "train" / "model" / "assets" / "tabular.json").read_text())
     kinds = {spec["name"]: spec["kind"] for spec in preprocessing["features"]}
     assert kinds["comment"] == "categorical" and "patient" not in kinds and kinds["visit"] == "date"

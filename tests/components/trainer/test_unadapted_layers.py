@@ -78,8 +78,9 @@ def test_keras_ios_structured_data_layers_are_adapted_on_the_training_split(cps1
     model = Model(tmp_path / "model")
     task = task_for_model(model, model.training_schema_file)
     features = {feature["name"]: feature for feature in task.model_context()["features"]}
-    # Six occupations, the most frequent a third of the workers: the model learnt more than that.
-    assert metrics["accuracy"] > 0.4, metrics
+    # Six occupations, the most frequent a third of the workers: the model learnt more than always answering it.
+    majority = max(metrics["per_class_count"].values()) / metrics["example_count"]
+    assert metrics["accuracy"] > majority, metrics
 
     from kflow.components.models import load_trained
 
