@@ -127,3 +127,23 @@ def _key_read(use: ast.Name, parent: ast.AST | None, grandparent: ast.AST | None
 
 def _literal(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def imported_files_version(source: str) -> str | None:
+    """A hash of the first-party files the module imports (a helper beside it on PYTHONPATH, a package of the user's
+    not in site-packages: code_version's closure of them), for the cache key: the module travels as its source, and
+    an edit of what it imports re-ran nothing (a user trial). None where it imports none."""
+    from kflow.pipeline.dsl.code_version import code_version, source_files
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module)
+    names = {name for name in names if name.split(".")[0] != "kflow"}  # kflow's own code is in every cache key
+    return code_version(sorted(names)) if names and source_files(sorted(names)) else None

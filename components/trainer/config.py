@@ -85,6 +85,9 @@ class ModelChoice:
     module_source: str | None = setting(
         None, "the module's source, read when the pipeline is built: the cache key sees edits, pipeline.yaml carries it"
     )
+    module_imports: str | None = setting(
+        None, "a hash of the first-party files the module imports (on PYTHONPATH): the cache key sees their edits"
+    )
     # The Trainer's `transform_graph` input (set by its executor): every training process takes the task's
     # preprocessing from that artifact instead of learning it. Its fingerprint is the input's, not this path's.
     transform_graph_uri: str | None = setting(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kflow.components.datasets.module_source_checks import imported_files_version
 from kflow.components.datasets.user_module import read_module_source
 from kflow.components.transform.module_check import preprocessing_problems
 from kflow.pipeline.dsl.artifacts import Examples, Schema, TransformGraph
@@ -30,6 +31,9 @@ class Transform(Component):
             "module_source": Parameter(
                 str, optional=True, description="The module's source, read when the pipeline is built."
             ),
+            "module_imports": Parameter(
+                str, optional=True, description="A hash of the first-party files the module imports (cache key)."
+            ),
             "beam_args": Parameter(list, default=[], affects_output=False, description="Apache Beam pipeline options."),
         },
         executor="kflow.components.transform.executor:run",
@@ -39,7 +43,8 @@ class Transform(Component):
         """Reads `module` into `module_source` when the pipeline is built (its bytes are in the cache key)."""
         module = parameters.get("module")
         if module and parameters.get("module_source") is None and not preprocessing_problems(module):
-            parameters = {**parameters, "module_source": read_module_source(module)}
+            source = read_module_source(module)
+            parameters = {**parameters, "module_source": source, "module_imports": imported_files_version(source)}
         return super()._bind_parameters(parameters)
 
     def check_parameters(self) -> list[str]:

@@ -54,6 +54,7 @@ def run(
     options: dict[str, Any] | None = None,
     module: str | None = None,
     module_source: str | None = None,
+    module_imports: str | None = None,  # noqa: ARG001 - the cache key's, of what the module imports
     beam_args: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Writes the TransformGraph of `examples`' training split; returns figures for the log."""

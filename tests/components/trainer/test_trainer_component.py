@@ -56,6 +56,7 @@ def test_spec_wiring_and_defaults():
         "model_options": {},
         "module": None,
         "module_source": None,
+        "module_imports": None,
         "transform_graph_uri": None,  # set by the executor from its transform_graph input
         "warm_start": None,
         "warm_start_model_uri": None,

@@ -99,3 +99,25 @@ def test_a_module_importing_kerass_metrics_module_trains_with_the_tasks_metrics(
 
     task_class = with_user_module(Base, load_module(READS_UNITS, "my_model.py"))
     assert task_class.metrics(object.__new__(task_class)) == ["accuracy"]  # the task's; before: a TypeError
+
+
+def test_an_edit_of_a_file_the_module_imports_changes_the_trainers_cache_key(tmp_path, monkeypatch):
+    """A user trial: a module importing its helper (wine_helpers.py, on PYTHONPATH) was cached after the helper was
+    edited: only the module's own text was in the cache key, and the run said `train cached` of a stale model."""
+    from kflow.pipeline.app.standard_pipeline import build_pipeline
+    from kflow.pipeline.dsl.config import load_config
+
+    (tmp_path / "my_helpers.py").write_text("UNITS = 16\n")
+    (tmp_path / "my_model.py").write_text("import my_helpers\n" + READS_UNITS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def trainer_key(*settings):
+        overrides = ["trainer.model=null", f"trainer.module={tmp_path / 'my_model.py'}", *settings]
+        config = load_config(IRIS_CONFIG, overrides)
+        (train,) = [node for node in build_pipeline(config).components if node.id == "train"]
+        return train.parameters["module_imports"]
+
+    before = trainer_key()
+    assert before is not None and trainer_key() == before  # the same files, the same key
+    (tmp_path / "my_helpers.py").write_text("UNITS = 2\n")
+    assert trainer_key() not in (before, None)
