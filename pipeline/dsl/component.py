@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -20,6 +21,9 @@ from typing import Any, ClassVar
 from kflow.pipeline.dsl.artifacts import Artifact
 from kflow.pipeline.dsl.code_version import code_version
 from kflow.pipeline.dsl.fingerprint import fingerprint_files
+
+# A node's id, as a config's `components` take it (config_model.base.Identifier).
+NODE_ID = re.compile(r"[a-z][a-z0-9_]*")
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +129,9 @@ class Component:
         run_time_parameters: Callable[[dict[str, str]], dict[str, Any]] | None = None,
         **inputs: Channel | None,
     ):
+        if not isinstance(id, str) or not NODE_ID.fullmatch(id):  # a folder of the run, a KFP task's name
+            raise ValueError(f"component id {id!r}: lowercase letters, digits and _, starting with a letter (a folder "
+                             "of the run: '../x' wrote outside it)")  # fmt: skip
         self.id = id
         self.inputs = self._bind_inputs({name: channel for name, channel in inputs.items() if channel is not None})
         self.parameters = self._bind_parameters(dict(parameters or {}))

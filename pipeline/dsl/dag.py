@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,8 @@ class Pipeline:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", self.name):  # runs/<name>/
+            raise ValueError(f"pipeline name {self.name!r}: lowercase letters, digits and -, as a config's name")
         ids = [node.id for node in self.components]
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:

@@ -416,3 +416,16 @@ def test_a_user_component_package_not_importable_says_how_to_make_it_so(tmp_path
     said = capsys.readouterr().err
     assert "cannot import 'mycomp_not_installed.bad:report': No module named 'mycomp_not_installed'" in said
     assert "installed, or its folder on PYTHONPATH, e.g. PYTHONPATH=. kflow run" in said
+
+
+@pytest.mark.parametrize("bad", ["../../escape", "x/y", "Bad Name", "train-a", ""])
+def test_the_python_api_refuses_a_node_id_a_config_refuses(bad):
+    """A user trial: api.CsvIngest("../../escape", ...) wrote outside the run's folder; the API took any id and name,
+    where a config takes ^[a-z][a-z0-9_]*$ (train_a and train-a compiled to KFP tasks train-a and train-a-2)."""
+    with pytest.raises(ValueError, match="component id .*: lowercase letters, digits and _"):
+        Produce(bad, parameters={"value": 1})
+
+
+def test_the_python_api_refuses_a_pipeline_name_a_config_refuses():
+    with pytest.raises(ValueError, match="pipeline name '../x': lowercase letters, digits and -"):
+        api.Pipeline("../x", [Produce("produce", parameters={"value": 1})])
