@@ -20,6 +20,7 @@ that code only if it is unchanged) and `no_baseline_reason` (said in the verdict
 from __future__ import annotations
 
 import copy
+import os
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -43,7 +44,8 @@ def model_identity(config: dict[str, Any], table: bool = False) -> dict[str, Any
     identity = {"name": config.get("name"), **{key: data.get(key) for key in COMPARABLE}}
     path = (data.get("source") or {}).get("path")
     if table and path:  # a dataset of no source file (MNIST's own) is the same data wherever it runs
-        identity["data.source.path"] = path
+        # one file however spelled (a user trial's p5/../data/wage.csv was another table than data/wage.csv)
+        identity["data.source.path"] = path if "://" in path else os.path.normpath(path)
     return identity
 
 

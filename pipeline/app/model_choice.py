@@ -3,6 +3,7 @@ run's, a Model folder or a pushed one (docs/predict.md)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,8 @@ def _latest_blessed(config: PipelineConfig, pipeline_dir: Path) -> ChosenModel:
 
 
 def _source_path(settings: dict[str, Any]) -> str | None:
-    return ((settings.get("data") or {}).get("source") or {}).get("path")
+    path = ((settings.get("data") or {}).get("source") or {}).get("path")
+    return path if not path or "://" in path else os.path.normpath(path)  # one file however spelled
 
 
 def _model_of_run(run: Run) -> ChosenModel:

@@ -33,6 +33,7 @@ import argparse
 import copy
 import json
 import logging
+import os
 import secrets
 import shutil
 import sys
@@ -62,7 +63,8 @@ def model_identity(config: dict, table: bool = False) -> dict:
     identity = {"name": config.get("name"), **{key: data.get(key) for key in COMPARABLE}}
     path = (data.get("source") or {}).get("path")
     if table and path:  # a dataset of no source file (MNIST's own) is the same data wherever it runs
-        identity["data.source.path"] = path
+        # one file however spelled (a user trial's p5/../data/wage.csv was another table than data/wage.csv)
+        identity["data.source.path"] = path if "://" in path else os.path.normpath(path)
     return identity
 
 

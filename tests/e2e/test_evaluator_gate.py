@@ -110,6 +110,9 @@ def test_one_config_run_on_several_tables_takes_each_tables_own_baseline(tmp_pat
         "'/data/third.csv' other than this one (2 blessed model(s) passed over: 1 of data.source.path "
         "'/data/birthwt.csv'; 1 of data.source.path '/data/cancer.csv')"
     )
+    # The same file however spelled (a user trial's /data/../data/cancer.csv took no baseline).
+    spelled = {**cancer, "data": {**cancer["data"], "source": {"path": "/data/x/../cancer.csv"}}}
+    assert find_baseline(tmp_path, model_identity(spelled, table=True), "c2") == again
     from kflow.pipeline.app.warm_start import newest_blessed
 
     started = newest_blessed(tmp_path, model_identity(cancer, table=True), None)["warm_start_model_uri"]
