@@ -64,7 +64,11 @@ def _data_read(run: Run) -> str:
         return ""
     chosen = (trained_on or labelled or ingests)[0]
     label = chosen.parameters.get("label")
-    return Path(str(chosen.parameters["source_path"]).rstrip("/")).name + (f" ({label})" if label else "")
+    source = str(chosen.parameters["source_path"])
+    pattern = ((run.metadata.get("config") or {}).get("data") or {}).get("source", {}).get("path")
+    if isinstance(pattern, str) and "{SPAN}" in pattern:  # the spans' pattern, not one span's file (a user trial)
+        source = pattern
+    return Path(source.rstrip("/")).name + (f" ({label})" if label else "")
 
 
 def _upstream(run: Run, executions: list[Execution]) -> set[str]:

@@ -278,3 +278,21 @@ def test_diff_says_an_option_set_where_there_were_none_by_its_own_field(tmp_path
     first, second = (Run.load(path.parent) for path in sorted((tmp_path / "runs").glob("toy/*/run.json")))
     assert diff_runs(first, second)["parameters"] == {"trainer.model_options.dropout": {"a": None, "b": 0.2}}
     assert diff_runs(second, first)["parameters"] == {"trainer.model_options.dropout": {"a": 0.2, "b": None}}
+
+
+def test_a_span_pipelines_data_is_its_pattern_not_one_spans_file(tmp_path):
+    """A user trial: `kflow runs` named each run of credit-{SPAN}.csv by one span's file (credit-02.csv, credit-03.csv)
+    though every run read the same pattern, several spans each."""
+    import json
+
+    from kflow.pipeline.cli.history import _data_read
+    from kflow.pipeline.runners.run_record import Run
+
+    run_dir = tmp_path / "20261202-000000-000000-aaaa"
+    run_dir.mkdir()
+    ingest = {"status": "succeeded", "parameters": {"source_path": "/data/credit-03.csv", "label": "Status"}}
+    config = {"data": {"source": {"path": "/data/credit-{SPAN}.csv"}, "label": "Status"}}
+    record = {"run_id": run_dir.name, "pipeline": "credit", "metadata": {"config": config},
+              "components": {"ingest_span_3": ingest}}  # fmt: skip
+    (run_dir / "run.json").write_text(json.dumps(record))
+    assert _data_read(Run.load(run_dir)) == "credit-{SPAN}.csv (Status)"
