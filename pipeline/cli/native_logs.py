@@ -24,6 +24,11 @@ _CHATTER = (
     b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
     b"To enable the following instructions:",  # The second line of TensorFlow's CPU-feature notice.
     b"[Gloo] Rank ",  # JAX's CPU collectives saying each process connected to its peers.
+    # A multi-process Beam ingest's SDK workers log through Python's basicConfig (a user trial: 40 such lines).
+    b"INFO:apache_beam.",
+    b"INFO:__main__:",  # sdk_worker_main: "Python sdk harness starting.", "Pipeline_options: {}", ...
+    b"WARNING:root:apitools not found",
+    b"WARNING:__main__:No semi_persistent_directory found",
 )
 # E-level lines that are no errors: the missing CUDA driver of a CPU machine, oneDNN's int64 fallback notice.
 _CPU_ONLY_ERRORS = re.compile(rb"cuInit|CUDA|cuda|oneDNN supports DT_INT64", re.IGNORECASE)

@@ -13,6 +13,11 @@ from kflow.pipeline.cli.native_logs import is_chatter
         b"[worker-0] E0000 00:00:1795489655.582929   27774 cuda_platform.cc:52] failed call to cuInit: UNKNOWN\n",
         b"E0000 00:00:1795491833.336610    4937 util.cc:131] oneDNN supports DT_INT64 only on AVX-512.\n",
         b"[worker-1] [Gloo] Rank 1 is connected to 1 peer ranks. Expected number of connected peer ranks is : 1\n",
+        # a multi-process Beam ingest's SDK workers, as a user trial's 300,000-row ingest printed them
+        b"INFO:apache_beam.runners.worker.sdk_worker:Creating insecure control channel for localhost:46417.\n",
+        b"INFO:__main__:Python sdk harness starting.\n",
+        b"WARNING:root:apitools not found, and bigquery client libraries are not available despite the import\n",
+        b"WARNING:__main__:No semi_persistent_directory found:  User registered objects (e.g. schema, logical type)\n",
     ],
 )
 def test_start_up_chatter_is_dropped(line):
