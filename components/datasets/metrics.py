@@ -19,6 +19,15 @@ class TaskMetrics:
     HEADLINE: ClassVar[str] = "loss"  # The one number `kflow runs` shows and slice plots draw.
     SLICES: ClassVar[tuple[str, ...]] = ()
     SLICES_BY_FEATURE: ClassVar[bool] = False  # True: also `{by: <feature name>}` for any feature of the data
+    # Per-class numbers a threshold may name as `<name>.<class>` (per_class_recall.Yes: a rare class's recall).
+    PER_CLASS: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def known_threshold(cls, name: str) -> bool:
+        """Whether a threshold may name `name`: a scalar, or one class's per-class number (`per_class_recall.Yes`)."""
+        top, dot, key = name.partition(".")
+        return name in cls.SCALARS or bool(dot and key and top in cls.PER_CLASS)
+
     # True when the task needs a pass over the eval split first (e.g. to choose a threshold).
     needs_eval_pass: ClassVar[bool] = False
 

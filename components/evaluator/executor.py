@@ -94,7 +94,7 @@ def run(
     # The dataset and the task options come with the model, so its data is read as in training.
     task = model.task_spec["dataset"]
     metrics_class = get_dataset(task).metrics_class()
-    check_thresholds(thresholds, list(metrics_class.SCALARS))
+    check_thresholds(thresholds, list(metrics_class.SCALARS), metrics_class.PER_CLASS)
     _check_slices(slices, metrics_class)
     if split not in examples.splits:
         raise ValueError(f"the Examples have no split {split!r} (splits: {', '.join(examples.splits) or 'none'})")

@@ -23,12 +23,14 @@ CHANGE_BOUNDS = ("max_drop", "max_rise", "min_gain", "min_reduction")
 BOUNDS = VALUE_BOUNDS + CHANGE_BOUNDS
 
 
-def check_thresholds(thresholds: Any, metrics: tuple[str, ...] | list[str]) -> None:
-    """Raises ValueError unless `thresholds` is {metric: {bound: number}} over `metrics` and BOUNDS."""
+def check_thresholds(thresholds: Any, metrics: tuple[str, ...] | list[str], per_class: tuple[str, ...] = ()) -> None:
+    """Raises ValueError unless `thresholds` is {metric: {bound: number}} over `metrics` (or `<per_class>.<class>`)
+    and BOUNDS."""
     if not isinstance(thresholds, dict):
         raise ValueError(f"thresholds must be a mapping of metric name to bounds, got {thresholds!r}")
     for metric, bounds in thresholds.items():
-        if metric not in metrics:
+        top, dot, key = metric.partition(".")
+        if metric not in metrics and not (dot and key and top in per_class):
             raise ValueError(f"threshold on unknown metric {metric!r}; metrics with thresholds: {', '.join(metrics)}")
         if not isinstance(bounds, dict) or not bounds:
             raise ValueError(f"threshold {metric!r} must be a non-empty mapping such as {{'lower_bound': 0.9}}")
@@ -47,7 +49,7 @@ def run_checks(
     """One check a (metric, bound): {metric, value, bound, threshold, passed} (+ baseline, change for changes)."""
     checks = []
     for metric, bounds in sorted(thresholds.items()):
-        value = metrics.get(metric)
+        value = metric_value(metrics, metric)
         for bound, threshold in sorted(bounds.items()):
             check: dict[str, Any] = {"metric": metric, "value": value, "bound": bound, "threshold": threshold}
             if value is None:
@@ -58,7 +60,7 @@ def run_checks(
             elif bound == "upper_bound":
                 check["passed"] = bool(value <= threshold)
             else:
-                reference = None if baseline is None else baseline.get(metric)
+                reference = None if baseline is None else metric_value(baseline, metric)
                 check["baseline"] = reference
                 if reference is None:
                     check["passed"] = True
@@ -75,6 +77,14 @@ def run_checks(
                     )
             checks.append(check)
     return checks
+
+
+def metric_value(metrics: dict[str, Any], name: str) -> Any:
+    """A metric by name: a scalar, or one class's of a per-class mapping (`per_class_recall.Yes`)."""
+    top, dot, key = name.partition(".")
+    if dot and isinstance(metrics.get(top), dict):
+        return metrics[top].get(key)
+    return metrics.get(name)
 
 
 def describe(check: dict[str, Any]) -> str:

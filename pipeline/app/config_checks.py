@@ -131,7 +131,7 @@ def _evaluator(config: PipelineConfig) -> list[str]:
         f"evaluator.thresholds.{metric}: no such metric{f' of a {kind}' if kind else ''}"
         f"{_metric_meant(metric, names)} (metrics: {', '.join(names)})"
         for metric in config.evaluator.thresholds
-        if metric not in metrics.SCALARS
+        if not metrics.known_threshold(metric)
     ]
     problems += [
         f"evaluator.slices[{index}].by: {dataset.name} slices by {', '.join(metrics.SLICES)}, not {spec.by!r}"

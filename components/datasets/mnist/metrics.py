@@ -21,6 +21,7 @@ class MnistMetrics(TaskMetrics):
 
     HEADLINE = "accuracy"
     SCALARS = {"example_count": "higher", "accuracy": "higher", "loss": "lower"}
+    PER_CLASS = ("per_class_precision", "per_class_recall")
     SLICES = ("label",)
 
     def __init__(self, num_classes: int = 10, class_names: list[str] | None = None, **options: Any):

@@ -24,6 +24,7 @@ from kflow.components.datasets.formulas import (
 )
 from kflow.components.datasets.metrics import TaskMetrics, bucket_keys
 from kflow.components.util import plots
+from kflow.pipeline.dsl.config_validation import did_you_mean
 
 
 class TabularMetrics(TaskMetrics):
@@ -44,6 +45,7 @@ class TabularMetrics(TaskMetrics):
     }
     SLICES = ("label",)
     SLICES_BY_FEATURE = True
+    PER_CLASS = ("per_class_precision", "per_class_recall")
     BY_KIND = {
         "classification": (
             "example_count", "loss", "accuracy", "macro_precision", "macro_recall", "macro_f1", "roc_auc", "pr_auc",
@@ -57,6 +59,14 @@ class TabularMetrics(TaskMetrics):
         """Why a threshold on `metric` cannot hold for this task (`classes`: the label values seen), or None (also
         where the task is unknown: no label, said by another check)."""
         if kind not in cls.BY_KIND:
+            return None
+        top, dot, name = metric.partition(".")
+        if dot and top in cls.PER_CLASS:
+            if kind != "classification":
+                return f"a {kind} task has no per-class metrics"
+            if classes and name not in classes:
+                shown = ", ".join(classes[:8]) + (", …" if len(classes) > 8 else "")
+                return f"the label has no class {name!r}{did_you_mean(name, classes)} (classes: {shown})"
             return None
         if metric in cls.SCALARS and metric not in cls.BY_KIND[kind]:
             many = kind == "classification" and len(classes) > 2  # no metric of two classes to offer

@@ -245,3 +245,24 @@ def test_what_the_metrics_cannot_say_is_said_beside_them():
     assert "keras.layers.Rescaling(options['head']['std'], offset=options['head']['mean'])" in offset
     (spread,) = caveats({"split": "test", "example_count": 39, "r2": -0.9, "loss": 1.0e6}, mean_error=300.0)
     assert "offset" not in spread  # 9 %: not what keeps it from the mean
+
+
+def test_a_threshold_on_one_classs_recall_refuses_a_model_blind_to_a_rare_class():
+    """A user trial: ISLR's Default, 3 % 'Yes'; a model of 0.25 recall on 'Yes' was blessed on accuracy 0.967 (about
+    always answering 'No'), and `per_class_recall` could carry no threshold (TFMA's class_id thresholds)."""
+    from kflow.components.datasets.tabular.metrics import TabularMetrics
+    from kflow.components.evaluator.gate import check_thresholds, describe, run_checks
+
+    thresholds = {"per_class_recall.Yes": {"lower_bound": 0.3, "max_drop": 0.05}, "accuracy": {"lower_bound": 0.9}}
+    check_thresholds(thresholds, list(TabularMetrics.SCALARS), TabularMetrics.PER_CLASS)
+    metrics = {"accuracy": 0.967, "per_class_recall": {"No": 0.998, "Yes": 0.25}}
+    baseline = {"accuracy": 0.96, "per_class_recall": {"No": 0.99, "Yes": 0.4}}
+    checks = {(check["metric"], check["bound"]): check for check in run_checks(thresholds, metrics, baseline)}
+    low = checks[("per_class_recall.Yes", "lower_bound")]
+    assert not low["passed"] and describe(low) == "per_class_recall.Yes 0.2500 >= 0.3: FAILED"
+    assert not checks[("per_class_recall.Yes", "max_drop")]["passed"]  # 0.25 against the baseline's 0.4
+    assert checks[("accuracy", "lower_bound")]["passed"]
+    with pytest.raises(ValueError, match="threshold on unknown metric 'per_class_f1.Yes'"):
+        check_thresholds(
+            {"per_class_f1.Yes": {"lower_bound": 0.3}}, list(TabularMetrics.SCALARS), TabularMetrics.PER_CLASS
+        )

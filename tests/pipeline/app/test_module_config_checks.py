@@ -121,3 +121,18 @@ def test_an_edit_of_a_file_the_module_imports_changes_the_trainers_cache_key(tmp
     assert before is not None and trainer_key() == before  # the same files, the same key
     (tmp_path / "my_helpers.py").write_text("UNITS = 2\n")
     assert trainer_key() not in (before, None)
+
+
+def test_a_per_class_threshold_validates_against_the_labels_classes(capsys):
+    """per_class_recall.<class>, the threshold a rare class needs: validate takes one of the sampled labels' classes
+    and refuses another, with the nearest."""
+    ok = main(
+        ["validate", str(IRIS_CONFIG), "--set", "evaluator.thresholds={per_class_recall.virginica: {lower_bound: 0.3}}"]
+    )
+    assert ok == 0
+    capsys.readouterr()
+    code = main(
+        ["validate", str(IRIS_CONFIG), "--set", "evaluator.thresholds={per_class_recall.virginca: {lower_bound: 0.3}}"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "per_class_recall.virginca: the label has no class 'virginca'; did you mean virginica?" in err
