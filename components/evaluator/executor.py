@@ -260,6 +260,8 @@ def _statistics_page(
 class _Measure:
     """Streams a split through a model into the task's accumulators (overall and per slice)."""
 
+    fed: set[str] | None = None  # the columns the model is fed, where the data parses more (a slice's own)
+
     def __init__(self, task, metrics_class, schema, examples, split, eval_split, batch_size, seed):
         self.task, self.metrics_class, self.schema = task, metrics_class, schema
         self.examples, self.split, self.eval_split = examples, split, eval_split
