@@ -117,3 +117,22 @@ def _model_of_run(run: Run) -> ChosenModel:
         )
     execution, ref = trained[0]
     return ChosenModel(Model(ref.uri), f"run {run.run_id}'s {execution.node_id}", str(run.run_dir))
+
+
+def unrun_preparation(chosen: ChosenModel) -> str | None:
+    """Why new rows are not prepared as the model's training examples were: it was trained on the output of a node of
+    its run other than an ingest (a declared pipeline's own node, `cap`), which `kflow predict` does not run; None
+    where it was trained on an ingest's examples (or nothing says which)."""
+    if not chosen.run_dir or not (Path(chosen.run_dir) / RUN_FILE).is_file():
+        return None
+    run = Run.load(Path(chosen.run_dir))
+    trainer = next((e for e in run.executions.values() if any(r.uri == chosen.model.uri for r in e.outputs.values())),
+                   None)  # fmt: skip
+    examples = trainer.inputs.get("examples") if trainer else None
+    producer = run.executions.get(Path(examples.uri).parent.name) if examples else None
+    # kflow's own nodes that make Examples: an ingest (its source_path), the union of a pipeline's spans (spans)
+    if producer is None or producer.parameters.get("source_path") or "spans" in producer.parameters:
+        return None
+    return (f"the model was trained on the examples of node {producer.node_id!r}, which prepares the ingest's: kflow "
+            "predict does not run it, so new rows are scored as the ingest reads them, not as that node made them "
+            "(a declared pipeline's predict node after it scores them as trained)")  # fmt: skip

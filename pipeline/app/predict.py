@@ -29,7 +29,7 @@ from kflow.components.ingest import ingest_records
 from kflow.components.util.predictions import CSV, JSONL, TFRECORD, UNSCORED
 from kflow.pipeline.app.held_lines import held_lines
 from kflow.pipeline.app.image_scoring import IMAGES, described, image_scoring_ingest
-from kflow.pipeline.app.model_choice import choose_model
+from kflow.pipeline.app.model_choice import choose_model, unrun_preparation
 from kflow.pipeline.app.scored_dates import unread_dates
 from kflow.pipeline.app.sections import absolute, ingest_parameters
 from kflow.pipeline.app.serving_skew import describe_unseen, serving_skew
@@ -59,6 +59,8 @@ def predict(
     if not config.data:
         raise ConfigError(["data: kflow predict reads new data with the config's ingest, and this config has none"])
     chosen = choose_model(config, model)
+    if skewed := unrun_preparation(chosen):  # a user trial's Price capped by its pipeline's node, fed raw here
+        log.warning("predict: %s", skewed)
     output = Path(output).resolve()
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise ConfigError([f"-o: {output} already holds files: give a new or empty folder"])

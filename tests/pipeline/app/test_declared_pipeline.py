@@ -429,3 +429,35 @@ def test_the_python_api_refuses_a_node_id_a_config_refuses(bad):
 def test_the_python_api_refuses_a_pipeline_name_a_config_refuses():
     with pytest.raises(ValueError, match="pipeline name '../x': lowercase letters, digits and -"):
         api.Pipeline("../x", [Produce("produce", parameters={"value": 1})])
+
+
+def test_predict_says_when_the_model_was_trained_on_a_node_it_does_not_run(tmp_path):
+    """A user trial: a declared pipeline's own node capped Price before the Trainer; kflow predict fed new rows raw
+    (a Price of 190 the model never saw), without a word."""
+    from kflow.pipeline.app.model_choice import ChosenModel, unrun_preparation
+    from kflow.pipeline.dsl.artifacts import Model
+
+    def run_of(producer: str) -> ChosenModel:
+        run_dir = tmp_path / producer / "20261202-000000-000000-aaaa"
+        run_dir.mkdir(parents=True)
+
+        def ref(kind, node, output):
+            return {"type": kind, "uri": str(run_dir / node / output)}
+
+        raw, capped = ref("Examples", "ingest", "examples"), ref("Examples", "cap", "capped")
+        components = {
+            "ingest": {"status": "succeeded", "parameters": {"source_path": "/data/carseats.csv"},
+                       "outputs": {"examples": raw}},
+            "cap": {"status": "succeeded", "parameters": {"cap": 140}, "inputs": {"examples": raw},
+                    "outputs": {"capped": capped}},
+            "train": {"status": "succeeded", "inputs": {"examples": capped if producer == "cap" else raw},
+                      "outputs": {"model": ref("Model", "train", "model")}},
+        }  # fmt: skip
+        (run_dir / "run.json").write_text(
+            json.dumps({"run_id": run_dir.name, "pipeline": "p", "components": components})
+        )
+        return ChosenModel(Model(run_dir / "train" / "model"), "the latest blessed model", str(run_dir))
+
+    said = unrun_preparation(run_of("cap"))
+    assert said and "trained on the examples of node 'cap', which prepares the ingest's: kflow predict does not" in said
+    assert unrun_preparation(run_of("ingest")) is None
