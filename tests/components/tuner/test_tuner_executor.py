@@ -108,6 +108,7 @@ def test_a_search_records_every_trial_prunes_and_reads_no_test_split(iris, tmp_p
     assert (output.path / "trials" / str(failed[0]["number"]) / "error.log").is_file()
 
 
+@pytest.mark.slow  # ~18 s: two trials; make test holds the rule's cases (test_refusals_of_some_settings_...)
 def test_a_module_refused_before_training_stops_the_search_at_its_second_trial(tmp_path):
     """The docs' table model as written before, keras.Input(name=column), on wine's 'od280/od315_of_diluted_wines',
     which Keras refuses as a layer name: every trial would be refused the same, before training. Before, each of the
