@@ -149,9 +149,12 @@ def contract_problem(model: Any, task: Any, loss: Any = None) -> tuple[str, Any]
         if unknown:
             layer = next((each for each in model.layers if type(each).__name__ == "InputLayer"
                           and each.name == getattr(structure[unknown[0]], "name", None)), None)  # fmt: skip
+            column = _column_named(task, unknown[0])
+            hint = (f": key the inputs dict by the column, {column!r} (feature[\"name\"]); feature[\"input_name\"] is "
+                    "the keras.Input's name= only") if column else ""  # fmt: skip
             return (
                 f"the model takes the input {unknown[0]!r}, which the data has no feature of "
-                f"(features: {', '.join(features)})"
+                f"(features: {', '.join(features)}){hint}"
             ), layer
     elif features is not None and len(features) > 1:
         return (
@@ -224,6 +227,16 @@ def image_input_problem(model: Any, task: Any) -> tuple[str, Any] | None:
         f"the model's input takes images of {_dims(wanted)}; this data's are {_dims(given)} "
         f'(options["image_shape"]: {list(given)}): {fix}'
     ), layer
+
+
+def _column_named(task: Any, input_name: str) -> str | None:
+    """The column whose safe Keras name (options["features"]'s input_name) is `input_name`, where it differs (a user
+    trial keyed wine's inputs dict by input_name: 'od280_od315_of_diluted_wines' for 'od280/od315_of_diluted_wines')."""
+    try:
+        features = task.model_context().get("features") or []
+    except Exception:  # a task with no such context, or not prepared: no hint
+        return None
+    return next((f["name"] for f in features if f.get("input_name") == input_name and f["name"] != input_name), None)
 
 
 def _channels_last(shape: tuple) -> tuple:

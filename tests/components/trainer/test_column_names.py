@@ -64,6 +64,20 @@ def test_an_input_named_by_such_a_column_is_one_line_saying_what_to_name_it(wine
     assert "cannot contain character `/`" in said and 'name the keras.Input feature["input_name"]' in said, said
 
 
+def test_inputs_keyed_by_their_input_name_are_one_line_saying_to_key_them_by_the_column(wine, tmp_path):
+    """A user trial keyed the inputs dict as Keras users do, by the Input's name (feature["input_name"]): the line
+    said the data had no feature 'od280_od315_of_diluted_wines' but not the fix, the column's own name."""
+    keyed = DOCS_MODULE.replace("inputs[name]", 'inputs[feature["input_name"]]')
+    assert keyed != DOCS_MODULE
+    with pytest.raises(UserModuleError) as refused:
+        train(dataset="csv", examples=wine[0], schema=wine[1], model=Model(tmp_path / "model"), epochs=1,
+              model_run=ModelRun(tmp_path / "run"), module="my_model.py", module_source=keyed)  # fmt: skip
+    said = str(refused.value)
+    assert "\n" not in said and "the model takes the input 'od280_od315_of_diluted_wines', which the data" in said
+    assert said.endswith(": key the inputs dict by the column, 'od280/od315_of_diluted_wines' (feature[\"name\"]); "
+                         'feature["input_name"] is the keras.Input\'s name= only'), said  # fmt: skip
+
+
 def test_a_model_of_some_columns_says_once_which_it_leaves_out(wine, tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="kflow.components"):
         trained_and_evaluated(tmp_path, *wine, "csv", TWO_COLUMNS, epochs=1, batch_size=16)
