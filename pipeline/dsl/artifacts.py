@@ -50,8 +50,7 @@ class Artifact:
         return self.path / f"Split-{split}"
 
     def gone_elsewhere(self) -> str | None:
-        """Why what this artifact records outside its own folder no longer holds (a cached execution is then run
-        again), or None: its folder alone is checked by its manifest."""
+        """Why what it records outside its folder (its manifest checks the folder) no longer holds: run it again."""
         return None
 
     METADATA_FILE = "metadata.json"
@@ -122,17 +121,14 @@ class Rejects(Artifact):
         return self.path / "rejects.jsonl"
 
     def read(self) -> list[dict]:
-        if not self.file.exists():
-            return []
-        return [json.loads(line) for line in self.file.read_text().splitlines() if line]
+        lines = self.file.read_text().splitlines() if self.file.exists() else []
+        return [json.loads(line) for line in lines if line]
 
 
 class ExampleStatistics(Artifact):
-    """Per-split feature statistics as TFX writes them (StatisticsGen).
-
-    Layout:
-        {uri}/Split-{split}/FeatureStats.pb   a binary TFMD `DatasetFeatureStatisticsList`
-        {uri}/statistics.html                 a readable summary of every split
+    """Per-split feature statistics as TFX writes them (StatisticsGen). Layout:
+    {uri}/Split-{split}/FeatureStats.pb   a binary TFMD `DatasetFeatureStatisticsList`
+    {uri}/statistics.html                 a readable summary of every split
     """
 
     type_name = "ExampleStatistics"
@@ -230,14 +226,12 @@ class Model(Artifact):
 
 
 class HyperParameters(Artifact):
-    """A hyperparameter search's result (components/tuner).
-
-    Layout:
-        {uri}/best.json      {"settings": {trainer field: value}, "parameters": {Trainer parameter: value},
-                              "objective": {"metric", "direction", "value"}, "trial": n}
-        {uri}/trials.json    every trial: number, state (completed, pruned, failed), settings, value, curve, seconds
-        {uri}/trials.csv     the same, one row a trial
-        {uri}/objective.png  the objective by trial; {uri}/study.journal: Optuna's (trials, reports, pruning)
+    """A hyperparameter search's result (components/tuner). Layout:
+    {uri}/best.json      {"settings": {trainer field: value}, "parameters": {Trainer parameter: value},
+                          "objective": {"metric", "direction", "value"}, "trial": n}
+    {uri}/trials.json    every trial: number, state (completed, pruned, failed), settings, value, curve, seconds
+    {uri}/trials.csv     the same, one row a trial
+    {uri}/objective.png  the objective by trial; {uri}/study.journal: Optuna's (trials, reports, pruning)
     """
 
     type_name = "HyperParameters"
@@ -296,13 +290,11 @@ class ModelRun(Artifact):
 
 
 class ModelEvaluation(Artifact):
-    """Evaluation results.
-
-    Layout:
-        {uri}/metrics.json        the task's metrics, per slice, and the baseline's
-        {uri}/kfp_metrics.json    {"scalars": {name: number}, "confusion_matrix": {categories, matrix}, "roc": …},
-                                  what a Kubeflow run page shows as Metrics and ClassificationMetrics
-        {uri}/report.html         the report, with its plots beside it
+    """Evaluation results. Layout:
+    {uri}/metrics.json        the task's metrics, per slice, and the baseline's
+    {uri}/kfp_metrics.json    {"scalars": {name: number}, "confusion_matrix": {categories, matrix}, "roc": …},
+                              what a Kubeflow run page shows as Metrics and ClassificationMetrics
+    {uri}/report.html         the report, with its plots beside it
     """
 
     type_name = "ModelEvaluation"
@@ -396,16 +388,10 @@ class PushedModel(Artifact):
         return bool(self.record["pushed"])
 
     def gone_elsewhere(self) -> str | None:
-        """The pushed model's folder gone from a local destination (deleted, a fresh volume): a cached Pusher said
-        `pushed=True` of a model nobody served (a user trial). An object store's is not checked here."""
-        try:
-            record = self.record
-        except (OSError, ValueError):
-            return None
-        folder = str(record.get("serving_dir") or "")
-        if record.get("pushed") and folder and "://" not in folder and not Path(folder).is_dir():
-            return f"the model it pushed to {folder} is gone"
-        return None
+        """Its folder gone from a local destination (not an object store's): a cached Pusher said pushed=True of it."""
+        folder = str(self.record.get("serving_dir") or "")  # push.json: intact, as the manifest was checked first
+        gone = self.pushed and folder and "://" not in folder and not Path(folder).is_dir()
+        return f"the model it pushed to {folder} is gone" if gone else None
 
 
 # Every type above, by name (run records name their artifacts' types); defined last, so only this module's.
