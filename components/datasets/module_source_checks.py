@@ -129,6 +129,13 @@ def _literal(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+def source_parameters(source: str) -> dict[str, str]:
+    """A module's parameters, read when the pipeline is built: its source, and the hash of the first-party files it
+    imports where it imports any (both in the cache key: the Trainer's, the Transform's, the Tuner's trainer)."""
+    imports = imported_files_version(source)
+    return {"module_source": source, **({"module_imports": imports} if imports else {})}
+
+
 def imported_files_version(source: str) -> str | None:
     """A hash of the first-party files the module imports (a helper beside it on PYTHONPATH, a package of the user's
     not in site-packages: code_version's closure of them), for the cache key: the module travels as its source, and

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kflow.components.datasets.module_source_checks import imported_files_version
+from kflow.components.datasets.module_source_checks import source_parameters
 from kflow.components.datasets.user_module import module_problems, read_module_source
 from kflow.components.trainer.config import TrainerSettings, component_parameters
 from kflow.components.trainer.strategies import get_strategy
@@ -54,8 +54,7 @@ class Trainer(Component):
         """Reads `module` (the user's model file) into `module_source` when the pipeline is built."""
         module = parameters.get("module")
         if module and parameters.get("module_source") is None and not module_problems(module):
-            source = read_module_source(module)
-            parameters = {**parameters, "module_source": source, "module_imports": imported_files_version(source)}
+            parameters = {**parameters, **source_parameters(read_module_source(module))}
         return super()._bind_parameters(parameters)
 
     def check_parameters(self) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kflow.components.datasets.module_source_checks import imported_files_version
+from kflow.components.datasets.module_source_checks import source_parameters
 from kflow.components.datasets.user_module import read_module_source
 from kflow.components.transform.module_check import preprocessing_problems
 from kflow.pipeline.dsl.artifacts import Examples, Schema, TransformGraph
@@ -43,8 +43,7 @@ class Transform(Component):
         """Reads `module` into `module_source` when the pipeline is built (its bytes are in the cache key)."""
         module = parameters.get("module")
         if module and parameters.get("module_source") is None and not preprocessing_problems(module):
-            source = read_module_source(module)
-            parameters = {**parameters, "module_source": source, "module_imports": imported_files_version(source)}
+            parameters = {**parameters, **source_parameters(read_module_source(module))}
         return super()._bind_parameters(parameters)
 
     def check_parameters(self) -> list[str]:

@@ -91,7 +91,7 @@ class Analyzers:
             answer(kind, np.array([], dtype=object if x.dtype == "string" else np.float64), options)
             inner = np.linspace(0, 1, options.get("num_buckets", 2) + 1)[1:-1].tolist()
             return {"mean": 0.0, "variance": 1.0, "min": 0.0, "max": 1.0, "quantiles": inner}.get(kind, ["[none]"])
-        values = column_model(self.inputs, x)(self.sample)
+        values = keras.Model(self.inputs, x)(self.sample)
         return answer(kind, np.asarray(values).ravel(), options)
 
 
@@ -145,7 +145,7 @@ def call_preprocessing_fn(
             if tensor.dtype == "string":
                 raise Misuse(f"{FUNCTION}'s output {name!r} is strings: map them to numbers (StringLookup)")
         if sample is not None:  # the traced model runs on the sample
-            _refuse_non_finite(column_model(inputs, outputs)(sample))
+            _refuse_non_finite(keras.Model(inputs, outputs)(sample))
     except Exception as error:
         kind = (
             "KeyError"
@@ -261,11 +261,6 @@ KEYS_ARE_NOT_NAMES = "When providing `inputs` as a dict, all keys in the dict mu
 warnings.filterwarnings("ignore", message=re.escape(KEYS_ARE_NOT_NAMES), category=UserWarning)
 
 
-def column_model(inputs: dict[str, Any], outputs: Any, **options: Any) -> keras.Model:
-    """keras.Model(inputs, outputs) of `call_preprocessing_fn`'s inputs (keyed by the columns, named safely)."""
-    return keras.Model(inputs, outputs, **options)
-
-
 def preprocessing_problem(module: str, types: dict[str, str]) -> str | None:
     """Why `module`'s preprocessing_fn fails on columns of these `types` ({name: int, float, string, bool}) whatever
     their values, traced without data; None otherwise (what the data shows, a NaN, the Transform finds)."""
@@ -279,7 +274,7 @@ def preprocessing_problem(module: str, types: dict[str, str]) -> str | None:
         row = {name: np.array([["a"]] if kind == "string" else [[0.0]], dtype=object if kind == "string" else "float32")
                for name, kind in types.items()}  # fmt: skip
         try:  # a layer that holds no state (no vocabulary: adapt() expected) fails on any row
-            column_model(traced.inputs, traced.outputs)(row)
+            keras.Model(traced.inputs, traced.outputs)(row)
         except Exception as error:
             if any(cause in str(error) for cause in WAYS_OUT):
                 raise PreprocessingError(

@@ -26,7 +26,7 @@ import tensorflow as tf
 
 from kflow.components.transform.analyzers import Analyzer, parse_columns, run_analyzers
 from kflow.components.transform.module_check import FUNCTION, load_preprocessing_module
-from kflow.components.transform.preprocessing_trace import call_preprocessing_fn, column_model, load_module
+from kflow.components.transform.preprocessing_trace import call_preprocessing_fn, load_module
 from kflow.components.transform.tabular_analysis import label_analyzers, label_head
 from kflow.pipeline.dsl.artifacts import Examples, TransformGraph
 
@@ -50,7 +50,7 @@ def user_graph(
     labels, label_columns = label_analyzers(task)
     model_path = graph.path / ANALYSIS_MODEL
     if outputs:
-        column_model(traced.inputs, outputs).save(model_path)
+        keras.Model(traced.inputs, outputs).save(model_path)
     parse = AnalysisColumns(str(model_path) if outputs else None, task.schema, source, origin, label_columns)
     patterns = {split: str(examples.split_uri(split) / "*.gz") for split in examples.splits}
     results_file = graph.path / ".results.json"
@@ -59,7 +59,7 @@ def user_graph(
     values = [(kind, _value(kind, results[a.id])) for (kind, _, _), a in zip(traced.calls, analyzers, strict=True)]
     final = call_preprocessing_fn(function, task, None, origin, values)  # step 3: the full pass's values
     read = _read_inputs(final.inputs, final.outputs)  # a column the function never reads is no model input
-    preprocessing = column_model(read, final.outputs, name="preprocessing")
+    preprocessing = keras.Model(read, final.outputs, name="preprocessing")
     plan = {
         "label": task.label,
         "features": [],

@@ -60,11 +60,11 @@ def trial_value(curve: list[dict[str, float]], metric: str, direction: str, best
     return min(values) if direction == "minimize" else max(values)
 
 
-def _cluster_curve(history: Path) -> list[dict[str, float]]:
-    """The epochs' metrics a training's history.json holds (`per_epoch`), as the listener hears them."""
-    if not history.is_file():
+def _cluster_curve(model_run: Any) -> list[dict[str, float]]:
+    """The epochs' metrics a training's history holds (`per_epoch`), as the listener hears them."""
+    if not (model_run.path / "history.json").is_file():
         return []
-    epochs = json.loads(history.read_text()).get("per_epoch") or []
+    epochs = model_run.history.get("per_epoch") or []
     return [
         {"epoch": int(epoch["epoch"]), **{name: float(value) for name, value in epoch.items()
                                           if name != "epoch" and isinstance(value, int | float)}}
@@ -122,7 +122,7 @@ def run_trial(spec: dict[str, Any]) -> dict[str, Any]:
             )
         # A local cluster trains in its own processes, whose epochs reach no listener here: the trial is scored on
         # the history its training wrote (unpruned, as docs/tuning.md says).
-        curve = curve or _cluster_curve(folder / "model_run" / "history.json")
+        curve = curve or _cluster_curve(ModelRun(folder / "model_run"))
     except TrialTrained:
         pass  # completed
     except optuna.TrialPruned:

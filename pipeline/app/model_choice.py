@@ -3,7 +3,6 @@ run's, a Model folder or a pushed one (docs/predict.md)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -96,8 +95,7 @@ def _latest_blessed(config: PipelineConfig, pipeline_dir: Path) -> ChosenModel:
 
 
 def _source_path(settings: dict[str, Any]) -> str | None:
-    path = ((settings.get("data") or {}).get("source") or {}).get("path")
-    return path if not path or "://" in path else os.path.normpath(path)  # one file however spelled
+    return model_identity(settings, table=True).get("data.source.path")  # one file however spelled
 
 
 def _model_of_run(run: Run) -> ChosenModel:

@@ -54,9 +54,7 @@ def _batch_problems(config: PipelineConfig, strategy: Any) -> list[str]:
     made = f"{workers} worker(s) × {devices} device(s)"
     domain = tuner.search_space.get("trainer.batch_size") if (tuner := given(config.tuner)) else None
     sizes = [("trainer.batch_size", trainer.batch_size)]
-    sizes += [(f"tuner.search_space.trainer.batch_size.{kind}", value)
-              for kind, values in (as_data(domain) if domain is not None else {}).items()
-              for value in (values if isinstance(values, list) else [])]  # fmt: skip
+    sizes += [(f"tuner.search_space.trainer.batch_size.{kind}", value) for kind, value in _domain_values(domain)]
     return [
         f"{field}: {size} is not a multiple of the {replicas} replicas of strategy {strategy.name} ({made}), which "
         f"share each batch equally; take {size - size % replicas or replicas} or {size - size % replicas + replicas}"
@@ -137,11 +135,16 @@ def _searched_options(config: PipelineConfig, searched: dict[str, Any]) -> list[
     for key, domain in searched.items():
         if not key.startswith(prefix):
             continue
-        for kind, values in as_data(domain).items():
-            for value in values if isinstance(values, list) else ():
-                for _, problem in option_problems(config.trainer.model, {key.removeprefix(prefix): value}):
-                    problems.append(f"tuner.search_space.{key}.{kind}: {problem}")
+        for kind, value in _domain_values(domain):
+            for _, problem in option_problems(config.trainer.model, {key.removeprefix(prefix): value}):
+                problems.append(f"tuner.search_space.{key}.{kind}: {problem}")
     return problems
+
+
+def _domain_values(domain: Any) -> list[tuple[str, Any]]:
+    """(kind, value) of each value a search domain names: a choice's, a range's low and high; none of no domain."""
+    kinds = as_data(domain).items() if domain is not None else ()
+    return [(kind, value) for kind, values in kinds for value in (values if isinstance(values, list) else ())]
 
 
 def _trainer_settings(config: PipelineConfig) -> list[str]:

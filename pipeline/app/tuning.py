@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kflow.components.datasets.module_source_checks import imported_files_version
+from kflow.components.datasets.module_source_checks import source_parameters
 from kflow.components.datasets.user_module import module_problems, read_module_source
 from kflow.components.tuner import Tuner
 from kflow.pipeline.app.sections import trainer_parameters
@@ -30,9 +30,7 @@ def tuner_parameters(config: PipelineConfig) -> dict[str, Any]:
     }
     module = trainer.get("module")
     if module and not module_problems(module):  # read now, as the Trainer reads it (its source is in the cache key)
-        trainer["module_source"] = read_module_source(module)
-        if imports := imported_files_version(trainer["module_source"]):  # a helper it imports: in the cache key
-            trainer["module_imports"] = imports
+        trainer.update(source_parameters(read_module_source(module)))
     tuner = config.tuner
     if tuner is None:
         return {"trainer": trainer}
