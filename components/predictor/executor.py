@@ -40,7 +40,7 @@ from kflow.components.util.predictions import (
     class_names,
     serving_input_names,
 )
-from kflow.components.util.schema import annotation_tags, load_schema
+from kflow.components.util.schema import annotation_tags, load_schema, may_be_absent
 from kflow.pipeline.dsl.artifacts import Examples, InferenceResult, Model, Schema
 from kflow.pipeline.dsl.beam_options import named_runner
 from kflow.pipeline.dsl.beam_pipeline import beam_pipeline
@@ -145,14 +145,14 @@ def check_columns(task: Task, scored: Any) -> list[str]:
     trained = task.schema
     names = {feature.name for feature in scored.feature}
     needed = list(getattr(task, "input_features", None) or [])
-    missing = [name for name in needed if name not in names]
+    missing = [name for name in needed if name not in names and not may_be_absent(trained, name)]
     if missing:
         raise ColumnsRefused(
             f"the data has no column {', '.join(map(repr, missing))}, which the model reads "
             f"(it reads {', '.join(needed)})"
         )
     widened = []
-    for name in needed:
+    for name in (name for name in needed if name in names):  # an absent one: missing in every row, of no type
         want = _parsed_as(annotation_tags(trained, name).get("kflow_type"))
         have = _parsed_as(annotation_tags(scored, name).get("kflow_type"))
         if (want, have) == ("int", "float") and annotation_tags(trained, name).get("kflow_type") == "int":

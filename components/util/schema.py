@@ -73,6 +73,14 @@ def annotation_tags(schema: schema_pb2.Schema, name: str) -> dict[str, str]:
     return dict(tag.split("=", 1) for tag in tags if "=" in tag)
 
 
+def may_be_absent(schema: schema_pb2.Schema, name: str) -> bool:
+    """Whether training saw records without feature `name` (its presence is not required of every record, as an
+    inferred schema writes `min_fraction: 1.0` for a feature no record lacked): data to score may lack it too, and
+    its model fills it in as it did those records'."""
+    feature = find_feature(schema, name)
+    return feature.presence.min_fraction < 1.0
+
+
 def _fixed_len_feature(feature: schema_pb2.Feature) -> tf.io.FixedLenFeature:
     import tensorflow as tf
 

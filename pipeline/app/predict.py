@@ -107,7 +107,8 @@ def predict(
             ignore = {predictions.record["key"], *ROW_NAME_COLUMNS, *_naming_columns(chosen.model)}
             ignore |= _new_by_nature(chosen.model)
             words, statistics = _read_as_words(chosen.model), staging / "statistics"
-            skew = serving_skew(config, chosen.model.uri, examples, SPLIT, statistics, ignore, schema, words)
+            absent = _absent_inputs(chosen.model, schema)
+            skew = serving_skew(config, chosen.model.uri, examples, SPLIT, statistics, ignore, schema, words, absent)
             (staging / "skew.json").write_text(json.dumps(skew, indent=2) + "\n")
             for said in (unread := unread_dates(chosen.model, examples, SPLIT)):
                 log.warning("predict: %s", said)
@@ -190,6 +191,15 @@ def _naming_columns(model: Model) -> set[str]:
     return {f.name for f in load_schema(model.training_schema_file).feature if roles & set(f.annotation.tag)}
 
 
+def _absent_inputs(model: Model, scored: Schema) -> set[str]:
+    """The columns the model reads that the scored data lacks (those some training rows lacked too)."""
+    from kflow.components.datasets.task import task_for_model
+    from kflow.components.util.schema import load_schema
+
+    reads = set(getattr(task_for_model(model, model.training_schema_file), "input_features", None) or ())
+    return reads - {feature.name for feature in load_schema(scored.file).feature}
+
+
 def _new_by_nature(model: Model) -> set[str]:
     """The trained schema's features whose new values say nothing of skew: those the model does not read (an
     identifier, a constant) and dates (read as their parts: new rows come later by nature)."""
@@ -226,7 +236,7 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
     model reads typed as it was trained, after checking that the data has them and the key column (where the ingest
     can say which columns a source has without reading it: csv, parquet; the Predictor checks the others')."""
     from kflow.components.datasets.task import task_for_model
-    from kflow.components.util.schema import annotation_tags, load_schema
+    from kflow.components.util.schema import annotation_tags, load_schema, may_be_absent
 
     dataset = data_format or config.data.dataset
     if dataset not in DATASETS:
@@ -278,7 +288,13 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
         naming = _naming_columns(model)
         key = next((name for name in header if name in naming), None)
     parameters["key"] = key
-    missing = [name for name in needed if name not in header]
+    missing = [name for name in needed if name not in header and not may_be_absent(trained, name)]
+    absent = [name for name in needed if name not in header and name not in missing]
+    if absent:  # columns some training rows lacked too: each scored row lacks them, as those rows did
+        log.warning(
+            "predict: %s has no column %s; the model was trained with rows lacking it too: every row is scored "
+            "without it (as a missing value)", data, ", ".join(map(repr, absent))
+        )  # fmt: skip
     if missing:
         others = [name for name in header if name not in needed]  # a column renamed since training, or recased
         raise ConfigError(
@@ -292,7 +308,7 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
     parameters["columns"] = {
         name: "float" if kind == "int" and declared.get(name) != "int" else kind
         for name in needed
-        if (kind := annotation_tags(trained, name).get("kflow_type", "string"))
+        if name not in absent and (kind := annotation_tags(trained, name).get("kflow_type", "string"))
     }
     return cls("score_ingest", parameters=parameters)
 

@@ -77,10 +77,12 @@ def serving_skew(
     ignore: set[str] = frozenset(),
     scored_schema: Schema | None = None,
     words: set[str] = frozenset(),
+    absent: set[str] = frozenset(),
 ) -> dict[str, Any]:
     """The skew of the scored `examples` (their `split`) from the model's training data, but for the features in
-    `ignore` (the key); statistics into `folder`. A column of the scored data (`scored_schema`) with values in
-    training and none in any scored row is skewed too: nothing to compare, every row gets the training's fill."""
+        `ignore` (the key); statistics into `folder`. A column of the scored data (`scored_schema`) with values in
+        training and none in any scored row is skewed too, as is a column the model reads that the scored data lacks
+    (`absent`): nothing to compare, every row gets the training's fill."""
     training = training_statistics(Path(config.pipeline_root).expanduser().resolve() / config.name, model_uri)
     if training is None:
         reason = "no statistics of the data the model was trained on in this pipeline's runs"
@@ -99,6 +101,7 @@ def serving_skew(
     skewed = [feature for feature in found if feature.drifted]
     scored_features, trained_features = feature_stats(scored), feature_stats(trained)
     columns = {feature.name for feature in load_schema(scored_schema.file).feature} if scored_schema else set()
+    columns |= set(absent)
     empty = sorted((columns & set(trained_features)) - set(scored_features) - set(ignore))
     message = "; ".join(
         [f"{feature.feature}: {feature.describe()}" for feature in skewed]

