@@ -34,6 +34,9 @@ def sets(*settings: str) -> list[str]:
         ("kubeflow.cluster.shared_volume_claim=Shared", "shared_volume_claim: must be a Kubernetes name"),
         # KFP's compiler refuses a pipeline name past 128 characters (it was a traceback from kfp).
         ("name=" + "p" * 129, "name: must be at most 128 characters (got 129)"),
+        # What compile refused and validate let through.
+        ("kubeflow.resources.trian={cpu: '1'}", "trian: no component 'trian' in the pipeline; did you mean train?"),
+        ("kubeflow.parameters=[trainer.epoch]", "kubeflow.parameters[0]: 'trainer.epoch' sets no component parameter"),
     ],
 )  # fmt: skip
 def test_validate_and_compile_refuse_what_the_cluster_would_in_one_line_naming_the_field(
