@@ -12,11 +12,11 @@ from pathlib import Path
 from kflow.pipeline.app.config_loading import default_split
 from kflow.pipeline.app.dataset_training import with_dataset_training
 from kflow.pipeline.app.pod_paths import node_path_warnings
-from kflow.pipeline.app.runtime_parameters import run_arguments, runtime_parameters
+from kflow.pipeline.app.runtime_parameters import kubeflow_section_problems, run_arguments, runtime_parameters
 from kflow.pipeline.app.standard_pipeline import build_pipeline, run_time_baselines
 from kflow.pipeline.compiler.pipeline_builder import compile_pipeline
 from kflow.pipeline.compiler.settings import IMAGE_REQUIRED, KubeflowSettings, load_compile_config
-from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean
+from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.dsl.secrets import credential_fields
 from kflow.pipeline.kubeflow.baselines import store_path
@@ -50,13 +50,7 @@ def _compiled_pipeline(config: PipelineConfig, settings: KubeflowSettings) -> Pi
         pipeline = build_pipeline(config, local_data=_readable_here(config))
     except ConfigError as error:
         raise ConfigError(problems + error.problems, config.source) from None
-    ids = [node.id for node in pipeline.components]
-    problems += [
-        f"kubeflow.resources.{name}: no component {name!r} in the pipeline{did_you_mean(name, ids)} "
-        f"(components: {', '.join(ids)})"
-        for name in settings.resources
-        if name not in ids
-    ]
+    problems += kubeflow_section_problems(config, pipeline, settings)
     if problems:
         raise ConfigError(problems, config.source)
     return pipeline

@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.app.pipeline_cut import cut_pipeline
+from kflow.pipeline.app.runtime_parameters import kubeflow_section_problems
 from kflow.pipeline.app.standard_pipeline import build_pipeline
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
+from kflow.pipeline.dsl.config_model.base import given
 from kflow.pipeline.dsl.dag import Pipeline
 
 log = logging.getLogger("kflow")
@@ -81,6 +83,10 @@ def validate_locally(config: PipelineConfig) -> Validated:
     """Builds the pipeline (the checks that span fields — splits, filters, the DAG — run while building: a
     ConfigError names the field) and says what a run would infer from the data."""
     pipeline = build_pipeline(config)
+    if given(config.kubeflow) is not None:  # what compile would refuse in it, said now
+        problems = kubeflow_section_problems(config, pipeline, config.kubeflow)
+        if problems:
+            raise ConfigError(problems, config.source)
     inferred, notes = None, ()
     if config.components is None:
         from kflow.pipeline.app.config_checks import source_facts

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from kflow.pipeline.app.sections import node_parameter
-from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, read_value
+from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean, read_value
 from kflow.pipeline.dsl.dag import Pipeline
 
 
@@ -67,3 +67,20 @@ def run_arguments(overrides: list[str], fields: list[str]) -> tuple[list[str], d
         else:
             compile_overrides.append(override)
     return compile_overrides, arguments
+
+
+def kubeflow_section_problems(config: PipelineConfig, pipeline: Pipeline, section: Any) -> list[str]:
+    """What `kflow compile` refuses in a `kubeflow` section (its resources of a node the pipeline lacks, run-time
+    parameters that set nothing), one line each: `kflow validate` says them too, before anyone compiles."""
+    ids = [node.id for node in pipeline.components]
+    problems = [
+        f"kubeflow.resources.{name}: no component {name!r} in the pipeline{did_you_mean(name, ids)} "
+        f"(components: {', '.join(ids)})"
+        for name in section.resources
+        if name not in ids
+    ]
+    try:
+        runtime_parameters(config, pipeline, section.parameters)
+    except ConfigError as error:
+        problems += error.problems
+    return problems

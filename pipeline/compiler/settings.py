@@ -11,8 +11,6 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
 from kflow.pipeline.dsl.config import (
     ConfigError,
     PipelineConfig,
@@ -24,6 +22,7 @@ from kflow.pipeline.dsl.config import (
     validate_config,
 )
 from kflow.pipeline.dsl.config_model import KubeflowSection, Resources
+from kflow.pipeline.dsl.config_model.base import ImageReference
 from kflow.pipeline.dsl.config_validation import DefaultFillingValidator, describe_error
 
 # What a task that only launches a cluster job and waits for it needs (it copies the artifacts to and from the volume).
@@ -41,7 +40,7 @@ class KubeflowSettings(KubeflowSection):
     defaults declared there once), the image optional until a compile checks it, and the MLflow settings a compile
     adds from the config's `tracking.mlflow` (with the pipeline's name and config: the evaluate tasks log there)."""
 
-    image: str | None = Field(None, min_length=1)  # required to compile: there is no image a cluster could pull
+    image: ImageReference | None = None  # required to compile: there is no image a cluster could pull
     mlflow: dict[str, Any] | None = None
 
     def resources_for(self, component_id: str) -> Resources:
@@ -64,7 +63,14 @@ def load_compile_config(
     section = raw.pop("kubeflow", None)
     if image is not None:
         section = {**(section or {}), "image": image}
-    config, settings = validate_config(raw, source), kubeflow_settings(section or {}, source)
+    config = validate_config(raw, source)
+    try:
+        settings = kubeflow_settings(section or {}, source)
+    except ConfigError as error:  # an --image is named as the user gave it
+        named = [
+            line.replace("kubeflow.image:", "--image:", 1) if image is not None else line for line in error.problems
+        ]
+        raise ConfigError(named, source) from None
     if not settings.image and require_image:
         raise ConfigError([IMAGE_REQUIRED], source)
     if config.tracking.mlflow is not None:  # as JSON: the evaluate tasks read it from their command line

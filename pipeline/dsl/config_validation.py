@@ -12,6 +12,7 @@ from typing import Any
 import jsonschema
 
 from kflow.pipeline.dsl.config_data import field_path
+from kflow.pipeline.dsl.config_model.base import FORMS
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -80,8 +81,12 @@ def describe_error(error: jsonschema.ValidationError, section: str = "") -> list
             message = f"must be > {value}{got}"
         case "enum":
             message = f"must be one of {', '.join('null' if choice is None else str(choice) for choice in value)}{got}"
+        case "pattern" | "maxLength" if error.schema.get("pattern") in FORMS:
+            message = f"must be {FORMS[error.schema['pattern']]}{got}"
         case "pattern":
             message = f"must match {value}{got}"
+        case "maxLength":
+            message = f"must be at most {value} characters (got {len(error.instance)})"
         case "minLength":
             message = "must not be empty"
         case "minProperties":

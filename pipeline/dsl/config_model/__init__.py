@@ -82,8 +82,9 @@ class KflowConfig(Section):
     """A kflow pipeline: ingest -> train -> evaluate from the data, trainer and evaluator sections, or any DAG declared
     under components. Defaults below are filled in when a config is loaded."""
 
-    name: str = Field(pattern="^[a-z0-9][a-z0-9-]*$")
-    """Pipeline name: lower-case letters, digits and dashes (it is also the KFP pipeline name)."""
+    name: str = Field(pattern="^[a-z0-9][a-z0-9-]*$", max_length=128)
+    """Pipeline name: lower-case letters, digits and dashes, at most 128 (it is also the KFP pipeline name, which KFP
+    caps there)."""
     pipeline_root: str = Field("runs", min_length=1)
     """Where runs and their artifacts go: <pipeline_root>/<name>/<run_id>/<component>/<output>/."""
     data: DataSection | MISSING = MISSING

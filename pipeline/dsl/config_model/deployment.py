@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import MISSING, Field
+from pydantic import MISSING, ConfigDict, Field
+from typing_extensions import TypedDict
 
 from kflow.pipeline.dsl.config_model.base import (
     CPU,
@@ -12,6 +13,11 @@ from kflow.pipeline.dsl.config_model.base import (
     BeamOption,
     BeamRunner,
     Identifier,
+    ImageReference,
+    KubernetesName,
+    LabelKey,
+    LabelValue,
+    ResourceName,
     Scalar,
     Section,
     empty,
@@ -39,16 +45,27 @@ class OrchestrationSection(Section):
     """Beam pipeline options of the DAG runner; by default the nodes of a wave run in parallel threads."""
 
 
+class Toleration(TypedDict, total=False):
+    """A pod's toleration, in Kubernetes' own fields (kept a mapping: the compiler passes it on as it is)."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    key: LabelKey | Literal[""]
+    operator: Literal["Exists", "Equal"]
+    value: LabelValue
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    tolerationSeconds: int  # noqa: N815 (Kubernetes' name)
+
+
 class RoleResources(Section):
     cpu: CPU | None = None
     cpu_limit: CPU | None = None
     memory: MEMORY | None = None
     memory_limit: MEMORY | None = None
     gpu: int | None = Field(None, ge=0, le=16)
-    gpu_type: str | None = None
+    gpu_type: ResourceName | None = None
     """the GPU's extended resource name; null: nvidia.com/gpu"""
-    node_selector: dict[str, str] | None = None
-    tolerations: list[dict[str, Any]] | None = None
+    node_selector: dict[LabelKey, LabelValue] | None = None
+    tolerations: list[Toleration] | None = None
 
 
 QUANTITIES = ("cpu", "cpu_limit", "memory", "memory_limit", "gpu", "gpu_type")
@@ -89,15 +106,15 @@ class Resources(RoleResources):
 class ClusterSection(Section):
     """How the train task runs a multi-process Trainer as a cluster job (kubeflow.training)."""
 
-    shared_volume_claim: str = Field("kflow-shared", min_length=1)
+    shared_volume_claim: KubernetesName = "kflow-shared"
     """A ReadWriteMany PVC mounted by the launcher task and every replica (inputs, outputs, checkpoints), and the
     store of blessed models."""
     shared_mount_path: str = Field("/mnt/kflow-shared", pattern="^/")
     timeout_seconds: int = Field(86400, ge=60)
     """The job's active deadline: past it the cluster stops the job and the task fails."""
-    service_account: str = Field("kflow-training", min_length=1)
+    service_account: KubernetesName = "kflow-training"
     """The training replicas' service account, with no RBAC (kflow manifests writes it); its token is not mounted."""
-    launcher_service_account: str = Field("pipeline-runner", min_length=1)
+    launcher_service_account: KubernetesName = "pipeline-runner"
     """The service account KFP runs the tasks as (pipeline-runner in standalone KFP, default-editor in a Kubeflow
     profile namespace): kflow manifests grants it what the launcher calls."""
 
@@ -105,7 +122,7 @@ class ClusterSection(Section):
 class KubeflowSection(Section):
     """Settings for `kflow compile` / `kflow submit` (Kubeflow Pipelines); ignored by `kflow run`."""
 
-    image: str | MISSING = Field(MISSING, min_length=1)
+    image: ImageReference | MISSING = MISSING
     """The container image every task and training replica runs (built from deploy/Dockerfile and pushed to a
     registry the cluster pulls from); required to compile, or pass --image."""
     caching: bool = True
