@@ -20,6 +20,7 @@ from typing import Any
 import keras
 
 from kflow.components.trainer import fit_scan
+from kflow.components.trainer.epoch_journal import EpochJournal
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.save_pacing import SavePacing
 from kflow.components.trainer.steps_per_call import fit_steps_per_call, whole_calls
@@ -88,8 +89,9 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
                 from kflow.components.trainer.fit_steps import run_steps_per_call
 
                 run_steps_per_call(keras_model, per_call, validation_steps)
-    epoch_log = EpochLog(config.epochs, examples_per_epoch, steps_per_epoch, global_batch, config.log_every_steps)
     chief = runtime.process_index == 0
+    epoch_log = EpochLog(config.epochs, examples_per_epoch, steps_per_epoch, global_batch, config.log_every_steps)
+    epoch_log.journal_in(working_dir, chief)
     # Each process of a multi-process strategy backs up its own state (they hold the same weights).
     backup = working_dir / "backup"
     if runtime.process_count > 1:
@@ -166,6 +168,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
         counts=(train_count, eval_count, steps_per_epoch),
         examples_trained=examples_trained,
         seconds=seconds,
+        earlier=epoch_log.journal.earlier,
     )
     if runtime.process_count > 1:  # What each process ended with: the same weights, if all went well.
         write_process_state(model_run, f"process-{runtime.process_index}", summary["final_step"], keras_model)
@@ -230,12 +233,20 @@ class EpochLog(keras.callbacks.Callback):
         self.start_step = 0
         self._started = 0.0
         self._progress: EpochProgress | None = None
+        self._journaled: tuple[Path, bool] | None = None
+        self.journal = EpochJournal(None, 0, writes=False)
+
+    def journal_in(self, working_dir: Path, writes: bool) -> None:
+        """Keeps the finished epochs in `working_dir` (epoch_journal.py), read back when a run resumes."""
+        self._journaled = (working_dir, writes)
 
     def on_train_begin(self, logs: dict | None = None) -> None:
         # BackupAndRestore, before this callback, has restored the weights and optimizer of a killed run.
         self.start_step = int(self.model.optimizer.iterations.numpy())
         if self.start_step:
             log.info("train: resumed from step %d", self.start_step)
+        if self._journaled is not None:
+            self.journal = EpochJournal(self._journaled[0], self.start_step, writes=self._journaled[1])
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         self._started = time.perf_counter()
@@ -264,6 +275,7 @@ class EpochLog(keras.callbacks.Callback):
                 "examples_per_second": round(speed, 1),
             }
         )
+        self.journal.add(self.epochs[-1])
         shown = " ".join(f"{name}={metrics[name]:.4f}" for name in sorted(metrics, key=_display_order))
         log.info("train: epoch %d/%d %s (%.1f s, %.0f ex/s)", epoch + 1, self.total_epochs, shown, seconds, speed)
         epoch_report.report(epoch + 1, metrics)  # a tuner's trial hears it (and may end the training: pruned)

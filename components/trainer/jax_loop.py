@@ -24,6 +24,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from kflow.components.trainer.epoch_journal import EpochJournal
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.strategies.runtime import unpack
 from kflow.components.trainer.training import (
@@ -72,6 +73,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
     state = current_state(keras_model, optimizer, metrics)
     checkpoint = working_dir / "jax_state.npz"
     state, start_step = resume(checkpoint, state)
+    journal = EpochJournal(working_dir, start_step, writes=runtime.process_index == 0)
     state = jax.tree.map(lambda value: place(value, runtime.replicated), state)
 
     def batches(split: str, training: bool):
@@ -118,6 +120,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
         )
         if chief:
             save_state(checkpoint, state, step)
+        journal.add(history[-1])  # after the state it resumes from
         shown = " ".join(f"{name}={value:.4f}" for name, value in values.items())
         log.info("train: epoch %d/%d %s (%.1f s, %.0f ex/s)", epoch + 1, config.epochs, shown, seconds, speed)
     total_seconds = time.perf_counter() - started
@@ -131,6 +134,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
         counts=(train_count, eval_count, steps_per_epoch),
         examples_trained=(step - start_step) * global_batch,
         seconds=total_seconds,
+        earlier=journal.earlier,
     )
     if runtime.process_count > 1:
         write_process_state(model_run, f"process-{runtime.process_index}", step, keras_model)

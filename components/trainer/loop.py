@@ -30,6 +30,7 @@ import tensorflow as tf
 from kflow.components.datasets.task import Task
 from kflow.components.trainer.checkpoints import restore_newest_readable
 from kflow.components.trainer.config import TrainConfig
+from kflow.components.trainer.epoch_journal import EpochJournal
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.save_pacing import SavePacing
 from kflow.components.trainer.steps_per_call import StepsPerCall
@@ -97,6 +98,7 @@ def train(
         temp_dirs.append(save_dir)
     manager = tf.train.CheckpointManager(checkpoint, str(save_dir), max_to_keep=2)
     start_step = restore_newest_readable(checkpoint, checkpoint_dir, me)
+    journal = EpochJournal(working_dir, start_step, writes=chief)
 
     def save(step: int) -> None:
         if runtime.saves_checkpoints(chief):
@@ -157,6 +159,7 @@ def train(
                     "examples_per_second": round(speed, 1),
                 }
             )
+            journal.add(history[-1])
             if pacing.due(last=epoch + 1 == config.epochs):
                 pacing.timed(functools.partial(save, step))
             shown = " ".join(f"{name}={value:.4f}" for name, value in values.items())
@@ -203,6 +206,7 @@ def train(
             examples_trained=trained_steps * global_batch,
             seconds=total_seconds,
             processes=sum(len(cluster.get("cluster", {}).get(role, [])) for role in ("chief", "worker")) or 1,
+            earlier=journal.earlier,
         )
         if chief:
             export_model(task, keras_model, model)

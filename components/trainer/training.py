@@ -141,18 +141,19 @@ def training_summary(
     seconds: float,
     stopped_early: bool = False,
     processes: int | None = None,
+    earlier: list[dict[str, float]] = (),
 ) -> dict[str, Any]:
     """The run's `history.json`, the same keys under every training path.
 
     `steps`: (start step, final step); `counts`: (train examples, eval examples, steps per epoch); `processes`: the
-    training processes (None: the runtime's)."""
+    training processes (None: the runtime's); `earlier`: the epochs before a resumed run's (epoch_journal.py)."""
     processes = runtime.process_count if processes is None else processes
     train_count, eval_count, steps_per_epoch = counts
     return {
         # The epoch reached, counted from the start of training: a resumed run trains only those after its checkpoint.
         "epochs": int(per_epoch[-1]["epoch"]) if per_epoch else steps[1] // max(counts[2], 1),
         "epochs_this_run": len(per_epoch),
-        "per_epoch": per_epoch,
+        "per_epoch": [*earlier, *per_epoch],
         "start_step": steps[0],
         "final_step": steps[1],
         "stopped_early": stopped_early,

@@ -80,3 +80,4 @@ def test_ctrl_c_during_distributed_training_cancels_and_the_rerun_resumes(tmp_pa
     newest = json.loads(sorted(tmp_path.glob("demo/*/run.json"))[-1].read_text())
     assert newest["components"]["ingest"]["status"] == "cached"
     assert newest["components"]["train"]["summary"]["start_step"] > 0
+    assert "loss" in newest["components"]["train"]["summary"]  # the last epoch's, trained before the Ctrl-C or after

@@ -16,7 +16,7 @@ import pytest
 import tensorflow as tf
 
 from kflow.components.datasets.mnist.task import MnistTask
-from kflow.components.trainer import launcher, loop
+from kflow.components.trainer import fit, launcher, loop
 from kflow.components.trainer.config import TrainConfig
 from kflow.components.trainer.executor import run
 from kflow.components.trainer.optimizers import learning_rate_schedule
@@ -86,24 +86,37 @@ def test_parameter_server_two_workers_one_ps_learns(inputs, tmp_path):
     assert model.keras_file.exists()
 
 
-def test_loop_resumes_from_the_last_checkpoint(inputs, tmp_path, caplog):
+@pytest.mark.parametrize("trainer", [loop, fit], ids=["custom_loop", "fit"])
+def test_a_training_resumes_from_the_last_checkpoint_with_the_epochs_before_it(trainer, inputs, tmp_path, caplog):
     examples, schema = inputs
-    task = MnistTask(load_schema(schema.file))
     model, model_run = _outputs(tmp_path)
     config = TrainConfig(epochs=1, batch_size=50, optimizer="adamw", schedule="cosine", warmup_steps=2)
-    first = loop.train(task, examples=examples, model=model, model_run=model_run, config=config, working_dir=tmp_path)
+
+    def train():
+        return trainer.train(
+            MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run, config=config,
+            working_dir=tmp_path / "work",
+        )  # fmt: skip
+
+    first = train()
     assert (first["start_step"], first["final_step"]) == (0, 8)
     config.epochs = 3
     with caplog.at_level(logging.INFO, logger="kflow.trainer"):
-        second = loop.train(
-            MnistTask(load_schema(schema.file)), examples=examples, model=model, model_run=model_run, config=config,
-            working_dir=tmp_path,
-        )  # fmt: skip
+        second = train()
     assert "resumed from step 8" in caplog.text and "train: epochs 2-3 (resumed) in" in caplog.text
     # The epoch reached, as the config counts them (3), and those this run trained (2): it read "2 epochs" of 3.
     assert (second["start_step"], second["final_step"], second["epochs"], second["epochs_this_run"]) == (8, 24, 3, 2)
-    assert [epoch["epoch"] for epoch in second["per_epoch"]] == [2, 3]
+    # Its history has the epoch before the checkpoint too, as the first run measured it (epoch_journal.py).
+    assert [epoch["epoch"] for epoch in second["per_epoch"]] == [1, 2, 3]
+    assert second["per_epoch"][0] == first["per_epoch"][0]
     assert model_run.history["final_step"] == 24
+    # Run again after its last epoch (a Ctrl-C after the training's end): no epoch trained, the metrics still there.
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="kflow.trainer"):
+        third = train()
+    assert "no epoch left to train (resumed after epoch 3)" in caplog.text
+    assert (third["epochs"], third["epochs_this_run"]) == (3, 0)
+    assert third["per_epoch"] == second["per_epoch"]
 
 
 def test_the_loop_trains_several_steps_per_call_as_it_trains_them_one_by_one(inputs, tmp_path, caplog):
@@ -371,7 +384,6 @@ def test_early_stopping_watches_the_configured_metric_which_must_be_the_tasks(in
 
 def test_early_stopping_stops_fit_too(inputs, tmp_path):
     """The `fit` strategies (default, mirrored, Keras distribution) stop on the task's monitor as the loop does."""
-    from kflow.components.trainer import fit
 
     class FallingLossNeverImproves(MnistTask):
         monitor_mode = "max"
