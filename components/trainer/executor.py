@@ -35,6 +35,7 @@ from kflow.pipeline.dsl.artifacts import (
     Schema,
     TransformGraph,
 )
+from kflow.pipeline.dsl.component import InputsRefused
 from kflow.pipeline.dsl.scratch import scratch_dir
 
 log = logging.getLogger("kflow.trainer")
@@ -74,12 +75,12 @@ def run(
         verdict = anomalies.summary
         if verdict["on_anomaly"] == "fail":
             where = anomalies.path / "anomalies.json"
-            raise ValueError(f"{verdict['message']}; see {where}; set data.on_anomaly: warn to train anyway")
+            raise InputsRefused(f"{verdict['message']}; see {where}; set data.on_anomaly: warn to train anyway")
         log.warning("train: training anyway (on_anomaly: warn): %s", verdict["message"])
     drift = anomalies.summary.get("drift") or {} if anomalies is not None else {}
     if drift.get("blocking"):  # data.on_drift: fail (components/example_validator/span_drift.py)
         where = anomalies.path / "anomalies.json"
-        raise ValueError(f"{drift['message']}; see {where}; set data.on_drift: warn to train anyway")
+        raise InputsRefused(f"{drift['message']}; see {where}; set data.on_drift: warn to train anyway")
     choice, config, cluster_config = settings.model, settings.training, settings.cluster
     strategy = config.strategy
     cluster_strategy = get_strategy(strategy)

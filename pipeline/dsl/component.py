@@ -39,6 +39,11 @@ _JSON_TYPES: dict[type, tuple[type, ...]] = {
 }
 
 
+class InputsRefused(ValueError):
+    """A component declines its inputs for a reason its message says whole, with the way out (the Trainer on the
+    blocking anomalies of its data): said as it is, not as an exception of some type (`ValueError: ...`)."""
+
+
 class MissingParameter(ValueError):
     """A required parameter without a value (absent, or None). `component` and `parameter` let a pipeline builder
     name the config field that should have set it (config_checks does, so `kflow validate` gives one line)."""

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from kflow.pipeline.dsl.component import InputsRefused
 from kflow.pipeline.dsl.printable import printable
 
 _TRACEBACK = "Traceback (most recent call last):"
@@ -25,6 +26,8 @@ def cause_line(error: BaseException) -> str:
     """`Type: message` in one printable line: for an error carrying a traceback as its text, that traceback's
     exception (the original cause, not Beam's wrapping); long messages cut with "…"."""
     text = str(error)
+    if isinstance(error, InputsRefused):
+        return _one_line(text)
     cause = f"{type(error).__name__}: {text}" if text else type(error).__name__
     return text_cause(text) or _one_line(cause)
 

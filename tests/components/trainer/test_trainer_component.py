@@ -20,6 +20,7 @@ from kflow.pipeline.dsl.artifacts import (
     TransformGraph,
 )
 from kflow.pipeline.dsl.component import Channel
+from kflow.pipeline.runners.failure import cause_line
 from tests.components.fixtures import REPO
 
 
@@ -111,9 +112,11 @@ def test_the_trainer_refuses_data_with_anomalies_under_on_anomaly_fail(tmp_path)
     anomalies.write_json("anomalies.json", {"count": 2, "on_anomaly": "fail", "message": message, "splits": {}})
     artifacts = {name: cls(tmp_path / name) for name, cls in
                  (("examples", Examples), ("schema", Schema), ("model", Model), ("model_run", ModelRun))}  # fmt: skip
-    with pytest.raises(ValueError, match=r"2 anomalies .* set data.on_anomaly: warn to train anyway"):
+    with pytest.raises(ValueError, match=r"2 anomalies .* set data.on_anomaly: warn to train anyway") as refused:
         run(**artifacts, anomalies=anomalies, dataset="mnist")
     assert not (tmp_path / "model").exists()  # Refused before anything was written.
+    # Said as the data's refusal, not as a ValueError of the Trainer's (a user trial read `failed: ValueError: ...`).
+    assert cause_line(refused.value).startswith("the Examples have 2 anomalies against the schema")
 
 
 @pytest.mark.parametrize(
