@@ -256,13 +256,28 @@ def _filled(key: str, config_a: dict[str, Any], config_b: dict[str, Any]) -> boo
 
 
 def _flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Each field by its dotted name; a list of mappings by each one's `id` (a declared pipeline's components:
+    `components.train.parameters.epochs`), else its place (`evaluator.slices[1].by`): one change is one line, not
+    the whole list twice (a user trial's diff of a declared pipeline)."""
     flat = {}
     for key, value in config.items():
         if isinstance(value, dict) and value:
             flat.update(_flatten(value, f"{prefix}{key}."))
+        elif isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+            ids = [item.get("id") for item in value]
+            if all(isinstance(name, str) for name in ids) and len(set(ids)) == len(ids):
+                flat.update(_flatten({item["id"]: _without_id(item) for item in value}, f"{prefix}{key}."))
+            else:
+                flat.update(_flatten({f"{key}[{index}]": item for index, item in enumerate(value)}, prefix))
         else:
             flat[f"{prefix}{key}"] = value
     return flat
+
+
+def _without_id(item: dict[str, Any]) -> Any:
+    """A listed mapping's fields but its `id` (its name in the flat key); one of an id alone is kept as a value."""
+    rest = {name: value for name, value in item.items() if name != "id"}
+    return rest or item["id"]
 
 
 def _is_number(value: Any) -> bool:

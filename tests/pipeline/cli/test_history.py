@@ -296,3 +296,27 @@ def test_a_span_pipelines_data_is_its_pattern_not_one_spans_file(tmp_path):
               "components": {"ingest_span_3": ingest}}  # fmt: skip
     (run_dir / "run.json").write_text(json.dumps(record))
     assert _data_read(Run.load(run_dir)) == "credit-{SPAN}.csv (Status)"
+
+
+def test_diff_of_declared_pipelines_says_each_changed_field_of_a_node_by_its_id(tmp_path):
+    """A user trial: `kflow diff` of two runs of a declared pipeline printed the whole components list twice, on one
+    line, for one parameter changed. Now each changed field is a line named by the node's id, and a list of mappings
+    without ids by each one's place."""
+    from kflow.pipeline import api
+    from kflow.pipeline.cli.history import diff_runs, format_diff
+    from kflow.pipeline.runners.run_record import Run
+    from tests.pipeline.toy.components import Produce
+
+    for epochs, slices in ((1, [{"by": "label"}, {"by": "colour"}]), (3, [{"by": "label"}, {"by": "size"}])):
+        config = {
+            "components": [{"id": "ingest", "type": "ingest"}, {"id": "train", "parameters": {"epochs": epochs}}],
+            "evaluator": {"slices": slices},
+        }
+        api.run(api.Pipeline("toy", [Produce("produce")], metadata={"config": config}), tmp_path / "runs")
+    first, second = (Run.load(path.parent) for path in sorted((tmp_path / "runs").glob("toy/*/run.json")))
+    diff = diff_runs(first, second)
+    assert diff["parameters"] == {
+        "components.train.parameters.epochs": {"a": 1, "b": 3},
+        "evaluator.slices[1].by": {"a": "colour", "b": "size"},
+    }
+    assert "  components.train.parameters.epochs: 1 → 3" in format_diff(diff).splitlines()
