@@ -8,7 +8,7 @@ from typing import Any
 from kflow.pipeline.cli.test_data import format_test_data, run_spans, test_data_difference
 from kflow.pipeline.cli.trained_with import format_settings, tuned_settings
 from kflow.pipeline.dsl.artifacts import Model
-from kflow.pipeline.runners.plan import changes, execution_facts
+from kflow.pipeline.runners.plan import changes, execution_facts, source_files
 from kflow.pipeline.runners.run_record import RUN_FILE, Execution, Run, earlier_runs
 
 
@@ -186,7 +186,7 @@ def _why(first: Execution, second: Execution) -> list[str]:
     """Which parts of the two executions' fingerprints differ."""
     # A published artifact's folder is <run>/<node>/<output>: the node that produced each input.
     sources = {name: Path(ref.uri).parent.name for name, ref in second.inputs.items()}
-    return changes(execution_facts(first), execution_facts(second), sources)
+    return changes(execution_facts(first), execution_facts(second), sources, source_files(second.parameters))
 
 
 def _comparable_metrics(a: Run, b: Run) -> dict[str, Any]:

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from kflow.pipeline.dsl.component import Component
@@ -59,9 +61,15 @@ def execution_facts(execution: Execution) -> dict[str, Any]:
     return facts(execution.code_version, execution.parameters, inputs, execution.data)
 
 
-def changes(before: dict[str, Any], after: dict[str, Any], sources: dict[str, str] | None = None) -> list[str]:
+def changes(
+    before: dict[str, Any],
+    after: dict[str, Any],
+    sources: dict[str, str] | None = None,
+    files: Mapping[str, str] = MappingProxyType({}),
+) -> list[str]:
     """Which parts of two executions' fingerprints differ: code, parameters (named), inputs, data files. `sources`
-    ({input: producing node}) names a numbered input's producer: a SpanUnion's span_2 holds span 3's Examples."""
+    ({input: producing node}) names a numbered input's producer: a SpanUnion's span_2 holds span 3's Examples;
+    `files` ({parameter: path}, source_files) the file a parameter holds the text of: an edited module is code."""
     reasons = []
     if before["code"] != after["code"]:
         reasons.append("code")
@@ -70,11 +78,25 @@ def changes(before: dict[str, Any], after: dict[str, Any], sources: dict[str, st
         differing = sorted(key for key in set(old) | set(new) if old.get(key) != new.get(key))
         if part == "inputs":
             differing = [_input_named(name, (sources or {}).get(name)) for name in differing]
+        if part == "parameters":  # a module edited (under the same path): its code changed, not a parameter
+            edited = [name for name in differing if name in files and old.get(name) and new.get(name)]
+            differing = [name for name in differing if name not in edited]
+            if edited:
+                reasons.append(f"code: {', '.join(Path(files[name]).name for name in edited)}")
         if part == "data" and len(differing) > SAID_FILES:
             reasons.append(f"data: {_files_counted(differing, old, new)}")
         elif differing:
             reasons.append(f"{part}: {', '.join(differing)}")
     return reasons
+
+
+def source_files(parameters: dict[str, Any]) -> dict[str, str]:
+    """{`<name>_source`: the path in `<name>`}: the parameters that hold a file's text (a module's), by its path."""
+    return {
+        name: str(parameters[name.removesuffix("_source")])
+        for name in parameters
+        if name.endswith("_source") and isinstance(parameters.get(name.removesuffix("_source")), str)
+    }
 
 
 SAID_FILES = 5  # an image folder grown by a class differs by hundreds of files: counted, a few named
@@ -162,7 +184,8 @@ def _plan_node(
         before = execution_facts(last)
         before["parameters"] = {name: value for name, value in last.parameters.items() if name in node.cache_parameters}
         sources = {name: channel.producer for name, channel in node.inputs.items()}
-        why = changes(before, planned, sources) or ["its last outputs are gone or damaged"]
+        why = changes(before, planned, sources, source_files(node.parameters))
+        why = why or ["its last outputs are gone or damaged"]
     if not enable_cache:
         why = ["--no-cache"]
     why = [*why, *node.plan_notes()]

@@ -102,13 +102,15 @@ def scripted(*, numbers, module, module_source):
     return {"value": len(module_source)}
 
 
-def test_diff_says_a_module_changed_under_the_same_path(tmp_path):
+def test_diff_and_plan_say_a_module_changed_under_the_same_path(tmp_path):
     """A retraining after an edit of the transform.module file: the config holds the same path, and diff said
-    `config: same` (a user trial); it names the field whose file changed."""
+    `config: same` (a user trial); it names the field whose file changed. Why the node re-ran, in diff and plan, is
+    its code (the file's name), not `parameters: module_source` (another user trial)."""
     from kflow.pipeline import api
     from kflow.pipeline.cli.history import diff_runs, format_diff
     from kflow.pipeline.dsl.artifacts import Examples
     from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
+    from kflow.pipeline.runners.plan import plan_pipeline
     from kflow.pipeline.runners.run_record import Run
 
     class Scripted(Component):
@@ -128,7 +130,11 @@ def test_diff_says_a_module_changed_under_the_same_path(tmp_path):
     diff = diff_runs(first, second)
     assert diff["parameters"] == {"transform.module": {"a": str(module), "b": str(module), "content_changed": True}}
     assert f"transform.module: '{module}', the same path; its content changed" in format_diff(diff)
-    assert diff["components"]["transform"]["changed"] == ["parameters: module_source"]
+    assert diff["components"]["transform"]["changed"] == ["code: prep.py"]
+    module.write_text("x = 3\n")
+    edited = Scripted("transform", parameters={"module": str(module), "module_source": module.read_text()})
+    (planned,) = plan_pipeline(api.Pipeline("toy", [edited]), tmp_path / "runs")
+    assert (planned.action, planned.why) == ("run", ["code: prep.py"])
 
 
 def evaluated(*, numbers, label, headline, loss):
