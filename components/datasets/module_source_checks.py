@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+from pathlib import Path
 
 # The functions kflow calls with no arguments where a module that defines `function` has them.
 CALLED_WITHOUT_ARGUMENTS = {"build_model": ("loss", "metrics")}
@@ -140,17 +141,31 @@ def imported_files_version(source: str) -> str | None:
     """A hash of the first-party files the module imports (a helper beside it on PYTHONPATH, a package of the user's
     not in site-packages: code_version's closure of them), for the cache key: the module travels as its source, and
     an edit of what it imports re-ran nothing (a user trial). None where it imports none."""
-    from kflow.pipeline.dsl.code_version import code_version, source_files
+    from kflow.pipeline.dsl.code_version import code_version
 
+    names = _first_party_imports(source)
+    return code_version(names) if names and imported_files(source) else None
+
+
+def imported_files(source: str) -> list[Path]:
+    """The first-party files a module imports (helpers beside it on PYTHONPATH, a package of the user's), what
+    pipeline.yaml does not carry with the module's source."""
+    from kflow.pipeline.dsl.code_version import source_files
+
+    names = _first_party_imports(source)
+    return sorted({path for path in source_files(names).values() if path.suffix == ".py"}) if names else []
+
+
+def _first_party_imports(source: str) -> list[str]:
+    """The modules `source` imports by absolute name, but kflow's own (in every cache key already)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return None
+        return []
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
             names.add(node.module)
-    names = {name for name in names if name.split(".")[0] != "kflow"}  # kflow's own code is in every cache key
-    return code_version(sorted(names)) if names and source_files(sorted(names)) else None
+    return sorted(name for name in names if name.split(".")[0] != "kflow")

@@ -36,3 +36,34 @@ def test_compile_warns_about_a_local_push_destination_and_a_declared_ingests_sou
         f"kflow: warning: node read: source_path: {IRIS} {tail}",
         f"kflow: warning: node push_local: push_destination: {tmp_path / 'serving'} {tail}",
     ]
+
+
+def test_compile_warns_that_the_files_a_module_imports_do_not_travel_with_it(tmp_path, run_kflow):
+    """A trainer.module travels in pipeline.yaml as its source; a helper file it imports did not, and compile said
+    nothing: the pods' import fails. Compile names each such file of this machine (not the libraries')."""
+    import os
+
+    (tmp_path / "helpers.py").write_text("UNITS = 8\n")
+    (tmp_path / "model.py").write_text(
+        "import keras\nimport numpy\nfrom helpers import UNITS\n\n\ndef build_model(schema, options):\n"
+        "    inputs = keras.Input(shape=(len(options['features']),))\n"
+        "    return keras.Model(inputs, keras.layers.Dense(UNITS)(inputs))\n"
+    )
+    config = {
+        "name": "iris",
+        "data": {"dataset": "csv", "label": "species", "source": {"path": "gs://a-bucket/iris.csv"}},
+        "trainer": {"epochs": 1, "module": "model.py"},
+        "evaluator": {"baseline": "none"},
+    }
+    (tmp_path / "iris.yaml").write_text(yaml.safe_dump(config))
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    done = run_kflow(
+        "compile", tmp_path / "iris.yaml", "-o", tmp_path / "p.yaml", "--image", "r.example/kflow:1", env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    warnings = [line for line in done.stderr.splitlines() if "imports" in line]
+    assert warnings == [
+        f"kflow: warning: node train: module: model.py imports {tmp_path / 'helpers.py'}, of this machine: "
+        "pipeline.yaml carries the module's source, not these files: build them into the image (on its "
+        "PYTHONPATH) or move their code into the module"
+    ]
