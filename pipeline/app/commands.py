@@ -12,13 +12,17 @@ from pathlib import Path
 from kflow.pipeline.app.config_loading import default_split
 from kflow.pipeline.app.dataset_training import with_dataset_training
 from kflow.pipeline.app.pod_paths import node_path_warnings
-from kflow.pipeline.app.runtime_parameters import kubeflow_section_problems, run_arguments, runtime_parameters
+from kflow.pipeline.app.runtime_parameters import (
+    compile_only_problems,
+    kubeflow_section_problems,
+    run_arguments,
+    runtime_parameters,
+)
 from kflow.pipeline.app.standard_pipeline import build_pipeline, run_time_baselines
 from kflow.pipeline.compiler.pipeline_builder import compile_pipeline
 from kflow.pipeline.compiler.settings import IMAGE_REQUIRED, KubeflowSettings, load_compile_config
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 from kflow.pipeline.dsl.dag import Pipeline
-from kflow.pipeline.dsl.secrets import credential_fields
 from kflow.pipeline.kubeflow.baselines import store_path
 
 
@@ -33,19 +37,7 @@ def _compiled_pipeline(config: PipelineConfig, settings: KubeflowSettings) -> Pi
     validate` makes (those that read the data where its source is readable here: the pods read it, but a source
     this machine reads is the same one, and a config refused here would fail on the cluster), resources."""
     problems = [] if settings.image else [IMAGE_REQUIRED]
-    problems += [
-        f"{field}: a credential is not compiled into pipeline.yaml (everyone who can read the pipeline or its runs "
-        "could read it): give it to the tasks as an environment variable from a Kubernetes Secret"
-        for field in credential_fields(config)
-    ]
-    warm_start = config.trainer.warm_start if config.components is None else None
-    if warm_start not in (None, "none", "latest_blessed"):  # a run id or a folder: resolved by kflow run only
-        named = f"the model folder {warm_start}" if "/" in warm_start else f"run {warm_start!r}, one of this machine's"
-        problems.append(
-            f"trainer.warm_start: {named}, is resolved by kflow run only; a compiled pipeline's Trainer would not "
-            "find it ('was not resolved to a model'): compile with trainer.warm_start: none, or latest_blessed "
-            "(trains from scratch there)"
-        )
+    problems += compile_only_problems(config)
     try:
         pipeline = build_pipeline(config, local_data=_readable_here(config))
     except ConfigError as error:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.pipeline.app.pipeline_cut import cut_pipeline
-from kflow.pipeline.app.runtime_parameters import kubeflow_section_problems
+from kflow.pipeline.app.runtime_parameters import compile_only_problems, kubeflow_section_problems
 from kflow.pipeline.app.standard_pipeline import build_pipeline
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig
 from kflow.pipeline.dsl.config_model.base import given
@@ -88,11 +88,13 @@ def validate_locally(config: PipelineConfig) -> Validated:
         if problems:
             raise ConfigError(problems, config.source)
     inferred, notes = None, ()
+    if given(config.kubeflow) is not None:  # legal here, refused by compile: said, not refused
+        notes = tuple(f"kflow compile would refuse: {problem}" for problem in compile_only_problems(config))
     if config.components is None:
         from kflow.pipeline.app.config_checks import source_facts
 
         facts = source_facts(config, check_others=False)  # the checks above read the same sample: nothing new
         if facts is not None and facts.problem_type_reason:
             inferred = (facts.problem_type, facts.problem_type_reason)
-        notes = (*facts.notes, *facts.readings) if facts is not None else ()
+        notes += (*facts.notes, *facts.readings) if facts is not None else ()
     return Validated([node.id for node in pipeline.components], inferred, notes)

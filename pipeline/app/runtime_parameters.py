@@ -18,6 +18,7 @@ from typing import Any
 from kflow.pipeline.app.sections import node_parameter
 from kflow.pipeline.dsl.config import ConfigError, PipelineConfig, did_you_mean, read_value
 from kflow.pipeline.dsl.dag import Pipeline
+from kflow.pipeline.dsl.secrets import credential_fields
 
 
 def input_name(field: str) -> str:
@@ -83,4 +84,24 @@ def kubeflow_section_problems(config: PipelineConfig, pipeline: Pipeline, sectio
         runtime_parameters(config, pipeline, section.parameters)
     except ConfigError as error:
         problems += error.problems
+    return problems
+
+
+def compile_only_problems(config: PipelineConfig) -> list[str]:
+    """What `kflow compile` refuses that `kflow run` takes: credentials (not written into pipeline.yaml) and a warm
+    start from a run or folder of this machine. `kflow validate` says them as notes where the config has a
+    `kubeflow` section."""
+    problems = [
+        f"{field}: a credential is not compiled into pipeline.yaml (everyone who can read the pipeline or its runs "
+        "could read it): give it to the tasks as an environment variable from a Kubernetes Secret"
+        for field in credential_fields(config)
+    ]
+    warm_start = config.trainer.warm_start if config.components is None else None
+    if warm_start not in (None, "none", "latest_blessed"):  # a run id or a folder: resolved by kflow run only
+        named = f"the model folder {warm_start}" if "/" in warm_start else f"run {warm_start!r}, one of this machine's"
+        problems.append(
+            f"trainer.warm_start: {named}, is resolved by kflow run only; a compiled pipeline's Trainer would not "
+            "find it ('was not resolved to a model'): compile with trainer.warm_start: none, or latest_blessed "
+            "(trains from scratch there)"
+        )
     return problems

@@ -83,3 +83,15 @@ def test_the_docs_kubeflow_section_is_valid_and_renders_objects_the_crds_accept(
         assert pod["tolerations"][1] == {
             "key": "spot", "operator": "Equal", "value": "true", "effect": "NoExecute", "tolerationSeconds": 60
         }  # fmt: skip
+
+
+def test_what_compile_alone_refuses_is_said_by_validate_where_the_config_has_a_kubeflow_section(capsys):
+    """A user trial: a credential in the MLflow URI is fine for `kflow run` (redacted in its records) and refused by
+    `kflow compile`; validate said nothing. With a `kubeflow` section it says what compile would refuse, and still
+    passes."""
+    uri = ["--set", "tracking.mlflow.uri=http://kflow:secret@mlflow.example:5000"]
+    assert main(["validate", str(DEMO), *sets(), *uri]) == 0
+    said = capsys.readouterr().out
+    assert "kflow compile would refuse: tracking.mlflow.uri: a credential is not compiled into pipeline.yaml" in said
+    assert main(["validate", str(DEMO), *uri]) == 0  # no kubeflow section: a local config, nothing said of compile
+    assert "kflow compile" not in capsys.readouterr().out
