@@ -254,7 +254,9 @@ def checked_classes(images: list[ImageFile], source_path: str | None) -> list[st
     """The classes of labelled images (class_names); a ValueError when there are fewer than two."""
     classes = class_names(images)
     if len(classes) < 2:
-        raise ValueError(f"data.source.path: {source_path} holds {len(classes)} class(es); a classifier needs two")
+        raise ValueError(
+            f"data.source.path: {source_path} holds {len(classes)} class(es); a classifier needs two{_inner(images)}"
+        )
     counts = Counter(file.label for file in images if file.label)
     in_splits = {file.split for file in images} - {None}
     if in_splits - {"train"}:  # the source's own split folders: a class they hold only outside train is never learnt
@@ -270,6 +272,21 @@ def checked_classes(images: list[ImageFile], source_path: str | None) -> list[st
         log.warning("images ingest: %d class(es) hold fewer than %d images: %s; the model can hardly learn them, and a "
                     "split may hold none", len(few), FEW_IMAGES, shown)  # fmt: skip
     return classes
+
+
+def _inner(images: list[ImageFile]) -> str:
+    """Where the class folders are when the one class folder holds only folders of images: an archive unzipped into
+    a folder of its name (`digits/digits/3/*.png`, with or without a Mac's `__MACOSX/` beside it)."""
+    if len({file.label for file in images}) != 1 or any(file.split for file in images):
+        return ""
+    parts = [Path(file.position).parts for file in images]
+    inner = sorted({part[1] for part in parts if len(part) > 2})
+    if len(inner) < 2 or any(len(part) < 3 for part in parts):
+        return ""
+    shown = ", ".join(inner[:5]) + (", ..." if len(inner) > 5 else "")
+    folder = Path(images[0].root) / parts[0][0]
+    where = f"its folder {parts[0][0]!r} holds {len(inner)} folders of images ({shown})"
+    return f": {where}; if they are the classes, set data.source.path to {folder}"
 
 
 def class_names(files: list[ImageFile]) -> list[str]:
