@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from kflow.components.util.said_once import say_once
+
 log = logging.getLogger(__name__)
 
 # `kflow predict`'s source format: images without classes (a folder, read recursively, or one file), each keyed by
@@ -135,8 +137,9 @@ def _say_empty_class_folders(folders: list[Path], files: list[ImageFile], root: 
     empty = [str(folder.relative_to(root)) for folder in folders if str(folder.relative_to(root)) not in held]
     if empty:
         shown = ", ".join(empty[:10]) + (", ..." if len(empty) > 10 else "")
-        log.warning("images ingest: %d class folder(s) of %s hold no file and are no class: %s", len(empty), root,
-                    shown)  # fmt: skip
+        # Once a process: the folders are listed by validate, the data's fingerprint and the ingest (said 4 times).
+        said = f"images ingest: {len(empty)} class folder(s) of {root} hold no file and are no class: {shown}"
+        say_once(log, said, logging.WARNING)
 
 
 def _split_folders(folders: list[Path]) -> bool:
