@@ -9,9 +9,9 @@ Inference, per feature of Split-train (TFDV's rules where it has them):
     value_count     the fewest and most values an example has
     string_domain   the training values, when there are at most `max_string_domain` of them
     int/float range the training min and max, widened by `range_margin` (0.5) × their span on both
-                    sides: a value just past the training maximum is normal (a test split of 40 draws
-                    of a normal variable passed the maximum of 200 training draws by 10 % of the span),
-                    one a whole half-span past it is a unit change or a broken source
+                    sides (an int range within int64's): a value just past the training maximum is normal (a test
+                    split of 40 draws of a normal variable passed the maximum of 200 training draws by 10 % of
+                    the span), one a whole half-span past it is a unit change or a broken source
     drift           `drift_comparator.infinity_norm.threshold = max_category_drift` on string-domain
                     features: ExampleValidator compares each split's value distribution with train's
 The ingest's annotation tags (the label's `role=label`, `task=...`) are kept, so the Trainer
@@ -143,7 +143,10 @@ def infer_schema(
             low, high = observed.num_stats.min, observed.num_stats.max
             margin = (high - low) * range_margin
             if feature.type == schema_pb2.INT:
-                feature.int_domain.min, feature.int_domain.max = math.floor(low - margin), math.ceil(high + margin)
+                # Within int64, what the domain's fields hold: a column of 64-bit hashes spans nearly all of it, and
+                # its margin had failed the schema with `Value out of range: -18417279523127468032`.
+                lowest, highest = math.floor(low - margin), math.ceil(high + margin)
+                feature.int_domain.min, feature.int_domain.max = max(lowest, -(2**63)), min(highest, 2**63 - 1)
             else:
                 feature.float_domain.min, feature.float_domain.max = low - margin, high + margin
     return schema

@@ -226,13 +226,13 @@ def check_columns(
     """Refuses a label, key or declared type that the header or the type list does not have."""
     duplicates = sorted({name for name in header if list(header).count(name) > 1})
     if duplicates:
-        raise ValueError(f"csv: the header repeats the columns {duplicates}")
+        raise ValueError(f"data.source.path: the table names the columns {duplicates} more than once: rename them")
     check_problem_type(label, problem_type, key, list(header))
     if not isinstance(declared, Mapping):
         raise ValueError(f"data.columns: must map column names to types, got {declared!r}")
     for name, kind in declared.items():
         if name not in header:
-            raise ValueError(f"data.columns.{name}: no such column in the CSV (columns: {', '.join(header)})")
+            raise ValueError(f"data.columns.{name}: no such column in the data (columns: {', '.join(header)})")
         if kind not in types_ok:
             raise ValueError(f"data.columns.{name}: type must be one of {', '.join(TYPES)}, got {kind!r}")
 

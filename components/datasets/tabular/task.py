@@ -44,6 +44,7 @@ from kflow.components.datasets.tabular.plan import (
     within_code_budget,
 )
 from kflow.components.datasets.tabular.preprocessing import GRAPH_MODEL_FILE, load_preprocessing
+from kflow.components.datasets.tabular.scaled_loss import ScaledSquaredError
 from kflow.components.datasets.task import LearntByTransform, Task
 from kflow.components.models import build_model
 from kflow.components.models.tabular_mlp import build_tabular_mlp_on, layer_name
@@ -303,8 +304,8 @@ class TabularTask(LearntByTransform, Task):
         return build_model(self.model_name, features=prepared["features"], head=prepared["head"], **self.model_kwargs)
 
     def loss(self) -> keras.losses.Loss:
-        if self.kind == "regression":
-            return keras.losses.MeanSquaredError(reduction=None)
+        if self.kind == "regression":  # on the label's standardised scale: float32 holds its gradients (scaled_loss)
+            return ScaledSquaredError(scale=self._prepared()["head"]["std"], reduction=None)
         return keras.losses.SparseCategoricalCrossentropy(reduction=None)
 
     def metrics(self) -> list[keras.metrics.Metric]:

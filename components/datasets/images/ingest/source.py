@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from kflow.components.util.said_once import say_once
+
 log = logging.getLogger(__name__)
 
 # `kflow predict`'s source format: images without classes (a folder, read recursively, or one file), each keyed by
@@ -135,8 +137,9 @@ def _say_empty_class_folders(folders: list[Path], files: list[ImageFile], root: 
     empty = [str(folder.relative_to(root)) for folder in folders if str(folder.relative_to(root)) not in held]
     if empty:
         shown = ", ".join(empty[:10]) + (", ..." if len(empty) > 10 else "")
-        log.warning("images ingest: %d class folder(s) of %s hold no file and are no class: %s", len(empty), root,
-                    shown)  # fmt: skip
+        # Once a process: the folders are listed by validate, the data's fingerprint and the ingest (said 4 times).
+        said = f"images ingest: {len(empty)} class folder(s) of {root} hold no file and are no class: {shown}"
+        say_once(log, said, logging.WARNING)
 
 
 def _split_folders(folders: list[Path]) -> bool:
@@ -254,7 +257,9 @@ def checked_classes(images: list[ImageFile], source_path: str | None) -> list[st
     """The classes of labelled images (class_names); a ValueError when there are fewer than two."""
     classes = class_names(images)
     if len(classes) < 2:
-        raise ValueError(f"data.source.path: {source_path} holds {len(classes)} class(es); a classifier needs two")
+        raise ValueError(
+            f"data.source.path: {source_path} holds {len(classes)} class(es); a classifier needs two{_inner(images)}"
+        )
     counts = Counter(file.label for file in images if file.label)
     in_splits = {file.split for file in images} - {None}
     if in_splits - {"train"}:  # the source's own split folders: a class they hold only outside train is never learnt
@@ -270,6 +275,21 @@ def checked_classes(images: list[ImageFile], source_path: str | None) -> list[st
         log.warning("images ingest: %d class(es) hold fewer than %d images: %s; the model can hardly learn them, and a "
                     "split may hold none", len(few), FEW_IMAGES, shown)  # fmt: skip
     return classes
+
+
+def _inner(images: list[ImageFile]) -> str:
+    """Where the class folders are when the one class folder holds only folders of images: an archive unzipped into
+    a folder of its name (`digits/digits/3/*.png`, with or without a Mac's `__MACOSX/` beside it)."""
+    if len({file.label for file in images}) != 1 or any(file.split for file in images):
+        return ""
+    parts = [Path(file.position).parts for file in images]
+    inner = sorted({part[1] for part in parts if len(part) > 2})
+    if len(inner) < 2 or any(len(part) < 3 for part in parts):
+        return ""
+    shown = ", ".join(inner[:5]) + (", ..." if len(inner) > 5 else "")
+    folder = Path(images[0].root) / parts[0][0]
+    where = f"its folder {parts[0][0]!r} holds {len(inner)} folders of images ({shown})"
+    return f": {where}; if they are the classes, set data.source.path to {folder}"
 
 
 def class_names(files: list[ImageFile]) -> list[str]:

@@ -161,6 +161,8 @@ def file_types(
             if not pa.types.is_null(field.type):  # a part file whose column is all missing says nothing of its type
                 arrow_types.setdefault(field.name, []).append(field.type)
     types = {name: declared.get(name) or _one_kind(name, arrow_types.get(name, [])) for name in header}
+    for name in _past_int64(files, arrow_types, types, declared):
+        types[name] = "float"  # as a CSV's whole numbers past int64 read: an Example's int64_list holds no more
     unread = {name: str((arrow_types.get(name) or ["null"])[0]) for name, kind in types.items() if kind is None}
     read = [name for name in header if name not in unread]
     for name, values in _partition_values(partitioned or {}).items():  # the folders' columns, after the files' own
@@ -169,6 +171,33 @@ def file_types(
             rows = [[value] for value in values if value]
             types[name] = declared.get(name) or cols.infer_types([name], rows, {}, frozenset())[name]
     return read, {n: k for n, k in types.items() if k}, unread
+
+
+def _past_int64(
+    files: list[str], arrow_types: dict[str, list[Any]], types: dict[str, str | None], declared: dict[str, str]
+) -> list[str]:
+    """The undeclared uint64 columns of which more than 1 % of the values (a CSV's stray allowance, columns.py) are
+    past int64's maximum: 64-bit hashes, as pandas' `hash_pandas_object` gives them. Read as int, every such value
+    was a bad_value, half a column of hashes, and the ingest failed; a rarer one stays a bad_value of its row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    unsigned = [
+        name
+        for name, kinds in arrow_types.items()
+        if types.get(name) == "int" and name not in declared and any(kind == pa.uint64() for kind in kinds)
+    ]
+    past = []
+    for name in unsigned:
+        values = above = 0
+        for path in files:
+            column = open_file(path).read(columns=[name]).column(0)
+            values += len(column) - column.null_count
+            if column.type == pa.uint64():
+                above += pc.sum(pc.greater(column, pa.scalar(2**63 - 1, pa.uint64()))).as_py() or 0
+        if above > values // 100:
+            past.append(name)
+    return past
 
 
 def _partition_values(partitioned: dict[str, dict[str, str | None]]) -> dict[str, list[str | None]]:
@@ -237,7 +266,12 @@ def inspect_source(*, source_path: str | None = None, **parameters: Any) -> Sour
         values = sample_values(files[0], label, types[label], choice.infer_rows)
     first = sample_values(files[0], header[0], "int", choice.infer_rows) if header and types[header[0]] == "int" else []
     facts = cols.table_facts(header, types, label, problem_type, key, declared, values, first)
-    return replace(facts, unread=unread)
+    wide = tuple(  # the uint64 columns file_types reads as float
+        f"data: {field.name!r} holds whole numbers past a 64-bit integer's maximum (uint64): read as float"
+        for field in open_file(files[0]).schema_arrow
+        if str(field.type) == "uint64" and types.get(field.name) == "float" and field.name not in declared
+    )
+    return replace(facts, unread=unread, notes=(*facts.notes, *wide))
 
 
 def check_no_images(path: str, unread: dict[str, str], label: Any) -> None:
