@@ -235,10 +235,14 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
     """The config's ingest (or `data_format`'s) set to read `data` without a label into one split, the columns the
     model reads typed as it was trained, after checking that the data has them and the key column (where the ingest
     can say which columns a source has without reading it: csv, parquet; the Predictor checks the others')."""
+    from kflow.components.datasets.tabular.table_files import parquet_files
     from kflow.components.datasets.task import task_for_model
     from kflow.components.util.schema import annotation_tags, load_schema, may_be_absent
 
     dataset = data_format or config.data.dataset
+    if data_format is None and dataset == "csv" and parquet_files(data):  # its bytes say so: no --format needed
+        log.info("predict: %s is Parquet: read as such", data)
+        dataset = "parquet"
     if dataset not in DATASETS:
         raise ConfigError([f"--format: no dataset {dataset!r}{did_you_mean(dataset, DATASETS)}"])
     if not model.training_schema_file.is_file():

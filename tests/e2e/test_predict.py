@@ -404,9 +404,11 @@ def test_a_pushed_folder_scores_as_the_model_it_was_exported_from(trained, tmp_p
         np.testing.assert_allclose([float(by_key[key][f"score_{name}"]) for name in CLASSES], outputs, atol=1e-5)
 
 
-@pytest.mark.parametrize("data_format", ["parquet", "tfrecord"])
+@pytest.mark.parametrize("data_format", ["parquet", "tfrecord", "parquet-by-its-bytes"])
 def test_parquet_and_tfrecord_data_score_as_the_csv_did(trained, tmp_path, data_format):
-    """The same rows in another ingest's format (`--format`), keyed by their id column, score the same."""
+    """The same rows in another ingest's format (`--format`), keyed by their id column, score the same; a Parquet
+    file without `--format` too (a user trial was told `is a Parquet file, not CSV: give --format parquet`)."""
+    data_format, flags = data_format.split("-")[0], [] if "bytes" in data_format else ["--format", data_format]
     import pandas as pd
 
     root, rows, run = trained
@@ -426,7 +428,7 @@ def test_parquet_and_tfrecord_data_score_as_the_csv_did(trained, tmp_path, data_
                     example.features.feature[name].float_list.value.append(value)
                 writer.write(example.SerializeToString())
     out = tmp_path / "out"
-    assert main(["predict", str(root / "iris.yaml"), "--data", str(path), "--format", data_format, "-o", str(out)]) == 0
+    assert main(["predict", str(root / "iris.yaml"), "--data", str(path), *flags, "-o", str(out)]) == 0
     with (out / "predictions" / "Split-score" / "predictions.csv").open() as predictions:
         by_key = {row["key"]: row for row in csv.DictReader(predictions)}
     assert set(by_key) == set(test_keys)

@@ -23,6 +23,8 @@ def table_files(dataset: str, source_path: str | None, patterns: Sequence[str], 
         files = [str(path)]
     else:
         files = sorted(name for name in glob.glob(str(path)) if Path(name).is_file())
+    if not files and not path.exists() and not glob.has_magic(str(source_path)):  # no pattern: a path, mistyped
+        raise ValueError(f"data.source.path: {source_path} does not exist")
     if not files:
         raise ValueError(f"data.source.path: {source_path} matches no {kind}")
     return files
@@ -103,3 +105,14 @@ def opens_json_array(start: bytes) -> bool:
 def file_start(path: str, size: int = 16) -> bytes:
     with open(path, "rb") as file:
         return file.read(size)
+
+
+def parquet_files(source_path: str) -> bool:
+    """Whether the first file of a source (a file, a folder, a pattern) is Parquet, by its first bytes: data to score
+    in Parquet under a config of CSV is read as Parquet, as its bytes say (`kflow predict`)."""
+    try:
+        first = table_files("", source_path, (), "file")[0]
+        with open(first, "rb") as file:
+            return file.read(4) == b"PAR1"
+    except (ValueError, OSError):
+        return False

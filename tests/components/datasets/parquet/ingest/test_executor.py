@@ -131,7 +131,7 @@ def test_a_float_label_is_inferred_as_regression_and_a_list_column_is_left_out(t
     (tmp_path / "fake.parquet").write_text("id,label\n1,2\n")
     with pytest.raises(ValueError, match=r"parquet: .*fake\.parquet is not a readable Parquet file"):
         parquet_source.inspect_source(source_path=str(tmp_path / "fake.parquet"), label="y")
-    with pytest.raises(ValueError, match=r"data\.source\.path: .*nothing matches no Parquet file"):
+    with pytest.raises(ValueError, match=r"data\.source\.path: .*nothing does not exist"):
         parquet_source.resolve(str(tmp_path / "nothing"))
 
 
