@@ -113,7 +113,7 @@ def build_declared_pipeline(
     nodes: dict[str, Component] = {}
     for node_id in _dependency_order(entries):
         entry, label = by_id[node_id]
-        node, node_problems = _build_node(entry, label, classes[node_id], nodes, config, pipeline_dir)
+        node, node_problems = _build_node(entry, label, classes[node_id], nodes, config, pipeline_dir, local_data)
         problems += node_problems
         if node is not None:
             nodes[node_id] = node
@@ -226,6 +226,7 @@ def _build_node(
     built: dict[str, Component],
     config: PipelineConfig,
     pipeline_dir: Path | None = None,
+    local_data: bool = True,
 ) -> tuple[Component | None, list[str]]:
     """The node of one entry, or None and the problems that keep it from being built."""
     spec, problems = cls.spec, []
@@ -285,7 +286,21 @@ def _build_node(
         node = cls(entry.id, parameters=parameters, run_if=run_if, run_time_parameters=resolver, **channels)
     except (ValueError, TypeError) as error:
         return None, [f"{label}: {error}"]
+    if not local_data and not _reads_here(node):  # compiling: the pods read its source, which is not of this machine
+        return node, []
     return node, [f"{label}.parameters: {problem}" for problem in node.check_parameters()]
+
+
+def _reads_here(node: Component) -> bool:
+    """Whether a node reads no source, or one this machine has (a path, a pattern matching files here)."""
+    import glob
+
+    paths = [
+        value
+        for name, value in node.parameters.items()
+        if name in node.spec.parameters and node.spec.parameters[name].is_path and isinstance(value, str) and value
+    ]
+    return not paths or all("://" not in path and glob.glob(str(Path(path).expanduser())) for path in paths)
 
 
 def _defaults(type_name: str, config: PipelineConfig, spec: Any) -> dict[str, Any]:

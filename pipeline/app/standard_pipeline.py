@@ -129,6 +129,15 @@ def data_checks(config: PipelineConfig, ingest: Component, spans: SpanIngest | N
 def run_time_baselines(config: PipelineConfig) -> dict[str, str]:
     """{node id: parameter} that a compiled pipeline feeds with the latest blessed model when it runs
     (a resolver task on Kubeflow: pipeline/kubeflow/baselines.py)."""
-    if config.components is None and config.evaluator.baseline == "latest_blessed":
+    if config.evaluator.baseline != "latest_blessed":
+        return {}
+    if config.components is None:
         return {"evaluate": "baseline_model_uri"}
-    return {}
+    # A declared pipeline's evaluators take evaluator.baseline as the standard one does (declared_pipeline.py), unless
+    # one is given its baseline as an input or a parameter.
+    return {
+        entry.id: "baseline_model_uri"
+        for entry in config.components
+        if entry.type == "evaluator" and "baseline_model" not in entry.inputs
+        and (entry.parameters or {}).get("baseline_model_uri") is None
+    }  # fmt: skip

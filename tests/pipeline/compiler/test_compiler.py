@@ -115,6 +115,38 @@ def test_a_latest_blessed_baseline_compiles_to_an_uncached_resolver_task_feeding
     assert "--record-blessed-model" not in ir["deploymentSpec"]["executors"]["exec-evaluate"]["container"]["args"]
 
 
+def test_a_declared_pipelines_evaluator_compiles_with_its_latest_blessed_resolver_and_data_of_the_pods(tmp_path):
+    """A declared pipeline's evaluator takes evaluator.baseline as the standard one (kflow run resolved it locally;
+    the compiled pipeline compared with nothing), one given its baseline keeps it; and its ingest's source, a path
+    the pods see (the shared volume) and this machine does not, compiled as the standard pipeline's does (it was
+    refused: `components.read.parameters: data.source.path: … does not exist`)."""
+    source = "/mnt/kflow-shared/data/iris.csv"
+    node = {"examples": "read.examples", "schema": "read.schema", "model": "train.model"}
+    node["model_run"] = "train.model_run"
+    config = {
+        "name": "iris-dag",
+        "data": {"dataset": "csv", "label": "species", "source": {"path": source}},
+        "trainer": {"epochs": 1},
+        "components": [
+            {"id": "read", "type": "csv_ingest", "parameters": {"source_path": source, "label": "species"}},
+            {"id": "train", "type": "trainer", "inputs": {"examples": "read.examples", "schema": "read.schema"}},
+            {"id": "judge", "type": "evaluator", "inputs": node},
+            {"id": "judge_fixed", "type": "evaluator", "inputs": {**node, "baseline_model": "train.model"}},
+        ],
+    }
+    (tmp_path / "dag.yaml").write_text(yaml.safe_dump(config))
+    assert compile_cli(tmp_path / "dag.yaml", tmp_path / "p.yaml") == 0
+    ir, _ = load_ir(tmp_path / "p.yaml")
+    tasks = ir["root"]["dag"]["tasks"]
+    assert "judge-baseline" in tasks and "judge-fixed-baseline" not in tasks
+    assert tasks["judge"]["inputs"]["parameters"]["baseline_model_uri"]["taskOutputParameter"] == {
+        "outputParameterKey": "baseline_model_uri",
+        "producerTask": "judge-baseline",
+    }
+    # kflow validate still reads the data where it runs: here the file is absent, and that is said.
+    assert main(["validate", str(tmp_path / "dag.yaml")]) == 2
+
+
 def test_compile_says_a_latest_blessed_warm_start_trains_from_scratch_as_it_says_the_baseline(tmp_path, capsys):
     """A user trial: a config of trainer.warm_start: latest_blessed compiled with a note for the evaluator's baseline
     only, while its Trainer, which no task resolves an earlier model for, trains from scratch on every run."""
