@@ -6,6 +6,7 @@ with a decimal comma read as text."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from typing import Any
 
@@ -188,3 +189,30 @@ def label_marks(label: Any, values: list[str], problem_type: str | None) -> tupl
     shown = ", ".join(map(repr, marks))
     return (f"data.label: {label!r} holds {shown} in {count} of {len(values)} sampled rows: a class of its own "
             f"unless data.csv.missing_values lists it (then those rows are unlabelled, left out)",)  # fmt: skip
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z .'/_-]{0,29}")
+NUMBERS_SHARE = 0.8  # of a column's sampled values: past it, a word or two among them may mark a missing number
+
+
+def word_marks(scan: Any, types: dict[str, str], missing: frozenset[str], named: set) -> tuple[str, ...]:
+    """A note for each text column (but those `named`: declared, the label, the key) whose sampled values are
+    numbers but for one or two words (`unknown`, `not recorded`): read as text, each number became a category of its
+    own, and the user is not told why; the word may mark a missing number, which data.csv.missing_values says."""
+    notes = []
+    for name, cells in zip(scan.header, cols.sampled_columns(scan.header, scan.sample), strict=True):
+        if types.get(name) != "string" or name in named:
+            continue
+        values = [value for value in (cell.strip() for cell in cells) if value not in missing]
+        words = Counter(value for value in values if not cols.parses(value, "float"))
+        if not values or len(words) > 2 or len(values) - words.total() < NUMBERS_SHARE * len(values):
+            continue
+        if all(_WORD.fullmatch(word) for word in words):
+            of = f"of {len(values):,} sampled values"
+            shown = " and ".join(f"{word!r} ({count:,} {of})" for word, count in words.items())
+            notes.append(
+                f"data.csv.missing_values: {name!r} holds numbers but for {shown}: read as text, a category a value; "
+                f"if {'it marks' if len(words) == 1 else 'they mark'} a missing number, list "
+                f"{'it' if len(words) == 1 else 'them'} in data.csv.missing_values"
+            )
+    return tuple(notes)

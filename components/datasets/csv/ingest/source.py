@@ -37,6 +37,7 @@ from kflow.components.datasets.csv.ingest.header_checks import (
     file_columns,
     label_marks,
     named_columns,
+    word_marks,
 )
 from kflow.components.datasets.csv.ingest.json_array import is_json_array
 from kflow.components.datasets.csv.ingest.json_lines import FORMAT, JSON_PATTERNS, PATTERNS, dialect_of
@@ -109,6 +110,7 @@ def source_facts(
     facts = cols.table_facts(scan.header, types, label, problem_type, key, declared, values, first)
     gaps = numbers_marked(scan.header, scan.sample, types, missing - dialect.missing)
     notes = decimal_commas(scan, dialect, types) + label_marks(label, values, facts.problem_type)
+    notes += word_marks(scan, types, missing, {*declared, label, key})
     return replace(
         facts, sampled=len(scan.sample), notes=notes, written=marks, missing_marks=gaps, renamed=scan.renamed,
         empty=_empty(scan, missing, {label, key}), preambles=tuple(scan.preambles), codes=codes,

