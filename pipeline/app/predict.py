@@ -142,6 +142,7 @@ def predict(
                 kept = output.with_name(f"{output.name}.rejects.jsonl")
                 shutil.move(rejects, kept)
                 said = said.replace(str(rejects), str(kept)).replace("to train without them", "to score the others")
+                said = said.replace("none is left to train on", "none is left to score")
             raise ConfigError([f"--data: {as_scoring(said).removeprefix('--data: ')}"]) from None
         finally:
             shutil.rmtree(staging, ignore_errors=True)

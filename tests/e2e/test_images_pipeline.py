@@ -89,3 +89,7 @@ def test_a_tfds_image_dataset_trains_to_090_reruns_cached_and_scores_new_image_f
     assert [name for name in rows[0] if name.startswith("score_")] == [f"score_digit_{d}" for d in range(10)]
     right = sum(row["predicted_class"] == f"digit_{row['key'].split('/')[0]}" for row in rows)
     assert right / len(rows) >= 0.85, right
+    # Only notes named .png: no image to score, whatever the setting (it said "raise … to score the others").
+    done = run_kflow("predict", config, "--data", tmp_path / "new" / "notes-0.png", "-o", tmp_path / "none")
+    assert done.returncode == 2 and "1 of 1 records are invalid" in done.stderr, done.stderr[-3000:]
+    assert "(none is left to score)" in done.stderr and "the others" not in done.stderr
