@@ -102,10 +102,7 @@ def test_validate_refuses_what_the_run_would_refuse_in_the_data(tmp_path, run_kf
         "label, sepal_length, sepal_width, petal_length, petal_width)",  # the label's column: by label
     ]
     done = run_kflow("validate", config, "--set", f"data.source.path={tmp_path / 'gone.csv'}")
-    assert (
-        done.returncode == 2
-        and f"data.source.path: {tmp_path / 'gone.csv'} does not exist" in done.stderr
-    )
+    assert done.returncode == 2 and f"data.source.path: {tmp_path / 'gone.csv'} does not exist" in done.stderr
     done = run_kflow("validate", config, "--set", "data.problem_type=regression", "--set", "evaluator.thresholds={}")
     assert done.returncode == 2 and "regression needs a numeric label; column 'species' is string" in done.stderr
     assert run_kflow("validate", config).returncode == 0

@@ -49,10 +49,7 @@ def test_a_config_reads_its_inputs_beside_it_from_any_directory(tmp_path):
     done = kflow("validate", project / "iris.yaml", "--set", "data.source.path=copy.csv", cwd=elsewhere)
     assert done.returncode == 0, done.stderr
     done = kflow("validate", project / "iris.yaml", "--set", "data.source.path=copy.csv", cwd=project)
-    assert (
-        done.returncode == 2
-        and f"data.source.path: {project / 'copy.csv'} does not exist" in done.stderr
-    )
+    assert done.returncode == 2 and f"data.source.path: {project / 'copy.csv'} does not exist" in done.stderr
     # Recorded absolute, as a config file's relative paths are (diff compared '/…/iris.csv' with 'copy.csv').
     assert load_config(project / "iris.yaml", ["data.source.path=copy.csv"]).data.source.path == str(
         Path.cwd() / "copy.csv"
