@@ -288,8 +288,11 @@ class SourceFacts:
             f"{file} holds {lines} line{'s' if lines > 1 else ''} above its header (a title, a date): passed over"
             for file, lines in self.preambles
         ]
+        declare = "declare data.columns.{}: string to read each as its text"
         unread = [
-            f"{name!r} holds {kind}, no scalar: left out (declare data.columns.{name}: string to read each as its text)"
+            f"{name!r} holds no value (every one null): left out"
+            if kind == "null"
+            else f"{name!r} holds {kind}, no scalar: left out ({declare.format(name)})"
             for name, kind in self.unread.items()
         ]
         codes = [

@@ -121,6 +121,10 @@ def test_a_float_label_is_inferred_as_regression_and_a_list_column_is_left_out(t
     facts = parquet_source.inspect_source(source_path=str(tmp_path / "list.parquet"), label="y")
     assert facts.header == ["x", "y"] and facts.unread == {"tags": "list<element: int64>"}
     assert "data: 'tags' holds list<element: int64>, no scalar: left out" in facts.readings[0]
+    # A column every value of which is null: no value, not a type to declare (a user trial was told to declare it).
+    pq.write_table(table.append_column("nothing", pa.nulls(3)), tmp_path / "nulls.parquet")
+    facts = parquet_source.inspect_source(source_path=str(tmp_path / "nulls.parquet"), label="y")
+    assert "data: 'nothing' holds no value (every one null): left out" in facts.readings
     summary, examples, _, _ = ingest(tmp_path / "out", source_path=str(tmp_path / "list.parquet"), label="y")
     assert summary["read"] == 3 and summary["rejected"] == 0
     assert all(set(row) == {"x", "y"} for rows in read_records(examples).values() for row in rows)
