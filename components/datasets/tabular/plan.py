@@ -17,7 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from kflow.components.datasets.tabular.dates import DAY_FIRST, any_day_first, day_number, slash_order, written_as_date
+from kflow.components.datasets.tabular.dates import (
+    DAY_FIRST,
+    any_day_first,
+    day_number,
+    form_of,
+    slash_order,
+    written_as_date,
+)
 
 # The task's data options (trainer.model_options): what the preprocessing makes of the data, so the Transform's too.
 DATA_OPTIONS: dict[str, Any] = {
@@ -206,8 +213,11 @@ def date_spec(name: str, ranked: list[str], distinct: int, days_first: bool) -> 
         forms = "2024-01-31, 1/31/2024, 31.01.2024, Jan 5 2024, 2024-01-31 12:00, 2:30 PM"
         why = f"it holds dates or times ({distinct} distinct) not written as kflow reads them ({forms})"
         return {"name": name, "kind": "left_out", "left_out": why}
-    log.info("tabular: %r holds %d distinct dates or times: read as the time, the season, the weekday and the time "
-             "of day%s", name, distinct, ", the day first (31/1/2024)" if order == DAY_FIRST else "")  # fmt: skip
+    # Times alone (`14:30`, a Parquet time64) have no date: their time of day is all the model reads of them.
+    times = all((form := form_of(value.strip())) is not None and form.year is None for value in sample)
+    parts = "the time of day" if times else "the time, the season, the weekday and the time of day"
+    log.info("tabular: %r holds %d distinct dates or times: read as %s%s",
+             name, distinct, parts, ", the day first (31/1/2024)" if order == DAY_FIRST else "")  # fmt: skip
     return {"name": name, "kind": "date", "order": order}
 
 

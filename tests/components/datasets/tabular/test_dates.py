@@ -193,3 +193,15 @@ def test_the_layer_reads_any_text_as_python_does(values, order):
         elif number is not None:  # a date: its time in decades from 2000, as precise as a float32 of it
             ulp = float(np.spacing(np.abs(row[0]))) * SCALE
             assert float(row[0]) * SCALE + CENTER == pytest.approx(number, abs=1e-3 + 2 * ulp), value
+
+
+def test_times_alone_are_said_read_as_their_time_of_day(caplog):
+    """A user trial's Parquet time64 column (times, no date) was said read as 'the time, the season, the weekday and
+    the time of day', though a time alone has none but the last; a column of dates keeps the whole line."""
+    times = Counter(f"{hour:02d}:{minute:02d}".encode() for hour in range(24) for minute in range(0, 60, 7))
+    stamps = Counter(f"2024-{month:02d}-{day:02d} 12:30".encode() for month in range(1, 13) for day in range(1, 29))
+    with caplog.at_level("INFO", logger="kflow"):
+        assert string_spec("at", summarize_strings(times, DATA_OPTIONS), DATA_OPTIONS)["kind"] == "date"
+        assert string_spec("when", summarize_strings(stamps, DATA_OPTIONS), DATA_OPTIONS)["kind"] == "date"
+    assert "'at' holds 216 distinct dates or times: read as the time of day" in caplog.text
+    assert "'when' holds 336 distinct dates or times: read as the time, the season, the weekday" in caplog.text
