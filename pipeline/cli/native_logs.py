@@ -18,6 +18,8 @@ import re
 import sys
 import threading
 
+from kflow.pipeline.runners.cancellation import cancelled_in_process
+
 # Abseil / glog: "I0000 00:00:1795479493.379393    2758 port.cc:153] ...", optionally behind "[worker-0] ".
 _NATIVE = re.compile(rb"^(\[[\w-]+\] )?([IWE])\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [\w./-]+:\d+\] (.*)")
 _CHATTER = (
@@ -30,6 +32,8 @@ _CHATTER = (
     b"WARNING:root:apitools not found",
     b"WARNING:__main__:No semi_persistent_directory found",
 )
+# A Beam SDK worker's own lines of its death, after a signal cancelled the run (`Python sdk harness failed:`).
+_WORKER_DYING = (b"CRITICAL:__main__:", b"ERROR:__main__:", b"ERROR:apache_beam.", b"CRITICAL:apache_beam.")
 # E-level lines that are no errors: the missing CUDA driver of a CPU machine, oneDNN's int64 fallback notice.
 _CPU_ONLY_ERRORS = re.compile(rb"cuInit|CUDA|cuda|oneDNN supports DT_INT64", re.IGNORECASE)
 _PIECES = re.compile(rb"[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+")
@@ -37,7 +41,7 @@ _PIECES = re.compile(rb"[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+")
 
 def is_chatter(line: bytes) -> bool:
     body = re.sub(rb"^\[[\w-]+\] ", b"", line)
-    if body.startswith(_CHATTER):
+    if body.startswith(_CHATTER) or (body.startswith(_WORKER_DYING) and cancelled_in_process()):
         return True
     native = _NATIVE.match(line)
     if native is None:
@@ -94,16 +98,22 @@ class BeamWorkerTracebacks:
             self.held = [piece]
             return []
         if not self.held:
-            if self.after_dropped and (not body.strip() or body.startswith(self._LINKS)):
-                return []  # the blank and linking lines of a dropped chain
+            if self.after_dropped and (not body.strip() or body[:1].isspace() or body.startswith(self._LINKS)
+                                       or self._dying(body)):  # fmt: skip
+                return []  # the blank and linking lines of a dropped chain, and the rest of the workers' ends
             self.after_dropped = False
             return [piece]
         self.held.append(piece)
-        if body[:1].isspace() and len(self.held) < self._MAX_HELD:
-            return []  # a frame: the block goes on
+        if (body[:1].isspace() or body == self._HEADER) and len(self.held) < self._MAX_HELD:
+            return []  # a frame (or another process's traceback beginning among its lines): the block goes on
         block, self.held = self.held, []
-        self.after_dropped = any(self._MARK in line for line in block)
+        # A worker's; a process's end by Ctrl-C (the terminal signals every process of the run: each SDK worker prints
+        # its KeyboardInterrupt, their lines mixed); any after a cancellation: what the signal stopped, saying so.
+        self.after_dropped = cancelled_in_process() or any(self._dying(line) for line in block)
         return [] if self.after_dropped else block
+
+    def _dying(self, line: bytes) -> bool:
+        return self._MARK in line or b"sdk_worker_main.py" in line or b"KeyboardInterrupt" in line
 
     def flush(self) -> list[bytes]:
         block, self.held = self.held, []

@@ -6,6 +6,8 @@ import logging
 import os
 import sys
 
+from kflow.pipeline.runners.cancellation import cancelled_in_process
+
 # The command's exit codes (pipeline/cli/main.py's docstring lists them all).
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -46,7 +48,21 @@ _STARTUP_NOISE = ("apitools not found",)
 
 
 def _not_startup_noise(record: logging.LogRecord) -> bool:
-    return not (record.name == "root" and str(record.msg).startswith(_STARTUP_NOISE))
+    startup = record.name == "root" and str(record.msg).startswith(_STARTUP_NOISE)
+    # After a cancellation Beam's threads and workers say how they died of it, in tracebacks: kflow has said it.
+    dying = record.name.startswith("apache_beam") and cancelled_in_process()
+    return not startup and not dying and not _beam_worker_notice(record)
+
+
+def _beam_worker_notice(record: logging.LogRecord) -> bool:
+    """A multi-process Beam run's SDK worker's own notice, forwarded by the job service (`Worker: severity: WARN …
+    message: "No semi_persistent_directory found …" log_location: ".../apache_beam/..."`: a user trial read two a
+    component): Beam's, below an error. kflow's own lines in a worker pass, as errors do."""
+    return (
+        record.name == "apache_beam.runners.portability.local_job_service"
+        and record.levelno < logging.ERROR
+        and "/apache_beam/" in record.getMessage()
+    )
 
 
 def configure_logging(verbosity: int) -> None:

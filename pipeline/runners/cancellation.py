@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -51,6 +52,17 @@ def requested() -> int | None:
     return _requested
 
 
+# The signal that cancelled a run of this process, kept after the run: what Beam's threads and workers say as they
+# die of it comes while the run ends, and after (`Python sdk harness failed`, `Failed to read inputs in the data
+# plane`, with tracebacks): the signal's doing, which kflow's one line has said.
+_cancelled_before: int | None = None
+
+
+def cancelled_in_process() -> bool:
+    """Whether a signal has cancelled a run of this process (the one in progress, or one that ended)."""
+    return _cancelled_before is not None
+
+
 def interruption(error: BaseException) -> KeyboardInterrupt | None:
     """The cancellation behind `error`, however it was wrapped: a KeyboardInterrupt in its chain of causes, else
     `Cancelled` when a signal has cancelled the run (then whatever failed, failed because of it)."""
@@ -73,20 +85,38 @@ def signals_cancel() -> Iterator[None]:
     global _requested
 
     def handler(signum, _frame):
-        global _requested
+        global _requested, _cancelled_before
         for number in EXIT_CODES:
             signal.signal(number, signal.SIG_IGN)
-        _requested = signum
+        _requested = _cancelled_before = signum
         raise Cancelled(signum)
 
     _requested = None
     previous = {number: signal.signal(number, handler) for number in EXIT_CODES}
+    thread_hook = threading.excepthook
+    threading.excepthook = _quiet_after_cancellation(thread_hook)
     try:
         yield
     finally:
         for number, action in previous.items():
             signal.signal(number, action)
+        if _requested is None:  # else the threads the signal stopped may end after the block (and say so): quiet
+            threading.excepthook = thread_hook
         _requested = None
+
+
+def _quiet_after_cancellation(hook):
+    """A thread's uncaught exception after a signal cancelled the run is the signal's doing (Beam's `run_worker`
+    thread: `RuntimeError: Worker subprocess exited with return code -2`, a traceback after kflow's one line that
+    says the run was cancelled): logged at debug level, not printed. Before it, `hook` prints it as Python does."""
+
+    def quiet(args: threading.ExceptHookArgs) -> None:
+        if _requested is None and not cancelled_in_process():  # no cancellation (yet)
+            hook(args)
+            return
+        log.debug("after the cancellation, thread %s ended: %s", getattr(args.thread, "name", "?"), args.exc_value)
+
+    return quiet
 
 
 def stop_child_processes(grace: float = 5.0) -> int:

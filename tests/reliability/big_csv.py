@@ -41,11 +41,13 @@ class KflowRun:
     """`kflow COMMAND CONFIG --pipeline-root ROOT ARGS…` (`run` unless told) in a subprocess, its stderr lines
     collected as they come."""
 
-    def __init__(self, config: Path, root: Path, *args: str, env: dict | None = None, command_name: str = "run"):
+    def __init__(
+        self, config: Path, root: Path, *args: str, env: dict | None = None, command_name: str = "run", **popen
+    ):
         command = [sys.executable, "-m", "kflow.pipeline.cli.main", command_name, str(config)]
         command += ["--pipeline-root", str(root)]
         self.process = subprocess.Popen(
-            [*command, *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+            [*command, *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **popen
         )
         self.lines: list[str] = []
         self.stdout = ""

@@ -45,6 +45,33 @@ def test_a_signal_during_an_ingests_beam_stage_cancels_the_component_too(tmp_pat
         assert kflow_lines == [f"kflow: cancelled by {name}; finished components are kept for the next run"]
 
 
+def test_ctrl_c_at_a_terminal_during_a_multi_process_ingest_is_one_line_and_stops_every_worker(tmp_path):
+    """A terminal's Ctrl-C signals every process of the run's group, Beam's SDK workers too: each printed its
+    KeyboardInterrupt traceback and Beam's threads theirs (`Exception in thread run_worker: … Worker subprocess exited
+    with return code -2`, `Python sdk harness failed`), mixed, after kflow's line. Now that line alone."""
+    import os
+
+    import psutil
+
+    config = big_csv_config(tmp_path, repeats=300)
+    root = tmp_path / "runs"
+    workers = ["--set", "beam.options.direct_running_mode=multi_processing"]
+    workers += ["--set", "beam.options.direct_num_workers=2"]
+    run = KflowRun(config, root, "--until", "ingest", *workers, start_new_session=True)
+    try:
+        assert run.wait_for_line("csv ingest: 132600 record(s)", 120), run.stderr[-3000:]
+        time.sleep(1.5)
+        started = psutil.Process(run.process.pid).children(recursive=True)
+        assert any("sdk_worker_main" in " ".join(child.cmdline()) for child in started), "no SDK worker process"
+        os.killpg(run.process.pid, signal.SIGINT)  # as a terminal does
+        assert run.wait(timeout=30) == 130, run.stderr[-3000:]
+    finally:
+        run.kill()
+    said = [line for line in run.stderr.splitlines() if not line[:2].isdigit()]  # all but the log's timed lines
+    assert said == ["kflow: cancelled by SIGINT; finished components are kept for the next run"], run.stderr[-3000:]
+    assert not [child for child in started if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]
+
+
 @pytest.mark.slow  # A training and a predict (~18 s); make test cancels an ingest's Beam stage, above.
 def test_a_signal_during_kflow_predict_says_cancelled_in_one_line_and_leaves_no_output(tmp_path):
     """Ctrl-C while `kflow predict` ingests new data: exit 130, one `kflow:` line, neither OUT nor its staging
