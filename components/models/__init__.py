@@ -99,6 +99,11 @@ def load_trained(keras_file: Any, name: str | None) -> keras.Model:
         _module(name)
     for wrapper in WRAPPER_LAYERS:  # kflow's layers around any model, a user's too (heads, a table's matrix)
         importlib.import_module(wrapper)
+    from pathlib import Path
+
+    from kflow.components.datasets.preprocessing_module import register_preprocessing_layers
+
+    register_preprocessing_layers(Path(keras_file).parent / "assets")  # a transform.module's layers, in its assets
     return keras.models.load_model(keras_file, compile=False)  # every caller predicts or reads weights: no optimizer
 
 

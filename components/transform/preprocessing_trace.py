@@ -27,6 +27,9 @@ WAYS_OUT = {
     "Keras layers on them (TextVectorization lowercases and splits text itself: vocabulary=analyzers.tokens(x))",
     "must set the layer's vocabulary": "a layer is adapted here by the analyzers, not adapt(): give it "
     "vocabulary=analyzers.tokens(x) (TextVectorization) or analyzers.vocabulary(x) (StringLookup)",
+    # numpy's functions of a Keras tensor (np.log1p(inputs["x"])): Keras' "A KerasTensor is symbolic: …"
+    "You cannot convert it to a NumPy array": "`inputs` are Keras tensors, not arrays: compute with keras.ops "
+    "(keras.ops.log1p, keras.ops.where), which mirror numpy's functions",
 }
 
 
@@ -134,7 +137,7 @@ def call_preprocessing_fn(
     inputs = {name: keras.Input(shape=(1,), dtype=_dtype(kind), name=_safe(name)) for name, kind in task.types.items()}
     analyzers = Analyzers(sample, inputs, values)
     try:
-        outputs = function(Columns(inputs), analyzers)
+        outputs = function(Columns(inputs, not_features=_not_features(task)), analyzers)
         if not isinstance(outputs, dict):
             raise Misuse(f"{FUNCTION} must return a dict of tensors (the model's inputs), got {type(outputs).__name__}")
         if not outputs:
@@ -161,10 +164,26 @@ def call_preprocessing_fn(
     return analyzers
 
 
+def _not_features(task: Any) -> dict[str, str]:
+    """{column: what it is} of the data's columns that are no feature: the label, the key, the row names."""
+    found = dict(getattr(task, "not_features", None) or {})
+    if getattr(task, "label", None):
+        found.setdefault(task.label, "the label (data.label)")
+    return found
+
+
 class Columns(dict):
-    """preprocessing_fn's `inputs`: a name that is no column says the likely one and the columns."""
+    """preprocessing_fn's `inputs`: a name that is no column says the likely one and the columns; one that is the
+    label (TFX's preprocessing_fn gets it too) says that it is."""
+
+    def __init__(self, inputs: dict[str, Any], not_features: dict[str, str] | None = None):
+        super().__init__(inputs)
+        self.not_features = not_features or {}
 
     def __missing__(self, name: Any) -> Any:
+        if name in self.not_features:
+            raise NoColumn(f"{name!r} is {self.not_features[name]}, not a feature: preprocessing_fn gets the "
+                           f"features (columns: {', '.join(self)}); the Trainer reads the label as it is")  # fmt: skip
         raise NoColumn(f"{name!r} is no column of the data{did_you_mean(str(name), list(self))} (columns: "
                        f"{', '.join(self)})")  # fmt: skip
 
@@ -261,16 +280,18 @@ KEYS_ARE_NOT_NAMES = "When providing `inputs` as a dict, all keys in the dict mu
 warnings.filterwarnings("ignore", message=re.escape(KEYS_ARE_NOT_NAMES), category=UserWarning)
 
 
-def preprocessing_problem(module: str, types: dict[str, str]) -> str | None:
+def preprocessing_problem(module: str, types: dict[str, str], not_features: dict[str, str] | None = None) -> str | None:
     """Why `module`'s preprocessing_fn fails on columns of these `types` ({name: int, float, string, bool}) whatever
-    their values, traced without data; None otherwise (what the data shows, a NaN, the Transform finds)."""
+    their values, traced without data; None otherwise (what the data shows, a NaN, the Transform finds).
+    `not_features`: the data's other columns, {column: what it is} (the label, the key)."""
     from pathlib import Path
     from types import SimpleNamespace
 
     origin = Path(module).name  # as the Transform names it: the same line from validate and run
     try:
         function = getattr(load_module(Path(module).read_text(), origin), FUNCTION)
-        traced = call_preprocessing_fn(function, SimpleNamespace(types=types), None, origin)
+        task = SimpleNamespace(types=types, not_features=not_features)
+        traced = call_preprocessing_fn(function, task, None, origin)
         row = {name: np.array([["a"]] if kind == "string" else [[0.0]], dtype=object if kind == "string" else "float32")
                for name, kind in types.items()}  # fmt: skip
         try:  # a layer that holds no state (no vocabulary: adapt() expected) fails on any row

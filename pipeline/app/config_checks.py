@@ -256,7 +256,7 @@ def _source(config: PipelineConfig) -> list[str]:
         # The sample is the whole table (fewer rows than it takes): the Transform refused one class after the ingest.
         problems.append(f"data.label: {config.data.label!r} holds one value, {facts.labels[0]!r}, in every record "
                         "that has one: a classifier needs at least two classes")  # fmt: skip
-    problems += preprocessing_problems(config, facts, set(not_features))
+    problems += preprocessing_problems(config, facts, dict(not_features))
     return problems + _validation_metrics(config, facts.problem_type)
 
 

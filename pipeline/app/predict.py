@@ -309,11 +309,13 @@ def _scoring_ingest(config: PipelineConfig, model: Model, data: str, key: str | 
     # Read as the model was trained: a column of whole numbers here may have held decimals in training. One of whole
     # numbers in training, unless the config declares it int, takes decimals too (the ingest reads such a column
     # again as float in training; the model takes float32 for both).
-    declared = config.data.columns or {}
+    # Typed as the model parses it (task.types): a column only older spans hold has no kflow_type (read as strings).
+    declared, parsed = config.data.columns or {}, getattr(task, "types", {})
     parameters["columns"] = {
         name: "float" if kind == "int" and declared.get(name) != "int" else kind
         for name in needed
-        if name not in absent and (kind := annotation_tags(trained, name).get("kflow_type", "string"))
+        if name not in absent
+        and (kind := parsed.get(name) or annotation_tags(trained, name).get("kflow_type", "string"))
     }
     return cls("score_ingest", parameters=parameters)
 

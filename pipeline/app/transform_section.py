@@ -78,7 +78,7 @@ def transform_node(config: PipelineConfig, examples: Channel, schema: Channel) -
     return node
 
 
-def preprocessing_problems(config: PipelineConfig, facts: Any, not_features: set[str]) -> list[str]:
+def preprocessing_problems(config: PipelineConfig, facts: Any, not_features: dict[str, str]) -> list[str]:
     """transform.module's preprocessing_fn traced on the columns a sample of the source has (`facts`, but
     `not_features`: the label, the key, the row names), as the Transform traces it after the ingest: a column it names
     that the data lacks, a wrong return value, an exception in the function. Keras loads only when a module is set."""
@@ -92,5 +92,6 @@ def preprocessing_problems(config: PipelineConfig, facts: Any, not_features: set
     from kflow.components.transform.preprocessing_trace import preprocessing_problem
 
     types = {name: kind for name, kind in facts.types.items() if name not in not_features}
-    problem = preprocessing_problem(absolute(module), types)
+    label = {config.data.label: "the label (data.label)"}
+    problem = preprocessing_problem(absolute(module), types, {**not_features, **label})
     return [problem] if problem else []

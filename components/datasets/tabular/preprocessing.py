@@ -17,6 +17,7 @@ from typing import Any
 
 import keras
 
+from kflow.components.datasets.preprocessing_module import register_preprocessing_layers
 from kflow.components.models.tabular_mlp import encode_features
 
 GRAPH_MODEL_FILE = "preprocessing.keras"  # the Transform's model, as a Model's assets hold it
@@ -29,5 +30,7 @@ def build_preprocessing(features: Sequence[dict[str, Any]]) -> keras.Model:
 
 
 def load_preprocessing(path: str | Path) -> keras.Model:
-    """The saved preprocessing model, loaded as safe_mode allows (no code is deserialized)."""
+    """The saved preprocessing model, loaded as safe_mode allows (no code is deserialized); the layers of the
+    transform.module saved beside it registered first."""
+    register_preprocessing_layers(Path(path).parent)
     return keras.saving.load_model(str(path), compile=False, safe_mode=True)

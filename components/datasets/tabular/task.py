@@ -166,6 +166,8 @@ class TabularTask(LearntByTransform, Task):
         self.preprocessing = {key: analyzers[key] for key in keys if key in analyzers}
         self._keep_model_inputs()
         shutil.copyfile(graph.model_file, assets_dir / GRAPH_MODEL_FILE)
+        if (graph.path / TransformGraph.MODULE_FILE).is_file():  # its layers, for any process that loads the model
+            shutil.copyfile(graph.path / TransformGraph.MODULE_FILE, assets_dir / TransformGraph.MODULE_FILE)
         (assets_dir / PREPROCESSING_FILE).write_text(json.dumps(self.preprocessing, indent=1) + "\n")
         self.graph_model_file = assets_dir / GRAPH_MODEL_FILE
         return {"transform_graph": str(graph.uri), "features": len(self.types)}

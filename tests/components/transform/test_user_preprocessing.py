@@ -123,8 +123,32 @@ def _train_inputs(task, examples):
             7,
             "ValueError: A KerasTensor cannot be used as input to a TensorFlow function. (`inputs` are Keras tensors",
         ),
+        # numpy's functions of an input, as a pandas user writes them: validate said the config was valid and the
+        # Transform refused it in Keras' words alone ("A KerasTensor is symbolic: …").
+        (
+            '    import numpy as np\n\n    return {"w": np.log1p(inputs["weight"])}',
+            7,
+            "You cannot convert it to a NumPy array. (`inputs` are Keras tensors, not arrays: compute with keras.ops",
+        ),
+        # TFX's preprocessing_fn gets the label too: it was said to be "no column of the data".
+        (
+            '    return {"w": inputs["weight"], "l": inputs["label"]}',
+            5,
+            "KeyError: 'label' is the label (data.label), not a feature: preprocessing_fn gets the features (columns: ",
+        ),
     ],
-    ids=["mean_of_strings", "no_column", "strings_out", "empty", "case", "nan", "unadapted", "tf_function"],
+    ids=[
+        "mean_of_strings",
+        "no_column",
+        "strings_out",
+        "empty",
+        "case",
+        "nan",
+        "unadapted",
+        "tf_function",
+        "numpy",
+        "label",
+    ],  # fmt: skip
 )
 def test_a_broken_preprocessing_fn_fails_before_the_beam_pass_in_one_line(fruit, beam_passes, tmp_path, mistake, line,
                                                                           says):  # fmt: skip
@@ -143,7 +167,8 @@ def test_a_broken_preprocessing_fn_fails_before_the_beam_pass_in_one_line(fruit,
 
     (tmp_path / "my_preprocessing.py").write_text(source)
     types = TabularTask(load_schema(schema.file)).types  # the columns validate reads of the source's sample
-    said = preprocessing_problem(str(tmp_path / "my_preprocessing.py"), types)
+    not_features = {"label": "the label (data.label)"}  # as kflow validate names the data's other columns
+    said = preprocessing_problem(str(tmp_path / "my_preprocessing.py"), types, not_features)
     assert said == (None if "NaN" in says else message), said
 
 
