@@ -202,7 +202,9 @@ def _parser() -> argparse.ArgumentParser:
     runs = commands.add_parser(
         "runs", parents=[verbosity], help="list the runs of a pipeline folder, or of every pipeline of a root"
     )
-    runs.add_argument("path", nargs="?", default="runs", help="a pipeline folder or a pipeline root (default: runs)")
+    runs.add_argument(
+        "path", nargs="?", default="runs", help="a pipeline folder, a pipeline root or a config (default: runs)"
+    )
     runs.add_argument("--json", action="store_true", help="print the list as JSON")
     runs.set_defaults(command=_runs)
 

@@ -326,3 +326,22 @@ def test_diff_of_declared_pipelines_says_each_changed_field_of_a_node_by_its_id(
         "evaluator.slices[1].by": {"a": "colour", "b": "size"},
     }
     assert "  components.train.parameters.epochs: 1 → 3" in format_diff(diff).splitlines()
+
+
+def test_runs_of_a_config_lists_its_pipelines_runs(tmp_path, capsys):
+    """A user trial: `kflow runs ff.yaml` answered `ff.yaml is not a folder of runs`; a config names its pipeline's
+    folder (pipeline_root/name), which its runs are listed from."""
+    import yaml
+
+    from kflow.pipeline import api
+    from kflow.pipeline.cli.main import main
+    from tests.pipeline.toy.components import Produce
+
+    api.run(api.Pipeline("toy", [Produce("produce")]), tmp_path / "runs")
+    iris = str(REPO / "pipeline" / "configs" / "data" / "iris.csv")
+    data = {"dataset": "csv", "source": {"path": iris}, "label": "species"}
+    config = {"name": "toy", "pipeline_root": str(tmp_path / "runs"), "data": data}
+    (tmp_path / "toy.yaml").write_text(yaml.safe_dump(config))
+    assert main(["runs", str(tmp_path / "toy.yaml")]) == 0
+    header, *rows = capsys.readouterr().out.strip().splitlines()
+    assert header.split()[:2] == ["pipeline", "run"] and len(rows) == 1 and rows[0].split()[0] == "toy"
