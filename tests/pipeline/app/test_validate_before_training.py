@@ -255,7 +255,7 @@ def test_a_declared_schema_gen_without_the_ingest_s_schema_is_refused_before_a_t
         ('    return {"age": analyzers.vocabulary(inputs["age"])}', "prep.py:5: TypeError: analyzers.vocabulary takes "
          "strings, got numbers"),
         ("    return [inputs['age']]", "prep.py:4: TypeError: preprocessing_fn must return a dict of tensors"),
-        ("    return {'target': inputs['target']}", "KeyError: 'target' is no column of the data"),  # the label
+        ("    return {'target': inputs['target']}", "KeyError: 'target' is the label (data.label), not a feature"),
         # A name never defined, a module not installed: whatever the data, the Transform fails on it after the ingest.
         ("    return {'bmi': keras.ops.log1p(bmi)}", "prep.py:5: NameError: name 'bmi' is not defined"),
         ("    import sklearn_extra\n    return {'bmi': inputs['bmi']}", "prep.py:5: ModuleNotFoundError: No module"),
