@@ -15,11 +15,15 @@ MAX_SPANS = 32
 
 
 class SpanUnion(Component):
-    """`span_schema`: the newest span's ingest schema, the union's (the other spans' were inferred from older data)."""
+    """`span_<i>`: a span's Examples, `span_<i>_schema` its ingest's schema; the union's schema merges them
+    (merged_schema.py)."""
 
     spec = ComponentSpec(
-        inputs={"span_schema": Schema, **{f"span_{index}": Examples for index in range(MAX_SPANS)}},
-        optional_inputs=frozenset(f"span_{index}" for index in range(1, MAX_SPANS)),
+        inputs={
+            **{f"span_{index}": Examples for index in range(MAX_SPANS)},
+            **{f"span_{index}_schema": Schema for index in range(MAX_SPANS)},
+        },
+        optional_inputs=frozenset(f"span_{index}{end}" for index in range(1, MAX_SPANS) for end in ("", "_schema")),
         outputs={"examples": Examples, "schema": Schema},
         parameters={
             "spans": Parameter(list, description="The span of each input, in order: span_0's, span_1's, …"),
@@ -28,7 +32,7 @@ class SpanUnion(Component):
     )
 
     def check_parameters(self) -> list[str]:
-        wired = sum(name.startswith("span_") for name in self.inputs)
+        wired = sum(name.startswith("span_") and not name.endswith("_schema") for name in self.inputs)
         if wired != len(self.parameters["spans"]):
             return [f"{self.id}: {wired} span inputs for the spans {self.parameters['spans']}"]
         return []

@@ -103,12 +103,11 @@ def span_ingest(config: PipelineConfig, ingest_class: type[Component], validates
         span.number: ingest_class(f"ingest_span_{span.name}", parameters={**parameters, "source_path": span.path})
         for span in ([previous] if previous and previous not in chosen else []) + chosen
     }
-    newest = ingests[chosen[-1].number]
     union = SpanUnion(
         "ingest",
-        span_schema=newest.outputs["schema"],
         parameters={"spans": [span.name for span in chosen]},
         **{f"span_{index}": ingests[span.number].outputs["examples"] for index, span in enumerate(chosen)},
+        **{f"span_{index}_schema": ingests[span.number].outputs["schema"] for index, span in enumerate(chosen)},
     )
     result = SpanIngest([*sorted(ingests.values(), key=_span_order), union], union, chosen)
     if previous is not None:
