@@ -25,7 +25,7 @@ from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import in_cluster, is_chief_process
 from kflow.components.trainer.worker import worker_spec
 from kflow.components.util.corrupt_examples import reads_examples
-from kflow.components.util.tuned_settings import apply_settings
+from kflow.components.util.tuned_settings import apply_settings, shown_value
 from kflow.pipeline.dsl.artifacts import (
     ExampleAnomalies,
     Examples,
@@ -64,7 +64,9 @@ def run(
     """
     tuned = hyperparameters.best["settings"] if hyperparameters is not None else None
     if tuned:  # A tuner's best settings (config names: trainer.optimizer.learning_rate) over the parameters.
-        log.info("train: with the tuner's settings %s", ", ".join(f"{k}={v}" for k, v in sorted(tuned.items())))
+        log.info(
+            "train: with the tuner's settings %s", ", ".join(f"{k}={shown_value(v)}" for k, v in sorted(tuned.items()))
+        )
         parameters = apply_settings(parameters, tuned)
     if transform_graph is not None:  # every training process takes its preprocessing from the Transform's graph
         parameters = {**parameters, "transform_graph_uri": transform_graph.uri}

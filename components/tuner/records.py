@@ -10,7 +10,7 @@ from typing import Any
 
 import optuna
 
-from kflow.components.util.tuned_settings import apply_settings
+from kflow.components.util.tuned_settings import apply_settings, shown_value
 from kflow.pipeline.dsl.artifacts import HyperParameters
 
 log = logging.getLogger("kflow.tuner")
@@ -60,7 +60,8 @@ def finish(
 
 
 def shown(settings: dict[str, Any]) -> str:
-    return ", ".join(f"{key.removeprefix('trainer.')}={value}" for key, value in sorted(settings.items()))
+    """A trial's settings as its log line says them: `optimizer.learning_rate=0.001235, batch_size=32`."""
+    return ", ".join(f"{key.removeprefix('trainer.')}={shown_value(value)}" for key, value in sorted(settings.items()))
 
 
 def write_trials(output: HyperParameters, trials: list[dict[str, Any]]) -> None:

@@ -3,7 +3,8 @@
 The config's `trainer` section reaches the Trainer flattened (pipeline/app/sections.py: `optimizer.name` →
 `optimizer`, `optimizer.learning_rate` → `learning_rate`, `model` → `model_name`); a tuner's settings use the
 config's names, which a user reads and writes. The tuner applies a trial's settings to its Trainer parameters
-with `apply_settings`, and the Trainer applies the best ones the same way.
+with `apply_settings`, and the Trainer applies the best ones the same way. `shown_value` is a setting's value as
+the tuner's log, `kflow show` and `kflow runs` print it.
 """
 
 from __future__ import annotations
@@ -34,3 +35,10 @@ def apply_settings(parameters: dict[str, Any], settings: dict[str, Any]) -> dict
         else:
             applied[parameter_name(key)] = value
     return applied
+
+
+def shown_value(value: Any) -> Any:
+    """A setting's value as a user reads it: a float to 4 significant digits (a log-uniform draw's 0.0012345678901
+    is 0.001235), any other value (an int, a string, a bool, a choice's list) as it is. For printing only: the
+    tuner's artifacts (trials.json, best.json) and the Model's metadata keep each value whole."""
+    return f"{value:.4g}" if isinstance(value, float) else value

@@ -190,9 +190,7 @@ def _changed_files(a: Run, b: Run, config_b: dict[str, Any]) -> dict[str, dict[s
 
 def _why(first: Execution, second: Execution) -> list[str]:
     """Which parts of the two executions' fingerprints differ."""
-    # A published artifact's folder is <run>/<node>/<output>: the node that produced each input.
-    sources = {name: Path(ref.uri).parent.name for name, ref in second.inputs.items()}
-    return changes(execution_facts(first), execution_facts(second), sources, source_files(second.parameters))
+    return changes(execution_facts(first), execution_facts(second), source_files(second.parameters))
 
 
 def _comparable_metrics(a: Run, b: Run) -> dict[str, Any]:

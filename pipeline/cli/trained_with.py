@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kflow.components.util.tuned_settings import shown_value
 from kflow.pipeline.dsl.artifacts import Model
 from kflow.pipeline.runners.run_record import Run
 
@@ -27,9 +28,10 @@ def tuned_settings(run: Run) -> dict[str, dict[str, Any]]:
 
 
 def format_settings(settings: dict[str, Any]) -> str:
-    """`learning_rate=0.00125 hidden_units=[64] batch_size=32`: each field by its last name, floats to 3 digits."""
+    """`learning_rate=0.001235 hidden_units=[64] batch_size=32`: each field by its last name, a float to 4 significant
+    digits (components/util/tuned_settings.py: shown_value), any other value as JSON."""
 
     def value(item: Any) -> str:
-        return f"{item:.3g}" if isinstance(item, float) else json.dumps(item, separators=(",", ":"))
+        return shown_value(item) if isinstance(item, float) else json.dumps(item, separators=(",", ":"))
 
     return " ".join(f"{key.rsplit('.', 1)[-1]}={value(item)}" for key, item in sorted(settings.items()))

@@ -46,38 +46,43 @@ class NodePlan:
         }
 
 
-def facts(code_version: str, parameters: dict, inputs: dict[str, str], data: dict | None) -> dict[str, Any]:
-    """What an execution's fingerprint is made of, in the form `changes` compares."""
+def facts(
+    code_version: str,
+    parameters: dict,
+    inputs: dict[str, str],
+    data: dict | None,
+    producers: Mapping[str, str] = MappingProxyType({}),
+) -> dict[str, Any]:
+    """What an execution's fingerprint is made of, in the form `changes` compares; `producers` ({input: the node
+    that produced it}) names each numbered input by its producer (_inputs_named)."""
     entries = [(Path(entry["path"]), entry["sha256"]) for entry in (data or {}).get("files", [])]
     # Files by name, as a user names them; an image folder's classes often share names (0001.jpg in each): those
     # by their folder too, so that one class's changed file is not hidden behind another's.
     shared = {name for name, count in Counter(path.name for path, _ in entries).items() if count > 1}
     files = {(f"{path.parent.name}/{path.name}" if path.name in shared else path.name): sha for path, sha in entries}
-    return {"code": code_version, "parameters": dict(parameters), "inputs": dict(inputs), "data": files}
+    inputs = _inputs_named(inputs, producers)
+    return {"code": code_version, "parameters": dict(parameters), "inputs": inputs, "data": files}
 
 
 def execution_facts(execution: Execution) -> dict[str, Any]:
     inputs = {name: ref.fingerprint for name, ref in execution.inputs.items()}
-    return facts(execution.code_version, execution.parameters, inputs, execution.data)
+    # A published artifact's folder is <run>/<node>/<output>: the node that produced each input.
+    producers = {name: Path(ref.uri).parent.name for name, ref in execution.inputs.items()}
+    return facts(execution.code_version, execution.parameters, inputs, execution.data, producers)
 
 
 def changes(
-    before: dict[str, Any],
-    after: dict[str, Any],
-    sources: dict[str, str] | None = None,
-    files: Mapping[str, str] = MappingProxyType({}),
+    before: dict[str, Any], after: dict[str, Any], files: Mapping[str, str] = MappingProxyType({})
 ) -> list[str]:
-    """Which parts of two executions' fingerprints differ: code, parameters (named), inputs, data files. `sources`
-    ({input: producing node}) names a numbered input's producer: a SpanUnion's span_2 holds span 3's Examples;
-    `files` ({parameter: path}, source_files) the file a parameter holds the text of: an edited module is code."""
+    """Which parts of two executions' fingerprints (`facts`) differ: code, parameters (named), inputs (a numbered one
+    by its producer), data files. `files` ({parameter: path}, source_files) names the file a parameter holds the
+    text of: an edited module is code."""
     reasons = []
     if before["code"] != after["code"]:
         reasons.append("code")
     for part in ("parameters", "inputs", "data"):
         old, new = before[part], after[part]
         differing = sorted(key for key in set(old) | set(new) if old.get(key) != new.get(key))
-        if part == "inputs":
-            differing = [_input_named(name, (sources or {}).get(name)) for name in differing]
         if part == "parameters":  # a module edited (under the same path): its code changed, not a parameter
             edited = [name for name in differing if name in files and old.get(name) and new.get(name)]
             differing = [name for name in differing if name not in edited]
@@ -112,9 +117,17 @@ def _files_counted(differing: list[str], old: dict[str, str], new: dict[str, str
     return f"{len(differing)} files ({said}: {', '.join(differing[:SAID_FILES])}, …)"
 
 
-def _input_named(name: str, source: str | None) -> str:
-    """An input as `changes` says it: a numbered one (span_2: a position, not what it holds) with its producer."""
-    return f"{name} ({source})" if source and re.search(r"_\d+$", name) else name
+def _inputs_named(inputs: dict[str, str], producers: Mapping[str, str]) -> dict[str, str]:
+    """{input: fingerprint} by the names `changes` says: a numbered input (a SpanUnion's span_2: a place, not what it
+    holds) by its producer's id (ingest_span_3), as a span ingest's plan line is named. A span added or gone is then
+    its ingest alone, and a span moved to another place (data.spans: all, a span before it added) no change. Where
+    that id would name two inputs, each keeps its name."""
+    numbered = {name: producers[name] for name in inputs if re.search(r"_\d+$", name) and producers.get(name)}
+    counts = Counter([*numbered.values(), *inputs])
+    return {
+        numbered[name] if name in numbered and counts[numbered[name]] == 1 else name: fingerprint
+        for name, fingerprint in inputs.items()
+    }
 
 
 def _last_execution(pipeline_dir: Path, node_id: str) -> Execution | None:
@@ -163,7 +176,8 @@ def _plan_node(
     except (ValueError, OSError) as error:  # no source to read (no MNIST file, no path): the run would fail here
         raise ConfigError([f"{node.id}: {error}"]) from error
     fingerprint = execution_fingerprint(node, inputs, data)
-    planned = facts(type(node).code_version(), node.cache_parameters, inputs, data)
+    producer_of = {name: channel.producer for name, channel in node.inputs.items()}
+    planned = facts(type(node).code_version(), node.cache_parameters, inputs, data, producer_of)
     # Whether the node runs at all waits on a verdict the run has yet to give: its own, or an upstream node's.
     condition = None
     if node.run_if is not None and plans[node.run_if.producer].action != "cached":
@@ -183,8 +197,7 @@ def _plan_node(
     else:
         before = execution_facts(last)
         before["parameters"] = {name: value for name, value in last.parameters.items() if name in node.cache_parameters}
-        sources = {name: channel.producer for name, channel in node.inputs.items()}
-        why = changes(before, planned, sources, source_files(node.parameters))
+        why = changes(before, planned, source_files(node.parameters))
         why = why or ["its last outputs are gone or damaged"]
     if not enable_cache:
         why = ["--no-cache"]

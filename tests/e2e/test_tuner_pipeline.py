@@ -64,10 +64,10 @@ def test_the_trainer_trains_with_the_best_settings_and_show_and_runs_say_them(tm
     shown = kflow("show", str(run_dir))
     assert shown.returncode == 0, shown.stderr
     batch = best["settings"]["trainer.batch_size"]
-    assert f"train trained with the tuned settings: batch_size={batch} learning_rate={rate:.3g}" in shown.stdout
+    assert f"train trained with the tuned settings: batch_size={batch} learning_rate={rate:.4g}" in shown.stdout
     listed = kflow("runs", str(tmp_path / "runs"))
     assert "tuned settings" in listed.stdout.splitlines()[0]
-    assert f"batch_size={batch} learning_rate={rate:.3g}" in listed.stdout
+    assert f"batch_size={batch} learning_rate={rate:.4g}" in listed.stdout
     as_json = json.loads(kflow("runs", str(tmp_path / "runs"), "--json").stdout)
     assert as_json[0]["hyperparameters"] == {"train": best["settings"]}
 

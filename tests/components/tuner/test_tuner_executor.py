@@ -150,6 +150,38 @@ def test_refusals_of_some_settings_only_let_the_others_try():
     assert _refused([refusal(0, 0), trained, refusal(2, 8)]) is None
 
 
+def test_tuned_values_are_printed_to_4_significant_digits_and_kept_whole(tmp_path, caplog):
+    """A log-uniform draw (0.0012345678901) was printed whole in each trial's log line and the best trial's (`kflow
+    show` and `kflow runs` to 3 digits). Each prints it to 4 significant digits; trials.json, trials.csv and best.json
+    keep it exact."""
+    from kflow.components.tuner.records import finish, shown
+    from kflow.pipeline.cli.trained_with import format_settings
+
+    rate = 0.0012345678901
+    records = [  # as executor._tell records a trial: its settings and its trial process's result
+        {"number": number, "settings": {"trainer.optimizer.learning_rate": value, "trainer.batch_size": 16,
+                                        "trainer.optimizer.name": "adam"},
+         "state": "completed", "value": loss, "curve": [{"epoch": 1, "val_loss": loss}], "epochs": 1,
+         "seconds": 1.5, "error": None, "last": loss, "refused": False}
+        for number, value, loss in ((0, 0.04567891234, 0.9), (1, rate, 0.4))
+    ]  # fmt: skip
+    output = HyperParameters(tmp_path / "hyperparameters")
+    output.path.mkdir()
+    with caplog.at_level("INFO", logger="kflow.tuner"):
+        finish(output, records, {"metric": "val_loss", "direction": "minimize"}, trainer_parameters())
+    # What a user reads: the trial's log line, the best trial's, `kflow show` and `kflow runs` (format_settings).
+    assert shown(records[1]["settings"]) == "batch_size=16, optimizer.learning_rate=0.001235, optimizer.name=adam"
+    assert "with batch_size=16, optimizer.learning_rate=0.001235, optimizer.name=adam" in caplog.text
+    assert "0.0012345678901" not in caplog.text
+    assert format_settings(output.best["settings"]) == 'batch_size=16 learning_rate=0.001235 name="adam"'
+    # The artifacts: each value whole.
+    assert output.best["settings"]["trainer.optimizer.learning_rate"] == rate
+    assert output.best["parameters"]["learning_rate"] == rate
+    assert [trial["settings"]["trainer.optimizer.learning_rate"] for trial in output.trials] == [0.04567891234, rate]
+    with open(output.path / "trials.csv") as file:
+        assert [float(row["trainer.optimizer.learning_rate"]) for row in csv.DictReader(file)] == [0.04567891234, rate]
+
+
 @pytest.mark.slow  # ~50 s: four trials
 def test_a_search_space_holding_a_value_the_module_refuses_trains_the_others(tmp_path):
     """units: 0, which Keras refuses (`Dense(0)`), beside 8 in the space: its trials are refused, the others train,

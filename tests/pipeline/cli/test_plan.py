@@ -76,3 +76,33 @@ def test_a_source_that_is_not_there_is_one_line_naming_the_component(tmp_path, r
     assert result.stderr.startswith(f"kflow: ingest: {empty} holds neither mnist.npz nor the MNIST IDX files")
     assert len(result.stderr.splitlines()) == 1
     assert "Traceback" not in result.stderr
+
+
+def test_plan_and_diff_name_a_span_input_by_its_ingest(tmp_path, capsys):
+    """The union of spans (`ingest`) takes each span at a place, span_0, span_1, …: plan and diff said `inputs: span_0
+    (ingest_span_1), span_1 (ingest_span_2)` for one span added, every place it moved. Each span input is named by its
+    ingest, as its own plan line is: a span added or gone is its ingest alone, a span moved to another place none."""
+    from kflow.pipeline.cli.history import diff_runs, format_diff
+    from kflow.pipeline.cli.main import main
+    from kflow.pipeline.runners.run_record import Run
+    from tests.pipeline.app.test_span_pipeline import write
+
+    def plan_and_run(spans, numbers):
+        config = write(tmp_path, spans=spans, numbers=numbers)
+        assert main(["plan", str(config), "--until", "ingest", "--json"]) == 0
+        planned = json.loads(capsys.readouterr().out)["components"]
+        assert main(["run", str(config), "--until", "ingest"]) == 0
+        capsys.readouterr()
+        return planned
+
+    plan_and_run("{last: 1}", (1, 2))  # span 2 alone
+    planned = plan_and_run("all", (1, 2))  # span 1 added before it
+    assert planned["ingest"]["why"] == ["parameters: spans", "inputs: ingest_span_1"]
+    planned = plan_and_run("{last: 2}", (1, 2, 3))  # span 3 added, span 1 gone
+    assert planned["ingest"]["why"] == ["parameters: spans", "inputs: ingest_span_1, ingest_span_3, span_schema"]
+
+    runs = [Run.load(path.parent) for path in sorted((tmp_path / "runs" / "survey").glob("*/run.json"))]
+    changed = diff_runs(runs[0], runs[1])["components"]["ingest"]["changed"]
+    assert changed == ["parameters: spans", "inputs: ingest_span_1"]
+    line = "  ingest: succeeded → succeeded (parameters: spans; inputs: ingest_span_1, ingest_span_3, span_schema)"
+    assert line in format_diff(diff_runs(runs[1], runs[2])).splitlines()
