@@ -90,7 +90,8 @@ def changes(
                 reasons.append(f"code: {', '.join(Path(files[name]).name for name in edited)}")
         if part == "data" and len(differing) > SAID_FILES:
             reasons.append(f"data: {_files_counted(differing, old, new)}")
-        elif differing:
+        elif differing:  # a span's artifacts (ingest_span_3, ingest_span_3/schema): said by its ingest once
+            differing = [name for name in differing if "/" not in name or name.split("/")[0] not in differing]
             reasons.append(f"{part}: {', '.join(differing)}")
     return reasons
 
@@ -121,8 +122,14 @@ def _inputs_named(inputs: dict[str, str], producers: Mapping[str, str]) -> dict[
     """{input: fingerprint} by the names `changes` says: a numbered input (a SpanUnion's span_2: a place, not what it
     holds) by its producer's id (ingest_span_3), as a span ingest's plan line is named. A span added or gone is then
     its ingest alone, and a span moved to another place (data.spans: all, a span before it added) no change. Where
-    that id would name two inputs, each keeps its name."""
+    that id would name two inputs, each keeps its name. A numbered input's other artifact (span_2_schema) is named
+    as its folder is, <producer>/<output> (ingest_span_3/schema)."""
     numbered = {name: producers[name] for name in inputs if re.search(r"_\d+$", name) and producers.get(name)}
+    numbered |= {
+        name: f"{producers[name]}/{found.group(1)}"
+        for name in inputs
+        if (found := re.search(r"_\d+_([a-z]+)$", name)) and producers.get(name)
+    }
     counts = Counter([*numbered.values(), *inputs])
     return {
         numbered[name] if name in numbered and counts[numbered[name]] == 1 else name: fingerprint

@@ -99,10 +99,10 @@ def test_plan_and_diff_name_a_span_input_by_its_ingest(tmp_path, capsys):
     planned = plan_and_run("all", (1, 2))  # span 1 added before it
     assert planned["ingest"]["why"] == ["parameters: spans", "inputs: ingest_span_1"]
     planned = plan_and_run("{last: 2}", (1, 2, 3))  # span 3 added, span 1 gone
-    assert planned["ingest"]["why"] == ["parameters: spans", "inputs: ingest_span_1, ingest_span_3, span_schema"]
+    assert planned["ingest"]["why"] == ["parameters: spans", "inputs: ingest_span_1, ingest_span_3"]
 
     runs = [Run.load(path.parent) for path in sorted((tmp_path / "runs" / "survey").glob("*/run.json"))]
     changed = diff_runs(runs[0], runs[1])["components"]["ingest"]["changed"]
     assert changed == ["parameters: spans", "inputs: ingest_span_1"]
-    line = "  ingest: succeeded → succeeded (parameters: spans; inputs: ingest_span_1, ingest_span_3, span_schema)"
+    line = "  ingest: succeeded → succeeded (parameters: spans; inputs: ingest_span_1, ingest_span_3)"
     assert line in format_diff(diff_runs(runs[1], runs[2])).splitlines()
