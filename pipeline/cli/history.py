@@ -151,6 +151,7 @@ def diff_runs(a: Run, b: Run) -> dict[str, Any]:
         for key in sorted(set(config_a) | set(config_b))
         if config_a.get(key) != config_b.get(key) and not _filled(key, config_a, config_b)
     }
+    parameters = _folded(parameters, config_a, config_b)
     parameters.update(_changed_files(a, b, config_b))
     components = {}
     for node in [*a.executions, *(n for n in b.executions if n not in a.executions)]:
@@ -257,6 +258,23 @@ def _filled(key: str, config_a: dict[str, Any], config_b: dict[str, Any]) -> boo
         config.get(key) == {} and any(name.startswith(f"{key}.") for name in other)
         for config, other in ((config_a, config_b), (config_b, config_a))
     )
+
+
+def _folded(changed: dict[str, Any], config_a: dict[str, Any], config_b: dict[str, Any]) -> dict[str, Any]:
+    """`changed` with a field that is a value on one side and a mapping on the other said once, as the two wholes
+    (`data.spans: {'last': 1} → 'all'`), not as the value's line and each of the mapping's fields'."""
+    folded = dict(changed)
+    for key in changed:
+        fields = [name for name in changed if name.startswith(f"{key}.")]
+        if not fields:
+            continue
+        start = len(key) + 1
+        whole = [{name[start:]: v for name, v in config.items() if name.startswith(f"{key}.")} or config.get(key)
+                 for config in (config_a, config_b)]  # fmt: skip
+        folded[key] = {"a": whole[0], "b": whole[1]}
+        for name in fields:
+            folded.pop(name, None)
+    return folded
 
 
 def _flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:

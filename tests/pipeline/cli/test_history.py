@@ -286,6 +286,23 @@ def test_diff_says_an_option_set_where_there_were_none_by_its_own_field(tmp_path
     assert diff_runs(second, first)["parameters"] == {"trainer.model_options.dropout": {"a": 0.2, "b": None}}
 
 
+def test_diff_says_a_field_that_was_a_mapping_and_is_a_value_once(tmp_path):
+    """data.spans {last: 1} → all said `data.spans: None → 'all'` and `data.spans.last: 1 → None`: two lines, the
+    first false. Now one: the two wholes."""
+    from kflow.pipeline import api
+    from kflow.pipeline.cli.history import diff_runs, format_diff
+    from kflow.pipeline.runners.run_record import Run
+    from tests.pipeline.toy.components import Produce
+
+    for spans in ({"last": 1, "skip": 0}, "all"):
+        config = {"data": {"label": "y", "spans": spans}}
+        api.run(api.Pipeline("toy", [Produce("produce")], metadata={"config": config}), tmp_path / "runs")
+    first, second = (Run.load(path.parent) for path in sorted((tmp_path / "runs").glob("toy/*/run.json")))
+    assert diff_runs(first, second)["parameters"] == {"data.spans": {"a": {"last": 1, "skip": 0}, "b": "all"}}
+    assert diff_runs(second, first)["parameters"] == {"data.spans": {"a": "all", "b": {"last": 1, "skip": 0}}}
+    assert "  data.spans: {'last': 1, 'skip': 0} → 'all'" in format_diff(diff_runs(first, second)).splitlines()
+
+
 def test_a_span_pipelines_data_is_its_pattern_not_one_spans_file(tmp_path):
     """A user trial: `kflow runs` named each run of credit-{SPAN}.csv by one span's file (credit-02.csv, credit-03.csv)
     though every run read the same pattern, several spans each."""
