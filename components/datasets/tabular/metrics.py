@@ -122,13 +122,16 @@ class TabularMetrics(TaskMetrics):
         precision, recall = per_class_precision_recall(matrix)
         f1 = [2 * p * r / (p + r) if p and r else 0.0 for p, r in zip(precision, recall, strict=True)]
         present = [k for k in range(len(self.classes)) if matrix[k].sum()]
+        # Of examples of one class (a slice by the label), every prediction of it is right: its precision is 1 by
+        # construction, as is the macro mean over that class: None, as roc_auc of one class. Recall is accuracy there.
+        single = len(present) < 2
         result: dict[str, Any] = {
             "example_count": int(len(labels)),
             "loss": float(sparse_crossentropy(outputs, labels).mean()),
             "accuracy": float(np.trace(matrix) / len(labels)),
-            "macro_precision": float(np.mean([precision[k] or 0.0 for k in present])),
+            "macro_precision": None if single else float(np.mean([precision[k] or 0.0 for k in present])),
             "macro_recall": float(np.mean([recall[k] or 0.0 for k in present])),
-            "macro_f1": float(np.mean([f1[k] for k in present])),
+            "macro_f1": None if single else float(np.mean([f1[k] for k in present])),
             "per_class_precision": dict(zip(self.classes, precision, strict=True)),
             "per_class_recall": dict(zip(self.classes, recall, strict=True)),
             "per_class_count": {name: int(n) for name, n in zip(self.classes, matrix.sum(axis=1), strict=True)},

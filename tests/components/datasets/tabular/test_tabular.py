@@ -109,6 +109,17 @@ def test_classification_metrics_agree_with_scikit_learn():
     assert result["confusion_matrix"]["matrix"] == sk.confusion_matrix(labels, predicted).tolist()
     assert "roc_auc" not in result  # Only for two classes.
 
+    # A slice of one class (by the label): precision there is 1 whatever the model does; said as None, not 1.0.
+    one = TabularMetrics(kind="classification", classes=["a", "b", "c"])
+    one.update(None, labels[labels == 1], probabilities[labels == 1])
+    sliced = one.result()
+    assert sliced["macro_precision"] is None and sliced["macro_f1"] is None
+    assert (
+        sliced["macro_recall"]
+        == pytest.approx(sliced["accuracy"])
+        == pytest.approx(np.mean(predicted[labels == 1] == 1))
+    )
+
     binary = TabularMetrics(kind="classification", classes=["no", "yes"])
     two = np.stack([1 - probabilities[:, 0], probabilities[:, 0]], axis=1)
     binary.update(None, labels % 2, two)
