@@ -3,12 +3,12 @@ line naming the module's line, before any data is read in bulk.
 
 The Transform traces it on a sample of the training split (user_preprocessing.py); `kflow validate` traces it on the
 columns a sample of the source has, each analyzer answering with a placeholder (no data: `sample` None), so a name
-that is no column, a wrong return value or an exception in the function is said before the ingest runs.
+that is no column, a wrong return value, a layer its saved model could not load (layer_check.py) or an exception in
+the function is said before the ingest runs.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 import traceback
 import warnings
@@ -17,6 +17,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from kflow.components.transform.layer_check import calls_of, unsavable_layer
 from kflow.components.transform.module_check import FUNCTION, load_preprocessing_module
 from kflow.pipeline.dsl.config_validation import did_you_mean
 
@@ -39,7 +40,12 @@ class PreprocessingError(ValueError):
 
 class Misuse(TypeError):
     """What kflow refuses of a preprocessing_fn whatever the data: a wrong return value, an analyzer given what it
-    does not take."""
+    does not take, a layer its saved model could not load; `line`, the module's line at fault when no frame of the
+    module's names it (the call that made the layer)."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
 
 
 class Analyzers:
@@ -147,6 +153,9 @@ def call_preprocessing_fn(
                 raise Misuse(f"{FUNCTION}'s output {name!r} is a {type(tensor).__name__}, not a tensor from inputs")
             if tensor.dtype == "string":
                 raise Misuse(f"{FUNCTION}'s output {name!r} is strings: map them to numbers (StringLookup)")
+        refused = unsavable_layer(inputs, outputs, function.__globals__.get("__kflow_source__", ""))
+        if refused is not None:  # before the Beam pass, which would load it (AnalysisColumns), and the model's save
+            raise Misuse(*refused)
         if sample is not None:  # the traced model runs on the sample
             _refuse_non_finite(keras.Model(inputs, outputs)(sample))
     except Exception as error:
@@ -211,29 +220,18 @@ def _where(error: BaseException, origin: str, function: Any = None) -> str:
     (a wrong return value), else the file alone."""
     # The function's code names the file it was first compiled under (a module loads once per process: validate's
     # check at the start of `kflow run` may have loaded it before the Transform).
+    if isinstance(error, Misuse) and error.line is not None:
+        return f"{origin}:{error.line}"
     filename = function.__code__.co_filename if function is not None else origin
     frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename in (filename, origin)]
     if frames:
         return f"{origin}:{frames[-1].lineno}"
     called = re.match(r"Exception encountered when calling (\w+)\.call", KERAS_STYLING.sub("", str(error)))
     if called and function is not None:  # a layer failed in Keras' call, not in the module: the line that made it
-        lines = _calls_of(function.__globals__.get("__kflow_source__", ""), called.group(1))
+        lines = calls_of(function.__globals__.get("__kflow_source__", ""), called.group(1))
         if lines:
             return f"{origin}:{lines[0]}"
     return f"{origin}:{function.__code__.co_firstlineno}" if function is not None else origin
-
-
-def _calls_of(source: str, callee: str) -> list[int]:
-    """The lines of the calls of `callee` (`TextVectorization(…)`, `keras.layers.TextVectorization(…)`) in source."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    return sorted(
-        node.lineno
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and callee in (getattr(node.func, "attr", None), getattr(node.func, "id", None))
-    )
 
 
 def _first_line(error: BaseException) -> str:

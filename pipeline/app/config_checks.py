@@ -8,6 +8,7 @@ Each check is a small function returning `path: message` lines (Metaflow's lint 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets import DATASETS, get_dataset
@@ -262,8 +263,6 @@ def _source(config: PipelineConfig) -> list[str]:
 
 def _one_file(config: PipelineConfig) -> bool:
     """Whether the data is one file (not a folder, a glob's files or spans): what the sample of its first file saw."""
-    from pathlib import Path
-
     from kflow.components.ingest.spans import has_spans
     from kflow.pipeline.app.sections import ingest_parameters
 
@@ -272,21 +271,35 @@ def _one_file(config: PipelineConfig) -> bool:
 
 
 def _validation_metrics(config: PipelineConfig, problem_type: str | None) -> list[str]:
-    """A tuner objective or an early-stopping monitor that a table's training does not report (the search failed
-    after every trial; the Trainer after the ingest)."""
+    """A tuner objective or an early-stopping monitor that the training does not report (the search failed after
+    every trial; the Trainer after the ingest): a table task's metrics, or those of trainer.module's metrics()."""
     from kflow.components.datasets.tabular.dataset import TRAINING_METRICS
 
-    if problem_type not in TRAINING_METRICS or _module_metrics(config):
+    if _module_metrics(config):
+        known = _metrics_of_module(config)
+        reports = f"with {Path(config.trainer.module).name}'s metrics() the training reports"
+    elif problem_type in TRAINING_METRICS:
+        known = ["val_loss", *(f"val_{name}" for name in TRAINING_METRICS[problem_type])]
+        reports = f"a {problem_type} trains with"
+    else:
+        known = None
+    if known is None:
         return []
-    known = ["val_loss", *(f"val_{name}" for name in TRAINING_METRICS[problem_type])]
     watched = {"trainer.early_stopping_monitor": config.trainer.early_stopping_monitor}
     if config.tuner is not None:
         watched["tuner.objective.metric"] = config.tuner.objective.metric
     return [
-        f"{field}: a {problem_type} trains with {', '.join(known)}, not {metric}{did_you_mean(metric, known)}"
+        f"{field}: {reports} {', '.join(known)}, not {metric}{_monitor_meant(metric, known)}"
         for field, metric in watched.items()
         if metric is not None and metric not in known
     ]
+
+
+def _monitor_meant(metric: str, known: list[str]) -> str:
+    """ "; did you mean X?": the name the metric spells out (val_acc of val_accuracy: a metric named `acc`), else a
+    close one (difflib took val_auc for val_accuracy)."""
+    spelt = [name for name in known if metric.startswith(name)]
+    return f"; did you mean {max(spelt, key=len)}?" if spelt else did_you_mean(metric, known)
 
 
 def _module_metrics(config: PipelineConfig) -> bool:
@@ -301,6 +314,19 @@ def _module_metrics(config: PipelineConfig) -> bool:
     return tree is None or defines(tree, "metrics")
 
 
+def _metrics_of_module(config: PipelineConfig) -> list[str] | None:
+    """The names trainer.module's metrics() makes the training report, when a monitor or an objective is set to
+    check against them; None when there is none to check, or validate cannot tell (module_metrics.py): a module it
+    refuses as it is (said by _trainer_settings), a metrics() that takes arguments or raises."""
+    from kflow.pipeline.app.module_metrics import module_metric_names
+    from kflow.pipeline.app.trainer_checks import module_tree
+
+    watched = config.trainer.early_stopping_monitor or (config.tuner is not None and config.tuner.objective.metric)
+    if not watched or module_tree(config) is None:
+        return None
+    return module_metric_names(config.trainer.module)
+
+
 def _spans(config: PipelineConfig) -> list[str]:
     """A span pattern kflow cannot read, one that matches no file, a data.spans that selects none."""
     from kflow.pipeline.app.span_pipeline import span_problems
@@ -313,8 +339,6 @@ def _frozen_schema(config: PipelineConfig) -> list[str]:
     ingest and the statistics had run."""
     if not config.data.schema_:
         return []
-    from pathlib import Path
-
     from kflow.components.util.schema import load_schema
     from kflow.pipeline.app.sections import absolute
 

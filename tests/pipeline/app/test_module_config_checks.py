@@ -1,8 +1,9 @@
 """`kflow validate` of a config whose trainer.module names what it takes: a model option (set, or searched by the
 tuner) that its build_model never reads, and a tuner objective or early-stopping monitor the training does not report
-when the module has no metrics() (it trains with the task's), are refused as for kflow's own models; a module that
-reads its options otherwise, or names its own metrics, is not second-guessed. Found by a user trial: each passed
-validate, and the search trained every trial on a dimension nothing read, or failed after every trial."""
+(the task's metrics when the module has no metrics(), else those its metrics() returns), are refused as for kflow's
+own models; a module that reads its options otherwise, or whose metrics() validate cannot call, is not
+second-guessed. Found by a user trial: each passed validate, and the search trained every trial on a dimension
+nothing read, or failed after every trial."""
 
 from __future__ import annotations
 
@@ -85,6 +86,83 @@ def test_options_it_reads_pass_and_a_module_reading_them_otherwise_or_naming_its
         TUNER % ("trainer.model_options.u", "val_acc"),
     )
     assert code == 0, lines
+
+
+OWN_METRICS = """import keras
+
+
+@keras.saving.register_keras_serializable(package="my_model")
+class Share(keras.metrics.SparseCategoricalAccuracy):
+    pass
+
+
+def build_model(schema, options):
+    inputs = {f["name"]: keras.Input(shape=(1,), name=f["input_name"]) for f in options["features"]}
+    joined = keras.layers.concatenate(list(inputs.values()))
+    return keras.Model(inputs, keras.layers.Dense(len(options["head"]["classes"]), activation="softmax")(joined))
+
+
+def metrics():
+    return [keras.metrics.SparseCategoricalAccuracy(name="acc"), Share(name="share"), keras.metrics.AUC()]
+"""
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [("trainer.early_stopping_monitor=val_accuracy",
+      "trainer.early_stopping_monitor: with my_model.py's metrics() the training reports val_loss, val_acc, "
+      "val_share, val_auc, not val_accuracy; did you mean val_acc?"),
+     (TUNER % ("trainer.batch_size", "val_shares"),
+      "tuner.objective.metric: with my_model.py's metrics() the training reports val_loss, val_acc, val_share, "
+      "val_auc, not val_shares; did you mean val_share?")],
+    ids=["monitor", "objective"],
+)  # fmt: skip
+def test_a_monitor_or_objective_the_modules_own_metrics_do_not_report_exits_2_naming_the_field(
+    tmp_path, capsys, setting, said
+):
+    """Before, a module with metrics() was not checked: the Trainer refused the monitor after the ingest, and the
+    search failed after every trial."""
+    code, lines = validate(tmp_path, capsys, OWN_METRICS, setting)
+    assert code == 2 and len(lines) == 1 and said in lines[0], lines
+
+
+def test_the_modules_metrics_are_read_as_the_trainer_names_them_and_leave_no_trace(tmp_path, capsys):
+    """AUC() is `auc` in the Trainer (named as in a process of its own), however many were made before; the check
+    puts Keras' registered classes and automatic names back, and keeps no module, so the Trainer of `kflow run`
+    imports the module afresh."""
+    import sys
+
+    import keras
+
+    from kflow.components.datasets.model_adapt import names_now
+
+    keras.metrics.AUC(), keras.metrics.AUC()  # this process' `auc` and `auc_1`
+    names, modules = names_now(), set(sys.modules)
+    code, lines = validate(tmp_path, capsys, OWN_METRICS, "trainer.early_stopping_monitor=val_auc",
+                           TUNER % ("trainer.batch_size", "val_share"))  # fmt: skip
+    assert code == 0, lines
+    assert names_now() == names and keras.saving.get_registered_object("my_model>Share") is None
+    assert not [name for name in set(sys.modules) - modules if name.startswith("kflow_")]
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [("def metrics():", None),  # as it is: valid
+     # What the module's own check refuses is said once, by it.
+     ("def metrics(classes):", "not 0; kflow calls metrics() and trains with what it returns"),
+     ("def metrics(:", "my_model.py line 15: invalid syntax"),
+     # What only the Trainer's call shows is its to say, in its words: validate does not guess.
+     ("def metrics(classes=3):\n    raise RuntimeError('not yet')\n\n\ndef unused():", None),
+     ("UNITS = {}['units']\n\n\ndef metrics():", None)],  # fails as it is imported: the Trainer says it
+    ids=["valid", "arguments", "syntax", "raises", "fails_to_import"],
+)  # fmt: skip
+def test_a_metrics_that_needs_arguments_raises_or_cannot_be_read_keeps_todays_checks(tmp_path, capsys, change, said):
+    source = OWN_METRICS.replace("def metrics():", change)
+    code, lines = validate(tmp_path, capsys, source, "trainer.early_stopping_monitor=val_acc")
+    if said is None:
+        assert code == 0, lines
+    else:
+        assert code == 2 and len(lines) == 1 and said in lines[0], lines
 
 
 def test_a_module_importing_kerass_metrics_module_trains_with_the_tasks_metrics():

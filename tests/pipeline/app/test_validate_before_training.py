@@ -259,6 +259,9 @@ def test_a_declared_schema_gen_without_the_ingest_s_schema_is_refused_before_a_t
         # A name never defined, a module not installed: whatever the data, the Transform fails on it after the ingest.
         ("    return {'bmi': keras.ops.log1p(bmi)}", "prep.py:5: NameError: name 'bmi' is not defined"),
         ("    import sklearn_extra\n    return {'bmi': inputs['bmi']}", "prep.py:5: ModuleNotFoundError: No module"),
+        # A layer the saved preprocessing model could not load: the Transform failed in Keras' words, in its Beam pass.
+        ("    return {'bmi': keras.layers.Lambda(lambda x: x * 2.0)(inputs['bmi'])}", "prep.py:5: TypeError: a "
+         "keras.layers.Lambda is not saved with the preprocessing model (Keras' safe_mode loads no Python function"),
         ("    x = inputs['bmi']\n    m = analyzers.mean(x)\n    return {'bmi': (x - m) / keras.ops.sqrt("
          "analyzers.variance(x))}", None),  # valid: traced on placeholders (variance 1), not on the data
         # Valid with the data's values: what the placeholders break (a spread, an index) is left to the Transform.
