@@ -257,6 +257,8 @@ def inspect_source(*, source_path: str | None = None, **parameters: Any) -> Sour
             )
     if isinstance(label, str) and types.get(label) == "bool" and label not in declared:
         types[label] = "string"  # a bool label's classes are its names (False, True), as a pandas CSV of it has them
+    kept = {*declared, *folders, label, key}
+    types |= dict.fromkeys(yes_no_columns(files[0], types, kept, choice.infer_rows), "bool")
     values: list[str] = []
     if isinstance(label, str) and label in folders:  # a folder's value for each of its rows
         share = max(1, choice.infer_rows // len(files))  # each folder's value for its rows, every folder seen
@@ -272,6 +274,19 @@ def inspect_source(*, source_path: str | None = None, **parameters: Any) -> Sour
         if str(field.type) == "uint64" and types.get(field.name) == "float" and field.name not in declared
     )
     return replace(facts, unread=unread, notes=(*facts.notes, *wide))
+
+
+def yes_no_columns(path: str, types: dict[str, str], kept: set[Any], limit: int) -> list[str]:
+    """The string columns but `kept`'s whose sampled values are yes/no or true/false words: bool, as the CSV ingest
+    reads the same column (AER's Affairs' `children` was a flag from its CSV and a one-hot of two words from a
+    Parquet copy, which scored otherwise)."""
+    strings = [name for name, kind in types.items() if kind == "string" and name not in kept]
+    return [
+        name
+        for name in strings
+        if (values := sample_values(path, name, "string", limit))
+        and cols.infer_types([name], [[value] for value in values], {}, frozenset())[name] == "bool"
+    ]
 
 
 def check_no_images(path: str, unread: dict[str, str], label: Any) -> None:
