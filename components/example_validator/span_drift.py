@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from tensorflow_metadata.proto.v0 import statistics_pb2
+
 from kflow.components.util.drift import compare
 from kflow.components.util.statistics_proto import common_stats, feature_stats, read_split
 from kflow.pipeline.dsl.artifacts import ExampleStatistics
@@ -48,6 +50,11 @@ def span_drift(
     gone, added = _held(old_split) - _held(new_split), _held(new_split) - _held(old_split)
     presence = [(name, f"in span {spans[1]}, in no record of span {spans[0]}") for name in sorted(gone)]
     presence += [(name, f"in span {spans[0]}, in no record of span {spans[1]}") for name in sorted(added)]
+    # A column of numbers in one span and of text in the other (a code exported as its name): its values are no
+    # longer comparable, and the union holds both as text (span_union/merged_schema.py). Whole numbers in one span
+    # and decimals in the other are one quantity, not drift.
+    retyped = _retyped(old_split, new_split)
+    presence += [(name, f"{was} in span {spans[1]}, {now} in span {spans[0]}") for name, (was, now) in retyped.items()]
     message = ""
     if drifted or presence:
         shown = "; ".join([f"{feature.feature}: {feature.describe()}" for feature in drifted]
@@ -61,11 +68,26 @@ def span_drift(
         "split": split,
         "features": [feature.to_json() for feature in features],
         "drifted": [feature.feature for feature in drifted] + [name for name, _ in presence],
-        "presence": [{"feature": name, "description": said, "dropped": name in gone} for name, said in presence],
+        "presence": [
+            {"feature": name, "description": said, "dropped": name in gone, "retyped": name in retyped}
+            for name, said in presence
+        ],
         "on_drift": on_drift,
         "blocking": bool(drifted or presence) and on_drift == "fail",
         "message": message,
     }
+
+
+def _retyped(old_split: Any, new_split: Any) -> dict[str, tuple[str, str]]:
+    """{feature: (what it held in the previous span, in the newest)} of the features numbers in one and text in the
+    other."""
+    kinds = [{name: _TEXT.get(feature.type, "numbers") for name, feature in feature_stats(split).items()
+              if common_stats(feature).num_non_missing} for split in (old_split, new_split)]  # fmt: skip
+    return {name: (kinds[0][name], kinds[1][name]) for name in sorted(kinds[0].keys() & kinds[1].keys())
+            if kinds[0][name] != kinds[1][name]}  # fmt: skip
+
+
+_TEXT = {statistics_pb2.FeatureNameStatistics.STRING: "text", statistics_pb2.FeatureNameStatistics.BYTES: "text"}
 
 
 def _held(split: Any) -> set[str]:
@@ -95,7 +117,14 @@ def drift_anomalies(verdict: dict[str, Any]) -> list[dict[str, Any]]:
             "kind": "span_drift",
             "description": entry["description"],
             "severity": "warning",
-            "tfmd": "SCHEMA_MISSING_COLUMN" if entry["dropped"] else "SCHEMA_NEW_COLUMN",
+            "tfmd": _presence_kind(entry),
         }
         for entry in verdict.get("presence", [])
     ]
+
+
+def _presence_kind(entry: dict[str, Any]) -> str:
+    """TFDV's anomaly type of a presence entry: a dropped or new column, or a column's type changed."""
+    if entry.get("retyped"):
+        return "STRING_TYPE_NOW_FLOAT" if entry["description"].startswith("text") else "FLOAT_TYPE_STRING_NOT_FLOAT"
+    return "SCHEMA_MISSING_COLUMN" if entry["dropped"] else "SCHEMA_NEW_COLUMN"

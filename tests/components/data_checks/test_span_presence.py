@@ -37,3 +37,24 @@ def test_a_column_gone_from_the_newest_span_and_one_new_in_it_are_drift(tmp_path
     assert kinds["petal_width"] == "SCHEMA_MISSING_COLUMN" and kinds["stem"] == "SCHEMA_NEW_COLUMN"
     same = span_drift(previous, previous, ["2", "1"], on_drift="fail", **thresholds)
     assert same["drifted"] == [] and not same["blocking"]
+
+
+def test_a_column_of_numbers_in_one_span_and_text_in_the_next_is_drift(tmp_path):
+    """A code exported as numbers in one span and as its names in the next (1, 2, 3 → setosa, …): the union reads it
+    as text (span_union/merged_schema.py), the drift comparison compared nothing and said no drift. Whole numbers in
+    one span and decimals in the other are one quantity: no drift said of that."""
+    iris = pd.read_csv(IRIS)
+    codes = {name: str(code) for code, name in enumerate(sorted(iris["species"].unique()), 1)}
+    previous = statistics_of(tmp_path / "span-1", iris.assign(kind=iris["species"].map(codes)))
+    newest = statistics_of(
+        tmp_path / "span-2", iris.assign(kind=iris["species"], sepal_length=iris["sepal_length"] * 10)
+    )
+    thresholds = {"l_infinity_threshold": 0.1, "jensen_shannon_threshold": 0.1}
+    verdict = span_drift(newest, previous, ["2", "1"], on_drift="fail", **thresholds)
+    assert "kind: numbers in span 1, text in span 2" in verdict["message"] and verdict["blocking"], verdict["message"]
+    assert "sepal_length: numbers" not in verdict["message"]
+    kinds = {entry["feature"]: entry["tfmd"] for entry in drift_anomalies(verdict)}
+    assert kinds["kind"] == "FLOAT_TYPE_STRING_NOT_FLOAT"
+    back = span_drift(previous, newest, ["1", "2"], on_drift="warn", **thresholds)
+    assert "kind: text in span 2, numbers in span 1" in back["message"] and not back["blocking"]
+    assert {entry["feature"]: entry["tfmd"] for entry in drift_anomalies(back)}["kind"] == "STRING_TYPE_NOW_FLOAT"
