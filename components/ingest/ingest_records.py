@@ -64,11 +64,12 @@ def check_invalid_fraction(stats: dict[str, Any], max_invalid_fraction: float, r
         reasons = ", ".join(f"{reason}: {count}" for reason, count in stats["invalid"].items())
         # Where every record is invalid, no setting leaves any to use: the way out is the data's.
         way_out = "raise data.filters.max_invalid_fraction to train without them" if invalid < read else NONE_LEFT
-        raise ValueError(
-            f"ingest: {invalid} of {read} records are invalid ({invalid / read:.2%}), more than "
-            f"data.filters.max_invalid_fraction={max_invalid_fraction:g} allows ({reasons}){_first_invalid(rejects)}; "
-            f"see {rejects.file} ({way_out})"
-        )
+        counted = (  # one record (a folder of one image): no share, no setting to raise
+            f"the only record is invalid ({reasons})" if read == 1 else
+            f"{invalid} of {read} records are invalid ({invalid / read:.2%}), more than "
+            f"data.filters.max_invalid_fraction={max_invalid_fraction:g} allows ({reasons})"
+        )  # fmt: skip
+        raise ValueError(f"ingest: {counted}{_first_invalid(rejects)}; see {rejects.file} ({way_out})")
 
 
 NONE_LEFT = "none is left to train on"

@@ -91,5 +91,6 @@ def test_a_tfds_image_dataset_trains_to_090_reruns_cached_and_scores_new_image_f
     assert right / len(rows) >= 0.85, right
     # Only notes named .png: no image to score, whatever the setting (it said "raise … to score the others").
     done = run_kflow("predict", config, "--data", tmp_path / "new" / "notes-0.png", "-o", tmp_path / "none")
-    assert done.returncode == 2 and "1 of 1 records are invalid" in done.stderr, done.stderr[-3000:]
+    assert done.returncode == 2 and "the only record is invalid (not_an_image: 1)" in done.stderr, done.stderr[-3000:]
+    assert "max_invalid_fraction" not in done.stderr  # no setting lets a single bad record be scored
     assert "(none is left to score)" in done.stderr and "the others" not in done.stderr
