@@ -32,6 +32,12 @@ def check_inputs(model: Model, keras_model: Any, batches: Any) -> None:
         if missing:
             shown = ", ".join(repr(name) for name in missing[:8]) + (", ..." if len(missing) > 8 else "")
             raise OtherInputs(model, f"reads columns this data lacks ({shown})")
+        # A column the model reads as numbers that this data holds as text (a code exported as its names in a newer
+        # span: the union reads it as text), or the other way: Keras fails casting a string to float mid-evaluation.
+        retyped = sorted(name for name in inputs if _is_text(inputs[name].dtype) != _is_text(features[name].dtype))
+        if retyped:
+            said = ", ".join(f"{name!r} as {'text' if _is_text(inputs[name].dtype) else 'numbers'}" for name in retyped)
+            raise OtherInputs(model, f"reads {said}, which this data holds otherwise")
     elif not isinstance(features, dict) and hasattr(inputs, "shape") and hasattr(features, "shape"):
         wanted, given = without_trailing_one(tuple(inputs.shape[1:]), tuple(features.shape[1:]))
         if len(wanted) != len(given) or any(
@@ -39,6 +45,10 @@ def check_inputs(model: Model, keras_model: Any, batches: Any) -> None:
         ):
             raise OtherInputs(model, f"reads inputs of shape {_shape(wanted)}; this data's are {_shape(given)} "
                                      "(images of another size or channels?)")  # fmt: skip
+
+
+def _is_text(dtype: Any) -> bool:
+    return "string" in str(getattr(dtype, "name", dtype))
 
 
 def without_trailing_one(wanted: tuple, given: tuple) -> tuple[tuple, tuple]:

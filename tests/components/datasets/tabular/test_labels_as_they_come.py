@@ -102,6 +102,18 @@ def test_a_baseline_that_predicts_other_classes_is_no_baseline_with_the_reason(t
     reason = blessing.read_json("blessing.json")["no_baseline"]
     assert f"the baseline model {old.uri} reads columns this data lacks ('alcohol', 'ash')" == reason
 
+    # A column of numbers then of text (a code exported as its names in a newer span: the union reads it as text):
+    # Keras failed mid-evaluation ("Cast string to float is not supported"), a traceback.
+    coded = two.assign(alcalinity_of_ash=two["alcalinity_of_ash"].map(lambda value: "high" if value > 19 else "low"))
+    examples, schema, worded = trained("worded", coded)
+    evaluation, blessing = ModelEvaluation(tmp_path / "evaluation-3"), ModelBlessing(tmp_path / "blessing-3")
+    evaluate(examples=examples, schema=schema, model=worded, evaluation=evaluation, blessing=blessing,
+             baseline_model_uri=str(old.uri))  # fmt: skip
+    reason = blessing.read_json("blessing.json")["no_baseline"]
+    assert (
+        f"the baseline model {old.uri} reads 'alcalinity_of_ash' as numbers, which this data holds otherwise" == reason
+    )
+
 
 @pytest.mark.parametrize(
     ("values", "expected"),
