@@ -138,6 +138,11 @@ def run(
 
         checks = run_checks(thresholds, metrics, baseline_metrics)
         no_baseline = None if baseline_model_uri else (no_baseline_reason or "none was given")
+        if baseline_metrics is not None:  # the comparison a warm start or a new span is judged by, said whether or not
+            headline = overall.HEADLINE  # a threshold checks it (max_drop: 0 makes it one)
+            if isinstance(baseline_metrics.get(headline), float) and isinstance(metrics.get(headline), float):
+                log.info("evaluate: %s %.4f, the baseline's %.4f on the same examples (%s)", headline,
+                         metrics[headline], baseline_metrics[headline], baseline_model_uri)  # fmt: skip
         if no_baseline:
             log.info("evaluate: no baseline: %s", no_baseline)
             if require_baseline:

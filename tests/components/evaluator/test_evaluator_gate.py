@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import PIL.Image
@@ -110,12 +111,17 @@ def test_outputs_plots_report_and_kfp_metrics(sliced):
         assert "".join(f"<td>{count}</td>" for count in row) in report
 
 
-def test_a_regression_against_the_baseline_withholds_the_blessing(inputs, tmp_path):
+def test_a_regression_against_the_baseline_withholds_the_blessing(inputs, tmp_path, caplog):
     _, _, good, worse, _ = inputs
     thresholds = {"accuracy": {"lower_bound": 0.3, "max_drop": 0.002}, "loss": {"max_rise": 10.0}}
-    summary, evaluation, blessing = evaluate(
-        inputs, tmp_path, worse, thresholds=thresholds, baseline_model_uri=str(good.path)
-    )
+    with caplog.at_level(logging.INFO):
+        summary, evaluation, blessing = evaluate(
+            inputs, tmp_path, worse, thresholds=thresholds, baseline_model_uri=str(good.path)
+        )
+    # The comparison is said in the log, threshold or not (a user trial found it in metrics.json only).
+    metrics = evaluation.metrics
+    said = f"accuracy {metrics['accuracy']:.4f}, the baseline's {metrics['baseline']['accuracy']:.4f}"
+    assert f"evaluate: {said} on the same examples ({good.path})" in caplog.text
     assert not blessing.blessed and summary["blessed"] is False
     verdict = blessing.read_json("blessing.json")
     assert verdict["baseline_model"] == str(good.path)
