@@ -123,13 +123,16 @@ def run(
         for entry in entries:
             if entry["severity"] == "error":
                 log.warning("validate: %s: %s: %s", split, entry["feature"], entry["description"])
-            else:
-                log.info("validate: %s: %s: %s (counted, not blocking)", split, entry["feature"], entry["description"])
+            else:  # a drift is a warning of the schema's, blocking the Trainer under on_drift: fail
+                blocks = entry.get("kind") == "span_drift" and drift is not None and drift["blocking"]
+                said = "drift, blocking: on_drift: fail" if blocks else "counted, not blocking"
+                log.info("validate: %s: %s: %s (%s)", split, entry["feature"], entry["description"], said)
     if blocking:
         log.warning("validate: %s (on_anomaly: %s)", message, on_anomaly)
     result = {"anomalies": count, "blocking": blocking, **{split: len(entries) for split, entries in found.items()}}
     if drift is not None:
         result["drifted_features"] = len(drift["drifted"])
+        result["drift_blocking"] = int(drift["blocking"])  # the Trainer refuses to train (on_drift: fail)
         # Each drifted feature's distance: a number of the summary, so MLflow logs it (validate.drift.<feature>).
         result.update({"drift." + re.sub(r"[^\w.-]", "_", entry["feature"]): round(entry["distance"], 4)
                        for entry in drift["features"] if entry["drifted"]})  # fmt: skip

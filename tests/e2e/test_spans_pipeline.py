@@ -125,6 +125,8 @@ def test_three_spans(tmp_path, run_kflow):
     assert "span 3 drifted from span 2 in 3 feature(s)" in error and "data.on_drift: warn" in error
     record_3, _ = newest_run(tmp_path)
     assert record_3["components"]["train"]["status"] == "failed"
+    assert record_3["components"]["validate"]["summary"]["drift_blocking"] == 1  # said so, not "not blocking"
+    assert "(drift, blocking: on_drift: fail)" in third.stderr and "(counted, not blocking)" not in third.stderr
     anomalies = tmp_path / record_3["components"]["validate"]["outputs"]["anomalies"]["uri"] / "anomalies.json"
     verdict = json.loads(anomalies.read_text())["drift"]
     assert verdict["drifted"] == ["age", "color", "label"] and verdict["blocking"]
