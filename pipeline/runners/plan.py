@@ -92,6 +92,9 @@ def changes(
             reasons.append(f"data: {_files_counted(differing, old, new)}")
         elif differing:  # a span's artifacts (ingest_span_3, ingest_span_3/schema): said by its ingest once
             differing = [name for name in differing if "/" not in name or name.split("/")[0] not in differing]
+            if part == "inputs":  # a span in the window or out of it (data.spans: {last: 2}): which
+                differing = [f"{name} (gone)" if name not in new else f"{name} (new)" if name not in old else name
+                             for name in differing]  # fmt: skip
             reasons.append(f"{part}: {', '.join(differing)}")
     return reasons
 

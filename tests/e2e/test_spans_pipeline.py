@@ -84,7 +84,7 @@ def test_three_spans(tmp_path, run_kflow):
     assert actions["ingest_span_1"][0] == "cached"
     assert actions["ingest_span_2"] == ("run", f"new; span 2: {data / 'survey-2.csv'}")
     assert "spans: 1, 2 (data.spans: all)" in shown
-    assert "inputs: ingest_span_2" in actions["ingest"][1]  # a span input is named by its ingest
+    assert "inputs: ingest_span_2 (new)" in actions["ingest"][1]  # a span input is named by its ingest
     assert f"warm start from {run_1.name}" in actions["train"][1]
     second = run_kflow("run", config)
     assert second.returncode == 0, second.stderr[-3000:]

@@ -81,7 +81,8 @@ def test_a_source_that_is_not_there_is_one_line_naming_the_component(tmp_path, r
 def test_plan_and_diff_name_a_span_input_by_its_ingest(tmp_path, capsys):
     """The union of spans (`ingest`) takes each span at a place, span_0, span_1, …: plan and diff said `inputs: span_0
     (ingest_span_1), span_1 (ingest_span_2)` for one span added, every place it moved. Each span input is named by its
-    ingest, as its own plan line is: a span added or gone is its ingest alone, a span moved to another place none."""
+    ingest, as its own plan line is: a span added or gone is its ingest alone, said new or gone (a user trial read a
+    window's move as three spans added), a span moved to another place none."""
     from kflow.pipeline.cli.history import diff_runs, format_diff
     from kflow.pipeline.cli.main import main
     from kflow.pipeline.runners.run_record import Run
@@ -97,12 +98,12 @@ def test_plan_and_diff_name_a_span_input_by_its_ingest(tmp_path, capsys):
 
     plan_and_run("{last: 1}", (1, 2))  # span 2 alone
     planned = plan_and_run("all", (1, 2))  # span 1 added before it
-    assert planned["ingest"]["why"] == ["parameters: spans", "inputs: ingest_span_1"]
+    assert planned["ingest"]["why"] == ["parameters: spans", "inputs: ingest_span_1 (new)"]
     planned = plan_and_run("{last: 2}", (1, 2, 3))  # span 3 added, span 1 gone
-    assert planned["ingest"]["why"] == ["parameters: spans", "inputs: ingest_span_1, ingest_span_3"]
+    assert planned["ingest"]["why"] == ["parameters: spans", "inputs: ingest_span_1 (gone), ingest_span_3 (new)"]
 
     runs = [Run.load(path.parent) for path in sorted((tmp_path / "runs" / "survey").glob("*/run.json"))]
     changed = diff_runs(runs[0], runs[1])["components"]["ingest"]["changed"]
-    assert changed == ["parameters: spans", "inputs: ingest_span_1"]
-    line = "  ingest: succeeded → succeeded (parameters: spans; inputs: ingest_span_1, ingest_span_3)"
+    assert changed == ["parameters: spans", "inputs: ingest_span_1 (new)"]
+    line = "  ingest: succeeded → succeeded (parameters: spans; inputs: ingest_span_1 (gone), ingest_span_3 (new))"
     assert line in format_diff(diff_runs(runs[1], runs[2])).splitlines()
