@@ -211,8 +211,7 @@ def _parser() -> argparse.ArgumentParser:
     diff = commands.add_parser(
         "diff", parents=[verbosity], help="what changed between two runs: config, re-run components and why, metrics"
     )
-    diff.add_argument("run_a", help="a run folder")
-    diff.add_argument("run_b", help="a run folder")
+    diff.add_argument("runs", nargs="+", help="two run folders, or a pipeline (folder, config) and 0-2 run ids")
     diff.add_argument("--json", action="store_true", help="print the difference as JSON")
     diff.set_defaults(command=_diff)
 
@@ -385,11 +384,10 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    from kflow.pipeline.cli.compared_runs import compared_runs
     from kflow.pipeline.cli.history import diff_runs, format_diff
-    from kflow.pipeline.cli.show import find_run_dir
 
-    runs = [Run.load(find_run_dir(path)) for path in (args.run_a, args.run_b)]
-    difference = diff_runs(*runs)
+    difference = diff_runs(*compared_runs(args.runs))
     say(json.dumps(difference, indent=2) if args.json else format_diff(difference))
     return EXIT_OK
 

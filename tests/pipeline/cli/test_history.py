@@ -362,3 +362,39 @@ def test_runs_of_a_config_lists_its_pipelines_runs(tmp_path, capsys):
     assert main(["runs", str(tmp_path / "toy.yaml")]) == 0
     header, *rows = capsys.readouterr().out.strip().splitlines()
     assert header.split()[:2] == ["pipeline", "run"] and len(rows) == 1 and rows[0].split()[0] == "toy"
+
+
+def test_diff_takes_a_pipeline_and_run_ids(tmp_path, capsys):
+    """A user trial: `kflow diff runs/wages RUN_A RUN_B` printed kflow's usage, `kflow diff runs/wages RUN` said the
+    folder holds no run.json. A pipeline (its folder, a run folder, its config) and 0 to 2 run ids now say which."""
+    import yaml
+
+    from kflow.pipeline import api
+    from kflow.pipeline.cli.main import main
+    from tests.pipeline.toy.components import Produce
+
+    for epochs in (1, 2, 3):
+        config = {"trainer": {"epochs": epochs}}
+        api.run(api.Pipeline("toy", [Produce("produce")], metadata={"config": config}), tmp_path / "runs")
+    first, second, third = sorted(path.parent.name for path in (tmp_path / "runs" / "toy").glob("*/run.json"))
+    folder = tmp_path / "runs" / "toy"
+    data = {
+        "dataset": "csv",
+        "source": {"path": str(REPO / "pipeline" / "configs" / "data" / "iris.csv")},
+        "label": "species",
+    }
+    config = {"name": "toy", "pipeline_root": str(tmp_path / "runs"), "data": data}
+    (tmp_path / "toy.yaml").write_text(yaml.safe_dump(config))
+
+    def said(*arguments):
+        assert main(["diff", *map(str, arguments), "--json"]) == 0
+        difference = json.loads(capsys.readouterr().out)
+        return difference["a"], difference["b"], difference["parameters"]["trainer.epochs"]
+
+    assert said(folder) == (second, third, {"a": 2, "b": 3})  # the last two
+    assert said(tmp_path / "toy.yaml") == (second, third, {"a": 2, "b": 3})  # a config's pipeline
+    assert said(folder, first) == (first, third, {"a": 1, "b": 3})  # that run against the newest
+    assert said(folder, first, second) == (first, second, {"a": 1, "b": 2})
+    assert said(folder / first, folder / third) == (first, third, {"a": 1, "b": 3})  # two run folders, as before
+    assert main(["diff", str(folder), "20991231-000000-000000-zzzz"]) == 2
+    assert f"{folder} holds no run 20991231-000000-000000-zzzz (the newest: {third}" in capsys.readouterr().err
