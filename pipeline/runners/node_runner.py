@@ -114,7 +114,7 @@ def _run_node(
             raise _failed(node, record, error, seconds=0.0) from error
         if only_if_cached and not cached:
             return None  # a cache probe that misses says nothing: the Beam pipeline runs the node and says it
-        if data is not None:
+        if data is not None and data["files"]:  # no file read (the schema without data.schema): nothing to say
             log.info("%s: %d source file(s) fingerprinted in %.2f s", node.id, len(data["files"]), data["seconds"])
         if cached:
             execution, source_run = cached
