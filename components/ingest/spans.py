@@ -2,6 +2,8 @@
 
     data/survey-{SPAN}.csv              spans 1, 2, 3 … (the digits in the name, leading zeros allowed)
     data/span-{SPAN}/v{VERSION}/*.csv   each span's highest version: a span re-delivered as a new version
+    data/sales-{YYYY}-{MM}.csv          a span a month, numbered by its date's digits (202401), as TFX's date
+    data/{YYYY}/{MM}/{DD}/*.parquet     specs; a day's span 20240115, a year's ({YYYY} alone) 2024
 
 A span is a unit of data that arrives over time (a day, a month); `data.spans` says which spans a run reads:
 `latest` (the highest span), `all`, `{last: N}` (the N highest) or `{from: A, to: B}` (A to B, inclusive).
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 SPAN, VERSION = "{SPAN}", "{VERSION}"
+DATE_SPECS = {"{YYYY}": r"(?P<yyyy>\d{4})", "{MM}": r"(?P<mm>\d{2})", "{DD}": r"(?P<dd>\d{2})"}
 FIELD = "data.source.path"
 
 
@@ -36,27 +39,50 @@ class Span:
 
 
 def has_spans(path: str | None) -> bool:
-    return bool(path) and SPAN in str(path)
+    return bool(path) and (SPAN in str(path) or "{YYYY}" in str(path))
 
 
 def check_pattern(pattern: str) -> None:
     """ValueError, one line naming the field, for a pattern kflow cannot read spans from."""
-    if pattern.count(SPAN) != 1:
+    dated = "{YYYY}" in pattern
+    if dated and SPAN in pattern:
+        raise ValueError(f"{FIELD}: a span pattern has {SPAN} or date specs ({{YYYY}}, {{MM}}, {{DD}}), not both")
+    if not dated and pattern.count(SPAN) != 1:
         raise ValueError(f"{FIELD}: a span pattern has {SPAN} exactly once, got {pattern!r}")
+    if dated and (any(pattern.count(spec) > 1 for spec in DATE_SPECS) or ("{DD}" in pattern and "{MM}" not in pattern)):
+        raise ValueError(f"{FIELD}: a date has {{YYYY}} once, then {{MM}} and {{DD}} at most once, got {pattern!r}")
     if pattern.count(VERSION) > 1:
         raise ValueError(f"{FIELD}: a span pattern has {VERSION} at most once, got {pattern!r}")
-    leftover = re.sub(r"\{SPAN\}|\{VERSION\}", "", pattern)
+    leftover = re.sub(r"\{(SPAN|VERSION|YYYY|MM|DD)\}", "", pattern)
     if "{" in leftover or "}" in leftover:
-        raise ValueError(f"{FIELD}: only {SPAN} and {VERSION} may stand in braces, got {pattern!r}")
-    if VERSION in pattern and pattern.index(VERSION) < pattern.index(SPAN):
-        raise ValueError(f"{FIELD}: {VERSION} comes after {SPAN} (a version of a span), got {pattern!r}")
+        raise ValueError(
+            f"{FIELD}: only {SPAN} (or {{YYYY}}, {{MM}}, {{DD}}) and {VERSION} may stand in braces, got {pattern!r}"
+        )
+    first = pattern.index(SPAN) if SPAN in pattern else pattern.index("{YYYY}")
+    if VERSION in pattern and pattern.index(VERSION) < first:
+        raise ValueError(f"{FIELD}: {VERSION} comes after the span (a version of a span), got {pattern!r}")
 
 
 def _regex(pattern: str) -> re.Pattern[str]:
     """The pattern as a regular expression over paths: glob wildcards stay within one path segment."""
-    parts = re.split(r"(\{SPAN\}|\{VERSION\}|\*\*|\*|\?)", pattern)
-    wildcards = {SPAN: r"(?P<span>\d+)", VERSION: r"(?P<version>\d+)", "**": r".*", "*": r"[^/]*", "?": r"[^/]"}
+    parts = re.split(r"(\{SPAN\}|\{VERSION\}|\{YYYY\}|\{MM\}|\{DD\}|\*\*|\*|\?)", pattern)
+    wildcards = {SPAN: r"(?P<span>\d+)", VERSION: r"(?P<version>\d+)", "**": r".*", "*": r"[^/]*", "?": r"[^/]",
+                 **DATE_SPECS}  # fmt: skip
     return re.compile("".join(wildcards.get(part, re.escape(part)) for part in parts) + r"\Z")
+
+
+def _span_of(match: re.Match[str]) -> str:
+    """The span's digits: {SPAN}'s, or its date's (2024, 202401, 20240115)."""
+    found = match.groupdict()
+    return found["span"] if found.get("span") is not None else "".join(found.get(k) or "" for k in ("yyyy", "mm", "dd"))
+
+
+def _filled(pattern: str, match: re.Match[str]) -> str:
+    """The pattern with a span's own digits (and its version's) put back: the files its ingest reads."""
+    found = match.groupdict()
+    for spec, group in ((SPAN, "span"), ("{YYYY}", "yyyy"), ("{MM}", "mm"), ("{DD}", "dd"), (VERSION, "version")):
+        pattern = pattern.replace(spec, found.get(group) or "")
+    return pattern
 
 
 def find_spans(pattern: str) -> list[Span]:
@@ -66,13 +92,13 @@ def find_spans(pattern: str) -> list[Span]:
     pattern = str(Path(pattern).expanduser())
     regex = _regex(pattern)
     found: dict[int, dict[int, list[tuple[str, str, str]]]] = {}
-    for name in sorted(glob.glob(pattern.replace(SPAN, "*").replace(VERSION, "*"), recursive=True)):
+    for name in sorted(glob.glob(re.sub(r"\{(SPAN|VERSION|YYYY|MM|DD)\}", "*", pattern), recursive=True)):
         match = regex.match(name)
         if match is None or not Path(name).exists():
             continue
         version = match.groupdict().get("version")
-        versions = found.setdefault(int(match["span"]), {})
-        versions.setdefault(int(version) if version is not None else -1, []).append((name, match["span"], version))
+        versions = found.setdefault(int(_span_of(match)), {})
+        versions.setdefault(int(version) if version is not None else -1, []).append((name, _span_of(match), match))
     if not found:
         raise ValueError(f"{FIELD}: no file matches the span pattern {pattern!r}")
     spans = []
@@ -82,9 +108,9 @@ def find_spans(pattern: str) -> list[Span]:
         texts = {text for _, text, _ in files}
         if len(texts) > 1:
             raise ValueError(f"{FIELD}: span {number} is spelled {sorted(texts)} by its files; one spelling a span")
-        text, version = files[0][1], files[0][2]
-        path = pattern.replace(SPAN, text).replace(VERSION, version or "")
-        spans.append(Span(number, text, version, path, tuple(name for name, _, _ in files)))
+        text, match = files[0][1], files[0][2]
+        spans.append(Span(number, text, match["version"] if "version" in match.groupdict() else None,
+                          _filled(pattern, match), tuple(name for name, _, _ in files)))  # fmt: skip
     return spans
 
 

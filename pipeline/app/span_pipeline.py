@@ -58,7 +58,10 @@ def resolve_spans(config: PipelineConfig) -> tuple[list[Span], list[Span]] | Non
     path = config.data.source.path
     if not has_spans(path):
         if config.data.spans is not None:
-            raise ValueError("data.spans: needs {SPAN} in data.source.path, e.g. data/survey-{SPAN}.csv")
+            raise ValueError(
+                "data.spans: needs {SPAN} (or a date: {YYYY}, {MM}, {DD}) in data.source.path, e.g. "
+                "data/survey-{SPAN}.csv or data/sales-{YYYY}-{MM}.csv"
+            )
         return None
     found = find_spans(absolute(path))
     chosen = select_spans(found, spans_selection(config))

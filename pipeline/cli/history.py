@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kflow.components.ingest.spans import has_spans
 from kflow.pipeline.cli.test_data import format_test_data, run_spans, test_data_difference
 from kflow.pipeline.cli.trained_with import format_settings, tuned_settings
 from kflow.pipeline.dsl.artifacts import Model
@@ -72,7 +73,7 @@ def _data_read(run: Run) -> str:
     label = chosen.parameters.get("label")
     source = str(chosen.parameters["source_path"])
     pattern = ((run.metadata.get("config") or {}).get("data") or {}).get("source", {}).get("path")
-    if isinstance(pattern, str) and "{SPAN}" in pattern:  # the spans' pattern, not one span's file (a user trial)
+    if isinstance(pattern, str) and has_spans(pattern):  # the spans' pattern, not one span's file (a user trial)
         source = pattern
     return Path(source.rstrip("/")).name + (f" ({label})" if label else "")
 

@@ -1,4 +1,5 @@
-"""Span patterns ({SPAN}, {VERSION}) and data.spans selections, on real files in a temporary folder."""
+"""Span patterns ({SPAN}, {VERSION}, the dates {YYYY}, {MM}, {DD}) and data.spans selections, on real files in a
+temporary folder."""
 
 import pytest
 
@@ -29,6 +30,24 @@ def test_a_span_is_read_at_its_highest_version_and_may_hold_several_files(tmp_pa
     assert len(spans[0].files) == 2
 
 
+def test_monthly_and_daily_files_are_spans_numbered_by_their_dates(tmp_path):
+    """A user trial named monthly exports wages-2023-12.csv, wages-2024-01.csv: `{SPAN}` could not read them, and
+    `wages-*-{SPAN}.csv` made December 2023 the newest span (12) and joined two Januaries. TFX's date specs can."""
+    for name in ("wages-2023-12.csv", "wages-2024-01.csv", "wages-2024-02.csv", "wages-2024-x.csv", "notes.csv"):
+        touch(tmp_path / name)
+    spans = find_spans(str(tmp_path / "wages-{YYYY}-{MM}.csv"))
+    assert [span.name for span in spans] == ["202312", "202401", "202402"]  # in time's order
+    assert spans[-1].path == str(tmp_path / "wages-2024-02.csv") and spans[0].files == (spans[0].path,)
+    assert [span.name for span in select_spans(spans, {"last": 2})] == ["202401", "202402"]
+    assert [span.name for span in select_spans(spans, {"from": 202400})] == ["202401", "202402"]
+    for day in ("2024/01/30", "2024/01/31", "2024/02/01"):
+        touch(tmp_path / "daily" / day / "part-0.parquet")
+        touch(tmp_path / "daily" / day / "part-1.parquet")
+    days = find_spans(str(tmp_path / "daily" / "{YYYY}" / "{MM}" / "{DD}" / "*.parquet"))
+    assert [span.number for span in days] == [20240130, 20240131, 20240201] and len(days[0].files) == 2
+    assert days[0].path == str(tmp_path / "daily" / "2024" / "01" / "30" / "*.parquet")
+
+
 def test_selections(tmp_path):
     for number in range(1, 6):
         touch(tmp_path / f"s-{number}.csv")
@@ -54,8 +73,10 @@ def test_selections(tmp_path):
     [
         ("s-{SPAN}-{SPAN}.csv", "has {SPAN} exactly once"),
         ("s-{VERSION}.csv", "has {SPAN} exactly once"),
-        ("v{VERSION}/s-{SPAN}.csv", "{VERSION} comes after {SPAN}"),
-        ("s-{DAY}-{SPAN}.csv", "only {SPAN} and {VERSION} may stand in braces"),
+        ("v{VERSION}/s-{SPAN}.csv", "{VERSION} comes after the span"),
+        ("s-{DAY}-{SPAN}.csv", "only {SPAN} (or {YYYY}, {MM}, {DD}) and {VERSION} may stand in braces"),
+        ("s-{YYYY}-{SPAN}.csv", "has {SPAN} or date specs ({YYYY}, {MM}, {DD}), not both"),
+        ("s-{YYYY}-{DD}.csv", "a date has {YYYY} once, then {MM} and {DD} at most once"),
         ("nothing-{SPAN}.csv", "no file matches the span pattern"),
     ],
 )

@@ -53,7 +53,7 @@ def test_latest_reads_one_span_and_ingests_the_previous_one_for_drift(tmp_path):
         ("data/survey-{SPAN}-{SPAN}.csv", "all", "data.source.path: a span pattern has {SPAN} exactly once"),
         ("data/other-{SPAN}.csv", "all", "data.source.path: no file matches the span pattern"),
         ("data/survey-{SPAN}.csv", "{from: 7}", "data.spans: {from: 7} selects none of the spans found (1, 2, 3)"),
-        ("data/survey-1.csv", "all", "data.spans: needs {SPAN} in data.source.path"),
+        ("data/survey-1.csv", "all", "data.spans: needs {SPAN} (or a date: {YYYY}, {MM}, {DD}) in data.source.path"),
     ],
 )
 def test_validate_refuses_bad_spans_in_one_line(tmp_path, capsys, pattern, spans, message):
