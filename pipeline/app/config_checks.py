@@ -189,7 +189,11 @@ def source_facts(config: PipelineConfig, *, check_others: bool = True) -> Any | 
 def _source(config: PipelineConfig) -> list[str]:
     """What the ingest would refuse in the data itself (no such file; a label, key or column the header lacks; a
     task it cannot infer) and thresholds or slices the data cannot have, from the first file's header and
-    sample, where the ingest can look (csv)."""
+    sample, where the ingest can look (csv); of spans, each span's header first (span_headers.py)."""
+    from kflow.pipeline.app.span_headers import span_header_problems
+
+    if headers := span_header_problems(config):  # a span lacking the label: said naming it, not the sample's facts
+        return headers
     dataset = get_dataset(config.data.dataset)
     try:
         facts = source_facts(config)

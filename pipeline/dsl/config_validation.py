@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 
 from kflow.pipeline.dsl.config_data import field_path
-from kflow.pipeline.dsl.config_model.base import FORMS
+from kflow.pipeline.dsl.config_model.base import ALTERNATIVES, FORMS
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -64,6 +64,17 @@ def _shown(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _as_written(value: Any) -> str:
+    """A value as a config writes it, in one short line: a string quoted, a mapping in flow style without the nulls
+    the validator filled in as its alternatives' defaults ({first: 2}, not {first: 2, from: null, to: null})."""
+    if isinstance(value, str):
+        return _shown(value).replace('"', "'") if '"' not in value and "'" not in value else _shown(value)
+    if isinstance(value, dict):
+        text = "{" + ", ".join(f"{key}: {_shown(item)}" for key, item in value.items() if item is not None) + "}"
+        return text if len(text) <= 80 else text[:79] + "…"
+    return _shown(value)
+
+
 def describe_error(error: jsonschema.ValidationError, section: str = "") -> list[str]:
     """One line per problem, naming the field (under `section` when the schema validated only that section)."""
     path = field_path([*filter(None, [section]), *error.absolute_path])
@@ -107,6 +118,8 @@ def describe_error(error: jsonschema.ValidationError, section: str = "") -> list
             message = f"must be {' or '.join(_option_text(option) for option in value)}{got}"
         case "anyOf" | "oneOf" if (nearest := _nearest(error)) is not None:  # in the words of the form it has
             return describe_error(nearest, section)
+        case "anyOf" | "oneOf" if path in ALTERNATIVES:  # of no form: the forms, not "not valid under any of …"
+            message = f"{_as_written(error.instance)} is not {ALTERNATIVES[path]}"
         case _:
             message = error.message
     return [f"{path or '(top level)'}: {message}"]

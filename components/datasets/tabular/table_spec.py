@@ -111,6 +111,8 @@ class InspectedTableIngest(Component):
 
     # "module:function" taking the ingest's parameters and returning the source's facts (tabular.columns.SourceFacts).
     inspect: str = ""
+    # "module:function" taking the ingest's parameters and returning (the file read, its columns): the header alone.
+    header_only: str = ""
 
     def check_parameters(self) -> list[str]:
         try:
@@ -122,3 +124,7 @@ class InspectedTableIngest(Component):
     def inspect_source(self) -> Any:
         """The source's facts; a ValueError naming the field for what the ingest would refuse."""
         return import_path(self.inspect)(**self.parameters)
+
+    def source_columns(self) -> tuple[str, list[str]] | None:
+        """(the file read, its columns), from its header alone; None where the ingest cannot say them so."""
+        return import_path(self.header_only)(**self.parameters) if self.header_only else None

@@ -26,6 +26,8 @@ _TAG = r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
 _DIGEST = r"(@[A-Za-z][A-Za-z0-9]*([-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?"
 # Each pattern in words, for the line that refuses a value (config_validation.describe_error): {pattern: words}.
 FORMS: dict[str, str] = {}
+# A field of several forms (an anyOf) in words, for the line that refuses a value of none of them: {field: words}.
+ALTERNATIVES: dict[str, str] = {}
 
 
 def _named(pattern: str, words: str, max_length: int) -> Any:

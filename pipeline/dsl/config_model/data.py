@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import MISSING, Field
 
 from kflow.pipeline.dsl.config_model.base import (
+    ALTERNATIVES,
     ColumnType,
     Identifier,
     PositiveInt,
@@ -187,3 +188,6 @@ class DataSection(Section):
     shards_per_split: Annotated[int, Field(ge=1, le=MAX_SHARDS)] | Literal["auto"] = "auto"
     """TFRecord files per split (at most 10,000, and no more than the records read), or auto: one per 256 MB of the
     split's serialised Examples (at least one)."""
+
+
+ALTERNATIVES["data.spans"] = "a selection of spans: latest | all | {last: N} | {from: A, to: B}"

@@ -18,6 +18,7 @@ def write(tmp_path, data):
 
 
 MINIMAL = {"name": "mnist", "data": {"dataset": "mnist"}}
+SPAN_FORMS = "a selection of spans: latest | all | {last: N} | {from: A, to: B}"
 
 
 @pytest.mark.parametrize("name", ["demo.yaml", "mnist.yaml"])
@@ -67,6 +68,10 @@ def test_overrides_set_nested_fields_with_yaml_values(tmp_path):
         ("data.spans={last: 0}", "data.spans.last: must be ≥ 1 (got 0)"),
         ("data.spans={from: -1}", "data.spans.from: must be ≥ 0 (got -1)"),
         ("data.image.size=[0, 8]", "data.image.size.0: must be ≥ 1 (got 0)"),
+        # A value of none of them: the forms (a user trial read 'is not valid under any of the given schemas').
+        ("data.spans=latest_two", f"data.spans: 'latest_two' is not {SPAN_FORMS}"),
+        ("data.spans={first: 2}", f"data.spans: {{first: 2}} is not {SPAN_FORMS}"),  # not the defaults filled in
+        ("data.spans=3", f"data.spans: 3 is not {SPAN_FORMS}"),
     ],
 )
 def test_errors_name_the_offending_field(tmp_path, override, message):
@@ -102,6 +107,15 @@ def test_an_override_of_one_share_keeps_the_dataset_s_default_split_s_others(tmp
     ]:
         assert main(["validate", str(path), "--set", override]) == 2
         assert said in capsys.readouterr().err
+
+
+def test_validate_says_the_forms_of_data_spans_in_one_line(tmp_path, capsys):
+    from kflow.pipeline.cli.main import main
+
+    path = write(tmp_path, {"name": "wages", "data": {"dataset": "csv", "source": {"path": "w-{SPAN}.csv"}}})
+    assert main(["validate", str(path), "--set", "data.spans=latest_two"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == f"kflow: {path}: data.spans: 'latest_two' is not {SPAN_FORMS}"
 
 
 def test_a_missing_required_field_is_named(tmp_path):

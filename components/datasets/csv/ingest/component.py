@@ -36,3 +36,4 @@ class CsvIngest(InspectedTableIngest):
         source_files="kflow.components.datasets.csv.ingest.source:source_files",
     )
     inspect = "kflow.components.datasets.csv.ingest.source:inspect_source"
+    header_only = "kflow.components.datasets.csv.ingest.header_only:source_columns"

@@ -22,3 +22,4 @@ class ParquetIngest(InspectedTableIngest):
         source_files="kflow.components.datasets.parquet.ingest.source:source_files",
     )
     inspect = "kflow.components.datasets.parquet.ingest.source:inspect_source"
+    header_only = "kflow.components.datasets.parquet.ingest.source:source_columns"

@@ -330,3 +330,12 @@ def as_text(value: Any) -> str:
     if hasattr(value, "isoformat"):
         return value.isoformat()
     return str(value)
+
+
+def source_columns(*, source_path: str | None = None, **_: Any) -> tuple[str, list[str]]:
+    """(the file read, its columns): the first file's schema's names and its partition folders' columns, read from
+    the file's footer, no row (`kflow validate`'s look at each span but the newest)."""
+    files = resolve(source_path)
+    folders = partitions(files[:1], source_path).get(files[0], {})
+    names = list(open_file(files[0]).schema_arrow.names)
+    return files[0], names + [name for name in folders if name not in names]
