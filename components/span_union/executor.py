@@ -20,7 +20,7 @@ from typing import Any
 from google.protobuf import text_format
 
 from kflow.components.ingest.tfrecord_file import TFRecordWriter, read_records
-from kflow.components.span_union.merged_schema import merged_schema, widened_record, widenings
+from kflow.components.span_union.merged_schema import mark_partial, merged_schema, widened_record, widenings
 from kflow.components.util.schema import load_schema
 from kflow.pipeline.dsl.artifacts import Examples, Schema
 
@@ -33,6 +33,7 @@ def run(*, examples: Examples, schema: Schema, spans: list[str], **inputs: Examp
     sources = [inputs[f"span_{index}"] for index in range(len(spans))]
     schemas = [load_schema(inputs[f"span_{index}_schema"].file) for index in range(len(spans))]
     union_schema, changes = merged_schema(schemas)
+    mark_partial(union_schema, schemas, spans)
     for said in widenings(schemas, spans):
         log.info("ingest: %s", said)
     splits = sorted({split for source in sources for split in source.splits})

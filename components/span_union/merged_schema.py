@@ -23,6 +23,7 @@ _RANK = {"bool": 0, "int": 1, "float": 2, "string": 3}
 _PROTO_TYPES = {"bool": schema_pb2.INT, "int": schema_pb2.INT, "float": schema_pb2.FLOAT, "string": schema_pb2.BYTES}
 _KINDS = {schema_pb2.INT: "int", schema_pb2.FLOAT: "float", schema_pb2.BYTES: "string"}
 _TYPE_TAG = "kflow_type="
+SPANS_TAG = "kflow_spans"  # `kflow_spans=2,3`: the spans that hold a column some of the union's spans lack
 
 
 def kind_of(feature: schema_pb2.Feature) -> str | None:
@@ -102,3 +103,13 @@ def widened_record(record: bytes, changes: Mapping[str, str]) -> bytes:
         else:
             feature.bytes_list.value.extend(str(value).encode() for value in values)
     return example.SerializeToString(deterministic=True)
+
+
+def mark_partial(merged: schema_pb2.Schema, schemas: Sequence[schema_pb2.Schema], spans: Sequence[str]) -> None:
+    """Tags each column of `merged` that only some spans hold with those spans (`kflow_spans=2`): a column with one
+    value wherever it is present then tells a record's span alone, which the model is not to learn (plan.py)."""
+    for feature in merged.feature:
+        held = [span for span, schema in zip(spans, schemas, strict=True)
+                if any(other.name == feature.name for other in schema.feature)]  # fmt: skip
+        if len(held) < len(spans):
+            feature.annotation.tag.append(f"{SPANS_TAG}={','.join(held)}")

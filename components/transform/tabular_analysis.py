@@ -57,12 +57,13 @@ def label_analyzers(task: Any) -> tuple[list[Analyzer], dict[str, str]]:
 
 def tabular_plan(task: Any, results: dict[str, Any]) -> dict[str, Any]:
     """{"label", "features", "head", "left_out", "inputs"}: the task's preprocessing, from the analyzers' results."""
-    features, rows = [], training_rows(task, results)
+    features, rows, spans = [], training_rows(task, results), getattr(task, "spans", {})
     for name, kind in task.types.items():
         if kind in NUMERIC:
             moments = results[f"moments.{name}"]
             codes = moments.get("codes") if kind in CODED_KINDS else None
-            features.append(numeric_spec(name, moments["count"], moments["mean"], moments["variance"], codes, rows))
+            count, mean, variance = moments["count"], moments["mean"], moments["variance"]
+            features.append(numeric_spec(name, count, mean, variance, codes, rows, spans.get(name)))
         else:
             values, words = results[f"vocabulary.{name}"], results[f"words.{name}"]
             summary = StringSummary(
@@ -74,7 +75,7 @@ def tabular_plan(task: Any, results: dict[str, Any]) -> dict[str, Any]:
                 words=[tuple(pair) for pair in words["ranked"]],
                 day_first=values.get("day_first", False),
             )
-            features.append(string_spec(name, summary, task.options, rows))
+            features.append(string_spec(name, summary, task.options, rows, spans.get(name)))
     features = within_code_budget(features)
     left_out = {spec["name"]: spec["left_out"] for spec in features if spec["kind"] == "left_out"}
     for name, why in left_out.items():

@@ -85,12 +85,19 @@ def summarize_strings(counts: Counter, options: dict[str, Any]) -> StringSummary
 
 
 def numeric_spec(
-    name: str, count: int, mean: float, variance: float, codes: list | None = None, rows: int | None = None
+    name: str,
+    count: int,
+    mean: float,
+    variance: float,
+    codes: list | None = None,
+    rows: int | None = None,
+    spans: str | None = None,
 ) -> dict[str, Any]:
-    """A number's normalisation (its training mean and variance), or why it is left out (no value, or a variance
-    past float32's range); an integer column's `codes` too (`integer_codes`: [(value, count)] of its training
-    values, None past MAX_CODES); `missing` when it has fewer values than the training split's `rows` (the model
-    flags a missing value: MissingFlags)."""
+    """A number's normalisation (its training mean and variance), or why it is left out (no value, one value in
+    every training row or wherever a column only some `spans` hold is present, or a variance past float32's range);
+    an integer column's `codes` too (`integer_codes`: [(value, count)] of its training values, None past MAX_CODES);
+    `missing` when it has fewer values than the training split's `rows` (the model flags a missing value:
+    MissingFlags)."""
     if not count:
         return {"name": name, "kind": "left_out", "left_out": NO_VALUE}
     # One value in every training row: exactly, where its whole values are counted; else to the sum of squares'
@@ -98,12 +105,23 @@ def numeric_spec(
     one = len(codes) == 1 if codes is not None else variance <= 1e-15 * max(1.0, mean**2)
     if rows is not None and count == rows and one:  # nothing to learn from
         return {"name": name, "kind": "left_out", "left_out": f"a constant ({mean:g} in every training row)"}
+    if rows is not None and spans and one:
+        return {"name": name, "kind": "left_out", "left_out": constant_where_present(f"{mean:g}", count, rows, spans)}
     if not abs(variance) < _FLOAT32_MAX:  # physical constants from 1e-36 to 1e38: no float32 scale holds them
         spread = f"its values' variance, {variance:.3g}, is past float32's range"
         return {"name": name, "kind": "left_out", "left_out": spread}
     spec = {"name": name, "kind": "numeric", "mean": mean, "variance": variance if variance > 1e-12 else 1.0}
     spec |= {"missing": True} if rows is not None and 0 < count < rows else {}
     return spec | ({"codes": kept} if (kept := integer_codes(codes, count)) else {})
+
+
+def constant_where_present(value: str, count: int, rows: int, spans: str) -> str:
+    """Why a column that only some `spans` hold (the union's `kflow_spans` tag), one value wherever present, is left
+    out: present or missing, it tells the record's span and nothing else (an export adding `year`, 1977 in every row,
+    taught the model "is span 2"). A column of one value missing here and there within each span (a box ticked or
+    left empty) is kept: its presence may be informative, and the model flags it (MissingFlags)."""
+    held = f"span {spans} alone holds" if "," not in spans else f"spans {spans.replace(',', ', ')} alone hold"
+    return f"a constant where present ({value} in {count} of {rows} training rows: {held} the column)"
 
 
 MAX_CODES = 1000  # The most distinct whole values a number's summary counts (whole_values); past it, none.
@@ -170,14 +188,19 @@ def merge_whole_values(a: dict[float, int] | None, b: dict[float, int] | None) -
     return merged if len(merged) <= MAX_CODES else None
 
 
-def string_spec(name: str, summary: StringSummary, options: dict[str, Any], rows: int | None = None) -> dict[str, Any]:
+def string_spec(
+    name: str, summary: StringSummary, options: dict[str, Any], rows: int | None = None, spans: str | None = None
+) -> dict[str, Any]:
     """A string feature's kind (categorical, text, or left out: no value, one value in all the training split's
-    `rows`, an identifier) and its vocabulary."""
+    `rows` or wherever a column only some `spans` hold is present, an identifier) and its vocabulary."""
     if not summary.seen:
         return {"name": name, "kind": "left_out", "left_out": NO_VALUE}
     ranked = [value for value, _ in summary.ranked]
     if summary.distinct == 1 and summary.seen == rows:  # a country column of one country: nothing to learn from
         return {"name": name, "kind": "left_out", "left_out": f"a constant ({ranked[0]!r} in every training row)"}
+    if summary.distinct == 1 and spans and rows is not None:
+        why = constant_where_present(repr(ranked[0]), summary.seen, rows, spans)
+        return {"name": name, "kind": "left_out", "left_out": why}
     limit = int(options["max_categories"])
     mean_chars = summary.chars / summary.seen if summary.seen else 0
     text = mean_chars >= float(options["text_min_chars"])

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kflow.components.datasets.tabular import written_numbers
 from kflow.components.datasets.tabular.columns import PARSERS, BadValue, parse_float
+from kflow.components.datasets.tabular.yes_no import class_name
 from kflow.components.util.example_proto import example_of, feature_encoder, name_order
 
 _FEATURE_KINDS = {"string": "bytes", "int": "int64", "float": "float", "bool": "int64"}
@@ -63,16 +64,20 @@ class RowEncoder:
         wanted: Iterable[str],
         written: Mapping[str, str] | None = None,
         marks: Mapping[str, Iterable[str]] | None = None,
+        classes: Iterable[str] = (),
     ):
         """`written`: {float column: its written_numbers style} of the columns of numbers as reports write them
-        (`$1,234.50`, `12%`: written_numbers.py); `marks`: {column: the marks (`?`) also missing there}."""
+        (`$1,234.50`, `12%`: written_numbers.py); `marks`: {column: the marks (`?`) also missing there}; `classes`:
+        the string label, whose yes/no words are written one way (`No` as `no`: yes_no.py)."""
         written, marks = dict(written or {}), {name: frozenset(tokens) for name, tokens in (marks or {}).items()}
-        self._arguments = (tuple(header), dict(types), missing, tuple(wanted), written, marks)
+        classes = tuple(classes)
+        self._arguments = (tuple(header), dict(types), missing, tuple(wanted), written, marks, classes)
         wanted = set(wanted)
         parsers = {name: PARSERS[kind] for name, kind in types.items()}
         parsers |= {
             name: (_written_int if types[name] == "int" else _written_float)(style) for name, style in written.items()
         }
+        parsers |= {name: class_name for name in classes if types[name] == "string"}
         self._columns = [
             # A string keeps its spaces, but for the label and key: ` yes` is the class `yes`, as ` 7` is the key `7`.
             (index, name in wanted, name, types[name] == "string" and name not in wanted, parsers[name],

@@ -71,12 +71,14 @@ class TabularTask(LearntByTransform, Task):
             raise ValueError(f"class_weighting must be 'balanced' or 'none', got {self.options['class_weighting']!r}")
         self.model_kwargs = {k: v for k, v in self.model_options.items() if k in MODEL_OPTIONS}
         self.label, self.kind, self.types = None, None, {}
+        self.spans: dict[str, str] = {}  # {column: the spans holding it} where only some of a union's do (plan.py)
         for feature in schema.feature:
             tags = annotation_tags(schema, feature.name)
             if tags.get("role") == "label":
                 self.label, self.kind = feature.name, tags.get("task", "classification")
             elif tags.get("role") not in ("key", "row_names"):
                 self.types[feature.name] = tags.get("kflow_type") or _type_of(feature)
+                self.spans |= {feature.name: tags["kflow_spans"]} if "kflow_spans" in tags else {}
         if self.label is None:
             raise ValueError(
                 "a tabular task needs a schema whose label feature is tagged role=label: the ingest's, or a "
@@ -115,9 +117,10 @@ class TabularTask(LearntByTransform, Task):
         if not labels:
             raise ValueError(f"the training split under {examples.uri} is empty")
         train_labels = np.concatenate(labels)
-        features = [_numeric(name, *moments, rows=len(train_labels)) for name, moments in numbers.items()]
+        rows = len(train_labels)
+        features = [_numeric(name, *moments, rows, self.spans.get(name)) for name, moments in numbers.items()]
         features += [
-            string_spec(name, summarize_strings(counts, self.options), self.options, len(train_labels))
+            string_spec(name, summarize_strings(counts, self.options), self.options, rows, self.spans.get(name))
             for name, counts in strings.items()
         ]
         features.sort(key=lambda spec: list(self.types).index(spec["name"]))
@@ -361,7 +364,7 @@ def _spec(kind: str) -> tf.io.FixedLenFeature:
     return tf.io.FixedLenFeature([1], _dtype(kind), default_value=[default])
 
 
-def _numeric(name: str, count: int, total: float, squares: float, codes: dict | None, rows: int) -> dict[str, Any]:
+def _numeric(name: str, count: int, total: float, squares: float, codes: dict | None, rows: int, spans=None) -> dict:
     mean = total / count if count else 0.0
     codes = None if codes is None else sorted(codes.items())
-    return numeric_spec(name, count, mean, squares / count - mean**2 if count else 1.0, codes, rows)
+    return numeric_spec(name, count, mean, squares / count - mean**2 if count else 1.0, codes, rows, spans)

@@ -171,7 +171,8 @@ class ChunkProcessor:
     @functools.cached_property
     def _encoder(self) -> RowEncoder:
         wanted, written = {self.label, self.key} - {None}, dict.fromkeys(self.written, self.dialect.number_style)
-        return RowEncoder(self.header, self.types, self.dialect.missing, wanted, written, dict(self.marks))
+        marks, classes = dict(self.marks), [self.label] if self.label else []  # a label's yes/no words: yes_no.py
+        return RowEncoder(self.header, self.types, self.dialect.missing, wanted, written, marks, classes)
 
     def __call__(self, chunk: Chunk) -> tuple[list, list]:
         accepted, found = [], []

@@ -47,7 +47,7 @@ from kflow.components.datasets.csv.ingest.records import cut
 from kflow.components.datasets.csv.ingest.workbook import PATTERNS as WORKBOOK_PATTERNS
 from kflow.components.datasets.csv.ingest.workbook import is_workbook, sheet_naming, sheet_read
 from kflow.components.datasets.tabular import columns as cols
-from kflow.components.datasets.tabular import written_numbers
+from kflow.components.datasets.tabular import written_numbers, yes_no
 from kflow.components.datasets.tabular.columns import SourceFacts
 from kflow.components.datasets.tabular.examples import row_names
 from kflow.components.datasets.tabular.missing_marks import marked_columns, numbers_marked
@@ -96,10 +96,12 @@ def source_facts(
     at = scan.header.index(label) if isinstance(label, str) and label in scan.header else None
     values = [row[at].strip() for row in scan.sample if at is not None and len(row) == len(scan.header)]
     values = [value for value in values if value not in (missing if label in gaps else dialect.missing)]
-    if types.get(label) == "bool" and label not in declared and len(set(values)) == 2:
-        # A yes/no label written alike throughout keeps its names as the classes (no, yes), not 0 and 1; written in
-        # mixed cases (Yes, yes, no) it stays a bool, whose 0 and 1 are the two classes.
+    if types.get(label) == "bool" and label not in declared and yes_no.words_of_one_pair(values):
+        # A yes/no label's classes are its words (no, yes), not 0 and 1, in one spelling whatever their case (No, YES):
+        # the same classes in every file and span (yes_no.py). With a 1 or a 0 among them it stays a bool.
         types[label] = "string"
+    if types.get(label) == "string":
+        values = [yes_no.class_name(value) for value in values]
     if label in marks:  # the numbers they write, for the task's inference
         numbers = (written_numbers.plain(value, dialect.number_style) for value in values)
         values = [repr(number) for number in numbers if number is not None]

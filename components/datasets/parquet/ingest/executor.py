@@ -35,6 +35,7 @@ from kflow.components.datasets.tabular.columns import content_hash, serialized_e
 from kflow.components.datasets.tabular.dataset import INFER_ROWS
 from kflow.components.datasets.tabular.examples import SOURCE_ROW
 from kflow.components.datasets.tabular.table_ingest import Table, TableReader, ingest_table
+from kflow.components.datasets.tabular.yes_no import class_name
 from kflow.components.ingest.ingest_job import IngestJob
 from kflow.components.ingest.ingest_records import kind_of, make_reject
 from kflow.components.ingest.repeats import RepeatFinder
@@ -163,6 +164,8 @@ class RowGroupProcessor:
                 values[column] = values[column].strip()
                 if not values[column]:
                     del values[column]
+                elif column == self.label:  # a yes/no word as its class's one spelling (yes_no.py)
+                    values[column] = class_name(values[column])
         if self.label is not None and self.label not in values:
             return {}, ("missing_label", {"column": self.label})
         if self.key is not None:

@@ -16,6 +16,7 @@ from typing import Any
 from kflow.components.datasets.tabular import columns as cols
 from kflow.components.datasets.tabular.columns import SourceFacts
 from kflow.components.datasets.tabular.table_files import file_start, other_format, table_files
+from kflow.components.datasets.tabular.yes_no import class_name
 
 
 @dataclass(frozen=True)
@@ -266,6 +267,8 @@ def inspect_source(*, source_path: str | None = None, **parameters: Any) -> Sour
         values = [value for value, count in counts if value for _ in range(min(count, share))]
     elif isinstance(label, str) and label in header:
         values = sample_values(files[0], label, types[label], choice.infer_rows)
+        if types[label] == "string":  # its classes as the ingest writes them: yes/no words one way (yes_no.py)
+            values = [class_name(value.strip()) for value in values if value.strip()]
     first = sample_values(files[0], header[0], "int", choice.infer_rows) if header and types[header[0]] == "int" else []
     facts = cols.table_facts(header, types, label, problem_type, key, declared, values, first)
     wide = tuple(  # the uint64 columns file_types reads as float

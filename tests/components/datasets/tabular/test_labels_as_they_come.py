@@ -44,11 +44,13 @@ def classes_and_indices(tmp_path, frame: pd.DataFrame, fmt: str) -> tuple[list[s
 @pytest.mark.parametrize(
     ("labels", "classes"),
     [
-        # Stray spaces, any case. A CSV's yes/no in mixed cases is a boolean (no = 0, yes = 1), written alike it keeps
-        # its names; a Parquet string column is text.
-        ([" yes", "no ", "Yes", "no"], {"csv": ["0", "1"], "parquet": ["Yes", "no", "yes"]}),
-        (["yes", "no ", " yes", "no"], {"csv": ["no", "yes"], "parquet": ["no", "yes"]}),  # its names, as written
+        # Stray spaces, any case: a yes/no label's classes are its words, each in one spelling (no, yes; False, True),
+        # in a CSV as in a Parquet file, so that files written in other cases hold the same classes (yes_no.py).
+        ([" yes", "no ", "Yes", "no"], {"csv": ["no", "yes"], "parquet": ["no", "yes"]}),
+        (["yes", "no ", " yes", "no"], {"csv": ["no", "yes"], "parquet": ["no", "yes"]}),
+        (["YES", "NO"], {"csv": ["no", "yes"], "parquet": ["no", "yes"]}),
         (["True", "False"], {"csv": ["False", "True"], "parquet": ["False", "True"]}),
+        (["TRUE", "false"], {"csv": ["False", "True"], "parquet": ["False", "True"]}),  # R writes TRUE
         ([1, 3, 7], {"csv": ["1", "3", "7"], "parquet": ["1", "3", "7"]}),  # integer classes with gaps
         ([0.0, 1.0, 2.0], {"csv": ["0", "1", "2"], "parquet": ["0", "1", "2"]}),  # whole numbers written as decimals
         ([True, False], {"csv": ["False", "True"], "parquet": ["False", "True"]}),  # a bool column: its names
@@ -59,7 +61,7 @@ def test_each_class_keeps_its_name_and_every_record_its_index(tmp_path, labels, 
     found, indices = classes_and_indices(tmp_path, frame, fmt)
     assert found == classes[fmt]
     assert len(indices) == len(frame) and indices.min() >= 0 and indices.max() == len(found) - 1
-    spelled = (lambda value: str(value).strip().lower()) if fmt == "csv" else (lambda value: str(value).strip())
+    spelled = lambda value: str(value).strip().lower()  # noqa: E731
     written = frame["label"].map(lambda value: spelled(value).removesuffix(".0")).value_counts()
     assert sorted(np.bincount(indices).tolist()) == sorted(written.tolist())  # each class holds its records
 

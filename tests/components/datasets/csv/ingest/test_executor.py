@@ -308,7 +308,7 @@ def test_without_data_task_the_rule_that_infers_it_is_said(tmp_path, caplog):
     )
     words = [f"{index + 100},{['Yes', 'yes', 'YES', 'No', 'no'][index % 5]}" for index in range(40)]
     assert task_of("yes_no", words, "id,survived", "survived") == "classification"
-    assert "the label 'survived' holds 2 distinct bool values in 40 sampled rows" in caplog.text  # not 5 spellings
+    assert "the label 'survived' holds 2 distinct string values in 40 sampled rows" in caplog.text  # not 5 spellings
 
 
 def test_an_inferred_int_column_that_meets_a_decimal_later_becomes_float_and_loses_no_record(tmp_path, caplog):
