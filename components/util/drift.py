@@ -35,6 +35,7 @@ class FeatureDrift:
     threshold: float
     where: str = ""  # L-infinity: the value whose share moved most
     noise: float = 0.0  # what samples of the new side's size from the previous side's distribution reach by chance
+    recased: tuple[str, str] | None = None  # a string's values otherwise only by case: (one now, its spelling before)
 
     @property
     def drifted(self) -> bool:
@@ -44,7 +45,14 @@ class FeatureDrift:
         at = f" (value {self.where!r})" if self.where else ""
         name = "L-infinity distance" if self.comparator == "l_infinity" else "Jensen-Shannon divergence"
         noise = f", above its sampling noise {self.noise:.3f}" if self.noise > self.threshold else ""
-        return f"{name} {self.distance:.3f}{at} > {self.threshold:g}{noise}"
+        # A category written in another case by a newer export (male, Male): kflow keeps them apart (K and k may
+        # differ), so the drift is likely a spelling, worth saying as such.
+        case = (
+            f"; its values differ only by case ({self.recased[0]!r} now, {self.recased[1]!r} before)"
+            if self.recased
+            else ""
+        )
+        return f"{name} {self.distance:.3f}{at} > {self.threshold:g}{noise}{case}"
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "drifted": self.drifted}
@@ -126,7 +134,8 @@ def compare(
             distance, value = l_infinity(counts, reference)
             size = sum(counts.values())
             noise = l_infinity_noise(reference, size, _rng(name), quantile) if distance > l_infinity_threshold else 0
-            found.append(FeatureDrift(name, "l_infinity", distance, l_infinity_threshold, value, noise))
+            found.append(FeatureDrift(name, "l_infinity", distance, l_infinity_threshold, value, noise,
+                                      _recased(counts, reference)))  # fmt: skip
         elif mine.HasField("num_stats") and theirs.HasField("num_stats"):
             buckets, reference = histogram(mine), histogram(theirs)
             distance = jensen_shannon(buckets, reference)
@@ -135,6 +144,15 @@ def compare(
             noise = jensen_shannon_noise(reference, size, _rng(name), quantile) if too_far else 0
             found.append(FeatureDrift(name, "jensen_shannon", distance, jensen_shannon_threshold, noise=noise))
     return found
+
+
+def _recased(counts: dict[str, int], reference: dict[str, int]) -> tuple[str, str] | None:
+    """(a value now, the same before in another case) when the two sides' values are the same but for case."""
+    if set(counts) == set(reference) or {v.lower() for v in counts} != {v.lower() for v in reference}:
+        return None
+    before = {value.lower(): value for value in reference}
+    now = next(value for value in sorted(counts) if value not in reference)
+    return now, before[now.lower()]
 
 
 NOISE_TRIALS = 200  # drawn only for a feature past its threshold; the highest quantile read is their largest

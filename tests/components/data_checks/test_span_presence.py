@@ -4,6 +4,7 @@ missing, said nowhere (the comparison took only the features both spans hold).""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from kflow.components.example_validator.span_drift import drift_anomalies, span_drift
@@ -58,3 +59,18 @@ def test_a_column_of_numbers_in_one_span_and_text_in_the_next_is_drift(tmp_path)
     back = span_drift(previous, newest, ["1", "2"], on_drift="warn", **thresholds)
     assert "kind: text in span 2, numbers in span 1" in back["message"] and not back["blocking"]
     assert {entry["feature"]: entry["tfmd"] for entry in drift_anomalies(back)}["kind"] == "STRING_TYPE_NOW_FLOAT"
+
+
+def test_a_category_written_in_another_case_is_said_as_such(tmp_path):
+    """A user trial: plm's Wages' `sex` written male/female in one span and Male/Female in the next was two more
+    categories, said only as `L-infinity distance 0.900 (value 'male')`. kflow keeps the spellings apart (K and k may
+    differ); the drift now says its values differ only by case."""
+    iris = pd.read_csv(IRIS)
+    size = iris.assign(size=np.where(iris["sepal_length"] > 5.8, "large", "small"))
+    previous = statistics_of(tmp_path / "span-1", size)
+    newest = statistics_of(tmp_path / "span-2", size.assign(size=size["size"].str.capitalize()))
+    thresholds = {"l_infinity_threshold": 0.1, "jensen_shannon_threshold": 0.1}
+    verdict = span_drift(newest, previous, ["2", "1"], on_drift="warn", **thresholds)
+    assert "size: L-infinity distance" in verdict["message"], verdict["message"]
+    assert "its values differ only by case ('Large' now, 'large' before)" in verdict["message"]
+    assert "sepal_length: " not in verdict["message"]  # the same numbers: no drift, no case
