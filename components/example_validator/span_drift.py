@@ -69,7 +69,12 @@ def span_drift(
         "features": [feature.to_json() for feature in features],
         "drifted": [feature.feature for feature in drifted] + [name for name, _ in presence],
         "presence": [
-            {"feature": name, "description": said, "dropped": name in gone, "retyped": name in retyped}
+            {
+                "feature": name,
+                "description": said,
+                "dropped": name in gone,
+                "now": retyped[name][1] if name in retyped else None,
+            }
             for name, said in presence
         ],
         "on_drift": on_drift,
@@ -125,6 +130,6 @@ def drift_anomalies(verdict: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _presence_kind(entry: dict[str, Any]) -> str:
     """TFDV's anomaly type of a presence entry: a dropped or new column, or a column's type changed."""
-    if entry.get("retyped"):
-        return "STRING_TYPE_NOW_FLOAT" if entry["description"].startswith("text") else "FLOAT_TYPE_STRING_NOT_FLOAT"
+    if entry.get("now"):  # what a retyped column holds in the newest span
+        return "STRING_TYPE_NOW_FLOAT" if entry["now"] == "numbers" else "FLOAT_TYPE_STRING_NOT_FLOAT"
     return "SCHEMA_MISSING_COLUMN" if entry["dropped"] else "SCHEMA_NEW_COLUMN"

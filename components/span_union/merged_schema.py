@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from kflow.components.datasets.tabular.examples import PROTO_TYPES as _PROTO_TYPES
 from kflow.components.util.example_proto import Example
 
 _RANK = {"bool": 0, "int": 1, "float": 2, "string": 3}
-_PROTO_TYPES = {"bool": schema_pb2.INT, "int": schema_pb2.INT, "float": schema_pb2.FLOAT, "string": schema_pb2.BYTES}
 _KINDS = {schema_pb2.INT: "int", schema_pb2.FLOAT: "float", schema_pb2.BYTES: "string"}
 _TYPE_TAG = "kflow_type="
 SPANS_TAG = "kflow_spans"  # `kflow_spans=2,3`: the spans that hold a column some of the union's spans lack
@@ -36,12 +36,8 @@ def kind_of(feature: schema_pb2.Feature) -> str | None:
 def merged_schema(schemas: Sequence[schema_pb2.Schema]) -> tuple[schema_pb2.Schema, list[dict[str, str]]]:
     """(the union's schema, for each span in `schemas`' order (oldest first) the columns whose values its records
     hold as another proto type than the union's: name → the union's kind)."""
-    widest: dict[str, str] = {}
-    for schema in schemas:
-        for feature in schema.feature:
-            kind = kind_of(feature)
-            if kind is not None and _RANK[kind] >= _RANK[widest.get(feature.name, kind)]:
-                widest[feature.name] = kind
+    widest = {name: max(held, key=_RANK.__getitem__)
+              for name, kinds in _kinds(schemas).items() if (held := [kind for kind in kinds if kind])}  # fmt: skip
     merged = schema_pb2.Schema()
     merged.CopyFrom(schemas[-1])
     held = {feature.name for feature in merged.feature}
@@ -71,18 +67,25 @@ def merged_schema(schemas: Sequence[schema_pb2.Schema]) -> tuple[schema_pb2.Sche
 def widenings(schemas: Sequence[schema_pb2.Schema], spans: Sequence[str]) -> list[str]:
     """What the union reads otherwise than a span's ingest did: `'a': int in span 1, float in span 2: read as float`."""
     said = []
-    names = dict.fromkeys(feature.name for schema in schemas for feature in schema.feature)
-    for name in names:
-        kinds = {}
-        for span, schema in zip(spans, schemas, strict=True):
-            feature = next((feature for feature in schema.feature if feature.name == name), None)
-            if feature is not None and (kind := kind_of(feature)) is not None:
+    for name, held in _kinds(schemas).items():
+        kinds: dict[str, list[str]] = {}
+        for span, kind in zip(spans, held, strict=True):
+            if kind is not None:
                 kinds.setdefault(kind, []).append(span)
         if len({_PROTO_TYPES[kind] for kind in kinds}) > 1:  # a bool's records are an int's
             widest = max(kinds, key=_RANK.__getitem__)
             held = ", ".join(f"{kind} in span{'s' * (len(at) > 1)} {', '.join(at)}" for kind, at in kinds.items())
             said.append(f"{name!r}: {held}: read as {widest} in every span")
     return said
+
+
+def _kinds(schemas: Sequence[schema_pb2.Schema]) -> dict[str, list[str | None]]:
+    """{column: its kind in each schema, None where the schema lacks it or holds a kind kflow does not widen}."""
+    kinds: dict[str, list[str | None]] = {}
+    for index, schema in enumerate(schemas):
+        for feature in schema.feature:
+            kinds.setdefault(feature.name, [None] * len(schemas))[index] = kind_of(feature)
+    return kinds
 
 
 def widened_record(record: bytes, changes: Mapping[str, str]) -> bytes:

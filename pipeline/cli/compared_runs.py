@@ -39,12 +39,9 @@ def compared_runs(given: list[str]) -> tuple[Run, Run]:
 
 def _pipeline_folder(where: str) -> Path:
     """A pipeline folder (`runs/iris`), a run folder's pipeline, or a config's (pipeline_root/name)."""
-    path = Path(where)
-    if path.is_file():
-        from kflow.pipeline.app.config_loading import load_for_command
+    from kflow.pipeline.cli.history import config_pipeline
 
-        config = load_for_command(str(path), [])
-        path = Path(config.pipeline_root).expanduser().resolve() / config.name
+    path = config_pipeline(Path(where))
     if (path / RUN_FILE).is_file():
         path = path.parent
     if not path.is_dir():

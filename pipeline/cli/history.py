@@ -16,12 +16,7 @@ from kflow.pipeline.runners.run_record import RUN_FILE, Execution, Run, earlier_
 def list_runs(path: str | Path) -> list[dict[str, Any]]:
     """One row per run, newest first, of a pipeline folder (`runs/demo`), of every pipeline under a root (`runs`), or
     of a config's pipeline (`iris.yaml`: where `kflow run` of it writes)."""
-    path = Path(path)
-    if path.is_file():
-        from kflow.pipeline.app.config_loading import load_for_command
-
-        config = load_for_command(str(path), [])
-        path = Path(config.pipeline_root).expanduser().resolve() / config.name
+    path = config_pipeline(Path(path))
     if not path.is_dir():
         raise FileNotFoundError(f"{path} is not a folder of runs")
     folders = [path] if any(path.glob(f"*/{RUN_FILE}")) else sorted(p for p in path.iterdir() if p.is_dir())
@@ -29,6 +24,16 @@ def list_runs(path: str | Path) -> list[dict[str, Any]]:
     if not rows:
         raise FileNotFoundError(f"{path} holds no runs")
     return sorted(rows, key=lambda row: row["run_id"], reverse=True)
+
+
+def config_pipeline(path: Path) -> Path:
+    """A config's pipeline folder (pipeline_root/name, where `kflow run` of it writes); any other path as it is."""
+    if not path.is_file():
+        return path
+    from kflow.pipeline.app.config_loading import load_for_command
+
+    config = load_for_command(str(path), [])
+    return Path(config.pipeline_root).expanduser().resolve() / config.name
 
 
 def _row(run: Run) -> dict[str, Any]:

@@ -90,9 +90,10 @@ def changes(
                 reasons.append(f"code: {', '.join(Path(files[name]).name for name in edited)}")
         if part == "data" and len(differing) > SAID_FILES:
             reasons.append(f"data: {_files_counted(differing, old, new)}")
-        elif differing:  # a span's artifacts (ingest_span_3, ingest_span_3/schema): said by its ingest once
-            differing = [name for name in differing if "/" not in name or name.split("/")[0] not in differing]
-            if part == "inputs":  # a span in the window or out of it (data.spans: {last: 2}): which
+        elif differing:
+            if part == "inputs":  # a span's artifacts (ingest_span_3, ingest_span_3/schema) said by its ingest once,
+                # new or gone where the span came into the window or left it (data.spans: {last: 2})
+                differing = [name for name in differing if "/" not in name or name.split("/")[0] not in differing]
                 differing = [f"{name} (gone)" if name not in new else f"{name} (new)" if name not in old else name
                              for name in differing]  # fmt: skip
             reasons.append(f"{part}: {', '.join(differing)}")

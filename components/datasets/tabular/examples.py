@@ -53,7 +53,7 @@ def numbers_rows(values: Sequence[str]) -> bool:
     return start in (0, 1) and all(int(value) == start + at for at, value in enumerate(values))
 
 
-_PROTO_TYPES = {"int": schema_pb2.INT, "bool": schema_pb2.INT, "float": schema_pb2.FLOAT, "string": schema_pb2.BYTES}
+PROTO_TYPES = {"int": schema_pb2.INT, "bool": schema_pb2.INT, "float": schema_pb2.FLOAT, "string": schema_pb2.BYTES}
 
 
 def build_schema(
@@ -70,7 +70,7 @@ def build_schema(
     names = row_names(types, numbered)
     key = key if key is not None or names == label else names
     for name, kind in types.items():
-        feature = schema.feature.add(name=name, type=_PROTO_TYPES[kind])
+        feature = schema.feature.add(name=name, type=PROTO_TYPES[kind])
         feature.value_count.min = feature.value_count.max = 1
         feature.annotation.tag.append(f"kflow_type={kind}")
         if name in (label, key):

@@ -284,11 +284,11 @@ def yes_no_columns(path: str, types: dict[str, str], kept: set[Any], limit: int)
     reads the same column (AER's Affairs' `children` was a flag from its CSV and a one-hot of two words from a
     Parquet copy, which scored otherwise)."""
     strings = [name for name, kind in types.items() if kind == "string" and name not in kept]
+    samples = {name: values for name, values in sampled_columns(path, strings, limit).items() if values}
     return [
         name
-        for name in strings
-        if (values := sample_values(path, name, "string", limit))
-        and cols.infer_types([name], [[value] for value in values], {}, frozenset())[name] == "bool"
+        for name, values in samples.items()
+        if cols.infer_types([name], [[value] for value in values], {}, frozenset())[name] == "bool"
     ]
 
 
@@ -314,13 +314,20 @@ def check_no_images(path: str, unread: dict[str, str], label: Any) -> None:
 
 def sample_values(path: str, column: str, kind: str, limit: int) -> list[str]:
     """The first `limit` present values of `column`, as text."""
+    return sampled_columns(path, [column], limit)[column]
+
+
+def sampled_columns(path: str, columns: list[str], limit: int) -> dict[str, list[str]]:
+    """{column: its first `limit` present values, as text}, the columns read together a row group at a time."""
     parquet = open_file(path)
-    values: list[str] = []
-    for index in range(parquet.num_row_groups):
-        for value in parquet.read_row_group(index, columns=[column]).column(0).to_pylist():
-            if (text := as_text(value)) and len(values) < limit:
-                values.append(text)
-        if len(values) >= limit:
+    values: dict[str, list[str]] = {name: [] for name in columns}
+    for index in range(parquet.num_row_groups if columns else 0):
+        group = parquet.read_row_group(index, columns=columns)
+        for name in columns:
+            for value in group.column(name).to_pylist():
+                if (text := as_text(value)) and len(values[name]) < limit:
+                    values[name].append(text)
+        if all(len(found) >= limit for found in values.values()):
             break
     return values
 
