@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-from pathlib import Path
+
+from kflow.components.datasets.module_imports import folder_on_path
 
 # The functions kflow calls with no arguments where a module that defines `function` has them.
 CALLED_WITHOUT_ARGUMENTS = {"build_model": ("loss", "metrics")}
@@ -69,7 +70,8 @@ def import_problems(tree: ast.Module, module: str) -> list[str]:
                 continue
             seen.add(package)
             try:
-                found = importlib.util.find_spec(package) is not None
+                with folder_on_path(module):  # a helper beside the module (module_imports.py)
+                    found = importlib.util.find_spec(package) is not None
             except (ImportError, ValueError):
                 found = False
             if not found:
@@ -128,44 +130,3 @@ def _key_read(use: ast.Name, parent: ast.AST | None, grandparent: ast.AST | None
 
 def _literal(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-
-
-def source_parameters(source: str) -> dict[str, str]:
-    """A module's parameters, read when the pipeline is built: its source, and the hash of the first-party files it
-    imports where it imports any (both in the cache key: the Trainer's, the Transform's, the Tuner's trainer)."""
-    imports = imported_files_version(source)
-    return {"module_source": source, **({"module_imports": imports} if imports else {})}
-
-
-def imported_files_version(source: str) -> str | None:
-    """A hash of the first-party files the module imports (a helper beside it on PYTHONPATH, a package of the user's
-    not in site-packages: code_version's closure of them), for the cache key: the module travels as its source, and
-    an edit of what it imports re-ran nothing (a user trial). None where it imports none."""
-    from kflow.pipeline.dsl.code_version import code_version
-
-    names = _first_party_imports(source)
-    return code_version(names) if names and imported_files(source) else None
-
-
-def imported_files(source: str) -> list[Path]:
-    """The first-party files a module imports (helpers beside it on PYTHONPATH, a package of the user's), what
-    pipeline.yaml does not carry with the module's source."""
-    from kflow.pipeline.dsl.code_version import source_files
-
-    names = _first_party_imports(source)
-    return sorted({path for path in source_files(names).values() if path.suffix == ".py"}) if names else []
-
-
-def _first_party_imports(source: str) -> list[str]:
-    """The modules `source` imports by absolute name, but kflow's own (in every cache key already)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            names.add(node.module)
-    return sorted(name for name in names if name.split(".")[0] != "kflow")

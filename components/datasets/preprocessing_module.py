@@ -10,21 +10,23 @@ was cached, a pod of its own), so the module's source travels beside the preproc
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import types
 from pathlib import Path
+
+from kflow.components.datasets.module_imports import importable, module_name, saved_imports
 
 FUNCTION = "preprocessing_fn"
 MODULE_FILE = "preprocessing_fn.py"  # the TransformGraph's copy of transform.module, and a Model's assets'
 
 
-def load_preprocessing_module(source: str, origin: str) -> types.ModuleType:
+def load_preprocessing_module(source: str, origin: str, imports: dict[str, str] | None = None) -> types.ModuleType:
     """Imports `source` (named after its content, so the same bytes import once) with `origin` as its file name,
-    which its tracebacks name."""
-    name = f"kflow_preprocessing_{hashlib.sha256(source.encode()).hexdigest()[:12]}"
+    which its tracebacks name; the helpers it imports (`imports`: module_imports.py) first."""
+    name = module_name("kflow_preprocessing", source, imports)
     if name in sys.modules:
         return sys.modules[name]
+    importable(imports)
     module = types.ModuleType(name)
     module.__file__ = origin
     module.__kflow_source__ = source  # the lines of the layers it makes (preprocessing_trace._where)
@@ -45,4 +47,4 @@ def register_preprocessing_layers(folder: str | Path) -> None:
     then known to `keras.saving.load_model` in this process."""
     module = Path(folder) / MODULE_FILE
     if module.is_file():
-        load_preprocessing_module(module.read_text(), MODULE_FILE)
+        load_preprocessing_module(module.read_text(), MODULE_FILE, saved_imports(module))

@@ -17,6 +17,7 @@ import tensorflow as tf
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from kflow.components.datasets import get_dataset
+from kflow.components.datasets.module_imports import saved_imports
 from kflow.components.datasets.user_module import load_module, with_user_module
 from kflow.components.util.predictions import ClassTable, prediction_entry
 from kflow.components.util.schema import load_schema
@@ -122,7 +123,8 @@ def task_for_model(model: Model, schema_file: str | Path) -> Task:
     spec = model.task_spec
     module = model.assets_uri / Model.MODULE_FILE  # A model built by the user's trainer.module, with its code.
     source = module.read_text() if module.exists() else None
-    task_object = load_task(spec["dataset"], schema_file, spec["model_name"], spec["model_options"], source)
+    task_object = load_task(spec["dataset"], schema_file, spec["model_name"], spec["model_options"], source,
+                            imports=saved_imports(module))  # fmt: skip
     if model.assets_uri.exists():
         task_object.load_assets(model.assets_uri)
     return task_object
@@ -135,12 +137,15 @@ def load_task(
     model_options: dict | None = None,
     module_source: str | None = None,
     module_origin: str | None = None,
+    imports: dict[str, str] | None = None,
 ) -> Task:
     """The `Task` of a registered dataset, on the schema in `schema_file`; its model from `module_source` if given
-    (`module_origin`: the file name its errors name, `user_module.py` when none is given)."""
+    (`module_origin`: the file name its errors name, `user_module.py` when none is given; `imports`: the helpers it
+    imports, module_imports.py)."""
     task_class = get_dataset(dataset).task_class()
     if module_source is not None:
-        task_class = with_user_module(task_class, load_module(module_source, module_origin or Model.MODULE_FILE))
+        module = load_module(module_source, module_origin or Model.MODULE_FILE, imports)
+        task_class = with_user_module(task_class, module)
     return task_class(load_schema(schema_file), model_name, model_options)
 
 

@@ -24,18 +24,15 @@ it. A binary classification model may end in the usual Keras head, `Dense(1, act
 read two class probabilities as from a softmax head; a loss() of the module and its metrics get what they read
 (heads.on_positive_class, heads.on_class_pair).
 
-The module's source, not its path, is what the Trainer gets (`module_source`): the cache key
-sees every edit, worker processes and pods import the same code, and a compiled pipeline.yaml
-carries it, so no shared volume or image rebuild is needed for it. The Trainer copies it into
-the Model's assets (`user_module.py`), so the Evaluator loads a model with the code it was
-trained with.
+The module's source, not its path, is what the Trainer gets (`module_source`), with its helpers (`module_imports`):
+the cache key sees every edit, worker processes and pods import the same code, and pipeline.yaml carries it. The
+Trainer copies them into the Model's assets (`user_module.py`): the Evaluator loads the code it was trained with.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
-import hashlib
 import importlib.util
 import json
 import logging
@@ -79,6 +76,7 @@ from kflow.components.datasets.model_graph import (
     unnamed_input_feed,
     with_graph,
 )
+from kflow.components.datasets.module_imports import importable, module_name
 from kflow.components.datasets.module_source_checks import import_problems, signature_problems
 from kflow.components.util.said_once import say_once
 from kflow.pipeline.dsl.artifacts import Model
@@ -129,13 +127,14 @@ def module_problems(module: str, function: str = "build_model", arguments: str =
     return signature_problems(tree, module, function, arguments) + import_problems(tree, module)
 
 
-def load_module(source: str, origin: str = MODULE_FILE) -> types.ModuleType:
-    """Imports `source` as a module named after its content (the same source is imported once per process)."""
+def load_module(source: str, origin: str = MODULE_FILE, imports: dict[str, str] | None = None) -> types.ModuleType:
+    """Imports `source` as a module named after its content and its `imports`' (once per process), those first."""
     import kflow.components.models.heads  # noqa: F401 - registers the layers kflow adds to a user's model
 
-    name = f"kflow_user_module_{hashlib.sha256(source.encode()).hexdigest()[:12]}"
+    name = module_name("kflow_user_module", source, imports)
     if name in sys.modules:
         return sys.modules[name]
+    importable(imports)
     module = types.ModuleType(name)
     module.__file__ = origin
     sys.modules[name] = module  # Before exec: decorators such as register_keras_serializable look it up.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kflow.components.datasets.module_source_checks import source_parameters
-from kflow.components.datasets.user_module import module_problems, read_module_source
+from kflow.components.datasets.module_imports import module_parameters
+from kflow.components.datasets.user_module import module_problems
 from kflow.components.trainer.config import TrainerSettings, component_parameters
 from kflow.components.trainer.strategies import get_strategy
 from kflow.pipeline.dsl.artifacts import (
@@ -54,7 +54,7 @@ class Trainer(Component):
         """Reads `module` (the user's model file) into `module_source` when the pipeline is built."""
         module = parameters.get("module")
         if module and parameters.get("module_source") is None and not module_problems(module):
-            parameters = {**parameters, **source_parameters(read_module_source(module))}
+            parameters = {**parameters, **module_parameters(module)}
         return super()._bind_parameters(parameters)
 
     def check_parameters(self) -> list[str]:

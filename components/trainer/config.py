@@ -85,8 +85,8 @@ class ModelChoice:
     module_source: str | None = setting(
         None, "the module's source, read when the pipeline is built: the cache key sees edits, pipeline.yaml carries it"
     )
-    module_imports: str | None = setting(
-        None, "a hash of the first-party files the module imports (on PYTHONPATH): the cache key sees their edits"
+    module_imports: dict | None = setting(
+        None, "the first-party files the module imports, {path: source}: the cache key sees their edits, pods get them"
     )
     # The Trainer's `transform_graph` input (set by its executor): every training process takes the task's
     # preprocessing from that artifact instead of learning it. Its fingerprint is the input's, not this path's.
@@ -121,9 +121,8 @@ class ModelChoice:
         """The dataset's `Task` on the schema in `schema_file`, with the user's module or the chosen model."""
         from kflow.components.datasets.task import load_task  # TensorFlow: not before a launcher needs it
 
-        task = load_task(
-            self.dataset, schema_file, self.chosen_model, self.model_options, self.module_source, self.module_origin
-        )
+        task = load_task(self.dataset, schema_file, self.chosen_model, self.model_options, self.module_source,
+                         self.module_origin, self.module_imports)  # fmt: skip
         if self.transform_graph_uri:
             if not hasattr(task, "use_transform_graph"):
                 raise ValueError(f"the {self.dataset} dataset's task takes no transform graph (tabular ones do)")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets import get_dataset
+from kflow.components.datasets.module_imports import save_module
 from kflow.components.datasets.user_module import MODULE_FILE
 from kflow.components.trainer.config import ModelChoice
 from kflow.components.trainer.strategies import StrategySpec
@@ -71,7 +72,7 @@ def prepare_assets(task: Any, choice: ModelChoice, examples: Examples, model: Mo
         assets_dir = model.assets_uri
         model.write_task_spec(choice.dataset, task.model_name, choice.model_options or {})
         if choice.module_source is not None:
-            (assets_dir / MODULE_FILE).write_text(choice.module_source)
+            save_module(assets_dir / MODULE_FILE, choice.module_source, choice.module_imports)
     else:
         assets_dir = Path(working_dir) / f"assets-{replica_name()}"
     task.prepare(examples, assets_dir)

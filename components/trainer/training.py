@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 from google.protobuf import text_format
 
+from kflow.components.datasets.module_imports import saved_imports
 from kflow.components.datasets.task import Task, task_for_model
 from kflow.components.datasets.user_module import MODULE_FILE, load_module
 from kflow.components.models import load_trained
@@ -287,7 +288,7 @@ def export_serving(model: Model) -> None:
         return
     module = model.assets_uri / MODULE_FILE
     if module.exists():  # The user's module registers its custom layers before the model loads.
-        load_module(module.read_text())
+        load_module(module.read_text(), imports=saved_imports(module))
     trained = load_trained(model.keras_file, model.task_spec.get("model_name"))
     parse = examples_parser(task_for_model(model, model.training_schema_file))
     write_serving(trained, model.serving_uri, model.class_names, model.assets_uri, parse)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from kflow.components.datasets.module_source_checks import source_parameters
-from kflow.components.datasets.user_module import read_module_source
+from kflow.components.datasets.module_imports import module_parameters
 from kflow.components.transform.module_check import preprocessing_problems
 from kflow.pipeline.dsl.artifacts import Examples, Schema, TransformGraph
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
@@ -32,7 +31,7 @@ class Transform(Component):
                 str, optional=True, description="The module's source, read when the pipeline is built."
             ),
             "module_imports": Parameter(
-                str, optional=True, description="A hash of the first-party files the module imports (cache key)."
+                dict, optional=True, description="The first-party files the module imports: {path: source}."
             ),
             "beam_args": Parameter(list, default=[], affects_output=False, description="Apache Beam pipeline options."),
         },
@@ -43,7 +42,7 @@ class Transform(Component):
         """Reads `module` into `module_source` when the pipeline is built (its bytes are in the cache key)."""
         module = parameters.get("module")
         if module and parameters.get("module_source") is None and not preprocessing_problems(module):
-            parameters = {**parameters, **source_parameters(read_module_source(module))}
+            parameters = {**parameters, **module_parameters(module)}
         return super()._bind_parameters(parameters)
 
     def check_parameters(self) -> list[str]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kflow.components.datasets import get_dataset
+from kflow.components.datasets.module_imports import UserCode, save_module
 from kflow.components.datasets.tabular.task import TabularTask
 from kflow.components.ingest.ingest_options import data_beam_args
 from kflow.components.transform.analyzers import Analyzer, run_analyzers
@@ -54,7 +55,7 @@ def run(
     options: dict[str, Any] | None = None,
     module: str | None = None,
     module_source: str | None = None,
-    module_imports: str | None = None,  # noqa: ARG001 - the cache key's, of what the module imports
+    module_imports: dict[str, str] | None = None,
     beam_args: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Writes the TransformGraph of `examples`' training split; returns figures for the log."""
@@ -83,10 +84,9 @@ def run(
         from kflow.components.transform.user_preprocessing import user_graph
 
         origin = Path(module).name if module else TransformGraph.MODULE_FILE
-        plan, analyzers, results, preprocessing = user_graph(
-            task, examples, module_source, origin, beam_args, transform_graph
-        )
-        (transform_graph.path / TransformGraph.MODULE_FILE).write_text(module_source)
+        code = UserCode(module_source, origin, module_imports)
+        plan, analyzers, results, preprocessing = user_graph(task, examples, code, beam_args, transform_graph)
+        save_module(transform_graph.path / TransformGraph.MODULE_FILE, module_source, module_imports)
         plan["module_digest"] = hashlib.sha256(module_source.encode()).hexdigest()
     else:
         analyzers, columns = tabular_analyzers(task)

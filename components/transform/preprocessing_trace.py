@@ -17,6 +17,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from kflow.components.datasets.module_imports import folder_on_path
 from kflow.components.transform.layer_check import calls_of, unsavable_layer
 from kflow.components.transform.module_check import FUNCTION, load_preprocessing_module
 from kflow.pipeline.dsl.config_validation import did_you_mean
@@ -248,9 +249,9 @@ def _first_line(error: BaseException) -> str:
     return said
 
 
-def load_module(source: str, origin: str) -> Any:
+def load_module(source: str, origin: str, imports: dict[str, str] | None = None) -> Any:
     try:
-        return load_preprocessing_module(source, origin)
+        return load_preprocessing_module(source, origin, imports)
     except ValueError:
         raise
     except Exception as error:
@@ -287,7 +288,8 @@ def preprocessing_problem(module: str, types: dict[str, str], not_features: dict
 
     origin = Path(module).name  # as the Transform names it: the same line from validate and run
     try:
-        function = getattr(load_module(Path(module).read_text(), origin), FUNCTION)
+        with folder_on_path(module):  # its helpers, beside it (module_imports.py)
+            function = getattr(load_module(Path(module).read_text(), origin), FUNCTION)
         task = SimpleNamespace(types=types, not_features=not_features)
         traced = call_preprocessing_fn(function, task, None, origin)
         row = {name: np.array([["a"]] if kind == "string" else [[0.0]], dtype=object if kind == "string" else "float32")

@@ -24,6 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from kflow.components.datasets.module_imports import UserCode
 from kflow.components.transform.analyzers import Analyzer, parse_columns, run_analyzers
 from kflow.components.transform.module_check import FUNCTION, load_preprocessing_module
 from kflow.components.transform.preprocessing_trace import call_preprocessing_fn, load_module
@@ -35,10 +36,11 @@ ANALYSIS_MODEL = ".analysis.keras"  # the analyzers' inputs as a model, for the 
 
 
 def user_graph(
-    task: Any, examples: Examples, source: str, origin: str, beam_args: Sequence[str], graph: TransformGraph
+    task: Any, examples: Examples, module: UserCode, beam_args: Sequence[str], graph: TransformGraph
 ) -> tuple[dict[str, Any], list[Analyzer], dict[str, Any], keras.Model]:
     """(the plan, the analyzers, their results, the preprocessing model) of the user's preprocessing_fn."""
-    function = getattr(load_module(source, origin), FUNCTION)
+    source, origin = module.source, module.origin
+    function = getattr(load_module(source, origin, module.imports), FUNCTION)
     sample = task.inputs(_sample_records(examples))
     traced = call_preprocessing_fn(function, task, sample, origin)  # step 1: a mistake stops here, before the Beam pass
     analyzers, outputs = [], {}
@@ -51,7 +53,7 @@ def user_graph(
     model_path = graph.path / ANALYSIS_MODEL
     if outputs:
         keras.Model(traced.inputs, outputs).save(model_path)
-    parse = AnalysisColumns(str(model_path) if outputs else None, task.schema, source, origin, label_columns)
+    parse = AnalysisColumns(str(model_path) if outputs else None, task.schema, module, label_columns)
     patterns = {split: str(examples.split_uri(split) / "*.gz") for split in examples.splits}
     results_file = graph.path / ".results.json"
     results = run_analyzers(patterns, [*analyzers, *labels], label_columns, beam_args, results_file, parse)
@@ -111,14 +113,15 @@ class AnalysisColumns(beam.DoFn):
     """A batch of serialized records → {column: values}: each analyzer's input computed by the analysis model (the
     function's tensors, on the task's parsed inputs), and the label's raw values."""
 
-    def __init__(self, model_path: str | None, schema: Any, source: str, origin: str, label_columns: dict[str, str]):
-        self.model_path, self.schema, self.source, self.origin = model_path, schema, source, origin
+    def __init__(self, model_path: str | None, schema: Any, module: UserCode, label_columns: dict[str, str]):
+        self.model_path, self.schema, self.module = model_path, schema, module
         self.label_columns = label_columns
 
     def setup(self) -> None:
         from kflow.components.datasets.tabular.task import TabularTask
 
-        load_preprocessing_module(self.source, self.origin)  # its custom layers, registered before the model loads
+        # its custom layers, registered before the model loads
+        load_preprocessing_module(self.module.source, self.module.origin, self.module.imports)
         self.task = TabularTask(self.schema)
         self.model = (
             keras.saving.load_model(self.model_path, compile=False, safe_mode=False) if self.model_path else None

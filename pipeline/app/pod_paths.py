@@ -25,9 +25,8 @@ def node_path_warnings(pipeline: Pipeline, shared_mount_path: str, already: list
             parameter = node.spec.parameters.get(name)
             if parameter is None or not parameter.is_path or not isinstance(value, str) or not value:
                 continue
-            if (source := node.parameters.get(f"{name}_source")) is not None:  # it travels in pipeline.yaml, not
-                lines += _imports_left_behind(node.id, name, value, source)  # the files it imports
-                continue
+            if node.parameters.get(f"{name}_source") is not None:  # it travels in pipeline.yaml, with the files
+                continue  # it imports (module_imports.py)
             if not is_local(value, shared_mount_path) or any(f" {value} is a path" in line for line in already):
                 continue
             lines.append(
@@ -35,18 +34,3 @@ def node_path_warnings(pipeline: Pipeline, shared_mount_path: str, already: list
                 f"on the shared volume (mounted at {shared_mount_path}) or in an object store (gs://, s3://, minio://)"
             )
     return lines
-
-
-def _imports_left_behind(node_id: str, name: str, path: str, source: str) -> list[str]:
-    """A line where the module at `path` imports first-party files of this machine: its source travels in
-    pipeline.yaml, they do not (the pods' `import` of them fails unless the image holds them)."""
-    from kflow.components.datasets.module_source_checks import imported_files
-
-    files = [str(file) for file in imported_files(source)]
-    if not files:
-        return []
-    return [
-        f"node {node_id}: {name}: {Path(path).name} imports {', '.join(files)}, of this machine: pipeline.yaml carries "
-        f"the module's source, not these files: build them into the image (on its PYTHONPATH) or move their code "
-        f"into the module"
-    ]

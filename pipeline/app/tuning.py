@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kflow.components.datasets.module_source_checks import source_parameters
-from kflow.components.datasets.user_module import module_problems, read_module_source
+from kflow.components.datasets.module_imports import module_parameters
+from kflow.components.datasets.user_module import module_problems
 from kflow.components.tuner import Tuner
 from kflow.pipeline.app.sections import trainer_parameters
 from kflow.pipeline.dsl.component import Channel
@@ -30,7 +30,7 @@ def tuner_parameters(config: PipelineConfig) -> dict[str, Any]:
     }
     module = trainer.get("module")
     if module and not module_problems(module):  # read now, as the Trainer reads it (its source is in the cache key)
-        trainer.update(source_parameters(read_module_source(module)))
+        trainer.update(module_parameters(module))
     tuner = config.tuner
     if tuner is None:
         return {"trainer": trainer}

@@ -107,11 +107,8 @@ class Schema(Artifact):
 
 
 class Rejects(Artifact):
-    """Records an ingest component refused, each kept with the reason and its source position.
-
-    Layout: `{uri}/rejects.jsonl`, one JSON object a line:
-        {"reason": str, "kind": "invalid" | "filtered", "position": str, "record": ...}
-    """
+    """Records an ingest component refused, each kept with the reason and its source position: `{uri}/rejects.jsonl`,
+    one JSON object a line, {"reason": str, "kind": "invalid" | "filtered", "position": str, "record": ...}."""
 
     type_name = "Rejects"
     kfp_schema_title = "system.Dataset"
@@ -142,13 +139,11 @@ class ExampleStatistics(Artifact):
 
 
 class ExampleAnomalies(Artifact):
-    """What ExampleValidator found in each split against the schema.
-
-    Layout:
-        {uri}/Split-{split}/SchemaDiff.pb   a binary TFMD `Anomalies` proto (TFX's layout)
-        {uri}/anomalies.json                {"splits": {split: [{feature, kind, description, severity}]},
-                                            "count": n, "blocking": errors (what stops the Trainer), "on_anomaly",
-                                            "message": the first error}
+    """What ExampleValidator found in each split against the schema. Layout:
+    {uri}/Split-{split}/SchemaDiff.pb   a binary TFMD `Anomalies` proto (TFX's layout)
+    {uri}/anomalies.json                {"splits": {split: [{feature, kind, description, severity}]},
+                                        "count": n, "blocking": errors (what stops the Trainer), "on_anomaly",
+                                        "message": the first error}
     """
 
     type_name = "ExampleAnomalies"
@@ -168,7 +163,8 @@ class Model(Artifact):
         {uri}/model.keras          the Keras model, for Keras users and for evaluation
         {uri}/Format-Serving/      the exported TensorFlow SavedModel, for serving
         {uri}/assets/task.json     what reads data for it: {"dataset", "model_name", "model_options"}
-        {uri}/assets/user_module.py the trainer.module it was built with, if any (code: see `module_digest`)
+        {uri}/assets/user_module.py the trainer.module it was built with, if any (code: see `module_digest`), and
+                                   user_module_imports/: the files it imports (module_imports.py)
         {uri}/assets/schema.pbtxt  the schema of the Examples it was trained on (what scoring parses new data by)
         {uri}/assets/classes.txt   a classifier's class names, one a line, in its scores' order
     {uri}/assets/…             the task's own assets (a vocabulary, class weights, …)
@@ -211,9 +207,14 @@ class Model(Artifact):
 
     @property
     def module_digest(self) -> str | None:
-        """The sha256 of the user module the model runs (`assets/user_module.py`), None when it has none."""
+        """The sha256 of the user module the model runs (`assets/user_module.py`) and the files it imports, if any."""
         module = self.assets_uri / self.MODULE_FILE
-        return hashlib.sha256(module.read_bytes()).hexdigest() if module.is_file() else None
+        if not module.is_file():
+            return None
+        digest = hashlib.sha256(module.read_bytes())  # as before the files it imports travelled with it
+        for path in sorted((self.assets_uri / f"{module.stem}_imports").rglob("*.py")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        return digest.hexdigest()
 
     @property
     def serving_uri(self) -> Path:

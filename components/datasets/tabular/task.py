@@ -29,6 +29,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from kflow.components.datasets.module_imports import save_module, saved_imports
 from kflow.components.datasets.tabular.cached_rows import cached_rows, fits_in_memory
 from kflow.components.datasets.tabular.dataset import TRAINING_METRICS
 from kflow.components.datasets.tabular.plan import (
@@ -169,8 +170,9 @@ class TabularTask(LearntByTransform, Task):
         self.preprocessing = {key: analyzers[key] for key in keys if key in analyzers}
         self._keep_model_inputs()
         shutil.copyfile(graph.model_file, assets_dir / GRAPH_MODEL_FILE)
-        if (graph.path / TransformGraph.MODULE_FILE).is_file():  # its layers, for any process that loads the model
-            shutil.copyfile(graph.path / TransformGraph.MODULE_FILE, assets_dir / TransformGraph.MODULE_FILE)
+        module = graph.path / TransformGraph.MODULE_FILE
+        if module.is_file():  # its layers, for any process that loads the model
+            save_module(assets_dir / module.name, module.read_text(), saved_imports(module))
         (assets_dir / PREPROCESSING_FILE).write_text(json.dumps(self.preprocessing, indent=1) + "\n")
         self.graph_model_file = assets_dir / GRAPH_MODEL_FILE
         return {"transform_graph": str(graph.uri), "features": len(self.types)}

@@ -38,13 +38,13 @@ def test_compile_warns_about_a_local_push_destination_and_a_declared_ingests_sou
     ]
 
 
-def test_compile_warns_that_the_files_a_module_imports_do_not_travel_with_it(tmp_path, run_kflow):
-    """A trainer.module travels in pipeline.yaml as its source; a helper file it imports did not, and compile said
-    nothing: the pods' import fails. Compile names each such file of this machine (not the libraries')."""
-    import os
-
-    (tmp_path / "helpers.py").write_text("UNITS = 8\n")
-    (tmp_path / "model.py").write_text(
+def test_compile_carries_the_files_a_module_imports_in_pipeline_yaml(tmp_path, run_kflow):
+    """A trainer.module travels in pipeline.yaml as its source; a helper file it imports did not (compile warned:
+    the pods' import failed). The helper beside it (not on PYTHONPATH) now travels too, as the Trainer's
+    `module_imports`, and compile warns of no path of the module's."""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "helpers.py").write_text("UNITS = 8\n")
+    (tmp_path / "models" / "model.py").write_text(
         "import keras\nimport numpy\nfrom helpers import UNITS\n\n\ndef build_model(schema, options):\n"
         "    inputs = keras.Input(shape=(len(options['features']),))\n"
         "    return keras.Model(inputs, keras.layers.Dense(UNITS)(inputs))\n"
@@ -52,18 +52,14 @@ def test_compile_warns_that_the_files_a_module_imports_do_not_travel_with_it(tmp
     config = {
         "name": "iris",
         "data": {"dataset": "csv", "label": "species", "source": {"path": "gs://a-bucket/iris.csv"}},
-        "trainer": {"epochs": 1, "module": "model.py"},
+        "trainer": {"epochs": 1, "module": "models/model.py"},
         "evaluator": {"baseline": "none"},
     }
     (tmp_path / "iris.yaml").write_text(yaml.safe_dump(config))
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    done = run_kflow(
-        "compile", tmp_path / "iris.yaml", "-o", tmp_path / "p.yaml", "--image", "r.example/kflow:1", env=env
-    )
+    done = run_kflow("compile", tmp_path / "iris.yaml", "-o", tmp_path / "p.yaml", "--image", "r.example/kflow:1")
     assert done.returncode == 0, done.stderr[-2000:]
-    warnings = [line for line in done.stderr.splitlines() if "imports" in line]
-    assert warnings == [
-        f"kflow: warning: node train: module: model.py imports {tmp_path / 'helpers.py'}, of this machine: "
-        "pipeline.yaml carries the module's source, not these files: build them into the image (on its "
-        "PYTHONPATH) or move their code into the module"
-    ]
+    assert [line for line in done.stderr.splitlines() if "model.py" in line or "helpers" in line] == []
+    compiled = yaml.safe_load((tmp_path / "p.yaml").read_text())
+    parameters = [task.get("inputs", {}).get("parameters", {}) for task in compiled["root"]["dag"]["tasks"].values()]
+    carried = [given["module_imports"]["runtimeValue"]["constant"] for given in parameters if "module_imports" in given]
+    assert carried == [{"helpers.py": "UNITS = 8\n"}]
