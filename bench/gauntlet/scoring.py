@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import catalog
@@ -26,6 +27,7 @@ def check(folder: Path, run_folder: Path, table: catalog.Table, frame, fmt: str,
     new = folder / f"new.{fmt}"
     catalog.write(frame.drop(columns=[table.target]), new, fmt)
     out = folder / f"scored-{fmt}"
+    shutil.rmtree(out, ignore_errors=True)  # scored again (--redo): kflow predict takes only a new or empty folder
     arguments = ["predict", str(config_file), "--data", str(new), "-o", str(out), "--model", str(run_folder)]
     step = kflow([*arguments, "--pipeline-root", str(folder / "runs")])
     result = {"predict_exit": step["exit"], "predict_line": step["line"], "predict_seconds": step["seconds"]}

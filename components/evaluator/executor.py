@@ -39,6 +39,7 @@ from kflow.components.models import load_trained
 from kflow.components.util import plots
 from kflow.components.util.corrupt_examples import reads_examples
 from kflow.components.util.input_autotune import untuned
+from kflow.components.util.predictions import TASK_INFERRED, predicting
 from kflow.components.util.predictions import class_names as predicted_classes
 from kflow.components.util.statistics_page import statistics_page
 from kflow.components.util.statistics_proto import read_split
@@ -339,6 +340,9 @@ def _other_classes(dataset: str, schema: Schema, model: Model, baseline: Model) 
     ours, theirs = (one.class_names or predicted_classes(_task(dataset, schema, one)) for one in (model, baseline))
     if ours == theirs:
         return None
+    if bool(ours) != bool(theirs):
+        said = f"the baseline model {baseline.uri} is {predicting(theirs)}, this one {predicting(ours)}"
+        return f"{said} ({TASK_INFERRED})"
     shown = ", ".join(map(str, (theirs or [])[:8]))
     return f"the baseline model {baseline.uri} predicts other classes ({shown}) than this one"
 

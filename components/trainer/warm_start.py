@@ -35,7 +35,7 @@ from kflow.components.models.tabular_columns import (
     source_layer,
     stood_for,
 )
-from kflow.components.util.predictions import class_names
+from kflow.components.util.predictions import TASK_INFERRED, class_names, predicting
 from kflow.pipeline.dsl.artifacts import Model
 
 log = logging.getLogger("kflow.trainer")
@@ -56,9 +56,16 @@ def warm_start(keras_model: Any, config: Any, task: Any) -> str | None:
         log.info("train: from scratch (trainer.warm_start: latest_blessed): %s", reason)
         return None
     artifact = Model(uri)
+    earlier_classes, classes = artifact.class_names, class_names(task)
+    if bool(earlier_classes) != bool(classes):  # no layer maps (a user trial: 20 distinct counts, then 25)
+        why = f"the model at {uri} is {predicting(earlier_classes)}, this run's {predicting(classes)} ({TASK_INFERRED})"
+        if config.warm_start != "latest_blessed":
+            raise ValueError(f"trainer.warm_start: {why}")
+        log.warning("train: from scratch (trainer.warm_start: latest_blessed): %s", why)
+        return None
     earlier = load_trained(artifact.keras_file, task.model_name)
     try:
-        weights, changes = carried_weights(earlier, keras_model, artifact.class_names, class_names(task))
+        weights, changes = carried_weights(earlier, keras_model, earlier_classes, classes)
     except Incompatible as problem:
         raise ValueError(f"trainer.warm_start: the model at {uri} is not compatible: {problem}") from None
     start_from(keras_model, weights)

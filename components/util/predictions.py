@@ -57,6 +57,18 @@ def class_names(task: Any) -> list[str]:
     return []
 
 
+def predicting(classes: list[str] | None) -> str:
+    """What a model predicts, by its class names: `a classifier of 12 classes (0, 1, 2, …)`, or `a number`."""
+    if not classes:
+        return "a model of a number (no classes)"
+    shown = ", ".join(classes[:3]) + (", …" if len(classes) > 3 else "")
+    return f"a classifier of {len(classes)} classes ({shown})"
+
+
+# Where one of two models of a label predicts classes and the other a number: the label's task was inferred anew.
+TASK_INFERRED = "data.problem_type, inferred from the label's values where unset: set it to keep one task as data grows"
+
+
 def prediction_entry(key: str, output: np.ndarray, classes: list[str], label: Any = ...) -> dict[str, Any]:
     """{"key", ["label",] "predicted_class", "scores": {class: probability}} or {"key", ["label",] "prediction"};
     `label` (a class index or a number, None when missing) only for labelled data."""

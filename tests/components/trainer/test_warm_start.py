@@ -404,3 +404,33 @@ def test_a_latest_blessed_warm_start_no_task_resolved_says_why_it_trains_from_sc
         "train: from scratch (trainer.warm_start: latest_blessed): no earlier model was resolved for this run "
         "(kflow run resolves it; a compiled pipeline does not)"
     ]
+
+
+@pytest.mark.parametrize("resolved", ["latest_blessed", "20261203-095401-148533-f4bc"])
+def test_a_classifier_is_no_start_for_a_regression_of_the_same_label(tmp_path, caplog, resolved):
+    """The gauntlet's retraining of vcd's Rochdale: its first 70 % of rows held 20 distinct counts of `Freq` (a
+    classifier), all rows 25 (a regression); latest_blessed failed the run with `layer 'standardised' is new`.
+    latest_blessed now trains from scratch and says why; a model named by its run is refused in one line."""
+    from types import SimpleNamespace
+
+    from kflow.components.trainer.warm_start import warm_start
+    from kflow.pipeline.dsl.artifacts import Model
+
+    earlier = Model(tmp_path / "model")
+    earlier.assets_uri.mkdir(parents=True)
+    (earlier.assets_uri / Model.CLASSES_FILE).write_text("".join(f"{n}\n" for n in (0, 1, 2, 3, 4, 6, 7, 10)))
+    config = SimpleNamespace(warm_start=resolved, warm_start_model_uri=earlier.uri, warm_start_reason=None)
+    why = (
+        f"the model at {earlier.uri} is a classifier of 8 classes (0, 1, 2, …), this run's a model of a number (no "
+        "classes) (data.problem_type, inferred from the label's values where unset: set it to keep one task as data "
+        "grows)"
+    )
+    regression = SimpleNamespace(classes=None, model_name=None)
+    if resolved != "latest_blessed":
+        with pytest.raises(ValueError) as refused:
+            warm_start(None, config, regression)
+        assert str(refused.value) == f"trainer.warm_start: {why}"
+        return
+    with caplog.at_level("INFO", logger="kflow.trainer"):
+        assert warm_start(None, config, regression) is None
+    assert caplog.messages == [f"train: from scratch (trainer.warm_start: latest_blessed): {why}"]
