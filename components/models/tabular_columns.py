@@ -111,6 +111,12 @@ def _first_dense(model: Any) -> tuple[Any, Any, list[Any]] | None:
     return dense, tensor, parts
 
 
+def _output_mode(layer: Any) -> str | None:
+    """A layer's output mode, from its config: Keras 3's TextVectorization keeps it private (`_output_mode`), so
+    reading `output_mode` failed and no table with a free-text column warm-started (a gauntlet retraining)."""
+    return layer.get_config().get("output_mode")
+
+
 def _columns(parts: list[Any]) -> list[tuple] | None:
     columns: list[tuple] = []
     for tensor in map(_through_preprocessing, parts):
@@ -123,11 +129,11 @@ def _columns(parts: list[Any]) -> list[tuple] | None:
             columns += [("category_oov", feature, index, slots) for index in range(slots)]
             columns += [("category", feature, str(value)) for value in vocabulary[slots:]]
         elif kind == "Flatten" and type(source_layer(layer)).__name__ == "TextVectorization":
-            if source_layer(layer).output_mode not in _WIDE_MODES:
+            if _output_mode(source_layer(layer)) not in _WIDE_MODES:
                 return None
             words = source_layer(layer)
             columns += [("word", _feature(words), str(token)) for token in words.get_vocabulary()]
-        elif kind == "TextVectorization" and layer.output_mode in _WIDE_MODES:  # a user's, read as it comes
+        elif kind == "TextVectorization" and _output_mode(layer) in _WIDE_MODES:  # a user's, read as it comes
             columns += [("word", _feature(layer), str(token)) for token in layer.get_vocabulary()]
         elif kind == "DateParts":
             columns += [("date", _feature(layer), part) for part in range(int(tensor.shape[-1]))]

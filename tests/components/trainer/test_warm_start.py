@@ -434,3 +434,25 @@ def test_a_classifier_is_no_start_for_a_regression_of_the_same_label(tmp_path, c
     with caplog.at_level("INFO", logger="kflow.trainer"):
         assert warm_start(None, config, regression) is None
     assert caplog.messages == [f"train: from scratch (trainer.warm_start: latest_blessed): {why}"]
+
+
+def test_a_free_text_columns_words_keep_their_rows_as_the_table_grows():
+    """The gauntlet's retraining of Ecdat's Caschool (its `district` names, free text): `layer
+    'preprocessing/words_district' has another vocabulary: 101 new …; give the lookup a fixed vocabulary` of kflow's
+    own model. Keras 3's TextVectorization keeps its output mode private, and reading it failed: no table with a
+    text column warm-started. Its words now map by token, as a category's values do."""
+
+    def model(words):
+        features = [
+            {"name": "district", "kind": "text", "vocabulary": list(words)},
+            {"name": "size", "kind": "numeric", "mean": 2.0, "variance": 1.5},
+        ]
+        keras.utils.set_random_seed(len(words))
+        return build_tabular_mlp(features, {"kind": "classification", "classes": ["no", "yes"]}, [8, 4], 0.0)
+
+    data = {"district": [["sunny valley"], ["oak view"], ["valley joint"]], "size": np.array([[1.0], [2.0], [3.0]])}
+    earlier, grown = model(["valley", "joint", "view", "sunny"]), model(["beach", "view", "valley", "joint", "sunny"])
+    before = scores(earlier, data)
+    changes = warm(earlier, grown)
+    np.testing.assert_allclose(scores(grown, data), before, atol=1e-5)
+    assert changes == ["hidden_0's input columns mapped by meaning: 6 kept (3 moved), 1 new (district='beach'), 0 gone"]
