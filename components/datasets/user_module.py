@@ -136,7 +136,7 @@ def load_module(source: str, origin: str = MODULE_FILE, imports: dict[str, str] 
         return sys.modules[name]
     importable(imports)
     module = types.ModuleType(name)
-    module.__file__ = origin
+    module.__file__, module.__kflow_imports__ = origin, imports or {}  # its helpers' code is searched for layers too
     sys.modules[name] = module  # Before exec: decorators such as register_keras_serializable look it up.
     try:
         exec(compile(source, origin, "exec"), module.__dict__)  # noqa: S102 - the user's own model code.
@@ -163,7 +163,7 @@ def failure(error: BaseException) -> str:
     said = f"{type(error).__name__}: {KERAS_STYLING.sub('', str(error))}"
     if "Shapes used to initialize variables must be fully-defined" in said:  # a width of None reached a Dense
         said += (" (a layer before it gives no width: a one-hot lookup of no vocabulary, which kflow adapts where the "
-                 "module's own file makes it; else give it its vocabulary=)")  # fmt: skip
+                 "module or its own files make it; else give it its vocabulary=)")  # fmt: skip
     if "cannot contain character `/`" in said:  # keras.Input(name=column) of a column such as wine's 'od280/od315'
         said += (' (a column name Keras refuses as a layer name: name the keras.Input feature["input_name"], '
                  'kflow\'s safe name for it, and key the inputs dict by feature["name"])')  # fmt: skip
@@ -207,9 +207,9 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             for layer in all_layers(model):
                 if never_adapted(layer):
                     say_once(log, f"{where(None, module)}: the model's {type(layer).__name__} {layer.name!r} is never "
-                              "adapted: kflow adapts such a layer given no state where the module's own file makes it "
-                              "and the data's columns reach it as the model is built (not in tf_idf mode, nor in a "
-                              "subclassed model's call); give it its state (vocabulary=, mean= and variance=, "
+                              "adapted: kflow adapts such a layer given no state where the module or its own files "
+                              "make it and the data's columns reach it as the model is built (not in tf_idf mode, nor "
+                              "in a subclassed model's call); give it its state (vocabulary=, mean= and variance=, "
                               "bin_boundaries=)", logging.WARNING)  # fmt: skip
             own_loss = self._module_loss() if callable(getattr(module, "loss", None)) else self.compiled_loss
             own_loss, problem = self._on_labels(own_loss)
@@ -278,7 +278,8 @@ def with_user_module(task_class: type, module: types.ModuleType) -> type:
             Split-train's first records (model_adapt.py), their states in the assets for every later build."""
             figures = super().prepare(examples, assets_dir)
             self.adapted_layers = None
-            if not ADAPTING_LAYERS.search(SOURCES.get(module.__name__, "")):
+            code = [SOURCES.get(module.__name__, ""), *module.__kflow_imports__.values()]  # its helpers' too
+            if not any(map(ADAPTING_LAYERS.search, code)):
                 return figures
 
             def first_records():

@@ -274,10 +274,16 @@ def test_a_declared_sequential_is_adapted_on_the_number_matrix_and_a_subclassed_
     assert not (tmp_path / "subclassed" / ADAPTED_FILE).exists()
 
 
-def test_a_layer_made_in_a_module_it_imports_is_said_never_adapted(cps1985, tmp_path, monkeypatch, caplog):
-    """kflow looks for the layers it adapts in the module's own file (`prepare` builds the model once more only for
-    those): a Normalization made by a helper module is left as it is (raw numbers through), and said, once a layer,
-    naming it (before: silently)."""
+@pytest.mark.parametrize("travelled", [False, True])
+def test_a_layer_made_in_a_module_it_imports_is_adapted_where_its_code_travels(
+    cps1985, tmp_path, monkeypatch, caplog, travelled
+):
+    """kflow looks for the layers it adapts in the module's code (`prepare` builds the model once more only for
+    those): its own file and the files of the user's it imports (module_imports.py: a helper beside it, as `kflow
+    run` gives them; before, only its own file, and keras.io's recipe with its encoders in a helper failed on the
+    gauntlet's tables with "a one-hot lookup of no vocabulary"). A layer made by code kflow does not see (a package
+    installed, not travelled) is left as it is (raw numbers through), and said, once a layer, naming it."""
+    from kflow.components.datasets.module_imports import imported_sources
     from tests.components.trainer.test_user_model import user_task
 
     (tmp_path / "encoders.py").write_text(
@@ -295,13 +301,19 @@ def build_model(schema, options):
     return keras.Model(inputs, keras.layers.Dense(len(options["head"]["classes"]), activation="softmax")(x))
 """
     examples, schema = cps1985
+    imports = imported_sources(source) if travelled else None
     with caplog.at_level(logging.WARNING):
-        task = user_task(examples, schema, source, tmp_path)
-        kept = [layer.name for layer in task.build_model().layers if type(layer).__name__ == "Normalization"]
+        task = user_task(examples, schema, source, tmp_path, imports=imports)
+        layers = [layer for layer in task.build_model().layers if type(layer).__name__ == "Normalization"]
         task.build_model()
     said = [record.getMessage() for record in caplog.records if "is never adapted" in record.getMessage()]
-    assert len(kept) > 1 and len(said) == len(kept), said
-    assert f"the model's Normalization {kept[0]!r} is never adapted: kflow adapts such a layer" in said[0], said
+    assert len(layers) > 1
+    if travelled:
+        assert imports == {"encoders.py": (tmp_path / "encoders.py").read_text()}
+        assert said == [] and all(float(np.max(np.abs(np.asarray(layer.mean)))) > 0 for layer in layers)
+        return
+    assert len(said) == len(layers), said
+    assert f"the model's Normalization {layers[0].name!r} is never adapted: kflow adapts such a layer" in said[0], said
 
 
 def test_a_one_hot_lookup_of_no_vocabulary_made_elsewhere_is_one_line_saying_why(cps1985, tmp_path, monkeypatch):

@@ -33,9 +33,9 @@ def cancer(tmp_path_factory):
     return csv_examples(root, write_cancer(root / "cancer.csv"), "diagnosis")
 
 
-def user_task(examples, schema, source, tmp_path, model_options=None):
-    task = with_user_module(TabularTask, load_module(source, "my_model.py"))(load_schema(schema.file), None,
-                                                                             model_options)  # fmt: skip
+def user_task(examples, schema, source, tmp_path, model_options=None, imports=None):
+    task = with_user_module(TabularTask, load_module(source, "my_model.py", imports))(load_schema(schema.file), None,
+                                                                                      model_options)  # fmt: skip
     task.prepare(examples, tmp_path / "assets")
     return task
 
