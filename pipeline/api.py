@@ -40,7 +40,7 @@ from kflow.pipeline.dsl import artifacts
 from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.dsl.function_component import Input, Output, component
-from kflow.pipeline.runners.beam_dag_runner import BeamDagRunner, RunResult
+from kflow.pipeline.runners.beam_dag_runner import BeamDagRunner, PipelineFailed, RunResult
 
 
 def run(
@@ -96,6 +96,8 @@ __all__ = [
     "Output",
     "Parameter",
     "Pipeline",
+    "PipelineFailed",
+    "RunResult",
     "Pusher",
     "BulkInferrer",
     "Predictor",

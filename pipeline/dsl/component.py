@@ -183,8 +183,11 @@ class Component:
                         former, name)  # fmt: skip
             values[name] = values.pop(former)
         unknown = set(values) - set(self.spec.parameters)
-        if unknown:
-            raise ValueError(f"{self.id}: unknown parameters {sorted(unknown)}")
+        if unknown:  # one line a user of the Python API can act on: the nearest parameter (epoch: epochs)
+            from kflow.pipeline.dsl.config_validation import did_you_mean
+
+            hints = "".join(did_you_mean(name, self.spec.parameters) for name in sorted(unknown))
+            raise ValueError(f"{self.id}: unknown parameters {sorted(unknown)}{hints}")
         bound = {}
         for name, parameter in self.spec.parameters.items():
             if parameter.required and values.get(name) is None:

@@ -461,3 +461,19 @@ def test_predict_says_when_the_model_was_trained_on_a_node_it_does_not_run(tmp_p
     said = unrun_preparation(run_of("cap"))
     assert said and "trained on the examples of node 'cap', which prepares the ingest's: kflow predict does not" in said
     assert unrun_preparation(run_of("ingest")) is None
+
+
+def test_the_python_api_names_the_nearest_parameter_and_exports_what_run_raises():
+    """F19 of an earlier trial: a misspelled parameter listed only itself (`unknown parameters ['epoch']`), and
+    `api.run`'s PipelineFailed had to be imported from the runner's module."""
+    import pytest
+
+    from kflow.pipeline import api
+    from kflow.pipeline.runners.beam_dag_runner import PipelineFailed
+
+    ingest = api.CsvIngest("ingest", parameters={"source_path": "iris.csv", "label": "species"})
+    with pytest.raises(ValueError) as refused:
+        api.Trainer("train", examples=ingest.outputs["examples"], schema=ingest.outputs["schema"],
+                    parameters={"dataset": "csv", "epoch": 2})  # fmt: skip
+    assert str(refused.value) == "train: unknown parameters ['epoch']; did you mean epochs?"
+    assert api.PipelineFailed is PipelineFailed and "PipelineFailed" in dir(api)
