@@ -41,6 +41,7 @@ from kflow.pipeline.dsl.component import Component, ComponentSpec, Parameter
 from kflow.pipeline.dsl.dag import Pipeline
 from kflow.pipeline.dsl.function_component import Input, Output, component
 from kflow.pipeline.runners.beam_dag_runner import BeamDagRunner, PipelineFailed, RunResult
+from kflow.pipeline.runners.beam_logs import beam_element_errors_quiet
 
 
 def run(
@@ -53,7 +54,8 @@ def run(
 ) -> RunResult:
     """Runs `pipeline` locally on Apache Beam under `<pipeline_root>/<name>/<run_id>/`; raises PipelineFailed."""
     runner = BeamDagRunner(beam_args=beam_args, enable_cache=enable_cache, verify_hashes=verify_hashes)
-    return runner.run(pipeline, pipeline_root)
+    with beam_element_errors_quiet():  # the failure is PipelineFailed's (or Ctrl-C's Cancelled), said once
+        return runner.run(pipeline, pipeline_root)
 
 
 def compile(  # noqa: A001 (the name users know from `kfp.compiler`)

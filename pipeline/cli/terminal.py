@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 
+from kflow.pipeline.runners.beam_logs import BEAM_ELEMENT_LOGGERS
 from kflow.pipeline.runners.cancellation import cancelled_in_process
 
 # The command's exit codes (pipeline/cli/main.py's docstring lists them all).
@@ -78,7 +79,5 @@ def configure_logging(verbosity: int) -> None:
         handler.addFilter(_not_startup_noise)
     for noisy in ("apache_beam", "absl", "tensorflow", "h5py", "matplotlib"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    # Beam logs a failing element's traceback, and its SDK worker the same again ("Error processing instruction");
-    # kflow reports the failed component in one line itself, naming the error log that holds the traceback.
-    for beam_logger in ("apache_beam.runners.common", "apache_beam.runners.worker.sdk_worker"):
+    for beam_logger in BEAM_ELEMENT_LOGGERS:  # kflow says a failed component in one line itself
         logging.getLogger(beam_logger).setLevel(logging.CRITICAL)
