@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-IMPORTS_SUFFIX = "_imports"  # user_module.py's helpers in assets/user_module_imports/
+from kflow.pipeline.dsl.module_files import imports_folder
 
 
 @dataclass(frozen=True)
@@ -144,11 +144,6 @@ def save_imports(folder: Path, imports: dict[str, str]) -> None:
         path = folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(source)
-
-
-def imports_folder(module_file: Path) -> Path:
-    """Where a saved module's imports lie: `user_module_imports/` beside `user_module.py`."""
-    return module_file.with_name(module_file.stem + IMPORTS_SUFFIX)
 
 
 def saved_imports(module_file: Path) -> dict[str, str] | None:

@@ -57,26 +57,26 @@ def import_problems(tree: ast.Module, module: str) -> list[str]:
     """The module's top-level imports of a package that is not installed (found by `importlib.util.find_spec` on
     the package's name, which runs none of it); an import inside a `try` or a function is the module's to handle."""
     problems, seen = [], set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            names = [node.module]
-        else:
-            continue
-        for name in names:
-            package = name.split(".")[0]
-            if package in seen:
+    with folder_on_path(module):  # a helper beside the module (module_imports.py)
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
                 continue
-            seen.add(package)
-            try:
-                with folder_on_path(module):  # a helper beside the module (module_imports.py)
+            for name in names:
+                package = name.split(".")[0]
+                if package in seen:
+                    continue
+                seen.add(package)
+                try:
                     found = importlib.util.find_spec(package) is not None
-            except (ImportError, ValueError):
-                found = False
-            if not found:
-                problems.append(f"{module}:{node.lineno}: imports {package}, which is not installed here "
-                                f"(ModuleNotFoundError: No module named {package!r})")  # fmt: skip
+                except (ImportError, ValueError):
+                    found = False
+                if not found:
+                    problems.append(f"{module}:{node.lineno}: imports {package}, which is not installed here "
+                                    f"(ModuleNotFoundError: No module named {package!r})")  # fmt: skip
     return problems
 
 

@@ -57,7 +57,10 @@ def warm_start(keras_model: Any, config: Any, task: Any) -> str | None:
         return None
     artifact = Model(uri)
     earlier_classes, classes = artifact.class_names, class_names(task)
-    if bool(earlier_classes) != bool(classes):  # no layer maps (a user trial: 20 distinct counts, then 25)
+    # A classifier then a number (a gauntlet retraining: 20 distinct counts, then 25): no layer maps. Said only where
+    # the earlier model's classes are known: one of no classes.txt is a number's, or a classifier kflow trained
+    # before it wrote one (the layers then say what differs).
+    if earlier_classes and not classes:
         why = f"the model at {uri} is {predicting(earlier_classes)}, this run's {predicting(classes)} ({TASK_INFERRED})"
         if config.warm_start != "latest_blessed":
             raise ValueError(f"trainer.warm_start: {why}")

@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
+from kflow.pipeline.dsl.module_files import imports_folder
+
 
 class Artifact:
     """A typed folder produced by one component execution and read by others."""
@@ -163,8 +165,7 @@ class Model(Artifact):
         {uri}/model.keras          the Keras model, for Keras users and for evaluation
         {uri}/Format-Serving/      the exported TensorFlow SavedModel, for serving
         {uri}/assets/task.json     what reads data for it: {"dataset", "model_name", "model_options"}
-        {uri}/assets/user_module.py the trainer.module it was built with, if any (code: see `module_digest`), and
-                                   user_module_imports/: the files it imports (module_imports.py)
+        {uri}/assets/user_module.py its trainer.module, if any, and user_module_imports/ (`module_digest`)
         {uri}/assets/schema.pbtxt  the schema of the Examples it was trained on (what scoring parses new data by)
         {uri}/assets/classes.txt   a classifier's class names, one a line, in its scores' order
     {uri}/assets/…             the task's own assets (a vocabulary, class weights, …)
@@ -208,11 +209,10 @@ class Model(Artifact):
     @property
     def module_digest(self) -> str | None:
         """The sha256 of the user module the model runs (`assets/user_module.py`) and the files it imports, if any."""
-        module = self.assets_uri / self.MODULE_FILE
-        if not module.is_file():
+        if not (module := self.assets_uri / self.MODULE_FILE).is_file():
             return None
         digest = hashlib.sha256(module.read_bytes())  # as before the files it imports travelled with it
-        for path in sorted((self.assets_uri / f"{module.stem}_imports").rglob("*.py")):
+        for path in sorted(imports_folder(module).rglob("*.py")):
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
         return digest.hexdigest()
 
