@@ -11,21 +11,26 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import shlex
 import shutil
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.runners.worker import sdk_worker
+from apache_beam.transforms.environments import SubprocessSDKEnvironment
+
+from kflow.pipeline.dsl.beam_options import LOCAL_RUNNER
 
 
 @contextlib.contextmanager
 def beam_pipeline(options: PipelineOptions) -> Iterator[beam.Pipeline]:
     """`with beam_pipeline(options) as pipeline:` builds the pipeline, then runs it as `with beam.Pipeline(...)`
     does; its temporary folder is removed either way."""
-    pipeline = beam.Pipeline(options=options)
+    pipeline = beam.Pipeline(runner=_local_runner(options), options=options)
     _OPEN.add(pipeline.local_tempdir)
     try:
         with pipeline:
@@ -36,6 +41,36 @@ def beam_pipeline(options: PipelineOptions) -> Iterator[beam.Pipeline]:
 
 
 _OPEN: set[str] = set()  # the folders of the pipelines in this process that have not ended
+
+# Beam's own command for a `multi_processing` worker (FnApiRunner.run_pipeline), run by a shell that ignores SIGINT
+# first: an ignored signal stays ignored across `exec`, and Python then installs no KeyboardInterrupt handler.
+_WORKER_COMMAND = "trap '' INT; exec {python} -m apache_beam.runners.worker.sdk_worker_main"
+
+
+def _local_runner(options: PipelineOptions) -> FnApiRunner | None:
+    """The FnApiRunner for `direct_running_mode=multi_processing`, its SDK worker processes deaf to SIGINT; None
+    (the runner the options name) otherwise. A terminal's Ctrl-C signals every process of its group: each worker
+    printed its KeyboardInterrupt traceback, written a few bytes at a time, so two workers' lines came mixed on the
+    user's terminal (no filter can take them apart). The run's cancellation stops the workers (SIGTERM, silent)."""
+    direct = options.view_as(DirectOptions)
+    if options.view_as(StandardOptions).runner != LOCAL_RUNNER or direct.direct_running_mode != "multi_processing":
+        return None
+    command = _WORKER_COMMAND.format(python=shlex.quote(sys.executable))
+    return _WorkerProcessesRunner(default_environment=SubprocessSDKEnvironment.from_command_string(command))
+
+
+class _WorkerProcessesRunner(FnApiRunner):
+    """Runs a `multi_processing` pipeline on its own worker command: FnApiRunner.run_pipeline replaces the
+    environment with Beam's command when the options name that mode, so the mode is unnamed while it runs (and
+    named again after: the options are the caller's, who may read them)."""
+
+    def run_pipeline(self, pipeline: beam.Pipeline, options: PipelineOptions) -> Any:
+        direct = options.view_as(DirectOptions)
+        mode, direct.direct_running_mode = direct.direct_running_mode, None
+        try:
+            return super().run_pipeline(pipeline, options)
+        finally:
+            direct.direct_running_mode = mode
 
 
 @atexit.register

@@ -89,6 +89,7 @@ def signals_cancel() -> Iterator[None]:
         for number in EXIT_CODES:
             signal.signal(number, signal.SIG_IGN)
         _requested = _cancelled_before = signum
+        stop_beam_workers()
         raise Cancelled(signum)
 
     _requested = None
@@ -117,6 +118,22 @@ def _quiet_after_cancellation(hook):
         log.debug("after the cancellation, thread %s ended: %s", getattr(args.thread, "name", "?"), args.exc_value)
 
     return quiet
+
+
+BEAM_WORKER_MODULE = "apache_beam.runners.worker.sdk_worker_main"
+
+
+def stop_beam_workers() -> None:
+    """SIGTERM, at once, to the Beam SDK worker processes of this process's `multi_processing` pipelines. When an
+    exception (the `Cancelled` about to be raised) leaves a pipeline, Beam's clean-up closes each worker's control
+    channel and waits for its process to end, without a bound: a worker mid-bundle never ends by itself (a cancelled
+    multi-process ingest hung there); SIGTERM ends it silently, then Beam's clean-up goes on."""
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if BEAM_WORKER_MODULE in " ".join(child.cmdline()):
+                child.terminate()
+        except psutil.Error:  # ended meanwhile
+            pass
 
 
 def stop_child_processes(grace: float = 5.0) -> int:

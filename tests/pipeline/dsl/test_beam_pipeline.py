@@ -4,6 +4,7 @@ Prism first and leave a /tmp/beam-temp* folder of its own)."""
 
 from __future__ import annotations
 
+import ast
 import os
 
 import apache_beam as beam
@@ -64,3 +65,24 @@ def test_a_pipeline_still_running_when_the_process_ends_leaves_no_temporary_fold
     assert folder.startswith(str(tmp_path))
     assert not os.path.exists(folder)
     assert not list(tmp_path.glob("beam-pipeline-temp*"))
+
+
+def _sigint_ignored(_: int) -> tuple[int, bool]:
+    import signal
+
+    return os.getpid(), signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+def test_a_multi_process_pipelines_workers_are_deaf_to_sigint_and_still_run_it(tmp_path):
+    """A terminal's Ctrl-C reaches every process of its group: Beam's SDK workers printed their KeyboardInterrupt
+    tracebacks a few bytes at a time, mixed on the user's terminal. Now they ignore SIGINT (the run's cancellation
+    stops them: tests/reliability/test_cancel_during_beam.py) and still run the pipeline, in their own processes."""
+    out = tmp_path / "out.txt"
+    options = PipelineOptions(named_runner(["--direct_running_mode=multi_processing", "--direct_num_workers=2"]))
+    with beam_pipeline(options) as pipeline:
+        results = pipeline | beam.Create(range(8)) | beam.Map(_sigint_ignored)
+        _ = results | beam.combiners.ToList() | beam.Map(lambda seen: out.write_text(repr(sorted(set(seen)))))
+    seen = ast.literal_eval(out.read_text())
+    assert seen and all(ignored for _, ignored in seen), seen
+    assert os.getpid() not in {pid for pid, _ in seen}  # run in worker processes, not in memory here
+    assert options.get_all_options()["direct_running_mode"] == "multi_processing"  # the caller's options unchanged
