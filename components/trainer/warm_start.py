@@ -10,11 +10,11 @@ user's functional model of Keras' encodings of its columns, adapted on the data 
 user's Sequential kflow feeds the table's number columns as one matrix (tensorflow.org's "Basic regression"). Any
 other model must have the same inputs (types and shapes; named ones by name, unnamed ones by place, as Keras
 names them anew in each build), the same layers in the same order with weights of the same shapes, and the same
-vocabularies in its lookup layers. A classifier's output columns follow the class
-names (`assets/classes.txt`): a new class starts as the earlier model's least likely one. The first difference
-that no mapping covers is the one line of the error. A numeric feature's normalisation is not compared: it is
-the new data's (the earlier weights then adapt to it within the first epochs), as a model trained from scratch
-would have it.
+vocabularies in its lookup layers. A classifier's output columns follow the class names (`assets/classes.txt`): a
+new class starts as the earlier model's least likely one. The first difference that no mapping covers is one line:
+the error of a model named by its run, `latest_blessed`'s warning as it trains from scratch. A numeric feature's
+normalisation is not compared: it is the new data's (the earlier weights then adapt to it within the first
+epochs), as a model trained from scratch would have it.
 
 The earlier model is resolved when the run starts (pipeline/app/warm_start.py) into `warm_start_model_uri`.
 """
@@ -62,19 +62,24 @@ def warm_start(keras_model: Any, config: Any, task: Any) -> str | None:
     # before it wrote one (the layers then say what differs).
     if earlier_classes and not classes:
         why = f"the model at {uri} is {predicting(earlier_classes)}, this run's {predicting(classes)} ({TASK_INFERRED})"
-        if config.warm_start != "latest_blessed":
-            raise ValueError(f"trainer.warm_start: {why}")
-        log.warning("train: from scratch (trainer.warm_start: latest_blessed): %s", why)
-        return None
+        return _from_scratch(config, why)
     earlier = load_trained(artifact.keras_file, task.model_name)
     try:
         weights, changes = carried_weights(earlier, keras_model, earlier_classes, classes)
     except Incompatible as problem:
-        raise ValueError(f"trainer.warm_start: the model at {uri} is not compatible: {problem}") from None
+        return _from_scratch(config, f"the model at {uri} is not compatible: {problem}")
     start_from(keras_model, weights)
     said = f"; {'; '.join(changes)}" if changes else ""
     log.info("train: warm-started from %s (trainer.warm_start: %s)%s", uri, config.warm_start, said)
     return str(Path(uri))
+
+
+def _from_scratch(config: Any, why: str) -> None:
+    """A model named by its run is refused (`why`); the latest blessed, found for the user, is passed over with a
+    warning: the layers may differ for good (a tuner's `hidden_units`, an edited model, another task inferred)."""
+    if config.warm_start != "latest_blessed":
+        raise ValueError(f"trainer.warm_start: {why}")
+    log.warning("train: from scratch (trainer.warm_start: latest_blessed): %s", why)
 
 
 def start_from(model: Any, weights: list[tuple[Any, list[np.ndarray]]]) -> None:

@@ -436,6 +436,40 @@ def test_a_classifier_is_no_start_for_a_regression_of_the_same_label(tmp_path, c
     assert caplog.messages == [f"train: from scratch (trainer.warm_start: latest_blessed): {why}"]
 
 
+@pytest.mark.parametrize("resolved", ["latest_blessed", "20261203-130903-323816-abca"])
+def test_a_model_whose_layers_differ_trains_from_scratch_under_latest_blessed_and_is_refused_by_its_run(
+    tmp_path, caplog, resolved
+):
+    """A gauntlet's retraining under a search of `hidden_units` (4 of 14 tables): the tuner chose [32] for the first
+    model, [64, 32] for the retrained one, and latest_blessed failed the run on `layer 'hidden_1' is new`. Now the
+    latest blessed model is passed over with that reason and the model trains from scratch; a run named is refused."""
+    from types import SimpleNamespace
+
+    from kflow.components.trainer.warm_start import warm_start
+    from kflow.pipeline.dsl.artifacts import Model
+
+    earlier = Model(tmp_path / "model")
+    earlier.keras_file.parent.mkdir(parents=True)
+    tabular(["red", "green"], [1, 2, 3], hidden=(8,)).save(earlier.keras_file)
+    earlier.assets_uri.mkdir(parents=True, exist_ok=True)
+    (earlier.assets_uri / Model.CLASSES_FILE).write_text("no\nyes\n")
+    model = tabular(["red", "green"], [1, 2, 3], hidden=(8, 4))
+    before = [np.array(weight) for weight in model.get_weights()]
+    config = SimpleNamespace(warm_start=resolved, warm_start_model_uri=earlier.uri, warm_start_reason=None)
+    task = SimpleNamespace(classes=["no", "yes"], model_name=None)
+    why = f"the model at {earlier.uri} is not compatible: layer 'hidden_1' is new"
+    if resolved != "latest_blessed":
+        with pytest.raises(ValueError, match=re.escape(f"trainer.warm_start: {why}")):
+            warm_start(model, config, task)
+        return
+    with caplog.at_level("INFO", logger="kflow.trainer"):
+        assert warm_start(model, config, task) is None
+    assert [message.split(" (the earlier")[0] for message in caplog.messages] == [
+        f"train: from scratch (trainer.warm_start: latest_blessed): {why}"
+    ]
+    assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights(), strict=True))  # its own start
+
+
 def test_a_free_text_columns_words_keep_their_rows_as_the_table_grows():
     """The gauntlet's retraining of Ecdat's Caschool (its `district` names, free text): `layer
     'preprocessing/words_district' has another vocabulary: 101 new …; give the lookup a fixed vocabulary` of kflow's
