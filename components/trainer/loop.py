@@ -83,7 +83,8 @@ def train(
         optimizer = make_optimizer(config, total_steps)
         optimizer.build(keras_model.trainable_variables)
         checkpoint = tf.train.Checkpoint(model=keras_model, optimizer=optimizer)
-    runtime.build(LoopParts(task, keras_model, optimizer, global_batch, make_dataset, eval_steps))
+    rows = {"train": train_count, "eval": eval_count}
+    runtime.build(LoopParts(task, keras_model, optimizer, global_batch, make_dataset, eval_steps, rows))
 
     # Checkpoints: the chief's manager in working_dir; other MWMS workers write theirs into a temp dir.
     temp_dirs: list[Path] = []

@@ -81,10 +81,16 @@ class SynchronousRuntime(Runtime):
 
         self._train, self._eval, self._eval_steps = distributed_train, distributed_eval, eval_steps
         self._train_iterator = iter(
-            self.strategy.distribute_datasets_from_function(input_fn(make_dataset, "train", True, per_replica))
+            self.strategy.distribute_datasets_from_function(
+                input_fn(make_dataset, "train", True, per_replica, parts.rows.get("train"))
+            )
         )
         self._eval_iterator = (
-            iter(self.strategy.distribute_datasets_from_function(input_fn(make_dataset, "eval", False, per_replica)))
+            iter(
+                self.strategy.distribute_datasets_from_function(
+                    input_fn(make_dataset, "eval", False, per_replica, parts.rows.get("eval"))
+                )
+            )
             if eval_steps
             else None
         )

@@ -199,6 +199,28 @@ def test_parameter_server_workers_read_disjoint_batches_that_cover_the_split(inp
         assert len(set(first_pass)) == len(first_pass)
 
 
+@pytest.mark.parametrize("batch_size", [32, 128], ids=["4 batches a pass", "1 batch a pass"])
+def test_each_synchronous_worker_reads_eval_batches_however_few_the_split_holds(inputs, batch_size):
+    """MultiWorkerMirrored's pipelines shard the eval split's batches: a split of one batch (a small table's 15 eval
+    rows, a gauntlet's retraining on 70 % of its rows: 5 of 9 tables) left worker 1 none, and its first validation
+    ended the run (`OutOfRangeError`). A split of fewer batches than workers is read whole by each."""
+    from kflow.components.trainer.strategies.runtime import input_fn
+
+    examples, schema = inputs
+    task = MnistTask(load_schema(schema.file))
+    make = dataset_factory(task, examples, TrainConfig(batch_size=batch_size, seed=3))
+    eval_rows = 100  # fixtures.write_examples
+
+    def first_batch(index: int) -> bytes:
+        context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=index, num_replicas_in_sync=2)
+        data = input_fn(make, "eval", False, lambda _: batch_size, eval_rows)(context)
+        x, _ = next(iter(data))
+        return np.asarray(x).tobytes()
+
+    batches = [first_batch(index) for index in (0, 1)]  # neither pipeline empty
+    assert (batches[0] == batches[1]) == (batch_size >= eval_rows)  # one batch: both read it; more: a shard each
+
+
 def test_learning_rate_schedules_warm_up_then_decay():
     config = TrainConfig(learning_rate=0.1, schedule="polynomial", warmup_steps=10)
     rate = learning_rate_schedule(config, total_steps=110)
