@@ -172,7 +172,8 @@ def run(
         "examples_per_second": history["examples_per_second"],
         "final_step": history["final_step"],
         "start_step": history["start_step"],
-        **({"warm_started_from": config.warm_start_model_uri} if config.warm_start_model_uri else {}),
+        # The model it started from (not the one resolved: one whose layers differ is passed over, warm_start.py).
+        **({"warm_started_from": history["warm_started_from"]} if history.get("warm_started_from") else {}),
     }
 
 

@@ -71,7 +71,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
 
     with runtime.scope():
         keras_model = task.build_model()
-        warm_start(keras_model, config, task)  # trainer.warm_start: an earlier model's weights
+        started_from = warm_start(keras_model, config, task)  # trainer.warm_start: an earlier model's weights
         loss = task.loss()
         loss.reduction = "mean_with_sample_weight"
         keras_model.compile(
@@ -169,6 +169,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
         examples_trained=examples_trained,
         seconds=seconds,
         earlier=epoch_log.journal.earlier,
+        warm_started_from=started_from,
     )
     if runtime.process_count > 1:  # What each process ended with: the same weights, if all went well.
         write_process_state(model_run, f"process-{runtime.process_index}", summary["final_step"], keras_model)

@@ -79,7 +79,7 @@ def train(
 
     with runtime.scope():
         keras_model = task.build_model()
-        warm_start(keras_model, config, task)  # trainer.warm_start: an earlier model's weights
+        started_from = warm_start(keras_model, config, task)  # trainer.warm_start: an earlier model's weights
         optimizer = make_optimizer(config, total_steps)
         optimizer.build(keras_model.trainable_variables)
         checkpoint = tf.train.Checkpoint(model=keras_model, optimizer=optimizer)
@@ -208,6 +208,7 @@ def train(
             seconds=total_seconds,
             processes=sum(len(cluster.get("cluster", {}).get(role, [])) for role in ("chief", "worker")) or 1,
             earlier=journal.earlier,
+            warm_started_from=started_from,
         )
         if chief:
             export_model(task, keras_model, model)

@@ -143,11 +143,13 @@ def training_summary(
     stopped_early: bool = False,
     processes: int | None = None,
     earlier: list[dict[str, float]] = (),
+    warm_started_from: str | None = None,
 ) -> dict[str, Any]:
     """The run's `history.json`, the same keys under every training path.
 
     `steps`: (start step, final step); `counts`: (train examples, eval examples, steps per epoch); `processes`: the
-    training processes (None: the runtime's); `earlier`: the epochs before a resumed run's (epoch_journal.py)."""
+    training processes (None: the runtime's); `earlier`: the epochs before a resumed run's (epoch_journal.py);
+    `warm_started_from`: the earlier model it started from (warm_start.py), None from scratch."""
     processes = runtime.process_count if processes is None else processes
     train_count, eval_count, steps_per_epoch = counts
     return {
@@ -171,6 +173,7 @@ def training_summary(
         "backend": keras.backend.backend(),
         "dataset": task.name,
         "model_name": task.model_name,
+        "warm_started_from": warm_started_from,
     }
 
 

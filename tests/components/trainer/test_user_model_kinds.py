@@ -180,11 +180,20 @@ def test_such_a_model_warm_starts_from_its_earlier_build(digits, tmp_path, caplo
     train(model=Model(tmp_path / "scratch"), model_run=scratch, **options)
     warm = ModelRun(tmp_path / "warm_run")
     with caplog.at_level(logging.INFO, logger="kflow.trainer"):
-        train(model=Model(tmp_path / "warm"), model_run=warm, warm_start="latest_blessed",
-              warm_start_model_uri=str(first.uri), **options)  # fmt: skip
+        summary = train(model=Model(tmp_path / "warm"), model_run=warm, warm_start="latest_blessed",
+                        warm_start_model_uri=str(first.uri), **options)  # fmt: skip
     assert f"warm-started from {first.uri}" in caplog.text
+    assert summary["warm_started_from"] == warm.history["warm_started_from"] == str(first.uri)
     # The earlier model's weights carried: its first epoch starts where the first training ended.
     assert warm.history["per_epoch"][0]["loss"] < scratch.history["per_epoch"][0]["loss"]
+    if kind == "sequential_without_input":
+        # Another model (other layers) under latest_blessed: trained from scratch, and its summary says no start
+        # (it said the model resolved: `warm_started_from` a model it had passed over).
+        other = {**options, "model_options": {"kind": "subclassed"}}
+        passed_over = train(model=Model(tmp_path / "other"), model_run=ModelRun(tmp_path / "other_run"),
+                            warm_start="latest_blessed", warm_start_model_uri=str(first.uri), **other)  # fmt: skip
+        assert "warm_started_from" not in passed_over and passed_over["start_step"] == 0
+        assert "train: from scratch (trainer.warm_start: latest_blessed)" in caplog.text
 
 
 def test_an_image_input_of_another_size_is_one_line_naming_its_line_before_training(digits, tmp_path):
