@@ -6,6 +6,8 @@ from typing import Any
 
 LOCAL_RUNNER = "FnApiRunner"
 """The runner of kflow's local Beam pipelines when the config names the DirectRunner or no runner (`named_runner`)."""
+SDK_WORKER_MODULE = "apache_beam.runners.worker.sdk_worker_main"
+"""What a `multi_processing` pipeline's worker processes run (beam_pipeline.py starts them, cancellation.py stops)."""
 
 
 def section_beam_args(section: Any) -> list[str]:

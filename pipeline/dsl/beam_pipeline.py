@@ -23,7 +23,7 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.runners.worker import sdk_worker
 from apache_beam.transforms.environments import SubprocessSDKEnvironment
 
-from kflow.pipeline.dsl.beam_options import LOCAL_RUNNER
+from kflow.pipeline.dsl.beam_options import LOCAL_RUNNER, SDK_WORKER_MODULE
 
 
 @contextlib.contextmanager
@@ -44,7 +44,7 @@ _OPEN: set[str] = set()  # the folders of the pipelines in this process that hav
 
 # Beam's own command for a `multi_processing` worker (FnApiRunner.run_pipeline), run by a shell that ignores SIGINT
 # first: an ignored signal stays ignored across `exec`, and Python then installs no KeyboardInterrupt handler.
-_WORKER_COMMAND = "trap '' INT; exec {python} -m apache_beam.runners.worker.sdk_worker_main"
+_WORKER_COMMAND = "trap '' INT; exec {python} -m " + SDK_WORKER_MODULE
 
 
 def _local_runner(options: PipelineOptions) -> FnApiRunner | None:

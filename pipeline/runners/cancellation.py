@@ -17,6 +17,7 @@ from contextlib import contextmanager
 
 import psutil
 
+from kflow.pipeline.dsl.beam_options import SDK_WORKER_MODULE
 from kflow.pipeline.runners.failure import exception_chain
 
 log = logging.getLogger("kflow")
@@ -120,9 +121,6 @@ def _quiet_after_cancellation(hook):
     return quiet
 
 
-BEAM_WORKER_MODULE = "apache_beam.runners.worker.sdk_worker_main"
-
-
 def stop_beam_workers() -> None:
     """SIGTERM, at once, to the Beam SDK worker processes of this process's `multi_processing` pipelines. When an
     exception (the `Cancelled` about to be raised) leaves a pipeline, Beam's clean-up closes each worker's control
@@ -130,7 +128,7 @@ def stop_beam_workers() -> None:
     multi-process ingest hung there); SIGTERM ends it silently, then Beam's clean-up goes on."""
     for child in psutil.Process().children(recursive=True):
         try:
-            if BEAM_WORKER_MODULE in " ".join(child.cmdline()):
+            if SDK_WORKER_MODULE in " ".join(child.cmdline()):
                 child.terminate()
         except psutil.Error:  # ended meanwhile
             pass

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import keras
@@ -37,7 +37,7 @@ class LoopParts:
     global_batch: int
     make_dataset: MakeDataset
     eval_steps: int
-    rows: dict[str, int] = field(default_factory=dict)  # {split: its records}, as the ingest counted them
+    rows: dict[str, int]  # {split: its records}, as the ingest counted them
 
 
 def unpack(batch):
@@ -49,9 +49,7 @@ def unpack(batch):
     raise ValueError("task datasets must yield (x, y) or (x, y, sample_weight) batches")
 
 
-def input_fn(
-    make_dataset: MakeDataset, split: str, training: bool, batch_size: Callable[[Any], int], rows: int | None = None
-):
+def input_fn(make_dataset: MakeDataset, split: str, training: bool, batch_size: Callable[[Any], int], rows: int):
     """A dataset function for `distribute_datasets_from_function`: each input pipeline reads its shard of the
     split's batches, repeated (the loop counts steps, not passes). A split of fewer batches than pipelines (`rows`
     records: a small table's eval split of 15 rows, one batch, under two workers) is read whole by each: sharded,
@@ -61,7 +59,7 @@ def input_fn(
         size = batch_size(context)
         data = make_dataset(split, training, size)
         pipelines = context.num_input_pipelines if context is not None else 1
-        if pipelines > 1 and (rows is None or -(-rows // size) >= pipelines):
+        if pipelines > 1 and -(-rows // size) >= pipelines:
             data = data.shard(pipelines, context.input_pipeline_id)
         return data.repeat().prefetch(tf.data.AUTOTUNE)
 

@@ -82,13 +82,13 @@ class SynchronousRuntime(Runtime):
         self._train, self._eval, self._eval_steps = distributed_train, distributed_eval, eval_steps
         self._train_iterator = iter(
             self.strategy.distribute_datasets_from_function(
-                input_fn(make_dataset, "train", True, per_replica, parts.rows.get("train"))
+                input_fn(make_dataset, "train", True, per_replica, parts.rows["train"])
             )
         )
         self._eval_iterator = (
             iter(
                 self.strategy.distribute_datasets_from_function(
-                    input_fn(make_dataset, "eval", False, per_replica, parts.rows.get("eval"))
+                    input_fn(make_dataset, "eval", False, per_replica, parts.rows["eval"])
                 )
             )
             if eval_steps
