@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import random
 
+import pytest
+
 CONFIG = """\
 name: polls
 pipeline_root: {root}/runs
@@ -37,6 +39,7 @@ def write(path, rows, johnson=True, seed=0):
                              *([round(johnson_share, 1)] if johnson else []), round(share, 2)])  # fmt: skip
 
 
+@pytest.mark.slow  # ~35 s; make test scores spans' columns in tests/e2e/test_predict.py
 def test_a_column_the_newest_span_dropped_is_scored_as_a_number(tmp_path, run_kflow):
     write(tmp_path / "data" / "polls-1.csv", 200, johnson=True, seed=1)
     write(tmp_path / "data" / "polls-2.csv", 200, johnson=False, seed=2)

@@ -114,7 +114,8 @@ def test_a_module_loads_with_its_travelled_files_where_they_are_not(tmp_path):
     assert units == "8" and "kflow-module-imports-" in where and str(tmp_path) not in where
 
 
-@pytest.mark.parametrize("field", ["trainer.module", pytest.param("transform.module", marks=pytest.mark.slow)])
+@pytest.mark.slow  # ~22 s: a run and a predict; make test loads travelled files (above)
+@pytest.mark.parametrize("field", ["trainer.module", "transform.module"])
 def test_a_model_trained_with_helpers_scores_where_they_are_gone(tmp_path, run_kflow, field):
     """kflow run with a module importing its helpers (beside it, not on PYTHONPATH), then kflow predict with the
     model folder after the helpers are removed: the model carries them (assets/<module>_imports/)."""

@@ -34,7 +34,8 @@ def _fits(devices: int) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("devices", [2, pytest.param(1, marks=pytest.mark.slow)])
+@pytest.mark.slow  # ~40 s: four fits in a JAX process; make test fits on JAX in test_jax_strategies.py
+@pytest.mark.parametrize("devices", [2, 1])
 def test_calls_over_blocks_train_as_keras_own_loop_does(devices):
     fits = _fits(devices)
     # Several steps a call, one process, whole steps for each replica's share of a block.

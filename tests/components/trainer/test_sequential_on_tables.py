@@ -105,6 +105,7 @@ def test_retrained_on_a_table_grown_by_a_column_the_sequential_warm_starts_its_r
     assert re.search(r"input columns mapped by meaning: 6 kept, 1 new \(acceleration\), 0 gone", said), said
 
 
+@pytest.mark.slow  # ~16 s; make test trains a Sequential on a table above and below
 def test_tensorflow_orgs_basic_regression_sequential_trains_on_auto_mpg_and_serves(auto, tmp_path, caplog):
     examples, schema = auto
     said_once._said.clear()  # what another test of this process said once is said again here

@@ -104,6 +104,7 @@ def test_keras_ios_structured_data_layers_are_adapted_on_the_training_split(cps1
     assert len(said) == len(adapted) and f"on the first {examples.recorded_counts['train']} training" in said[0], said
 
 
+@pytest.mark.slow  # ~18 s; make test warm-starts a grown table's columns in test_sequential_on_tables.py
 def test_retrained_on_the_grown_table_it_warm_starts_its_columns_mapped_by_meaning(tmp_path, caplog):
     """ISLR's Auto (392 cars; their origin predicted), a third of its rows, then all: the lookup of the cars' names
     adapted on more rows holds more of them, each one-hot a column of the first Dense. Before, the warm start was

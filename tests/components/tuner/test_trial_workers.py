@@ -14,6 +14,8 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 from kflow.pipeline.dsl.artifacts import Examples, HyperParameters, Schema
 
 CRASH_MARKER = "KFLOW_TEST_CRASH_MARKER"
@@ -35,6 +37,7 @@ def stand_in_trainer(*, learning_rate: float, epochs: int, working_dir: Path, **
         report(epoch, {"loss": learning_rate, "val_loss": learning_rate})
 
 
+@pytest.mark.slow  # ~17 s; make test runs a tuner's trials in tests/e2e/test_tuner_pipeline.py
 def test_workers_run_trials_one_after_another_and_a_dead_one_fails_its_trial_only(tmp_path, monkeypatch):
     from kflow.components.tuner.executor import run
 

@@ -89,6 +89,7 @@ def test_a_compiled_table_pipeline_carries_the_recipe(tmp_path):
     } == TRAINING
 
 
+@pytest.mark.slow  # ~13 s; make test runs iris's shipped config (tests/docs, tests/browser)
 def test_a_minimal_table_config_learns_iris(run_kflow, tmp_path):
     """The path and the label alone: iris to a test accuracy of at least 0.9 (3 steps of the general defaults
     scored 0.33), the record holding the recipe's values."""

@@ -149,6 +149,7 @@ def check_policies_admit(strategy: str, configured: set[int], reached: set[int],
         assert admitted_ports(policy) == expected, f"{backend} {strategy}: measured {sorted(reached)}, {configured=}"
 
 
+@pytest.mark.slow  # ~18 s; make test renders the policies (below)
 def test_a_jax_cluster_reaches_the_coordinator_and_gloos_ephemeral_ports_which_its_policy_admits(inputs, tmp_path):
     configured, reached = measure("keras_data_parallel", inputs, tmp_path)
     assert len(configured) == 1 and configured < reached  # The coordinator's port, and gloo's (at least one) besides.

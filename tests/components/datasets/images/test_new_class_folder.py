@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import shutil
 
+import pytest
+
 from kflow.components.datasets.images.ingest.executor import run as ingest_images
 from kflow.components.evaluator.executor import run as evaluate
 from kflow.components.trainer.executor import run as train
@@ -16,6 +18,7 @@ from kflow.pipeline.dsl.artifacts import Examples, Model, ModelBlessing, ModelEv
 from tests.components.datasets.images.image_fixtures import write_digits
 
 
+@pytest.mark.slow  # ~18 s: two image runs; make test warm-starts in test_warm_start.py
 def test_a_new_class_folder_warm_starts_by_class_name_and_its_evaluation_says_why_no_baseline(tmp_path, caplog):
     digits = write_digits(tmp_path / "digits", limit=480)
 

@@ -102,6 +102,7 @@ def test_the_ingest_records_how_its_images_were_made_and_scoring_makes_new_ones_
     assert "data.image's fit resize as the config says" in caplog.text
 
 
+@pytest.mark.slow  # ~13 s; make test scores images as made (above)
 def test_a_model_trained_on_padded_images_scores_a_wide_image_padded_when_the_config_says_resize(
     digits, new_images, tmp_path, caplog, capsys
 ):

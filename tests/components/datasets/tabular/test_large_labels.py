@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 
 import numpy as np
+import pytest
 
 from kflow.components.datasets.csv.ingest.executor import run as ingest
 from kflow.components.evaluator.executor import run as evaluate
@@ -37,6 +38,7 @@ def _r2(tmp_path, scale: float) -> float:
     return evaluation.metrics["r2"]
 
 
+@pytest.mark.slow  # ~19 s: two trainings; make test trains a regression in test_tabular.py
 def test_a_label_of_large_numbers_trains_as_the_same_label_in_small_ones(tmp_path):
     large = _r2(tmp_path / "large", 1e10)  # a standard deviation of 7.7e11, gapminder's gdp's
     small = _r2(tmp_path / "small", 1.0)

@@ -3,10 +3,12 @@ ingest, and a user trial's `kflow run` said `1 class folder(s) of ... hold no fi
 four times."""
 
 import numpy as np
+import pytest
 from PIL import Image
 from sklearn.datasets import load_digits
 
 
+@pytest.mark.slow  # ~18 s: a whole run; make test's image ingests say an empty folder (ingest tests)
 def test_an_empty_class_folder_is_said_once_a_run(tmp_path, run_kflow):
     digits = load_digits()
     root = tmp_path / "digits"

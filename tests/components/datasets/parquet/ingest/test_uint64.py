@@ -3,12 +3,14 @@ them) is read as float, as a CSV's such numbers are, and said by `kflow validate
 bad_value: a user trial's penguins with a column of row hashes failed the ingest on 167 of 344 rows invalid."""
 
 import pandas as pd
+import pytest
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from kflow.components.util.schema import load_schema
 from tests.conftest import REPO
 
 
+@pytest.mark.slow  # ~17 s; make test trains 64-bit hashes in tests/components/data_checks/test_int64_ranges.py
 def test_a_uint64_column_of_hashes_is_read_as_float_and_trains(tmp_path, run_kflow):
     iris = pd.read_csv(REPO / "pipeline" / "configs" / "data" / "iris.csv")
     iris["row_hash"] = pd.util.hash_pandas_object(iris, index=False).to_numpy()  # uint64
