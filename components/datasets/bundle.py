@@ -25,6 +25,8 @@ class Dataset:
     `source_test_split`: True when the source brings its own test split, so `data.split` may only
     divide the rest into train and eval; False when the test split is cut from the data by `data.split`.
     `backend_limits`: {Keras backend: why its model cannot train there}; empty when it trains on every backend.
+    `column_limits`: "package.module:function" of (Keras backend, {input column: its type}) -> why a model of those
+    columns cannot train there, or None: a limit of some of its tables (strings under JAX), not of the dataset.
     `data_fields`: the extra `data` fields its ingest takes, {config field: ingest parameter} (csv: label, task, …).
     `schema`: its TFMD schema under schemas/, None when the ingest writes one from the data.
     `settings`: "package.module:Class" of a pydantic model of its own settings (`data.settings` in a config), so that
@@ -41,6 +43,7 @@ class Dataset:
     filters: tuple[str, ...] = ()
     source_test_split: bool = True
     backend_limits: dict[str, str] = field(default_factory=dict)
+    column_limits: str | None = None
     data_fields: dict[str, str] = field(default_factory=dict)
     required_data_fields: tuple[str, ...] = ()
     # True: the standard pipeline checks its Examples (statistics → inferred schema → validation) before training.
@@ -65,6 +68,15 @@ class Dataset:
 
     def metrics_class(self) -> Any:
         return _load(self.metrics)
+
+    def backend_problem(self, backend: str, input_types: dict[str, str] | None = None) -> str | None:
+        """Why its model cannot train on `backend` (the dataset's limit, else its columns' where `input_types` gives
+        them), or None."""
+        if backend in self.backend_limits:
+            return self.backend_limits[backend]
+        if self.column_limits and input_types is not None:
+            return _load(self.column_limits)(backend, input_types)
+        return None
 
     def settings_model(self) -> Any:
         """The pydantic model of `data.settings`, or None."""

@@ -164,10 +164,6 @@ class TrainConfig:
 
     def validate(self) -> None:
         loop = get_strategy(self.strategy).trainer  # A ValueError naming the strategies otherwise.
-        if loop == "jax_loop" and self.early_stopping_patience is not None:
-            raise SettingError(
-                "early_stopping_patience", f"strategy {self.strategy}'s explicit JAX loop has no early stopping"
-            )
         if loop == "jax_loop" and self.warm_start is not None:
             raise SettingError(
                 "warm_start", f"strategy {self.strategy} trains in the explicit JAX loop, which does not"

@@ -25,6 +25,7 @@ from kflow.components.trainer.strategies import get_strategy
 from kflow.components.trainer.strategies.cluster_env import in_cluster, is_chief_process
 from kflow.components.trainer.worker import worker_spec
 from kflow.components.util.corrupt_examples import reads_examples
+from kflow.components.util.schema import input_types, load_schema
 from kflow.components.util.tuned_settings import apply_settings, shown_value
 from kflow.pipeline.dsl.artifacts import (
     ExampleAnomalies,
@@ -90,7 +91,7 @@ def run(
         cluster_config.workers, cluster_config.parameter_servers, cluster_config.sidecar_evaluator
     )
     dataset = choice.dataset
-    limit = get_dataset(dataset).backend_limits.get(cluster_strategy.backend)
+    limit = get_dataset(dataset).backend_problem(cluster_strategy.backend, input_types(load_schema(schema.file)))
     if limit:
         raise ValueError(f"strategy {strategy} trains on {cluster_strategy.backend}, where {dataset} cannot: {limit}")
     train_examples = examples.recorded_counts.get("train")

@@ -24,6 +24,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from kflow.components.trainer.early_stop import BestEpoch
 from kflow.components.trainer.epoch_journal import EpochJournal
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.strategies.runtime import unpack
@@ -34,6 +35,7 @@ from kflow.components.trainer.training import (
     read_splits,
     strategy_trainer,
     training_summary,
+    watched_metric,
     write_process_state,
 )
 from kflow.components.util.progress import EpochProgress
@@ -90,6 +92,11 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
     train_batches = batches_in_blocks(runtime, runtime.fit_batches(make_dataset, "train", True, global_batch))
     history: list[dict[str, float]] = []
     step, started = start_step, time.perf_counter()
+    best, stopped_early = BestEpoch(*watched_metric(task, config), config.early_stopping_patience or 0), False
+
+    def copy_weights():  # the trainable and non-trainable variables, on their devices: the next step donates them
+        return jax.tree.map(jax.numpy.copy, state[:2])
+
     for epoch in range(start_step // steps_per_epoch, config.epochs):
         epoch_started = time.perf_counter()
         state = steps.reset_metrics(state)
@@ -123,6 +130,13 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
         journal.add(history[-1])  # after the state it resumes from
         shown = " ".join(f"{name}={value:.4f}" for name, value in values.items())
         log.info("train: epoch %d/%d %s (%.1f s, %.0f ex/s)", epoch + 1, config.epochs, shown, seconds, speed)
+        if config.early_stopping_patience is not None and best.stops(epoch + 1, values, copy_weights):
+            stopped_early = True
+            break
+    if (kept := best.kept_weights(history[-1]["epoch"] if history else 0)) is not None:
+        state = (*kept, *state[2:])
+        if chief:
+            save_state(checkpoint, state, step)  # a restart from here resumes from the weights kept
     total_seconds = time.perf_counter() - started
     write_back(keras_model, optimizer, state)
     summary = training_summary(
@@ -131,6 +145,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
         runtime,
         per_epoch=history,
         steps=(start_step, step),
+        stopped_early=stopped_early,
         counts=(train_count, eval_count, steps_per_epoch),
         examples_trained=(step - start_step) * global_batch,
         seconds=total_seconds,

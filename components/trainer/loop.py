@@ -30,6 +30,7 @@ import tensorflow as tf
 from kflow.components.datasets.task import Task
 from kflow.components.trainer.checkpoints import restore_newest_readable
 from kflow.components.trainer.config import TrainConfig
+from kflow.components.trainer.early_stop import BestEpoch
 from kflow.components.trainer.epoch_journal import EpochJournal
 from kflow.components.trainer.optimizers import make_optimizer
 from kflow.components.trainer.save_pacing import SavePacing
@@ -73,7 +74,7 @@ def train(
     global_batch = config.batch_size
     runtime.check_batch(global_batch)
     make_dataset, train_count, eval_count, steps_per_epoch = read_splits(task, examples, config)
-    monitor, mode = watched_metric(task, config)
+    best = BestEpoch(*watched_metric(task, config), config.early_stopping_patience or 0)
     eval_steps = math.ceil(eval_count / global_batch)
     total_steps = steps_per_epoch * config.epochs
 
@@ -119,11 +120,14 @@ def train(
     history: list[dict[str, float]] = []
     calls = StepsPerCall(config.steps_per_execution, runtime, config.checkpoint_every_steps)
     pacing = SavePacing(paced=runtime.process_count == 1)
-    best, waited, best_weights, best_epoch = None, 0, None, 0
     step = start_step
     started = time.perf_counter()
     trained_steps = 0
     stopped_early = False
+
+    def copy_weights() -> list[np.ndarray]:  # a CPU variable's numpy() may share its buffer, which next steps overwrite
+        return [np.array(weight, copy=True) for weight in keras_model.get_weights()]
+
     try:
         for epoch in range(start_step // steps_per_epoch, config.epochs):
             epoch_started = time.perf_counter()
@@ -171,28 +175,11 @@ def train(
                     for name, value in values.items():
                         if name.startswith("val_") == (kind == "validation"):
                             tf.summary.scalar(name.removeprefix("val_"), value)
-            if config.early_stopping_patience is not None:
-                current = values.get(monitor)
-                if current is None:
-                    raise ValueError(f"early stopping watches {monitor!r}, not among the metrics {sorted(values)}")
-                better = best is None or (current < best if mode == "min" else current > best)
-                best, waited = (current, 0) if better else (best, waited + 1)
-                if better:  # kept to restore at the end, as Keras' EarlyStopping(restore_best_weights=True) does
-                    # Copied: a CPU variable's numpy() may share its buffer, which the next steps overwrite.
-                    best_weights = [np.array(weight, copy=True) for weight in keras_model.get_weights()]
-                    best_epoch = epoch + 1
-                if waited >= config.early_stopping_patience:
-                    log.info(
-                        "train: early stop after epoch %d (%s did not improve for %d epochs)",
-                        epoch + 1,
-                        monitor,
-                        waited,
-                    )
-                    stopped_early = True
-                    break
-        if best_weights is not None and best_epoch != epoch + 1:  # stopped or not, as Keras restores at fit's end
-            keras_model.set_weights(best_weights)
-            log.info("train: the weights of epoch %d (the best %s) are kept", best_epoch, monitor)
+            if config.early_stopping_patience is not None and best.stops(epoch + 1, values, copy_weights):
+                stopped_early = True
+                break
+        if (kept := best.kept_weights(history[-1]["epoch"] if history else 0)) is not None:
+            keras_model.set_weights(kept)
             save(step)  # a restart from here resumes from the weights kept
         total_seconds = time.perf_counter() - started
         write_process_state(model_run, me, runtime.step_counter(optimizer, step), keras_model)

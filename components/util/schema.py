@@ -73,6 +73,18 @@ def annotation_tags(schema: schema_pb2.Schema, name: str) -> dict[str, str]:
     return dict(tag.split("=", 1) for tag in tags if "=" in tag)
 
 
+def input_types(schema: schema_pb2.Schema) -> dict[str, str]:
+    """{feature: its kflow type (int, float, bool, string)} of the features a table's model takes: all but the label,
+    the key and the row names, typed by their `kflow_type` tag, else by their proto type."""
+    proto_types = {schema_pb2.INT: "int", schema_pb2.FLOAT: "float"}
+    types = {}
+    for feature in schema.feature:
+        tags = annotation_tags(schema, feature.name)
+        if tags.get("role") not in ("label", "key", "row_names"):
+            types[feature.name] = tags.get("kflow_type") or proto_types.get(feature.type, "string")
+    return types
+
+
 def may_be_absent(schema: schema_pb2.Schema, name: str) -> bool:
     """Whether training saw records without feature `name` (its presence is not required of every record, as an
     inferred schema writes `min_fraction: 1.0` for a feature no record lacked): data to score may lack it too, and

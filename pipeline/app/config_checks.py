@@ -220,6 +220,7 @@ def _source(config: PipelineConfig) -> list[str]:
     not_features |= {config.data.key: "the data.key", facts.numbered: "the row numbers"}
     not_features[config.data.label] = "the label (slice by label)"
     features = [column for column in facts.header if column not in not_features]
+    problems += _backend_problems(config, dataset, {column: facts.types.get(column, "string") for column in features})
     problems += [
         (
             f"evaluator.slices[{index}].by: {by!r} is {not_features[by]}, not a feature"
@@ -263,6 +264,19 @@ def _source(config: PipelineConfig) -> list[str]:
                         "that has one: a classifier needs at least two classes")  # fmt: skip
     problems += preprocessing_problems(config, facts, dict(not_features))
     return problems + _validation_metrics(config, facts.problem_type)
+
+
+def _backend_problems(config: PipelineConfig, dataset: Any, input_types: dict[str, str]) -> list[str]:
+    """The Trainer's refusal of a strategy whose backend cannot train a model of these columns (a table's strings
+    under JAX), said before the ingest."""
+    from kflow.components.trainer.strategies import STRATEGIES
+
+    name = config.trainer.strategy
+    if name not in STRATEGIES or STRATEGIES[name].backend in dataset.backend_limits:  # strategy_problems says so
+        return []
+    backend = STRATEGIES[name].backend
+    limit = dataset.backend_problem(backend, input_types)
+    return [f"trainer.strategy: {name} trains on {backend}, where this table cannot: {limit}"] if limit else []
 
 
 def _one_file(config: PipelineConfig) -> bool:

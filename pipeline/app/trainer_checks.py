@@ -26,8 +26,7 @@ def strategy_problems(config: PipelineConfig) -> list[str]:
             able = ", ".join(spec.name for spec in STRATEGIES.values() if spec.takes_sidecar_evaluator)
             problems.append(f"trainer.sidecar_evaluator: strategy {name} has no sidecar evaluator (only {able})")
         dataset = get_dataset(config.data.dataset) if config.data.dataset in DATASETS else None
-        if dataset is not None and strategy.backend in dataset.backend_limits:
-            limit = dataset.backend_limits[strategy.backend]
+        if dataset is not None and (limit := dataset.backend_problem(strategy.backend)):
             problems.append(
                 f"trainer.strategy: {name} trains on {strategy.backend}, where {dataset.name} cannot: {limit}"
             )

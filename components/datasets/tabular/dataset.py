@@ -27,10 +27,22 @@ TRAINING = {
 TRAINING_METRICS = {"classification": ("accuracy",), "regression": ("mae", "rmse")}
 # trainer.model_options of the tabular task: its data options (plan.DATA_OPTIONS) and the MLP's (task.MODEL_OPTIONS).
 MODEL_OPTIONS = ("class_weighting", "max_categories", "text_min_chars", "max_tokens", "hidden_units", "dropout")
-BACKEND_LIMITS = {
-    "jax": "its model takes raw feature values, strings included (the lookups are inside the model, so the "
-    "served model reads raw values), and JAX arrays hold no strings; train it under a TensorFlow strategy"
-}
+
+
+def string_columns_limit(backend: str, input_types: dict[str, str]) -> str | None:
+    """Why a table's model cannot train on `backend`, or None: under JAX, its columns of strings. Its model takes raw
+    values and looks them up inside (StringLookup, TextVectorization, DateParts: the served model reads raw values),
+    and JAX arrays hold no strings; a table of numbers (bool included) trains there."""
+    strings = [name for name, kind in input_types.items() if kind == "string"]
+    if backend != "jax" or not strings:
+        return None
+    shown = ", ".join(repr(name) for name in strings[:5]) + (
+        f" and {len(strings) - 5} more" if len(strings) > 5 else ""
+    )
+    return (
+        f"its model takes the text column(s) {shown} as strings and looks them up inside itself (so the served model "
+        "reads raw values), and JAX arrays hold no strings; train it under a TensorFlow strategy"
+    )
 
 
 def tabular_dataset(
@@ -49,7 +61,7 @@ def tabular_dataset(
         validates_data=True,
         required_data_fields=("label",) if label_required else (),
         data_fields={"label": "label", "problem_type": "problem_type", **data_fields},
-        backend_limits=BACKEND_LIMITS,
+        column_limits="kflow.components.datasets.tabular.dataset:string_columns_limit",
         training=TRAINING,
         models=("tabular_mlp",),
         model_options=MODEL_OPTIONS,

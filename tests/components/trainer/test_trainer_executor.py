@@ -225,11 +225,15 @@ def test_bad_parameters_are_refused(inputs, tmp_path, arguments, message):
             **{"dataset": "mnist", **arguments})  # fmt: skip
 
 
-@pytest.mark.parametrize("trainer", ["fit", pytest.param("loop", marks=pytest.mark.slow)])  # the loop's: ~7 s
+@pytest.mark.parametrize(
+    "trainer",
+    ["fit", pytest.param("loop", marks=pytest.mark.slow), "jax_data_parallel"],  # the loop's: ~7 s
+)
 def test_an_early_stop_keeps_the_best_epochs_weights(tmp_path, trainer):
     """Past the best epoch, `patience` more epochs overfit a small real table (scikit-learn's diabetes, 442 rows): the
-    model kept is the best epoch's, under model.fit (Keras' restore_best_weights) and the custom loop alike: the same
-    weights as a training of that many epochs (same seed, same batches)."""
+    model kept is the best epoch's, under model.fit (Keras' restore_best_weights), the custom loop and the explicit
+    JAX loop (a table of numbers trains on JAX) alike: the same weights as a training of that many epochs (same seed,
+    same batches)."""
     from kflow.components.datasets.tabular.task import TabularTask
     from kflow.components.trainer import loop
     from kflow.components.trainer.config import TrainConfig
@@ -242,9 +246,10 @@ def test_an_early_stop_keeps_the_best_epochs_weights(tmp_path, trainer):
     def trained(name: str, **settings):
         model, model_run = Model(tmp_path / name / "model"), ModelRun(tmp_path / name / "model_run")
         settings = {"batch_size": 8, "learning_rate": 0.01, "seed": 7, **settings}
-        if trainer == "fit":
+        if trainer != "loop":  # model.fit, or the JAX loop in a process of its own
+            strategy = {"strategy": trainer} if trainer != "fit" else {}
             run(dataset="csv", examples=examples, schema=schema, model=model, model_run=model_run,
-                model_options=options, **settings)  # fmt: skip
+                model_options=options, **settings, **strategy)  # fmt: skip
         else:
             task = TabularTask(load_schema(schema.file), model_options=options)
             task.prepare(examples, model.assets_uri)
