@@ -33,6 +33,7 @@ TRAINER_SETTINGS = (
     "schedule",
     "warmup_steps",
     "early_stopping_patience",
+    "early_stopping_min_steps",
     "early_stopping_monitor",
     "mixed_precision",
     "seed",

@@ -149,6 +149,7 @@ class TrainConfig:
     warmup_steps: int = declared("warmup_steps", OptimizerSection)
     mixed_precision: bool = declared("mixed_precision")
     early_stopping_patience: int | None = declared("early_stopping_patience")
+    early_stopping_min_steps: int | None = declared("early_stopping_min_steps")
     early_stopping_monitor: str | None = declared("early_stopping_monitor")
     shuffle_buffer: int = declared("shuffle_buffer")
     seed: int = declared("seed")
@@ -161,6 +162,13 @@ class TrainConfig:
     # What warm_start resolved to when the run started (pipeline/app/warm_start.py): a Model folder, or None.
     warm_start_model_uri: str | None = setting(None, "The model folder trainer.warm_start resolved to.")
     warm_start_reason: str | None = setting(None, "Why there is no model to warm-start from.", affects_output=False)
+
+    def patience_epochs(self, steps_per_epoch: int) -> int | None:
+        """early_stopping_patience in epochs, at least early_stopping_min_steps' worth of epochs of `steps_per_epoch`
+        steps; None when early stopping is off."""
+        if self.early_stopping_patience is None or not self.early_stopping_min_steps:
+            return self.early_stopping_patience
+        return max(self.early_stopping_patience, -(-self.early_stopping_min_steps // steps_per_epoch))
 
     def validate(self) -> None:
         loop = get_strategy(self.strategy).trainer  # A ValueError naming the strategies otherwise.

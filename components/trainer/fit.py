@@ -108,7 +108,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
     ]
     if config.early_stopping_patience is not None:  # split_sizes refused it without eval examples
         monitor, mode = watched_metric(task, config)
-        patience = config.early_stopping_patience
+        patience = config.patience_epochs(steps_per_epoch)
         # The best epoch's weights are the model, as the custom loop keeps them (loop.py): on small data the last
         # epoch before the stop is past the best by `patience` epochs of overfitting.
         stopping = keras.callbacks.EarlyStopping(

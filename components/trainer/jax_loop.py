@@ -92,7 +92,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
     train_batches = batches_in_blocks(runtime, runtime.fit_batches(make_dataset, "train", True, global_batch))
     history: list[dict[str, float]] = []
     step, started = start_step, time.perf_counter()
-    best, stopped_early = BestEpoch(*watched_metric(task, config), config.early_stopping_patience or 0), False
+    best, stopped_early = BestEpoch(*watched_metric(task, config), config.patience_epochs(steps_per_epoch) or 0), False
 
     def copy_weights():  # the trainable and non-trainable variables, on their devices: the next step donates them
         return jax.tree.map(jax.numpy.copy, state[:2])

@@ -74,7 +74,7 @@ def train(
     global_batch = config.batch_size
     runtime.check_batch(global_batch)
     make_dataset, train_count, eval_count, steps_per_epoch = read_splits(task, examples, config)
-    best = BestEpoch(*watched_metric(task, config), config.early_stopping_patience or 0)
+    best = BestEpoch(*watched_metric(task, config), config.patience_epochs(steps_per_epoch) or 0)
     eval_steps = math.ceil(eval_count / global_batch)
     total_steps = steps_per_epoch * config.epochs
 

@@ -105,6 +105,10 @@ class TrainerSection(Section):
     early_stopping_patience: int | None = Field(None, ge=1)
     """null: off; else stop after this many epochs without improvement of early_stopping_monitor, keeping the weights
     of the best epoch (left out: null, or the dataset's own, as for epochs)"""
+    early_stopping_min_steps: int | None = Field(None, ge=1)
+    """with early_stopping_patience: stop only after this many training steps without improvement too, however few an
+    epoch holds (a small table's epoch is a few steps); null: the patience's epochs alone (left out: null, or the
+    dataset's own, as for epochs)"""
     early_stopping_monitor: str | None = Field(None, pattern=r"^val_[a-z0-9_]+$")
     """the validation metric early stopping watches: null, the task's own (val_loss; quora: val_pr_auc, wikitext2:
     val_masked_accuracy); else one of the task's, e.g. val_loss or val_accuracy: a loss must fall, another metric

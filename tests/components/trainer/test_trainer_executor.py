@@ -266,6 +266,23 @@ def test_an_early_stop_keeps_the_best_epochs_weights(tmp_path, trainer):
         np.testing.assert_allclose(kept, expected, rtol=1e-5, atol=1e-6)
 
 
+def test_a_patience_of_few_epochs_waits_the_least_steps_too(tmp_path):
+    """trainer.early_stopping_min_steps: a small table's epoch is a few steps, and a patience of epochs alone stops it
+    on a plateau; the patience is then at least that many steps' worth of epochs (whole ones), past the best."""
+    from tests.components.datasets.tabular_fixtures import ingest_diabetes
+
+    examples, schema = ingest_diabetes(tmp_path)
+    model_run = ModelRun(tmp_path / "run")
+    run(dataset="csv", examples=examples, schema=schema, model=Model(tmp_path / "model"), model_run=model_run,
+        model_options={"hidden_units": [256, 256], "dropout": 0.0}, batch_size=8, learning_rate=0.01, seed=7,
+        epochs=60, early_stopping_patience=1, early_stopping_min_steps=100)  # fmt: skip
+    history = model_run.history
+    losses = [epoch["val_loss"] for epoch in history["per_epoch"]]
+    waited = -(-100 // history["steps_per_epoch"])  # 100 steps of 44 a epoch: 3 epochs, not 1
+    assert waited > 1 and history["stopped_early"], losses
+    assert len(losses) == 1 + losses.index(min(losses)) + waited
+
+
 def test_model_fit_runs_several_steps_a_call_on_an_epoch_of_many_steps(inputs, tmp_path, caplog):
     examples, schema = inputs
     model_run = ModelRun(tmp_path / "model_run")
