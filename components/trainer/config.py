@@ -172,10 +172,6 @@ class TrainConfig:
 
     def validate(self) -> None:
         loop = get_strategy(self.strategy).trainer  # A ValueError naming the strategies otherwise.
-        if loop == "jax_loop" and self.warm_start is not None:
-            raise SettingError(
-                "warm_start", f"strategy {self.strategy} trains in the explicit JAX loop, which does not"
-            )  # noqa: E501
         if loop == "jax_loop" and self.mixed_precision:
             raise SettingError("mixed_precision", f"strategy {self.strategy} trains in float32 (the explicit JAX loop)")
         single = LOOPS.get(loop)

@@ -38,6 +38,7 @@ from kflow.components.trainer.training import (
     watched_metric,
     write_process_state,
 )
+from kflow.components.trainer.warm_start import warm_start
 from kflow.components.util.progress import EpochProgress
 from kflow.pipeline.dsl import heartbeat
 from kflow.pipeline.dsl.durable import fsync_path
@@ -63,6 +64,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
     eval_steps = -(-eval_count // global_batch)
 
     keras_model = task.build_model()
+    started_from = warm_start(keras_model, config, task)  # trainer.warm_start: an earlier model's weights
     optimizer = make_optimizer(config, steps_per_epoch * config.epochs)
     optimizer.build(keras_model.trainable_variables)
     loss_object = task.loss()
@@ -150,6 +152,7 @@ def train(task, runtime, examples, model, model_run, config, working_dir) -> dic
         examples_trained=(step - start_step) * global_batch,
         seconds=total_seconds,
         earlier=journal.earlier,
+        warm_started_from=started_from,
     )
     if runtime.process_count > 1:
         write_process_state(model_run, f"process-{runtime.process_index}", step, keras_model)

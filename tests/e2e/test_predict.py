@@ -637,6 +637,7 @@ def test_a_row_the_model_gives_no_number_for_is_said_unscored_not_given_the_firs
     assert json.loads((out / "predict.json").read_text())["unscored"] == 1
 
 
+@pytest.mark.slow  # trains airquality (~19 s); make test refuses a missing column in one line (above)
 def test_a_column_some_training_rows_lacked_may_be_absent_from_new_data_and_is_scored_as_missing(
     tmp_path, capsys, caplog
 ):

@@ -52,6 +52,7 @@ def test_spec_wiring_and_defaults():
         "seed": 42,
         "shuffle_buffer": 10000,
         "early_stopping_patience": None,
+        "early_stopping_min_steps": None,
         "early_stopping_monitor": None,
         "dataset": "mnist",
         "model_options": {},
@@ -119,16 +120,12 @@ def test_the_trainer_refuses_data_with_anomalies_under_on_anomaly_fail(tmp_path)
     assert cause_line(refused.value).startswith("the Examples have 2 anomalies against the schema")
 
 
-@pytest.mark.parametrize(
-    ("setting", "message"),
-    [
-        ({"early_stopping_patience": 2}, "early_stopping_patience: .*no early stopping"),
-        ({"mixed_precision": True}, "float32"),
-    ],
-)
-def test_what_the_explicit_jax_loop_cannot_do_is_refused_before_training(setting, message):
-    with pytest.raises(ValueError, match=message):
-        TrainerSettings.from_parameters({"dataset": "mnist", "strategy": "jax_data_parallel", **setting})
+def test_what_the_explicit_jax_loop_cannot_do_is_refused_before_training():
+    with pytest.raises(ValueError, match="mixed_precision: .*float32"):
+        TrainerSettings.from_parameters({"dataset": "mnist", "strategy": "jax_data_parallel", "mixed_precision": True})
+    # It stops early and warm-starts as the other loops do (test_trainer_executor.py).
+    settings = {"early_stopping_patience": 2, "warm_start": "latest_blessed"}
+    TrainerSettings.from_parameters({"dataset": "mnist", "strategy": "jax_data_parallel", **settings})
 
 
 def test_the_former_parameter_names_still_bind_with_a_warning(caplog):

@@ -226,8 +226,8 @@ def test_bad_parameters_are_refused(inputs, tmp_path, arguments, message):
 
 
 @pytest.mark.parametrize(
-    "trainer",
-    ["fit", pytest.param("loop", marks=pytest.mark.slow), "jax_data_parallel"],  # the loop's: ~7 s
+    "trainer",  # the loop's ~7 s, the JAX loop's ~40 s (make test says which tables JAX takes: test_jax_tables.py)
+    ["fit", pytest.param("loop", marks=pytest.mark.slow), pytest.param("jax_data_parallel", marks=pytest.mark.slow)],
 )
 def test_an_early_stop_keeps_the_best_epochs_weights(tmp_path, trainer):
     """Past the best epoch, `patience` more epochs overfit a small real table (scikit-learn's diabetes, 442 rows): the
@@ -264,6 +264,27 @@ def test_an_early_stop_keeps_the_best_epochs_weights(tmp_path, trainer):
     weights, _ = trained("best", epochs=best)
     for kept, expected in zip(stopped, weights, strict=True):
         np.testing.assert_allclose(kept, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow  # ~30 s: three JAX trainings; make test trains the JAX loop above, and warm-starts under fit
+def test_the_explicit_jax_loop_warm_starts_from_an_earlier_model(tmp_path):
+    """trainer.warm_start under jax_data_parallel: the state the loop trains is taken from the model once the earlier
+    weights are in it, so its first epoch starts where the earlier model ended, not where a new one starts."""
+    from tests.components.datasets.tabular_fixtures import ingest_diabetes
+
+    examples, schema = ingest_diabetes(tmp_path)
+    settings = {"dataset": "csv", "strategy": "jax_data_parallel", "examples": examples, "schema": schema,
+                "batch_size": 32, "learning_rate": 0.01, "seed": 7}  # fmt: skip
+    earlier = Model(tmp_path / "earlier")
+    run(model=earlier, model_run=ModelRun(tmp_path / "earlier_run"), epochs=30, **settings)
+    warm, scratch = ModelRun(tmp_path / "warm_run"), ModelRun(tmp_path / "scratch_run")
+    run(model=Model(tmp_path / "warm"), model_run=warm, epochs=1, warm_start=str(earlier.uri),
+        warm_start_model_uri=str(earlier.uri), **settings)  # fmt: skip
+    run(model=Model(tmp_path / "scratch"), model_run=scratch, epochs=1, **settings)
+    assert warm.history["warm_started_from"] == str(earlier.uri) and scratch.history["warm_started_from"] is None
+    trained = ModelRun(tmp_path / "earlier_run").history["per_epoch"]
+    first_warm, first_scratch = warm.history["per_epoch"][0]["loss"], scratch.history["per_epoch"][0]["loss"]
+    assert first_warm < first_scratch and first_warm < 1.5 * trained[-1]["loss"], (first_warm, first_scratch, trained)
 
 
 def test_a_patience_of_few_epochs_waits_the_least_steps_too(tmp_path):
