@@ -71,9 +71,10 @@ def test_the_rule_admits_hundreds_of_tables_with_a_target_each(admitted):
 # are R's dotted names, tests/components/datasets/tabular/test_column_names.py), Adler (an integer label read as a
 # quantity: test_labels_as_they_come.py infers it from whole numbers) and AHCAvote2017 (13 s: unseen categories in
 # eval and test, as test_general_case.py's clinic comments) and AirPassengers (13 s: a regression from a path and a
-# label, as test_dataset_training.py's and the general case's); AER's Affairs trains end to end (its retrain:
-# test_a_table_that_grew_a_column_retrains_warm_started).
-SLOW = {"dslabs__brca", "carData__Adler", "Stat2Data__AHCAvote2017", "datasets__AirPassengers"}
+# label, as test_dataset_training.py's and the general case's) and AER's Affairs (28 s: string factors beside integer
+# ratings, as test_general_case.py's; its retrain: test_a_table_that_grew_a_column_retrains_warm_started). make test
+# trains real tables end to end in test_tables_smaller_than_a_batch_train_end_to_end (below) and test_general_case.py.
+SLOW = {"dslabs__brca", "carData__Adler", "Stat2Data__AHCAvote2017", "datasets__AirPassengers", "AER__Affairs"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in sorted(FIVE)])

@@ -44,6 +44,7 @@ def test_mlflow_params_hold_no_password_in_a_url():
     assert config["tracking"]["mlflow"]["uri"].endswith(f"{PLANTED}@h:5000")  # the run itself still uses it
 
 
+@pytest.mark.slow  # ~12 s; make test redacts every URL (above) and plants a secret in test_secrets.py
 def test_a_password_in_a_url_is_in_no_file_or_output_and_not_compiled(tmp_path, run_kflow):
     root = tmp_path / "runs"
     # A tracking server that is down (port 9 on loopback: nothing listens): the warning names the URL, redacted.

@@ -66,6 +66,7 @@ def calling_module(host: str, port: int) -> str:
     return module_source(extra=f"\nimport socket\n\nsocket.create_connection(({host!r}, {port}), timeout=10).close()\n")
 
 
+@pytest.mark.slow  # make test says the hint (below)
 @pytest.mark.distributed  # ~15 s: one process, then a 2-worker cluster
 def test_a_module_that_calls_this_machines_address_works_alone_and_fails_in_a_cluster_saying_why(
     iris, service, tmp_path

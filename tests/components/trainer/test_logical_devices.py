@@ -37,6 +37,7 @@ def test_two_logical_cpus_train_two_replicas_in_sync(tmp_path, run_kflow):
     assert losses[-1] < losses[0]
 
 
+@pytest.mark.slow  # ~16 s; make test trains mirrored in test_trainer_executor.py
 def test_two_replicas_validate_on_an_eval_split_they_hold_unevenly(tmp_path, run_kflow):
     """Iris' eval split of 15 rows, one batch, is held 8 and 7 by two replicas: Keras' `fit` first averaged it over
     them to build the model (`AddN … [8,1] != [7,1]`), and a small table under `mirrored` on 2 devices ended there

@@ -40,6 +40,7 @@ def test_learn_matches_the_library_on_generated_words(seed, words, size):
     assert len(expected) > len(RESERVED_TOKENS)
 
 
+@pytest.mark.slow  # ~11 s; make test matches the library on generated words (above)
 def test_learn_vocabulary_matches_keras_hub_on_real_wikitext_lines():
     lines = [
         line
