@@ -49,7 +49,7 @@ from kflow.components.datasets.tabular.scaled_loss import ScaledSquaredError
 from kflow.components.datasets.task import LearntByTransform, Task
 from kflow.components.models import build_model
 from kflow.components.models.tabular_mlp import build_tabular_mlp_on, layer_name
-from kflow.components.util.schema import annotation_tags
+from kflow.components.util.schema import annotation_tags, input_types
 from kflow.pipeline.dsl.artifacts import Examples, TransformGraph
 
 log = logging.getLogger(__name__)
@@ -71,15 +71,14 @@ class TabularTask(LearntByTransform, Task):
         if self.options["class_weighting"] not in ("balanced", "none"):
             raise ValueError(f"class_weighting must be 'balanced' or 'none', got {self.options['class_weighting']!r}")
         self.model_kwargs = {k: v for k, v in self.model_options.items() if k in MODEL_OPTIONS}
-        self.label, self.kind, self.types = None, None, {}
+        self.label, self.kind, self.types = None, None, input_types(schema)  # the Trainer's JAX check reads them too
         self.spans: dict[str, str] = {}  # {column: the spans holding it} where only some of a union's do (plan.py)
         for feature in schema.feature:
             tags = annotation_tags(schema, feature.name)
             if tags.get("role") == "label":
                 self.label, self.kind = feature.name, tags.get("task", "classification")
-            elif tags.get("role") not in ("key", "row_names"):
-                self.types[feature.name] = tags.get("kflow_type") or _type_of(feature)
-                self.spans |= {feature.name: tags["kflow_spans"]} if "kflow_spans" in tags else {}
+            elif feature.name in self.types and "kflow_spans" in tags:
+                self.spans[feature.name] = tags["kflow_spans"]
         if self.label is None:
             raise ValueError(
                 "a tabular task needs a schema whose label feature is tagged role=label: the ingest's, or a "
@@ -349,12 +348,6 @@ def _set_columns(features: dict[str, tf.Tensor], names: list[str], block: tf.Ten
     """Each [batch, 1] column of `block` back under its name."""
     columns = [block] if len(names) == 1 else tf.split(block, len(names), axis=1)
     features.update(zip(names, columns, strict=True))
-
-
-def _type_of(feature) -> str:
-    from tensorflow_metadata.proto.v0 import schema_pb2
-
-    return {schema_pb2.INT: "int", schema_pb2.FLOAT: "float"}.get(feature.type, "string")
 
 
 def _dtype(kind: str) -> tf.DType:
