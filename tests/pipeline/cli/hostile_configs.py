@@ -173,9 +173,11 @@ def drawn_config(draw: Any, min_sections: int = 0) -> dict[str, Any]:
 
 @st.composite
 def configs(draw: Any) -> tuple[dict[str, Any], list[str]]:
-    """(a config, `--set` overrides): drawn from the schema, then given up to three mutations."""
+    """(a config, `--set` overrides): drawn from the schema, then given up to three mutations (none in 2 of 5, so
+    that valid configs stay a share of the draws that a fixed seed of 60 cannot miss by chance: 1 in 20 valid
+    before, 0 of CI's 60 once)."""
     config = draw(drawn_config())
-    for _ in range(draw(st.integers(0, 3))):
+    for _ in range(draw(st.sampled_from([0, 0, 1, 2, 3]))):
         config = draw(mutated(config))
     overrides = []
     if isinstance(config, dict) and draw(st.integers(0, 3)) == 0:
