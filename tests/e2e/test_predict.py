@@ -404,7 +404,10 @@ def test_a_pushed_folder_scores_as_the_model_it_was_exported_from(trained, tmp_p
         np.testing.assert_allclose([float(by_key[key][f"score_{name}"]) for name in CLASSES], outputs, atol=1e-5)
 
 
-@pytest.mark.parametrize("data_format", ["parquet", "tfrecord", "parquet-by-its-bytes"])
+# "parquet" (given --format) in make test-all only (~4 s): make test reads a Parquet file by its bytes, the same reader
+@pytest.mark.parametrize(
+    "data_format", [pytest.param("parquet", marks=pytest.mark.slow), "tfrecord", "parquet-by-its-bytes"]
+)
 def test_parquet_and_tfrecord_data_score_as_the_csv_did(trained, tmp_path, data_format):
     """The same rows in another ingest's format (`--format`), keyed by their id column, score the same; a Parquet
     file without `--format` too (a user trial was told `is a Parquet file, not CSV: give --format parquet`)."""

@@ -64,6 +64,7 @@ def test_an_input_named_by_such_a_column_is_one_line_saying_what_to_name_it(wine
     assert "cannot contain character `/`" in said and 'name the keras.Input feature["input_name"]' in said, said
 
 
+@pytest.mark.slow  # ~10 s; make test refuses an input named by such a column (above), the same check
 def test_inputs_keyed_by_their_input_name_are_one_line_saying_to_key_them_by_the_column(wine, tmp_path):
     """A user trial keyed the inputs dict as Keras users do, by the Input's name (feature["input_name"]): the line
     said the data had no feature 'od280_od315_of_diluted_wines' but not the fix, the column's own name."""

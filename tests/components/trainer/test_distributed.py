@@ -119,6 +119,7 @@ def test_a_training_resumes_from_the_last_checkpoint_with_the_epochs_before_it(t
     assert third["per_epoch"] == second["per_epoch"]
 
 
+@pytest.mark.slow  # ~8 s; make test trains several steps a call in test_trainer_executor.py
 def test_the_loop_trains_several_steps_per_call_as_it_trains_them_one_by_one(inputs, tmp_path, caplog):
     examples, schema = inputs
     weights, histories = [], []

@@ -195,6 +195,7 @@ def iris(tmp_path_factory):
     return csv_examples(root, write_iris(root / "iris.csv"), "species")
 
 
+@pytest.mark.slow  # ~8 s; make test trains a Sequential on a table (above), refuses another width (below)
 def test_a_sequential_that_says_its_width_takes_the_tables_numbers(iris, tmp_path):
     metrics = trained_and_evaluated(tmp_path, *iris, "csv", DECLARED.replace("WIDTH", "4"), epochs=30, batch_size=16,
                                     learning_rate=0.01)  # fmt: skip

@@ -70,6 +70,7 @@ def cps1985(tmp_path_factory):
     return r_table(tmp_path_factory.mktemp("cps1985"), "AER", "CPS1985", "occupation")
 
 
+@pytest.mark.slow  # ~18 s; make test adapts a declared Sequential's layers and a FeatureSpace (below)
 def test_keras_ios_structured_data_layers_are_adapted_on_the_training_split(cps1985, tmp_path, caplog):
     examples, schema = cps1985
     with caplog.at_level(logging.INFO, logger="kflow.components"):
@@ -127,6 +128,7 @@ def test_retrained_on_the_grown_table_it_warm_starts_its_columns_mapped_by_meani
     assert mapped and int(mapped[2]) > 0 and int(mapped[3]) > 0, said  # values first seen in the grown table
 
 
+@pytest.mark.slow  # ~12 s; make test adapts a module's layers on a table and on questions (below), by the same code
 @pytest.mark.real_data
 def test_a_convnets_normalization_is_adapted_on_the_training_images(tmp_path):
     """keras.io's MNIST convnet with `layers.Normalization()` where it has `Rescaling(1 / 255)`: a Sequential on its

@@ -196,6 +196,7 @@ def metrics():
 """
 
 
+@pytest.mark.slow  # ~9 s; make test trains, evaluates and serves a sigmoid head (above)
 def test_keras_binary_metrics_of_a_sigmoid_model_read_its_one_probability(cancer, tmp_path):
     examples, schema = cancer
     model_run = ModelRun(tmp_path / "run")

@@ -108,6 +108,7 @@ def mnist_sample(tmp_path):
     return examples, schema
 
 
+@pytest.mark.slow  # ~9 s; make test trains a module's subclassed model on images (below)
 @pytest.mark.real_data
 def test_keras_ios_mnist_convnet_as_written_there_trains_and_is_blessed(tmp_path):
     examples, schema = mnist_sample(tmp_path)

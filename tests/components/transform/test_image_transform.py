@@ -85,6 +85,7 @@ def test_the_graphs_model_maps_each_channels_training_range_onto_zero_to_one(pho
     assert scaled == pytest.approx(expected, abs=1e-6)
 
 
+@pytest.mark.slow  # ~12 s; make test checks this graph (above), trains MNIST's convnet on its own (the demo)
 def test_a_trainer_given_the_graph_builds_the_convnet_on_it_and_exports_it(photos, tmp_path):
     examples, schema, graph, _ = photos
     model = Model(tmp_path / "model")

@@ -68,6 +68,8 @@ print("loaded", sorted(graph(rows)))
 """
 
 
+@pytest.mark.slow  # ~13 s; make test trains a preprocessing_fn's model end to end (test_user_preprocessing.py), its
+# SavedModel loaded in a fresh process by the Evaluator's serving check
 def test_a_model_on_a_preprocessing_fns_own_layer_loads_in_a_fresh_process(fruit, tmp_path):
     examples, schema, _, _, _ = fruit
     module = tmp_path / "my_preprocessing.py"
