@@ -140,6 +140,7 @@ def iris(tmp_path_factory):
     return csv_examples(root, write_iris(root / "iris.csv"), "species")
 
 
+@pytest.mark.slow  # ~8 s; make test trains a subclassed model on images and a table's model of unnamed inputs
 def test_a_subclassed_model_takes_a_tables_named_columns(iris, tmp_path):
     examples, schema = iris
     options = {"kind": "subclassed"}

@@ -179,12 +179,10 @@ def test_a_class_with_no_training_record_is_said(caplog):
     assert not caplog.records
 
 
-def test_each_dataset_takes_its_own_pass_and_a_tables_transform_loads_no_other_datasets_task():
-    """The pass is chosen by the task's classes' names: a table's Transform never imports WikiText-2's task (and
-    keras-hub with it, 0.7 s of each run), while images, a plugin's subclass among them, take the image pass."""
-    import subprocess
-    import sys
-
+def test_each_dataset_takes_its_own_pass():
+    """The pass is chosen by the task's classes' names, so that a table's Transform never imports another dataset's
+    task (test_lean_imports.py checks that it does not), while images, a plugin's subclass among them, take the image
+    pass."""
     from kflow.components.datasets import get_dataset
     from kflow.components.transform.executor import OWN_PASSES, _derives_from
 
@@ -196,12 +194,3 @@ def test_each_dataset_takes_its_own_pass_and_a_tables_transform_loads_no_other_d
     assert passes == {"csv": None, "quora": "_write_text", "wikitext2": "_write_wordpiece", "mnist": "_write_images",
                       "images": "_write_images"}  # fmt: skip
     assert own_pass(type("PluginImages", (get_dataset("images").task_class(),), {})) == "_write_images"
-
-    probe = (
-        "import sys; import kflow.components.transform.executor; from kflow.components.datasets import get_dataset; "
-        "get_dataset('csv').task_class(); print(sorted(n for n in sys.modules if n == 'keras_hub' or "
-        "n.startswith('kflow.components.datasets.') and n.endswith('.task') and n.count('.') == 4))"
-    )
-    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
-    assert loaded.returncode == 0, loaded.stderr[-2000:]
-    assert loaded.stdout.strip().splitlines()[-1] == "['kflow.components.datasets.tabular.task']"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 
+import pytest
 import yaml
 
 from kflow.pipeline.cli.main import main
@@ -58,6 +59,7 @@ def test_a_declared_predict_node_scores_an_unlabelled_ingest(tmp_path, capsys):
     )
 
 
+@pytest.mark.slow  # ~7 s; make test refuses data the model cannot read in one line (tests/e2e/test_predict.py)
 def test_a_column_read_as_another_type_is_refused_by_name(tmp_path, capsys):
     config, _ = _config(tmp_path, new_columns={"petal_width": "string"})
     assert main(["run", str(config), "-q"]) == 1
