@@ -6,7 +6,10 @@ model takes: pixels, text, the CSV's columns), to the SavedModel's `serving_defa
 process that imports TensorFlow and NumPy only (no kflow code, no model.keras), and compares its outputs with
 model.keras's on the same examples (the evaluation's own, `ServingSample`). The client starts when the Evaluator
 does (`ServingClient`): its TensorFlow import and SavedModel load, most of the check's time, overlap the
-evaluation, and its predictions the rest of it. The result is `evaluation/serving_check.json` and one more check
+evaluation, and its predictions the rest of it. Once it has answered, it is kept for this process's next check, of
+another model (as a model server holds several; the models of a pipeline's Evaluators, or of the runs a notebook
+makes): its TensorFlow import, 5 s of CPU, is paid once a process (30 times in one `make test`), and it is stopped when
+the process ends. The result is `evaluation/serving_check.json` and one more check
 of the blessing (`serving_predictions`, the largest absolute difference, at most `TOLERANCE` times the outputs'
 scale; for a model computing in bfloat16 or float16, at most four times its own distance from float32 when that is more:
 low_precision.py): a model whose export lost its preprocessing, its weights or its signature is not blessed, so no
@@ -15,6 +18,7 @@ Pusher that waits for the blessing ships it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import logging
@@ -31,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from kflow.components.evaluator.serving_client import IDLE_FLAG  # a warm client's: TensorFlow loaded at low priority
 from kflow.components.util.predictions import serving_names
 from kflow.pipeline.dsl.artifacts import Model
 
@@ -47,65 +52,8 @@ REPORT = "serving_check.json"
 # A server needs no Keras, and TensorFlow imports it eagerly (3 of its 9 s here) unless told to look for the legacy
 # tf_keras, which a missing package makes a no-op (tensorflow/__init__.py: "Do an eager load for Keras' code").
 CLIENT_ENVIRONMENT = {"TF_USE_LEGACY_KERAS": "1"}
-# Given to a client started early (warm_up): it loads TensorFlow at the lowest priority, in the time the run's
-# other processes leave.
-IDLE_FLAG = "--idle"
-# The client: TensorFlow and NumPy, the SavedModel, its serving signature; nothing of kflow. It loads TensorFlow,
-# reads a line on stdin naming the SavedModel and loads it, then waits for one more naming the inputs and where to
-# write the outputs (an empty stdin at either: nothing to do).
-CLIENT = """
-import json, os, sys
-idle = sys.argv[1:] == ["--idle"]  # IDLE_FLAG
-if idle:
-    os.setpriority(os.PRIO_PROCESS, 0, 19)
-sys.modules["jax"] = None  # TensorFlow imports JAX when it can (tf.lite's converters): 0.6 s, of no use here
-import numpy as np
-import tensorflow as tf
-
-model_dir = sys.stdin.readline().strip()
-if not model_dir:
-    raise SystemExit(0)
-if idle:  # Needed now: the usual priority again where the process may raise its own (as root), else it stays low.
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, 0)
-    except PermissionError:
-        pass
-signature = tf.saved_model.load(model_dir).signatures["serving_default"]
-specs = signature.structured_input_signature[1]
-request = sys.stdin.readline().split()
-if not request:
-    raise SystemExit(0)
-given, answer = request
-data = np.load(given, allow_pickle=False)
-if set(data.files) == {"x"}:
-    if len(specs) != 1:
-        raise SystemExit(f"the serving signature takes {sorted(specs)}, the model one input")
-    inputs = {next(iter(specs)): data["x"]}
-else:
-    inputs = {name[2:]: data[name] for name in data.files}
-    if set(inputs) != set(specs):
-        raise SystemExit(f"the serving signature takes {sorted(specs)}, the examples have {sorted(inputs)}")
-
-
-def declared(value, spec):  # the task's column [n, 1] for a signature of one value a row [n], and back, as Keras does
-    rank = spec.shape.rank
-    if rank is not None and value.ndim == rank + 1 and value.shape[-1] == 1:
-        return value[..., 0]
-    if rank is not None and value.ndim + 1 == rank and spec.shape[-1] == 1:
-        return value[..., None]
-    return value
-
-
-tensors = {name: tf.constant(declared(value, specs[name]), dtype=specs[name].dtype) for name, value in inputs.items()}
-outputs = signature(**tensors)
-# A classifier's signature answers with `scores` and the class names (`classes`); other models with one output.
-output = outputs["scores"] if "scores" in outputs else next(iter(outputs.values()))
-if output.dtype in (tf.bfloat16, tf.float16):  # a mixed-precision model's; NumPy cannot read bfloat16 back from .npy
-    output = tf.cast(output, tf.float32)
-np.save(answer, output.numpy())
-print(json.dumps({"signature": "serving_default", "inputs": {n: str(s) for n, s in specs.items()}}), flush=True)
-os._exit(0)  # The check waits for this process's end: not for TensorFlow's teardown (1 s here)
-"""
+# The client (serving_client.py), run as its text: its folder, kflow's, is not on its path.
+CLIENT = (Path(__file__).parent / "serving_client.py").read_text(encoding="utf-8")
 
 
 class ServingSample:
@@ -198,6 +146,7 @@ class ClientProcess:
     def __init__(self, idle: bool = False) -> None:
         self.environment = {**os.environ, **CLIENT_ENVIRONMENT}
         self.scratch = Path(tempfile.mkdtemp(prefix="kflow-serving-check-"))
+        self.models = 0  # told so far: the files of each answer are numbered by it
         with (self.scratch / "stdout").open("w") as stdout, (self.scratch / "stderr").open("w") as stderr:
             self.popen = subprocess.Popen(
                 [sys.executable, "-c", CLIENT, *([IDLE_FLAG] if idle else [])],
@@ -210,12 +159,21 @@ class ClientProcess:
 
     def load(self, model_dir: Path) -> bool:
         """Tells the client its SavedModel; False when it ended already."""
+        self.models += 1
         try:
             self.popen.stdin.write(f"{model_dir}\n")
             self.popen.stdin.flush()
         except (BrokenPipeError, ValueError):
             return False
         return True
+
+    def answer_files(self) -> tuple[Path, Path, Path]:
+        """(inputs, outputs, report) of the answer about the model told last."""
+        stem = self.scratch / str(self.models)
+        return stem.with_suffix(".npz"), stem.with_suffix(".npy"), stem.with_suffix(".npy.json")
+
+    def running(self) -> bool:
+        return self.popen.poll() is None
 
     def stop(self) -> None:
         if self.popen.poll() is None:
@@ -227,7 +185,26 @@ class ClientProcess:
 
 
 _WARM: list[ClientProcess] = []
+_SPARE: list[ClientProcess] = []  # a client that answered, for the next check (at most one)
 _WARM_LOCK = threading.Lock()
+
+
+def _keep_spare(client: ClientProcess) -> None:
+    with _WARM_LOCK:
+        earlier = _SPARE[:]
+        _SPARE[:] = [client]
+    for spare in earlier:
+        spare.stop()
+
+
+@atexit.register
+def stop_spares() -> None:
+    """Stops the spare client (at the process's end; a client whose parent died ends itself, its stdin closed)."""
+    with _WARM_LOCK:
+        spares = _SPARE[:]
+        _SPARE.clear()
+    for spare in spares:
+        spare.stop()
 
 
 @contextlib.contextmanager
@@ -248,13 +225,14 @@ def warm_up(parameters: dict) -> Iterator[None]:
 
 
 def _client_for(model_dir: Path) -> ClientProcess:
-    """A warm client still waiting, started with this process's variables, else a new one; told `model_dir`.
+    """A warm client still waiting, else the spare of an earlier check, started with this process's variables,
+    else a new one; told `model_dir`.
 
     Variables set since the warm one started are not held against it: the libraries this process loaded meanwhile
     set their own (TensorFlow's `TF2_BEHAVIOR`, ...), as the client's own TensorFlow does."""
     while True:
         with _WARM_LOCK:
-            client = _WARM.pop() if _WARM else None
+            client = _WARM.pop() if _WARM else _SPARE.pop() if _SPARE else None
         if client is None:
             break
         now = {**os.environ, **CLIENT_ENVIRONMENT}
@@ -280,7 +258,7 @@ class ServingClient:
         self.client: ClientProcess | None = None
         if (model.serving_uri / "saved_model.pb").is_file():
             self.client = _client_for(model.serving_uri)
-        self.inputs_given = False
+        self.inputs_given = self.answered = False
 
     @property
     def process(self) -> subprocess.Popen | None:
@@ -294,7 +272,11 @@ class ServingClient:
         return self
 
     def __exit__(self, *_: object) -> None:
-        if self.client is not None:
+        if self.client is None:
+            return
+        if self.answered and self.client.running():
+            _keep_spare(self.client)
+        else:
             self.client.stop()
 
     def send(self, inputs: Any) -> None:
@@ -302,11 +284,12 @@ class ServingClient:
         if self.process is None or inputs is None:
             return
         arrays = {f"x/{name}": value for name, value in inputs.items()} if isinstance(inputs, dict) else {"x": inputs}
+        given, written, _ = self.client.answer_files()
         # Text comes as object arrays of bytes; as fixed-width bytes it is saved without pickling.
-        np.savez(self.scratch / "inputs.npz", **{name: _plain(value) for name, value in arrays.items()})
+        np.savez(given, **{name: _plain(value) for name, value in arrays.items()})
         try:
-            self.process.stdin.write(f"{self.scratch / 'inputs.npz'} {self.scratch / 'outputs.npy'}\n")
-            self.process.stdin.close()
+            self.process.stdin.write(f"{given} {written}\n")
+            self.process.stdin.flush()
         except BrokenPipeError:  # The client ended already (it could not load the model): result() says why.
             pass
         self.inputs_given = True
@@ -321,17 +304,26 @@ class ServingClient:
         if self.process is None:
             missing = f"the model has no serving SavedModel ({self.model.serving_uri.name}/)"
             return {**result, "passed": False, "reason": missing}
-        try:
-            returncode = self.process.wait(timeout=max(self.timeout - (time.perf_counter() - self.started), 1))
-        except subprocess.TimeoutExpired:
-            return {**result, "passed": False, "reason": f"the serving model gave no answer in {self.timeout:.0f} s"}
-        if returncode != 0 or not self.inputs_given:
+        _, written, report = self.client.answer_files()
+        deadline = self.started + self.timeout
+        # The answer's report, or the client's end: a client that fails exits, saying why on its stderr.
+        while self.inputs_given and not report.exists() and self.client.running():
+            if time.perf_counter() > deadline:
+                return {
+                    **result,
+                    "passed": False,
+                    "reason": f"the serving model gave no answer in {self.timeout:.0f} s",
+                }
+            time.sleep(0.02)
+        if not self.inputs_given or not report.exists():
+            self.process.wait()
             lines = (self.scratch / "stderr").read_text().strip().splitlines() or ["(no output)"]
             # TensorFlow ends an op's error with its graph node (`\t [[{{node ...}}]]`): the line before says what.
             lines = [line for line in lines if not line.lstrip().startswith("[[")] or lines
             return {**result, "passed": False, "reason": f"the serving model failed: {lines[-1][:300]}"}
-        served = np.load(self.scratch / "outputs.npy").astype(np.float64)
-        result.update(json.loads((self.scratch / "stdout").read_text().strip().splitlines()[-1]))
+        self.answered = True
+        served = np.load(written).astype(np.float64)
+        result.update(json.loads(report.read_text()))
         result["seconds"] = round(time.perf_counter() - self.started, 2)
         result["examples"] = int(len(expected))
         if served.shape != expected.shape:

@@ -177,15 +177,16 @@ def wait_for_priority(pid: int, niceness: int, timeout: float = 60) -> int:
 
 def test_the_check_takes_the_client_warmed_up_for_it(inputs, tmp_path):
     """A local run warms the Evaluator up (serving_check.warm_up): its client loads TensorFlow at the lowest
-    priority, then the check takes it, and it answers and ends."""
+    priority, then the check takes it, and it answers and is kept for the process's next check, until its end."""
     from kflow.components.evaluator import serving_check
 
     with serving_check.warm_up({}):
         (warm,) = serving_check._WARM
         assert wait_for_priority(warm.popen.pid, 19) == 19
         _, evaluation, blessing = evaluate(inputs, tmp_path)
-        assert serving_check._WARM == []
-        assert warm.popen.returncode == 0 and not warm.scratch.exists()  # it answered (a stopped one: -9)
+        assert serving_check._WARM == [] and serving_check._SPARE == [warm] and warm.popen.poll() is None
+    serving_check.stop_spares()  # as the process's end does
+    assert warm.popen.returncode is not None and not warm.scratch.exists() and serving_check._SPARE == []
     report = evaluation.read_json(SERVING_REPORT)
     assert report["passed"] and report["examples"] == 256
     assert blessing.blessed

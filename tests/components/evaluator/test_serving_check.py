@@ -105,3 +105,35 @@ def test_a_mixed_precision_models_bfloat16_outputs_are_compared(tmp_path):
         client.send(x)
         result = client.result(np.asarray(output, dtype=np.float64))
     assert result["passed"] and result["max_abs_difference"] == 0.0, result
+
+
+def test_the_next_check_of_a_process_takes_the_client_that_answered_and_a_failed_one_is_replaced(tmp_path):
+    """A client that answered is kept for the process's next check, of another model (its TensorFlow import, 5 s of
+    CPU, paid once): it answers with that model's outputs. A client that failed is not kept."""
+    from kflow.components.evaluator import serving_check
+
+    x = np.random.default_rng(0).uniform(0.5, 1.0, (8, 3)).astype(np.float32)
+    checked = []
+    for weight in (1.0, -7.0):
+        inputs = keras.Input((3,), name="x")
+        dense = keras.layers.Dense(2, kernel_initializer=keras.initializers.Constant(weight))
+        keras_model = keras.Model(inputs, dense(inputs))
+        model = Model(tmp_path / f"model{weight}")
+        keras_model.export(str(model.serving_uri), format="tf_saved_model", verbose=False)
+        with ServingClient(model) as client:
+            client.send(x)
+            checked.append((client.process.pid, client.result(np.asarray(keras_model.predict_on_batch(x), float))))
+    (first, one), (second, other) = checked
+    assert first == second and one["passed"] and other["passed"], checked
+    assert other["output_scale"] > one["output_scale"] * 5  # the second model's own outputs, not the first's
+    (spare,) = serving_check._SPARE
+
+    broken = Model(tmp_path / "broken")
+    broken.serving_uri.mkdir(parents=True)
+    (broken.serving_uri / "saved_model.pb").write_bytes(b"not a SavedModel")
+    with ServingClient(broken) as client:
+        assert client.process.pid == first
+        client.send(x)
+        failed = client.result(np.zeros((8, 2)))
+    assert not failed["passed"] and failed["reason"].startswith("the serving model failed"), failed
+    assert spare.popen.returncode is not None and not spare.scratch.exists() and serving_check._SPARE == []
