@@ -159,6 +159,8 @@ class ClientProcess:
 
     def load(self, model_dir: Path) -> bool:
         """Tells the client its SavedModel; False when it ended already."""
+        for done in self.answer_files() if self.models else ():  # the last answer's, read already
+            done.unlink(missing_ok=True)
         self.models += 1
         try:
             self.popen.stdin.write(f"{model_dir}\n")

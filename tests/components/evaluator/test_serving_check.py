@@ -125,8 +125,9 @@ def test_the_next_check_of_a_process_takes_the_client_that_answered_and_a_failed
             checked.append((client.process.pid, client.result(np.asarray(keras_model.predict_on_batch(x), float))))
     (first, one), (second, other) = checked
     assert first == second and one["passed"] and other["passed"], checked
-    assert other["output_scale"] > one["output_scale"] * 5  # the second model's own outputs, not the first's
     (spare,) = serving_check._SPARE
+    assert len(list(spare.scratch.glob("*.np*"))) == 3  # the last answer's files only
+    assert other["output_scale"] > one["output_scale"] * 5  # the second model's own outputs, not the first's
 
     broken = Model(tmp_path / "broken")
     broken.serving_uri.mkdir(parents=True)
