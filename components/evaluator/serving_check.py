@@ -191,10 +191,11 @@ _SPARE: list[ClientProcess] = []  # a client that answered, for the next check (
 _WARM_LOCK = threading.Lock()
 
 
-def _keep_spare(client: ClientProcess) -> None:
+def _keep_spare(*clients: ClientProcess) -> None:
+    """`clients` (one, or none) the spare; the one before stopped."""
     with _WARM_LOCK:
         earlier = _SPARE[:]
-        _SPARE[:] = [client]
+        _SPARE[:] = clients
     for spare in earlier:
         spare.stop()
 
@@ -202,11 +203,7 @@ def _keep_spare(client: ClientProcess) -> None:
 @atexit.register
 def stop_spares() -> None:
     """Stops the spare client (at the process's end; a client whose parent died ends itself, its stdin closed)."""
-    with _WARM_LOCK:
-        spares = _SPARE[:]
-        _SPARE.clear()
-    for spare in spares:
-        spare.stop()
+    _keep_spare()
 
 
 @contextlib.contextmanager
@@ -318,7 +315,8 @@ class ServingClient:
                 }
             time.sleep(0.02)
         if not self.inputs_given or not report.exists():
-            self.process.wait()
+            with contextlib.suppress(subprocess.TimeoutExpired):  # ended: its stderr whole; else no wait unbounded
+                self.process.wait(timeout=5)
             lines = (self.scratch / "stderr").read_text().strip().splitlines() or ["(no output)"]
             # TensorFlow ends an op's error with its graph node (`\t [[{{node ...}}]]`): the line before says what.
             lines = [line for line in lines if not line.lstrip().startswith("[[")] or lines
